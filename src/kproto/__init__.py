@@ -1,0 +1,19 @@
+"""kproto: the Apache Kafka wire protocol for Python.
+
+- :mod:`kproto.schema`: generated, versioned, frozen attrs entities for every Kafka
+  message (``kproto.schema.metadata.v12.MetadataResponse``).
+- :mod:`kproto.index`: look classes up by ``api_key``/version or name; :class:`ApiKey`.
+- :mod:`kproto.serial`: ``entity_reader(cls)`` / ``entity_writer(cls)`` over ``IO[bytes]``.
+- :mod:`kproto.records`: record batches (magic 0, 1, 2; every codec).
+- :mod:`kproto.connection`: a thin blocking broker connection.
+- :mod:`kproto.meta`: the run-time field metadata everything above derives from.
+- :mod:`kproto.spark`: the PySpark pipeline (extra ``kproto[spark]``).
+"""
+
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+from kproto.meta import EntityInfo, Wire, entity_info
+
+__all__ = ["ApiKey", "ErrorCode", "EntityInfo", "Wire", "entity_info", "__version__"]
+
+__version__ = "0.1.0"

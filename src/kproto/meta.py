@@ -1,0 +1,184 @@
+"""Run-time field metadata of the generated entities.
+
+Every generated entity is a frozen, slotted attrs class. Each of its attrs fields
+carries one :class:`Wire` object in its metadata under the key :data:`WIRE`; that
+object says how the field travels on the wire *at this class's version* (Kafka type,
+compact or classic encoding, nullability, tag, default, nested class). The readers and
+writers in :mod:`kproto.serial`, the hypothesis strategies in the tests and the Spark
+schema mapping in :mod:`kproto.spark` all derive their behaviour from these objects;
+nothing parses annotations.
+
+Class-level facts (message name, kind, version, flexibility, source file) live in one
+namespaced class attribute, ``__kproto_entity__``, read with :func:`entity_info`.
+
+Example::
+
+    >>> import attrs
+    >>> from kproto.meta import wire
+    >>> from kproto.schema.metadata.v12 import MetadataResponse
+    >>> [wire(f).type for f in attrs.fields(MetadataResponse)][:2]
+    ['int32', '[]MetadataResponseBroker']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final, Literal
+
+import attrs
+
+__all__ = [
+    "WIRE",
+    "PRIMITIVE_TYPES",
+    "Wire",
+    "EntityInfo",
+    "wire",
+    "wire_fields",
+    "entity_info",
+    "is_entity",
+]
+
+#: The attrs metadata key under which every generated field keeps its :class:`Wire`.
+WIRE: Final = "kproto"
+
+#: Kafka's primitive wire types, as spelled in the JSON message definitions.
+PRIMITIVE_TYPES: Final = frozenset(
+    {
+        "bool",
+        "int8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "float64",
+        "string",
+        "bytes",
+        "records",
+        "uuid",
+    }
+)
+
+Kind = Literal["primitive", "array", "struct", "unknown_tags"]
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Wire:
+    """How one field of one entity version is encoded.
+
+    Attributes:
+        type: the Kafka type as written in the JSON definition: a primitive such as
+            ``"int32"`` or ``"string"``, ``"[]T"`` for an array, or a struct name.
+            ``"unknown_tagged_fields"`` marks the catch-all field that keeps tagged
+            fields the schema does not know.
+        kind: ``"primitive"``, ``"array"``, ``"struct"`` or ``"unknown_tags"``.
+        element: for arrays, the :class:`Wire` of one element (never nullable,
+            never tagged); ``None`` otherwise.
+        entity: for structs, the generated attrs class of the nested struct;
+            ``None`` otherwise (arrays of structs name it on ``element``).
+        nullable: ``None`` is a valid value at this version.
+        compact: this field uses the compact (flexible) encoding: unsigned-varint
+            lengths. False in non-flexible versions and for fields whose own
+            ``flexibleVersions`` is ``"none"`` (the request header's ``client_id``).
+        tag: the tag number if the field is a tagged field at this version, else
+            ``None``. Tagged fields equal to their default are not written.
+        default: the Kafka default at this version (the attrs default too); for
+            struct fields, an instance of ``entity`` with its own defaults.
+        name: the Kafka field name (``"ThrottleTimeMs"``).
+        versions: the field's version range in the JSON (``"3+"``), for reference.
+        nullable_versions / tagged_versions: likewise, or ``None``.
+        ignorable, map_key, zero_copy, entity_type: the JSON flags of that name.
+    """
+
+    type: str
+    kind: Kind = "primitive"
+    element: Wire | None = None
+    entity: type | None = None
+    nullable: bool = False
+    compact: bool = False
+    tag: int | None = None
+    default: Any = None
+    name: str = ""
+    versions: str = ""
+    nullable_versions: str | None = None
+    tagged_versions: str | None = None
+    ignorable: bool = False
+    map_key: bool = False
+    zero_copy: bool = False
+    entity_type: str | None = None
+
+    @property
+    def primitive(self) -> str | None:
+        """The primitive type of this field (or of its elements), else ``None``."""
+        if self.kind == "primitive":
+            return self.type
+        if self.kind == "array" and self.element is not None:
+            return self.element.primitive
+        return None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class EntityInfo:
+    """Facts about a generated class, kept in its ``__kproto_entity__`` attribute.
+
+    Attributes:
+        name: the JSON struct name (``"MetadataResponseBroker"``) or message name.
+        message: the JSON ``name`` of the message the class belongs to.
+        message_type: the JSON ``type``: ``request``, ``response``, ``header``,
+            ``data`` or ``metadata``.
+        version: the message version this class encodes.
+        flexible: whether this version uses the flexible (compact, tagged) encoding.
+        top_level: True for the message class itself, False for nested structs.
+        api_key: the API key for requests and responses, else ``None``.
+        source: the JSON file the class was generated from, as ``folder/File.json``.
+    """
+
+    name: str
+    message: str
+    message_type: str
+    version: int
+    flexible: bool
+    top_level: bool
+    api_key: int | None
+    source: str
+
+
+UNKNOWN_TAGS: Final = Wire(type="unknown_tagged_fields", kind="unknown_tags", default=())
+"""The :class:`Wire` of every entity's ``unknown_tagged_fields`` field: a tuple of
+``(tag, raw bytes)`` pairs that the schema does not know, kept on decode and written
+back byte for byte (flexible versions only)."""
+
+
+def wire(field: attrs.Attribute[Any]) -> Wire:
+    """Return the :class:`Wire` of one attrs field of a generated entity.
+
+    Raises:
+        KeyError: the field carries no kproto metadata (not a generated entity).
+    """
+    return field.metadata[WIRE]  # type: ignore[no-any-return]
+
+
+def wire_fields(cls: type) -> Iterator[tuple[attrs.Attribute[Any], Wire]]:
+    """Yield ``(attrs field, Wire)`` for every field of a generated entity class, in
+    wire order (the order the fields are encoded in)."""
+    for field in attrs.fields(cls):
+        yield field, field.metadata[WIRE]
+
+
+def entity_info(cls_or_entity: Any) -> EntityInfo:
+    """Return the :class:`EntityInfo` of a generated class or instance.
+
+    Raises:
+        TypeError: the argument is not a generated kproto entity.
+    """
+    cls = cls_or_entity if isinstance(cls_or_entity, type) else type(cls_or_entity)
+    info = getattr(cls, "__kproto_entity__", None)
+    if not isinstance(info, EntityInfo):
+        raise TypeError(f"{cls!r} is not a generated kproto entity")
+    return info
+
+
+def is_entity(obj: Any) -> bool:
+    """True if ``obj`` is a generated entity class or an instance of one."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return isinstance(getattr(cls, "__kproto_entity__", None), EntityInfo)

@@ -1,0 +1,195 @@
+"""Generic readers and writers for every generated entity, over ``IO[bytes]``.
+
+Example::
+
+    >>> import io
+    >>> from kproto.schema.api_versions.v3 import ApiVersionsRequest
+    >>> from kproto.serial import entity_reader, entity_writer
+    >>> buf = io.BytesIO()
+    >>> entity_writer(ApiVersionsRequest)(buf, ApiVersionsRequest(
+    ...     client_software_name="kproto", client_software_version="0.1"))
+    >>> buf.getvalue()
+    b'\\x07kproto\\x040.1\\x00'
+    >>> entity_reader(ApiVersionsRequest)(io.BytesIO(buf.getvalue()))
+    ApiVersionsRequest(client_software_name='kproto', client_software_version='0.1', unknown_tagged_fields=())
+
+An entity carries no size prefix and no header: a request frame is int32 size, the
+header entity, then the body entity (see :mod:`kproto.connection`).
+
+Readers consume exactly one entity and leave the stream just past it. With an
+``io.BytesIO`` they decode from a zero-copy view; with another seekable stream they
+read ahead in growing chunks and seek back; with anything else (a socket file, a pipe)
+they read exactly what each field needs. Bad bytes raise :class:`DecodeError` naming
+the field path and byte offset (offsets count from where the reader started); a claimed
+length is checked against the bytes available before anything is allocated. Values
+that do not fit their field raise :class:`EncodeError` naming the field path.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from functools import cache
+from typing import IO, Any, TypeVar
+
+from kproto.serial import interpret
+from kproto.serial.compile import decoder, encoder
+from kproto.serial.exceptions import DecodeError, EncodeError
+
+__all__ = [
+    "DecodeError",
+    "EncodeError",
+    "entity_reader",
+    "entity_writer",
+    "decode",
+    "encode",
+]
+
+E = TypeVar("E")
+
+_SEEKABLE_CHUNK = 64 * 1024
+
+
+def _diagnose_decode(cls: type, buf: Any, start: int, exc: BaseException) -> DecodeError:
+    """Re-read with the interpreter to name the field path and byte offset."""
+    src = interpret.BufferSource(buf, start)
+    try:
+        interpret.read_entity(cls, src)
+    except DecodeError as err:
+        if err.offset is not None:
+            return DecodeError(err.reason, path=err.path, offset=err.offset - start)
+        return err
+    return DecodeError(f"cannot decode {cls.__name__}: {exc!r}", offset=None)
+
+
+def _decode_view(cls: type, view: Any, start: int) -> tuple[Any, int]:
+    try:
+        return decoder(cls)(view, start)
+    except Exception as exc:
+        raise _diagnose_decode(cls, view, start, exc) from None
+
+
+@cache
+def entity_reader(cls: type[E]) -> Callable[[IO[bytes]], E]:
+    """Return ``read(stream) -> entity`` for ``cls``, built once per class.
+
+    The reader consumes exactly one encoded ``cls`` (no size prefix, no header).
+
+    Raises (from ``read``):
+        DecodeError: truncated input, a negative length other than the null marker, a
+            length beyond the bytes left, invalid UTF-8, an over-long varint, null in a
+            non-nullable field, or a malformed tagged-field section; the error names
+            the field path and the byte offset from where ``read`` started.
+    """
+    decode_fn = decoder(cls)
+
+    def read(stream: IO[bytes]) -> E:
+        if isinstance(stream, io.BytesIO):
+            start = stream.tell()
+            view = stream.getbuffer()
+            try:
+                try:
+                    entity, end = decode_fn(view, start)
+                except Exception as exc:
+                    raise _diagnose_decode(cls, view, start, exc) from None
+            finally:
+                view.release()
+            stream.seek(end)
+            return entity  # type: ignore[no-any-return]
+        if stream.seekable():
+            return _read_seekable(cls, stream)  # type: ignore[no-any-return]
+        return interpret.read_entity(cls, interpret.StreamSource(stream))  # type: ignore[no-any-return]
+
+    read.__doc__ = f"Read one {cls.__name__} from a binary stream."
+    return read
+
+
+def _read_seekable(cls: type, stream: IO[bytes]) -> Any:
+    """Read ahead in doubling chunks until one entity decodes, then seek past it."""
+    start = stream.tell()
+    data = b""
+    chunk = _SEEKABLE_CHUNK
+    while True:
+        more = stream.read(chunk)
+        data += more
+        try:
+            entity, end = decoder(cls)(data, 0)
+        except Exception as exc:
+            if more and len(more) == chunk:
+                chunk *= 2
+                continue
+            stream.seek(start)
+            raise _diagnose_decode(cls, data, 0, exc) from None
+        stream.seek(start + end)
+        return entity
+
+
+def _diagnose_encode(entity: Any, exc: BaseException) -> EncodeError:
+    try:
+        interpret.write_entity([], entity)
+    except EncodeError as err:
+        return err
+    return EncodeError(f"cannot encode {type(entity).__name__}: {exc!r}")
+
+
+@cache
+def entity_writer(cls: type[E]) -> Callable[[IO[bytes], E], None]:
+    """Return ``write(stream, entity) -> None`` for ``cls``, built once per class.
+
+    Writes exactly the encoding of one entity (no size prefix, no header) with a single
+    ``stream.write`` call. Tagged fields equal to their default are omitted, as Kafka
+    does; unknown tagged fields kept from decoding are written back unchanged.
+
+    Raises (from ``write``):
+        EncodeError: the entity is not a ``cls``, or a value does not fit its field
+            (int out of range, None in a non-nullable field, wrong type); the error
+            names the field path. Nothing is written then.
+    """
+    encode_fn = encoder(cls)
+
+    def write(stream: IO[bytes], entity: E) -> None:
+        if entity.__class__ is not cls:
+            raise EncodeError(
+                f"expected a {cls.__qualname__}, got {type(entity).__qualname__}",
+                path=cls.__name__,
+            )
+        parts: list[bytes] = []
+        try:
+            encode_fn(entity, parts.append)
+        except Exception as exc:
+            raise _diagnose_encode(entity, exc) from None
+        stream.write(b"".join(parts))
+
+    write.__doc__ = f"Write one {cls.__name__} to a binary stream."
+    return write
+
+
+def encode(entity: Any) -> bytes:
+    """The encoding of one entity as bytes (no size prefix, no header).
+
+    Raises:
+        EncodeError: a value does not fit its field (names the field path).
+    """
+    parts: list[bytes] = []
+    try:
+        encoder(type(entity))(entity, parts.append)
+    except Exception as exc:
+        raise _diagnose_encode(entity, exc) from None
+    return b"".join(parts)
+
+
+def decode(cls: type[E], data: bytes | bytearray | memoryview) -> E:
+    """Decode exactly one ``cls`` from ``data``; trailing bytes are an error.
+
+    Raises:
+        DecodeError: bad bytes (names the field path and byte offset), or bytes left
+            over after the entity.
+    """
+    entity, end = _decode_view(cls, data, 0)
+    if end != len(data):
+        raise DecodeError(
+            f"{len(data) - end} bytes left over after the entity",
+            path=cls.__name__,
+            offset=end,
+        )
+    return entity  # type: ignore[no-any-return]

@@ -1,0 +1,152 @@
+"""Kafka's primitive wire forms: one small function per form, plus the fixed-width
+``struct`` formats.
+
+Source: Kafka's protocol guide ("Protocol Primitive Types") and
+``org.apache.kafka.common.utils.ByteUtils`` for varints. Readers take a buffer (bytes or
+memoryview) and a position and return ``(value, new position)``; writers return bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+__all__ = [
+    "FIXED_FORMATS",
+    "FIXED_SIZES",
+    "INT_RANGES",
+    "Malformed",
+    "read_uvarint",
+    "read_uvarlong",
+    "read_varint",
+    "read_varlong",
+    "write_uvarint",
+    "write_varint",
+    "write_varlong",
+    "array_struct",
+]
+
+#: ``struct`` format characters of the fixed-width types (big-endian on the wire).
+FIXED_FORMATS: Final = {
+    "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
+    "uuid": "16s",
+}
+FIXED_SIZES: Final = {name: struct.calcsize(">" + fmt) for name, fmt in FIXED_FORMATS.items()}
+INT_RANGES: Final = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+class Malformed(Exception):
+    """Internal signal from a primitive: the bytes are malformed (not just short).
+
+    The public readers turn it into :class:`kproto.serial.DecodeError` with the field
+    path and byte offset.
+    """
+
+
+def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``.
+
+    Raises:
+        Malformed: more than 5 bytes, or a value over 32 bits.
+        IndexError: the input ends inside the varint.
+    """
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result > 0xFFFFFFFF:
+                raise Malformed("unsigned varint larger than 32 bits")
+            return result, pos
+        shift += 7
+        if shift >= 35:
+            raise Malformed("unsigned varint longer than 5 bytes")
+
+
+def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned varlong of at most 10 bytes (64 bits).
+
+    Raises:
+        Malformed: more than 10 bytes.
+        IndexError: the input ends inside the varlong.
+    """
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result > 0xFFFFFFFFFFFFFFFF:
+                raise Malformed("unsigned varlong larger than 64 bits")
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise Malformed("varlong longer than 10 bytes")
+
+
+def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A zigzag-encoded signed varint (32 bits)."""
+    raw, pos = read_uvarint(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A zigzag-encoded signed varlong (64 bits)."""
+    raw, pos = read_uvarlong(buf, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+_SMALL: Final = tuple(bytes((i,)) for i in range(128))
+
+
+def write_uvarint(value: int) -> bytes:
+    """An unsigned varint (the caller checks the range)."""
+    if value < 0x80:
+        return _SMALL[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def write_varint(value: int) -> bytes:
+    """A zigzag-encoded signed varint (32 bits)."""
+    return write_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def write_varlong(value: int) -> bytes:
+    """A zigzag-encoded signed varlong (64 bits)."""
+    return write_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+_ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}
+
+
+def array_struct(fmt: str, count: int) -> struct.Struct:
+    """A cached ``struct.Struct`` for ``count`` big-endian values of format ``fmt``."""
+    key = (fmt, count)
+    s = _ARRAY_STRUCTS.get(key)
+    if s is None:
+        s = struct.Struct(f">{count}{fmt}")
+        if len(_ARRAY_STRUCTS) < 4096:
+            _ARRAY_STRUCTS[key] = s
+    return s
