@@ -1,0 +1,172 @@
+"""Benchmark kproto.records against kafka-python (pure Python) and aiokafka (C).
+
+Run from the repository root::
+
+    python -m benchmarks.records_bench [--rounds N] [--records N]
+
+A batch of 1000 records (16-byte keys, 200-byte values, 2 headers) is decoded
+(iterating every record and touching key, value and headers) and encoded, for
+no compression and each codec. The implementations run in interleaved rounds
+and the median time per operation is reported, in milliseconds. "ratio" is
+kafka-python's time divided by kproto's (higher is better for kproto).
+
+kafka-python 3.0.12's ``kafka.record.default_records`` is pure Python;
+aiokafka 0.14.0's ``aiokafka.record.default_records`` resolves to its Cython
+extension (``aiokafka.record._crecords``), which this script checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kproto.records import Compression, decode_batches, decode_columns, encode_batch
+
+CODECS = [
+    Compression.NONE,
+    Compression.GZIP,
+    Compression.SNAPPY,
+    Compression.LZ4,
+    Compression.ZSTD,
+]
+
+
+def make_records(n: int) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:
+    """n records: 16-byte keys, 200-byte (compressible) values, 2 headers."""
+    t0 = 1_700_000_000_000
+    out = []
+    for i in range(n):
+        key = b"user-%011d" % (i * 7919 % 10**11)
+        noise = os.urandom(24).hex().encode()
+        value = (
+            b'{"id":%d,"event":"click","page":"/item/%d","sid":"' % (i, i % 113)
+        ) + noise
+        value = (value + b'","pad":"' + b"x" * 200)[:198] + b'"}'
+        headers = [
+            ("trace-id", os.urandom(8).hex().encode()),
+            ("content-type", b"json"),
+        ]
+        out.append((key, value, headers, t0 + i))
+    return out
+
+
+def _time(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def run(rounds: int, n: int) -> str:
+    from aiokafka.record import default_records as aio_default
+    from kafka.record.default_records import DefaultRecordBatch as KpBatch
+    from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+
+    aio_batch = aio_default.DefaultRecordBatch
+    aio_builder = aio_default.DefaultRecordBatchBuilder
+    assert "_crecords" in aio_batch.__module__, "aiokafka C extension not in use"
+
+    records = make_records(n)
+    lines_dec = [
+        "| codec | kproto decode ms | kproto columns ms | kafka-python ms | aiokafka (C) ms "
+        "| ratio (kafka-python / kproto) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    lines_enc = [
+        "| codec | kproto encode ms | kafka-python ms | aiokafka (C) ms "
+        "| ratio (kafka-python / kproto) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for codec in CODECS:
+        data = encode_batch(records, compression=codec)
+
+        def kproto_decode(data: bytes = data) -> None:
+            for batch in decode_batches(data):
+                for r in batch.records:
+                    r.key  # noqa: B018
+                    r.value  # noqa: B018
+                    r.headers  # noqa: B018
+
+        def kproto_columns(data: bytes = data) -> None:
+            decode_columns(data)
+
+        def kp_decode(data: bytes = data) -> None:
+            for r in KpBatch(data):
+                r.key  # noqa: B018
+                r.value  # noqa: B018
+                r.headers  # noqa: B018
+
+        def aio_decode(data: bytes = data) -> None:
+            for r in aio_batch(data):
+                r.key  # noqa: B018
+                r.value  # noqa: B018
+                r.headers  # noqa: B018
+
+        def kproto_encode(codec: Compression = codec) -> None:
+            encode_batch(records, compression=codec)
+
+        def kp_encode(codec: int = int(codec)) -> None:
+            b = KpBuilder(2, codec, False, -1, -1, -1, 1 << 30)
+            for i, (k, v, h, ts) in enumerate(records):
+                b.append(i, ts, k, v, h)
+            b.build()
+
+        def aio_encode(codec: int = int(codec)) -> None:
+            b = aio_builder(2, codec, False, -1, -1, -1, 1 << 30)
+            for i, (k, v, h, ts) in enumerate(records):
+                b.append(i, ts, k, v, h)
+            b.build()
+
+        fns = {
+            "kproto_decode": kproto_decode,
+            "kproto_columns": kproto_columns,
+            "kp_decode": kp_decode,
+            "aio_decode": aio_decode,
+            "kproto_encode": kproto_encode,
+            "kp_encode": kp_encode,
+            "aio_encode": aio_encode,
+        }
+        for fn in fns.values():  # warm up
+            fn()
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        gc.disable()
+        try:
+            for _ in range(rounds):
+                for name, fn in fns.items():
+                    times[name].append(_time(fn))
+        finally:
+            gc.enable()
+        med = {name: statistics.median(v) * 1000 for name, v in times.items()}
+        lines_dec.append(
+            f"| {codec.label} | {med['kproto_decode']:.2f} | {med['kproto_columns']:.2f} "
+            f"| {med['kp_decode']:.2f} | {med['aio_decode']:.2f} "
+            f"| {med['kp_decode'] / med['kproto_decode']:.2f}x |"
+        )
+        lines_enc.append(
+            f"| {codec.label} | {med['kproto_encode']:.2f} | {med['kp_encode']:.2f} "
+            f"| {med['aio_encode']:.2f} | {med['kp_encode'] / med['kproto_encode']:.2f}x |"
+        )
+    head = f"{n} records/batch, 16-byte keys, 200-byte values, 2 headers; median of {rounds} interleaved rounds\n"
+    return (
+        head
+        + "\nDecode\n\n"
+        + "\n".join(lines_dec)
+        + "\n\nEncode\n\n"
+        + "\n".join(lines_enc)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--records", type=int, default=1000)
+    args = parser.parse_args()
+    print(run(args.rounds, args.records))
+
+
+if __name__ == "__main__":
+    main()

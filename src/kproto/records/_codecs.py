@@ -1,0 +1,380 @@
+"""Compression codecs of Kafka record batches, with a bound on decompressed size.
+
+Every decompressor here takes ``limit`` (bytes) and raises
+:class:`~kproto.serial.exceptions.DecodeError` as soon as the output would
+exceed it, without allocating more than the limit (or than the input
+justifies), so a small compressed payload cannot exhaust memory.
+
+Formats:
+
+* gzip: RFC 1952, concatenated members accepted (Java's ``GZIPInputStream``).
+* snappy: raw snappy, and the xerial block framing Java clients write
+  (``b"\\x82SNAPPY\\x00"``, two int32 version fields, then
+  ``[int32 length + raw snappy block]*``).
+* lz4: the LZ4 frame format. Kafka before 0.10 computed the frame header
+  checksum over the magic number as well as the frame descriptor
+  (KAFKA-3160); for magic 0 messages that checksum is accepted when decoding
+  and written when encoding, as Kafka and kafka-python do.
+* zstd: zstd frames.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import cramjam
+
+from kproto.serial.exceptions import DecodeError, EncodeError
+
+from ._types import Compression
+
+__all__ = ["compress", "decompress", "xxh32"]
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
+_XERIAL_BLOCK = 32 * 1024
+
+_LZ4_MAGIC = 0x184D2204
+_LZ4_BLOCK_MAX = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}
+
+_M32 = 0xFFFFFFFF
+_P1 = 2654435761
+_P2 = 2246822519
+_P3 = 3266489917
+_P4 = 668265263
+_P5 = 374761393
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32 of ``data`` (pure Python; used only on LZ4 frame descriptors)."""
+    n = len(data)
+    i = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        while i + 16 <= n:
+            lanes = [
+                int.from_bytes(data[i + j : i + j + 4], "little") for j in (0, 4, 8, 12)
+            ]
+            v1 = (_rotl((v1 + lanes[0] * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + lanes[1] * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + lanes[2] * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + lanes[3] * _P2) & _M32, 13) * _P1) & _M32
+            i += 16
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while i + 4 <= n:
+        h = (h + int.from_bytes(data[i : i + 4], "little") * _P3) & _M32
+        h = (_rotl(h, 17) * _P4) & _M32
+        i += 4
+    while i < n:
+        h = (h + data[i] * _P5) & _M32
+        h = (_rotl(h, 11) * _P1) & _M32
+        i += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
+
+
+def _too_big(codec: str, limit: int) -> DecodeError:
+    return DecodeError(
+        f"{codec} payload decompresses to more than max_decompressed_size ({limit} bytes)"
+    )
+
+
+# ---------------------------------------------------------------- gzip
+
+
+def _gzip_decompress(data: bytes, limit: int) -> bytes:
+    out: list[bytes] = []
+    total = 0
+    rest = data
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            chunk = d.decompress(rest, limit - total + 1)
+        except zlib.error as exc:
+            raise DecodeError(f"gzip: {exc}") from None
+        total += len(chunk)
+        if total > limit or d.unconsumed_tail:
+            raise _too_big("gzip", limit)
+        out.append(chunk)
+        if not d.eof:
+            raise DecodeError("gzip: truncated stream")
+        rest = d.unused_data
+        if not rest.strip(b"\x00"):
+            break
+    return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _gzip_compress(data: bytes) -> bytes:
+    c = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+# ---------------------------------------------------------------- snappy
+
+
+def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
+    try:
+        size = cramjam.snappy.decompress_raw_len(block)
+    except Exception as exc:
+        raise DecodeError(f"snappy: {exc}") from None
+    if size > limit:
+        raise _too_big("snappy", limit)
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except Exception as exc:
+        raise DecodeError(f"snappy: {exc}") from None
+
+
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
+    if not data.startswith(_XERIAL_MAGIC) or len(data) < 16:
+        return _snappy_raw(data, limit)
+    # xerial framing: 8-byte magic, int32 version, int32 min compatible
+    # version (some writers put these little-endian; they are not checked).
+    mv = memoryview(data)
+    pos = 16
+    n = len(data)
+    out: list[bytes] = []
+    total = 0
+    while pos < n:
+        if pos + 4 > n:
+            raise DecodeError("snappy (xerial): truncated block length")
+        size = int.from_bytes(data[pos : pos + 4], "big", signed=True)
+        pos += 4
+        if size < 0 or pos + size > n:
+            raise DecodeError(f"snappy (xerial): bad block length {size}")
+        block = _snappy_raw(mv[pos : pos + size], limit - total)
+        total += len(block)
+        out.append(block)
+        pos += size
+    return b"".join(out)
+
+
+def _snappy_compress(data: bytes) -> bytes:
+    parts = [_XERIAL_HEADER]
+    mv = memoryview(data)
+    for i in range(0, len(data), _XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(mv[i : i + _XERIAL_BLOCK]))
+        parts.append(len(block).to_bytes(4, "big"))
+        parts.append(block)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------- lz4
+
+
+def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
+    """Decompress LZ4 frames; ``old_kafka`` accepts the KAFKA-3160 header checksum."""
+    n = len(data)
+    pos = 0
+    frames: list[tuple[int, int, int, bool]] = []  # start, end, bound, independent
+    patched: bytearray | None = None
+    bound_total = 0
+    try:
+        while pos < n:
+            magic = int.from_bytes(data[pos : pos + 4], "little")
+            if 0x184D2A50 <= magic <= 0x184D2A5F:  # skippable frame
+                pos += 8 + int.from_bytes(data[pos + 4 : pos + 8], "little")
+                continue
+            if magic != _LZ4_MAGIC:
+                raise DecodeError(f"lz4: bad frame magic 0x{magic:08x}", offset=pos)
+            flg = data[pos + 4]
+            bd = data[pos + 5]
+            if flg >> 6 != 1:
+                raise DecodeError(
+                    f"lz4: unsupported frame version {flg >> 6}", offset=pos
+                )
+            block_max = _LZ4_BLOCK_MAX.get((bd >> 4) & 7)
+            if block_max is None:
+                raise DecodeError(f"lz4: bad block maximum size code {bd}", offset=pos)
+            desc_end = pos + 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+            stored_hc = data[desc_end]
+            right_hc = (xxh32(data[pos + 4 : desc_end]) >> 8) & 0xFF
+            if stored_hc != right_hc:
+                if old_kafka and stored_hc == (xxh32(data[pos:desc_end]) >> 8) & 0xFF:
+                    if patched is None:
+                        patched = bytearray(data)
+                    patched[desc_end] = right_hc
+                else:
+                    raise DecodeError("lz4: bad frame header checksum", offset=desc_end)
+            p = desc_end + 1
+            bound = 0
+            while True:
+                if p + 4 > n:
+                    raise DecodeError("lz4: truncated frame", offset=p)
+                size = int.from_bytes(data[p : p + 4], "little")
+                p += 4
+                if size == 0:
+                    break
+                if size & 0x80000000:
+                    size &= 0x7FFFFFFF
+                    bound += size
+                else:
+                    bound += block_max
+                p += size + (4 if flg & 0x10 else 0)
+            p += 4 if flg & 0x04 else 0
+            if p > n:
+                raise DecodeError("lz4: truncated frame", offset=n)
+            frames.append((pos, p, bound, bool(flg & 0x20)))
+            bound_total += bound
+            pos = p
+    except IndexError:
+        raise DecodeError("lz4: truncated frame", offset=n) from None
+    src = bytes(patched) if patched is not None else data
+    if bound_total <= limit:
+        try:
+            return bytes(cramjam.lz4.decompress(src))
+        except Exception as exc:
+            raise DecodeError(f"lz4: {exc}") from None
+    # The worst case exceeds the limit: decompress block by block, stopping
+    # at the limit (possible for independent blocks, which Kafka requires).
+    out = bytearray()
+    for start, _end, _bound, independent in frames:
+        if not independent:
+            raise DecodeError(
+                "lz4: a frame with linked blocks may exceed max_decompressed_size "
+                f"({limit} bytes)"
+            )
+        flg = src[start + 4]
+        block_max = _LZ4_BLOCK_MAX[(src[start + 5] >> 4) & 7]
+        p = start + 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        while True:
+            size = int.from_bytes(src[p : p + 4], "little")
+            p += 4
+            if size == 0:
+                break
+            raw = size & 0x80000000
+            size &= 0x7FFFFFFF
+            if raw:
+                out += src[p : p + size]
+            else:
+                room = min(block_max, limit - len(out) + 1)
+                buf = bytearray(room)
+                try:
+                    got = cramjam.lz4.decompress_block_into(src[p : p + size], buf)
+                except Exception:
+                    if room < block_max:
+                        raise _too_big("lz4", limit) from None
+                    raise DecodeError("lz4: corrupt block", offset=p) from None
+                out += buf[:got]
+            if len(out) > limit:
+                raise _too_big("lz4", limit)
+            p += size + (4 if flg & 0x10 else 0)
+    return bytes(out)
+
+
+def _lz4_compress(data: bytes, old_kafka: bool) -> bytes:
+    # Kafka's reader (KafkaLZ4BlockInputStream) needs independent blocks; level 1
+    # is the fast (non-HC) compressor, as librdkafka and kafka-python use.
+    c = cramjam.lz4.Compressor(level=1, content_checksum=False, block_linked=False)
+    c.compress(data)
+    frame = bytes(c.finish())
+    if not old_kafka:
+        return frame
+    # Kafka < 0.10 (KAFKA-3160) expects the header checksum computed over the
+    # magic number and descriptor, and no content size field.
+    flg = frame[4]
+    desc_end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    body = frame[desc_end + 1 :]
+    head = bytearray(frame[:6])
+    head[4] = flg & ~0x08 & 0xFF
+    return bytes(head) + bytes(((xxh32(bytes(head)) >> 8) & 0xFF,)) + body
+
+
+# ---------------------------------------------------------------- zstd
+
+
+def _zstd_content_size(data: bytes) -> int | None:
+    """The Frame_Content_Size of a single zstd frame, or None when absent."""
+    if len(data) < 6 or data[:4] != b"\x28\xb5\x2f\xfd":
+        return None
+    fhd = data[4]
+    fcs_flag = fhd >> 6
+    single = (fhd >> 5) & 1
+    did_size = (0, 1, 2, 4)[fhd & 3]
+    p = 5 + (0 if single else 1) + did_size
+    size = (1 if single else 0, 2, 4, 8)[fcs_flag]
+    if size == 0 or p + size > len(data):
+        return None
+    value = int.from_bytes(data[p : p + size], "little")
+    return value + 256 if size == 2 else value
+
+
+def _zstd_decompress(data: bytes, limit: int) -> bytes:
+    hint = _zstd_content_size(data)
+    if hint is not None and hint > limit:
+        raise _too_big("zstd", limit)
+    size = hint + 1 if hint is not None else max(1 << 16, 4 * len(data))
+    size = min(size, limit)
+    while True:
+        buf = bytearray(size)
+        try:
+            got = cramjam.zstd.decompress_into(data, buf)
+        except Exception as exc:
+            if "whole buffer" not in str(exc):
+                raise DecodeError(f"zstd: {exc}") from None
+            if size >= limit:
+                raise _too_big("zstd", limit) from None
+            size = min(size * 4, limit)
+            continue
+        if got == size and size < limit:
+            # Filled exactly: it may have been cut; retry with room to spare.
+            size = min(size * 4, limit)
+            continue
+        del buf[got:]
+        return bytes(buf)
+
+
+def _zstd_compress(data: bytes) -> bytes:
+    return bytes(cramjam.zstd.compress(data, level=3))
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def decompress(codec: int, data: bytes, limit: int, *, magic: int = 2) -> bytes:
+    """Decompress ``data`` of ``codec`` (a :class:`Compression` value).
+
+    Raises:
+        DecodeError: for corrupt input, an unknown codec, or output larger
+            than ``limit`` bytes (the location is added by the caller).
+    """
+    if codec == Compression.GZIP:
+        return _gzip_decompress(data, limit)
+    if codec == Compression.SNAPPY:
+        return _snappy_decompress(data, limit)
+    if codec == Compression.LZ4:
+        return _lz4_decompress(data, limit, magic == 0)
+    if codec == Compression.ZSTD:
+        return _zstd_decompress(data, limit)
+    if codec == Compression.NONE:
+        return data
+    raise DecodeError(f"unknown compression codec {codec}")
+
+
+def compress(codec: int, data: bytes, *, magic: int = 2) -> bytes:
+    """Compress ``data`` with ``codec`` as Kafka writes it (see module docs)."""
+    if codec == Compression.GZIP:
+        return _gzip_compress(data)
+    if codec == Compression.SNAPPY:
+        return _snappy_compress(data)
+    if codec == Compression.LZ4:
+        return _lz4_compress(data, magic == 0)
+    if codec == Compression.ZSTD:
+        return _zstd_compress(data)
+    if codec == Compression.NONE:
+        return data
+    raise EncodeError(f"unknown compression codec {codec}")
