@@ -16,9 +16,12 @@ from codegen import emit, sources
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
-    parser.add_argument("command", nargs="?", default="generate",
-                        choices=["fetch", "generate", "check"])
-    parser.add_argument("--jobs", type=int, default=0, help="black workers (0: one per core)")
+    parser.add_argument(
+        "command", nargs="?", default="generate", choices=["fetch", "generate", "check"]
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=0, help="black workers (0: one per core)"
+    )
     args = parser.parse_args(argv)
     try:
         sources.stage()
@@ -37,14 +40,18 @@ def main(argv: list[str] | None = None) -> int:
         for line in diffs[:50]:
             print(line)
         if diffs:
-            print(f"codegen: {len(diffs)} generated file(s) out of date; run `make build-schema`",
-                  file=sys.stderr)
+            print(
+                f"codegen: {len(diffs)} generated file(s) out of date; run `make build-schema`",
+                file=sys.stderr,
+            )
             return 1
         print(f"codegen: {len(files)} generated files up to date ({took:.1f} s)")
         return 0
     written, deleted = emit.write(files)
-    print(f"codegen: {len(messages)} messages, {len(files)} files "
-          f"({written} written, {deleted} deleted) in {took:.1f} s")
+    print(
+        f"codegen: {len(messages)} messages, {len(files)} files "
+        f"({written} written, {deleted} deleted) in {took:.1f} s"
+    )
     return 0
 
 

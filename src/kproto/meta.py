@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from typing import Any, Final, Literal
 
@@ -93,7 +94,7 @@ class Wire:
     type: str
     kind: Kind = "primitive"
     element: Wire | None = None
-    entity: type | None = None
+    entity: builtins.type | None = None
     nullable: bool = False
     compact: bool = False
     tag: int | None = None
@@ -143,7 +144,9 @@ class EntityInfo:
     source: str
 
 
-UNKNOWN_TAGS: Final = Wire(type="unknown_tagged_fields", kind="unknown_tags", default=())
+UNKNOWN_TAGS: Final = Wire(
+    type="unknown_tagged_fields", kind="unknown_tags", default=()
+)
 """The :class:`Wire` of every entity's ``unknown_tagged_fields`` field: a tuple of
 ``(tag, raw bytes)`` pairs that the schema does not know, kept on decode and written
 back byte for byte (flexible versions only)."""

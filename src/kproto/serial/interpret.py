@@ -41,7 +41,9 @@ class Source(Protocol):
 class BufferSource:
     """Reads from an in-memory buffer between ``pos`` and ``end``."""
 
-    def __init__(self, buf: bytes | memoryview, pos: int = 0, end: int | None = None) -> None:
+    def __init__(
+        self, buf: bytes | memoryview, pos: int = 0, end: int | None = None
+    ) -> None:
         self.buf = buf
         self.pos = pos
         self.end = len(buf) if end is None else end
@@ -49,7 +51,9 @@ class BufferSource:
     def take(self, n: int, path: str) -> bytes:
         if n > self.end - self.pos:
             raise DecodeError(
-                f"needs {n} bytes, only {self.end - self.pos} left", path=path, offset=self.pos
+                f"needs {n} bytes, only {self.end - self.pos} left",
+                path=path,
+                offset=self.pos,
             )
         data = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
@@ -73,7 +77,9 @@ class StreamSource:
             chunk = self.stream.read(min(n - got, _CHUNK))
             if not chunk:
                 raise DecodeError(
-                    f"needs {n} bytes, the stream ended after {got}", path=path, offset=self.pos
+                    f"needs {n} bytes, the stream ended after {got}",
+                    path=path,
+                    offset=self.pos,
                 )
             parts.append(chunk)
             got += len(chunk)
@@ -92,10 +98,14 @@ def _uvarint(src: Source, path: str, max_bytes: int = 5) -> int:
         result |= (b & 0x7F) << shift
         if b < 0x80:
             if max_bytes == 5 and result > 0xFFFFFFFF:
-                raise DecodeError("unsigned varint larger than 32 bits", path=path, offset=start)
+                raise DecodeError(
+                    "unsigned varint larger than 32 bits", path=path, offset=start
+                )
             return result
         shift += 7
-    raise DecodeError(f"unsigned varint longer than {max_bytes} bytes", path=path, offset=start)
+    raise DecodeError(
+        f"unsigned varint longer than {max_bytes} bytes", path=path, offset=start
+    )
 
 
 def _fixed(src: Source, t: str, path: str) -> Any:
@@ -120,7 +130,9 @@ def _length(src: Source, w: Wire, path: str, classic: str) -> int | None:
         return None
     left = src.remaining()
     if left is not None and n > left:
-        raise DecodeError(f"length {n} exceeds the {left} bytes left", path=path, offset=start)
+        raise DecodeError(
+            f"length {n} exceeds the {left} bytes left", path=path, offset=start
+        )
     return n
 
 
@@ -136,7 +148,9 @@ def _read_primitive(src: Source, w: Wire, t: str, path: str) -> Any:
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DecodeError(f"invalid UTF-8: {exc.reason}", path=path, offset=start) from None
+            raise DecodeError(
+                f"invalid UTF-8: {exc.reason}", path=path, offset=start
+            ) from None
     if t in ("bytes", "records"):
         n = _length(src, w, path, "int32")
         return None if n is None else src.take(n, path)
@@ -163,7 +177,9 @@ def read_value(src: Source, w: Wire, path: str) -> Any:
             if marker < 0:
                 return None
             if marker != 1:
-                raise DecodeError(f"bad struct presence byte {marker}", path=path, offset=start)
+                raise DecodeError(
+                    f"bad struct presence byte {marker}", path=path, offset=start
+                )
         return read_entity(w.entity, src, path)
     if w.kind == "array":
         count = _length(src, w, path, "int32")
@@ -174,7 +190,9 @@ def read_value(src: Source, w: Wire, path: str) -> Any:
         if src.remaining() is None and count > _CHUNK and _may_be_empty(el):
             # A stream has no byte count to check against, and elements that encode
             # as zero bytes would let a lying count allocate without reading input.
-            raise DecodeError(f"array count {count} of empty elements", path=path, offset=src.pos)
+            raise DecodeError(
+                f"array count {count} of empty elements", path=path, offset=src.pos
+            )
         items = []
         for i in range(count):
             items.append(read_value(src, el, f"{path}[{i}]"))
@@ -262,14 +280,25 @@ def _fail(path: str, reason: str) -> EncodeError:
     return EncodeError(reason, path=path)
 
 
-def _write_length(out: list[bytes], w: Wire, n: int | None, classic: str, path: str) -> None:
+def _write_length(
+    out: list[bytes], w: Wire, n: int | None, classic: str, path: str
+) -> None:
     if n is None:
-        out.append(b"\x00" if w.compact else struct.pack(">" + FIXED_FORMATS[classic], -1))
+        out.append(
+            b"\x00" if w.compact else struct.pack(">" + FIXED_FORMATS[classic], -1)
+        )
         return
     limit = INT_RANGES[classic][1] if not w.compact else 0xFFFFFFFE
     if n > limit:
-        raise _fail(path, f"length {n} does not fit the {classic if not w.compact else 'varint'}")
-    out.append(write_uvarint(n + 1) if w.compact else struct.pack(">" + FIXED_FORMATS[classic], n))
+        raise _fail(
+            path,
+            f"length {n} does not fit the {classic if not w.compact else 'varint'}",
+        )
+    out.append(
+        write_uvarint(n + 1)
+        if w.compact
+        else struct.pack(">" + FIXED_FORMATS[classic], n)
+    )
 
 
 def _write_primitive(out: list[bytes], w: Wire, t: str, v: Any, path: str) -> None:

@@ -1,0 +1,175 @@
+"""The generator: parser, model, naming, rendering, and drift of the committed output."""
+
+from __future__ import annotations
+
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegen import emit, model, naming, parser, sources
+
+FIXTURE = Path(__file__).parent / "fixtures" / "FeatureDenseRequest.json"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_naming_doctests() -> None:
+    failures, tried = doctest.testmod(naming)
+    assert tried >= 8 and failures == 0
+
+
+def test_strip_comments_keeps_slashes_in_strings() -> None:
+    assert parser.strip_comments('{"a": "x//y"} // c') == '{"a": "x//y"} '
+    assert parser.strip_comments('{"a": "\\"/*"} /* c */') == '{"a": "\\"/*"} '
+
+
+def test_parser_rejects_unknown_keys() -> None:
+    with pytest.raises(
+        parser.ParseError, match=r"fields\[0\]: unknown key\(s\) nullable"
+    ):
+        parser.parse_text(
+            '{"name": "X", "type": "data", "validVersions": "0", "fields": ['
+            '{"name": "A", "type": "int8", "versions": "0+", "nullable": true}]}',
+            "X.json",
+        )
+
+
+def test_parser_reports_bad_json_with_file() -> None:
+    with pytest.raises(parser.ParseError, match="Broken.json"):
+        parser.parse_text("{ not json", "Broken.json")
+
+
+def test_versions() -> None:
+    v = model.Versions.parse("3+")
+    assert 3 in v and 99 in v and 2 not in v and str(v) == "3+"
+    assert model.Versions.parse("none").empty
+    assert str(model.Versions.parse("0-2")) == "0-2"
+    with pytest.raises(model.ModelError):
+        model.Versions.parse("x")
+
+
+@pytest.fixture(scope="module")
+def spec() -> model.MessageSpec:
+    return model.MessageSpec.from_json(
+        parser.parse_file(FIXTURE), "test/FeatureDenseRequest.json"
+    )
+
+
+def test_model_per_version_views(spec: model.MessageSpec) -> None:
+    v0 = {c.name: c for c in spec.at(0)}
+    assert list(v0) == ["TopicData", "FeatureDenseRequest"]  # nested first
+    top0 = v0["FeatureDenseRequest"]
+    assert [f.py_name for f in top0.fields] == ["timeout_ms", "topics"]
+    assert top0.fields[0].default == 0x7FFFFFFF
+    assert not top0.fields[1].nullable and top0.fields[1].default == ()
+    top1 = {c.name: c for c in spec.at(1)}["FeatureDenseRequest"]
+    assert top1.fields[1].py_name == "global_" and top1.fields[1].default is True
+    assert top1.fields[2].nullable and top1.fields[2].default is None
+    v2 = {c.name: c for c in spec.at(2)}
+    top2 = v2["FeatureDenseRequest"]
+    tagged = {f.py_name: f for f in top2.fields if f.tag is not None}
+    assert tagged["leader"].tag == 0 and tagged["leader"].default == "STRUCT"
+    assert tagged["only_tagged"].tag == 1 and tagged["only_tagged"].default == -1
+    assert top2.flexible and all(f.compact for f in top2.fields)
+    assert [f.py_name for f in v2["TopicData"].fields] == ["isr_nodes", "topic_id"]
+    with pytest.raises(model.ModelError, match="no version 3"):
+        spec.at(3)
+
+
+def test_model_rejects_broken_rules() -> None:
+    bad_tag = {"name": "A", "type": "int8", "versions": "0+", "tag": 1}
+    with pytest.raises(model.ModelError, match="go together"):
+        model.FieldSpec.from_json(bad_tag, "X")
+    bad_default = {"name": "A", "type": "int8", "versions": "0+", "default": "300"}
+    field = model.FieldSpec.from_json(bad_default, "X")
+    with pytest.raises(model.ModelError, match="does not fit int8"):
+        model.FieldView.build(
+            model.MessageSpec.from_json(
+                {
+                    "name": "X",
+                    "type": "data",
+                    "validVersions": "0",
+                    "fields": [bad_default],
+                },
+                "X",
+            ),
+            field,
+            0,
+            False,
+            None,
+        )
+
+
+def test_rendered_module_compiles_and_carries_metadata(
+    spec: model.MessageSpec, tmp_path: Path
+) -> None:
+    merged = sources.Merged(
+        spec.name, spec.type, spec.api_key, {v: spec for v in range(3)}
+    )
+    response = model.MessageSpec.from_json(
+        {
+            "apiKey": 9999,
+            "type": "response",
+            "name": "FeatureDenseResponse",
+            "validVersions": "0-2",
+            "flexibleVersions": "2+",
+            "fields": [],
+        },
+        "test/FeatureDenseResponse.json",
+    )
+    merged_resp = sources.Merged(
+        response.name, "response", 9999, {v: response for v in range(3)}
+    )
+    files = emit.render(
+        {spec.name: merged, response.name: merged_resp},
+        {
+            "source": "test",
+            "errors": [
+                {
+                    "code": 0,
+                    "name": "NONE",
+                    "retriable": False,
+                    "exception": None,
+                    "message": None,
+                }
+            ],
+        },
+        jobs=1,
+    )
+    text = files["schema/feature_dense/v2/request.py"]
+    assert text.startswith(
+        "# Generated by kproto's codegen from test/FeatureDenseRequest.json"
+    )
+    assert "Do not edit." in text.splitlines()[0]
+    compile(text, "v2.py", "exec")
+    assert "global_: bool = attrs.field(" in files["schema/feature_dense/v1/request.py"]
+    assert "from kproto.schema.request_header.v2 import RequestHeader" in text
+    assert "class ApiKey(enum.IntEnum)" in files["index.py"]
+    assert "FEATURE_DENSE = 9999" in files["index.py"]
+
+
+def test_committed_code_matches_a_fresh_generation() -> None:
+    """`make build-schema` reproduces the committed generated code exactly."""
+    if (
+        not (ROOT.parent / "shared" / "kafka-schema").is_dir()
+        and not sources.LOCK_FILE.exists()
+    ):
+        pytest.skip("no schema inputs beside the checkout")
+    result = subprocess.run(
+        [sys.executable, "-m", "codegen", "check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_lock_mismatch_stops_the_build(tmp_path: Path) -> None:
+    lock = sources.Lock(sources=[], files={"a.json": "0" * 64})
+    (tmp_path / "a.json").write_text("{}")
+    with pytest.raises(sources.SourceError, match="sha256 mismatch: a.json"):
+        sources.verify(tmp_path, lock)
+    with pytest.raises(sources.SourceError, match="missing: a.json"):
+        sources.verify(tmp_path / "nothing", lock)
