@@ -200,6 +200,11 @@ def test_random_bytes_raise_only_decode_error(data: bytes) -> None:
             "MetadataResponse.topics[0].partitions[0].isr_nodes[1]",
             "does not fit int32",
         ),
+        (
+            MetadataResponse(topics=(MetadataResponseTopic(is_internal=1),)),  # type: ignore[arg-type]
+            "MetadataResponse.topics[0].is_internal",
+            "bool needs a bool",
+        ),
         (MetadataResponse(brokers=None), "MetadataResponse.brokers", "None in a non-nullable"),  # type: ignore[arg-type]
         (MetadataResponse(brokers="ab"), "MetadataResponse.brokers", "needs a tuple"),  # type: ignore[arg-type]
         (ApiVersionsRequest(client_software_name=b"x"), "ApiVersionsRequest.client_software_name", "needs a str"),  # type: ignore[arg-type]

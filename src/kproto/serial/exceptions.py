@@ -17,7 +17,9 @@ class DecodeError(ValueError):
         reason: what was wrong, without the location.
     """
 
-    def __init__(self, reason: str, *, path: str = "", offset: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, path: str = "", offset: int | None = None
+    ) -> None:
         self.reason = reason
         self.path = path
         self.offset = offset

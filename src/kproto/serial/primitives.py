@@ -24,6 +24,7 @@ __all__ = [
     "write_varint",
     "write_varlong",
     "array_struct",
+    "SMALL_UVARINTS",
 ]
 
 #: ``struct`` format characters of the fixed-width types (big-endian on the wire).
@@ -38,7 +39,9 @@ FIXED_FORMATS: Final = {
     "float64": "d",
     "uuid": "16s",
 }
-FIXED_SIZES: Final = {name: struct.calcsize(">" + fmt) for name, fmt in FIXED_FORMATS.items()}
+FIXED_SIZES: Final = {
+    name: struct.calcsize(">" + fmt) for name, fmt in FIXED_FORMATS.items()
+}
 INT_RANGES: Final = {
     "int8": (-(2**7), 2**7 - 1),
     "int16": (-(2**15), 2**15 - 1),
@@ -114,6 +117,8 @@ def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 
 _SMALL: Final = tuple(bytes((i,)) for i in range(128))
+#: The one-byte unsigned varints 0..127, indexed by value.
+SMALL_UVARINTS: Final = _SMALL
 
 
 def write_uvarint(value: int) -> bytes:

@@ -1,0 +1,1 @@
+"""kproto's benchmarks; run with ``python -m benchmarks`` (``make bench``)."""
