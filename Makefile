@@ -35,7 +35,7 @@ test: $(STAMP)
 
 ## The main job on an embedded broker (librdkafka's mock cluster), then the Spark pipeline.
 demo: $(STAMP)
-	$(PY) -m kproto.demo
+	$(PY) -m demo
 
 ## Serializer and record-batch benchmarks against kio, kafka-python and aiokafka.
 bench: $(STAMP)

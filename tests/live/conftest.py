@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import pytest
 
-from kproto.demo import Brokers, MockCluster, check
+from demo import Brokers, MockCluster, check
 from kproto.index import ApiKey
 
 pytest.importorskip("confluent_kafka")

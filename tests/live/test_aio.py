@@ -18,7 +18,7 @@ from kproto.connection import (
     FrameTooLargeError,
     RequestTimeoutError,
 )
-from kproto.demo import MockCluster
+from demo import MockCluster
 from kproto.framing import encode_request
 from kproto.index import ApiKey
 from kproto.records import Compression, decode_batches, encode_batch

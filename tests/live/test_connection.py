@@ -17,7 +17,7 @@ from kproto.connection import (
     NotNegotiatedError,
     RequestTimeoutError,
 )
-from kproto.demo import (
+from demo import (
     Brokers,
     MockCluster,
     consumer_protocol_bytes,

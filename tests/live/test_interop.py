@@ -22,7 +22,7 @@ from typing import Any
 import confluent_kafka
 import pytest
 
-from kproto.demo import Brokers, MockCluster, check, fetch_all, produce_batch
+from demo import Brokers, MockCluster, check, fetch_all, produce_batch
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import (

@@ -1,0 +1,427 @@
+"""Decode binary DataFrame columns into typed struct columns (``mapInArrow``)."""
+
+from __future__ import annotations
+
+import io
+import re
+import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, Any, Final
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from kproto.spark._schema import entities_to_arrow, spark_schema
+
+__all__ = [
+    "INTERNAL_TOPICS",
+    "decode_column",
+    "decode_internal_topic",
+    "merged_schema",
+    "internal_topic_schema",
+]
+
+Reader = Callable[[IO[bytes]], Any]
+
+#: Internal topics :func:`decode_internal_topic` knows: key version -> key message,
+#: and key message -> value message (from the group- and transaction-coordinator
+#: JSON definitions).
+INTERNAL_TOPICS: Final[dict[str, tuple[dict[int, str], dict[str, str]]]] = {
+    "__consumer_offsets": (
+        {0: "OffsetCommitKey", 1: "OffsetCommitKey", 2: "GroupMetadataKey"},
+        {
+            "OffsetCommitKey": "OffsetCommitValue",
+            "GroupMetadataKey": "GroupMetadataValue",
+        },
+    ),
+    "__transaction_state": (
+        {0: "TransactionLogKey"},
+        {"TransactionLogKey": "TransactionLogValue"},
+    ),
+}
+_VERSION: Final = struct.Struct(">h")
+
+
+def _default_reader(entity_cls: type) -> Reader:
+    from kproto.serial import entity_reader
+
+    return entity_reader(entity_cls)
+
+
+def _read_whole(read: Reader, data: bytes, start: int = 0) -> Any:
+    """Decode ``data[start:]`` with ``read``; trailing bytes are an error."""
+    stream = io.BytesIO(data)
+    stream.seek(start)
+    entity = read(stream)
+    left = len(data) - stream.tell()
+    if left:
+        raise ValueError(f"{left} trailing bytes after {type(entity).__name__}")
+    return entity
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def decode_column(
+    df: DataFrame,
+    column: str,
+    entity_cls: type,
+    *,
+    error_column: str | None = "decode_error",
+    reader: Reader | None = None,
+) -> DataFrame:
+    """Replace binary ``column`` of ``df`` by its decoded struct.
+
+    Every non-null value must be exactly one encoded ``entity_cls`` (no length
+    prefix); it is decoded with ``kproto.serial.entity_reader(entity_cls)`` (or
+    ``reader``) in a ``mapInArrow`` task and converted column by column to the Arrow
+    form of :func:`~kproto.spark.spark_schema`. Null values stay null.
+
+    Args:
+        df: any DataFrame with a binary ``column``.
+        column: name of that column; it keeps its position, its type becomes
+            ``spark_schema(entity_cls)`` (nullable).
+        entity_cls: a generated kproto entity class, picklable by reference.
+        error_column: name of a string column appended to hold, per row, why the
+            value did not decode (null if it did; the struct is then null). ``None``:
+            fail the Spark job on the first bad value instead.
+        reader: ``read(stream) -> entity`` to use instead of
+            ``kproto.serial.entity_reader(entity_cls)``; must be picklable.
+
+    Returns:
+        A lazy DataFrame: ``df``'s columns with ``column`` decoded, plus
+        ``error_column``.
+
+    Raises:
+        ValueError: ``column`` is missing or not binary, or ``error_column`` exists.
+    """
+    names = df.columns
+    if column not in names:
+        raise ValueError(f"no column {column!r} in {names}")
+    if df.schema[column].dataType.typeName() != "binary":
+        raise ValueError(
+            f"column {column!r} is {df.schema[column].dataType}, not binary"
+        )
+    if error_column is not None and error_column in names:
+        raise ValueError(f"column {error_column!r} already exists")
+    target_spark = spark_schema(entity_cls)
+    fields = [
+        StructField(column, target_spark, True) if f.name == column else f
+        for f in df.schema.fields
+    ]
+    if error_column is not None:
+        fields.append(StructField(error_column, StringType(), True))
+    out_schema = StructType(fields)
+    index = names.index(column)
+    target = to_arrow_type(target_spark, timezone="UTC")
+    out_names = out_schema.fieldNames()
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Built in the worker: compiled readers need not be picklable.
+        read = reader if reader is not None else _default_reader(entity_cls)
+        for batch in batches:
+            values = batch.column(index).to_pylist()
+            entities: list[Any] = []
+            errors: list[str | None] = []
+            for v in values:
+                if v is None:
+                    entities.append(None)
+                    errors.append(None)
+                    continue
+                try:
+                    entities.append(_read_whole(read, v))
+                    errors.append(None)
+                except Exception as exc:
+                    if error_column is None:
+                        raise
+                    entities.append(None)
+                    errors.append(_error_text(exc))
+            arrays = list(batch.columns)
+            arrays[index] = entities_to_arrow(entities, entity_cls, target)
+            if error_column is not None:
+                arrays.append(pa.array(errors, pa.string()))
+            yield pa.RecordBatch.from_arrays(arrays, names=out_names)
+
+    return df.mapInArrow(run, out_schema)
+
+
+# --- internal topics --------------------------------------------------------------
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _merge_types(a: DataType, b: DataType) -> DataType:
+    if isinstance(a, StructType) and isinstance(b, StructType):
+        return _merge_structs([a, b])
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return ArrayType(_merge_types(a.elementType, b.elementType), a.containsNull)
+    if a != b:
+        raise ValueError(f"incompatible types across versions: {a} vs {b}")
+    return a
+
+
+def _merge_structs(structs: Sequence[StructType]) -> StructType:
+    """Union of fields by name; a field missing from some struct becomes nullable."""
+    order: list[str] = []
+    merged: dict[str, StructField] = {}
+    counts: dict[str, int] = {}
+    for s in structs:
+        for f in s.fields:
+            counts[f.name] = counts.get(f.name, 0) + 1
+            if f.name not in merged:
+                order.append(f.name)
+                merged[f.name] = f
+            else:
+                old = merged[f.name]
+                merged[f.name] = StructField(
+                    f.name,
+                    _merge_types(old.dataType, f.dataType),
+                    old.nullable or f.nullable,
+                )
+    return StructType(
+        [
+            StructField(
+                n,
+                merged[n].dataType,
+                merged[n].nullable or counts[n] < len(structs),
+            )
+            for n in order
+        ]
+    )
+
+
+def merged_schema(message: str) -> StructType:
+    """One Spark struct covering every generated version of a data message.
+
+    Fields are the union over versions (by name, newest version's order first); a
+    field absent from some version, or nullable in any, is nullable.
+
+    Raises:
+        kproto.index.UnknownMessageError: no such message.
+    """
+    from kproto.index import data_type, data_versions
+
+    versions = list(data_versions(message))
+    return _merge_structs(
+        [spark_schema(data_type(message, v)) for v in reversed(versions)]
+    )
+
+
+def _messages(topic: str) -> list[str]:
+    keys, values = INTERNAL_TOPICS[topic]
+    out: list[str] = []
+    for k in list(keys.values()) + list(values.values()):
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def internal_topic_schema(topic: str) -> list[StructField]:
+    """The columns :func:`decode_internal_topic` appends for ``topic``.
+
+    Raises:
+        ValueError: ``topic`` is not in :data:`INTERNAL_TOPICS`.
+    """
+    if topic not in INTERNAL_TOPICS:
+        raise ValueError(
+            f"unknown internal topic {topic!r}; known: {sorted(INTERNAL_TOPICS)}"
+        )
+    fields = [
+        StructField("key_version", ShortType(), True),
+        StructField("value_version", ShortType(), True),
+        StructField("record_type", StringType(), True),
+    ]
+    for message in _messages(topic):
+        fields.append(StructField(_snake(message), merged_schema(message), True))
+    fields.append(StructField("error", StringType(), True))
+    return fields
+
+
+class _Dispatch:
+    """Per-task decoder for one internal topic (lazy class lookups, cached)."""
+
+    def __init__(self, topic: str) -> None:
+        self.keys, self.values = INTERNAL_TOPICS[topic]
+        self.readers: dict[tuple[str, int], tuple[type, Reader]] = {}
+
+    def reader(self, message: str, version: int) -> tuple[type, Reader]:
+        hit = self.readers.get((message, version))
+        if hit is None:
+            from kproto.index import data_type
+
+            cls = data_type(message, version)
+            hit = (cls, _default_reader(cls))
+            self.readers[(message, version)] = hit
+        return hit
+
+    def decode(
+        self, key: bytes | None, value: bytes | None
+    ) -> tuple[int | None, int | None, str | None, Any, Any, str | None]:
+        """(key_version, value_version, key message, key entity, value entity, error)."""
+        if key is None:
+            return None, None, None, None, None, "null key"
+        if len(key) < 2:
+            return None, None, None, None, None, f"key too short ({len(key)} bytes)"
+        kv = _VERSION.unpack_from(key)[0]
+        vv = (
+            _VERSION.unpack_from(value)[0]
+            if value is not None and len(value) >= 2
+            else None
+        )
+        key_message = self.keys.get(kv)
+        if key_message is None:
+            known = ", ".join(str(v) for v in sorted(self.keys))
+            return (
+                kv,
+                vv,
+                None,
+                None,
+                None,
+                f"unknown key version {kv} (known: {known})",
+            )
+        try:
+            _, read = self.reader(key_message, kv)
+            k = _read_whole(read, key, 2)
+        except Exception as exc:
+            return kv, vv, key_message, None, None, f"key: {_error_text(exc)}"
+        if value is None:
+            return kv, None, key_message, k, None, None  # tombstone
+        if vv is None:
+            return (
+                kv,
+                None,
+                key_message,
+                k,
+                None,
+                f"value too short ({len(value)} bytes)",
+            )
+        value_message = self.values[key_message]
+        try:
+            _, read = self.reader(value_message, vv)
+        except LookupError as exc:
+            return (
+                kv,
+                vv,
+                key_message,
+                k,
+                None,
+                f"unknown {value_message} version {vv}: {exc}",
+            )
+        try:
+            v = _read_whole(read, value, 2)
+        except Exception as exc:
+            return kv, vv, key_message, k, None, f"value: {_error_text(exc)}"
+        return kv, vv, key_message, k, v, None
+
+
+def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
+    """Decode the records of an internal Kafka topic held in a Kafka-shaped DataFrame.
+
+    ``df`` needs binary columns ``key`` and ``value`` (like Spark's Kafka source or
+    :func:`~kproto.spark.read_log_segments`); other columns pass through. Each key and
+    value starts with an int16 version that selects the generated class
+    (``kproto.index.data_type``): for ``__consumer_offsets`` key versions 0/1 are
+    ``OffsetCommitKey`` and 2 ``GroupMetadataKey``, their values
+    ``OffsetCommitValue`` / ``GroupMetadataValue`` (v0-v4); for
+    ``__transaction_state`` ``TransactionLogKey`` / ``TransactionLogValue``.
+
+    Appended columns: ``key_version``, ``value_version`` (smallint, null if absent),
+    ``record_type`` (the key message name, e.g. ``"OffsetCommitKey"``), one struct
+    column per message (``offset_commit_key``, ``offset_commit_value``,
+    ``group_metadata_key``, ``group_metadata_value`` or ``transaction_log_key``,
+    ``transaction_log_value``; typed by :func:`merged_schema`, the union of all
+    versions; set only for the row's own type), and ``error`` (string). Tombstones
+    (null value) keep a null value struct and no error. Unknown versions and
+    undecodable bytes do not fail the job: they set ``error``.
+
+    Raises:
+        ValueError: unknown ``topic``, or ``df`` lacks binary ``key``/``value``.
+    """
+    extra = internal_topic_schema(topic)
+    for name in ("key", "value"):
+        if name not in df.columns or df.schema[name].dataType.typeName() != "binary":
+            raise ValueError(f"decode_internal_topic needs a binary column {name!r}")
+    clash = {f.name for f in extra} & set(df.columns)
+    if clash:
+        raise ValueError(f"columns {sorted(clash)} already exist")
+    out_schema = StructType(list(df.schema.fields) + extra)
+    out_names = out_schema.fieldNames()
+    key_index = df.columns.index("key")
+    value_index = df.columns.index("value")
+    keys, values = INTERNAL_TOPICS[topic]
+    messages = _messages(topic)
+    targets = {
+        m: to_arrow_type(out_schema[_snake(m)].dataType, timezone="UTC")
+        for m in messages
+    }
+    value_of = dict(values)
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        dispatch = _Dispatch(topic)
+        for batch in batches:
+            ks = batch.column(key_index).to_pylist()
+            vs = batch.column(value_index).to_pylist()
+            kvs: list[int | None] = []
+            vvs: list[int | None] = []
+            types: list[str | None] = []
+            errors: list[str | None] = []
+            per_message: dict[str, list[Any]] = {m: [None] * len(ks) for m in messages}
+            for i, (k, v) in enumerate(zip(ks, vs, strict=True)):
+                kv, vv, km, ke, ve, err = dispatch.decode(k, v)
+                kvs.append(kv)
+                vvs.append(vv)
+                types.append(km)
+                errors.append(err)
+                if km is not None:
+                    per_message[km][i] = ke
+                    per_message[value_of[km]][i] = ve
+            arrays = list(batch.columns)
+            arrays.append(pa.array(kvs, pa.int16()))
+            arrays.append(pa.array(vvs, pa.int16()))
+            arrays.append(pa.array(types, pa.string()))
+            for m in messages:
+                arrays.append(_mixed_entities_to_arrow(per_message[m], targets[m]))
+            arrays.append(pa.array(errors, pa.string()))
+            yield pa.RecordBatch.from_arrays(arrays, names=out_names)
+
+    return df.mapInArrow(run, out_schema)
+
+
+def _mixed_entities_to_arrow(entities: Sequence[Any], target: pa.DataType) -> pa.Array:
+    """Entities of possibly different classes (versions) to one array of ``target``.
+
+    Rows are grouped by class, each group converted by name into ``target`` (fields
+    the class lacks are null), and the groups put back in row order.
+    """
+    assert isinstance(target, pa.StructType)
+    groups: dict[type, list[int]] = {}
+    for i, e in enumerate(entities):
+        if e is not None:
+            groups.setdefault(type(e), []).append(i)
+    if not groups:
+        return pa.nulls(len(entities), target)
+    if len(groups) == 1 and len(next(iter(groups.values()))) == len(entities):
+        cls = next(iter(groups))
+        return entities_to_arrow(entities, cls, target)
+    pieces: list[pa.Array] = [pa.nulls(1, target)]  # index 0: the null row
+    take = [0] * len(entities)
+    start = 1
+    for cls, rows in groups.items():
+        pieces.append(entities_to_arrow([entities[i] for i in rows], cls, target))
+        for j, i in enumerate(rows):
+            take[i] = start + j
+        start += len(rows)
+    combined = pa.concat_arrays(pieces)
+    return combined.take(pa.array(take, pa.int32()))

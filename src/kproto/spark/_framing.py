@@ -1,0 +1,268 @@
+"""Header-only framing of Kafka log segment files (no Spark, no decoding).
+
+Every legacy message set entry (magic 0/1) and every v2 record batch starts with
+``int64 offset, int32 length``; the entry occupies ``12 + length`` bytes and its magic
+byte is at ``+16``. Walking those headers finds batch boundaries without reading the
+batches, which is how segment files are split into byte ranges and how a reader keeps
+each decode call on whole batches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "HEADER",
+    "SegmentFile",
+    "FramingError",
+    "ByteRange",
+    "check_header",
+    "find_segment_files",
+    "parse_topic_partition",
+    "scan_file",
+    "split_file",
+    "frame_buffer",
+]
+
+#: ``>qi``: base offset and length, the 12 bytes that start every batch.
+HEADER: Final = struct.Struct(">qi")
+_MAGIC_AT: Final = 16
+# Smallest valid entry lengths (bytes after the 12-byte header) per magic.
+_MIN_LENGTH: Final = {0: 14, 1: 22, 2: 49}
+_MAX_LENGTH: Final = 0x7FFFFFFF
+_TOPIC_PARTITION: Final = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_SEGMENT_NAME: Final = re.compile(r"^\d+\.log$")
+
+
+@attrs.frozen(slots=True)
+class SegmentFile:
+    """One ``.log`` file to read.
+
+    Attributes:
+        path: absolute path.
+        size: size in bytes when found.
+        topic, partition: from the Kafka directory layout
+            ``<topic>-<partition>/<20-digit base offset>.log``, else ``None``.
+    """
+
+    path: str
+    size: int
+    topic: str | None
+    partition: int | None
+
+
+@attrs.frozen(slots=True)
+class ByteRange:
+    """``[start, end)`` of one segment file, starting and (normally) ending on batch
+    boundaries. A range whose framing breaks is read up to the break and the rest is
+    reported as corrupt."""
+
+    path: str
+    start: int
+    end: int
+    topic: str | None
+    partition: int | None
+
+
+@attrs.frozen(slots=True)
+class FramingError:
+    """Bytes at ``position`` that cannot be framed as a batch.
+
+    Attributes:
+        position: byte position of the bad header in the file.
+        base_offset: the header's offset field if 12 bytes were available, else None.
+        length: bytes from ``position`` to the end of the range that are unreadable.
+        reason: human-readable cause.
+    """
+
+    position: int
+    base_offset: int | None
+    length: int
+    reason: str
+
+
+def parse_topic_partition(
+    path: str | os.PathLike[str],
+) -> tuple[str | None, int | None]:
+    """Topic and partition from Kafka's layout ``<topic>-<partition>/<offset>.log``.
+
+    Returns ``(None, None)`` if the file name is not a segment name (digits + ``.log``)
+    or its folder is not named ``<topic>-<partition>``.
+    """
+    p = Path(path)
+    if not _SEGMENT_NAME.match(p.name):
+        return None, None
+    m = _TOPIC_PARTITION.match(p.parent.name)
+    if m is None:
+        return None, None
+    return m.group("topic"), int(m.group("partition"))
+
+
+def find_segment_files(paths: Iterable[str | os.PathLike[str]]) -> list[SegmentFile]:
+    """Resolve files and folders (searched recursively for ``*.log``) to segment files.
+
+    Files named explicitly are taken whatever their suffix. Duplicates are removed;
+    folder contents are sorted by path.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    seen: set[str] = set()
+    found: list[SegmentFile] = []
+    for raw in paths:
+        p = Path(raw).expanduser().absolute()
+        if p.is_dir():
+            candidates = sorted(q for q in p.rglob("*.log") if q.is_file())
+        elif p.is_file():
+            candidates = [p]
+        else:
+            raise FileNotFoundError(f"no such file or folder: {raw}")
+        for q in candidates:
+            key = str(q)
+            if key in seen:
+                continue
+            seen.add(key)
+            topic, partition = parse_topic_partition(q)
+            found.append(SegmentFile(key, q.stat().st_size, topic, partition))
+    return found
+
+
+def check_header(
+    base_offset: int, length: int, magic: int | None, remaining: int
+) -> str | None:
+    """Why a batch header is invalid, or ``None`` if it frames a plausible batch.
+
+    ``remaining`` is the number of bytes available from the header's start; ``magic`` is
+    ``None`` if fewer than 17 bytes remain.
+    """
+    if length < 0 or length > _MAX_LENGTH:
+        return f"invalid batch length {length}"
+    if magic is None:
+        return f"truncated batch header: {remaining} bytes left"
+    if magic not in _MIN_LENGTH:
+        return f"unknown magic {magic}"
+    if length < _MIN_LENGTH[magic]:
+        return f"batch length {length} too small for magic {magic}"
+    if 12 + length > remaining:
+        return f"truncated batch: needs {12 + length} bytes, {remaining} left"
+    return None
+
+
+def _read_header(f: object, pos: int, end: int) -> tuple[int, int, int | None] | None:
+    assert hasattr(f, "seek") and hasattr(f, "read")
+    f.seek(pos)
+    raw: bytes = f.read(min(17, end - pos))
+    if len(raw) < 12:
+        return None
+    offset, length = HEADER.unpack_from(raw)
+    magic = raw[_MAGIC_AT] if len(raw) > _MAGIC_AT else None
+    return offset, length, magic
+
+
+def scan_file(
+    path: str, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, int] | FramingError]:
+    """Walk batch headers of ``path`` from ``start`` to ``end`` (default: file size).
+
+    Yields ``(position, total size)`` per batch (``total = 12 + length``), reading 17
+    bytes per batch. Stops after yielding a :class:`FramingError` if a header is
+    invalid or the last batch is truncated.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if end is None:
+        end = os.path.getsize(path)
+    with open(path, "rb", buffering=0) as f:
+        pos = start
+        while pos < end:
+            header = _read_header(f, pos, end)
+            if header is None:
+                yield FramingError(
+                    pos,
+                    None,
+                    end - pos,
+                    f"truncated batch header: {end - pos} bytes left",
+                )
+                return
+            offset, length, magic = header
+            reason = check_header(offset, length, magic, end - pos)
+            if reason is not None:
+                yield FramingError(pos, offset, end - pos, reason)
+                return
+            yield pos, 12 + length
+            pos += 12 + length
+
+
+def split_file(seg: SegmentFile, split_bytes: int) -> list[ByteRange]:
+    """Cut one file into ranges of about ``split_bytes`` at batch boundaries.
+
+    Files no larger than ``split_bytes`` are one range without a scan. A framing error
+    ends the scan; the last range then runs to the end of the file so the reader
+    reports the unreadable rest.
+    """
+    if seg.size <= split_bytes:
+        return [ByteRange(seg.path, 0, seg.size, seg.topic, seg.partition)]
+    ranges: list[ByteRange] = []
+    range_start = 0
+    for item in scan_file(seg.path, 0, seg.size):
+        if isinstance(item, FramingError):
+            break
+        pos, total = item
+        if pos > range_start and pos + total - range_start > split_bytes:
+            ranges.append(
+                ByteRange(seg.path, range_start, pos, seg.topic, seg.partition)
+            )
+            range_start = pos
+    ranges.append(ByteRange(seg.path, range_start, seg.size, seg.topic, seg.partition))
+    return ranges
+
+
+def frame_buffer(
+    buf: bytes | memoryview, at_eof: bool
+) -> tuple[int, FramingError | None, int | None]:
+    """Find how much of ``buf`` (starting on a batch boundary) is whole batches.
+
+    Returns ``(complete, error, need)``: ``buf[:complete]`` holds whole batches;
+    ``error`` is set if the header at ``complete`` is invalid (or truncated while
+    ``at_eof``); ``need`` is the total size of the next batch if it is valid but not
+    fully in ``buf`` (read at least that much before calling again).
+    Positions in ``error`` are relative to ``buf``.
+    """
+    n = len(buf)
+    pos = 0
+    unpack = HEADER.unpack_from
+    while pos < n:
+        left = n - pos
+        if left < 17:
+            if not at_eof:
+                return pos, None, 17
+            base = unpack(buf, pos)[0] if left >= 12 else None
+            length = unpack(buf, pos)[1] if left >= 12 else 0
+            reason = (
+                check_header(base or 0, length, None, left)
+                if left >= 12
+                else f"truncated batch header: {left} bytes left"
+            )
+            return pos, FramingError(pos, base, left, reason or "truncated"), None
+        offset, length = unpack(buf, pos)
+        magic = buf[pos + _MAGIC_AT]
+        total = 12 + length
+        if (
+            total > left
+            and not at_eof
+            and check_header(offset, length, magic, total) is None
+        ):
+            return pos, None, total
+        reason = check_header(offset, length, magic, left)
+        if reason is not None:
+            return pos, FramingError(pos, offset, left, reason), None
+        pos += total
+    return pos, None, None

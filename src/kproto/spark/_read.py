@@ -1,0 +1,174 @@
+"""``read_log_segments`` and friends: the DataFrame-level API over the data source."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from typing import Literal
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from kproto.spark._framing import find_segment_files
+from kproto.spark._segments import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_SPLIT_BYTES,
+    FORMAT_NAME,
+    SegmentDataSource,
+)
+
+__all__ = [
+    "register",
+    "read_log_segments",
+    "segment_errors",
+    "records_only",
+    "demo_table",
+]
+
+#: Lower bound of the automatic ``split_bytes``.
+MIN_AUTO_SPLIT_BYTES = 4 * 1024 * 1024
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``kproto-segments`` data source with ``spark`` (idempotent; the
+    executors' Python must be able to import :mod:`kproto`)."""
+    spark.dataSource.register(SegmentDataSource)
+
+
+def read_log_segments(
+    spark: SparkSession,
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    corrupt: Literal["rows", "fail"] = "rows",
+    split_bytes: int | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    check_crc: bool = True,
+) -> DataFrame:
+    """Read Kafka log segment files into a DataFrame, one row per record.
+
+    Args:
+        spark: the session to read with.
+        paths: one path or several; a file is read whatever its name, a folder is
+            searched recursively for ``*.log``. Executors must see the same paths.
+        corrupt: ``"rows"`` (default): each batch that fails to decode or frame is one
+            row with ``error`` set (what and at which byte) and the record columns
+            null; :func:`segment_errors` summarises them per file. ``"fail"``: raise
+            when the job meets the first one (a Spark job failure whose message
+            carries the error text).
+        split_bytes: target bytes per Spark partition; larger files are split at batch
+            boundaries, smaller ones packed together. Default: the input size over
+            8 x the default parallelism (several waves keep every core busy to
+            the end), between 4 MiB and 64 MiB.
+        chunk_bytes: bytes of whole batches decoded at a time per task (bounds memory).
+        check_crc: verify batch CRCs (a mismatch makes an error row).
+
+    Returns:
+        A lazy DataFrame with the columns of
+        :data:`kproto.spark.SEGMENT_SCHEMA`: ``topic`` string and ``partition`` int
+        (from ``<topic>-<partition>/<base offset>.log``, else null), ``offset``
+        bigint, ``timestamp`` timestamp (Kafka ms, exact; -1 for magic 0),
+        ``timestamp_type`` int (0 create, 1 log append, -1 none), ``key``/``value``
+        binary, ``headers`` ``array<struct<key:string,value:binary>>``,
+        ``base_offset`` bigint, ``partition_leader_epoch`` int, ``magic`` tinyint,
+        ``compression`` string (none|gzip|snappy|lz4|zstd), ``is_transactional``,
+        ``is_control`` boolean, ``producer_id`` bigint, ``producer_epoch``
+        smallint, ``base_sequence`` int, ``file`` string, ``error`` string (null on
+        record rows).
+
+    Raises:
+        FileNotFoundError: a path does not exist (checked here, before Spark runs).
+        ValueError: ``corrupt`` or a size is invalid.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    resolved = [os.path.abspath(os.fspath(p)) for p in paths]
+    if corrupt not in ("rows", "fail"):
+        raise ValueError(f"corrupt must be 'rows' or 'fail', not {corrupt!r}")
+    if (split_bytes is not None and split_bytes <= 0) or chunk_bytes <= 0:
+        raise ValueError("split_bytes and chunk_bytes must be positive")
+    files = find_segment_files(resolved)  # fails early on missing paths
+    if split_bytes is None:
+        total = sum(f.size for f in files)
+        try:
+            slots = 8 * spark.sparkContext.defaultParallelism
+        except Exception:  # e.g. Spark Connect: no SparkContext
+            slots = 16
+        split_bytes = min(
+            DEFAULT_SPLIT_BYTES, max(MIN_AUTO_SPLIT_BYTES, total // slots)
+        )
+    register(spark)
+    df = (
+        spark.read.format(FORMAT_NAME)
+        .option("paths", json.dumps(resolved))
+        .option("splitBytes", str(split_bytes))
+        .option("chunkBytes", str(chunk_bytes))
+        .option("checkCrc", "true" if check_crc else "false")
+        .load()
+    )
+    if corrupt == "fail":
+        df = df.withColumn(
+            "error",
+            F.when(
+                F.col("error").isNotNull(),
+                F.raise_error(
+                    F.concat(
+                        F.lit("corrupt Kafka batch in "),
+                        F.col("file"),
+                        F.lit(": "),
+                        F.col("error"),
+                    )
+                ),
+            ).cast("string"),
+        )
+    return df
+
+
+def segment_errors(df: DataFrame) -> DataFrame:
+    """Error rows of a :func:`read_log_segments` DataFrame, one per corrupt batch:
+    ``file``, ``topic``, ``partition``, ``base_offset``, ``error``."""
+    return df.where(F.col("error").isNotNull()).select(
+        "file", "topic", "partition", "base_offset", "error"
+    )
+
+
+def records_only(df: DataFrame) -> DataFrame:
+    """The record rows of a :func:`read_log_segments` DataFrame, without the
+    ``file`` and ``error`` columns (the shape of Spark's Kafka source plus batch
+    fields)."""
+    return df.where(F.col("error").isNull()).drop("file", "error")
+
+
+def demo_table(spark: SparkSession, segment_dir: str | os.PathLike[str]) -> DataFrame:
+    """A small summary of the segments under ``segment_dir``, one row per topic
+    partition (and one per file with corrupt batches).
+
+    Columns: ``topic``, ``partition``, ``records`` (bigint), ``first_offset``,
+    ``last_offset`` (bigint), ``first_timestamp``, ``last_timestamp`` (timestamp),
+    ``codecs`` (sorted ``array<string>``), ``key_bytes``, ``value_bytes`` (bigint),
+    ``corrupt_batches`` (bigint), ordered by topic and partition.
+
+    Raises:
+        FileNotFoundError: ``segment_dir`` does not exist.
+    """
+    df = read_log_segments(spark, segment_dir)
+    ok = F.col("error").isNull()
+    return (
+        df.groupBy("topic", "partition")
+        .agg(
+            F.count(F.when(ok, 1)).alias("records"),
+            F.min("offset").alias("first_offset"),
+            F.max("offset").alias("last_offset"),
+            F.min("timestamp").alias("first_timestamp"),
+            F.max("timestamp").alias("last_timestamp"),
+            F.array_sort(F.collect_set("compression")).alias("codecs"),
+            F.coalesce(F.sum(F.length("key")), F.lit(0))
+            .cast("bigint")
+            .alias("key_bytes"),
+            F.coalesce(F.sum(F.length("value")), F.lit(0))
+            .cast("bigint")
+            .alias("value_bytes"),
+            F.count(F.when(~ok, 1)).alias("corrupt_batches"),
+        )
+        .orderBy("topic", "partition")
+    )

@@ -1,0 +1,453 @@
+"""``kproto spark ...`` subcommands: segment files and internal topics to Parquet/JSON.
+
+Wire into a top-level argparse CLI with :func:`add_parsers`; each subcommand sets
+``func`` (``run_segments`` / ``run_internal_topic``) which takes the parsed
+``argparse.Namespace`` and returns an exit code.
+
+    kproto spark segments PATH... --out DIR [--format parquet|json] [--master URL]
+    kproto spark internal-topic INPUT --topic __consumer_offsets --out DIR [--master URL]
+
+Spark runs embedded (``local[*]``) unless ``--master`` names a cluster; then kproto
+must be installed on the executors and the input paths readable there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import attrs
+
+from kproto.spark._framing import FramingError, find_segment_files, scan_file
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Kept here (not imported from _decode) so that building the parser does not import
+# pyspark; tests check it equals kproto.spark.INTERNAL_TOPICS.
+TOPICS = ("__consumer_offsets", "__transaction_state")
+
+__all__ = [
+    "add_parsers",
+    "run_segments",
+    "run_internal_topic",
+    "make_session",
+    "Summary",
+    "scan_summary",
+]
+
+
+@attrs.define
+class Summary:
+    """What a run read and wrote.
+
+    Attributes:
+        files: segment files read.
+        batches: batches framed by the header scan (including corrupt ones).
+        records: record rows written.
+        corrupt_batches: error rows (batches that failed to decode or frame).
+        bytes: total size of the input files.
+        seconds: wall-clock time of the Spark job(s).
+        corrupt_by_file: corrupt batch count per file (only files with any).
+    """
+
+    files: int = 0
+    batches: int = 0
+    records: int = 0
+    corrupt_batches: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    corrupt_by_file: dict[str, int] = attrs.field(factory=dict)
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def render(self) -> str:
+        """Human-readable multi-line summary."""
+        mb = self.bytes / 1e6
+        lines = [
+            f"files            {self.files:>14,}",
+            f"batches          {self.batches:>14,}",
+            f"records          {self.records:>14,}",
+            f"corrupt batches  {self.corrupt_batches:>14,}",
+            f"bytes            {self.bytes:>14,}  ({mb:,.1f} MB)",
+            f"time             {self.seconds:>14.1f} s",
+            f"records/s        {self.records_per_second:>14,.0f}",
+        ]
+        for f, n in sorted(self.corrupt_by_file.items()):
+            lines.append(f"  corrupt: {n:>6} in {f}")
+        return "\n".join(lines)
+
+
+def scan_summary(paths: Sequence[str]) -> Summary:
+    """Files, bytes and batch count of segment inputs by a header-only scan (reads 17
+    bytes per batch; no decoding).
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    s = Summary()
+    for seg in find_segment_files(paths):
+        s.files += 1
+        s.bytes += seg.size
+        for item in scan_file(seg.path, 0, seg.size):
+            if not isinstance(item, FramingError):
+                s.batches += 1
+    return s
+
+
+def make_session(
+    master: str | None, app_name: str, extra: Sequence[str] = ()
+) -> SparkSession:
+    """A SparkSession for the CLI: ``local[*]`` by default, console progress on,
+    Arrow schema validation on, UTC session time zone.
+
+    ``extra`` holds ``key=value`` Spark settings (``--conf``).
+
+    Raises:
+        ValueError: a ``--conf`` item without ``=``.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(master or "local[*]")
+        .appName(app_name)
+        .config("spark.ui.showConsoleProgress", "true")
+        .config("spark.sql.execution.arrow.pyspark.validateSchema.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--conf expects key=value, got {item!r}")
+        builder = builder.config(key, value)
+    existing = SparkSession.getActiveSession()
+    spark = builder.getOrCreate()
+    if existing is None:
+        spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+#: Parquet writer options: no dictionary pages for the high-cardinality binary
+#: columns (Parquet would build and then abandon a dictionary for every page).
+PARQUET_OPTIONS: dict[str, str] = {
+    f"parquet.enable.dictionary#{c}": "false" for c in ("key", "value", "offset")
+}
+
+
+def _write(df: DataFrame, out: str, fmt: str) -> None:
+    writer = df.write.mode("overwrite")
+    if fmt == "json":
+        writer.json(out)
+    else:
+        writer.options(**PARQUET_OPTIONS).parquet(out)
+
+
+def _arrow_task(
+    index: int,
+    ranges: list[tuple[str, int, int, str | None, int | None]],
+    out: str,
+    check_crc: bool,
+) -> tuple[int, dict[str, int]]:
+    """One Spark task of ``--writer arrow``: decode ranges, write one Parquet file with
+    pyarrow; returns (record rows, corrupt batches per file)."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    from kproto.spark._framing import ByteRange
+    from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, read_range
+
+    records = 0
+    corrupt: dict[str, int] = {}
+    dictionary = [
+        f.name for f in SEGMENT_ARROW_SCHEMA if f.name not in ("key", "value", "offset")
+    ]
+    path = os.path.join(out, f"part-{index:05d}.parquet")
+    with pq.ParquetWriter(
+        path, SEGMENT_ARROW_SCHEMA, use_dictionary=dictionary
+    ) as writer:
+        for r in ranges:
+            for batch in read_range(ByteRange(*r), check_crc=check_crc):
+                errors = batch.num_rows - batch.column("error").null_count
+                if errors:
+                    corrupt[r[0]] = corrupt.get(r[0], 0) + errors
+                records += batch.num_rows - errors
+                writer.write_batch(batch)
+    return records, corrupt
+
+
+def write_segments_arrow(
+    spark: SparkSession,
+    paths: Sequence[str],
+    out: str,
+    *,
+    split_bytes: int | None,
+    check_crc: bool,
+) -> tuple[int, dict[str, int]]:
+    """Decode segments in Spark tasks that write Parquet themselves with pyarrow (no
+    JVM row conversion, no Spark Parquet writer): one ``part-NNNNN.parquet`` per
+    partition under ``out``, in the schema of :data:`kproto.spark.SEGMENT_SCHEMA`.
+
+    ``out`` must be a local or shared filesystem path that every executor can write.
+    Returns (record rows, corrupt batches per file).
+
+    Raises:
+        FileNotFoundError: an input path does not exist.
+    """
+    from kproto.spark._read import MIN_AUTO_SPLIT_BYTES
+    from kproto.spark._segments import DEFAULT_SPLIT_BYTES, plan_partitions
+
+    files = find_segment_files(paths)
+    if split_bytes is None:
+        total = sum(f.size for f in files)
+        slots = 8 * spark.sparkContext.defaultParallelism
+        split_bytes = min(
+            DEFAULT_SPLIT_BYTES, max(MIN_AUTO_SPLIT_BYTES, total // slots)
+        )
+    parts = [p.ranges for p in plan_partitions([f.path for f in files], split_bytes)]
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    if not parts:
+        return 0, {}
+    jobs = spark.sparkContext.parallelize(list(enumerate(parts)), len(parts))
+    results = jobs.map(
+        lambda item: _arrow_task(item[0], item[1], out, check_crc)
+    ).collect()
+    records = sum(r for r, _ in results)
+    corrupt: dict[str, int] = {}
+    for _, c in results:
+        for f, n in c.items():
+            corrupt[f] = corrupt.get(f, 0) + n
+    Path(out, "_SUCCESS").touch()
+    return records, corrupt
+
+
+def _read_back(spark: SparkSession, out: str, fmt: str) -> DataFrame:
+    return spark.read.json(out) if fmt == "json" else spark.read.parquet(out)
+
+
+def _counts(spark: SparkSession, out: str, fmt: str) -> tuple[int, dict[str, int]]:
+    """(record rows, corrupt batches per file) of a written segments dataset."""
+    from pyspark.sql import functions as F
+
+    df = _read_back(spark, out, fmt)
+    if "error" not in df.columns:  # an empty JSON output has no columns
+        return 0, {}
+    records = df.where(F.col("error").isNull()).count()
+    errors = df.where(F.col("error").isNotNull()).groupBy("file").count().collect()
+    return records, {str(r["file"]): int(r["count"]) for r in errors}
+
+
+def run_segments(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
+    """``kproto spark segments``: decode segment files and write one row per record
+    (plus one ``error`` row per corrupt batch) to ``--out`` as Parquet or JSON Lines;
+    print a summary. Returns 0, or 1 if any batch was corrupt.
+
+    Raises:
+        FileNotFoundError: an input path does not exist.
+    """
+    from kproto.spark._read import read_log_segments
+
+    paths = [str(p) for p in args.paths]
+    summary = scan_summary(paths)
+    spark = make_session(args.master, "kproto spark segments", args.conf)
+    start = time.perf_counter()
+    split_bytes = int(args.split_mb * 1024 * 1024) if args.split_mb else None
+    if args.writer == "arrow":
+        if args.format != "parquet":
+            raise ValueError("--writer arrow writes Parquet only")
+        summary.records, summary.corrupt_by_file = write_segments_arrow(
+            spark, paths, args.out, split_bytes=split_bytes, check_crc=not args.no_crc
+        )
+        summary.seconds = time.perf_counter() - start
+    else:
+        df = read_log_segments(
+            spark, paths, split_bytes=split_bytes, check_crc=not args.no_crc
+        )
+        _write(df, args.out, args.format)
+        summary.seconds = time.perf_counter() - start
+        summary.records, summary.corrupt_by_file = _counts(spark, args.out, args.format)
+    summary.corrupt_batches = sum(summary.corrupt_by_file.values())
+    print(summary.render(), file=out)
+    print(f"wrote {args.format} to {args.out}", file=out)
+    _write_summary(args.out, summary)
+    return 1 if summary.corrupt_batches else 0
+
+
+def _write_summary(out_dir: str, summary: Summary) -> None:
+    # Next to the data files; Spark ignores names starting with "_" when reading.
+    data: dict[str, Any] = attrs.asdict(summary)
+    data["records_per_second"] = summary.records_per_second
+    Path(out_dir, "_kproto_summary.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _is_segments(path: str) -> bool:
+    p = Path(path)
+    if p.is_file():
+        return p.suffix == ".log"
+    return p.is_dir() and next(p.rglob("*.log"), None) is not None
+
+
+def run_internal_topic(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
+    """``kproto spark internal-topic``: decode ``__consumer_offsets`` or
+    ``__transaction_state`` records and write them with typed key/value structs.
+
+    INPUT is segment files/folders of that topic, or a Parquet/JSON dataset shaped
+    like Spark's Kafka source (binary ``key`` and ``value``); ``--input-format auto``
+    picks segments if INPUT is or contains ``*.log``. Returns 0, or 1 if any record
+    failed to decode (its ``error`` column says why).
+
+    Raises:
+        FileNotFoundError: INPUT does not exist.
+    """
+    from pyspark.sql import functions as F
+
+    from kproto.spark._decode import decode_internal_topic
+    from kproto.spark._read import read_log_segments, records_only
+
+    if not Path(args.input).exists():
+        raise FileNotFoundError(f"no such file or folder: {args.input}")
+    fmt = args.input_format
+    if fmt == "auto":
+        fmt = "segments" if _is_segments(args.input) else "parquet"
+    spark = make_session(
+        args.master, f"kproto spark internal-topic {args.topic}", args.conf
+    )
+    start = time.perf_counter()
+    if fmt == "segments":
+        source = records_only(read_log_segments(spark, args.input))
+    elif fmt == "json":
+        # Spark writes binary columns to JSON as base64 strings.
+        source = (
+            spark.read.json(args.input)
+            .withColumn("key", F.unbase64("key"))
+            .withColumn("value", F.unbase64("value"))
+        )
+    else:
+        source = spark.read.parquet(args.input)
+    decoded = decode_internal_topic(source, args.topic)
+    _write(decoded, args.out, args.format)
+    seconds = time.perf_counter() - start
+    written = _read_back(spark, args.out, args.format)
+    total = written.count()
+    bad = written.where(F.col("error").isNotNull()).count() if total else 0
+    by_type = (
+        {str(r[0]): int(r[1]) for r in written.groupBy("record_type").count().collect()}
+        if total
+        else {}
+    )
+    print(f"records          {total:>14,}", file=out)
+    for name, n in sorted(by_type.items()):
+        print(f"  {name:<15}{n:>14,}", file=out)
+    print(f"decode errors    {bad:>14,}", file=out)
+    print(f"time             {seconds:>14.1f} s", file=out)
+    print(f"records/s        {total / seconds if seconds else 0:>14,.0f}", file=out)
+    print(f"wrote {args.format} to {args.out}", file=out)
+    return 1 if bad else 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="output folder (replaced if it exists)")
+    p.add_argument("--format", choices=("parquet", "json"), default="parquet")
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL (default: embedded local[*]); e.g. spark://host:7077",
+    )
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable)",
+    )
+
+
+def add_parsers(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``spark`` command (with ``segments`` and ``internal-topic``) to an
+    argparse ``subparsers`` object; returns the ``spark`` parser. Each leaf parser
+    sets ``func`` to its run function.
+
+    Raises:
+        ImportError: pyspark or pyarrow is not installed (checked without importing).
+    """
+    for module in ("pyspark", "pyarrow"):
+        if importlib.util.find_spec(module) is None:
+            raise ImportError(
+                f"kproto spark needs {module}: pip install 'kproto[spark]'"
+            )
+    spark = subparsers.add_parser(
+        "spark",
+        help="decode Kafka data with PySpark (needs kproto[spark])",
+        description="Decode Kafka log segments and internal topics with PySpark.",
+    )
+    sub = spark.add_subparsers(dest="spark_command", required=True)
+
+    seg = sub.add_parser(
+        "segments",
+        help="Kafka .log segment files to Parquet/JSON, one row per record",
+        description="Decode Kafka log segment files (files, or folders searched "
+        "recursively for *.log) to one row per record. Corrupt batches become rows "
+        "with an 'error' column and are counted in the summary.",
+    )
+    seg.add_argument("paths", nargs="+", metavar="PATH")
+    _common(seg)
+    seg.add_argument(
+        "--split-mb",
+        type=float,
+        default=None,
+        help="target MiB per Spark partition (default: input size / (8 x cores), "
+        "between 4 and 64)",
+    )
+    seg.add_argument("--no-crc", action="store_true", help="skip CRC checks")
+    seg.add_argument(
+        "--writer",
+        choices=("spark", "arrow"),
+        default="spark",
+        help="spark: read_log_segments + Spark's writer (any output URI); arrow: "
+        "Spark tasks write Parquet directly with pyarrow (faster, less CPU; OUT must "
+        "be a path every executor can write)",
+    )
+    seg.set_defaults(func=run_segments)
+
+    it = sub.add_parser(
+        "internal-topic",
+        help="decode __consumer_offsets / __transaction_state records",
+        description="Decode the keys and values of an internal topic by their "
+        "version prefixes into typed columns.",
+    )
+    it.add_argument(
+        "input", metavar="INPUT", help="segments, or a Kafka-shaped dataset"
+    )
+    it.add_argument("--topic", required=True, choices=TOPICS)
+    it.add_argument(
+        "--input-format",
+        choices=("auto", "segments", "parquet", "json"),
+        default="auto",
+        help="how to read INPUT (default: segments if it holds *.log, else parquet)",
+    )
+    _common(it)
+    it.set_defaults(func=run_internal_topic)
+    return spark  # type: ignore[no-any-return]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Stand-alone entry point: ``python -m kproto.spark.cli spark segments ...``."""
+    parser = argparse.ArgumentParser(prog="kproto")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
