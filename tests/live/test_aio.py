@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from demo import MockCluster
 from kproto.aio import read_frame, write_frame
 from kproto.connection import (
     AsyncConnection,
@@ -18,7 +19,6 @@ from kproto.connection import (
     FrameTooLargeError,
     RequestTimeoutError,
 )
-from demo import MockCluster
 from kproto.framing import encode_request
 from kproto.index import ApiKey
 from kproto.records import Compression, decode_batches, encode_batch

@@ -8,6 +8,13 @@ from typing import Any
 
 import pytest
 
+from demo import (
+    Brokers,
+    MockCluster,
+    consumer_protocol_bytes,
+    fetch_all,
+    produce_batch,
+)
 from kproto.connection import (
     Connection,
     ConnectionClosedError,
@@ -16,13 +23,6 @@ from kproto.connection import (
     KafkaConnectionError,
     NotNegotiatedError,
     RequestTimeoutError,
-)
-from demo import (
-    Brokers,
-    MockCluster,
-    consumer_protocol_bytes,
-    fetch_all,
-    produce_batch,
 )
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
