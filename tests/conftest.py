@@ -1,4 +1,4 @@
-"""Shared test setup: hypothesis profiles (ci: derandomized; dev; exhaustive)."""
+"""Shared test setup: hypothesis profiles (ci: few examples, no database; dev; exhaustive)."""
 
 import os
 
@@ -7,7 +7,10 @@ from hypothesis import HealthCheck, settings
 settings.register_profile(
     "ci",
     max_examples=8,
-    derandomize=True,
+    # Deterministic through the seed that `make test` passes (--hypothesis-seed=0),
+    # not derandomize=True: with that, hypothesis 6.170 nests the settings of a
+    # parametrized test once per parameter and hits the recursion limit after ~950.
+    database=None,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
