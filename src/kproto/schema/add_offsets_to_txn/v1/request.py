@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _AddOffsetsToTxnRequestSlots:
+    """Slot storage of :class:`AddOffsetsToTxnRequest`: readers fill these slots directly, then
+    make the instance a AddOffsetsToTxnRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddOffsetsToTxnRequest:
+class AddOffsetsToTxnRequest(_AddOffsetsToTxnRequestSlots):
     """AddOffsetsToTxnRequest, version 1 (api_key 25).
 
     Encoding: classic. Source: kafka-4.1-subset/AddOffsetsToTxnRequest.json, versions 0-4.

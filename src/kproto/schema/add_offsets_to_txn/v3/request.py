@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _AddOffsetsToTxnRequestSlots:
+    """Slot storage of :class:`AddOffsetsToTxnRequest`: readers fill these slots directly, then
+    make the instance a AddOffsetsToTxnRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "group_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddOffsetsToTxnRequest:
+class AddOffsetsToTxnRequest(_AddOffsetsToTxnRequestSlots):
     """AddOffsetsToTxnRequest, version 3 (api_key 25).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddOffsetsToTxnRequest.json, versions 0-4.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _AddOffsetsToTxnResponseSlots:
+    """Slot storage of :class:`AddOffsetsToTxnResponse`: readers fill these slots directly, then
+    make the instance a AddOffsetsToTxnResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddOffsetsToTxnResponse:
+class AddOffsetsToTxnResponse(_AddOffsetsToTxnResponseSlots):
     """AddOffsetsToTxnResponse, version 4 (api_key 25).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddOffsetsToTxnResponse.json, versions 0-4.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _AddPartitionsToTxnPartitionResultSlots:
+    """Slot storage of :class:`AddPartitionsToTxnPartitionResult`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "partition_error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnPartitionResult:
+class AddPartitionsToTxnPartitionResult(_AddPartitionsToTxnPartitionResultSlots):
     """The results for each partition.
 
     Encoding: classic. Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.
@@ -67,8 +79,20 @@ class AddPartitionsToTxnPartitionResult:
     """The response error code. int16; versions 0+."""
 
 
+class _AddPartitionsToTxnTopicResultSlots:
+    """Slot storage of :class:`AddPartitionsToTxnTopicResult`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "results_by_partition",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnTopicResult:
+class AddPartitionsToTxnTopicResult(_AddPartitionsToTxnTopicResultSlots):
     """The results for each topic.
 
     Encoding: classic. Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.
@@ -123,8 +147,20 @@ class AddPartitionsToTxnTopicResult:
     """The results for each partition. []AddPartitionsToTxnPartitionResult; versions 0+."""
 
 
+class _AddPartitionsToTxnResponseSlots:
+    """Slot storage of :class:`AddPartitionsToTxnResponse`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results_by_topic_v3_and_below",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnResponse:
+class AddPartitionsToTxnResponse(_AddPartitionsToTxnResponseSlots):
     """AddPartitionsToTxnResponse, version 1 (api_key 24).
 
     Encoding: classic. Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _AddPartitionsToTxnTopicSlots:
+    """Slot storage of :class:`AddPartitionsToTxnTopic`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnTopic:
+class AddPartitionsToTxnTopic(_AddPartitionsToTxnTopicSlots):
     """The partitions to add to the transaction.
 
     Encoding: classic. Source: kafka-4.1-subset/AddPartitionsToTxnRequest.json, versions 0-5.
@@ -72,8 +83,22 @@ class AddPartitionsToTxnTopic:
     """The partition indexes to add to the transaction. []int32; versions 0+."""
 
 
+class _AddPartitionsToTxnRequestSlots:
+    """Slot storage of :class:`AddPartitionsToTxnRequest`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "v3_and_below_transactional_id",
+        "v3_and_below_producer_id",
+        "v3_and_below_producer_epoch",
+        "v3_and_below_topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnRequest:
+class AddPartitionsToTxnRequest(_AddPartitionsToTxnRequestSlots):
     """AddPartitionsToTxnRequest, version 2 (api_key 24).
 
     Encoding: classic. Source: kafka-4.1-subset/AddPartitionsToTxnRequest.json, versions 0-5.

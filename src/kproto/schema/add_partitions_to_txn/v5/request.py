@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _AddPartitionsToTxnTopicSlots:
+    """Slot storage of :class:`AddPartitionsToTxnTopic`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnTopic:
+class AddPartitionsToTxnTopic(_AddPartitionsToTxnTopicSlots):
     """The partitions to add to the transaction.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnRequest.json, versions 0-5.
@@ -81,8 +93,24 @@ class AddPartitionsToTxnTopic:
     decode and written back unchanged."""
 
 
+class _AddPartitionsToTxnTransactionSlots:
+    """Slot storage of :class:`AddPartitionsToTxnTransaction`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnTransaction (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "verify_only",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnTransaction:
+class AddPartitionsToTxnTransaction(_AddPartitionsToTxnTransactionSlots):
     """List of transactions to add partitions to.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnRequest.json, versions 0-5.
@@ -175,8 +203,20 @@ class AddPartitionsToTxnTransaction:
     decode and written back unchanged."""
 
 
+class _AddPartitionsToTxnRequestSlots:
+    """Slot storage of :class:`AddPartitionsToTxnRequest`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "transactions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnRequest:
+class AddPartitionsToTxnRequest(_AddPartitionsToTxnRequestSlots):
     """AddPartitionsToTxnRequest, version 5 (api_key 24).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnRequest.json, versions 0-5.

@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _AddPartitionsToTxnPartitionResultSlots:
+    """Slot storage of :class:`AddPartitionsToTxnPartitionResult`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "partition_error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnPartitionResult:
+class AddPartitionsToTxnPartitionResult(_AddPartitionsToTxnPartitionResultSlots):
     """The results for each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.
@@ -74,8 +87,21 @@ class AddPartitionsToTxnPartitionResult:
     decode and written back unchanged."""
 
 
+class _AddPartitionsToTxnTopicResultSlots:
+    """Slot storage of :class:`AddPartitionsToTxnTopicResult`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "results_by_partition",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnTopicResult:
+class AddPartitionsToTxnTopicResult(_AddPartitionsToTxnTopicResultSlots):
     """The results for each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.
@@ -138,8 +164,20 @@ class AddPartitionsToTxnTopicResult:
     decode and written back unchanged."""
 
 
+class _AddPartitionsToTxnResultSlots:
+    """Slot storage of :class:`AddPartitionsToTxnResult`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "topic_results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnResult:
+class AddPartitionsToTxnResult(_AddPartitionsToTxnResultSlots):
     """Results categorized by transactional ID.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.
@@ -202,8 +240,22 @@ class AddPartitionsToTxnResult:
     decode and written back unchanged."""
 
 
+class _AddPartitionsToTxnResponseSlots:
+    """Slot storage of :class:`AddPartitionsToTxnResponse`: readers fill these slots directly, then
+    make the instance a AddPartitionsToTxnResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "results_by_transaction",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddPartitionsToTxnResponse:
+class AddPartitionsToTxnResponse(_AddPartitionsToTxnResponseSlots):
     """AddPartitionsToTxnResponse, version 5 (api_key 24).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AddPartitionsToTxnResponse.json, versions 0-5.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _ListenerSlots:
+    """Slot storage of :class:`Listener`: readers fill these slots directly, then
+    make the instance a Listener (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Listener:
+class Listener(_ListenerSlots):
     """The endpoints that can be used to communicate with the voter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AddRaftVoterRequest.json, versions 0.
@@ -79,8 +92,23 @@ class Listener:
     decode and written back unchanged."""
 
 
+class _AddRaftVoterRequestSlots:
+    """Slot storage of :class:`AddRaftVoterRequest`: readers fill these slots directly, then
+    make the instance a AddRaftVoterRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "timeout_ms",
+        "voter_id",
+        "voter_directory_id",
+        "listeners",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddRaftVoterRequest:
+class AddRaftVoterRequest(_AddRaftVoterRequestSlots):
     """AddRaftVoterRequest, version 0 (api_key 80).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AddRaftVoterRequest.json, versions 0.

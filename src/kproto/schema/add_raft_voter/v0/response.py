@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _AddRaftVoterResponseSlots:
+    """Slot storage of :class:`AddRaftVoterResponse`: readers fill these slots directly, then
+    make the instance a AddRaftVoterResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AddRaftVoterResponse:
+class AddRaftVoterResponse(_AddRaftVoterResponseSlots):
     """AddRaftVoterResponse, version 0 (api_key 80).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AddRaftVoterResponse.json, versions 0.

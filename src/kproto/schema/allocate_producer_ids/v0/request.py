@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _AllocateProducerIdsRequestSlots:
+    """Slot storage of :class:`AllocateProducerIdsRequest`: readers fill these slots directly, then
+    make the instance a AllocateProducerIdsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AllocateProducerIdsRequest:
+class AllocateProducerIdsRequest(_AllocateProducerIdsRequestSlots):
     """AllocateProducerIdsRequest, version 0 (api_key 67).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AllocateProducerIdsRequest.json, versions 0.

@@ -20,8 +20,23 @@ __all__ = [
 ]
 
 
+class _AllocateProducerIdsResponseSlots:
+    """Slot storage of :class:`AllocateProducerIdsResponse`: readers fill these slots directly, then
+    make the instance a AllocateProducerIdsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "producer_id_start",
+        "producer_id_len",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AllocateProducerIdsResponse:
+class AllocateProducerIdsResponse(_AllocateProducerIdsResponseSlots):
     """AllocateProducerIdsResponse, version 0 (api_key 67).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AllocateProducerIdsResponse.json, versions 0.

@@ -23,8 +23,19 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity to alter.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.
@@ -67,8 +78,20 @@ class EntityData:
     """The name of the entity, or null if the default. string; versions 0+; nullable in versions 0+."""
 
 
+class _OpDataSlots:
+    """Slot storage of :class:`OpData`: readers fill these slots directly, then
+    make the instance a OpData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "value",
+        "remove",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OpData:
+class OpData(_OpDataSlots):
     """An individual quota configuration entry to alter.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.
@@ -106,8 +129,19 @@ class OpData:
     """Whether the quota configuration value should be removed, otherwise set. bool; versions 0+."""
 
 
+class _EntryDataSlots:
+    """Slot storage of :class:`EntryData`: readers fill these slots directly, then
+    make the instance a EntryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity",
+        "ops",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntryData:
+class EntryData(_EntryDataSlots):
     """The quota configuration entries to alter.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.
@@ -161,8 +195,19 @@ class EntryData:
     """An individual quota configuration entry to alter. []OpData; versions 0+."""
 
 
+class _AlterClientQuotasRequestSlots:
+    """Slot storage of :class:`AlterClientQuotasRequest`: readers fill these slots directly, then
+    make the instance a AlterClientQuotasRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entries",
+        "validate_only",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterClientQuotasRequest:
+class AlterClientQuotasRequest(_AlterClientQuotasRequestSlots):
     """AlterClientQuotasRequest, version 0 (api_key 49).
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.

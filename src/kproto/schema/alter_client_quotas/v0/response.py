@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity to alter.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasResponse.json, versions 0-1.
@@ -66,8 +77,20 @@ class EntityData:
     """The name of the entity, or null if the default. string; versions 0+; nullable in versions 0+."""
 
 
+class _EntryDataSlots:
+    """Slot storage of :class:`EntryData`: readers fill these slots directly, then
+    make the instance a EntryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "entity",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntryData:
+class EntryData(_EntryDataSlots):
     """The quota configuration entries to alter.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasResponse.json, versions 0-1.
@@ -125,8 +148,20 @@ class EntryData:
     """The quota entity to alter. []EntityData; versions 0+."""
 
 
+class _AlterClientQuotasResponseSlots:
+    """Slot storage of :class:`AlterClientQuotasResponse`: readers fill these slots directly, then
+    make the instance a AlterClientQuotasResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "entries",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterClientQuotasResponse:
+class AlterClientQuotasResponse(_AlterClientQuotasResponseSlots):
     """AlterClientQuotasResponse, version 0 (api_key 49).
 
     Encoding: classic. Source: kafka-4.1-subset/AlterClientQuotasResponse.json, versions 0-1.

@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity to alter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.
@@ -80,8 +92,21 @@ class EntityData:
     decode and written back unchanged."""
 
 
+class _OpDataSlots:
+    """Slot storage of :class:`OpData`: readers fill these slots directly, then
+    make the instance a OpData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "value",
+        "remove",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OpData:
+class OpData(_OpDataSlots):
     """An individual quota configuration entry to alter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.
@@ -129,8 +154,20 @@ class OpData:
     decode and written back unchanged."""
 
 
+class _EntryDataSlots:
+    """Slot storage of :class:`EntryData`: readers fill these slots directly, then
+    make the instance a EntryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity",
+        "ops",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntryData:
+class EntryData(_EntryDataSlots):
     """The quota configuration entries to alter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.
@@ -190,8 +227,20 @@ class EntryData:
     decode and written back unchanged."""
 
 
+class _AlterClientQuotasRequestSlots:
+    """Slot storage of :class:`AlterClientQuotasRequest`: readers fill these slots directly, then
+    make the instance a AlterClientQuotasRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entries",
+        "validate_only",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterClientQuotasRequest:
+class AlterClientQuotasRequest(_AlterClientQuotasRequestSlots):
     """AlterClientQuotasRequest, version 1 (api_key 49).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasRequest.json, versions 0-1.

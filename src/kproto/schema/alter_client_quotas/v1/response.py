@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity to alter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasResponse.json, versions 0-1.
@@ -79,8 +91,21 @@ class EntityData:
     decode and written back unchanged."""
 
 
+class _EntryDataSlots:
+    """Slot storage of :class:`EntryData`: readers fill these slots directly, then
+    make the instance a EntryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "entity",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntryData:
+class EntryData(_EntryDataSlots):
     """The quota configuration entries to alter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasResponse.json, versions 0-1.
@@ -146,8 +171,21 @@ class EntryData:
     decode and written back unchanged."""
 
 
+class _AlterClientQuotasResponseSlots:
+    """Slot storage of :class:`AlterClientQuotasResponse`: readers fill these slots directly, then
+    make the instance a AlterClientQuotasResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "entries",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterClientQuotasResponse:
+class AlterClientQuotasResponse(_AlterClientQuotasResponseSlots):
     """AlterClientQuotasResponse, version 1 (api_key 49).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterClientQuotasResponse.json, versions 0-1.

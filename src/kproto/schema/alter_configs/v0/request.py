@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _AlterableConfigSlots:
+    """Slot storage of :class:`AlterableConfig`: readers fill these slots directly, then
+    make the instance a AlterableConfig (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterableConfig:
+class AlterableConfig(_AlterableConfigSlots):
     """The configurations.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterConfigsRequest.json, versions 0-2.
@@ -68,8 +79,20 @@ class AlterableConfig:
     """The value to set for the configuration key. string; versions 0+; nullable in versions 0+."""
 
 
+class _AlterConfigsResourceSlots:
+    """Slot storage of :class:`AlterConfigsResource`: readers fill these slots directly, then
+    make the instance a AlterConfigsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "configs",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResource:
+class AlterConfigsResource(_AlterConfigsResourceSlots):
     """The updates for each resource.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterConfigsRequest.json, versions 0-2.
@@ -133,8 +156,19 @@ class AlterConfigsResource:
     """The configurations. []AlterableConfig; versions 0+."""
 
 
+class _AlterConfigsRequestSlots:
+    """Slot storage of :class:`AlterConfigsRequest`: readers fill these slots directly, then
+    make the instance a AlterConfigsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resources",
+        "validate_only",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsRequest:
+class AlterConfigsRequest(_AlterConfigsRequestSlots):
     """AlterConfigsRequest, version 0 (api_key 33).
 
     Encoding: classic. Source: kafka-4.1-subset/AlterConfigsRequest.json, versions 0-2.

@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _AlterConfigsResourceResponseSlots:
+    """Slot storage of :class:`AlterConfigsResourceResponse`: readers fill these slots directly, then
+    make the instance a AlterConfigsResourceResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResourceResponse:
+class AlterConfigsResourceResponse(_AlterConfigsResourceResponseSlots):
     """The responses for each resource.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterConfigsResponse.json, versions 0-2.
@@ -79,8 +93,19 @@ class AlterConfigsResourceResponse:
     """The resource name. string; versions 0+."""
 
 
+class _AlterConfigsResponseSlots:
+    """Slot storage of :class:`AlterConfigsResponse`: readers fill these slots directly, then
+    make the instance a AlterConfigsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResponse:
+class AlterConfigsResponse(_AlterConfigsResponseSlots):
     """AlterConfigsResponse, version 1 (api_key 33).
 
     Encoding: classic. Source: kafka-4.1-subset/AlterConfigsResponse.json, versions 0-2.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _AlterableConfigSlots:
+    """Slot storage of :class:`AlterableConfig`: readers fill these slots directly, then
+    make the instance a AlterableConfig (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterableConfig:
+class AlterableConfig(_AlterableConfigSlots):
     """The configurations.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterConfigsRequest.json, versions 0-2.
@@ -80,8 +92,21 @@ class AlterableConfig:
     decode and written back unchanged."""
 
 
+class _AlterConfigsResourceSlots:
+    """Slot storage of :class:`AlterConfigsResource`: readers fill these slots directly, then
+    make the instance a AlterConfigsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "configs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResource:
+class AlterConfigsResource(_AlterConfigsResourceSlots):
     """The updates for each resource.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterConfigsRequest.json, versions 0-2.
@@ -153,8 +178,20 @@ class AlterConfigsResource:
     decode and written back unchanged."""
 
 
+class _AlterConfigsRequestSlots:
+    """Slot storage of :class:`AlterConfigsRequest`: readers fill these slots directly, then
+    make the instance a AlterConfigsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resources",
+        "validate_only",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsRequest:
+class AlterConfigsRequest(_AlterConfigsRequestSlots):
     """AlterConfigsRequest, version 2 (api_key 33).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterConfigsRequest.json, versions 0-2.

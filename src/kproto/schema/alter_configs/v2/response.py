@@ -21,8 +21,23 @@ __all__ = [
 ]
 
 
+class _AlterConfigsResourceResponseSlots:
+    """Slot storage of :class:`AlterConfigsResourceResponse`: readers fill these slots directly, then
+    make the instance a AlterConfigsResourceResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResourceResponse:
+class AlterConfigsResourceResponse(_AlterConfigsResourceResponseSlots):
     """The responses for each resource.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterConfigsResponse.json, versions 0-2.
@@ -92,8 +107,20 @@ class AlterConfigsResourceResponse:
     decode and written back unchanged."""
 
 
+class _AlterConfigsResponseSlots:
+    """Slot storage of :class:`AlterConfigsResponse`: readers fill these slots directly, then
+    make the instance a AlterConfigsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "responses",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResponse:
+class AlterConfigsResponse(_AlterConfigsResponseSlots):
     """AlterConfigsResponse, version 2 (api_key 33).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterConfigsResponse.json, versions 0-2.

@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "leader_epoch",
+        "new_isr",
+        "partition_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of AlterPartitionRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json, versions 0-3.
@@ -90,8 +104,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of AlterPartitionRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json, versions 0-3.
@@ -154,8 +180,21 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _AlterPartitionRequestSlots:
+    """Slot storage of :class:`AlterPartitionRequest`: readers fill these slots directly, then
+    make the instance a AlterPartitionRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterPartitionRequest:
+class AlterPartitionRequest(_AlterPartitionRequestSlots):
     """AlterPartitionRequest, version 0 (api_key 56).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json, versions 0-3.

@@ -22,8 +22,25 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "leader_id",
+        "leader_epoch",
+        "isr",
+        "leader_recovery_state",
+        "partition_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of AlterPartitionResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json, versions 0-3.
@@ -124,8 +141,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of AlterPartitionResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json, versions 0-3.
@@ -186,8 +215,21 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _AlterPartitionResponseSlots:
+    """Slot storage of :class:`AlterPartitionResponse`: readers fill these slots directly, then
+    make the instance a AlterPartitionResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterPartitionResponse:
+class AlterPartitionResponse(_AlterPartitionResponseSlots):
     """AlterPartitionResponse, version 3 (api_key 56).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json, versions 0-3.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _ReassignablePartitionSlots:
+    """Slot storage of :class:`ReassignablePartition`: readers fill these slots directly, then
+    make the instance a ReassignablePartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "replicas",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReassignablePartition:
+class ReassignablePartition(_ReassignablePartitionSlots):
     """The partitions to reassign.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterPartitionReassignmentsRequest.json, versions 0-1.
@@ -76,8 +88,20 @@ class ReassignablePartition:
     decode and written back unchanged."""
 
 
+class _ReassignableTopicSlots:
+    """Slot storage of :class:`ReassignableTopic`: readers fill these slots directly, then
+    make the instance a ReassignableTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReassignableTopic:
+class ReassignableTopic(_ReassignableTopicSlots):
     """The topics to reassign.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterPartitionReassignmentsRequest.json, versions 0-1.
@@ -139,8 +163,21 @@ class ReassignableTopic:
     decode and written back unchanged."""
 
 
+class _AlterPartitionReassignmentsRequestSlots:
+    """Slot storage of :class:`AlterPartitionReassignmentsRequest`: readers fill these slots directly, then
+    make the instance a AlterPartitionReassignmentsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "timeout_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterPartitionReassignmentsRequest:
+class AlterPartitionReassignmentsRequest(_AlterPartitionReassignmentsRequestSlots):
     """AlterPartitionReassignmentsRequest, version 0 (api_key 45).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterPartitionReassignmentsRequest.json, versions 0-1.

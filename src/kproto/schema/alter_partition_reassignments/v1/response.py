@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _ReassignablePartitionResponseSlots:
+    """Slot storage of :class:`ReassignablePartitionResponse`: readers fill these slots directly, then
+    make the instance a ReassignablePartitionResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReassignablePartitionResponse:
+class ReassignablePartitionResponse(_ReassignablePartitionResponseSlots):
     """The responses to partitions to reassign.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterPartitionReassignmentsResponse.json, versions 0-1.
@@ -79,8 +93,21 @@ class ReassignablePartitionResponse:
     decode and written back unchanged."""
 
 
+class _ReassignableTopicResponseSlots:
+    """Slot storage of :class:`ReassignableTopicResponse`: readers fill these slots directly, then
+    make the instance a ReassignableTopicResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReassignableTopicResponse:
+class ReassignableTopicResponse(_ReassignableTopicResponseSlots):
     """The responses to topics to reassign.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterPartitionReassignmentsResponse.json, versions 0-1.
@@ -142,8 +169,24 @@ class ReassignableTopicResponse:
     decode and written back unchanged."""
 
 
+class _AlterPartitionReassignmentsResponseSlots:
+    """Slot storage of :class:`AlterPartitionReassignmentsResponse`: readers fill these slots directly, then
+    make the instance a AlterPartitionReassignmentsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "allow_replication_factor_change",
+        "error_code",
+        "error_message",
+        "responses",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterPartitionReassignmentsResponse:
+class AlterPartitionReassignmentsResponse(_AlterPartitionReassignmentsResponseSlots):
     """AlterPartitionReassignmentsResponse, version 1 (api_key 45).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterPartitionReassignmentsResponse.json, versions 0-1.

@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _AlterReplicaLogDirTopicSlots:
+    """Slot storage of :class:`AlterReplicaLogDirTopic`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirTopic:
+class AlterReplicaLogDirTopic(_AlterReplicaLogDirTopicSlots):
     """The topics to add to the directory.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterReplicaLogDirsRequest.json, versions 1-2.
@@ -73,8 +84,19 @@ class AlterReplicaLogDirTopic:
     """The partition indexes. []int32; versions 0+."""
 
 
+class _AlterReplicaLogDirSlots:
+    """Slot storage of :class:`AlterReplicaLogDir`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDir (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "path",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDir:
+class AlterReplicaLogDir(_AlterReplicaLogDirSlots):
     """The alterations to make for each directory.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterReplicaLogDirsRequest.json, versions 1-2.
@@ -124,8 +146,19 @@ class AlterReplicaLogDir:
     """The topics to add to the directory. []AlterReplicaLogDirTopic; versions 0+."""
 
 
+class _AlterReplicaLogDirsRequestSlots:
+    """Slot storage of :class:`AlterReplicaLogDirsRequest`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "dirs",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirsRequest:
+class AlterReplicaLogDirsRequest(_AlterReplicaLogDirsRequestSlots):
     """AlterReplicaLogDirsRequest, version 1 (api_key 34).
 
     Encoding: classic. Source: kafka-4.1-subset/AlterReplicaLogDirsRequest.json, versions 1-2.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _AlterReplicaLogDirPartitionResultSlots:
+    """Slot storage of :class:`AlterReplicaLogDirPartitionResult`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirPartitionResult:
+class AlterReplicaLogDirPartitionResult(_AlterReplicaLogDirPartitionResultSlots):
     """The results for each partition.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterReplicaLogDirsResponse.json, versions 1-2.
@@ -57,8 +69,20 @@ class AlterReplicaLogDirPartitionResult:
     """The error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _AlterReplicaLogDirTopicResultSlots:
+    """Slot storage of :class:`AlterReplicaLogDirTopicResult`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirTopicResult:
+class AlterReplicaLogDirTopicResult(_AlterReplicaLogDirTopicResultSlots):
     """The results for each topic.
 
     Encoding: classic. Source: kafka-4.1-subset/AlterReplicaLogDirsResponse.json, versions 1-2.
@@ -112,8 +136,20 @@ class AlterReplicaLogDirTopicResult:
     """The results for each partition. []AlterReplicaLogDirPartitionResult; versions 0+."""
 
 
+class _AlterReplicaLogDirsResponseSlots:
+    """Slot storage of :class:`AlterReplicaLogDirsResponse`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirsResponse:
+class AlterReplicaLogDirsResponse(_AlterReplicaLogDirsResponseSlots):
     """AlterReplicaLogDirsResponse, version 1 (api_key 34).
 
     Encoding: classic. Source: kafka-4.1-subset/AlterReplicaLogDirsResponse.json, versions 1-2.

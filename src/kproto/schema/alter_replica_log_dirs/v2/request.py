@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _AlterReplicaLogDirTopicSlots:
+    """Slot storage of :class:`AlterReplicaLogDirTopic`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirTopic:
+class AlterReplicaLogDirTopic(_AlterReplicaLogDirTopicSlots):
     """The topics to add to the directory.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterReplicaLogDirsRequest.json, versions 1-2.
@@ -81,8 +93,20 @@ class AlterReplicaLogDirTopic:
     decode and written back unchanged."""
 
 
+class _AlterReplicaLogDirSlots:
+    """Slot storage of :class:`AlterReplicaLogDir`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDir (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "path",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDir:
+class AlterReplicaLogDir(_AlterReplicaLogDirSlots):
     """The alterations to make for each directory.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterReplicaLogDirsRequest.json, versions 1-2.
@@ -144,8 +168,20 @@ class AlterReplicaLogDir:
     decode and written back unchanged."""
 
 
+class _AlterReplicaLogDirsRequestSlots:
+    """Slot storage of :class:`AlterReplicaLogDirsRequest`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "dirs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirsRequest:
+class AlterReplicaLogDirsRequest(_AlterReplicaLogDirsRequestSlots):
     """AlterReplicaLogDirsRequest, version 2 (api_key 34).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterReplicaLogDirsRequest.json, versions 1-2.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _AlterReplicaLogDirPartitionResultSlots:
+    """Slot storage of :class:`AlterReplicaLogDirPartitionResult`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirPartitionResult:
+class AlterReplicaLogDirPartitionResult(_AlterReplicaLogDirPartitionResultSlots):
     """The results for each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterReplicaLogDirsResponse.json, versions 1-2.
@@ -63,8 +76,21 @@ class AlterReplicaLogDirPartitionResult:
     decode and written back unchanged."""
 
 
+class _AlterReplicaLogDirTopicResultSlots:
+    """Slot storage of :class:`AlterReplicaLogDirTopicResult`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirTopicResult:
+class AlterReplicaLogDirTopicResult(_AlterReplicaLogDirTopicResultSlots):
     """The results for each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterReplicaLogDirsResponse.json, versions 1-2.
@@ -126,8 +152,21 @@ class AlterReplicaLogDirTopicResult:
     decode and written back unchanged."""
 
 
+class _AlterReplicaLogDirsResponseSlots:
+    """Slot storage of :class:`AlterReplicaLogDirsResponse`: readers fill these slots directly, then
+    make the instance a AlterReplicaLogDirsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterReplicaLogDirsResponse:
+class AlterReplicaLogDirsResponse(_AlterReplicaLogDirsResponseSlots):
     """AlterReplicaLogDirsResponse, version 2 (api_key 34).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterReplicaLogDirsResponse.json, versions 1-2.

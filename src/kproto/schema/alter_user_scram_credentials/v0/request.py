@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _ScramCredentialDeletionSlots:
+    """Slot storage of :class:`ScramCredentialDeletion`: readers fill these slots directly, then
+    make the instance a ScramCredentialDeletion (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "mechanism",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ScramCredentialDeletion:
+class ScramCredentialDeletion(_ScramCredentialDeletionSlots):
     """The SCRAM credentials to remove.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterUserScramCredentialsRequest.json, versions 0.
@@ -65,8 +77,23 @@ class ScramCredentialDeletion:
     decode and written back unchanged."""
 
 
+class _ScramCredentialUpsertionSlots:
+    """Slot storage of :class:`ScramCredentialUpsertion`: readers fill these slots directly, then
+    make the instance a ScramCredentialUpsertion (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "mechanism",
+        "iterations",
+        "salt",
+        "salted_password",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ScramCredentialUpsertion:
+class ScramCredentialUpsertion(_ScramCredentialUpsertionSlots):
     """The SCRAM credentials to update/insert.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterUserScramCredentialsRequest.json, versions 0.
@@ -140,8 +167,21 @@ class ScramCredentialUpsertion:
     decode and written back unchanged."""
 
 
+class _AlterUserScramCredentialsRequestSlots:
+    """Slot storage of :class:`AlterUserScramCredentialsRequest`: readers fill these slots directly, then
+    make the instance a AlterUserScramCredentialsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "deletions",
+        "upsertions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterUserScramCredentialsRequest:
+class AlterUserScramCredentialsRequest(_AlterUserScramCredentialsRequestSlots):
     """AlterUserScramCredentialsRequest, version 0 (api_key 51).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterUserScramCredentialsRequest.json, versions 0.

@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _AlterUserScramCredentialsResultSlots:
+    """Slot storage of :class:`AlterUserScramCredentialsResult`: readers fill these slots directly, then
+    make the instance a AlterUserScramCredentialsResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "user",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterUserScramCredentialsResult:
+class AlterUserScramCredentialsResult(_AlterUserScramCredentialsResultSlots):
     """The results for deletions and alterations, one per affected user.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterUserScramCredentialsResponse.json, versions 0.
@@ -80,8 +94,21 @@ class AlterUserScramCredentialsResult:
     decode and written back unchanged."""
 
 
+class _AlterUserScramCredentialsResponseSlots:
+    """Slot storage of :class:`AlterUserScramCredentialsResponse`: readers fill these slots directly, then
+    make the instance a AlterUserScramCredentialsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterUserScramCredentialsResponse:
+class AlterUserScramCredentialsResponse(_AlterUserScramCredentialsResponseSlots):
     """AlterUserScramCredentialsResponse, version 0 (api_key 51).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/AlterUserScramCredentialsResponse.json, versions 0.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _ApiVersionSlots:
+    """Slot storage of :class:`ApiVersion`: readers fill these slots directly, then
+    make the instance a ApiVersion (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "api_key",
+        "min_version",
+        "max_version",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ApiVersion:
+class ApiVersion(_ApiVersionSlots):
     """The APIs supported by the broker.
 
     Encoding: classic. Source: kafka-4.1-subset/ApiVersionsResponse.json, versions 0-4.
@@ -68,8 +80,19 @@ class ApiVersion:
     """The maximum supported version, inclusive. int16; versions 0+."""
 
 
+class _ApiVersionsResponseSlots:
+    """Slot storage of :class:`ApiVersionsResponse`: readers fill these slots directly, then
+    make the instance a ApiVersionsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "api_keys",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ApiVersionsResponse:
+class ApiVersionsResponse(_ApiVersionsResponseSlots):
     """ApiVersionsResponse, version 0 (api_key 18).
 
     Encoding: classic. Source: kafka-4.1-subset/ApiVersionsResponse.json, versions 0-4.

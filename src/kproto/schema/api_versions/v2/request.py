@@ -20,8 +20,15 @@ __all__ = [
 ]
 
 
+class _ApiVersionsRequestSlots:
+    """Slot storage of :class:`ApiVersionsRequest`: readers fill these slots directly, then
+    make the instance a ApiVersionsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = ("__weakref__",)
+
+
 @attrs.frozen(kw_only=True)
-class ApiVersionsRequest:
+class ApiVersionsRequest(_ApiVersionsRequestSlots):
     """ApiVersionsRequest, version 2 (api_key 18).
 
     Encoding: classic. Source: kafka-4.1-subset/ApiVersionsRequest.json, versions 0-4.

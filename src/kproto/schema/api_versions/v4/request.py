@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _ApiVersionsRequestSlots:
+    """Slot storage of :class:`ApiVersionsRequest`: readers fill these slots directly, then
+    make the instance a ApiVersionsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "client_software_name",
+        "client_software_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ApiVersionsRequest:
+class ApiVersionsRequest(_ApiVersionsRequestSlots):
     """ApiVersionsRequest, version 4 (api_key 18).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ApiVersionsRequest.json, versions 0-4.

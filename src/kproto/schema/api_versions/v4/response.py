@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _ApiVersionSlots:
+    """Slot storage of :class:`ApiVersion`: readers fill these slots directly, then
+    make the instance a ApiVersion (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "api_key",
+        "min_version",
+        "max_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ApiVersion:
+class ApiVersion(_ApiVersionSlots):
     """The APIs supported by the broker.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ApiVersionsResponse.json, versions 0-4.
@@ -76,8 +89,21 @@ class ApiVersion:
     decode and written back unchanged."""
 
 
+class _SupportedFeatureKeySlots:
+    """Slot storage of :class:`SupportedFeatureKey`: readers fill these slots directly, then
+    make the instance a SupportedFeatureKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "min_version",
+        "max_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SupportedFeatureKey:
+class SupportedFeatureKey(_SupportedFeatureKeySlots):
     """Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ApiVersionsResponse.json, versions 0-4.
@@ -134,8 +160,21 @@ class SupportedFeatureKey:
     decode and written back unchanged."""
 
 
+class _FinalizedFeatureKeySlots:
+    """Slot storage of :class:`FinalizedFeatureKey`: readers fill these slots directly, then
+    make the instance a FinalizedFeatureKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "max_version_level",
+        "min_version_level",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FinalizedFeatureKey:
+class FinalizedFeatureKey(_FinalizedFeatureKeySlots):
     """List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ApiVersionsResponse.json, versions 0-4.
@@ -192,8 +231,25 @@ class FinalizedFeatureKey:
     decode and written back unchanged."""
 
 
+class _ApiVersionsResponseSlots:
+    """Slot storage of :class:`ApiVersionsResponse`: readers fill these slots directly, then
+    make the instance a ApiVersionsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "api_keys",
+        "throttle_time_ms",
+        "supported_features",
+        "finalized_features_epoch",
+        "finalized_features",
+        "zk_migration_ready",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ApiVersionsResponse:
+class ApiVersionsResponse(_ApiVersionsResponseSlots):
     """ApiVersionsResponse, version 4 (api_key 18).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ApiVersionsResponse.json, versions 0-4.

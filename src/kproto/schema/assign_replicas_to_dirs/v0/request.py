@@ -23,8 +23,19 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of AssignReplicasToDirsRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsRequest.json, versions 0.
@@ -58,8 +69,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of AssignReplicasToDirsRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsRequest.json, versions 0.
@@ -114,8 +137,20 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _DirectoryDataSlots:
+    """Slot storage of :class:`DirectoryData`: readers fill these slots directly, then
+    make the instance a DirectoryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DirectoryData:
+class DirectoryData(_DirectoryDataSlots):
     """The DirectoryData struct of AssignReplicasToDirsRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsRequest.json, versions 0.
@@ -165,8 +200,22 @@ class DirectoryData:
     decode and written back unchanged."""
 
 
+class _AssignReplicasToDirsRequestSlots:
+    """Slot storage of :class:`AssignReplicasToDirsRequest`: readers fill these slots directly, then
+    make the instance a AssignReplicasToDirsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "directories",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AssignReplicasToDirsRequest:
+class AssignReplicasToDirsRequest(_AssignReplicasToDirsRequestSlots):
     """AssignReplicasToDirsRequest, version 0 (api_key 73).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsRequest.json, versions 0.

@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of AssignReplicasToDirsResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsResponse.json, versions 0.
@@ -64,8 +76,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of AssignReplicasToDirsResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsResponse.json, versions 0.
@@ -120,8 +144,20 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _DirectoryDataSlots:
+    """Slot storage of :class:`DirectoryData`: readers fill these slots directly, then
+    make the instance a DirectoryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DirectoryData:
+class DirectoryData(_DirectoryDataSlots):
     """The DirectoryData struct of AssignReplicasToDirsResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsResponse.json, versions 0.
@@ -171,8 +207,22 @@ class DirectoryData:
     decode and written back unchanged."""
 
 
+class _AssignReplicasToDirsResponseSlots:
+    """Slot storage of :class:`AssignReplicasToDirsResponse`: readers fill these slots directly, then
+    make the instance a AssignReplicasToDirsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "directories",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AssignReplicasToDirsResponse:
+class AssignReplicasToDirsResponse(_AssignReplicasToDirsResponseSlots):
     """AssignReplicasToDirsResponse, version 0 (api_key 73).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/AssignReplicasToDirsResponse.json, versions 0.

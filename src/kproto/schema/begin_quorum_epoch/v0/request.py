@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of BeginQuorumEpochRequest.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.
@@ -73,8 +85,19 @@ class PartitionData:
     """The epoch of the newly elected leader. int32; versions 0+."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of BeginQuorumEpochRequest.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.
@@ -128,8 +151,19 @@ class TopicData:
     """[]PartitionData; versions 0+."""
 
 
+class _BeginQuorumEpochRequestSlots:
+    """Slot storage of :class:`BeginQuorumEpochRequest`: readers fill these slots directly, then
+    make the instance a BeginQuorumEpochRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BeginQuorumEpochRequest:
+class BeginQuorumEpochRequest(_BeginQuorumEpochRequestSlots):
     """BeginQuorumEpochRequest, version 0 (api_key 53).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.

@@ -23,8 +23,22 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "voter_directory_id",
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of BeginQuorumEpochRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.
@@ -94,8 +108,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of BeginQuorumEpochRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.
@@ -157,8 +183,21 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _LeaderEndpointSlots:
+    """Slot storage of :class:`LeaderEndpoint`: readers fill these slots directly, then
+    make the instance a LeaderEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderEndpoint:
+class LeaderEndpoint(_LeaderEndpointSlots):
     """Endpoints for the leader.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.
@@ -215,8 +254,22 @@ class LeaderEndpoint:
     decode and written back unchanged."""
 
 
+class _BeginQuorumEpochRequestSlots:
+    """Slot storage of :class:`BeginQuorumEpochRequest`: readers fill these slots directly, then
+    make the instance a BeginQuorumEpochRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "voter_id",
+        "topics",
+        "leader_endpoints",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BeginQuorumEpochRequest:
+class BeginQuorumEpochRequest(_BeginQuorumEpochRequestSlots):
     """BeginQuorumEpochRequest, version 1 (api_key 53).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochRequest.json, versions 0-1.

@@ -23,8 +23,22 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of BeginQuorumEpochResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochResponse.json, versions 0-1.
@@ -86,8 +100,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of BeginQuorumEpochResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochResponse.json, versions 0-1.
@@ -149,8 +175,21 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _NodeEndpointSlots:
+    """Slot storage of :class:`NodeEndpoint`: readers fill these slots directly, then
+    make the instance a NodeEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class NodeEndpoint:
+class NodeEndpoint(_NodeEndpointSlots):
     """Endpoints for all leaders enumerated in PartitionData.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochResponse.json, versions 0-1.
@@ -207,8 +246,21 @@ class NodeEndpoint:
     decode and written back unchanged."""
 
 
+class _BeginQuorumEpochResponseSlots:
+    """Slot storage of :class:`BeginQuorumEpochResponse`: readers fill these slots directly, then
+    make the instance a BeginQuorumEpochResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "topics",
+        "node_endpoints",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BeginQuorumEpochResponse:
+class BeginQuorumEpochResponse(_BeginQuorumEpochResponseSlots):
     """BeginQuorumEpochResponse, version 1 (api_key 53).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BeginQuorumEpochResponse.json, versions 0-1.

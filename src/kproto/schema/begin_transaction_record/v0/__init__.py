@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _BeginTransactionRecordSlots:
+    """Slot storage of :class:`BeginTransactionRecord`: readers fill these slots directly, then
+    make the instance a BeginTransactionRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BeginTransactionRecord:
+class BeginTransactionRecord(_BeginTransactionRecordSlots):
     """BeginTransactionRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/BeginTransactionRecord.json, versions 0.

@@ -20,8 +20,23 @@ __all__ = [
 ]
 
 
+class _BrokerHeartbeatResponseSlots:
+    """Slot storage of :class:`BrokerHeartbeatResponse`: readers fill these slots directly, then
+    make the instance a BrokerHeartbeatResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "is_caught_up",
+        "is_fenced",
+        "should_shut_down",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerHeartbeatResponse:
+class BrokerHeartbeatResponse(_BrokerHeartbeatResponseSlots):
     """BrokerHeartbeatResponse, version 0 (api_key 63).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BrokerHeartbeatResponse.json, versions 0-1.

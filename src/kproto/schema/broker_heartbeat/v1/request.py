@@ -20,8 +20,24 @@ __all__ = [
 ]
 
 
+class _BrokerHeartbeatRequestSlots:
+    """Slot storage of :class:`BrokerHeartbeatRequest`: readers fill these slots directly, then
+    make the instance a BrokerHeartbeatRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "current_metadata_offset",
+        "want_fence",
+        "want_shut_down",
+        "offline_log_dirs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerHeartbeatRequest:
+class BrokerHeartbeatRequest(_BrokerHeartbeatRequestSlots):
     """BrokerHeartbeatRequest, version 1 (api_key 63).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BrokerHeartbeatRequest.json, versions 0-1.

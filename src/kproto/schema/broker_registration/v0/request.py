@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _ListenerSlots:
+    """Slot storage of :class:`Listener`: readers fill these slots directly, then
+    make the instance a Listener (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "security_protocol",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Listener:
+class Listener(_ListenerSlots):
     """The listeners of this broker.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BrokerRegistrationRequest.json, versions 0-4.
@@ -88,8 +102,21 @@ class Listener:
     decode and written back unchanged."""
 
 
+class _FeatureSlots:
+    """Slot storage of :class:`Feature`: readers fill these slots directly, then
+    make the instance a Feature (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "min_supported_version",
+        "max_supported_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Feature:
+class Feature(_FeatureSlots):
     """The features on this broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BrokerRegistrationRequest.json, versions 0-4.
@@ -150,8 +177,25 @@ class Feature:
     decode and written back unchanged."""
 
 
+class _BrokerRegistrationRequestSlots:
+    """Slot storage of :class:`BrokerRegistrationRequest`: readers fill these slots directly, then
+    make the instance a BrokerRegistrationRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_id",
+        "cluster_id",
+        "incarnation_id",
+        "listeners",
+        "features",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerRegistrationRequest:
+class BrokerRegistrationRequest(_BrokerRegistrationRequestSlots):
     """BrokerRegistrationRequest, version 0 (api_key 62).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BrokerRegistrationRequest.json, versions 0-4.

@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _BrokerRegistrationResponseSlots:
+    """Slot storage of :class:`BrokerRegistrationResponse`: readers fill these slots directly, then
+    make the instance a BrokerRegistrationResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "broker_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerRegistrationResponse:
+class BrokerRegistrationResponse(_BrokerRegistrationResponseSlots):
     """BrokerRegistrationResponse, version 3 (api_key 62).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/BrokerRegistrationResponse.json, versions 0-4.

@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _BrokerRegistrationChangeRecordSlots:
+    """Slot storage of :class:`BrokerRegistrationChangeRecord`: readers fill these slots directly, then
+    make the instance a BrokerRegistrationChangeRecord (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "fenced",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerRegistrationChangeRecord:
+class BrokerRegistrationChangeRecord(_BrokerRegistrationChangeRecordSlots):
     """BrokerRegistrationChangeRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/BrokerRegistrationChangeRecord.json, versions 0-2.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity to alter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/ClientQuotaRecord.json, versions 0.
@@ -77,8 +89,22 @@ class EntityData:
     decode and written back unchanged."""
 
 
+class _ClientQuotaRecordSlots:
+    """Slot storage of :class:`ClientQuotaRecord`: readers fill these slots directly, then
+    make the instance a ClientQuotaRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity",
+        "key",
+        "value",
+        "remove",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ClientQuotaRecord:
+class ClientQuotaRecord(_ClientQuotaRecordSlots):
     """ClientQuotaRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/ClientQuotaRecord.json, versions 0.

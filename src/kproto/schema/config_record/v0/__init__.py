@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _ConfigRecordSlots:
+    """Slot storage of :class:`ConfigRecord`: readers fill these slots directly, then
+    make the instance a ConfigRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "name",
+        "value",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConfigRecord:
+class ConfigRecord(_ConfigRecordSlots):
     """ConfigRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/ConfigRecord.json, versions 0.

@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupCurrentMemberAssignmentKeySlots:
+    """Slot storage of :class:`ConsumerGroupCurrentMemberAssignmentKey`: readers fill these slots directly, then
+    make the instance a ConsumerGroupCurrentMemberAssignmentKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupCurrentMemberAssignmentKey:
+class ConsumerGroupCurrentMemberAssignmentKey(
+    _ConsumerGroupCurrentMemberAssignmentKeySlots
+):
     """ConsumerGroupCurrentMemberAssignmentKey, version 8.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupCurrentMemberAssignmentKey.json, versions 8.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """The partitions assigned to (or owned by) this member.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupCurrentMemberAssignmentValue.json, versions 0.
@@ -71,8 +83,26 @@ class TopicPartitions:
     decode and written back unchanged."""
 
 
+class _ConsumerGroupCurrentMemberAssignmentValueSlots:
+    """Slot storage of :class:`ConsumerGroupCurrentMemberAssignmentValue`: readers fill these slots directly, then
+    make the instance a ConsumerGroupCurrentMemberAssignmentValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "member_epoch",
+        "previous_member_epoch",
+        "state",
+        "assigned_partitions",
+        "partitions_pending_revocation",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupCurrentMemberAssignmentValue:
+class ConsumerGroupCurrentMemberAssignmentValue(
+    _ConsumerGroupCurrentMemberAssignmentValueSlots
+):
     """ConsumerGroupCurrentMemberAssignmentValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupCurrentMemberAssignmentValue.json, versions 0.

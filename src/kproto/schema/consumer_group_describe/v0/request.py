@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupDescribeRequestSlots:
+    """Slot storage of :class:`ConsumerGroupDescribeRequest`: readers fill these slots directly, then
+    make the instance a ConsumerGroupDescribeRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_ids",
+        "include_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupDescribeRequest:
+class ConsumerGroupDescribeRequest(_ConsumerGroupDescribeRequestSlots):
     """ConsumerGroupDescribeRequest, version 0 (api_key 69).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ConsumerGroupDescribeRequest.json, versions 0.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """The partitions assigned to the member that can be used immediately.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ConsumerGroupHeartbeatResponse.json, versions 0-1.
@@ -73,8 +85,19 @@ class TopicPartitions:
     decode and written back unchanged."""
 
 
+class _AssignmentSlots:
+    """Slot storage of :class:`Assignment`: readers fill these slots directly, then
+    make the instance a Assignment (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Assignment:
+class Assignment(_AssignmentSlots):
     """null if not provided; the assignment otherwise.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ConsumerGroupHeartbeatResponse.json, versions 0-1.
@@ -121,8 +144,26 @@ class Assignment:
     decode and written back unchanged."""
 
 
+class _ConsumerGroupHeartbeatResponseSlots:
+    """Slot storage of :class:`ConsumerGroupHeartbeatResponse`: readers fill these slots directly, then
+    make the instance a ConsumerGroupHeartbeatResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "member_id",
+        "member_epoch",
+        "heartbeat_interval_ms",
+        "assignment",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupHeartbeatResponse:
+class ConsumerGroupHeartbeatResponse(_ConsumerGroupHeartbeatResponseSlots):
     """ConsumerGroupHeartbeatResponse, version 0 (api_key 68).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ConsumerGroupHeartbeatResponse.json, versions 0-1.

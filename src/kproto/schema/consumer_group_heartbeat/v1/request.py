@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """null if it didn't change since the last heartbeat; the partitions owned by the member.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ConsumerGroupHeartbeatRequest.json, versions 0-1.
@@ -72,8 +84,29 @@ class TopicPartitions:
     decode and written back unchanged."""
 
 
+class _ConsumerGroupHeartbeatRequestSlots:
+    """Slot storage of :class:`ConsumerGroupHeartbeatRequest`: readers fill these slots directly, then
+    make the instance a ConsumerGroupHeartbeatRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "member_epoch",
+        "instance_id",
+        "rack_id",
+        "rebalance_timeout_ms",
+        "subscribed_topic_names",
+        "subscribed_topic_regex",
+        "server_assignor",
+        "topic_partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupHeartbeatRequest:
+class ConsumerGroupHeartbeatRequest(_ConsumerGroupHeartbeatRequestSlots):
     """ConsumerGroupHeartbeatRequest, version 1 (api_key 68).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ConsumerGroupHeartbeatRequest.json, versions 0-1.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupMemberMetadataKeySlots:
+    """Slot storage of :class:`ConsumerGroupMemberMetadataKey`: readers fill these slots directly, then
+    make the instance a ConsumerGroupMemberMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupMemberMetadataKey:
+class ConsumerGroupMemberMetadataKey(_ConsumerGroupMemberMetadataKeySlots):
     """ConsumerGroupMemberMetadataKey, version 5.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupMemberMetadataKey.json, versions 5.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _ClassicProtocolSlots:
+    """Slot storage of :class:`ClassicProtocol`: readers fill these slots directly, then
+    make the instance a ClassicProtocol (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ClassicProtocol:
+class ClassicProtocol(_ClassicProtocolSlots):
     """The list of protocols that the member supports if the consumer uses the classic protocol.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupMemberMetadataValue.json, versions 0.
@@ -68,8 +80,20 @@ class ClassicProtocol:
     decode and written back unchanged."""
 
 
+class _ClassicMemberMetadataSlots:
+    """Slot storage of :class:`ClassicMemberMetadata`: readers fill these slots directly, then
+    make the instance a ClassicMemberMetadata (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "session_timeout_ms",
+        "supported_protocols",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ClassicMemberMetadata:
+class ClassicMemberMetadata(_ClassicMemberMetadataSlots):
     """The classic member metadata which includes the supported protocols of the consumer if it uses the classic protocol. The metadata is null if the consumer uses the consumer protocol.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupMemberMetadataValue.json, versions 0.
@@ -124,8 +148,28 @@ class ClassicMemberMetadata:
     decode and written back unchanged."""
 
 
+class _ConsumerGroupMemberMetadataValueSlots:
+    """Slot storage of :class:`ConsumerGroupMemberMetadataValue`: readers fill these slots directly, then
+    make the instance a ConsumerGroupMemberMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "instance_id",
+        "rack_id",
+        "client_id",
+        "client_host",
+        "subscribed_topic_names",
+        "subscribed_topic_regex",
+        "rebalance_timeout_ms",
+        "server_assignor",
+        "classic_member_metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupMemberMetadataValue:
+class ConsumerGroupMemberMetadataValue(_ConsumerGroupMemberMetadataValueSlots):
     """ConsumerGroupMemberMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupMemberMetadataValue.json, versions 0.

@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupMetadataKeySlots:
+    """Slot storage of :class:`ConsumerGroupMetadataKey`: readers fill these slots directly, then
+    make the instance a ConsumerGroupMetadataKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupMetadataKey:
+class ConsumerGroupMetadataKey(_ConsumerGroupMetadataKeySlots):
     """ConsumerGroupMetadataKey, version 3.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupMetadataKey.json, versions 3.

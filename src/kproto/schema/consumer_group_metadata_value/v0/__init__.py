@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupMetadataValueSlots:
+    """Slot storage of :class:`ConsumerGroupMetadataValue`: readers fill these slots directly, then
+    make the instance a ConsumerGroupMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupMetadataValue:
+class ConsumerGroupMetadataValue(_ConsumerGroupMetadataValueSlots):
     """ConsumerGroupMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupMetadataValue.json, versions 0.

@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupPartitionMetadataKeySlots:
+    """Slot storage of :class:`ConsumerGroupPartitionMetadataKey`: readers fill these slots directly, then
+    make the instance a ConsumerGroupPartitionMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupPartitionMetadataKey:
+class ConsumerGroupPartitionMetadataKey(_ConsumerGroupPartitionMetadataKeySlots):
     """ConsumerGroupPartitionMetadataKey, version 4.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupPartitionMetadataKey.json, versions 4.

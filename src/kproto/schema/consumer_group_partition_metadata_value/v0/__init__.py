@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _PartitionMetadataSlots:
+    """Slot storage of :class:`PartitionMetadata`: readers fill these slots directly, then
+    make the instance a PartitionMetadata (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "racks",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionMetadata:
+class PartitionMetadata(_PartitionMetadataSlots):
     """Deprecated: this field is not used after 4.0. Partitions mapped to a set of racks. If the rack information is unavailable for all the partitions, an empty list is stored.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupPartitionMetadataValue.json, versions 0.
@@ -70,8 +82,22 @@ class PartitionMetadata:
     decode and written back unchanged."""
 
 
+class _TopicMetadataSlots:
+    """Slot storage of :class:`TopicMetadata`: readers fill these slots directly, then
+    make the instance a TopicMetadata (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "topic_name",
+        "num_partitions",
+        "partition_metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicMetadata:
+class TopicMetadata(_TopicMetadataSlots):
     """The list of topic metadata.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupPartitionMetadataValue.json, versions 0.
@@ -144,8 +170,20 @@ class TopicMetadata:
     decode and written back unchanged."""
 
 
+class _ConsumerGroupPartitionMetadataValueSlots:
+    """Slot storage of :class:`ConsumerGroupPartitionMetadataValue`: readers fill these slots directly, then
+    make the instance a ConsumerGroupPartitionMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupPartitionMetadataValue:
+class ConsumerGroupPartitionMetadataValue(_ConsumerGroupPartitionMetadataValueSlots):
     """ConsumerGroupPartitionMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupPartitionMetadataValue.json, versions 0.

@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupTargetAssignmentMemberKeySlots:
+    """Slot storage of :class:`ConsumerGroupTargetAssignmentMemberKey`: readers fill these slots directly, then
+    make the instance a ConsumerGroupTargetAssignmentMemberKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupTargetAssignmentMemberKey:
+class ConsumerGroupTargetAssignmentMemberKey(
+    _ConsumerGroupTargetAssignmentMemberKeySlots
+):
     """ConsumerGroupTargetAssignmentMemberKey, version 7.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupTargetAssignmentMemberKey.json, versions 7.

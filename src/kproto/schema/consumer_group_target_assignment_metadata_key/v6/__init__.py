@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupTargetAssignmentMetadataKeySlots:
+    """Slot storage of :class:`ConsumerGroupTargetAssignmentMetadataKey`: readers fill these slots directly, then
+    make the instance a ConsumerGroupTargetAssignmentMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupTargetAssignmentMetadataKey:
+class ConsumerGroupTargetAssignmentMetadataKey(
+    _ConsumerGroupTargetAssignmentMetadataKeySlots
+):
     """ConsumerGroupTargetAssignmentMetadataKey, version 6.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupTargetAssignmentMetadataKey.json, versions 6.

@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _ConsumerGroupTargetAssignmentMetadataValueSlots:
+    """Slot storage of :class:`ConsumerGroupTargetAssignmentMetadataValue`: readers fill these slots directly, then
+    make the instance a ConsumerGroupTargetAssignmentMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "assignment_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerGroupTargetAssignmentMetadataValue:
+class ConsumerGroupTargetAssignmentMetadataValue(
+    _ConsumerGroupTargetAssignmentMetadataValueSlots
+):
     """ConsumerGroupTargetAssignmentMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ConsumerGroupTargetAssignmentMetadataValue.json, versions 0.

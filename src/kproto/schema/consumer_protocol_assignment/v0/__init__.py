@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _TopicPartitionSlots:
+    """Slot storage of :class:`TopicPartition`: readers fill these slots directly, then
+    make the instance a TopicPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartition:
+class TopicPartition(_TopicPartitionSlots):
     """The list of topics and partitions assigned to this consumer.
 
     Encoding: classic. Source: kafka-4.1-subset/ConsumerProtocolAssignment.json, versions 0-3.
@@ -71,8 +82,20 @@ class TopicPartition:
     """The list of partitions assigned to this consumer. []int32; versions 0+."""
 
 
+class _ConsumerProtocolAssignmentSlots:
+    """Slot storage of :class:`ConsumerProtocolAssignment`: readers fill these slots directly, then
+    make the instance a ConsumerProtocolAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "assigned_partitions",
+        "user_data",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerProtocolAssignment:
+class ConsumerProtocolAssignment(_ConsumerProtocolAssignmentSlots):
     """ConsumerProtocolAssignment, version 0.
 
     Encoding: classic. Source: kafka-4.1-subset/ConsumerProtocolAssignment.json, versions 0-3.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ConsumerProtocolSubscriptionSlots:
+    """Slot storage of :class:`ConsumerProtocolSubscription`: readers fill these slots directly, then
+    make the instance a ConsumerProtocolSubscription (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topics",
+        "user_data",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerProtocolSubscription:
+class ConsumerProtocolSubscription(_ConsumerProtocolSubscriptionSlots):
     """ConsumerProtocolSubscription, version 0.
 
     Encoding: classic. Source: kafka-4.1-subset/ConsumerProtocolSubscription.json, versions 0-3.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _TopicPartitionSlots:
+    """Slot storage of :class:`TopicPartition`: readers fill these slots directly, then
+    make the instance a TopicPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartition:
+class TopicPartition(_TopicPartitionSlots):
     """The partitions that the member owns.
 
     Encoding: classic. Source: kafka-4.1-subset/ConsumerProtocolSubscription.json, versions 0-3.
@@ -71,8 +82,21 @@ class TopicPartition:
     """The partition ids. []int32; versions 1+."""
 
 
+class _ConsumerProtocolSubscriptionSlots:
+    """Slot storage of :class:`ConsumerProtocolSubscription`: readers fill these slots directly, then
+    make the instance a ConsumerProtocolSubscription (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topics",
+        "user_data",
+        "owned_partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConsumerProtocolSubscription:
+class ConsumerProtocolSubscription(_ConsumerProtocolSubscriptionSlots):
     """ConsumerProtocolSubscription, version 1.
 
     Encoding: classic. Source: kafka-4.1-subset/ConsumerProtocolSubscription.json, versions 0-3.

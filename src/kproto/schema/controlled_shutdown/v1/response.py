@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _RemainingPartitionSlots:
+    """Slot storage of :class:`RemainingPartition`: readers fill these slots directly, then
+    make the instance a RemainingPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemainingPartition:
+class RemainingPartition(_RemainingPartitionSlots):
     """The partitions that the broker still leads.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ControlledShutdownResponse.json, versions 0-3.
@@ -71,8 +82,20 @@ class RemainingPartition:
     """The index of the partition. int32; versions 0+."""
 
 
+class _ControlledShutdownResponseSlots:
+    """Slot storage of :class:`ControlledShutdownResponse`: readers fill these slots directly, then
+    make the instance a ControlledShutdownResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "remaining_partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControlledShutdownResponse:
+class ControlledShutdownResponse(_ControlledShutdownResponseSlots):
     """ControlledShutdownResponse, version 1 (api_key 7).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ControlledShutdownResponse.json, versions 0-3.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _ControlledShutdownRequestSlots:
+    """Slot storage of :class:`ControlledShutdownRequest`: readers fill these slots directly, then
+    make the instance a ControlledShutdownRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControlledShutdownRequest:
+class ControlledShutdownRequest(_ControlledShutdownRequestSlots):
     """ControlledShutdownRequest, version 2 (api_key 7).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ControlledShutdownRequest.json, versions 0-3.

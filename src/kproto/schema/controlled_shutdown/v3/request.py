@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _ControlledShutdownRequestSlots:
+    """Slot storage of :class:`ControlledShutdownRequest`: readers fill these slots directly, then
+    make the instance a ControlledShutdownRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControlledShutdownRequest:
+class ControlledShutdownRequest(_ControlledShutdownRequestSlots):
     """ControlledShutdownRequest, version 3 (api_key 7).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControlledShutdownRequest.json, versions 0-3.

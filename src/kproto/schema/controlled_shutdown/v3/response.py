@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _RemainingPartitionSlots:
+    """Slot storage of :class:`RemainingPartition`: readers fill these slots directly, then
+    make the instance a RemainingPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemainingPartition:
+class RemainingPartition(_RemainingPartitionSlots):
     """The partitions that the broker still leads.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControlledShutdownResponse.json, versions 0-3.
@@ -78,8 +90,21 @@ class RemainingPartition:
     decode and written back unchanged."""
 
 
+class _ControlledShutdownResponseSlots:
+    """Slot storage of :class:`ControlledShutdownResponse`: readers fill these slots directly, then
+    make the instance a ControlledShutdownResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "remaining_partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControlledShutdownResponse:
+class ControlledShutdownResponse(_ControlledShutdownResponseSlots):
     """ControlledShutdownResponse, version 3 (api_key 7).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControlledShutdownResponse.json, versions 0-3.

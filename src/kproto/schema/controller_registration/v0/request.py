@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _ListenerSlots:
+    """Slot storage of :class:`Listener`: readers fill these slots directly, then
+    make the instance a Listener (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "security_protocol",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Listener:
+class Listener(_ListenerSlots):
     """The listeners of this controller.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControllerRegistrationRequest.json, versions 0.
@@ -88,8 +102,21 @@ class Listener:
     decode and written back unchanged."""
 
 
+class _FeatureSlots:
+    """Slot storage of :class:`Feature`: readers fill these slots directly, then
+    make the instance a Feature (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "min_supported_version",
+        "max_supported_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Feature:
+class Feature(_FeatureSlots):
     """The features on this controller.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControllerRegistrationRequest.json, versions 0.
@@ -150,8 +177,24 @@ class Feature:
     decode and written back unchanged."""
 
 
+class _ControllerRegistrationRequestSlots:
+    """Slot storage of :class:`ControllerRegistrationRequest`: readers fill these slots directly, then
+    make the instance a ControllerRegistrationRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "controller_id",
+        "incarnation_id",
+        "zk_migration_ready",
+        "listeners",
+        "features",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControllerRegistrationRequest:
+class ControllerRegistrationRequest(_ControllerRegistrationRequestSlots):
     """ControllerRegistrationRequest, version 0 (api_key 70).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControllerRegistrationRequest.json, versions 0.

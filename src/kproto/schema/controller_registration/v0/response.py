@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _ControllerRegistrationResponseSlots:
+    """Slot storage of :class:`ControllerRegistrationResponse`: readers fill these slots directly, then
+    make the instance a ControllerRegistrationResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControllerRegistrationResponse:
+class ControllerRegistrationResponse(_ControllerRegistrationResponseSlots):
     """ControllerRegistrationResponse, version 0 (api_key 70).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ControllerRegistrationResponse.json, versions 0.

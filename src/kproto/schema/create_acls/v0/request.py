@@ -21,8 +21,23 @@ __all__ = [
 ]
 
 
+class _AclCreationSlots:
+    """Slot storage of :class:`AclCreation`: readers fill these slots directly, then
+    make the instance a AclCreation (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclCreation:
+class AclCreation(_AclCreationSlots):
     """The ACLs that we want to create.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateAclsRequest.json, versions 0-3.
@@ -86,8 +101,18 @@ class AclCreation:
     """The permission type for the ACL (allow, deny, etc.). int8; versions 0+."""
 
 
+class _CreateAclsRequestSlots:
+    """Slot storage of :class:`CreateAclsRequest`: readers fill these slots directly, then
+    make the instance a CreateAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "creations",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateAclsRequest:
+class CreateAclsRequest(_CreateAclsRequestSlots):
     """CreateAclsRequest, version 0 (api_key 30).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateAclsRequest.json, versions 0-3.

@@ -21,8 +21,24 @@ __all__ = [
 ]
 
 
+class _AclCreationSlots:
+    """Slot storage of :class:`AclCreation`: readers fill these slots directly, then
+    make the instance a AclCreation (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "resource_pattern_type",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclCreation:
+class AclCreation(_AclCreationSlots):
     """The ACLs that we want to create.
 
     Encoding: classic. Source: kafka-4.1-subset/CreateAclsRequest.json, versions 1-3."""
@@ -95,8 +111,18 @@ class AclCreation:
     """The permission type for the ACL (allow, deny, etc.). int8; versions 0+."""
 
 
+class _CreateAclsRequestSlots:
+    """Slot storage of :class:`CreateAclsRequest`: readers fill these slots directly, then
+    make the instance a CreateAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "creations",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateAclsRequest:
+class CreateAclsRequest(_CreateAclsRequestSlots):
     """CreateAclsRequest, version 1 (api_key 30).
 
     Encoding: classic. Source: kafka-4.1-subset/CreateAclsRequest.json, versions 1-3."""

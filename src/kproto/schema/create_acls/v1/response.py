@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _AclCreationResultSlots:
+    """Slot storage of :class:`AclCreationResult`: readers fill these slots directly, then
+    make the instance a AclCreationResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclCreationResult:
+class AclCreationResult(_AclCreationResultSlots):
     """The results for each ACL creation.
 
     Encoding: classic. Source: kafka-4.1-subset/CreateAclsResponse.json, versions 1-3.
@@ -63,8 +74,19 @@ class AclCreationResult:
     """The result message, or null if there was no error. string; versions 0+; nullable in versions 0+."""
 
 
+class _CreateAclsResponseSlots:
+    """Slot storage of :class:`CreateAclsResponse`: readers fill these slots directly, then
+    make the instance a CreateAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateAclsResponse:
+class CreateAclsResponse(_CreateAclsResponseSlots):
     """CreateAclsResponse, version 1 (api_key 30).
 
     Encoding: classic. Source: kafka-4.1-subset/CreateAclsResponse.json, versions 1-3.

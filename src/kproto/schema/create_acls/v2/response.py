@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _AclCreationResultSlots:
+    """Slot storage of :class:`AclCreationResult`: readers fill these slots directly, then
+    make the instance a AclCreationResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclCreationResult:
+class AclCreationResult(_AclCreationResultSlots):
     """The results for each ACL creation.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateAclsResponse.json, versions 1-3.
@@ -70,8 +82,20 @@ class AclCreationResult:
     decode and written back unchanged."""
 
 
+class _CreateAclsResponseSlots:
+    """Slot storage of :class:`CreateAclsResponse`: readers fill these slots directly, then
+    make the instance a CreateAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateAclsResponse:
+class CreateAclsResponse(_CreateAclsResponseSlots):
     """CreateAclsResponse, version 2 (api_key 30).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateAclsResponse.json, versions 1-3.

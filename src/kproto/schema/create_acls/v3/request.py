@@ -21,8 +21,25 @@ __all__ = [
 ]
 
 
+class _AclCreationSlots:
+    """Slot storage of :class:`AclCreation`: readers fill these slots directly, then
+    make the instance a AclCreation (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "resource_pattern_type",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclCreation:
+class AclCreation(_AclCreationSlots):
     """The ACLs that we want to create.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateAclsRequest.json, versions 1-3.
@@ -114,8 +131,19 @@ class AclCreation:
     decode and written back unchanged."""
 
 
+class _CreateAclsRequestSlots:
+    """Slot storage of :class:`CreateAclsRequest`: readers fill these slots directly, then
+    make the instance a CreateAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "creations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateAclsRequest:
+class CreateAclsRequest(_CreateAclsRequestSlots):
     """CreateAclsRequest, version 3 (api_key 30).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateAclsRequest.json, versions 1-3.

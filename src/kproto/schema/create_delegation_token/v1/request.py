@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _CreatableRenewersSlots:
+    """Slot storage of :class:`CreatableRenewers`: readers fill these slots directly, then
+    make the instance a CreatableRenewers (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableRenewers:
+class CreatableRenewers(_CreatableRenewersSlots):
     """A list of those who are allowed to renew this token before it expires.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateDelegationTokenRequest.json, versions 0-3.
@@ -58,8 +69,20 @@ class CreatableRenewers:
     """The name of the Kafka principal. string; versions 0+."""
 
 
+class _CreateDelegationTokenRequestSlots:
+    """Slot storage of :class:`CreateDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a CreateDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "renewers",
+        "max_lifetime_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateDelegationTokenRequest:
+class CreateDelegationTokenRequest(_CreateDelegationTokenRequestSlots):
     """CreateDelegationTokenRequest, version 1 (api_key 38).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateDelegationTokenRequest.json, versions 0-3.

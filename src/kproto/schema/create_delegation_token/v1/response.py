@@ -20,8 +20,27 @@ __all__ = [
 ]
 
 
+class _CreateDelegationTokenResponseSlots:
+    """Slot storage of :class:`CreateDelegationTokenResponse`: readers fill these slots directly, then
+    make the instance a CreateDelegationTokenResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "principal_type",
+        "principal_name",
+        "issue_timestamp_ms",
+        "expiry_timestamp_ms",
+        "max_timestamp_ms",
+        "token_id",
+        "hmac",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateDelegationTokenResponse:
+class CreateDelegationTokenResponse(_CreateDelegationTokenResponseSlots):
     """CreateDelegationTokenResponse, version 1 (api_key 38).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateDelegationTokenResponse.json, versions 0-3.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _CreatableRenewersSlots:
+    """Slot storage of :class:`CreatableRenewers`: readers fill these slots directly, then
+    make the instance a CreatableRenewers (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableRenewers:
+class CreatableRenewers(_CreatableRenewersSlots):
     """A list of those who are allowed to renew this token before it expires.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/CreateDelegationTokenRequest.json, versions 0-3.
@@ -76,8 +88,21 @@ class CreatableRenewers:
     decode and written back unchanged."""
 
 
+class _CreateDelegationTokenRequestSlots:
+    """Slot storage of :class:`CreateDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a CreateDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "renewers",
+        "max_lifetime_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateDelegationTokenRequest:
+class CreateDelegationTokenRequest(_CreateDelegationTokenRequestSlots):
     """CreateDelegationTokenRequest, version 2 (api_key 38).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/CreateDelegationTokenRequest.json, versions 0-3.

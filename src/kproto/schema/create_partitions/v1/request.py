@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _CreatePartitionsAssignmentSlots:
+    """Slot storage of :class:`CreatePartitionsAssignment`: readers fill these slots directly, then
+    make the instance a CreatePartitionsAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_ids",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsAssignment:
+class CreatePartitionsAssignment(_CreatePartitionsAssignmentSlots):
     """The new partition assignments.
 
     Encoding: classic. Source: kafka-4.1-subset/CreatePartitionsRequest.json, versions 0-3.
@@ -59,8 +70,20 @@ class CreatePartitionsAssignment:
     """The assigned broker IDs. []int32; versions 0+."""
 
 
+class _CreatePartitionsTopicSlots:
+    """Slot storage of :class:`CreatePartitionsTopic`: readers fill these slots directly, then
+    make the instance a CreatePartitionsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "count",
+        "assignments",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsTopic:
+class CreatePartitionsTopic(_CreatePartitionsTopicSlots):
     """Each topic that we want to create new partitions inside.
 
     Encoding: classic. Source: kafka-4.1-subset/CreatePartitionsRequest.json, versions 0-3.
@@ -123,8 +146,20 @@ class CreatePartitionsTopic:
     """The new partition assignments. []CreatePartitionsAssignment; versions 0+; nullable in versions 0+."""
 
 
+class _CreatePartitionsRequestSlots:
+    """Slot storage of :class:`CreatePartitionsRequest`: readers fill these slots directly, then
+    make the instance a CreatePartitionsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "validate_only",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsRequest:
+class CreatePartitionsRequest(_CreatePartitionsRequestSlots):
     """CreatePartitionsRequest, version 1 (api_key 37).
 
     Encoding: classic. Source: kafka-4.1-subset/CreatePartitionsRequest.json, versions 0-3.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _CreatePartitionsTopicResultSlots:
+    """Slot storage of :class:`CreatePartitionsTopicResult`: readers fill these slots directly, then
+    make the instance a CreatePartitionsTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "error_code",
+        "error_message",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsTopicResult:
+class CreatePartitionsTopicResult(_CreatePartitionsTopicResultSlots):
     """The partition creation results for each topic.
 
     Encoding: classic. Source: kafka-4.1-subset/CreatePartitionsResponse.json, versions 0-3.
@@ -77,8 +90,19 @@ class CreatePartitionsTopicResult:
     """The result message, or null if there was no error. string; versions 0+; nullable in versions 0+; default 'null'."""
 
 
+class _CreatePartitionsResponseSlots:
+    """Slot storage of :class:`CreatePartitionsResponse`: readers fill these slots directly, then
+    make the instance a CreatePartitionsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsResponse:
+class CreatePartitionsResponse(_CreatePartitionsResponseSlots):
     """CreatePartitionsResponse, version 1 (api_key 37).
 
     Encoding: classic. Source: kafka-4.1-subset/CreatePartitionsResponse.json, versions 0-3.

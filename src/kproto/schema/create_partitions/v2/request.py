@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _CreatePartitionsAssignmentSlots:
+    """Slot storage of :class:`CreatePartitionsAssignment`: readers fill these slots directly, then
+    make the instance a CreatePartitionsAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "broker_ids",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsAssignment:
+class CreatePartitionsAssignment(_CreatePartitionsAssignmentSlots):
     """The new partition assignments.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreatePartitionsRequest.json, versions 0-3.
@@ -66,8 +78,21 @@ class CreatePartitionsAssignment:
     decode and written back unchanged."""
 
 
+class _CreatePartitionsTopicSlots:
+    """Slot storage of :class:`CreatePartitionsTopic`: readers fill these slots directly, then
+    make the instance a CreatePartitionsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "count",
+        "assignments",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsTopic:
+class CreatePartitionsTopic(_CreatePartitionsTopicSlots):
     """Each topic that we want to create new partitions inside.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreatePartitionsRequest.json, versions 0-3.
@@ -138,8 +163,21 @@ class CreatePartitionsTopic:
     decode and written back unchanged."""
 
 
+class _CreatePartitionsRequestSlots:
+    """Slot storage of :class:`CreatePartitionsRequest`: readers fill these slots directly, then
+    make the instance a CreatePartitionsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "validate_only",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsRequest:
+class CreatePartitionsRequest(_CreatePartitionsRequestSlots):
     """CreatePartitionsRequest, version 2 (api_key 37).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreatePartitionsRequest.json, versions 0-3.

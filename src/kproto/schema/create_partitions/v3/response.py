@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _CreatePartitionsTopicResultSlots:
+    """Slot storage of :class:`CreatePartitionsTopicResult`: readers fill these slots directly, then
+    make the instance a CreatePartitionsTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsTopicResult:
+class CreatePartitionsTopicResult(_CreatePartitionsTopicResultSlots):
     """The partition creation results for each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreatePartitionsResponse.json, versions 0-3.
@@ -85,8 +99,20 @@ class CreatePartitionsTopicResult:
     decode and written back unchanged."""
 
 
+class _CreatePartitionsResponseSlots:
+    """Slot storage of :class:`CreatePartitionsResponse`: readers fill these slots directly, then
+    make the instance a CreatePartitionsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatePartitionsResponse:
+class CreatePartitionsResponse(_CreatePartitionsResponseSlots):
     """CreatePartitionsResponse, version 3 (api_key 37).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreatePartitionsResponse.json, versions 0-3.

@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _CreatableReplicaAssignmentSlots:
+    """Slot storage of :class:`CreatableReplicaAssignment`: readers fill these slots directly, then
+    make the instance a CreatableReplicaAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "broker_ids",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableReplicaAssignment:
+class CreatableReplicaAssignment(_CreatableReplicaAssignmentSlots):
     """The manual partition assignment, or the empty array if we are using automatic assignment.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json, versions 0-7.
@@ -74,8 +86,19 @@ class CreatableReplicaAssignment:
     """The brokers to place the partition on. []int32; versions 0+."""
 
 
+class _CreatableTopicConfigSlots:
+    """Slot storage of :class:`CreatableTopicConfig`: readers fill these slots directly, then
+    make the instance a CreatableTopicConfig (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopicConfig:
+class CreatableTopicConfig(_CreatableTopicConfigSlots):
     """The custom topic configurations to set.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json, versions 0-7.
@@ -120,8 +143,22 @@ class CreatableTopicConfig:
     """The configuration value. string; versions 0+; nullable in versions 0+."""
 
 
+class _CreatableTopicSlots:
+    """Slot storage of :class:`CreatableTopic`: readers fill these slots directly, then
+    make the instance a CreatableTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "num_partitions",
+        "replication_factor",
+        "assignments",
+        "configs",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopic:
+class CreatableTopic(_CreatableTopicSlots):
     """The topics to create.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json, versions 0-7.
@@ -212,8 +249,19 @@ class CreatableTopic:
     """The custom topic configurations to set. []CreatableTopicConfig; versions 0+."""
 
 
+class _CreateTopicsRequestSlots:
+    """Slot storage of :class:`CreateTopicsRequest`: readers fill these slots directly, then
+    make the instance a CreateTopicsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateTopicsRequest:
+class CreateTopicsRequest(_CreateTopicsRequestSlots):
     """CreateTopicsRequest, version 0 (api_key 19).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json, versions 0-7.

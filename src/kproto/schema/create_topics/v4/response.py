@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _CreatableTopicResultSlots:
+    """Slot storage of :class:`CreatableTopicResult`: readers fill these slots directly, then
+    make the instance a CreatableTopicResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "error_code",
+        "error_message",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopicResult:
+class CreatableTopicResult(_CreatableTopicResultSlots):
     """Results for each topic we tried to create.
 
     Encoding: classic. Source: kafka-4.1-subset/CreateTopicsResponse.json, versions 2-7.
@@ -79,8 +91,19 @@ class CreatableTopicResult:
     """The error message, or null if there was no error. string; versions 1+; nullable in versions 0+."""
 
 
+class _CreateTopicsResponseSlots:
+    """Slot storage of :class:`CreateTopicsResponse`: readers fill these slots directly, then
+    make the instance a CreateTopicsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateTopicsResponse:
+class CreateTopicsResponse(_CreateTopicsResponseSlots):
     """CreateTopicsResponse, version 4 (api_key 19).
 
     Encoding: classic. Source: kafka-4.1-subset/CreateTopicsResponse.json, versions 2-7.

@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _CreatableReplicaAssignmentSlots:
+    """Slot storage of :class:`CreatableReplicaAssignment`: readers fill these slots directly, then
+    make the instance a CreatableReplicaAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "broker_ids",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableReplicaAssignment:
+class CreatableReplicaAssignment(_CreatableReplicaAssignmentSlots):
     """The manual partition assignment, or the empty array if we are using automatic assignment.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsRequest.json, versions 2-7.
@@ -81,8 +94,20 @@ class CreatableReplicaAssignment:
     decode and written back unchanged."""
 
 
+class _CreatableTopicConfigSlots:
+    """Slot storage of :class:`CreatableTopicConfig`: readers fill these slots directly, then
+    make the instance a CreatableTopicConfig (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopicConfig:
+class CreatableTopicConfig(_CreatableTopicConfigSlots):
     """The custom topic configurations to set.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsRequest.json, versions 2-7.
@@ -139,8 +164,23 @@ class CreatableTopicConfig:
     decode and written back unchanged."""
 
 
+class _CreatableTopicSlots:
+    """Slot storage of :class:`CreatableTopic`: readers fill these slots directly, then
+    make the instance a CreatableTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "num_partitions",
+        "replication_factor",
+        "assignments",
+        "configs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopic:
+class CreatableTopic(_CreatableTopicSlots):
     """The topics to create.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsRequest.json, versions 2-7.
@@ -240,8 +280,21 @@ class CreatableTopic:
     decode and written back unchanged."""
 
 
+class _CreateTopicsRequestSlots:
+    """Slot storage of :class:`CreateTopicsRequest`: readers fill these slots directly, then
+    make the instance a CreateTopicsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "validate_only",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateTopicsRequest:
+class CreateTopicsRequest(_CreateTopicsRequestSlots):
     """CreateTopicsRequest, version 7 (api_key 19).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsRequest.json, versions 2-7.

@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _CreatableTopicConfigsSlots:
+    """Slot storage of :class:`CreatableTopicConfigs`: readers fill these slots directly, then
+    make the instance a CreatableTopicConfigs (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "read_only",
+        "config_source",
+        "is_sensitive",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopicConfigs:
+class CreatableTopicConfigs(_CreatableTopicConfigsSlots):
     """Configuration of the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsResponse.json, versions 2-7.
@@ -105,8 +120,26 @@ class CreatableTopicConfigs:
     decode and written back unchanged."""
 
 
+class _CreatableTopicResultSlots:
+    """Slot storage of :class:`CreatableTopicResult`: readers fill these slots directly, then
+    make the instance a CreatableTopicResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "topic_id",
+        "error_code",
+        "error_message",
+        "topic_config_error_code",
+        "num_partitions",
+        "replication_factor",
+        "configs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreatableTopicResult:
+class CreatableTopicResult(_CreatableTopicResultSlots):
     """Results for each topic we tried to create.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsResponse.json, versions 2-7.
@@ -253,8 +286,20 @@ class CreatableTopicResult:
     decode and written back unchanged."""
 
 
+class _CreateTopicsResponseSlots:
+    """Slot storage of :class:`CreateTopicsResponse`: readers fill these slots directly, then
+    make the instance a CreateTopicsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CreateTopicsResponse:
+class CreateTopicsResponse(_CreateTopicsResponseSlots):
     """CreateTopicsResponse, version 7 (api_key 19).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/CreateTopicsResponse.json, versions 2-7.

@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _DefaultPrincipalDataSlots:
+    """Slot storage of :class:`DefaultPrincipalData`: readers fill these slots directly, then
+    make the instance a DefaultPrincipalData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "type",
+        "name",
+        "token_authenticated",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DefaultPrincipalData:
+class DefaultPrincipalData(_DefaultPrincipalDataSlots):
     """DefaultPrincipalData, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DefaultPrincipalData.json, versions 0.

@@ -19,8 +19,25 @@ __all__ = [
 ]
 
 
+class _DelegationTokenRecordSlots:
+    """Slot storage of :class:`DelegationTokenRecord`: readers fill these slots directly, then
+    make the instance a DelegationTokenRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "owner",
+        "requester",
+        "renewers",
+        "issue_timestamp",
+        "max_timestamp",
+        "expiration_timestamp",
+        "token_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DelegationTokenRecord:
+class DelegationTokenRecord(_DelegationTokenRecordSlots):
     """DelegationTokenRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/DelegationTokenRecord.json, versions 0.

@@ -21,8 +21,23 @@ __all__ = [
 ]
 
 
+class _DeleteAclsFilterSlots:
+    """Slot storage of :class:`DeleteAclsFilter`: readers fill these slots directly, then
+    make the instance a DeleteAclsFilter (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type_filter",
+        "resource_name_filter",
+        "principal_filter",
+        "host_filter",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsFilter:
+class DeleteAclsFilter(_DeleteAclsFilterSlots):
     """The filters to use when deleting ACLs.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteAclsRequest.json, versions 0-3.
@@ -109,8 +124,18 @@ class DeleteAclsFilter:
     """The permission type. int8; versions 0+."""
 
 
+class _DeleteAclsRequestSlots:
+    """Slot storage of :class:`DeleteAclsRequest`: readers fill these slots directly, then
+    make the instance a DeleteAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "filters",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsRequest:
+class DeleteAclsRequest(_DeleteAclsRequestSlots):
     """DeleteAclsRequest, version 0 (api_key 31).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteAclsRequest.json, versions 0-3.

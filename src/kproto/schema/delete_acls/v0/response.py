@@ -22,8 +22,25 @@ __all__ = [
 ]
 
 
+class _DeleteAclsMatchingAclSlots:
+    """Slot storage of :class:`DeleteAclsMatchingAcl`: readers fill these slots directly, then
+    make the instance a DeleteAclsMatchingAcl (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsMatchingAcl:
+class DeleteAclsMatchingAcl(_DeleteAclsMatchingAclSlots):
     """The ACLs which matched this filter.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteAclsResponse.json, versions 0-3.
@@ -108,8 +125,20 @@ class DeleteAclsMatchingAcl:
     """The ACL permission type. int8; versions 0+."""
 
 
+class _DeleteAclsFilterResultSlots:
+    """Slot storage of :class:`DeleteAclsFilterResult`: readers fill these slots directly, then
+    make the instance a DeleteAclsFilterResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "matching_acls",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsFilterResult:
+class DeleteAclsFilterResult(_DeleteAclsFilterResultSlots):
     """The results for each filter.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteAclsResponse.json, versions 0-3.
@@ -170,8 +199,19 @@ class DeleteAclsFilterResult:
     """The ACLs which matched this filter. []DeleteAclsMatchingAcl; versions 0+."""
 
 
+class _DeleteAclsResponseSlots:
+    """Slot storage of :class:`DeleteAclsResponse`: readers fill these slots directly, then
+    make the instance a DeleteAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "filter_results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsResponse:
+class DeleteAclsResponse(_DeleteAclsResponseSlots):
     """DeleteAclsResponse, version 0 (api_key 31).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteAclsResponse.json, versions 0-3.

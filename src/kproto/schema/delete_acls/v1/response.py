@@ -22,8 +22,26 @@ __all__ = [
 ]
 
 
+class _DeleteAclsMatchingAclSlots:
+    """Slot storage of :class:`DeleteAclsMatchingAcl`: readers fill these slots directly, then
+    make the instance a DeleteAclsMatchingAcl (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "pattern_type",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsMatchingAcl:
+class DeleteAclsMatchingAcl(_DeleteAclsMatchingAclSlots):
     """The ACLs which matched this filter.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteAclsResponse.json, versions 1-3.
@@ -116,8 +134,20 @@ class DeleteAclsMatchingAcl:
     """The ACL permission type. int8; versions 0+."""
 
 
+class _DeleteAclsFilterResultSlots:
+    """Slot storage of :class:`DeleteAclsFilterResult`: readers fill these slots directly, then
+    make the instance a DeleteAclsFilterResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "matching_acls",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsFilterResult:
+class DeleteAclsFilterResult(_DeleteAclsFilterResultSlots):
     """The results for each filter.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteAclsResponse.json, versions 1-3.
@@ -178,8 +208,19 @@ class DeleteAclsFilterResult:
     """The ACLs which matched this filter. []DeleteAclsMatchingAcl; versions 0+."""
 
 
+class _DeleteAclsResponseSlots:
+    """Slot storage of :class:`DeleteAclsResponse`: readers fill these slots directly, then
+    make the instance a DeleteAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "filter_results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsResponse:
+class DeleteAclsResponse(_DeleteAclsResponseSlots):
     """DeleteAclsResponse, version 1 (api_key 31).
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteAclsResponse.json, versions 1-3.

@@ -22,8 +22,27 @@ __all__ = [
 ]
 
 
+class _DeleteAclsMatchingAclSlots:
+    """Slot storage of :class:`DeleteAclsMatchingAcl`: readers fill these slots directly, then
+    make the instance a DeleteAclsMatchingAcl (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "pattern_type",
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsMatchingAcl:
+class DeleteAclsMatchingAcl(_DeleteAclsMatchingAclSlots):
     """The ACLs which matched this filter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteAclsResponse.json, versions 1-3.
@@ -135,8 +154,21 @@ class DeleteAclsMatchingAcl:
     decode and written back unchanged."""
 
 
+class _DeleteAclsFilterResultSlots:
+    """Slot storage of :class:`DeleteAclsFilterResult`: readers fill these slots directly, then
+    make the instance a DeleteAclsFilterResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "matching_acls",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsFilterResult:
+class DeleteAclsFilterResult(_DeleteAclsFilterResultSlots):
     """The results for each filter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteAclsResponse.json, versions 1-3.
@@ -205,8 +237,20 @@ class DeleteAclsFilterResult:
     decode and written back unchanged."""
 
 
+class _DeleteAclsResponseSlots:
+    """Slot storage of :class:`DeleteAclsResponse`: readers fill these slots directly, then
+    make the instance a DeleteAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "filter_results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsResponse:
+class DeleteAclsResponse(_DeleteAclsResponseSlots):
     """DeleteAclsResponse, version 2 (api_key 31).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteAclsResponse.json, versions 1-3.

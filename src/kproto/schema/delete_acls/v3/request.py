@@ -21,8 +21,25 @@ __all__ = [
 ]
 
 
+class _DeleteAclsFilterSlots:
+    """Slot storage of :class:`DeleteAclsFilter`: readers fill these slots directly, then
+    make the instance a DeleteAclsFilter (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type_filter",
+        "resource_name_filter",
+        "pattern_type_filter",
+        "principal_filter",
+        "host_filter",
+        "operation",
+        "permission_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsFilter:
+class DeleteAclsFilter(_DeleteAclsFilterSlots):
     """The filters to use when deleting ACLs.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteAclsRequest.json, versions 1-3.
@@ -126,8 +143,19 @@ class DeleteAclsFilter:
     decode and written back unchanged."""
 
 
+class _DeleteAclsRequestSlots:
+    """Slot storage of :class:`DeleteAclsRequest`: readers fill these slots directly, then
+    make the instance a DeleteAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "filters",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteAclsRequest:
+class DeleteAclsRequest(_DeleteAclsRequestSlots):
     """DeleteAclsRequest, version 3 (api_key 31).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteAclsRequest.json, versions 1-3.

@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _DeleteGroupsRequestSlots:
+    """Slot storage of :class:`DeleteGroupsRequest`: readers fill these slots directly, then
+    make the instance a DeleteGroupsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "groups_names",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteGroupsRequest:
+class DeleteGroupsRequest(_DeleteGroupsRequestSlots):
     """DeleteGroupsRequest, version 0 (api_key 42).
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteGroupsRequest.json, versions 0-2.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _DeletableGroupResultSlots:
+    """Slot storage of :class:`DeletableGroupResult`: readers fill these slots directly, then
+    make the instance a DeletableGroupResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeletableGroupResult:
+class DeletableGroupResult(_DeletableGroupResultSlots):
     """The deletion results.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteGroupsResponse.json, versions 0-2.
@@ -63,8 +74,19 @@ class DeletableGroupResult:
     """The deletion error, or 0 if the deletion succeeded. int16; versions 0+."""
 
 
+class _DeleteGroupsResponseSlots:
+    """Slot storage of :class:`DeleteGroupsResponse`: readers fill these slots directly, then
+    make the instance a DeleteGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteGroupsResponse:
+class DeleteGroupsResponse(_DeleteGroupsResponseSlots):
     """DeleteGroupsResponse, version 0 (api_key 42).
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteGroupsResponse.json, versions 0-2.

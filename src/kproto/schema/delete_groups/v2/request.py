@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _DeleteGroupsRequestSlots:
+    """Slot storage of :class:`DeleteGroupsRequest`: readers fill these slots directly, then
+    make the instance a DeleteGroupsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "groups_names",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteGroupsRequest:
+class DeleteGroupsRequest(_DeleteGroupsRequestSlots):
     """DeleteGroupsRequest, version 2 (api_key 42).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteGroupsRequest.json, versions 0-2.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _DeletableGroupResultSlots:
+    """Slot storage of :class:`DeletableGroupResult`: readers fill these slots directly, then
+    make the instance a DeletableGroupResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeletableGroupResult:
+class DeletableGroupResult(_DeletableGroupResultSlots):
     """The deletion results.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteGroupsResponse.json, versions 0-2.
@@ -70,8 +82,20 @@ class DeletableGroupResult:
     decode and written back unchanged."""
 
 
+class _DeleteGroupsResponseSlots:
+    """Slot storage of :class:`DeleteGroupsResponse`: readers fill these slots directly, then
+    make the instance a DeleteGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteGroupsResponse:
+class DeleteGroupsResponse(_DeleteGroupsResponseSlots):
     """DeleteGroupsResponse, version 2 (api_key 42).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteGroupsResponse.json, versions 0-2.

@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _DeleteRecordsPartitionSlots:
+    """Slot storage of :class:`DeleteRecordsPartition`: readers fill these slots directly, then
+    make the instance a DeleteRecordsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "offset",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsPartition:
+class DeleteRecordsPartition(_DeleteRecordsPartitionSlots):
     """Each partition that we want to delete records from.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteRecordsRequest.json, versions 0-2.
@@ -57,8 +68,19 @@ class DeleteRecordsPartition:
     """The deletion offset. -1 means that records should be truncated to the high watermark. int64; versions 0+."""
 
 
+class _DeleteRecordsTopicSlots:
+    """Slot storage of :class:`DeleteRecordsTopic`: readers fill these slots directly, then
+    make the instance a DeleteRecordsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsTopic:
+class DeleteRecordsTopic(_DeleteRecordsTopicSlots):
     """Each topic that we want to delete records from.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteRecordsRequest.json, versions 0-2.
@@ -112,8 +134,19 @@ class DeleteRecordsTopic:
     """Each partition that we want to delete records from. []DeleteRecordsPartition; versions 0+."""
 
 
+class _DeleteRecordsRequestSlots:
+    """Slot storage of :class:`DeleteRecordsRequest`: readers fill these slots directly, then
+    make the instance a DeleteRecordsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsRequest:
+class DeleteRecordsRequest(_DeleteRecordsRequestSlots):
     """DeleteRecordsRequest, version 0 (api_key 21).
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteRecordsRequest.json, versions 0-2.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _DeleteRecordsPartitionResultSlots:
+    """Slot storage of :class:`DeleteRecordsPartitionResult`: readers fill these slots directly, then
+    make the instance a DeleteRecordsPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "low_watermark",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsPartitionResult:
+class DeleteRecordsPartitionResult(_DeleteRecordsPartitionResultSlots):
     """Each partition that we wanted to delete records from.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteRecordsResponse.json, versions 0-2.
@@ -71,8 +84,19 @@ class DeleteRecordsPartitionResult:
     """The deletion error code, or 0 if the deletion succeeded. int16; versions 0+."""
 
 
+class _DeleteRecordsTopicResultSlots:
+    """Slot storage of :class:`DeleteRecordsTopicResult`: readers fill these slots directly, then
+    make the instance a DeleteRecordsTopicResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsTopicResult:
+class DeleteRecordsTopicResult(_DeleteRecordsTopicResultSlots):
     """Each topic that we wanted to delete records from.
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteRecordsResponse.json, versions 0-2.
@@ -127,8 +151,19 @@ class DeleteRecordsTopicResult:
     """Each partition that we wanted to delete records from. []DeleteRecordsPartitionResult; versions 0+."""
 
 
+class _DeleteRecordsResponseSlots:
+    """Slot storage of :class:`DeleteRecordsResponse`: readers fill these slots directly, then
+    make the instance a DeleteRecordsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsResponse:
+class DeleteRecordsResponse(_DeleteRecordsResponseSlots):
     """DeleteRecordsResponse, version 1 (api_key 21).
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteRecordsResponse.json, versions 0-2.

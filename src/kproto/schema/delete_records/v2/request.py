@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _DeleteRecordsPartitionSlots:
+    """Slot storage of :class:`DeleteRecordsPartition`: readers fill these slots directly, then
+    make the instance a DeleteRecordsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsPartition:
+class DeleteRecordsPartition(_DeleteRecordsPartitionSlots):
     """Each partition that we want to delete records from.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteRecordsRequest.json, versions 0-2.
@@ -63,8 +75,20 @@ class DeleteRecordsPartition:
     decode and written back unchanged."""
 
 
+class _DeleteRecordsTopicSlots:
+    """Slot storage of :class:`DeleteRecordsTopic`: readers fill these slots directly, then
+    make the instance a DeleteRecordsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsTopic:
+class DeleteRecordsTopic(_DeleteRecordsTopicSlots):
     """Each topic that we want to delete records from.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteRecordsRequest.json, versions 0-2.
@@ -126,8 +150,20 @@ class DeleteRecordsTopic:
     decode and written back unchanged."""
 
 
+class _DeleteRecordsRequestSlots:
+    """Slot storage of :class:`DeleteRecordsRequest`: readers fill these slots directly, then
+    make the instance a DeleteRecordsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsRequest:
+class DeleteRecordsRequest(_DeleteRecordsRequestSlots):
     """DeleteRecordsRequest, version 2 (api_key 21).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteRecordsRequest.json, versions 0-2.

@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _DeleteRecordsPartitionResultSlots:
+    """Slot storage of :class:`DeleteRecordsPartitionResult`: readers fill these slots directly, then
+    make the instance a DeleteRecordsPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "low_watermark",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsPartitionResult:
+class DeleteRecordsPartitionResult(_DeleteRecordsPartitionResultSlots):
     """Each partition that we wanted to delete records from.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteRecordsResponse.json, versions 0-2.
@@ -77,8 +91,20 @@ class DeleteRecordsPartitionResult:
     decode and written back unchanged."""
 
 
+class _DeleteRecordsTopicResultSlots:
+    """Slot storage of :class:`DeleteRecordsTopicResult`: readers fill these slots directly, then
+    make the instance a DeleteRecordsTopicResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsTopicResult:
+class DeleteRecordsTopicResult(_DeleteRecordsTopicResultSlots):
     """Each topic that we wanted to delete records from.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteRecordsResponse.json, versions 0-2.
@@ -141,8 +167,20 @@ class DeleteRecordsTopicResult:
     decode and written back unchanged."""
 
 
+class _DeleteRecordsResponseSlots:
+    """Slot storage of :class:`DeleteRecordsResponse`: readers fill these slots directly, then
+    make the instance a DeleteRecordsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteRecordsResponse:
+class DeleteRecordsResponse(_DeleteRecordsResponseSlots):
     """DeleteRecordsResponse, version 2 (api_key 21).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteRecordsResponse.json, versions 0-2.

@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The data for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DeleteShareGroupStateRequest.json, versions 0.
@@ -55,8 +66,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _DeleteStateDataSlots:
+    """Slot storage of :class:`DeleteStateData`: readers fill these slots directly, then
+    make the instance a DeleteStateData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteStateData:
+class DeleteStateData(_DeleteStateDataSlots):
     """The data for the topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DeleteShareGroupStateRequest.json, versions 0.
@@ -111,8 +134,21 @@ class DeleteStateData:
     decode and written back unchanged."""
 
 
+class _DeleteShareGroupStateRequestSlots:
+    """Slot storage of :class:`DeleteShareGroupStateRequest`: readers fill these slots directly, then
+    make the instance a DeleteShareGroupStateRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteShareGroupStateRequest:
+class DeleteShareGroupStateRequest(_DeleteShareGroupStateRequestSlots):
     """DeleteShareGroupStateRequest, version 0 (api_key 86).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DeleteShareGroupStateRequest.json, versions 0.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DeleteShareGroupStateResponse.json, versions 0.
@@ -77,8 +90,20 @@ class PartitionResult:
     decode and written back unchanged."""
 
 
+class _DeleteStateResultSlots:
+    """Slot storage of :class:`DeleteStateResult`: readers fill these slots directly, then
+    make the instance a DeleteStateResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteStateResult:
+class DeleteStateResult(_DeleteStateResultSlots):
     """The delete results.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DeleteShareGroupStateResponse.json, versions 0.
@@ -133,8 +158,20 @@ class DeleteStateResult:
     decode and written back unchanged."""
 
 
+class _DeleteShareGroupStateResponseSlots:
+    """Slot storage of :class:`DeleteShareGroupStateResponse`: readers fill these slots directly, then
+    make the instance a DeleteShareGroupStateResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteShareGroupStateResponse:
+class DeleteShareGroupStateResponse(_DeleteShareGroupStateResponseSlots):
     """DeleteShareGroupStateResponse, version 0 (api_key 86).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DeleteShareGroupStateResponse.json, versions 0.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _DeletableTopicResultSlots:
+    """Slot storage of :class:`DeletableTopicResult`: readers fill these slots directly, then
+    make the instance a DeletableTopicResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeletableTopicResult:
+class DeletableTopicResult(_DeletableTopicResultSlots):
     """The results for each topic we tried to delete.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteTopicsResponse.json, versions 0-6.
@@ -64,8 +75,18 @@ class DeletableTopicResult:
     """The deletion error, or 0 if the deletion succeeded. int16; versions 0+."""
 
 
+class _DeleteTopicsResponseSlots:
+    """Slot storage of :class:`DeleteTopicsResponse`: readers fill these slots directly, then
+    make the instance a DeleteTopicsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteTopicsResponse:
+class DeleteTopicsResponse(_DeleteTopicsResponseSlots):
     """DeleteTopicsResponse, version 0 (api_key 20).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DeleteTopicsResponse.json, versions 0-6.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _DeleteTopicsRequestSlots:
+    """Slot storage of :class:`DeleteTopicsRequest`: readers fill these slots directly, then
+    make the instance a DeleteTopicsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_names",
+        "timeout_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteTopicsRequest:
+class DeleteTopicsRequest(_DeleteTopicsRequestSlots):
     """DeleteTopicsRequest, version 3 (api_key 20).
 
     Encoding: classic. Source: kafka-4.1-subset/DeleteTopicsRequest.json, versions 1-6.

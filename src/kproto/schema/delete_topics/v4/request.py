@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _DeleteTopicsRequestSlots:
+    """Slot storage of :class:`DeleteTopicsRequest`: readers fill these slots directly, then
+    make the instance a DeleteTopicsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_names",
+        "timeout_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteTopicsRequest:
+class DeleteTopicsRequest(_DeleteTopicsRequestSlots):
     """DeleteTopicsRequest, version 4 (api_key 20).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteTopicsRequest.json, versions 1-6.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _DeletableTopicResultSlots:
+    """Slot storage of :class:`DeletableTopicResult`: readers fill these slots directly, then
+    make the instance a DeletableTopicResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeletableTopicResult:
+class DeletableTopicResult(_DeletableTopicResultSlots):
     """The results for each topic we tried to delete.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteTopicsResponse.json, versions 1-6.
@@ -88,8 +101,20 @@ class DeletableTopicResult:
     decode and written back unchanged."""
 
 
+class _DeleteTopicsResponseSlots:
+    """Slot storage of :class:`DeleteTopicsResponse`: readers fill these slots directly, then
+    make the instance a DeleteTopicsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "responses",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteTopicsResponse:
+class DeleteTopicsResponse(_DeleteTopicsResponseSlots):
     """DeleteTopicsResponse, version 5 (api_key 20).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteTopicsResponse.json, versions 1-6.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _DeleteTopicStateSlots:
+    """Slot storage of :class:`DeleteTopicState`: readers fill these slots directly, then
+    make the instance a DeleteTopicState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "topic_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteTopicState:
+class DeleteTopicState(_DeleteTopicStateSlots):
     """The name or topic ID of the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteTopicsRequest.json, versions 1-6.
@@ -73,8 +85,20 @@ class DeleteTopicState:
     decode and written back unchanged."""
 
 
+class _DeleteTopicsRequestSlots:
+    """Slot storage of :class:`DeleteTopicsRequest`: readers fill these slots directly, then
+    make the instance a DeleteTopicsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "timeout_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DeleteTopicsRequest:
+class DeleteTopicsRequest(_DeleteTopicsRequestSlots):
     """DeleteTopicsRequest, version 6 (api_key 20).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DeleteTopicsRequest.json, versions 1-6.

@@ -20,8 +20,23 @@ __all__ = [
 ]
 
 
+class _DescribeAclsRequestSlots:
+    """Slot storage of :class:`DescribeAclsRequest`: readers fill these slots directly, then
+    make the instance a DescribeAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type_filter",
+        "resource_name_filter",
+        "principal_filter",
+        "host_filter",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsRequest:
+class DescribeAclsRequest(_DescribeAclsRequestSlots):
     """DescribeAclsRequest, version 0 (api_key 29).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeAclsRequest.json, versions 0-3.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _AclDescriptionSlots:
+    """Slot storage of :class:`AclDescription`: readers fill these slots directly, then
+    make the instance a AclDescription (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclDescription:
+class AclDescription(_AclDescriptionSlots):
     """The ACLs.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeAclsResponse.json, versions 0-3.
@@ -71,8 +84,20 @@ class AclDescription:
     """The ACL permission type. int8; versions 0+."""
 
 
+class _DescribeAclsResourceSlots:
+    """Slot storage of :class:`DescribeAclsResource`: readers fill these slots directly, then
+    make the instance a DescribeAclsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "acls",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsResource:
+class DescribeAclsResource(_DescribeAclsResourceSlots):
     """Each Resource that is referenced in an ACL.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeAclsResponse.json, versions 0-3.
@@ -128,8 +153,21 @@ class DescribeAclsResource:
     """The ACLs. []AclDescription; versions 0+."""
 
 
+class _DescribeAclsResponseSlots:
+    """Slot storage of :class:`DescribeAclsResponse`: readers fill these slots directly, then
+    make the instance a DescribeAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "resources",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsResponse:
+class DescribeAclsResponse(_DescribeAclsResponseSlots):
     """DescribeAclsResponse, version 0 (api_key 29).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeAclsResponse.json, versions 0-3.

@@ -20,8 +20,24 @@ __all__ = [
 ]
 
 
+class _DescribeAclsRequestSlots:
+    """Slot storage of :class:`DescribeAclsRequest`: readers fill these slots directly, then
+    make the instance a DescribeAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type_filter",
+        "resource_name_filter",
+        "pattern_type_filter",
+        "principal_filter",
+        "host_filter",
+        "operation",
+        "permission_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsRequest:
+class DescribeAclsRequest(_DescribeAclsRequestSlots):
     """DescribeAclsRequest, version 1 (api_key 29).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeAclsRequest.json, versions 1-3.

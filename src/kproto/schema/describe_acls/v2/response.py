@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _AclDescriptionSlots:
+    """Slot storage of :class:`AclDescription`: readers fill these slots directly, then
+    make the instance a AclDescription (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "principal",
+        "host",
+        "operation",
+        "permission_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AclDescription:
+class AclDescription(_AclDescriptionSlots):
     """The ACLs.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeAclsResponse.json, versions 1-3.
@@ -83,8 +97,22 @@ class AclDescription:
     decode and written back unchanged."""
 
 
+class _DescribeAclsResourceSlots:
+    """Slot storage of :class:`DescribeAclsResource`: readers fill these slots directly, then
+    make the instance a DescribeAclsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "pattern_type",
+        "acls",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsResource:
+class DescribeAclsResource(_DescribeAclsResourceSlots):
     """Each Resource that is referenced in an ACL.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeAclsResponse.json, versions 1-3.
@@ -161,8 +189,22 @@ class DescribeAclsResource:
     decode and written back unchanged."""
 
 
+class _DescribeAclsResponseSlots:
+    """Slot storage of :class:`DescribeAclsResponse`: readers fill these slots directly, then
+    make the instance a DescribeAclsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "resources",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsResponse:
+class DescribeAclsResponse(_DescribeAclsResponseSlots):
     """DescribeAclsResponse, version 2 (api_key 29).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeAclsResponse.json, versions 1-3.

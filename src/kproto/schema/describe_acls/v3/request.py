@@ -20,8 +20,25 @@ __all__ = [
 ]
 
 
+class _DescribeAclsRequestSlots:
+    """Slot storage of :class:`DescribeAclsRequest`: readers fill these slots directly, then
+    make the instance a DescribeAclsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type_filter",
+        "resource_name_filter",
+        "pattern_type_filter",
+        "principal_filter",
+        "host_filter",
+        "operation",
+        "permission_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeAclsRequest:
+class DescribeAclsRequest(_DescribeAclsRequestSlots):
     """DescribeAclsRequest, version 3 (api_key 29).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeAclsRequest.json, versions 1-3.

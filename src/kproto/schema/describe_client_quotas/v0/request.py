@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _ComponentDataSlots:
+    """Slot storage of :class:`ComponentData`: readers fill these slots directly, then
+    make the instance a ComponentData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "match_type",
+        "match_",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ComponentData:
+class ComponentData(_ComponentDataSlots):
     """Filter components to apply to quota entities.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeClientQuotasRequest.json, versions 0-1.
@@ -71,8 +83,20 @@ class ComponentData:
     """The string to match against, or null if unused for the match type. string; versions 0+; nullable in versions 0+."""
 
 
+class _DescribeClientQuotasRequestSlots:
+    """Slot storage of :class:`DescribeClientQuotasRequest`: readers fill these slots directly, then
+    make the instance a DescribeClientQuotasRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "components",
+        "strict",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClientQuotasRequest:
+class DescribeClientQuotasRequest(_DescribeClientQuotasRequestSlots):
     """DescribeClientQuotasRequest, version 0 (api_key 48).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeClientQuotasRequest.json, versions 0-1.

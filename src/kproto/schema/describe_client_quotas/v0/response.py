@@ -23,8 +23,19 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity description.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.
@@ -67,8 +78,19 @@ class EntityData:
     """The entity name, or null if the default. string; versions 0+; nullable in versions 0+."""
 
 
+class _ValueDataSlots:
+    """Slot storage of :class:`ValueData`: readers fill these slots directly, then
+    make the instance a ValueData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "value",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ValueData:
+class ValueData(_ValueDataSlots):
     """The quota values for the entity.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.
@@ -100,8 +122,19 @@ class ValueData:
     """The quota configuration value. float64; versions 0+."""
 
 
+class _EntryDataSlots:
+    """Slot storage of :class:`EntryData`: readers fill these slots directly, then
+    make the instance a EntryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity",
+        "values",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntryData:
+class EntryData(_EntryDataSlots):
     """A result entry.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.
@@ -155,8 +188,22 @@ class EntryData:
     """The quota values for the entity. []ValueData; versions 0+."""
 
 
+class _DescribeClientQuotasResponseSlots:
+    """Slot storage of :class:`DescribeClientQuotasResponse`: readers fill these slots directly, then
+    make the instance a DescribeClientQuotasResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "entries",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClientQuotasResponse:
+class DescribeClientQuotasResponse(_DescribeClientQuotasResponseSlots):
     """DescribeClientQuotasResponse, version 0 (api_key 48).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _ComponentDataSlots:
+    """Slot storage of :class:`ComponentData`: readers fill these slots directly, then
+    make the instance a ComponentData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "match_type",
+        "match_",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ComponentData:
+class ComponentData(_ComponentDataSlots):
     """Filter components to apply to quota entities.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClientQuotasRequest.json, versions 0-1.
@@ -84,8 +97,21 @@ class ComponentData:
     decode and written back unchanged."""
 
 
+class _DescribeClientQuotasRequestSlots:
+    """Slot storage of :class:`DescribeClientQuotasRequest`: readers fill these slots directly, then
+    make the instance a DescribeClientQuotasRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "components",
+        "strict",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClientQuotasRequest:
+class DescribeClientQuotasRequest(_DescribeClientQuotasRequestSlots):
     """DescribeClientQuotasRequest, version 1 (api_key 48).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClientQuotasRequest.json, versions 0-1.

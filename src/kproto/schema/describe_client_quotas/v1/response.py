@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _EntityDataSlots:
+    """Slot storage of :class:`EntityData`: readers fill these slots directly, then
+    make the instance a EntityData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity_type",
+        "entity_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntityData:
+class EntityData(_EntityDataSlots):
     """The quota entity description.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.
@@ -80,8 +92,20 @@ class EntityData:
     decode and written back unchanged."""
 
 
+class _ValueDataSlots:
+    """Slot storage of :class:`ValueData`: readers fill these slots directly, then
+    make the instance a ValueData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "value",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ValueData:
+class ValueData(_ValueDataSlots):
     """The quota values for the entity.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.
@@ -123,8 +147,20 @@ class ValueData:
     decode and written back unchanged."""
 
 
+class _EntryDataSlots:
+    """Slot storage of :class:`EntryData`: readers fill these slots directly, then
+    make the instance a EntryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "entity",
+        "values",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EntryData:
+class EntryData(_EntryDataSlots):
     """A result entry.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.
@@ -186,8 +222,23 @@ class EntryData:
     decode and written back unchanged."""
 
 
+class _DescribeClientQuotasResponseSlots:
+    """Slot storage of :class:`DescribeClientQuotasResponse`: readers fill these slots directly, then
+    make the instance a DescribeClientQuotasResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "entries",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClientQuotasResponse:
+class DescribeClientQuotasResponse(_DescribeClientQuotasResponseSlots):
     """DescribeClientQuotasResponse, version 1 (api_key 48).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClientQuotasResponse.json, versions 0-1.

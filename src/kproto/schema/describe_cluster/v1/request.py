@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _DescribeClusterRequestSlots:
+    """Slot storage of :class:`DescribeClusterRequest`: readers fill these slots directly, then
+    make the instance a DescribeClusterRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "include_cluster_authorized_operations",
+        "endpoint_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClusterRequest:
+class DescribeClusterRequest(_DescribeClusterRequestSlots):
     """DescribeClusterRequest, version 1 (api_key 60).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClusterRequest.json, versions 0-2.

@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _DescribeClusterBrokerSlots:
+    """Slot storage of :class:`DescribeClusterBroker`: readers fill these slots directly, then
+    make the instance a DescribeClusterBroker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "host",
+        "port",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClusterBroker:
+class DescribeClusterBroker(_DescribeClusterBrokerSlots):
     """Each broker in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClusterResponse.json, versions 0-2.
@@ -95,8 +109,26 @@ class DescribeClusterBroker:
     decode and written back unchanged."""
 
 
+class _DescribeClusterResponseSlots:
+    """Slot storage of :class:`DescribeClusterResponse`: readers fill these slots directly, then
+    make the instance a DescribeClusterResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "endpoint_type",
+        "cluster_id",
+        "controller_id",
+        "brokers",
+        "cluster_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeClusterResponse:
+class DescribeClusterResponse(_DescribeClusterResponseSlots):
     """DescribeClusterResponse, version 1 (api_key 60).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeClusterResponse.json, versions 0-2.

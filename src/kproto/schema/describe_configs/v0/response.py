@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _DescribeConfigsResourceResultSlots:
+    """Slot storage of :class:`DescribeConfigsResourceResult`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResourceResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "value",
+        "read_only",
+        "is_default",
+        "is_sensitive",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResourceResult:
+class DescribeConfigsResourceResult(_DescribeConfigsResourceResultSlots):
     """Each listed configuration.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeConfigsResponse.json, versions 0-4.
@@ -88,8 +103,22 @@ class DescribeConfigsResourceResult:
     """True if this configuration is sensitive. bool; versions 0+."""
 
 
+class _DescribeConfigsResultSlots:
+    """Slot storage of :class:`DescribeConfigsResult`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "configs",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResult:
+class DescribeConfigsResult(_DescribeConfigsResultSlots):
     """The results for each resource.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeConfigsResponse.json, versions 0-4.
@@ -166,8 +195,19 @@ class DescribeConfigsResult:
     """Each listed configuration. []DescribeConfigsResourceResult; versions 0+."""
 
 
+class _DescribeConfigsResponseSlots:
+    """Slot storage of :class:`DescribeConfigsResponse`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResponse:
+class DescribeConfigsResponse(_DescribeConfigsResponseSlots):
     """DescribeConfigsResponse, version 0 (api_key 32).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeConfigsResponse.json, versions 0-4.

@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _DescribeConfigsSynonymSlots:
+    """Slot storage of :class:`DescribeConfigsSynonym`: readers fill these slots directly, then
+    make the instance a DescribeConfigsSynonym (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "source",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsSynonym:
+class DescribeConfigsSynonym(_DescribeConfigsSynonymSlots):
     """The synonyms for this configuration key.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.
@@ -71,8 +83,24 @@ class DescribeConfigsSynonym:
     """The synonym source. int8; versions 1+."""
 
 
+class _DescribeConfigsResourceResultSlots:
+    """Slot storage of :class:`DescribeConfigsResourceResult`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResourceResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "value",
+        "read_only",
+        "config_source",
+        "is_sensitive",
+        "synonyms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResourceResult:
+class DescribeConfigsResourceResult(_DescribeConfigsResourceResultSlots):
     """Each listed configuration.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.
@@ -164,8 +192,22 @@ class DescribeConfigsResourceResult:
     """The synonyms for this configuration key. []DescribeConfigsSynonym; versions 1+."""
 
 
+class _DescribeConfigsResultSlots:
+    """Slot storage of :class:`DescribeConfigsResult`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "configs",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResult:
+class DescribeConfigsResult(_DescribeConfigsResultSlots):
     """The results for each resource.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.
@@ -242,8 +284,19 @@ class DescribeConfigsResult:
     """Each listed configuration. []DescribeConfigsResourceResult; versions 0+."""
 
 
+class _DescribeConfigsResponseSlots:
+    """Slot storage of :class:`DescribeConfigsResponse`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResponse:
+class DescribeConfigsResponse(_DescribeConfigsResponseSlots):
     """DescribeConfigsResponse, version 2 (api_key 32).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _DescribeConfigsResourceSlots:
+    """Slot storage of :class:`DescribeConfigsResource`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "configuration_keys",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResource:
+class DescribeConfigsResource(_DescribeConfigsResourceSlots):
     """The resources whose configurations we want to describe.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeConfigsRequest.json, versions 1-4.
@@ -75,8 +87,20 @@ class DescribeConfigsResource:
     """The configuration keys to list, or null to list all configuration keys. []string; versions 0+; nullable in versions 0+."""
 
 
+class _DescribeConfigsRequestSlots:
+    """Slot storage of :class:`DescribeConfigsRequest`: readers fill these slots directly, then
+    make the instance a DescribeConfigsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resources",
+        "include_synonyms",
+        "include_documentation",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsRequest:
+class DescribeConfigsRequest(_DescribeConfigsRequestSlots):
     """DescribeConfigsRequest, version 3 (api_key 32).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeConfigsRequest.json, versions 1-4.

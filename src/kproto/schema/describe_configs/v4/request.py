@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _DescribeConfigsResourceSlots:
+    """Slot storage of :class:`DescribeConfigsResource`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "configuration_keys",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResource:
+class DescribeConfigsResource(_DescribeConfigsResourceSlots):
     """The resources whose configurations we want to describe.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeConfigsRequest.json, versions 1-4.
@@ -88,8 +101,21 @@ class DescribeConfigsResource:
     decode and written back unchanged."""
 
 
+class _DescribeConfigsRequestSlots:
+    """Slot storage of :class:`DescribeConfigsRequest`: readers fill these slots directly, then
+    make the instance a DescribeConfigsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resources",
+        "include_synonyms",
+        "include_documentation",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsRequest:
+class DescribeConfigsRequest(_DescribeConfigsRequestSlots):
     """DescribeConfigsRequest, version 4 (api_key 32).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeConfigsRequest.json, versions 1-4.

@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _DescribeConfigsSynonymSlots:
+    """Slot storage of :class:`DescribeConfigsSynonym`: readers fill these slots directly, then
+    make the instance a DescribeConfigsSynonym (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "value",
+        "source",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsSynonym:
+class DescribeConfigsSynonym(_DescribeConfigsSynonymSlots):
     """The synonyms for this configuration key.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.
@@ -82,8 +95,27 @@ class DescribeConfigsSynonym:
     decode and written back unchanged."""
 
 
+class _DescribeConfigsResourceResultSlots:
+    """Slot storage of :class:`DescribeConfigsResourceResult`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResourceResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "value",
+        "read_only",
+        "config_source",
+        "is_sensitive",
+        "synonyms",
+        "config_type",
+        "documentation",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResourceResult:
+class DescribeConfigsResourceResult(_DescribeConfigsResourceResultSlots):
     """Each listed configuration.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.
@@ -214,8 +246,23 @@ class DescribeConfigsResourceResult:
     decode and written back unchanged."""
 
 
+class _DescribeConfigsResultSlots:
+    """Slot storage of :class:`DescribeConfigsResult`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "configs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResult:
+class DescribeConfigsResult(_DescribeConfigsResultSlots):
     """The results for each resource.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.
@@ -306,8 +353,20 @@ class DescribeConfigsResult:
     decode and written back unchanged."""
 
 
+class _DescribeConfigsResponseSlots:
+    """Slot storage of :class:`DescribeConfigsResponse`: readers fill these slots directly, then
+    make the instance a DescribeConfigsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeConfigsResponse:
+class DescribeConfigsResponse(_DescribeConfigsResponseSlots):
     """DescribeConfigsResponse, version 4 (api_key 32).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeConfigsResponse.json, versions 1-4.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _DescribedDelegationTokenRenewerSlots:
+    """Slot storage of :class:`DescribedDelegationTokenRenewer`: readers fill these slots directly, then
+    make the instance a DescribedDelegationTokenRenewer (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedDelegationTokenRenewer:
+class DescribedDelegationTokenRenewer(_DescribedDelegationTokenRenewerSlots):
     """Those who are able to renew this token before it expires.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json, versions 0-3.
@@ -59,8 +71,25 @@ class DescribedDelegationTokenRenewer:
     """The renewer principal name. string; versions 0+."""
 
 
+class _DescribedDelegationTokenSlots:
+    """Slot storage of :class:`DescribedDelegationToken`: readers fill these slots directly, then
+    make the instance a DescribedDelegationToken (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "issue_timestamp",
+        "expiry_timestamp",
+        "max_timestamp",
+        "token_id",
+        "hmac",
+        "renewers",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedDelegationToken:
+class DescribedDelegationToken(_DescribedDelegationTokenSlots):
     """The tokens.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json, versions 0-3.
@@ -152,8 +181,21 @@ class DescribedDelegationToken:
     """Those who are able to renew this token before it expires. []DescribedDelegationTokenRenewer; versions 0+."""
 
 
+class _DescribeDelegationTokenResponseSlots:
+    """Slot storage of :class:`DescribeDelegationTokenResponse`: readers fill these slots directly, then
+    make the instance a DescribeDelegationTokenResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "tokens",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeDelegationTokenResponse:
+class DescribeDelegationTokenResponse(_DescribeDelegationTokenResponseSlots):
     """DescribeDelegationTokenResponse, version 0 (api_key 41).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json, versions 0-3.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _DescribeDelegationTokenOwnerSlots:
+    """Slot storage of :class:`DescribeDelegationTokenOwner`: readers fill these slots directly, then
+    make the instance a DescribeDelegationTokenOwner (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeDelegationTokenOwner:
+class DescribeDelegationTokenOwner(_DescribeDelegationTokenOwnerSlots):
     """Each owner that we want to describe delegation tokens for, or null to describe all tokens.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenRequest.json, versions 0-3.
@@ -58,8 +70,19 @@ class DescribeDelegationTokenOwner:
     """The owner principal name. string; versions 0+."""
 
 
+class _DescribeDelegationTokenRequestSlots:
+    """Slot storage of :class:`DescribeDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a DescribeDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "owners",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeDelegationTokenRequest:
+class DescribeDelegationTokenRequest(_DescribeDelegationTokenRequestSlots):
     """DescribeDelegationTokenRequest, version 1 (api_key 41).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenRequest.json, versions 0-3.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _DescribeDelegationTokenOwnerSlots:
+    """Slot storage of :class:`DescribeDelegationTokenOwner`: readers fill these slots directly, then
+    make the instance a DescribeDelegationTokenOwner (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeDelegationTokenOwner:
+class DescribeDelegationTokenOwner(_DescribeDelegationTokenOwnerSlots):
     """Each owner that we want to describe delegation tokens for, or null to describe all tokens.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenRequest.json, versions 0-3.
@@ -76,8 +89,20 @@ class DescribeDelegationTokenOwner:
     decode and written back unchanged."""
 
 
+class _DescribeDelegationTokenRequestSlots:
+    """Slot storage of :class:`DescribeDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a DescribeDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "owners",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeDelegationTokenRequest:
+class DescribeDelegationTokenRequest(_DescribeDelegationTokenRequestSlots):
     """DescribeDelegationTokenRequest, version 2 (api_key 41).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenRequest.json, versions 0-3.

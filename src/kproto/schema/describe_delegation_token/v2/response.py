@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _DescribedDelegationTokenRenewerSlots:
+    """Slot storage of :class:`DescribedDelegationTokenRenewer`: readers fill these slots directly, then
+    make the instance a DescribedDelegationTokenRenewer (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedDelegationTokenRenewer:
+class DescribedDelegationTokenRenewer(_DescribedDelegationTokenRenewerSlots):
     """Those who are able to renew this token before it expires.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json, versions 0-3.
@@ -77,8 +90,26 @@ class DescribedDelegationTokenRenewer:
     decode and written back unchanged."""
 
 
+class _DescribedDelegationTokenSlots:
+    """Slot storage of :class:`DescribedDelegationToken`: readers fill these slots directly, then
+    make the instance a DescribedDelegationToken (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "principal_type",
+        "principal_name",
+        "issue_timestamp",
+        "expiry_timestamp",
+        "max_timestamp",
+        "token_id",
+        "hmac",
+        "renewers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedDelegationToken:
+class DescribedDelegationToken(_DescribedDelegationTokenSlots):
     """The tokens.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json, versions 0-3.
@@ -197,8 +228,22 @@ class DescribedDelegationToken:
     decode and written back unchanged."""
 
 
+class _DescribeDelegationTokenResponseSlots:
+    """Slot storage of :class:`DescribeDelegationTokenResponse`: readers fill these slots directly, then
+    make the instance a DescribeDelegationTokenResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "tokens",
+        "throttle_time_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeDelegationTokenResponse:
+class DescribeDelegationTokenResponse(_DescribeDelegationTokenResponseSlots):
     """DescribeDelegationTokenResponse, version 2 (api_key 41).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json, versions 0-3.

@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _DescribeGroupsRequestSlots:
+    """Slot storage of :class:`DescribeGroupsRequest`: readers fill these slots directly, then
+    make the instance a DescribeGroupsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "groups",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeGroupsRequest:
+class DescribeGroupsRequest(_DescribeGroupsRequestSlots):
     """DescribeGroupsRequest, version 2 (api_key 15).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsRequest.json, versions 0-6.

@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _DescribedGroupMemberSlots:
+    """Slot storage of :class:`DescribedGroupMember`: readers fill these slots directly, then
+    make the instance a DescribedGroupMember (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "client_id",
+        "client_host",
+        "member_metadata",
+        "member_assignment",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroupMember:
+class DescribedGroupMember(_DescribedGroupMemberSlots):
     """The group members.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.
@@ -85,8 +99,23 @@ class DescribedGroupMember:
     """The current assignment provided by the group leader. bytes; versions 0+."""
 
 
+class _DescribedGroupSlots:
+    """Slot storage of :class:`DescribedGroup`: readers fill these slots directly, then
+    make the instance a DescribedGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "group_id",
+        "group_state",
+        "protocol_type",
+        "protocol_data",
+        "members",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroup:
+class DescribedGroup(_DescribedGroupSlots):
     """Each described group.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.
@@ -170,8 +199,19 @@ class DescribedGroup:
     """The group members. []DescribedGroupMember; versions 0+."""
 
 
+class _DescribeGroupsResponseSlots:
+    """Slot storage of :class:`DescribeGroupsResponse`: readers fill these slots directly, then
+    make the instance a DescribeGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "groups",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeGroupsResponse:
+class DescribeGroupsResponse(_DescribeGroupsResponseSlots):
     """DescribeGroupsResponse, version 2 (api_key 15).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.

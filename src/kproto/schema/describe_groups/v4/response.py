@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _DescribedGroupMemberSlots:
+    """Slot storage of :class:`DescribedGroupMember`: readers fill these slots directly, then
+    make the instance a DescribedGroupMember (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "member_metadata",
+        "member_assignment",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroupMember:
+class DescribedGroupMember(_DescribedGroupMemberSlots):
     """The group members.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.
@@ -101,8 +116,24 @@ class DescribedGroupMember:
     """The current assignment provided by the group leader. bytes; versions 0+."""
 
 
+class _DescribedGroupSlots:
+    """Slot storage of :class:`DescribedGroup`: readers fill these slots directly, then
+    make the instance a DescribedGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "group_id",
+        "group_state",
+        "protocol_type",
+        "protocol_data",
+        "members",
+        "authorized_operations",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroup:
+class DescribedGroup(_DescribedGroupSlots):
     """Each described group.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.
@@ -199,8 +230,19 @@ class DescribedGroup:
     """32-bit bitfield to represent authorized operations for this group. int32; versions 3+; default '-2147483648'."""
 
 
+class _DescribeGroupsResponseSlots:
+    """Slot storage of :class:`DescribeGroupsResponse`: readers fill these slots directly, then
+    make the instance a DescribeGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "groups",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeGroupsResponse:
+class DescribeGroupsResponse(_DescribeGroupsResponseSlots):
     """DescribeGroupsResponse, version 4 (api_key 15).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _DescribeGroupsRequestSlots:
+    """Slot storage of :class:`DescribeGroupsRequest`: readers fill these slots directly, then
+    make the instance a DescribeGroupsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "groups",
+        "include_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeGroupsRequest:
+class DescribeGroupsRequest(_DescribeGroupsRequestSlots):
     """DescribeGroupsRequest, version 6 (api_key 15).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeGroupsRequest.json, versions 0-6.

@@ -22,8 +22,24 @@ __all__ = [
 ]
 
 
+class _DescribedGroupMemberSlots:
+    """Slot storage of :class:`DescribedGroupMember`: readers fill these slots directly, then
+    make the instance a DescribedGroupMember (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "member_metadata",
+        "member_assignment",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroupMember:
+class DescribedGroupMember(_DescribedGroupMemberSlots):
     """The group members.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.
@@ -128,8 +144,26 @@ class DescribedGroupMember:
     decode and written back unchanged."""
 
 
+class _DescribedGroupSlots:
+    """Slot storage of :class:`DescribedGroup`: readers fill these slots directly, then
+    make the instance a DescribedGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "group_id",
+        "group_state",
+        "protocol_type",
+        "protocol_data",
+        "members",
+        "authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroup:
+class DescribedGroup(_DescribedGroupSlots):
     """Each described group.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.
@@ -268,8 +302,20 @@ class DescribedGroup:
     decode and written back unchanged."""
 
 
+class _DescribeGroupsResponseSlots:
+    """Slot storage of :class:`DescribeGroupsResponse`: readers fill these slots directly, then
+    make the instance a DescribeGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "groups",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeGroupsResponse:
+class DescribeGroupsResponse(_DescribeGroupsResponseSlots):
     """DescribeGroupsResponse, version 6 (api_key 15).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeGroupsResponse.json, versions 0-6.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _DescribableLogDirTopicSlots:
+    """Slot storage of :class:`DescribableLogDirTopic`: readers fill these slots directly, then
+    make the instance a DescribableLogDirTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribableLogDirTopic:
+class DescribableLogDirTopic(_DescribableLogDirTopicSlots):
     """Each topic that we want to describe log directories for, or null for all topics.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeLogDirsRequest.json, versions 0-4.
@@ -72,8 +83,18 @@ class DescribableLogDirTopic:
     """The partition indexes. []int32; versions 0+."""
 
 
+class _DescribeLogDirsRequestSlots:
+    """Slot storage of :class:`DescribeLogDirsRequest`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsRequest:
+class DescribeLogDirsRequest(_DescribeLogDirsRequestSlots):
     """DescribeLogDirsRequest, version 0 (api_key 35).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeLogDirsRequest.json, versions 0-4.

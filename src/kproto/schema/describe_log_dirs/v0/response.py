@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _DescribeLogDirsPartitionSlots:
+    """Slot storage of :class:`DescribeLogDirsPartition`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "partition_size",
+        "offset_lag",
+        "is_future_key",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsPartition:
+class DescribeLogDirsPartition(_DescribeLogDirsPartitionSlots):
     """The DescribeLogDirsPartition struct of DescribeLogDirsResponse.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json, versions 0-4.
@@ -74,8 +87,19 @@ class DescribeLogDirsPartition:
     """True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future. bool; versions 0+."""
 
 
+class _DescribeLogDirsTopicSlots:
+    """Slot storage of :class:`DescribeLogDirsTopic`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsTopic:
+class DescribeLogDirsTopic(_DescribeLogDirsTopicSlots):
     """Each topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json, versions 0-4.
@@ -129,8 +153,20 @@ class DescribeLogDirsTopic:
     """[]DescribeLogDirsPartition; versions 0+."""
 
 
+class _DescribeLogDirsResultSlots:
+    """Slot storage of :class:`DescribeLogDirsResult`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "log_dir",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsResult:
+class DescribeLogDirsResult(_DescribeLogDirsResultSlots):
     """The log directories.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json, versions 0-4.
@@ -182,8 +218,19 @@ class DescribeLogDirsResult:
     """Each topic. []DescribeLogDirsTopic; versions 0+."""
 
 
+class _DescribeLogDirsResponseSlots:
+    """Slot storage of :class:`DescribeLogDirsResponse`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsResponse:
+class DescribeLogDirsResponse(_DescribeLogDirsResponseSlots):
     """DescribeLogDirsResponse, version 0 (api_key 35).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json, versions 0-4.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _DescribableLogDirTopicSlots:
+    """Slot storage of :class:`DescribableLogDirTopic`: readers fill these slots directly, then
+    make the instance a DescribableLogDirTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribableLogDirTopic:
+class DescribableLogDirTopic(_DescribableLogDirTopicSlots):
     """Each topic that we want to describe log directories for, or null for all topics.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeLogDirsRequest.json, versions 1-5.
@@ -72,8 +83,18 @@ class DescribableLogDirTopic:
     """The partition indexes. []int32; versions 0+."""
 
 
+class _DescribeLogDirsRequestSlots:
+    """Slot storage of :class:`DescribeLogDirsRequest`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsRequest:
+class DescribeLogDirsRequest(_DescribeLogDirsRequestSlots):
     """DescribeLogDirsRequest, version 1 (api_key 35).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeLogDirsRequest.json, versions 1-5.

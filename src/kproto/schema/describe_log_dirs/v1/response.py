@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _DescribeLogDirsPartitionSlots:
+    """Slot storage of :class:`DescribeLogDirsPartition`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "partition_size",
+        "offset_lag",
+        "is_future_key",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsPartition:
+class DescribeLogDirsPartition(_DescribeLogDirsPartitionSlots):
     """The partitions.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.
@@ -74,8 +87,19 @@ class DescribeLogDirsPartition:
     """True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future. bool; versions 0+."""
 
 
+class _DescribeLogDirsTopicSlots:
+    """Slot storage of :class:`DescribeLogDirsTopic`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsTopic:
+class DescribeLogDirsTopic(_DescribeLogDirsTopicSlots):
     """The topics.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.
@@ -129,8 +153,20 @@ class DescribeLogDirsTopic:
     """The partitions. []DescribeLogDirsPartition; versions 0+."""
 
 
+class _DescribeLogDirsResultSlots:
+    """Slot storage of :class:`DescribeLogDirsResult`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "log_dir",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsResult:
+class DescribeLogDirsResult(_DescribeLogDirsResultSlots):
     """The log directories.
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.
@@ -182,8 +218,19 @@ class DescribeLogDirsResult:
     """The topics. []DescribeLogDirsTopic; versions 0+."""
 
 
+class _DescribeLogDirsResponseSlots:
+    """Slot storage of :class:`DescribeLogDirsResponse`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsResponse:
+class DescribeLogDirsResponse(_DescribeLogDirsResponseSlots):
     """DescribeLogDirsResponse, version 1 (api_key 35).
 
     Encoding: classic. Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.

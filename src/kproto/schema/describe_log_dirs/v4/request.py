@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _DescribableLogDirTopicSlots:
+    """Slot storage of :class:`DescribableLogDirTopic`: readers fill these slots directly, then
+    make the instance a DescribableLogDirTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribableLogDirTopic:
+class DescribableLogDirTopic(_DescribableLogDirTopicSlots):
     """Each topic that we want to describe log directories for, or null for all topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeLogDirsRequest.json, versions 1-5.
@@ -80,8 +92,19 @@ class DescribableLogDirTopic:
     decode and written back unchanged."""
 
 
+class _DescribeLogDirsRequestSlots:
+    """Slot storage of :class:`DescribeLogDirsRequest`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsRequest:
+class DescribeLogDirsRequest(_DescribeLogDirsRequestSlots):
     """DescribeLogDirsRequest, version 4 (api_key 35).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeLogDirsRequest.json, versions 1-5.

@@ -23,8 +23,22 @@ __all__ = [
 ]
 
 
+class _DescribeLogDirsPartitionSlots:
+    """Slot storage of :class:`DescribeLogDirsPartition`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "partition_size",
+        "offset_lag",
+        "is_future_key",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsPartition:
+class DescribeLogDirsPartition(_DescribeLogDirsPartitionSlots):
     """The partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.
@@ -80,8 +94,20 @@ class DescribeLogDirsPartition:
     decode and written back unchanged."""
 
 
+class _DescribeLogDirsTopicSlots:
+    """Slot storage of :class:`DescribeLogDirsTopic`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsTopic:
+class DescribeLogDirsTopic(_DescribeLogDirsTopicSlots):
     """The topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.
@@ -143,8 +169,23 @@ class DescribeLogDirsTopic:
     decode and written back unchanged."""
 
 
+class _DescribeLogDirsResultSlots:
+    """Slot storage of :class:`DescribeLogDirsResult`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "log_dir",
+        "topics",
+        "total_bytes",
+        "usable_bytes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsResult:
+class DescribeLogDirsResult(_DescribeLogDirsResultSlots):
     """The log directories.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.
@@ -235,8 +276,21 @@ class DescribeLogDirsResult:
     decode and written back unchanged."""
 
 
+class _DescribeLogDirsResponseSlots:
+    """Slot storage of :class:`DescribeLogDirsResponse`: readers fill these slots directly, then
+    make the instance a DescribeLogDirsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeLogDirsResponse:
+class DescribeLogDirsResponse(_DescribeLogDirsResponseSlots):
     """DescribeLogDirsResponse, version 4 (api_key 35).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeLogDirsResponse.json, versions 1-5.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _TopicRequestSlots:
+    """Slot storage of :class:`TopicRequest`: readers fill these slots directly, then
+    make the instance a TopicRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicRequest:
+class TopicRequest(_TopicRequestSlots):
     """The topics to list producers for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeProducersRequest.json, versions 0.
@@ -79,8 +91,19 @@ class TopicRequest:
     decode and written back unchanged."""
 
 
+class _DescribeProducersRequestSlots:
+    """Slot storage of :class:`DescribeProducersRequest`: readers fill these slots directly, then
+    make the instance a DescribeProducersRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeProducersRequest:
+class DescribeProducersRequest(_DescribeProducersRequestSlots):
     """DescribeProducersRequest, version 0 (api_key 61).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeProducersRequest.json, versions 0.

@@ -23,8 +23,24 @@ __all__ = [
 ]
 
 
+class _ProducerStateSlots:
+    """Slot storage of :class:`ProducerState`: readers fill these slots directly, then
+    make the instance a ProducerState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "producer_epoch",
+        "last_sequence",
+        "last_timestamp",
+        "coordinator_epoch",
+        "current_txn_start_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProducerState:
+class ProducerState(_ProducerStateSlots):
     """The active producers for the partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeProducersResponse.json, versions 0.
@@ -106,8 +122,22 @@ class ProducerState:
     decode and written back unchanged."""
 
 
+class _PartitionResponseSlots:
+    """Slot storage of :class:`PartitionResponse`: readers fill these slots directly, then
+    make the instance a PartitionResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "error_message",
+        "active_producers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResponse:
+class PartitionResponse(_PartitionResponseSlots):
     """Each partition in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeProducersResponse.json, versions 0.
@@ -184,8 +214,20 @@ class PartitionResponse:
     decode and written back unchanged."""
 
 
+class _TopicResponseSlots:
+    """Slot storage of :class:`TopicResponse`: readers fill these slots directly, then
+    make the instance a TopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicResponse:
+class TopicResponse(_TopicResponseSlots):
     """Each topic in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeProducersResponse.json, versions 0.
@@ -247,8 +289,21 @@ class TopicResponse:
     decode and written back unchanged."""
 
 
+class _DescribeProducersResponseSlots:
+    """Slot storage of :class:`DescribeProducersResponse`: readers fill these slots directly, then
+    make the instance a DescribeProducersResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeProducersResponse:
+class DescribeProducersResponse(_DescribeProducersResponseSlots):
     """DescribeProducersResponse, version 0 (api_key 61).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeProducersResponse.json, versions 0.

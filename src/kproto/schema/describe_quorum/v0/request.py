@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The partitions to describe.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumRequest.json, versions 0-2.
@@ -57,8 +68,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The topics to describe.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumRequest.json, versions 0-2.
@@ -120,8 +143,19 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _DescribeQuorumRequestSlots:
+    """Slot storage of :class:`DescribeQuorumRequest`: readers fill these slots directly, then
+    make the instance a DescribeQuorumRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeQuorumRequest:
+class DescribeQuorumRequest(_DescribeQuorumRequestSlots):
     """DescribeQuorumRequest, version 0 (api_key 55).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumRequest.json, versions 0-2.

@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _ReplicaStateSlots:
+    """Slot storage of :class:`ReplicaState`: readers fill these slots directly, then
+    make the instance a ReplicaState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "log_end_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReplicaState:
+class ReplicaState(_ReplicaStateSlots):
     """The current voters of the partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -72,8 +84,25 @@ class ReplicaState:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "leader_id",
+        "leader_epoch",
+        "high_watermark",
+        "current_voters",
+        "observers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The partition data.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -185,8 +214,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The response from the describe quorum API.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -248,8 +289,20 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _DescribeQuorumResponseSlots:
+    """Slot storage of :class:`DescribeQuorumResponse`: readers fill these slots directly, then
+    make the instance a DescribeQuorumResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeQuorumResponse:
+class DescribeQuorumResponse(_DescribeQuorumResponseSlots):
     """DescribeQuorumResponse, version 0 (api_key 55).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.

@@ -25,8 +25,23 @@ __all__ = [
 ]
 
 
+class _ReplicaStateSlots:
+    """Slot storage of :class:`ReplicaState`: readers fill these slots directly, then
+    make the instance a ReplicaState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "replica_directory_id",
+        "log_end_offset",
+        "last_fetch_timestamp",
+        "last_caught_up_timestamp",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReplicaState:
+class ReplicaState(_ReplicaStateSlots):
     """The current voters of the partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -112,8 +127,26 @@ class ReplicaState:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "error_message",
+        "leader_id",
+        "leader_epoch",
+        "high_watermark",
+        "current_voters",
+        "observers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The partition data.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -242,8 +275,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The response from the describe quorum API.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -305,8 +350,21 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _ListenerSlots:
+    """Slot storage of :class:`Listener`: readers fill these slots directly, then
+    make the instance a Listener (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Listener:
+class Listener(_ListenerSlots):
     """The listeners of this controller.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -363,8 +421,20 @@ class Listener:
     decode and written back unchanged."""
 
 
+class _NodeSlots:
+    """Slot storage of :class:`Node`: readers fill these slots directly, then
+    make the instance a Node (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "listeners",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Node:
+class Node(_NodeSlots):
     """The nodes in the quorum.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.
@@ -423,8 +493,22 @@ class Node:
     decode and written back unchanged."""
 
 
+class _DescribeQuorumResponseSlots:
+    """Slot storage of :class:`DescribeQuorumResponse`: readers fill these slots directly, then
+    make the instance a DescribeQuorumResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "topics",
+        "nodes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeQuorumResponse:
+class DescribeQuorumResponse(_DescribeQuorumResponseSlots):
     """DescribeQuorumResponse, version 2 (api_key 55).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeQuorumResponse.json, versions 0-2.

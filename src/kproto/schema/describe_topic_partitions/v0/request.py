@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _TopicRequestSlots:
+    """Slot storage of :class:`TopicRequest`: readers fill these slots directly, then
+    make the instance a TopicRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicRequest:
+class TopicRequest(_TopicRequestSlots):
     """The topics to fetch details for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsRequest.json, versions 0.
@@ -64,8 +75,20 @@ class TopicRequest:
     decode and written back unchanged."""
 
 
+class _CursorSlots:
+    """Slot storage of :class:`Cursor`: readers fill these slots directly, then
+    make the instance a Cursor (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Cursor:
+class Cursor(_CursorSlots):
     """The first topic and partition index to fetch details for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsRequest.json, versions 0.
@@ -114,8 +137,22 @@ class Cursor:
     decode and written back unchanged."""
 
 
+class _DescribeTopicPartitionsRequestSlots:
+    """Slot storage of :class:`DescribeTopicPartitionsRequest`: readers fill these slots directly, then
+    make the instance a DescribeTopicPartitionsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topics",
+        "response_partition_limit",
+        "cursor",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeTopicPartitionsRequest:
+class DescribeTopicPartitionsRequest(_DescribeTopicPartitionsRequestSlots):
     """DescribeTopicPartitionsRequest, version 0 (api_key 75).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsRequest.json, versions 0.

@@ -23,8 +23,30 @@ __all__ = [
 ]
 
 
+class _DescribeTopicPartitionsResponsePartitionSlots:
+    """Slot storage of :class:`DescribeTopicPartitionsResponsePartition`: readers fill these slots directly, then
+    make the instance a DescribeTopicPartitionsResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "replica_nodes",
+        "isr_nodes",
+        "eligible_leader_replicas",
+        "last_known_elr",
+        "offline_replicas",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeTopicPartitionsResponsePartition:
+class DescribeTopicPartitionsResponsePartition(
+    _DescribeTopicPartitionsResponsePartitionSlots
+):
     """Each partition in the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsResponse.json, versions 0.
@@ -182,8 +204,25 @@ class DescribeTopicPartitionsResponsePartition:
     decode and written back unchanged."""
 
 
+class _DescribeTopicPartitionsResponseTopicSlots:
+    """Slot storage of :class:`DescribeTopicPartitionsResponseTopic`: readers fill these slots directly, then
+    make the instance a DescribeTopicPartitionsResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "name",
+        "topic_id",
+        "is_internal",
+        "partitions",
+        "topic_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeTopicPartitionsResponseTopic:
+class DescribeTopicPartitionsResponseTopic(_DescribeTopicPartitionsResponseTopicSlots):
     """Each topic in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsResponse.json, versions 0.
@@ -295,8 +334,20 @@ class DescribeTopicPartitionsResponseTopic:
     decode and written back unchanged."""
 
 
+class _CursorSlots:
+    """Slot storage of :class:`Cursor`: readers fill these slots directly, then
+    make the instance a Cursor (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Cursor:
+class Cursor(_CursorSlots):
     """The next topic and partition index to fetch details for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsResponse.json, versions 0.
@@ -345,8 +396,22 @@ class Cursor:
     decode and written back unchanged."""
 
 
+class _DescribeTopicPartitionsResponseSlots:
+    """Slot storage of :class:`DescribeTopicPartitionsResponse`: readers fill these slots directly, then
+    make the instance a DescribeTopicPartitionsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "next_cursor",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeTopicPartitionsResponse:
+class DescribeTopicPartitionsResponse(_DescribeTopicPartitionsResponseSlots):
     """DescribeTopicPartitionsResponse, version 0 (api_key 75).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTopicPartitionsResponse.json, versions 0.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _DescribeTransactionsRequestSlots:
+    """Slot storage of :class:`DescribeTransactionsRequest`: readers fill these slots directly, then
+    make the instance a DescribeTransactionsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "transactional_ids",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeTransactionsRequest:
+class DescribeTransactionsRequest(_DescribeTransactionsRequestSlots):
     """DescribeTransactionsRequest, version 0 (api_key 65).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTransactionsRequest.json, versions 0.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTransactionsResponse.json, versions 0.
@@ -81,8 +93,26 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _TransactionStateSlots:
+    """Slot storage of :class:`TransactionState`: readers fill these slots directly, then
+    make the instance a TransactionState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "transactional_id",
+        "transaction_state",
+        "transaction_timeout_ms",
+        "transaction_start_time_ms",
+        "producer_id",
+        "producer_epoch",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TransactionState:
+class TransactionState(_TransactionStateSlots):
     """The current state of the transaction.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTransactionsResponse.json, versions 0.
@@ -203,8 +233,21 @@ class TransactionState:
     decode and written back unchanged."""
 
 
+class _DescribeTransactionsResponseSlots:
+    """Slot storage of :class:`DescribeTransactionsResponse`: readers fill these slots directly, then
+    make the instance a DescribeTransactionsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "transaction_states",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeTransactionsResponse:
+class DescribeTransactionsResponse(_DescribeTransactionsResponseSlots):
     """DescribeTransactionsResponse, version 0 (api_key 65).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeTransactionsResponse.json, versions 0.

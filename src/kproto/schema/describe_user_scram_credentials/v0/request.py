@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _UserNameSlots:
+    """Slot storage of :class:`UserName`: readers fill these slots directly, then
+    make the instance a UserName (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UserName:
+class UserName(_UserNameSlots):
     """The users to describe, or null/empty to describe all users.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeUserScramCredentialsRequest.json, versions 0.
@@ -58,8 +69,20 @@ class UserName:
     decode and written back unchanged."""
 
 
+class _DescribeUserScramCredentialsRequestSlots:
+    """Slot storage of :class:`DescribeUserScramCredentialsRequest`: readers fill these slots directly, then
+    make the instance a DescribeUserScramCredentialsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "users",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeUserScramCredentialsRequest:
+class DescribeUserScramCredentialsRequest(_DescribeUserScramCredentialsRequestSlots):
     """DescribeUserScramCredentialsRequest, version 0 (api_key 50).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeUserScramCredentialsRequest.json, versions 0.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _CredentialInfoSlots:
+    """Slot storage of :class:`CredentialInfo`: readers fill these slots directly, then
+    make the instance a CredentialInfo (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "mechanism",
+        "iterations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CredentialInfo:
+class CredentialInfo(_CredentialInfoSlots):
     """The mechanism and related information associated with the user's SCRAM credentials.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeUserScramCredentialsResponse.json, versions 0.
@@ -63,8 +75,23 @@ class CredentialInfo:
     decode and written back unchanged."""
 
 
+class _DescribeUserScramCredentialsResultSlots:
+    """Slot storage of :class:`DescribeUserScramCredentialsResult`: readers fill these slots directly, then
+    make the instance a DescribeUserScramCredentialsResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "user",
+        "error_code",
+        "error_message",
+        "credential_infos",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeUserScramCredentialsResult:
+class DescribeUserScramCredentialsResult(_DescribeUserScramCredentialsResultSlots):
     """The results for descriptions, one per user.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeUserScramCredentialsResponse.json, versions 0.
@@ -143,8 +170,23 @@ class DescribeUserScramCredentialsResult:
     decode and written back unchanged."""
 
 
+class _DescribeUserScramCredentialsResponseSlots:
+    """Slot storage of :class:`DescribeUserScramCredentialsResponse`: readers fill these slots directly, then
+    make the instance a DescribeUserScramCredentialsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribeUserScramCredentialsResponse:
+class DescribeUserScramCredentialsResponse(_DescribeUserScramCredentialsResponseSlots):
     """DescribeUserScramCredentialsResponse, version 0 (api_key 50).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/DescribeUserScramCredentialsResponse.json, versions 0.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_id",
+        "error_code",
+        "error_message",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for each partition.
 
     Encoding: classic. Source: kafka-4.1-subset/ElectLeadersResponse.json, versions 0-2.
@@ -72,8 +84,19 @@ class PartitionResult:
     """The result message, or null if there was no error. string; versions 0+; nullable in versions 0+."""
 
 
+class _ReplicaElectionResultSlots:
+    """Slot storage of :class:`ReplicaElectionResult`: readers fill these slots directly, then
+    make the instance a ReplicaElectionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partition_result",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReplicaElectionResult:
+class ReplicaElectionResult(_ReplicaElectionResultSlots):
     """The election results, or an empty array if the requester did not have permission and the request asks for all partitions.
 
     Encoding: classic. Source: kafka-4.1-subset/ElectLeadersResponse.json, versions 0-2.
@@ -127,8 +150,19 @@ class ReplicaElectionResult:
     """The results for each partition. []PartitionResult; versions 0+."""
 
 
+class _ElectLeadersResponseSlots:
+    """Slot storage of :class:`ElectLeadersResponse`: readers fill these slots directly, then
+    make the instance a ElectLeadersResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "replica_election_results",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ElectLeadersResponse:
+class ElectLeadersResponse(_ElectLeadersResponseSlots):
     """ElectLeadersResponse, version 0 (api_key 43).
 
     Encoding: classic. Source: kafka-4.1-subset/ElectLeadersResponse.json, versions 0-2.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """The topic partitions to elect leaders.
 
     Encoding: classic. Source: kafka-4.1-subset/ElectLeadersRequest.json, versions 0-2.
@@ -72,8 +83,20 @@ class TopicPartitions:
     """The partitions of this topic whose leader should be elected. []int32; versions 0+."""
 
 
+class _ElectLeadersRequestSlots:
+    """Slot storage of :class:`ElectLeadersRequest`: readers fill these slots directly, then
+    make the instance a ElectLeadersRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "election_type",
+        "topic_partitions",
+        "timeout_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ElectLeadersRequest:
+class ElectLeadersRequest(_ElectLeadersRequestSlots):
     """ElectLeadersRequest, version 1 (api_key 43).
 
     Encoding: classic. Source: kafka-4.1-subset/ElectLeadersRequest.json, versions 0-2.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """The topic partitions to elect leaders.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ElectLeadersRequest.json, versions 0-2.
@@ -80,8 +92,21 @@ class TopicPartitions:
     decode and written back unchanged."""
 
 
+class _ElectLeadersRequestSlots:
+    """Slot storage of :class:`ElectLeadersRequest`: readers fill these slots directly, then
+    make the instance a ElectLeadersRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "election_type",
+        "topic_partitions",
+        "timeout_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ElectLeadersRequest:
+class ElectLeadersRequest(_ElectLeadersRequestSlots):
     """ElectLeadersRequest, version 2 (api_key 43).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ElectLeadersRequest.json, versions 0-2.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_id",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ElectLeadersResponse.json, versions 0-2.
@@ -79,8 +92,20 @@ class PartitionResult:
     decode and written back unchanged."""
 
 
+class _ReplicaElectionResultSlots:
+    """Slot storage of :class:`ReplicaElectionResult`: readers fill these slots directly, then
+    make the instance a ReplicaElectionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partition_result",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReplicaElectionResult:
+class ReplicaElectionResult(_ReplicaElectionResultSlots):
     """The election results, or an empty array if the requester did not have permission and the request asks for all partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ElectLeadersResponse.json, versions 0-2.
@@ -142,8 +167,21 @@ class ReplicaElectionResult:
     decode and written back unchanged."""
 
 
+class _ElectLeadersResponseSlots:
+    """Slot storage of :class:`ElectLeadersResponse`: readers fill these slots directly, then
+    make the instance a ElectLeadersResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "replica_election_results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ElectLeadersResponse:
+class ElectLeadersResponse(_ElectLeadersResponseSlots):
     """ElectLeadersResponse, version 2 (api_key 43).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ElectLeadersResponse.json, versions 0-2.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "preferred_successors",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of EndQuorumEpochRequest.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.
@@ -89,8 +102,19 @@ class PartitionData:
     """A sorted list of preferred successors to start the election. []int32; versions 0."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of EndQuorumEpochRequest.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.
@@ -144,8 +168,19 @@ class TopicData:
     """[]PartitionData; versions 0+."""
 
 
+class _EndQuorumEpochRequestSlots:
+    """Slot storage of :class:`EndQuorumEpochRequest`: readers fill these slots directly, then
+    make the instance a EndQuorumEpochRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndQuorumEpochRequest:
+class EndQuorumEpochRequest(_EndQuorumEpochRequestSlots):
     """EndQuorumEpochRequest, version 0 (api_key 54).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "leader_id",
+        "leader_epoch",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of EndQuorumEpochResponse.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochResponse.json, versions 0-1.
@@ -79,8 +92,19 @@ class PartitionData:
     """The latest known leader epoch. int32; versions 0+."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of EndQuorumEpochResponse.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochResponse.json, versions 0-1.
@@ -134,8 +158,19 @@ class TopicData:
     """[]PartitionData; versions 0+."""
 
 
+class _EndQuorumEpochResponseSlots:
+    """Slot storage of :class:`EndQuorumEpochResponse`: readers fill these slots directly, then
+    make the instance a EndQuorumEpochResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndQuorumEpochResponse:
+class EndQuorumEpochResponse(_EndQuorumEpochResponseSlots):
     """EndQuorumEpochResponse, version 0 (api_key 54).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochResponse.json, versions 0-1.

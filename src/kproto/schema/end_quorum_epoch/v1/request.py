@@ -24,8 +24,20 @@ __all__ = [
 ]
 
 
+class _ReplicaInfoSlots:
+    """Slot storage of :class:`ReplicaInfo`: readers fill these slots directly, then
+    make the instance a ReplicaInfo (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "candidate_id",
+        "candidate_directory_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReplicaInfo:
+class ReplicaInfo(_ReplicaInfoSlots):
     """A sorted list of preferred candidates to start the election.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.
@@ -78,8 +90,22 @@ class ReplicaInfo:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "preferred_candidates",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of EndQuorumEpochRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.
@@ -154,8 +180,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of EndQuorumEpochRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.
@@ -217,8 +255,21 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _LeaderEndpointSlots:
+    """Slot storage of :class:`LeaderEndpoint`: readers fill these slots directly, then
+    make the instance a LeaderEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderEndpoint:
+class LeaderEndpoint(_LeaderEndpointSlots):
     """Endpoints for the leader.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.
@@ -275,8 +326,21 @@ class LeaderEndpoint:
     decode and written back unchanged."""
 
 
+class _EndQuorumEpochRequestSlots:
+    """Slot storage of :class:`EndQuorumEpochRequest`: readers fill these slots directly, then
+    make the instance a EndQuorumEpochRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "topics",
+        "leader_endpoints",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndQuorumEpochRequest:
+class EndQuorumEpochRequest(_EndQuorumEpochRequestSlots):
     """EndQuorumEpochRequest, version 1 (api_key 54).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EndQuorumEpochRequest.json, versions 0-1.

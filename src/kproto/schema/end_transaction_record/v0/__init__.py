@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _EndTransactionRecordSlots:
+    """Slot storage of :class:`EndTransactionRecord`: readers fill these slots directly, then
+    make the instance a EndTransactionRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndTransactionRecord:
+class EndTransactionRecord(_EndTransactionRecordSlots):
     """EndTransactionRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/EndTransactionRecord.json, versions 0.

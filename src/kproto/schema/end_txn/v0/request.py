@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _EndTxnRequestSlots:
+    """Slot storage of :class:`EndTxnRequest`: readers fill these slots directly, then
+    make the instance a EndTxnRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "committed",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndTxnRequest:
+class EndTxnRequest(_EndTxnRequestSlots):
     """EndTxnRequest, version 0 (api_key 26).
 
     Encoding: classic. Source: kafka-4.1-subset/EndTxnRequest.json, versions 0-5."""

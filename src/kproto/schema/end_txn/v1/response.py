@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _EndTxnResponseSlots:
+    """Slot storage of :class:`EndTxnResponse`: readers fill these slots directly, then
+    make the instance a EndTxnResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndTxnResponse:
+class EndTxnResponse(_EndTxnResponseSlots):
     """EndTxnResponse, version 1 (api_key 26).
 
     Encoding: classic. Source: kafka-4.1-subset/EndTxnResponse.json, versions 0-5."""

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _EndTxnResponseSlots:
+    """Slot storage of :class:`EndTxnResponse`: readers fill these slots directly, then
+    make the instance a EndTxnResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndTxnResponse:
+class EndTxnResponse(_EndTxnResponseSlots):
     """EndTxnResponse, version 3 (api_key 26).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/EndTxnResponse.json, versions 0-5.

@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _EndTxnRequestSlots:
+    """Slot storage of :class:`EndTxnRequest`: readers fill these slots directly, then
+    make the instance a EndTxnRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "committed",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EndTxnRequest:
+class EndTxnRequest(_EndTxnRequestSlots):
     """EndTxnRequest, version 5 (api_key 26).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/EndTxnRequest.json, versions 0-5.

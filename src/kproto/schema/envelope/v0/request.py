@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _EnvelopeRequestSlots:
+    """Slot storage of :class:`EnvelopeRequest`: readers fill these slots directly, then
+    make the instance a EnvelopeRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "request_data",
+        "request_principal",
+        "client_host_address",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EnvelopeRequest:
+class EnvelopeRequest(_EnvelopeRequestSlots):
     """EnvelopeRequest, version 0 (api_key 58).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EnvelopeRequest.json, versions 0.

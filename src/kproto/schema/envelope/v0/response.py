@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _EnvelopeResponseSlots:
+    """Slot storage of :class:`EnvelopeResponse`: readers fill these slots directly, then
+    make the instance a EnvelopeResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "response_data",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EnvelopeResponse:
+class EnvelopeResponse(_EnvelopeResponseSlots):
     """EnvelopeResponse, version 0 (api_key 58).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/EnvelopeResponse.json, versions 0.

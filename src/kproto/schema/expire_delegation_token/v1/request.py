@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _ExpireDelegationTokenRequestSlots:
+    """Slot storage of :class:`ExpireDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a ExpireDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "hmac",
+        "expiry_time_period_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ExpireDelegationTokenRequest:
+class ExpireDelegationTokenRequest(_ExpireDelegationTokenRequestSlots):
     """ExpireDelegationTokenRequest, version 1 (api_key 40).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ExpireDelegationTokenRequest.json, versions 0-2.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _ExpireDelegationTokenResponseSlots:
+    """Slot storage of :class:`ExpireDelegationTokenResponse`: readers fill these slots directly, then
+    make the instance a ExpireDelegationTokenResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "expiry_timestamp_ms",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ExpireDelegationTokenResponse:
+class ExpireDelegationTokenResponse(_ExpireDelegationTokenResponseSlots):
     """ExpireDelegationTokenResponse, version 1 (api_key 40).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ExpireDelegationTokenResponse.json, versions 0-2.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _ExpireDelegationTokenRequestSlots:
+    """Slot storage of :class:`ExpireDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a ExpireDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "hmac",
+        "expiry_time_period_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ExpireDelegationTokenRequest:
+class ExpireDelegationTokenRequest(_ExpireDelegationTokenRequestSlots):
     """ExpireDelegationTokenRequest, version 2 (api_key 40).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ExpireDelegationTokenRequest.json, versions 0-2.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _FeatureLevelRecordSlots:
+    """Slot storage of :class:`FeatureLevelRecord`: readers fill these slots directly, then
+    make the instance a FeatureLevelRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "feature_level",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FeatureLevelRecord:
+class FeatureLevelRecord(_FeatureLevelRecordSlots):
     """FeatureLevelRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/FeatureLevelRecord.json, versions 0.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _FenceBrokerRecordSlots:
+    """Slot storage of :class:`FenceBrokerRecord`: readers fill these slots directly, then
+    make the instance a FenceBrokerRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FenceBrokerRecord:
+class FenceBrokerRecord(_FenceBrokerRecordSlots):
     """FenceBrokerRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/FenceBrokerRecord.json, versions 0.

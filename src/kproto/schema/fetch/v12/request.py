@@ -23,8 +23,24 @@ __all__ = [
 ]
 
 
+class _FetchPartitionSlots:
+    """Slot storage of :class:`FetchPartition`: readers fill these slots directly, then
+    make the instance a FetchPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "current_leader_epoch",
+        "fetch_offset",
+        "last_fetched_epoch",
+        "log_start_offset",
+        "partition_max_bytes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchPartition:
+class FetchPartition(_FetchPartitionSlots):
     """The partitions to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -110,8 +126,20 @@ class FetchPartition:
     decode and written back unchanged."""
 
 
+class _FetchTopicSlots:
+    """Slot storage of :class:`FetchTopic`: readers fill these slots directly, then
+    make the instance a FetchTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchTopic:
+class FetchTopic(_FetchTopicSlots):
     """The topics to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -174,8 +202,20 @@ class FetchTopic:
     decode and written back unchanged."""
 
 
+class _ForgottenTopicSlots:
+    """Slot storage of :class:`ForgottenTopic`: readers fill these slots directly, then
+    make the instance a ForgottenTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ForgottenTopic:
+class ForgottenTopic(_ForgottenTopicSlots):
     """In an incremental fetch request, the partitions to remove.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -233,8 +273,29 @@ class ForgottenTopic:
     decode and written back unchanged."""
 
 
+class _FetchRequestSlots:
+    """Slot storage of :class:`FetchRequest`: readers fill these slots directly, then
+    make the instance a FetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "replica_id",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "isolation_level",
+        "session_id",
+        "session_epoch",
+        "topics",
+        "forgotten_topics_data",
+        "rack_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchRequest:
+class FetchRequest(_FetchRequestSlots):
     """FetchRequest, version 12 (api_key 1).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.

@@ -26,8 +26,20 @@ __all__ = [
 ]
 
 
+class _EpochEndOffsetSlots:
+    """Slot storage of :class:`EpochEndOffset`: readers fill these slots directly, then
+    make the instance a EpochEndOffset (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "epoch",
+        "end_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EpochEndOffset:
+class EpochEndOffset(_EpochEndOffsetSlots):
     """In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.
@@ -67,8 +79,20 @@ class EpochEndOffset:
     decode and written back unchanged."""
 
 
+class _LeaderIdAndEpochSlots:
+    """Slot storage of :class:`LeaderIdAndEpoch`: readers fill these slots directly, then
+    make the instance a LeaderIdAndEpoch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderIdAndEpoch:
+class LeaderIdAndEpoch(_LeaderIdAndEpochSlots):
     """The current leader of the partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.
@@ -116,8 +140,20 @@ class LeaderIdAndEpoch:
     decode and written back unchanged."""
 
 
+class _SnapshotIdSlots:
+    """Slot storage of :class:`SnapshotId`: readers fill these slots directly, then
+    make the instance a SnapshotId (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "end_offset",
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SnapshotId:
+class SnapshotId(_SnapshotIdSlots):
     """In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.
@@ -157,8 +193,20 @@ class SnapshotId:
     decode and written back unchanged."""
 
 
+class _AbortedTransactionSlots:
+    """Slot storage of :class:`AbortedTransaction`: readers fill these slots directly, then
+    make the instance a AbortedTransaction (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "first_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AbortedTransaction:
+class AbortedTransaction(_AbortedTransactionSlots):
     """The aborted transactions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.
@@ -206,8 +254,29 @@ class AbortedTransaction:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "diverging_epoch",
+        "current_leader",
+        "snapshot_id",
+        "aborted_transactions",
+        "preferred_read_replica",
+        "records",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The topic partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.
@@ -391,8 +460,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _FetchableTopicResponseSlots:
+    """Slot storage of :class:`FetchableTopicResponse`: readers fill these slots directly, then
+    make the instance a FetchableTopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchableTopicResponse:
+class FetchableTopicResponse(_FetchableTopicResponseSlots):
     """The response topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.
@@ -453,8 +534,22 @@ class FetchableTopicResponse:
     decode and written back unchanged."""
 
 
+class _FetchResponseSlots:
+    """Slot storage of :class:`FetchResponse`: readers fill these slots directly, then
+    make the instance a FetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "session_id",
+        "responses",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchResponse:
+class FetchResponse(_FetchResponseSlots):
     """FetchResponse, version 15 (api_key 1).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchResponse.json, versions 4-18.

@@ -24,8 +24,20 @@ __all__ = [
 ]
 
 
+class _ReplicaStateSlots:
+    """Slot storage of :class:`ReplicaState`: readers fill these slots directly, then
+    make the instance a ReplicaState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "replica_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReplicaState:
+class ReplicaState(_ReplicaStateSlots):
     """The state of the replica in the follower.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -73,8 +85,26 @@ class ReplicaState:
     decode and written back unchanged."""
 
 
+class _FetchPartitionSlots:
+    """Slot storage of :class:`FetchPartition`: readers fill these slots directly, then
+    make the instance a FetchPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "current_leader_epoch",
+        "fetch_offset",
+        "last_fetched_epoch",
+        "log_start_offset",
+        "partition_max_bytes",
+        "replica_directory_id",
+        "high_watermark",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchPartition:
+class FetchPartition(_FetchPartitionSlots):
     """The partitions to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -192,8 +222,20 @@ class FetchPartition:
     decode and written back unchanged."""
 
 
+class _FetchTopicSlots:
+    """Slot storage of :class:`FetchTopic`: readers fill these slots directly, then
+    make the instance a FetchTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchTopic:
+class FetchTopic(_FetchTopicSlots):
     """The topics to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -254,8 +296,20 @@ class FetchTopic:
     decode and written back unchanged."""
 
 
+class _ForgottenTopicSlots:
+    """Slot storage of :class:`ForgottenTopic`: readers fill these slots directly, then
+    make the instance a ForgottenTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ForgottenTopic:
+class ForgottenTopic(_ForgottenTopicSlots):
     """In an incremental fetch request, the partitions to remove.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.
@@ -311,8 +365,29 @@ class ForgottenTopic:
     decode and written back unchanged."""
 
 
+class _FetchRequestSlots:
+    """Slot storage of :class:`FetchRequest`: readers fill these slots directly, then
+    make the instance a FetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "replica_state",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "isolation_level",
+        "session_id",
+        "session_epoch",
+        "topics",
+        "forgotten_topics_data",
+        "rack_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchRequest:
+class FetchRequest(_FetchRequestSlots):
     """FetchRequest, version 18 (api_key 1).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FetchRequest.json, versions 4-18.

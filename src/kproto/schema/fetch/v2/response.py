@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "high_watermark",
+        "records",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The topic partitions.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/FetchResponse.json, versions 0-17.
@@ -80,8 +93,19 @@ class PartitionData:
     """The record data. records; versions 0+; nullable in versions 0+."""
 
 
+class _FetchableTopicResponseSlots:
+    """Slot storage of :class:`FetchableTopicResponse`: readers fill these slots directly, then
+    make the instance a FetchableTopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchableTopicResponse:
+class FetchableTopicResponse(_FetchableTopicResponseSlots):
     """The response topics.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/FetchResponse.json, versions 0-17.
@@ -136,8 +160,19 @@ class FetchableTopicResponse:
     """The topic partitions. []PartitionData; versions 0+."""
 
 
+class _FetchResponseSlots:
+    """Slot storage of :class:`FetchResponse`: readers fill these slots directly, then
+    make the instance a FetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchResponse:
+class FetchResponse(_FetchResponseSlots):
     """FetchResponse, version 2 (api_key 1).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/FetchResponse.json, versions 0-17.

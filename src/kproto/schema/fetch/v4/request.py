@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _FetchPartitionSlots:
+    """Slot storage of :class:`FetchPartition`: readers fill these slots directly, then
+    make the instance a FetchPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "fetch_offset",
+        "partition_max_bytes",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchPartition:
+class FetchPartition(_FetchPartitionSlots):
     """The partitions to fetch.
 
     Encoding: classic. Source: kafka-4.1-subset/FetchRequest.json, versions 4-18."""
@@ -64,8 +76,19 @@ class FetchPartition:
     """The maximum bytes to fetch from this partition.  See KIP-74 for cases where this limit may not be honored. int32; versions 0+."""
 
 
+class _FetchTopicSlots:
+    """Slot storage of :class:`FetchTopic`: readers fill these slots directly, then
+    make the instance a FetchTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchTopic:
+class FetchTopic(_FetchTopicSlots):
     """The topics to fetch.
 
     Encoding: classic. Source: kafka-4.1-subset/FetchRequest.json, versions 4-18."""
@@ -119,8 +142,23 @@ class FetchTopic:
     """The partitions to fetch. []FetchPartition; versions 0+."""
 
 
+class _FetchRequestSlots:
+    """Slot storage of :class:`FetchRequest`: readers fill these slots directly, then
+    make the instance a FetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "isolation_level",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchRequest:
+class FetchRequest(_FetchRequestSlots):
     """FetchRequest, version 4 (api_key 1).
 
     Encoding: classic. Source: kafka-4.1-subset/FetchRequest.json, versions 4-18."""

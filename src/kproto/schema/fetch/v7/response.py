@@ -23,8 +23,19 @@ __all__ = [
 ]
 
 
+class _AbortedTransactionSlots:
+    """Slot storage of :class:`AbortedTransaction`: readers fill these slots directly, then
+    make the instance a AbortedTransaction (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "first_offset",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AbortedTransaction:
+class AbortedTransaction(_AbortedTransactionSlots):
     """The aborted transactions.
 
     Encoding: classic. Source: kafka-4.1-subset/FetchResponse.json, versions 4-18."""
@@ -65,8 +76,24 @@ class AbortedTransaction:
     """The first offset in the aborted transaction. int64; versions 4+."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "aborted_transactions",
+        "records",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The topic partitions.
 
     Encoding: classic. Source: kafka-4.1-subset/FetchResponse.json, versions 4-18."""
@@ -173,8 +200,19 @@ class PartitionData:
     """The record data. records; versions 0+; nullable in versions 0+."""
 
 
+class _FetchableTopicResponseSlots:
+    """Slot storage of :class:`FetchableTopicResponse`: readers fill these slots directly, then
+    make the instance a FetchableTopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchableTopicResponse:
+class FetchableTopicResponse(_FetchableTopicResponseSlots):
     """The response topics.
 
     Encoding: classic. Source: kafka-4.1-subset/FetchResponse.json, versions 4-18."""
@@ -228,8 +266,21 @@ class FetchableTopicResponse:
     """The topic partitions. []PartitionData; versions 0+."""
 
 
+class _FetchResponseSlots:
+    """Slot storage of :class:`FetchResponse`: readers fill these slots directly, then
+    make the instance a FetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "session_id",
+        "responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchResponse:
+class FetchResponse(_FetchResponseSlots):
     """FetchResponse, version 7 (api_key 1).
 
     Encoding: classic. Source: kafka-4.1-subset/FetchResponse.json, versions 4-18."""

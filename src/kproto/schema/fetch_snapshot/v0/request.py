@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _SnapshotIdSlots:
+    """Slot storage of :class:`SnapshotId`: readers fill these slots directly, then
+    make the instance a SnapshotId (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "end_offset",
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SnapshotId:
+class SnapshotId(_SnapshotIdSlots):
     """The snapshot endOffset and epoch to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotRequest.json, versions 0-1.
@@ -62,8 +74,22 @@ class SnapshotId:
     decode and written back unchanged."""
 
 
+class _PartitionSnapshotSlots:
+    """Slot storage of :class:`PartitionSnapshot`: readers fill these slots directly, then
+    make the instance a PartitionSnapshot (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "current_leader_epoch",
+        "snapshot_id",
+        "position",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionSnapshot:
+class PartitionSnapshot(_PartitionSnapshotSlots):
     """The partitions to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotRequest.json, versions 0-1.
@@ -127,8 +153,20 @@ class PartitionSnapshot:
     decode and written back unchanged."""
 
 
+class _TopicSnapshotSlots:
+    """Slot storage of :class:`TopicSnapshot`: readers fill these slots directly, then
+    make the instance a TopicSnapshot (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicSnapshot:
+class TopicSnapshot(_TopicSnapshotSlots):
     """The topics to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotRequest.json, versions 0-1.
@@ -190,8 +228,22 @@ class TopicSnapshot:
     decode and written back unchanged."""
 
 
+class _FetchSnapshotRequestSlots:
+    """Slot storage of :class:`FetchSnapshotRequest`: readers fill these slots directly, then
+    make the instance a FetchSnapshotRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "replica_id",
+        "max_bytes",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchSnapshotRequest:
+class FetchSnapshotRequest(_FetchSnapshotRequestSlots):
     """FetchSnapshotRequest, version 0 (api_key 59).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotRequest.json, versions 0-1.

@@ -24,8 +24,20 @@ __all__ = [
 ]
 
 
+class _SnapshotIdSlots:
+    """Slot storage of :class:`SnapshotId`: readers fill these slots directly, then
+    make the instance a SnapshotId (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "end_offset",
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SnapshotId:
+class SnapshotId(_SnapshotIdSlots):
     """The snapshot endOffset and epoch fetched.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotResponse.json, versions 0-1.
@@ -63,8 +75,20 @@ class SnapshotId:
     decode and written back unchanged."""
 
 
+class _LeaderIdAndEpochSlots:
+    """Slot storage of :class:`LeaderIdAndEpoch`: readers fill these slots directly, then
+    make the instance a LeaderIdAndEpoch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderIdAndEpoch:
+class LeaderIdAndEpoch(_LeaderIdAndEpochSlots):
     """The LeaderIdAndEpoch struct of FetchSnapshotResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotResponse.json, versions 0-1.
@@ -112,8 +136,25 @@ class LeaderIdAndEpoch:
     decode and written back unchanged."""
 
 
+class _PartitionSnapshotSlots:
+    """Slot storage of :class:`PartitionSnapshot`: readers fill these slots directly, then
+    make the instance a PartitionSnapshot (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "snapshot_id",
+        "current_leader",
+        "size",
+        "position",
+        "unaligned_records",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionSnapshot:
+class PartitionSnapshot(_PartitionSnapshotSlots):
     """The partitions to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotResponse.json, versions 0-1.
@@ -211,8 +252,20 @@ class PartitionSnapshot:
     decode and written back unchanged."""
 
 
+class _TopicSnapshotSlots:
+    """Slot storage of :class:`TopicSnapshot`: readers fill these slots directly, then
+    make the instance a TopicSnapshot (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicSnapshot:
+class TopicSnapshot(_TopicSnapshotSlots):
     """The topics to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotResponse.json, versions 0-1.
@@ -274,8 +327,21 @@ class TopicSnapshot:
     decode and written back unchanged."""
 
 
+class _FetchSnapshotResponseSlots:
+    """Slot storage of :class:`FetchSnapshotResponse`: readers fill these slots directly, then
+    make the instance a FetchSnapshotResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchSnapshotResponse:
+class FetchSnapshotResponse(_FetchSnapshotResponseSlots):
     """FetchSnapshotResponse, version 0 (api_key 59).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/FetchSnapshotResponse.json, versions 0-1.

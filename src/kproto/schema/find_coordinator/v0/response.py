@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _FindCoordinatorResponseSlots:
+    """Slot storage of :class:`FindCoordinatorResponse`: readers fill these slots directly, then
+    make the instance a FindCoordinatorResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "node_id",
+        "host",
+        "port",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FindCoordinatorResponse:
+class FindCoordinatorResponse(_FindCoordinatorResponseSlots):
     """FindCoordinatorResponse, version 0 (api_key 10).
 
     Encoding: classic. Source: kafka-4.1-subset/FindCoordinatorResponse.json, versions 0-6.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _FindCoordinatorRequestSlots:
+    """Slot storage of :class:`FindCoordinatorRequest`: readers fill these slots directly, then
+    make the instance a FindCoordinatorRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "key_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(_FindCoordinatorRequestSlots):
     """FindCoordinatorRequest, version 1 (api_key 10).
 
     Encoding: classic. Source: kafka-4.1-subset/FindCoordinatorRequest.json, versions 0-6.

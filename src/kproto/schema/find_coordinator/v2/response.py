@@ -20,8 +20,23 @@ __all__ = [
 ]
 
 
+class _FindCoordinatorResponseSlots:
+    """Slot storage of :class:`FindCoordinatorResponse`: readers fill these slots directly, then
+    make the instance a FindCoordinatorResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "node_id",
+        "host",
+        "port",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FindCoordinatorResponse:
+class FindCoordinatorResponse(_FindCoordinatorResponseSlots):
     """FindCoordinatorResponse, version 2 (api_key 10).
 
     Encoding: classic. Source: kafka-4.1-subset/FindCoordinatorResponse.json, versions 0-6.

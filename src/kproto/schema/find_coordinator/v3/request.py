@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _FindCoordinatorRequestSlots:
+    """Slot storage of :class:`FindCoordinatorRequest`: readers fill these slots directly, then
+    make the instance a FindCoordinatorRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "key_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(_FindCoordinatorRequestSlots):
     """FindCoordinatorRequest, version 3 (api_key 10).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FindCoordinatorRequest.json, versions 0-6.

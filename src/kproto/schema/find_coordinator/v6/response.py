@@ -21,8 +21,24 @@ __all__ = [
 ]
 
 
+class _CoordinatorSlots:
+    """Slot storage of :class:`Coordinator`: readers fill these slots directly, then
+    make the instance a Coordinator (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "key",
+        "node_id",
+        "host",
+        "port",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Coordinator:
+class Coordinator(_CoordinatorSlots):
     """Each coordinator result in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FindCoordinatorResponse.json, versions 0-6.
@@ -111,8 +127,20 @@ class Coordinator:
     decode and written back unchanged."""
 
 
+class _FindCoordinatorResponseSlots:
+    """Slot storage of :class:`FindCoordinatorResponse`: readers fill these slots directly, then
+    make the instance a FindCoordinatorResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "coordinators",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FindCoordinatorResponse:
+class FindCoordinatorResponse(_FindCoordinatorResponseSlots):
     """FindCoordinatorResponse, version 6 (api_key 10).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/FindCoordinatorResponse.json, versions 0-6.

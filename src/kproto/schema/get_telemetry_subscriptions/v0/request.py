@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _GetTelemetrySubscriptionsRequestSlots:
+    """Slot storage of :class:`GetTelemetrySubscriptionsRequest`: readers fill these slots directly, then
+    make the instance a GetTelemetrySubscriptionsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "client_instance_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class GetTelemetrySubscriptionsRequest:
+class GetTelemetrySubscriptionsRequest(_GetTelemetrySubscriptionsRequestSlots):
     """GetTelemetrySubscriptionsRequest, version 0 (api_key 71).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/GetTelemetrySubscriptionsRequest.json, versions 0.

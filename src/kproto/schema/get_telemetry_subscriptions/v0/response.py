@@ -20,8 +20,28 @@ __all__ = [
 ]
 
 
+class _GetTelemetrySubscriptionsResponseSlots:
+    """Slot storage of :class:`GetTelemetrySubscriptionsResponse`: readers fill these slots directly, then
+    make the instance a GetTelemetrySubscriptionsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "client_instance_id",
+        "subscription_id",
+        "accepted_compression_types",
+        "push_interval_ms",
+        "telemetry_max_bytes",
+        "delta_temporality",
+        "requested_metrics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class GetTelemetrySubscriptionsResponse:
+class GetTelemetrySubscriptionsResponse(_GetTelemetrySubscriptionsResponseSlots):
     """GetTelemetrySubscriptionsResponse, version 0 (api_key 71).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/GetTelemetrySubscriptionsResponse.json, versions 0.

@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _GroupMetadataKeySlots:
+    """Slot storage of :class:`GroupMetadataKey`: readers fill these slots directly, then
+    make the instance a GroupMetadataKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class GroupMetadataKey:
+class GroupMetadataKey(_GroupMetadataKeySlots):
     """GroupMetadataKey, version 2.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/GroupMetadataKey.json, versions 2.

@@ -20,8 +20,24 @@ __all__ = [
 ]
 
 
+class _MemberMetadataSlots:
+    """Slot storage of :class:`MemberMetadata`: readers fill these slots directly, then
+    make the instance a MemberMetadata (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "client_id",
+        "client_host",
+        "rebalance_timeout",
+        "session_timeout",
+        "subscription",
+        "assignment",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MemberMetadata:
+class MemberMetadata(_MemberMetadataSlots):
     """The MemberMetadata struct of GroupMetadataValue.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/GroupMetadataValue.json, versions 0-4.
@@ -103,8 +119,22 @@ class MemberMetadata:
     """bytes; versions 0+."""
 
 
+class _GroupMetadataValueSlots:
+    """Slot storage of :class:`GroupMetadataValue`: readers fill these slots directly, then
+    make the instance a GroupMetadataValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "protocol_type",
+        "generation",
+        "protocol",
+        "leader",
+        "members",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class GroupMetadataValue:
+class GroupMetadataValue(_GroupMetadataValueSlots):
     """GroupMetadataValue, version 1.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/GroupMetadataValue.json, versions 0-4.

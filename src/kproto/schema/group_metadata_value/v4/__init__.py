@@ -20,8 +20,26 @@ __all__ = [
 ]
 
 
+class _MemberMetadataSlots:
+    """Slot storage of :class:`MemberMetadata`: readers fill these slots directly, then
+    make the instance a MemberMetadata (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "rebalance_timeout",
+        "session_timeout",
+        "subscription",
+        "assignment",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MemberMetadata:
+class MemberMetadata(_MemberMetadataSlots):
     """The MemberMetadata struct of GroupMetadataValue.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/GroupMetadataValue.json, versions 0-4.
@@ -148,8 +166,24 @@ class MemberMetadata:
     decode and written back unchanged."""
 
 
+class _GroupMetadataValueSlots:
+    """Slot storage of :class:`GroupMetadataValue`: readers fill these slots directly, then
+    make the instance a GroupMetadataValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "protocol_type",
+        "generation",
+        "protocol",
+        "leader",
+        "current_state_timestamp",
+        "members",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class GroupMetadataValue:
+class GroupMetadataValue(_GroupMetadataValueSlots):
     """GroupMetadataValue, version 4.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/GroupMetadataValue.json, versions 0-4.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _HeartbeatResponseSlots:
+    """Slot storage of :class:`HeartbeatResponse`: readers fill these slots directly, then
+    make the instance a HeartbeatResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class HeartbeatResponse:
+class HeartbeatResponse(_HeartbeatResponseSlots):
     """HeartbeatResponse, version 2 (api_key 12).
 
     Encoding: classic. Source: kafka-4.1-subset/HeartbeatResponse.json, versions 0-4."""

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _HeartbeatRequestSlots:
+    """Slot storage of :class:`HeartbeatRequest`: readers fill these slots directly, then
+    make the instance a HeartbeatRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "generation_id",
+        "member_id",
+        "group_instance_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class HeartbeatRequest:
+class HeartbeatRequest(_HeartbeatRequestSlots):
     """HeartbeatRequest, version 3 (api_key 12).
 
     Encoding: classic. Source: kafka-4.1-subset/HeartbeatRequest.json, versions 0-4."""

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _HeartbeatResponseSlots:
+    """Slot storage of :class:`HeartbeatResponse`: readers fill these slots directly, then
+    make the instance a HeartbeatResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class HeartbeatResponse:
+class HeartbeatResponse(_HeartbeatResponseSlots):
     """HeartbeatResponse, version 4 (api_key 12).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/HeartbeatResponse.json, versions 0-4.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _AlterableConfigSlots:
+    """Slot storage of :class:`AlterableConfig`: readers fill these slots directly, then
+    make the instance a AlterableConfig (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "config_operation",
+        "value",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterableConfig:
+class AlterableConfig(_AlterableConfigSlots):
     """The configurations.
 
     Encoding: classic. Source: kafka-4.1-subset/IncrementalAlterConfigsRequest.json, versions 0-1.
@@ -82,8 +94,20 @@ class AlterableConfig:
     """The value to set for the configuration key. string; versions 0+; nullable in versions 0+."""
 
 
+class _AlterConfigsResourceSlots:
+    """Slot storage of :class:`AlterConfigsResource`: readers fill these slots directly, then
+    make the instance a AlterConfigsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "configs",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResource:
+class AlterConfigsResource(_AlterConfigsResourceSlots):
     """The incremental updates for each resource.
 
     Encoding: classic. Source: kafka-4.1-subset/IncrementalAlterConfigsRequest.json, versions 0-1.
@@ -147,8 +171,20 @@ class AlterConfigsResource:
     """The configurations. []AlterableConfig; versions 0+."""
 
 
+class _IncrementalAlterConfigsRequestSlots:
+    """Slot storage of :class:`IncrementalAlterConfigsRequest`: readers fill these slots directly, then
+    make the instance a IncrementalAlterConfigsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "resources",
+        "validate_only",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class IncrementalAlterConfigsRequest:
+class IncrementalAlterConfigsRequest(_IncrementalAlterConfigsRequestSlots):
     """IncrementalAlterConfigsRequest, version 0 (api_key 44).
 
     Encoding: classic. Source: kafka-4.1-subset/IncrementalAlterConfigsRequest.json, versions 0-1.

@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _AlterConfigsResourceResponseSlots:
+    """Slot storage of :class:`AlterConfigsResourceResponse`: readers fill these slots directly, then
+    make the instance a AlterConfigsResourceResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resource_type",
+        "resource_name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResourceResponse:
+class AlterConfigsResourceResponse(_AlterConfigsResourceResponseSlots):
     """The responses for each resource.
 
     Encoding: classic. Source: kafka-4.1-subset/IncrementalAlterConfigsResponse.json, versions 0-1.
@@ -79,8 +93,20 @@ class AlterConfigsResourceResponse:
     """The resource name. string; versions 0+."""
 
 
+class _IncrementalAlterConfigsResponseSlots:
+    """Slot storage of :class:`IncrementalAlterConfigsResponse`: readers fill these slots directly, then
+    make the instance a IncrementalAlterConfigsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class IncrementalAlterConfigsResponse:
+class IncrementalAlterConfigsResponse(_IncrementalAlterConfigsResponseSlots):
     """IncrementalAlterConfigsResponse, version 0 (api_key 44).
 
     Encoding: classic. Source: kafka-4.1-subset/IncrementalAlterConfigsResponse.json, versions 0-1.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _AlterableConfigSlots:
+    """Slot storage of :class:`AlterableConfig`: readers fill these slots directly, then
+    make the instance a AlterableConfig (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "config_operation",
+        "value",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterableConfig:
+class AlterableConfig(_AlterableConfigSlots):
     """The configurations.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/IncrementalAlterConfigsRequest.json, versions 0-1.
@@ -94,8 +107,21 @@ class AlterableConfig:
     decode and written back unchanged."""
 
 
+class _AlterConfigsResourceSlots:
+    """Slot storage of :class:`AlterConfigsResource`: readers fill these slots directly, then
+    make the instance a AlterConfigsResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_type",
+        "resource_name",
+        "configs",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AlterConfigsResource:
+class AlterConfigsResource(_AlterConfigsResourceSlots):
     """The incremental updates for each resource.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/IncrementalAlterConfigsRequest.json, versions 0-1.
@@ -167,8 +193,21 @@ class AlterConfigsResource:
     decode and written back unchanged."""
 
 
+class _IncrementalAlterConfigsRequestSlots:
+    """Slot storage of :class:`IncrementalAlterConfigsRequest`: readers fill these slots directly, then
+    make the instance a IncrementalAlterConfigsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "resources",
+        "validate_only",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class IncrementalAlterConfigsRequest:
+class IncrementalAlterConfigsRequest(_IncrementalAlterConfigsRequestSlots):
     """IncrementalAlterConfigsRequest, version 1 (api_key 44).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/IncrementalAlterConfigsRequest.json, versions 0-1.

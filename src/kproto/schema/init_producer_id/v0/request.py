@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _InitProducerIdRequestSlots:
+    """Slot storage of :class:`InitProducerIdRequest`: readers fill these slots directly, then
+    make the instance a InitProducerIdRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "transaction_timeout_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitProducerIdRequest:
+class InitProducerIdRequest(_InitProducerIdRequestSlots):
     """InitProducerIdRequest, version 0 (api_key 22).
 
     Encoding: classic. Source: kafka-4.1-subset/InitProducerIdRequest.json, versions 0-6.

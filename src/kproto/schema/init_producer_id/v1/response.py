@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _InitProducerIdResponseSlots:
+    """Slot storage of :class:`InitProducerIdResponse`: readers fill these slots directly, then
+    make the instance a InitProducerIdResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "producer_id",
+        "producer_epoch",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitProducerIdResponse:
+class InitProducerIdResponse(_InitProducerIdResponseSlots):
     """InitProducerIdResponse, version 1 (api_key 22).
 
     Encoding: classic. Source: kafka-4.1-subset/InitProducerIdResponse.json, versions 0-6.

@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _InitProducerIdResponseSlots:
+    """Slot storage of :class:`InitProducerIdResponse`: readers fill these slots directly, then
+    make the instance a InitProducerIdResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "producer_id",
+        "producer_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitProducerIdResponse:
+class InitProducerIdResponse(_InitProducerIdResponseSlots):
     """InitProducerIdResponse, version 2 (api_key 22).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/InitProducerIdResponse.json, versions 0-6.

@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _InitProducerIdRequestSlots:
+    """Slot storage of :class:`InitProducerIdRequest`: readers fill these slots directly, then
+    make the instance a InitProducerIdRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "transaction_timeout_ms",
+        "producer_id",
+        "producer_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitProducerIdRequest:
+class InitProducerIdRequest(_InitProducerIdRequestSlots):
     """InitProducerIdRequest, version 4 (api_key 22).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/InitProducerIdRequest.json, versions 0-6.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "state_epoch",
+        "start_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The data for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/InitializeShareGroupStateRequest.json, versions 0.
@@ -71,8 +84,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _InitializeStateDataSlots:
+    """Slot storage of :class:`InitializeStateData`: readers fill these slots directly, then
+    make the instance a InitializeStateData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitializeStateData:
+class InitializeStateData(_InitializeStateDataSlots):
     """The data for the topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/InitializeShareGroupStateRequest.json, versions 0.
@@ -127,8 +152,21 @@ class InitializeStateData:
     decode and written back unchanged."""
 
 
+class _InitializeShareGroupStateRequestSlots:
+    """Slot storage of :class:`InitializeShareGroupStateRequest`: readers fill these slots directly, then
+    make the instance a InitializeShareGroupStateRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitializeShareGroupStateRequest:
+class InitializeShareGroupStateRequest(_InitializeShareGroupStateRequestSlots):
     """InitializeShareGroupStateRequest, version 0 (api_key 83).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/InitializeShareGroupStateRequest.json, versions 0.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/InitializeShareGroupStateResponse.json, versions 0.
@@ -77,8 +90,20 @@ class PartitionResult:
     decode and written back unchanged."""
 
 
+class _InitializeStateResultSlots:
+    """Slot storage of :class:`InitializeStateResult`: readers fill these slots directly, then
+    make the instance a InitializeStateResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitializeStateResult:
+class InitializeStateResult(_InitializeStateResultSlots):
     """The initialization results.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/InitializeShareGroupStateResponse.json, versions 0.
@@ -133,8 +158,20 @@ class InitializeStateResult:
     decode and written back unchanged."""
 
 
+class _InitializeShareGroupStateResponseSlots:
+    """Slot storage of :class:`InitializeShareGroupStateResponse`: readers fill these slots directly, then
+    make the instance a InitializeShareGroupStateResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class InitializeShareGroupStateResponse:
+class InitializeShareGroupStateResponse(_InitializeShareGroupStateResponseSlots):
     """InitializeShareGroupStateResponse, version 0 (api_key 83).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/InitializeShareGroupStateResponse.json, versions 0.

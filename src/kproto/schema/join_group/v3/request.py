@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _JoinGroupRequestProtocolSlots:
+    """Slot storage of :class:`JoinGroupRequestProtocol`: readers fill these slots directly, then
+    make the instance a JoinGroupRequestProtocol (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "metadata",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupRequestProtocol:
+class JoinGroupRequestProtocol(_JoinGroupRequestProtocolSlots):
     """The list of protocols that the member supports.
 
     Encoding: classic. Source: kafka-4.1-subset/JoinGroupRequest.json, versions 0-9."""
@@ -59,8 +70,23 @@ class JoinGroupRequestProtocol:
     """The protocol metadata. bytes; versions 0+."""
 
 
+class _JoinGroupRequestSlots:
+    """Slot storage of :class:`JoinGroupRequest`: readers fill these slots directly, then
+    make the instance a JoinGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "session_timeout_ms",
+        "rebalance_timeout_ms",
+        "member_id",
+        "protocol_type",
+        "protocols",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupRequest:
+class JoinGroupRequest(_JoinGroupRequestSlots):
     """JoinGroupRequest, version 3 (api_key 11).
 
     Encoding: classic. Source: kafka-4.1-subset/JoinGroupRequest.json, versions 0-9."""

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _JoinGroupResponseMemberSlots:
+    """Slot storage of :class:`JoinGroupResponseMember`: readers fill these slots directly, then
+    make the instance a JoinGroupResponseMember (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "metadata",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupResponseMember:
+class JoinGroupResponseMember(_JoinGroupResponseMemberSlots):
     """The group members.
 
     Encoding: classic. Source: kafka-4.1-subset/JoinGroupResponse.json, versions 0-9."""
@@ -57,8 +68,24 @@ class JoinGroupResponseMember:
     """The group member metadata. bytes; versions 0+."""
 
 
+class _JoinGroupResponseSlots:
+    """Slot storage of :class:`JoinGroupResponse`: readers fill these slots directly, then
+    make the instance a JoinGroupResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "generation_id",
+        "protocol_name",
+        "leader",
+        "member_id",
+        "members",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupResponse:
+class JoinGroupResponse(_JoinGroupResponseSlots):
     """JoinGroupResponse, version 3 (api_key 11).
 
     Encoding: classic. Source: kafka-4.1-subset/JoinGroupResponse.json, versions 0-9."""

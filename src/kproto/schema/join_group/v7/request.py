@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _JoinGroupRequestProtocolSlots:
+    """Slot storage of :class:`JoinGroupRequestProtocol`: readers fill these slots directly, then
+    make the instance a JoinGroupRequestProtocol (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupRequestProtocol:
+class JoinGroupRequestProtocol(_JoinGroupRequestProtocolSlots):
     """The list of protocols that the member supports.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/JoinGroupRequest.json, versions 0-9.
@@ -73,8 +85,25 @@ class JoinGroupRequestProtocol:
     decode and written back unchanged."""
 
 
+class _JoinGroupRequestSlots:
+    """Slot storage of :class:`JoinGroupRequest`: readers fill these slots directly, then
+    make the instance a JoinGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "session_timeout_ms",
+        "rebalance_timeout_ms",
+        "member_id",
+        "group_instance_id",
+        "protocol_type",
+        "protocols",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupRequest:
+class JoinGroupRequest(_JoinGroupRequestSlots):
     """JoinGroupRequest, version 7 (api_key 11).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/JoinGroupRequest.json, versions 0-9.

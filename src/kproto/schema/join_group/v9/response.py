@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _JoinGroupResponseMemberSlots:
+    """Slot storage of :class:`JoinGroupResponseMember`: readers fill these slots directly, then
+    make the instance a JoinGroupResponseMember (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupResponseMember:
+class JoinGroupResponseMember(_JoinGroupResponseMemberSlots):
     """The group members.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/JoinGroupResponse.json, versions 0-9.
@@ -85,8 +98,27 @@ class JoinGroupResponseMember:
     decode and written back unchanged."""
 
 
+class _JoinGroupResponseSlots:
+    """Slot storage of :class:`JoinGroupResponse`: readers fill these slots directly, then
+    make the instance a JoinGroupResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "generation_id",
+        "protocol_type",
+        "protocol_name",
+        "leader",
+        "skip_assignment",
+        "member_id",
+        "members",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class JoinGroupResponse:
+class JoinGroupResponse(_JoinGroupResponseSlots):
     """JoinGroupResponse, version 9 (api_key 11).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/JoinGroupResponse.json, versions 0-9.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _KRaftVersionRecordSlots:
+    """Slot storage of :class:`KRaftVersionRecord`: readers fill these slots directly, then
+    make the instance a KRaftVersionRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "k_raft_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class KRaftVersionRecord:
+class KRaftVersionRecord(_KRaftVersionRecordSlots):
     """KRaftVersionRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/KRaftVersionRecord.json, versions 0.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _LeaderAndIsrPartitionErrorSlots:
+    """Slot storage of :class:`LeaderAndIsrPartitionError`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrPartitionError (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrPartitionError:
+class LeaderAndIsrPartitionError(_LeaderAndIsrPartitionErrorSlots):
     """Each partition in v0 to v4 message.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.
@@ -71,8 +84,19 @@ class LeaderAndIsrPartitionError:
     """The partition error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _LeaderAndIsrResponseSlots:
+    """Slot storage of :class:`LeaderAndIsrResponse`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "partition_errors",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrResponse:
+class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
     """LeaderAndIsrResponse, version 0 (api_key 4).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.

@@ -22,8 +22,27 @@ __all__ = [
 ]
 
 
+class _LeaderAndIsrPartitionStateSlots:
+    """Slot storage of :class:`LeaderAndIsrPartitionState`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "controller_epoch",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "partition_epoch",
+        "replicas",
+        "is_new",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrPartitionState:
+class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
     """The state of each partition, in a v0 or v1 message.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -146,8 +165,20 @@ class LeaderAndIsrPartitionState:
     """Whether the replica should have existed on the broker or not. bool; versions 1+; default 'false'."""
 
 
+class _LeaderAndIsrLiveLeaderSlots:
+    """Slot storage of :class:`LeaderAndIsrLiveLeader`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrLiveLeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "host_name",
+        "port",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrLiveLeader:
+class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
     """The current live leaders.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -195,8 +226,21 @@ class LeaderAndIsrLiveLeader:
     """The leader's port. int32; versions 0+."""
 
 
+class _LeaderAndIsrRequestSlots:
+    """Slot storage of :class:`LeaderAndIsrRequest`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "ungrouped_partition_states",
+        "live_leaders",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrRequest:
+class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
     """LeaderAndIsrRequest, version 1 (api_key 4).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.

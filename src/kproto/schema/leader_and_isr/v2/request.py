@@ -23,8 +23,26 @@ __all__ = [
 ]
 
 
+class _LeaderAndIsrPartitionStateSlots:
+    """Slot storage of :class:`LeaderAndIsrPartitionState`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "controller_epoch",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "partition_epoch",
+        "replicas",
+        "is_new",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrPartitionState:
+class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
     """The state of each partition.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -132,8 +150,19 @@ class LeaderAndIsrPartitionState:
     """Whether the replica should have existed on the broker or not. bool; versions 1+; default 'false'."""
 
 
+class _LeaderAndIsrTopicStateSlots:
+    """Slot storage of :class:`LeaderAndIsrTopicState`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrTopicState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_states",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrTopicState:
+class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
     """Each topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -187,8 +216,20 @@ class LeaderAndIsrTopicState:
     """The state of each partition. []LeaderAndIsrPartitionState; versions 2+."""
 
 
+class _LeaderAndIsrLiveLeaderSlots:
+    """Slot storage of :class:`LeaderAndIsrLiveLeader`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrLiveLeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "host_name",
+        "port",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrLiveLeader:
+class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
     """The current live leaders.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -236,8 +277,22 @@ class LeaderAndIsrLiveLeader:
     """The leader's port. int32; versions 0+."""
 
 
+class _LeaderAndIsrRequestSlots:
+    """Slot storage of :class:`LeaderAndIsrRequest`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "broker_epoch",
+        "topic_states",
+        "live_leaders",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrRequest:
+class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
     """LeaderAndIsrRequest, version 2 (api_key 4).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.

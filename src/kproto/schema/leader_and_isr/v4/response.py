@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _LeaderAndIsrPartitionErrorSlots:
+    """Slot storage of :class:`LeaderAndIsrPartitionError`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrPartitionError (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrPartitionError:
+class LeaderAndIsrPartitionError(_LeaderAndIsrPartitionErrorSlots):
     """Each partition in v0 to v4 message.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.
@@ -78,8 +92,20 @@ class LeaderAndIsrPartitionError:
     decode and written back unchanged."""
 
 
+class _LeaderAndIsrResponseSlots:
+    """Slot storage of :class:`LeaderAndIsrResponse`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "partition_errors",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrResponse:
+class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
     """LeaderAndIsrResponse, version 4 (api_key 4).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _LeaderAndIsrPartitionErrorSlots:
+    """Slot storage of :class:`LeaderAndIsrPartitionError`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrPartitionError (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrPartitionError:
+class LeaderAndIsrPartitionError(_LeaderAndIsrPartitionErrorSlots):
     """Each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.
@@ -63,8 +76,20 @@ class LeaderAndIsrPartitionError:
     decode and written back unchanged."""
 
 
+class _LeaderAndIsrTopicErrorSlots:
+    """Slot storage of :class:`LeaderAndIsrTopicError`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrTopicError (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partition_errors",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrTopicError:
+class LeaderAndIsrTopicError(_LeaderAndIsrTopicErrorSlots):
     """Each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.
@@ -125,8 +150,20 @@ class LeaderAndIsrTopicError:
     decode and written back unchanged."""
 
 
+class _LeaderAndIsrResponseSlots:
+    """Slot storage of :class:`LeaderAndIsrResponse`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrResponse:
+class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
     """LeaderAndIsrResponse, version 5 (api_key 4).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json, versions 0-7.

@@ -23,8 +23,30 @@ __all__ = [
 ]
 
 
+class _LeaderAndIsrPartitionStateSlots:
+    """Slot storage of :class:`LeaderAndIsrPartitionState`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "controller_epoch",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "partition_epoch",
+        "replicas",
+        "adding_replicas",
+        "removing_replicas",
+        "is_new",
+        "leader_recovery_state",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrPartitionState:
+class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
     """The state of each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -186,8 +208,21 @@ class LeaderAndIsrPartitionState:
     decode and written back unchanged."""
 
 
+class _LeaderAndIsrTopicStateSlots:
+    """Slot storage of :class:`LeaderAndIsrTopicState`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrTopicState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "topic_id",
+        "partition_states",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrTopicState:
+class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
     """Each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -263,8 +298,21 @@ class LeaderAndIsrTopicState:
     decode and written back unchanged."""
 
 
+class _LeaderAndIsrLiveLeaderSlots:
+    """Slot storage of :class:`LeaderAndIsrLiveLeader`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrLiveLeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "host_name",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrLiveLeader:
+class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
     """The current live leaders.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.
@@ -320,8 +368,24 @@ class LeaderAndIsrLiveLeader:
     decode and written back unchanged."""
 
 
+class _LeaderAndIsrRequestSlots:
+    """Slot storage of :class:`LeaderAndIsrRequest`: readers fill these slots directly, then
+    make the instance a LeaderAndIsrRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "broker_epoch",
+        "type",
+        "topic_states",
+        "live_leaders",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderAndIsrRequest:
+class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
     """LeaderAndIsrRequest, version 6 (api_key 4).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json, versions 0-7.

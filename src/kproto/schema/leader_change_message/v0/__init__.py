@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _VoterSlots:
+    """Slot storage of :class:`Voter`: readers fill these slots directly, then
+    make the instance a Voter (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "voter_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Voter:
+class Voter(_VoterSlots):
     """The set of voters in the quorum for this epoch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderChangeMessage.json, versions 0-1.
@@ -53,8 +64,22 @@ class Voter:
     decode and written back unchanged."""
 
 
+class _LeaderChangeMessageSlots:
+    """Slot storage of :class:`LeaderChangeMessage`: readers fill these slots directly, then
+    make the instance a LeaderChangeMessage (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "leader_id",
+        "voters",
+        "granting_voters",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderChangeMessage:
+class LeaderChangeMessage(_LeaderChangeMessageSlots):
     """LeaderChangeMessage, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/LeaderChangeMessage.json, versions 0-1.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _LeaveGroupRequestSlots:
+    """Slot storage of :class:`LeaveGroupRequest`: readers fill these slots directly, then
+    make the instance a LeaveGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaveGroupRequest:
+class LeaveGroupRequest(_LeaveGroupRequestSlots):
     """LeaveGroupRequest, version 0 (api_key 13).
 
     Encoding: classic. Source: kafka-4.1-subset/LeaveGroupRequest.json, versions 0-5."""

@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _LeaveGroupResponseSlots:
+    """Slot storage of :class:`LeaveGroupResponse`: readers fill these slots directly, then
+    make the instance a LeaveGroupResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaveGroupResponse:
+class LeaveGroupResponse(_LeaveGroupResponseSlots):
     """LeaveGroupResponse, version 0 (api_key 13).
 
     Encoding: classic. Source: kafka-4.1-subset/LeaveGroupResponse.json, versions 0-5.

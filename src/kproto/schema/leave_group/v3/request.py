@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _MemberIdentitySlots:
+    """Slot storage of :class:`MemberIdentity`: readers fill these slots directly, then
+    make the instance a MemberIdentity (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MemberIdentity:
+class MemberIdentity(_MemberIdentitySlots):
     """List of leaving member identities.
 
     Encoding: classic. Source: kafka-4.1-subset/LeaveGroupRequest.json, versions 0-5."""
@@ -64,8 +75,19 @@ class MemberIdentity:
     """The group instance ID to remove from the group. string; versions 3+; nullable in versions 3+; default 'null'."""
 
 
+class _LeaveGroupRequestSlots:
+    """Slot storage of :class:`LeaveGroupRequest`: readers fill these slots directly, then
+    make the instance a LeaveGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "members",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaveGroupRequest:
+class LeaveGroupRequest(_LeaveGroupRequestSlots):
     """LeaveGroupRequest, version 3 (api_key 13).
 
     Encoding: classic. Source: kafka-4.1-subset/LeaveGroupRequest.json, versions 0-5."""

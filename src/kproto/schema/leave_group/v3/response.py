@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _MemberResponseSlots:
+    """Slot storage of :class:`MemberResponse`: readers fill these slots directly, then
+    make the instance a MemberResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MemberResponse:
+class MemberResponse(_MemberResponseSlots):
     """List of leaving member responses.
 
     Encoding: classic. Source: kafka-4.1-subset/LeaveGroupResponse.json, versions 0-5.
@@ -71,8 +83,20 @@ class MemberResponse:
     """The error code, or 0 if there was no error. int16; versions 3+."""
 
 
+class _LeaveGroupResponseSlots:
+    """Slot storage of :class:`LeaveGroupResponse`: readers fill these slots directly, then
+    make the instance a LeaveGroupResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "members",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaveGroupResponse:
+class LeaveGroupResponse(_LeaveGroupResponseSlots):
     """LeaveGroupResponse, version 3 (api_key 13).
 
     Encoding: classic. Source: kafka-4.1-subset/LeaveGroupResponse.json, versions 0-5.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _MemberResponseSlots:
+    """Slot storage of :class:`MemberResponse`: readers fill these slots directly, then
+    make the instance a MemberResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MemberResponse:
+class MemberResponse(_MemberResponseSlots):
     """List of leaving member responses.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/LeaveGroupResponse.json, versions 0-5.
@@ -80,8 +93,21 @@ class MemberResponse:
     decode and written back unchanged."""
 
 
+class _LeaveGroupResponseSlots:
+    """Slot storage of :class:`LeaveGroupResponse`: readers fill these slots directly, then
+    make the instance a LeaveGroupResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "members",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaveGroupResponse:
+class LeaveGroupResponse(_LeaveGroupResponseSlots):
     """LeaveGroupResponse, version 4 (api_key 13).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/LeaveGroupResponse.json, versions 0-5.

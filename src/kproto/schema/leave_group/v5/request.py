@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _MemberIdentitySlots:
+    """Slot storage of :class:`MemberIdentity`: readers fill these slots directly, then
+    make the instance a MemberIdentity (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "reason",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MemberIdentity:
+class MemberIdentity(_MemberIdentitySlots):
     """List of leaving member identities.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/LeaveGroupRequest.json, versions 0-5.
@@ -91,8 +104,20 @@ class MemberIdentity:
     decode and written back unchanged."""
 
 
+class _LeaveGroupRequestSlots:
+    """Slot storage of :class:`LeaveGroupRequest`: readers fill these slots directly, then
+    make the instance a LeaveGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "members",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaveGroupRequest:
+class LeaveGroupRequest(_LeaveGroupRequestSlots):
     """LeaveGroupRequest, version 5 (api_key 13).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/LeaveGroupRequest.json, versions 0-5.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _ListConfigResourcesRequestSlots:
+    """Slot storage of :class:`ListConfigResourcesRequest`: readers fill these slots directly, then
+    make the instance a ListConfigResourcesRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "resource_types",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListConfigResourcesRequest:
+class ListConfigResourcesRequest(_ListConfigResourcesRequestSlots):
     """ListConfigResourcesRequest, version 1 (api_key 74).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListConfigResourcesRequest.json, versions 0-1.

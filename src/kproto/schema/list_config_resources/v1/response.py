@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _ConfigResourceSlots:
+    """Slot storage of :class:`ConfigResource`: readers fill these slots directly, then
+    make the instance a ConfigResource (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "resource_name",
+        "resource_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ConfigResource:
+class ConfigResource(_ConfigResourceSlots):
     """Each config resource in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListConfigResourcesResponse.json, versions 0-1.
@@ -76,8 +88,22 @@ class ConfigResource:
     decode and written back unchanged."""
 
 
+class _ListConfigResourcesResponseSlots:
+    """Slot storage of :class:`ListConfigResourcesResponse`: readers fill these slots directly, then
+    make the instance a ListConfigResourcesResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "config_resources",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListConfigResourcesResponse:
+class ListConfigResourcesResponse(_ListConfigResourcesResponseSlots):
     """ListConfigResourcesResponse, version 1 (api_key 74).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListConfigResourcesResponse.json, versions 0-1.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _ListedGroupSlots:
+    """Slot storage of :class:`ListedGroup`: readers fill these slots directly, then
+    make the instance a ListedGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "protocol_type",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListedGroup:
+class ListedGroup(_ListedGroupSlots):
     """Each group in the response.
 
     Encoding: classic. Source: kafka-4.1-subset/ListGroupsResponse.json, versions 0-5.
@@ -64,8 +75,19 @@ class ListedGroup:
     """The group protocol type. string; versions 0+."""
 
 
+class _ListGroupsResponseSlots:
+    """Slot storage of :class:`ListGroupsResponse`: readers fill these slots directly, then
+    make the instance a ListGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "groups",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListGroupsResponse:
+class ListGroupsResponse(_ListGroupsResponseSlots):
     """ListGroupsResponse, version 0 (api_key 16).
 
     Encoding: classic. Source: kafka-4.1-subset/ListGroupsResponse.json, versions 0-5.

@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _ListGroupsRequestSlots:
+    """Slot storage of :class:`ListGroupsRequest`: readers fill these slots directly, then
+    make the instance a ListGroupsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListGroupsRequest:
+class ListGroupsRequest(_ListGroupsRequestSlots):
     """ListGroupsRequest, version 3 (api_key 16).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListGroupsRequest.json, versions 0-5.

@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _ListedGroupSlots:
+    """Slot storage of :class:`ListedGroup`: readers fill these slots directly, then
+    make the instance a ListedGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "protocol_type",
+        "group_state",
+        "group_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListedGroup:
+class ListedGroup(_ListedGroupSlots):
     """Each group in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListGroupsResponse.json, versions 0-5.
@@ -107,8 +121,21 @@ class ListedGroup:
     decode and written back unchanged."""
 
 
+class _ListGroupsResponseSlots:
+    """Slot storage of :class:`ListGroupsResponse`: readers fill these slots directly, then
+    make the instance a ListGroupsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "groups",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListGroupsResponse:
+class ListGroupsResponse(_ListGroupsResponseSlots):
     """ListGroupsResponse, version 5 (api_key 16).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListGroupsResponse.json, versions 0-5.

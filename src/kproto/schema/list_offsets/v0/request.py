@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _ListOffsetsPartitionSlots:
+    """Slot storage of :class:`ListOffsetsPartition`: readers fill these slots directly, then
+    make the instance a ListOffsetsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "timestamp",
+        "max_num_offsets",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsPartition:
+class ListOffsetsPartition(_ListOffsetsPartitionSlots):
     """Each partition in the request.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ListOffsetsRequest.json, versions 0-10.
@@ -65,8 +77,19 @@ class ListOffsetsPartition:
     """The maximum number of offsets to report. int32; versions 0; default '1'."""
 
 
+class _ListOffsetsTopicSlots:
+    """Slot storage of :class:`ListOffsetsTopic`: readers fill these slots directly, then
+    make the instance a ListOffsetsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsTopic:
+class ListOffsetsTopic(_ListOffsetsTopicSlots):
     """Each topic in the request.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ListOffsetsRequest.json, versions 0-10.
@@ -120,8 +143,19 @@ class ListOffsetsTopic:
     """Each partition in the request. []ListOffsetsPartition; versions 0+."""
 
 
+class _ListOffsetsRequestSlots:
+    """Slot storage of :class:`ListOffsetsRequest`: readers fill these slots directly, then
+    make the instance a ListOffsetsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsRequest:
+class ListOffsetsRequest(_ListOffsetsRequestSlots):
     """ListOffsetsRequest, version 0 (api_key 2).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ListOffsetsRequest.json, versions 0-10.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _ListOffsetsPartitionResponseSlots:
+    """Slot storage of :class:`ListOffsetsPartitionResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsPartitionResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "old_style_offsets",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsPartitionResponse:
+class ListOffsetsPartitionResponse(_ListOffsetsPartitionResponseSlots):
     """Each partition in the response.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ListOffsetsResponse.json, versions 0-10.
@@ -72,8 +85,19 @@ class ListOffsetsPartitionResponse:
     """The result offsets. []int64; versions 0."""
 
 
+class _ListOffsetsTopicResponseSlots:
+    """Slot storage of :class:`ListOffsetsTopicResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsTopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsTopicResponse:
+class ListOffsetsTopicResponse(_ListOffsetsTopicResponseSlots):
     """Each topic in the response.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ListOffsetsResponse.json, versions 0-10.
@@ -127,8 +151,18 @@ class ListOffsetsTopicResponse:
     """Each partition in the response. []ListOffsetsPartitionResponse; versions 0+."""
 
 
+class _ListOffsetsResponseSlots:
+    """Slot storage of :class:`ListOffsetsResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsResponse:
+class ListOffsetsResponse(_ListOffsetsResponseSlots):
     """ListOffsetsResponse, version 0 (api_key 2).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ListOffsetsResponse.json, versions 0-10.

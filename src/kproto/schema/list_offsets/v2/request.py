@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _ListOffsetsPartitionSlots:
+    """Slot storage of :class:`ListOffsetsPartition`: readers fill these slots directly, then
+    make the instance a ListOffsetsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "timestamp",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsPartition:
+class ListOffsetsPartition(_ListOffsetsPartitionSlots):
     """Each partition in the request.
 
     Encoding: classic. Source: kafka-4.1-subset/ListOffsetsRequest.json, versions 1-11.
@@ -57,8 +68,19 @@ class ListOffsetsPartition:
     """The current timestamp. int64; versions 0+."""
 
 
+class _ListOffsetsTopicSlots:
+    """Slot storage of :class:`ListOffsetsTopic`: readers fill these slots directly, then
+    make the instance a ListOffsetsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsTopic:
+class ListOffsetsTopic(_ListOffsetsTopicSlots):
     """Each topic in the request.
 
     Encoding: classic. Source: kafka-4.1-subset/ListOffsetsRequest.json, versions 1-11.
@@ -112,8 +134,20 @@ class ListOffsetsTopic:
     """Each partition in the request. []ListOffsetsPartition; versions 0+."""
 
 
+class _ListOffsetsRequestSlots:
+    """Slot storage of :class:`ListOffsetsRequest`: readers fill these slots directly, then
+    make the instance a ListOffsetsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "isolation_level",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsRequest:
+class ListOffsetsRequest(_ListOffsetsRequestSlots):
     """ListOffsetsRequest, version 2 (api_key 2).
 
     Encoding: classic. Source: kafka-4.1-subset/ListOffsetsRequest.json, versions 1-11.

@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _ListOffsetsPartitionResponseSlots:
+    """Slot storage of :class:`ListOffsetsPartitionResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsPartitionResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "timestamp",
+        "offset",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsPartitionResponse:
+class ListOffsetsPartitionResponse(_ListOffsetsPartitionResponseSlots):
     """Each partition in the response.
 
     Encoding: classic. Source: kafka-4.1-subset/ListOffsetsResponse.json, versions 1-11.
@@ -71,8 +85,19 @@ class ListOffsetsPartitionResponse:
     """The returned offset. int64; versions 1+; default '-1'."""
 
 
+class _ListOffsetsTopicResponseSlots:
+    """Slot storage of :class:`ListOffsetsTopicResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsTopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsTopicResponse:
+class ListOffsetsTopicResponse(_ListOffsetsTopicResponseSlots):
     """Each topic in the response.
 
     Encoding: classic. Source: kafka-4.1-subset/ListOffsetsResponse.json, versions 1-11.
@@ -126,8 +151,19 @@ class ListOffsetsTopicResponse:
     """Each partition in the response. []ListOffsetsPartitionResponse; versions 0+."""
 
 
+class _ListOffsetsResponseSlots:
+    """Slot storage of :class:`ListOffsetsResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsResponse:
+class ListOffsetsResponse(_ListOffsetsResponseSlots):
     """ListOffsetsResponse, version 3 (api_key 2).
 
     Encoding: classic. Source: kafka-4.1-subset/ListOffsetsResponse.json, versions 1-11.

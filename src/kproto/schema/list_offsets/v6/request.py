@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _ListOffsetsPartitionSlots:
+    """Slot storage of :class:`ListOffsetsPartition`: readers fill these slots directly, then
+    make the instance a ListOffsetsPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "current_leader_epoch",
+        "timestamp",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsPartition:
+class ListOffsetsPartition(_ListOffsetsPartitionSlots):
     """Each partition in the request.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListOffsetsRequest.json, versions 1-11.
@@ -77,8 +90,20 @@ class ListOffsetsPartition:
     decode and written back unchanged."""
 
 
+class _ListOffsetsTopicSlots:
+    """Slot storage of :class:`ListOffsetsTopic`: readers fill these slots directly, then
+    make the instance a ListOffsetsTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsTopic:
+class ListOffsetsTopic(_ListOffsetsTopicSlots):
     """Each topic in the request.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListOffsetsRequest.json, versions 1-11.
@@ -140,8 +165,21 @@ class ListOffsetsTopic:
     decode and written back unchanged."""
 
 
+class _ListOffsetsRequestSlots:
+    """Slot storage of :class:`ListOffsetsRequest`: readers fill these slots directly, then
+    make the instance a ListOffsetsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "replica_id",
+        "isolation_level",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsRequest:
+class ListOffsetsRequest(_ListOffsetsRequestSlots):
     """ListOffsetsRequest, version 6 (api_key 2).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListOffsetsRequest.json, versions 1-11.

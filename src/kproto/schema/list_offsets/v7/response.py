@@ -22,8 +22,24 @@ __all__ = [
 ]
 
 
+class _ListOffsetsPartitionResponseSlots:
+    """Slot storage of :class:`ListOffsetsPartitionResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsPartitionResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "timestamp",
+        "offset",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsPartitionResponse:
+class ListOffsetsPartitionResponse(_ListOffsetsPartitionResponseSlots):
     """Each partition in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListOffsetsResponse.json, versions 1-11.
@@ -85,8 +101,20 @@ class ListOffsetsPartitionResponse:
     decode and written back unchanged."""
 
 
+class _ListOffsetsTopicResponseSlots:
+    """Slot storage of :class:`ListOffsetsTopicResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsTopicResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsTopicResponse:
+class ListOffsetsTopicResponse(_ListOffsetsTopicResponseSlots):
     """Each topic in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListOffsetsResponse.json, versions 1-11.
@@ -148,8 +176,20 @@ class ListOffsetsTopicResponse:
     decode and written back unchanged."""
 
 
+class _ListOffsetsResponseSlots:
+    """Slot storage of :class:`ListOffsetsResponse`: readers fill these slots directly, then
+    make the instance a ListOffsetsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListOffsetsResponse:
+class ListOffsetsResponse(_ListOffsetsResponseSlots):
     """ListOffsetsResponse, version 7 (api_key 2).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListOffsetsResponse.json, versions 1-11.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _ListPartitionReassignmentsTopicsSlots:
+    """Slot storage of :class:`ListPartitionReassignmentsTopics`: readers fill these slots directly, then
+    make the instance a ListPartitionReassignmentsTopics (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListPartitionReassignmentsTopics:
+class ListPartitionReassignmentsTopics(_ListPartitionReassignmentsTopicsSlots):
     """The topics to list partition reassignments for, or null to list everything.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListPartitionReassignmentsRequest.json, versions 0.
@@ -79,8 +92,21 @@ class ListPartitionReassignmentsTopics:
     decode and written back unchanged."""
 
 
+class _ListPartitionReassignmentsRequestSlots:
+    """Slot storage of :class:`ListPartitionReassignmentsRequest`: readers fill these slots directly, then
+    make the instance a ListPartitionReassignmentsRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "timeout_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListPartitionReassignmentsRequest:
+class ListPartitionReassignmentsRequest(_ListPartitionReassignmentsRequestSlots):
     """ListPartitionReassignmentsRequest, version 0 (api_key 46).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListPartitionReassignmentsRequest.json, versions 0.

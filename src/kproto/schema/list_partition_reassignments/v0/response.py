@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _OngoingPartitionReassignmentSlots:
+    """Slot storage of :class:`OngoingPartitionReassignment`: readers fill these slots directly, then
+    make the instance a OngoingPartitionReassignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "replicas",
+        "adding_replicas",
+        "removing_replicas",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OngoingPartitionReassignment:
+class OngoingPartitionReassignment(_OngoingPartitionReassignmentSlots):
     """The ongoing reassignments for each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListPartitionReassignmentsResponse.json, versions 0.
@@ -108,8 +123,20 @@ class OngoingPartitionReassignment:
     decode and written back unchanged."""
 
 
+class _OngoingTopicReassignmentSlots:
+    """Slot storage of :class:`OngoingTopicReassignment`: readers fill these slots directly, then
+    make the instance a OngoingTopicReassignment (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OngoingTopicReassignment:
+class OngoingTopicReassignment(_OngoingTopicReassignmentSlots):
     """The ongoing reassignments for each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListPartitionReassignmentsResponse.json, versions 0.
@@ -171,8 +198,23 @@ class OngoingTopicReassignment:
     decode and written back unchanged."""
 
 
+class _ListPartitionReassignmentsResponseSlots:
+    """Slot storage of :class:`ListPartitionReassignmentsResponse`: readers fill these slots directly, then
+    make the instance a ListPartitionReassignmentsResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListPartitionReassignmentsResponse:
+class ListPartitionReassignmentsResponse(_ListPartitionReassignmentsResponseSlots):
     """ListPartitionReassignmentsResponse, version 0 (api_key 46).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListPartitionReassignmentsResponse.json, versions 0.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _ListTransactionsRequestSlots:
+    """Slot storage of :class:`ListTransactionsRequest`: readers fill these slots directly, then
+    make the instance a ListTransactionsRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "state_filters",
+        "producer_id_filters",
+        "duration_filter",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListTransactionsRequest:
+class ListTransactionsRequest(_ListTransactionsRequestSlots):
     """ListTransactionsRequest, version 1 (api_key 66).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListTransactionsRequest.json, versions 0-2.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _TransactionStateSlots:
+    """Slot storage of :class:`TransactionState`: readers fill these slots directly, then
+    make the instance a TransactionState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "transaction_state",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TransactionState:
+class TransactionState(_TransactionStateSlots):
     """The current state of the transaction for the transactional id.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListTransactionsResponse.json, versions 0-2.
@@ -91,8 +104,22 @@ class TransactionState:
     decode and written back unchanged."""
 
 
+class _ListTransactionsResponseSlots:
+    """Slot storage of :class:`ListTransactionsResponse`: readers fill these slots directly, then
+    make the instance a ListTransactionsResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "unknown_state_filters",
+        "transaction_states",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ListTransactionsResponse:
+class ListTransactionsResponse(_ListTransactionsResponseSlots):
     """ListTransactionsResponse, version 2 (api_key 66).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ListTransactionsResponse.json, versions 0-2.

@@ -21,8 +21,18 @@ __all__ = [
 ]
 
 
+class _MetadataRequestTopicSlots:
+    """Slot storage of :class:`MetadataRequestTopic`: readers fill these slots directly, then
+    make the instance a MetadataRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataRequestTopic:
+class MetadataRequestTopic(_MetadataRequestTopicSlots):
     """The topics to fetch metadata for.
 
     Encoding: classic. Source: kafka-4.1-subset/MetadataRequest.json, versions 0-13."""
@@ -56,8 +66,18 @@ class MetadataRequestTopic:
     """The topic name. string; versions 0+; nullable in versions 10+."""
 
 
+class _MetadataRequestSlots:
+    """Slot storage of :class:`MetadataRequest`: readers fill these slots directly, then
+    make the instance a MetadataRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataRequest:
+class MetadataRequest(_MetadataRequestSlots):
     """MetadataRequest, version 1 (api_key 3).
 
     Encoding: classic. Source: kafka-4.1-subset/MetadataRequest.json, versions 0-13."""

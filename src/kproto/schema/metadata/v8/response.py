@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _MetadataResponseBrokerSlots:
+    """Slot storage of :class:`MetadataResponseBroker`: readers fill these slots directly, then
+    make the instance a MetadataResponseBroker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "host",
+        "port",
+        "rack",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponseBroker:
+class MetadataResponseBroker(_MetadataResponseBrokerSlots):
     """A list of brokers present in the cluster.
 
     Encoding: classic. Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13."""
@@ -86,8 +99,25 @@ class MetadataResponseBroker:
     """The rack of the broker, or null if it has not been assigned to a rack. string; versions 1+; nullable in versions 1+; default 'null'."""
 
 
+class _MetadataResponsePartitionSlots:
+    """Slot storage of :class:`MetadataResponsePartition`: readers fill these slots directly, then
+    make the instance a MetadataResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "replica_nodes",
+        "isr_nodes",
+        "offline_replicas",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponsePartition:
+class MetadataResponsePartition(_MetadataResponsePartitionSlots):
     """Each partition in the topic.
 
     Encoding: classic. Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13."""
@@ -197,8 +227,22 @@ class MetadataResponsePartition:
     """The set of offline replicas of this partition. []int32; versions 5+."""
 
 
+class _MetadataResponseTopicSlots:
+    """Slot storage of :class:`MetadataResponseTopic`: readers fill these slots directly, then
+    make the instance a MetadataResponseTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "name",
+        "is_internal",
+        "partitions",
+        "topic_authorized_operations",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponseTopic:
+class MetadataResponseTopic(_MetadataResponseTopicSlots):
     """Each topic in the response.
 
     Encoding: classic. Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13."""
@@ -286,8 +330,23 @@ class MetadataResponseTopic:
     """32-bit bitfield to represent authorized operations for this topic. int32; versions 8+; default '-2147483648'."""
 
 
+class _MetadataResponseSlots:
+    """Slot storage of :class:`MetadataResponse`: readers fill these slots directly, then
+    make the instance a MetadataResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "brokers",
+        "cluster_id",
+        "controller_id",
+        "topics",
+        "cluster_authorized_operations",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponse:
+class MetadataResponse(_MetadataResponseSlots):
     """MetadataResponse, version 8 (api_key 3).
 
     Encoding: classic. Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13."""

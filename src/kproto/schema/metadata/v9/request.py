@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _MetadataRequestTopicSlots:
+    """Slot storage of :class:`MetadataRequestTopic`: readers fill these slots directly, then
+    make the instance a MetadataRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataRequestTopic:
+class MetadataRequestTopic(_MetadataRequestTopicSlots):
     """The topics to fetch metadata for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/MetadataRequest.json, versions 0-13.
@@ -64,8 +75,22 @@ class MetadataRequestTopic:
     decode and written back unchanged."""
 
 
+class _MetadataRequestSlots:
+    """Slot storage of :class:`MetadataRequest`: readers fill these slots directly, then
+    make the instance a MetadataRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "allow_auto_topic_creation",
+        "include_cluster_authorized_operations",
+        "include_topic_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataRequest:
+class MetadataRequest(_MetadataRequestSlots):
     """MetadataRequest, version 9 (api_key 3).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/MetadataRequest.json, versions 0-13.

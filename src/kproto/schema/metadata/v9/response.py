@@ -23,8 +23,22 @@ __all__ = [
 ]
 
 
+class _MetadataResponseBrokerSlots:
+    """Slot storage of :class:`MetadataResponseBroker`: readers fill these slots directly, then
+    make the instance a MetadataResponseBroker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "host",
+        "port",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponseBroker:
+class MetadataResponseBroker(_MetadataResponseBrokerSlots):
     """A list of brokers present in the cluster.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13.
@@ -98,8 +112,26 @@ class MetadataResponseBroker:
     decode and written back unchanged."""
 
 
+class _MetadataResponsePartitionSlots:
+    """Slot storage of :class:`MetadataResponsePartition`: readers fill these slots directly, then
+    make the instance a MetadataResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "partition_index",
+        "leader_id",
+        "leader_epoch",
+        "replica_nodes",
+        "isr_nodes",
+        "offline_replicas",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponsePartition:
+class MetadataResponsePartition(_MetadataResponsePartitionSlots):
     """Each partition in the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13.
@@ -219,8 +251,23 @@ class MetadataResponsePartition:
     decode and written back unchanged."""
 
 
+class _MetadataResponseTopicSlots:
+    """Slot storage of :class:`MetadataResponseTopic`: readers fill these slots directly, then
+    make the instance a MetadataResponseTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "name",
+        "is_internal",
+        "partitions",
+        "topic_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponseTopic:
+class MetadataResponseTopic(_MetadataResponseTopicSlots):
     """Each topic in the response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13.
@@ -317,8 +364,24 @@ class MetadataResponseTopic:
     decode and written back unchanged."""
 
 
+class _MetadataResponseSlots:
+    """Slot storage of :class:`MetadataResponse`: readers fill these slots directly, then
+    make the instance a MetadataResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "brokers",
+        "cluster_id",
+        "controller_id",
+        "topics",
+        "cluster_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class MetadataResponse:
+class MetadataResponse(_MetadataResponseSlots):
     """MetadataResponse, version 9 (api_key 3).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/MetadataResponse.json, versions 0-13.

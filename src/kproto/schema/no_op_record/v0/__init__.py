@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _NoOpRecordSlots:
+    """Slot storage of :class:`NoOpRecord`: readers fill these slots directly, then
+    make the instance a NoOpRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class NoOpRecord:
+class NoOpRecord(_NoOpRecordSlots):
     """NoOpRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/NoOpRecord.json, versions 0.

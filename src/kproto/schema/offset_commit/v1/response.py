@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _OffsetCommitResponsePartitionSlots:
+    """Slot storage of :class:`OffsetCommitResponsePartition`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponsePartition:
+class OffsetCommitResponsePartition(_OffsetCommitResponsePartitionSlots):
     """The responses for each partition in the topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/OffsetCommitResponse.json, versions 0-9.
@@ -57,8 +69,20 @@ class OffsetCommitResponsePartition:
     """The error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _OffsetCommitResponseTopicSlots:
+    """Slot storage of :class:`OffsetCommitResponseTopic`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponseTopic:
+class OffsetCommitResponseTopic(_OffsetCommitResponseTopicSlots):
     """The responses for each topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/OffsetCommitResponse.json, versions 0-9.
@@ -112,8 +136,18 @@ class OffsetCommitResponseTopic:
     """The responses for each partition in the topic. []OffsetCommitResponsePartition; versions 0+."""
 
 
+class _OffsetCommitResponseSlots:
+    """Slot storage of :class:`OffsetCommitResponse`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponse:
+class OffsetCommitResponse(_OffsetCommitResponseSlots):
     """OffsetCommitResponse, version 1 (api_key 8).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/OffsetCommitResponse.json, versions 0-9.

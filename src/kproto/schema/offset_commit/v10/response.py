@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _OffsetCommitResponsePartitionSlots:
+    """Slot storage of :class:`OffsetCommitResponsePartition`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponsePartition:
+class OffsetCommitResponsePartition(_OffsetCommitResponsePartitionSlots):
     """The responses for each partition in the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetCommitResponse.json, versions 2-10.
@@ -63,8 +76,21 @@ class OffsetCommitResponsePartition:
     decode and written back unchanged."""
 
 
+class _OffsetCommitResponseTopicSlots:
+    """Slot storage of :class:`OffsetCommitResponseTopic`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponseTopic:
+class OffsetCommitResponseTopic(_OffsetCommitResponseTopicSlots):
     """The responses for each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetCommitResponse.json, versions 2-10.
@@ -125,8 +151,20 @@ class OffsetCommitResponseTopic:
     decode and written back unchanged."""
 
 
+class _OffsetCommitResponseSlots:
+    """Slot storage of :class:`OffsetCommitResponse`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponse:
+class OffsetCommitResponse(_OffsetCommitResponseSlots):
     """OffsetCommitResponse, version 10 (api_key 8).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetCommitResponse.json, versions 2-10.

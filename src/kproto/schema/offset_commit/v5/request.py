@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _OffsetCommitRequestPartitionSlots:
+    """Slot storage of :class:`OffsetCommitRequestPartition`: readers fill these slots directly, then
+    make the instance a OffsetCommitRequestPartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_metadata",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitRequestPartition:
+class OffsetCommitRequestPartition(_OffsetCommitRequestPartitionSlots):
     """Each partition to commit offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetCommitRequest.json, versions 2-10.
@@ -74,8 +87,19 @@ class OffsetCommitRequestPartition:
     """Any associated metadata the client wants to keep. string; versions 0+; nullable in versions 0+."""
 
 
+class _OffsetCommitRequestTopicSlots:
+    """Slot storage of :class:`OffsetCommitRequestTopic`: readers fill these slots directly, then
+    make the instance a OffsetCommitRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitRequestTopic:
+class OffsetCommitRequestTopic(_OffsetCommitRequestTopicSlots):
     """The topics to commit offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetCommitRequest.json, versions 2-10.
@@ -130,8 +154,21 @@ class OffsetCommitRequestTopic:
     """Each partition to commit offsets for. []OffsetCommitRequestPartition; versions 0+."""
 
 
+class _OffsetCommitRequestSlots:
+    """Slot storage of :class:`OffsetCommitRequest`: readers fill these slots directly, then
+    make the instance a OffsetCommitRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "generation_id_or_member_epoch",
+        "member_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitRequest:
+class OffsetCommitRequest(_OffsetCommitRequestSlots):
     """OffsetCommitRequest, version 5 (api_key 8).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetCommitRequest.json, versions 2-10.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _OffsetCommitResponsePartitionSlots:
+    """Slot storage of :class:`OffsetCommitResponsePartition`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponsePartition:
+class OffsetCommitResponsePartition(_OffsetCommitResponsePartitionSlots):
     """The responses for each partition in the topic.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetCommitResponse.json, versions 2-10.
@@ -57,8 +69,20 @@ class OffsetCommitResponsePartition:
     """The error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _OffsetCommitResponseTopicSlots:
+    """Slot storage of :class:`OffsetCommitResponseTopic`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponseTopic:
+class OffsetCommitResponseTopic(_OffsetCommitResponseTopicSlots):
     """The responses for each topic.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetCommitResponse.json, versions 2-10.
@@ -113,8 +137,19 @@ class OffsetCommitResponseTopic:
     """The responses for each partition in the topic. []OffsetCommitResponsePartition; versions 0+."""
 
 
+class _OffsetCommitResponseSlots:
+    """Slot storage of :class:`OffsetCommitResponse`: readers fill these slots directly, then
+    make the instance a OffsetCommitResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitResponse:
+class OffsetCommitResponse(_OffsetCommitResponseSlots):
     """OffsetCommitResponse, version 5 (api_key 8).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetCommitResponse.json, versions 2-10.

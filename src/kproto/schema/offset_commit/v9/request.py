@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _OffsetCommitRequestPartitionSlots:
+    """Slot storage of :class:`OffsetCommitRequestPartition`: readers fill these slots directly, then
+    make the instance a OffsetCommitRequestPartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_leader_epoch",
+        "committed_metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitRequestPartition:
+class OffsetCommitRequestPartition(_OffsetCommitRequestPartitionSlots):
     """Each partition to commit offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetCommitRequest.json, versions 2-10.
@@ -95,8 +110,20 @@ class OffsetCommitRequestPartition:
     decode and written back unchanged."""
 
 
+class _OffsetCommitRequestTopicSlots:
+    """Slot storage of :class:`OffsetCommitRequestTopic`: readers fill these slots directly, then
+    make the instance a OffsetCommitRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitRequestTopic:
+class OffsetCommitRequestTopic(_OffsetCommitRequestTopicSlots):
     """The topics to commit offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetCommitRequest.json, versions 2-10.
@@ -159,8 +186,23 @@ class OffsetCommitRequestTopic:
     decode and written back unchanged."""
 
 
+class _OffsetCommitRequestSlots:
+    """Slot storage of :class:`OffsetCommitRequest`: readers fill these slots directly, then
+    make the instance a OffsetCommitRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "generation_id_or_member_epoch",
+        "member_id",
+        "group_instance_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitRequest:
+class OffsetCommitRequest(_OffsetCommitRequestSlots):
     """OffsetCommitRequest, version 9 (api_key 8).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetCommitRequest.json, versions 2-10.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _OffsetCommitKeySlots:
+    """Slot storage of :class:`OffsetCommitKey`: readers fill these slots directly, then
+    make the instance a OffsetCommitKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group",
+        "topic",
+        "partition",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitKey:
+class OffsetCommitKey(_OffsetCommitKeySlots):
     """OffsetCommitKey, version 1.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/OffsetCommitKey.json, versions 0-1.

@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _OffsetCommitValueSlots:
+    """Slot storage of :class:`OffsetCommitValue`: readers fill these slots directly, then
+    make the instance a OffsetCommitValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "offset",
+        "metadata",
+        "commit_timestamp",
+        "expire_timestamp",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetCommitValue:
+class OffsetCommitValue(_OffsetCommitValueSlots):
     """OffsetCommitValue, version 1.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/OffsetCommitValue.json, versions 0-4.

@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _OffsetDeleteRequestPartitionSlots:
+    """Slot storage of :class:`OffsetDeleteRequestPartition`: readers fill these slots directly, then
+    make the instance a OffsetDeleteRequestPartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetDeleteRequestPartition:
+class OffsetDeleteRequestPartition(_OffsetDeleteRequestPartitionSlots):
     """Each partition to delete offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetDeleteRequest.json, versions 0."""
@@ -50,8 +61,19 @@ class OffsetDeleteRequestPartition:
     """The partition index. int32; versions 0+."""
 
 
+class _OffsetDeleteRequestTopicSlots:
+    """Slot storage of :class:`OffsetDeleteRequestTopic`: readers fill these slots directly, then
+    make the instance a OffsetDeleteRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetDeleteRequestTopic:
+class OffsetDeleteRequestTopic(_OffsetDeleteRequestTopicSlots):
     """The topics to delete offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetDeleteRequest.json, versions 0."""
@@ -105,8 +127,19 @@ class OffsetDeleteRequestTopic:
     """Each partition to delete offsets for. []OffsetDeleteRequestPartition; versions 0+."""
 
 
+class _OffsetDeleteRequestSlots:
+    """Slot storage of :class:`OffsetDeleteRequest`: readers fill these slots directly, then
+    make the instance a OffsetDeleteRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetDeleteRequest:
+class OffsetDeleteRequest(_OffsetDeleteRequestSlots):
     """OffsetDeleteRequest, version 0 (api_key 47).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetDeleteRequest.json, versions 0."""

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _OffsetDeleteResponsePartitionSlots:
+    """Slot storage of :class:`OffsetDeleteResponsePartition`: readers fill these slots directly, then
+    make the instance a OffsetDeleteResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetDeleteResponsePartition:
+class OffsetDeleteResponsePartition(_OffsetDeleteResponsePartitionSlots):
     """The responses for each partition in the topic.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetDeleteResponse.json, versions 0.
@@ -63,8 +75,20 @@ class OffsetDeleteResponsePartition:
     """The error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _OffsetDeleteResponseTopicSlots:
+    """Slot storage of :class:`OffsetDeleteResponseTopic`: readers fill these slots directly, then
+    make the instance a OffsetDeleteResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetDeleteResponseTopic:
+class OffsetDeleteResponseTopic(_OffsetDeleteResponseTopicSlots):
     """The responses for each topic.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetDeleteResponse.json, versions 0.
@@ -119,8 +143,20 @@ class OffsetDeleteResponseTopic:
     """The responses for each partition in the topic. []OffsetDeleteResponsePartition; versions 0+."""
 
 
+class _OffsetDeleteResponseSlots:
+    """Slot storage of :class:`OffsetDeleteResponse`: readers fill these slots directly, then
+    make the instance a OffsetDeleteResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetDeleteResponse:
+class OffsetDeleteResponse(_OffsetDeleteResponseSlots):
     """OffsetDeleteResponse, version 0 (api_key 47).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetDeleteResponse.json, versions 0.

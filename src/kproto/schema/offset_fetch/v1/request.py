@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _OffsetFetchRequestTopicSlots:
+    """Slot storage of :class:`OffsetFetchRequestTopic`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequestTopic:
+class OffsetFetchRequestTopic(_OffsetFetchRequestTopicSlots):
     """Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.
@@ -71,8 +82,19 @@ class OffsetFetchRequestTopic:
     """The partition indexes we would like to fetch offsets for. []int32; versions 0-7."""
 
 
+class _OffsetFetchRequestSlots:
+    """Slot storage of :class:`OffsetFetchRequest`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequest:
+class OffsetFetchRequest(_OffsetFetchRequestSlots):
     """OffsetFetchRequest, version 1 (api_key 9).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.

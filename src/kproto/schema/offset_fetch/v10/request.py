@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _OffsetFetchRequestTopicsSlots:
+    """Slot storage of :class:`OffsetFetchRequestTopics`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequestTopics (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partition_indexes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequestTopics:
+class OffsetFetchRequestTopics(_OffsetFetchRequestTopicsSlots):
     """Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.
@@ -79,8 +91,22 @@ class OffsetFetchRequestTopics:
     decode and written back unchanged."""
 
 
+class _OffsetFetchRequestGroupSlots:
+    """Slot storage of :class:`OffsetFetchRequestGroup`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequestGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "member_epoch",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequestGroup:
+class OffsetFetchRequestGroup(_OffsetFetchRequestGroupSlots):
     """Each group we would like to fetch offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.
@@ -175,8 +201,20 @@ class OffsetFetchRequestGroup:
     decode and written back unchanged."""
 
 
+class _OffsetFetchRequestSlots:
+    """Slot storage of :class:`OffsetFetchRequest`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "groups",
+        "require_stable",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequest:
+class OffsetFetchRequest(_OffsetFetchRequestSlots):
     """OffsetFetchRequest, version 10 (api_key 9).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.

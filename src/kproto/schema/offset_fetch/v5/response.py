@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _OffsetFetchResponsePartitionSlots:
+    """Slot storage of :class:`OffsetFetchResponsePartition`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_leader_epoch",
+        "metadata",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponsePartition:
+class OffsetFetchResponsePartition(_OffsetFetchResponsePartitionSlots):
     """The responses per partition.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -96,8 +111,19 @@ class OffsetFetchResponsePartition:
     """The error code, or 0 if there was no error. int16; versions 0-7."""
 
 
+class _OffsetFetchResponseTopicSlots:
+    """Slot storage of :class:`OffsetFetchResponseTopic`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponseTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponseTopic:
+class OffsetFetchResponseTopic(_OffsetFetchResponseTopicSlots):
     """The responses per topic.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -151,8 +177,20 @@ class OffsetFetchResponseTopic:
     """The responses per partition. []OffsetFetchResponsePartition; versions 0-7."""
 
 
+class _OffsetFetchResponseSlots:
+    """Slot storage of :class:`OffsetFetchResponse`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponse:
+class OffsetFetchResponse(_OffsetFetchResponseSlots):
     """OffsetFetchResponse, version 5 (api_key 9).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _OffsetFetchRequestTopicSlots:
+    """Slot storage of :class:`OffsetFetchRequestTopic`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequestTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequestTopic:
+class OffsetFetchRequestTopic(_OffsetFetchRequestTopicSlots):
     """Each topic we would like to fetch offsets for, or null to fetch offsets for all topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.
@@ -79,8 +91,21 @@ class OffsetFetchRequestTopic:
     decode and written back unchanged."""
 
 
+class _OffsetFetchRequestSlots:
+    """Slot storage of :class:`OffsetFetchRequest`: readers fill these slots directly, then
+    make the instance a OffsetFetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "require_stable",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchRequest:
+class OffsetFetchRequest(_OffsetFetchRequestSlots):
     """OffsetFetchRequest, version 7 (api_key 9).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchRequest.json, versions 1-10.

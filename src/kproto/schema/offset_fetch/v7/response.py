@@ -22,8 +22,24 @@ __all__ = [
 ]
 
 
+class _OffsetFetchResponsePartitionSlots:
+    """Slot storage of :class:`OffsetFetchResponsePartition`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_leader_epoch",
+        "metadata",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponsePartition:
+class OffsetFetchResponsePartition(_OffsetFetchResponsePartitionSlots):
     """The responses per partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -103,8 +119,20 @@ class OffsetFetchResponsePartition:
     decode and written back unchanged."""
 
 
+class _OffsetFetchResponseTopicSlots:
+    """Slot storage of :class:`OffsetFetchResponseTopic`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponseTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponseTopic:
+class OffsetFetchResponseTopic(_OffsetFetchResponseTopicSlots):
     """The responses per topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -166,8 +194,21 @@ class OffsetFetchResponseTopic:
     decode and written back unchanged."""
 
 
+class _OffsetFetchResponseSlots:
+    """Slot storage of :class:`OffsetFetchResponse`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponse:
+class OffsetFetchResponse(_OffsetFetchResponseSlots):
     """OffsetFetchResponse, version 7 (api_key 9).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.

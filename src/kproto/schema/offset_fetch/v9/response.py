@@ -23,8 +23,24 @@ __all__ = [
 ]
 
 
+class _OffsetFetchResponsePartitionsSlots:
+    """Slot storage of :class:`OffsetFetchResponsePartitions`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponsePartitions (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_leader_epoch",
+        "metadata",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponsePartitions:
+class OffsetFetchResponsePartitions(_OffsetFetchResponsePartitionsSlots):
     """The responses per partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -102,8 +118,21 @@ class OffsetFetchResponsePartitions:
     decode and written back unchanged."""
 
 
+class _OffsetFetchResponseTopicsSlots:
+    """Slot storage of :class:`OffsetFetchResponseTopics`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponseTopics (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponseTopics:
+class OffsetFetchResponseTopics(_OffsetFetchResponseTopicsSlots):
     """The responses per topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -166,8 +195,21 @@ class OffsetFetchResponseTopics:
     decode and written back unchanged."""
 
 
+class _OffsetFetchResponseGroupSlots:
+    """Slot storage of :class:`OffsetFetchResponseGroup`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponseGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponseGroup:
+class OffsetFetchResponseGroup(_OffsetFetchResponseGroupSlots):
     """The responses per group id.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.
@@ -235,8 +277,20 @@ class OffsetFetchResponseGroup:
     decode and written back unchanged."""
 
 
+class _OffsetFetchResponseSlots:
+    """Slot storage of :class:`OffsetFetchResponse`: readers fill these slots directly, then
+    make the instance a OffsetFetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "groups",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetFetchResponse:
+class OffsetFetchResponse(_OffsetFetchResponseSlots):
     """OffsetFetchResponse, version 9 (api_key 9).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetFetchResponse.json, versions 1-10.

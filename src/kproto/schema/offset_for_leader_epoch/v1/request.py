@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _OffsetForLeaderPartitionSlots:
+    """Slot storage of :class:`OffsetForLeaderPartition`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "leader_epoch",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderPartition:
+class OffsetForLeaderPartition(_OffsetForLeaderPartitionSlots):
     """Each partition to get offsets for.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochRequest.json, versions 0-4.
@@ -57,8 +68,19 @@ class OffsetForLeaderPartition:
     """The epoch to look up an offset for. int32; versions 0+."""
 
 
+class _OffsetForLeaderTopicSlots:
+    """Slot storage of :class:`OffsetForLeaderTopic`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderTopic:
+class OffsetForLeaderTopic(_OffsetForLeaderTopicSlots):
     """Each topic to get offsets for.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochRequest.json, versions 0-4.
@@ -113,8 +135,19 @@ class OffsetForLeaderTopic:
     """Each partition to get offsets for. []OffsetForLeaderPartition; versions 0+."""
 
 
+class _OffsetForLeaderEpochRequestSlots:
+    """Slot storage of :class:`OffsetForLeaderEpochRequest`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderEpochRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderEpochRequest:
+class OffsetForLeaderEpochRequest(_OffsetForLeaderEpochRequestSlots):
     """OffsetForLeaderEpochRequest, version 1 (api_key 23).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochRequest.json, versions 0-4.

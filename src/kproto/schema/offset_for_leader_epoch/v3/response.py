@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _EpochEndOffsetSlots:
+    """Slot storage of :class:`EpochEndOffset`: readers fill these slots directly, then
+    make the instance a EpochEndOffset (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "partition",
+        "leader_epoch",
+        "end_offset",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EpochEndOffset:
+class EpochEndOffset(_EpochEndOffsetSlots):
     """Each partition in the topic we fetched offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetForLeaderEpochResponse.json, versions 2-4.
@@ -77,8 +90,20 @@ class EpochEndOffset:
     """The end offset of the epoch. int64; versions 0+; default '-1'."""
 
 
+class _OffsetForLeaderTopicResultSlots:
+    """Slot storage of :class:`OffsetForLeaderTopicResult`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderTopicResult:
+class OffsetForLeaderTopicResult(_OffsetForLeaderTopicResultSlots):
     """Each topic we fetched offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetForLeaderEpochResponse.json, versions 2-4.
@@ -133,8 +158,20 @@ class OffsetForLeaderTopicResult:
     """Each partition in the topic we fetched offsets for. []EpochEndOffset; versions 0+."""
 
 
+class _OffsetForLeaderEpochResponseSlots:
+    """Slot storage of :class:`OffsetForLeaderEpochResponse`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderEpochResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderEpochResponse:
+class OffsetForLeaderEpochResponse(_OffsetForLeaderEpochResponseSlots):
     """OffsetForLeaderEpochResponse, version 3 (api_key 23).
 
     Encoding: classic. Source: kafka-4.1-subset/OffsetForLeaderEpochResponse.json, versions 2-4.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _OffsetForLeaderPartitionSlots:
+    """Slot storage of :class:`OffsetForLeaderPartition`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "current_leader_epoch",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderPartition:
+class OffsetForLeaderPartition(_OffsetForLeaderPartitionSlots):
     """Each partition to get offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetForLeaderEpochRequest.json, versions 2-4.
@@ -77,8 +90,20 @@ class OffsetForLeaderPartition:
     decode and written back unchanged."""
 
 
+class _OffsetForLeaderTopicSlots:
+    """Slot storage of :class:`OffsetForLeaderTopic`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderTopic:
+class OffsetForLeaderTopic(_OffsetForLeaderTopicSlots):
     """Each topic to get offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetForLeaderEpochRequest.json, versions 2-4.
@@ -141,8 +166,21 @@ class OffsetForLeaderTopic:
     decode and written back unchanged."""
 
 
+class _OffsetForLeaderEpochRequestSlots:
+    """Slot storage of :class:`OffsetForLeaderEpochRequest`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderEpochRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "replica_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderEpochRequest:
+class OffsetForLeaderEpochRequest(_OffsetForLeaderEpochRequestSlots):
     """OffsetForLeaderEpochRequest, version 4 (api_key 23).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetForLeaderEpochRequest.json, versions 2-4.

@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _EpochEndOffsetSlots:
+    """Slot storage of :class:`EpochEndOffset`: readers fill these slots directly, then
+    make the instance a EpochEndOffset (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "partition",
+        "leader_epoch",
+        "end_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class EpochEndOffset:
+class EpochEndOffset(_EpochEndOffsetSlots):
     """Each partition in the topic we fetched offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetForLeaderEpochResponse.json, versions 2-4.
@@ -83,8 +97,21 @@ class EpochEndOffset:
     decode and written back unchanged."""
 
 
+class _OffsetForLeaderTopicResultSlots:
+    """Slot storage of :class:`OffsetForLeaderTopicResult`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderTopicResult:
+class OffsetForLeaderTopicResult(_OffsetForLeaderTopicResultSlots):
     """Each topic we fetched offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetForLeaderEpochResponse.json, versions 2-4.
@@ -147,8 +174,21 @@ class OffsetForLeaderTopicResult:
     decode and written back unchanged."""
 
 
+class _OffsetForLeaderEpochResponseSlots:
+    """Slot storage of :class:`OffsetForLeaderEpochResponse`: readers fill these slots directly, then
+    make the instance a OffsetForLeaderEpochResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class OffsetForLeaderEpochResponse:
+class OffsetForLeaderEpochResponse(_OffsetForLeaderEpochResponseSlots):
     """OffsetForLeaderEpochResponse, version 4 (api_key 23).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/OffsetForLeaderEpochResponse.json, versions 2-4.

@@ -19,8 +19,26 @@ __all__ = [
 ]
 
 
+class _PartitionChangeRecordSlots:
+    """Slot storage of :class:`PartitionChangeRecord`: readers fill these slots directly, then
+    make the instance a PartitionChangeRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_id",
+        "topic_id",
+        "isr",
+        "leader",
+        "replicas",
+        "removing_replicas",
+        "adding_replicas",
+        "leader_recovery_state",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionChangeRecord:
+class PartitionChangeRecord(_PartitionChangeRecordSlots):
     """PartitionChangeRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/PartitionChangeRecord.json, versions 0-2.

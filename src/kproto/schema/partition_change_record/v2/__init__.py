@@ -19,8 +19,29 @@ __all__ = [
 ]
 
 
+class _PartitionChangeRecordSlots:
+    """Slot storage of :class:`PartitionChangeRecord`: readers fill these slots directly, then
+    make the instance a PartitionChangeRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_id",
+        "topic_id",
+        "isr",
+        "leader",
+        "replicas",
+        "removing_replicas",
+        "adding_replicas",
+        "leader_recovery_state",
+        "directories",
+        "eligible_leader_replicas",
+        "last_known_elr",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionChangeRecord:
+class PartitionChangeRecord(_PartitionChangeRecordSlots):
     """PartitionChangeRecord, version 2.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/PartitionChangeRecord.json, versions 0-2.

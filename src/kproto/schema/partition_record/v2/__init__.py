@@ -19,8 +19,31 @@ __all__ = [
 ]
 
 
+class _PartitionRecordSlots:
+    """Slot storage of :class:`PartitionRecord`: readers fill these slots directly, then
+    make the instance a PartitionRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_id",
+        "topic_id",
+        "replicas",
+        "isr",
+        "removing_replicas",
+        "adding_replicas",
+        "leader",
+        "leader_recovery_state",
+        "leader_epoch",
+        "partition_epoch",
+        "directories",
+        "eligible_leader_replicas",
+        "last_known_elr",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionRecord:
+class PartitionRecord(_PartitionRecordSlots):
     """PartitionRecord, version 2.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/PartitionRecord.json, versions 0-2.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _PartitionProduceResponseSlots:
+    """Slot storage of :class:`PartitionProduceResponse`: readers fill these slots directly, then
+    make the instance a PartitionProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "base_offset",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceResponse:
+class PartitionProduceResponse(_PartitionProduceResponseSlots):
     """Each partition that we produced to within the topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ProduceResponse.json, versions 0-11.
@@ -63,8 +75,19 @@ class PartitionProduceResponse:
     """The base offset. int64; versions 0+."""
 
 
+class _TopicProduceResponseSlots:
+    """Slot storage of :class:`TopicProduceResponse`: readers fill these slots directly, then
+    make the instance a TopicProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceResponse:
+class TopicProduceResponse(_TopicProduceResponseSlots):
     """Each produce response.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ProduceResponse.json, versions 0-11.
@@ -119,8 +142,19 @@ class TopicProduceResponse:
     """Each partition that we produced to within the topic. []PartitionProduceResponse; versions 0+."""
 
 
+class _ProduceResponseSlots:
+    """Slot storage of :class:`ProduceResponse`: readers fill these slots directly, then
+    make the instance a ProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceResponse:
+class ProduceResponse(_ProduceResponseSlots):
     """ProduceResponse, version 1 (api_key 0).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ProduceResponse.json, versions 0-11.

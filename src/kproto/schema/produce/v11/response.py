@@ -25,8 +25,21 @@ __all__ = [
 ]
 
 
+class _BatchIndexAndErrorMessageSlots:
+    """Slot storage of :class:`BatchIndexAndErrorMessage`: readers fill these slots directly, then
+    make the instance a BatchIndexAndErrorMessage (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "batch_index",
+        "batch_index_error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BatchIndexAndErrorMessage:
+class BatchIndexAndErrorMessage(_BatchIndexAndErrorMessageSlots):
     """The batch indices of records that caused the batch to be dropped.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -76,8 +89,20 @@ class BatchIndexAndErrorMessage:
     decode and written back unchanged."""
 
 
+class _LeaderIdAndEpochSlots:
+    """Slot storage of :class:`LeaderIdAndEpoch`: readers fill these slots directly, then
+    make the instance a LeaderIdAndEpoch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderIdAndEpoch:
+class LeaderIdAndEpoch(_LeaderIdAndEpochSlots):
     """The leader broker that the producer should use for future requests.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -125,8 +150,26 @@ class LeaderIdAndEpoch:
     decode and written back unchanged."""
 
 
+class _PartitionProduceResponseSlots:
+    """Slot storage of :class:`PartitionProduceResponse`: readers fill these slots directly, then
+    make the instance a PartitionProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "record_errors",
+        "error_message",
+        "current_leader",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceResponse:
+class PartitionProduceResponse(_PartitionProduceResponseSlots):
     """Each partition that we produced to within the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -257,8 +300,20 @@ class PartitionProduceResponse:
     decode and written back unchanged."""
 
 
+class _TopicProduceResponseSlots:
+    """Slot storage of :class:`TopicProduceResponse`: readers fill these slots directly, then
+    make the instance a TopicProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_responses",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceResponse:
+class TopicProduceResponse(_TopicProduceResponseSlots):
     """Each produce response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -322,8 +377,22 @@ class TopicProduceResponse:
     decode and written back unchanged."""
 
 
+class _NodeEndpointSlots:
+    """Slot storage of :class:`NodeEndpoint`: readers fill these slots directly, then
+    make the instance a NodeEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "host",
+        "port",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class NodeEndpoint:
+class NodeEndpoint(_NodeEndpointSlots):
     """Endpoints for all current-leaders enumerated in PartitionProduceResponses, with errors NOT_LEADER_OR_FOLLOWER.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -396,8 +465,21 @@ class NodeEndpoint:
     decode and written back unchanged."""
 
 
+class _ProduceResponseSlots:
+    """Slot storage of :class:`ProduceResponse`: readers fill these slots directly, then
+    make the instance a ProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "throttle_time_ms",
+        "node_endpoints",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceResponse:
+class ProduceResponse(_ProduceResponseSlots):
     """ProduceResponse, version 11 (api_key 0).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.

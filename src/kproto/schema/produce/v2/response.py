@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionProduceResponseSlots:
+    """Slot storage of :class:`PartitionProduceResponse`: readers fill these slots directly, then
+    make the instance a PartitionProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "base_offset",
+        "log_append_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceResponse:
+class PartitionProduceResponse(_PartitionProduceResponseSlots):
     """Each partition that we produced to within the topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ProduceResponse.json, versions 0-11.
@@ -77,8 +90,19 @@ class PartitionProduceResponse:
     """The timestamp returned by broker after appending the messages. If CreateTime is used for the topic, the timestamp will be -1.  If LogAppendTime is used for the topic, the timestamp will be the broker local time when the messages are appended. int64; milliseconds; versions 2+; default '-1'."""
 
 
+class _TopicProduceResponseSlots:
+    """Slot storage of :class:`TopicProduceResponse`: readers fill these slots directly, then
+    make the instance a TopicProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceResponse:
+class TopicProduceResponse(_TopicProduceResponseSlots):
     """Each produce response.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ProduceResponse.json, versions 0-11.
@@ -133,8 +157,19 @@ class TopicProduceResponse:
     """Each partition that we produced to within the topic. []PartitionProduceResponse; versions 0+."""
 
 
+class _ProduceResponseSlots:
+    """Slot storage of :class:`ProduceResponse`: readers fill these slots directly, then
+    make the instance a ProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceResponse:
+class ProduceResponse(_ProduceResponseSlots):
     """ProduceResponse, version 2 (api_key 0).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/ProduceResponse.json, versions 0-11.

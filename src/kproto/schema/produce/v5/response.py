@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _PartitionProduceResponseSlots:
+    """Slot storage of :class:`PartitionProduceResponse`: readers fill these slots directly, then
+    make the instance a PartitionProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceResponse:
+class PartitionProduceResponse(_PartitionProduceResponseSlots):
     """Each partition that we produced to within the topic.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""
@@ -90,8 +104,19 @@ class PartitionProduceResponse:
     """The log start offset. int64; versions 5+; default '-1'."""
 
 
+class _TopicProduceResponseSlots:
+    """Slot storage of :class:`TopicProduceResponse`: readers fill these slots directly, then
+    make the instance a TopicProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceResponse:
+class TopicProduceResponse(_TopicProduceResponseSlots):
     """Each produce response.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""
@@ -146,8 +171,19 @@ class TopicProduceResponse:
     """Each partition that we produced to within the topic. []PartitionProduceResponse; versions 0+."""
 
 
+class _ProduceResponseSlots:
+    """Slot storage of :class:`ProduceResponse`: readers fill these slots directly, then
+    make the instance a ProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceResponse:
+class ProduceResponse(_ProduceResponseSlots):
     """ProduceResponse, version 5 (api_key 0).
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""

@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _PartitionProduceDataSlots:
+    """Slot storage of :class:`PartitionProduceData`: readers fill these slots directly, then
+    make the instance a PartitionProduceData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "records",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceData:
+class PartitionProduceData(_PartitionProduceDataSlots):
     """Each partition to produce to.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceRequest.json, versions 3-13."""
@@ -63,8 +74,19 @@ class PartitionProduceData:
     """The record data to be produced. records; versions 0+; nullable in versions 0+."""
 
 
+class _TopicProduceDataSlots:
+    """Slot storage of :class:`TopicProduceData`: readers fill these slots directly, then
+    make the instance a TopicProduceData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_data",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceData:
+class TopicProduceData(_TopicProduceDataSlots):
     """Each topic to produce to.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceRequest.json, versions 3-13."""
@@ -119,8 +141,21 @@ class TopicProduceData:
     """Each partition to produce to. []PartitionProduceData; versions 0+."""
 
 
+class _ProduceRequestSlots:
+    """Slot storage of :class:`ProduceRequest`: readers fill these slots directly, then
+    make the instance a ProduceRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "acks",
+        "timeout_ms",
+        "topic_data",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceRequest:
+class ProduceRequest(_ProduceRequestSlots):
     """ProduceRequest, version 6 (api_key 0).
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceRequest.json, versions 3-13."""

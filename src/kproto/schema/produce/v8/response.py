@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _BatchIndexAndErrorMessageSlots:
+    """Slot storage of :class:`BatchIndexAndErrorMessage`: readers fill these slots directly, then
+    make the instance a BatchIndexAndErrorMessage (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "batch_index",
+        "batch_index_error_message",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BatchIndexAndErrorMessage:
+class BatchIndexAndErrorMessage(_BatchIndexAndErrorMessageSlots):
     """The batch indices of records that caused the batch to be dropped.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""
@@ -66,8 +78,24 @@ class BatchIndexAndErrorMessage:
     """The error message of the record that caused the batch to be dropped. string; versions 8+; nullable in versions 8+; default 'null'."""
 
 
+class _PartitionProduceResponseSlots:
+    """Slot storage of :class:`PartitionProduceResponse`: readers fill these slots directly, then
+    make the instance a PartitionProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "record_errors",
+        "error_message",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceResponse:
+class PartitionProduceResponse(_PartitionProduceResponseSlots):
     """Each partition that we produced to within the topic.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""
@@ -171,8 +199,19 @@ class PartitionProduceResponse:
     """The global error message summarizing the common root cause of the records that caused the batch to be dropped. string; versions 8+; nullable in versions 8+; default 'null'."""
 
 
+class _TopicProduceResponseSlots:
+    """Slot storage of :class:`TopicProduceResponse`: readers fill these slots directly, then
+    make the instance a TopicProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_responses",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceResponse:
+class TopicProduceResponse(_TopicProduceResponseSlots):
     """Each produce response.
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""
@@ -227,8 +266,19 @@ class TopicProduceResponse:
     """Each partition that we produced to within the topic. []PartitionProduceResponse; versions 0+."""
 
 
+class _ProduceResponseSlots:
+    """Slot storage of :class:`ProduceResponse`: readers fill these slots directly, then
+    make the instance a ProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "throttle_time_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceResponse:
+class ProduceResponse(_ProduceResponseSlots):
     """ProduceResponse, version 8 (api_key 0).
 
     Encoding: classic. Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13."""

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _PartitionProduceDataSlots:
+    """Slot storage of :class:`PartitionProduceData`: readers fill these slots directly, then
+    make the instance a PartitionProduceData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "records",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceData:
+class PartitionProduceData(_PartitionProduceDataSlots):
     """Each partition to produce to.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceRequest.json, versions 3-13.
@@ -71,8 +83,20 @@ class PartitionProduceData:
     decode and written back unchanged."""
 
 
+class _TopicProduceDataSlots:
+    """Slot storage of :class:`TopicProduceData`: readers fill these slots directly, then
+    make the instance a TopicProduceData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_data",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceData:
+class TopicProduceData(_TopicProduceDataSlots):
     """Each topic to produce to.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceRequest.json, versions 3-13.
@@ -136,8 +160,22 @@ class TopicProduceData:
     decode and written back unchanged."""
 
 
+class _ProduceRequestSlots:
+    """Slot storage of :class:`ProduceRequest`: readers fill these slots directly, then
+    make the instance a ProduceRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "acks",
+        "timeout_ms",
+        "topic_data",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceRequest:
+class ProduceRequest(_ProduceRequestSlots):
     """ProduceRequest, version 9 (api_key 0).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceRequest.json, versions 3-13.

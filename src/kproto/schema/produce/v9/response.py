@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _BatchIndexAndErrorMessageSlots:
+    """Slot storage of :class:`BatchIndexAndErrorMessage`: readers fill these slots directly, then
+    make the instance a BatchIndexAndErrorMessage (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "batch_index",
+        "batch_index_error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BatchIndexAndErrorMessage:
+class BatchIndexAndErrorMessage(_BatchIndexAndErrorMessageSlots):
     """The batch indices of records that caused the batch to be dropped.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -74,8 +87,25 @@ class BatchIndexAndErrorMessage:
     decode and written back unchanged."""
 
 
+class _PartitionProduceResponseSlots:
+    """Slot storage of :class:`PartitionProduceResponse`: readers fill these slots directly, then
+    make the instance a PartitionProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "index",
+        "error_code",
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "record_errors",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionProduceResponse:
+class PartitionProduceResponse(_PartitionProduceResponseSlots):
     """Each partition that we produced to within the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -188,8 +218,20 @@ class PartitionProduceResponse:
     decode and written back unchanged."""
 
 
+class _TopicProduceResponseSlots:
+    """Slot storage of :class:`TopicProduceResponse`: readers fill these slots directly, then
+    make the instance a TopicProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_responses",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicProduceResponse:
+class TopicProduceResponse(_TopicProduceResponseSlots):
     """Each produce response.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.
@@ -253,8 +295,20 @@ class TopicProduceResponse:
     decode and written back unchanged."""
 
 
+class _ProduceResponseSlots:
+    """Slot storage of :class:`ProduceResponse`: readers fill these slots directly, then
+    make the instance a ProduceResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "responses",
+        "throttle_time_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProduceResponse:
+class ProduceResponse(_ProduceResponseSlots):
     """ProduceResponse, version 9 (api_key 0).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ProduceResponse.json, versions 3-13.

@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _ProducerIdsRecordSlots:
+    """Slot storage of :class:`ProducerIdsRecord`: readers fill these slots directly, then
+    make the instance a ProducerIdsRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "next_producer_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ProducerIdsRecord:
+class ProducerIdsRecord(_ProducerIdsRecordSlots):
     """ProducerIdsRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/ProducerIdsRecord.json, versions 0.

@@ -20,8 +20,23 @@ __all__ = [
 ]
 
 
+class _PushTelemetryRequestSlots:
+    """Slot storage of :class:`PushTelemetryRequest`: readers fill these slots directly, then
+    make the instance a PushTelemetryRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "client_instance_id",
+        "subscription_id",
+        "terminating",
+        "compression_type",
+        "metrics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PushTelemetryRequest:
+class PushTelemetryRequest(_PushTelemetryRequestSlots):
     """PushTelemetryRequest, version 0 (api_key 72).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/PushTelemetryRequest.json, versions 0.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _PushTelemetryResponseSlots:
+    """Slot storage of :class:`PushTelemetryResponse`: readers fill these slots directly, then
+    make the instance a PushTelemetryResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PushTelemetryResponse:
+class PushTelemetryResponse(_PushTelemetryResponseSlots):
     """PushTelemetryResponse, version 0 (api_key 72).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/PushTelemetryResponse.json, versions 0.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _VoterSlots:
+    """Slot storage of :class:`Voter`: readers fill these slots directly, then
+    make the instance a Voter (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "voter_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Voter:
+class Voter(_VoterSlots):
     """The Voter struct of QuorumStateData.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/raft/QuorumStateData.json, versions 0-1.
@@ -53,8 +64,24 @@ class Voter:
     decode and written back unchanged."""
 
 
+class _QuorumStateDataSlots:
+    """Slot storage of :class:`QuorumStateData`: readers fill these slots directly, then
+    make the instance a QuorumStateData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "leader_id",
+        "leader_epoch",
+        "voted_id",
+        "applied_offset",
+        "current_voters",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class QuorumStateData:
+class QuorumStateData(_QuorumStateDataSlots):
     """QuorumStateData, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/raft/QuorumStateData.json, versions 0-1.

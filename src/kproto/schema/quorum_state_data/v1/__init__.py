@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _QuorumStateDataSlots:
+    """Slot storage of :class:`QuorumStateData`: readers fill these slots directly, then
+    make the instance a QuorumStateData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "voted_id",
+        "voted_directory_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class QuorumStateData:
+class QuorumStateData(_QuorumStateDataSlots):
     """QuorumStateData, version 1.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/raft/QuorumStateData.json, versions 0-1.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The data for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateRequest.json, versions 0.
@@ -63,8 +75,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _ReadStateDataSlots:
+    """Slot storage of :class:`ReadStateData`: readers fill these slots directly, then
+    make the instance a ReadStateData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadStateData:
+class ReadStateData(_ReadStateDataSlots):
     """The data for the topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateRequest.json, versions 0.
@@ -119,8 +143,21 @@ class ReadStateData:
     decode and written back unchanged."""
 
 
+class _ReadShareGroupStateRequestSlots:
+    """Slot storage of :class:`ReadShareGroupStateRequest`: readers fill these slots directly, then
+    make the instance a ReadShareGroupStateRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadShareGroupStateRequest:
+class ReadShareGroupStateRequest(_ReadShareGroupStateRequestSlots):
     """ReadShareGroupStateRequest, version 0 (api_key 84).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateRequest.json, versions 0.

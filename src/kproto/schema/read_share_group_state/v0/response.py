@@ -23,8 +23,22 @@ __all__ = [
 ]
 
 
+class _StateBatchSlots:
+    """Slot storage of :class:`StateBatch`: readers fill these slots directly, then
+    make the instance a StateBatch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "delivery_state",
+        "delivery_count",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StateBatch:
+class StateBatch(_StateBatchSlots):
     """The StateBatch struct of ReadShareGroupStateResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateResponse.json, versions 0.
@@ -82,8 +96,24 @@ class StateBatch:
     decode and written back unchanged."""
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "error_code",
+        "error_message",
+        "state_epoch",
+        "start_offset",
+        "state_batches",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateResponse.json, versions 0.
@@ -171,8 +201,20 @@ class PartitionResult:
     decode and written back unchanged."""
 
 
+class _ReadStateResultSlots:
+    """Slot storage of :class:`ReadStateResult`: readers fill these slots directly, then
+    make the instance a ReadStateResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadStateResult:
+class ReadStateResult(_ReadStateResultSlots):
     """The read results.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateResponse.json, versions 0.
@@ -227,8 +269,20 @@ class ReadStateResult:
     decode and written back unchanged."""
 
 
+class _ReadShareGroupStateResponseSlots:
+    """Slot storage of :class:`ReadShareGroupStateResponse`: readers fill these slots directly, then
+    make the instance a ReadShareGroupStateResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadShareGroupStateResponse:
+class ReadShareGroupStateResponse(_ReadShareGroupStateResponseSlots):
     """ReadShareGroupStateResponse, version 0 (api_key 84).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateResponse.json, versions 0.

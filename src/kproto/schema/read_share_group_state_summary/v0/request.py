@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The data for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateSummaryRequest.json, versions 0.
@@ -63,8 +75,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _ReadStateSummaryDataSlots:
+    """Slot storage of :class:`ReadStateSummaryData`: readers fill these slots directly, then
+    make the instance a ReadStateSummaryData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadStateSummaryData:
+class ReadStateSummaryData(_ReadStateSummaryDataSlots):
     """The data for the topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateSummaryRequest.json, versions 0.
@@ -119,8 +143,21 @@ class ReadStateSummaryData:
     decode and written back unchanged."""
 
 
+class _ReadShareGroupStateSummaryRequestSlots:
+    """Slot storage of :class:`ReadShareGroupStateSummaryRequest`: readers fill these slots directly, then
+    make the instance a ReadShareGroupStateSummaryRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadShareGroupStateSummaryRequest:
+class ReadShareGroupStateSummaryRequest(_ReadShareGroupStateSummaryRequestSlots):
     """ReadShareGroupStateSummaryRequest, version 0 (api_key 87).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateSummaryRequest.json, versions 0.

@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "error_code",
+        "error_message",
+        "state_epoch",
+        "start_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateSummaryResponse.json, versions 0.
@@ -93,8 +108,20 @@ class PartitionResult:
     decode and written back unchanged."""
 
 
+class _ReadStateSummaryResultSlots:
+    """Slot storage of :class:`ReadStateSummaryResult`: readers fill these slots directly, then
+    make the instance a ReadStateSummaryResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadStateSummaryResult:
+class ReadStateSummaryResult(_ReadStateSummaryResultSlots):
     """The read results.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateSummaryResponse.json, versions 0.
@@ -149,8 +176,20 @@ class ReadStateSummaryResult:
     decode and written back unchanged."""
 
 
+class _ReadShareGroupStateSummaryResponseSlots:
+    """Slot storage of :class:`ReadShareGroupStateSummaryResponse`: readers fill these slots directly, then
+    make the instance a ReadShareGroupStateSummaryResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ReadShareGroupStateSummaryResponse:
+class ReadShareGroupStateSummaryResponse(_ReadShareGroupStateSummaryResponseSlots):
     """ReadShareGroupStateSummaryResponse, version 0 (api_key 87).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ReadShareGroupStateSummaryResponse.json, versions 0.

@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _BrokerEndpointSlots:
+    """Slot storage of :class:`BrokerEndpoint`: readers fill these slots directly, then
+    make the instance a BrokerEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "security_protocol",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerEndpoint:
+class BrokerEndpoint(_BrokerEndpointSlots):
     """The endpoints that can be used to communicate with this broker.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RegisterBrokerRecord.json, versions 0-3.
@@ -87,8 +101,21 @@ class BrokerEndpoint:
     decode and written back unchanged."""
 
 
+class _BrokerFeatureSlots:
+    """Slot storage of :class:`BrokerFeature`: readers fill these slots directly, then
+    make the instance a BrokerFeature (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "min_supported_version",
+        "max_supported_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class BrokerFeature:
+class BrokerFeature(_BrokerFeatureSlots):
     """The features on this broker.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RegisterBrokerRecord.json, versions 0-3.
@@ -149,8 +176,27 @@ class BrokerFeature:
     decode and written back unchanged."""
 
 
+class _RegisterBrokerRecordSlots:
+    """Slot storage of :class:`RegisterBrokerRecord`: readers fill these slots directly, then
+    make the instance a RegisterBrokerRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "is_migrating_zk_broker",
+        "incarnation_id",
+        "broker_epoch",
+        "end_points",
+        "features",
+        "rack",
+        "fenced",
+        "in_controlled_shutdown",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RegisterBrokerRecord:
+class RegisterBrokerRecord(_RegisterBrokerRecordSlots):
     """RegisterBrokerRecord, version 2.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RegisterBrokerRecord.json, versions 0-3.

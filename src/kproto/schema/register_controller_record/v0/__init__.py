@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _ControllerEndpointSlots:
+    """Slot storage of :class:`ControllerEndpoint`: readers fill these slots directly, then
+    make the instance a ControllerEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "security_protocol",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControllerEndpoint:
+class ControllerEndpoint(_ControllerEndpointSlots):
     """The endpoints that can be used to communicate with this controller.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RegisterControllerRecord.json, versions 0.
@@ -87,8 +101,21 @@ class ControllerEndpoint:
     decode and written back unchanged."""
 
 
+class _ControllerFeatureSlots:
+    """Slot storage of :class:`ControllerFeature`: readers fill these slots directly, then
+    make the instance a ControllerFeature (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "min_supported_version",
+        "max_supported_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ControllerFeature:
+class ControllerFeature(_ControllerFeatureSlots):
     """The features on this controller.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RegisterControllerRecord.json, versions 0.
@@ -149,8 +176,23 @@ class ControllerFeature:
     decode and written back unchanged."""
 
 
+class _RegisterControllerRecordSlots:
+    """Slot storage of :class:`RegisterControllerRecord`: readers fill these slots directly, then
+    make the instance a RegisterControllerRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "incarnation_id",
+        "zk_migration_ready",
+        "end_points",
+        "features",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RegisterControllerRecord:
+class RegisterControllerRecord(_RegisterControllerRecordSlots):
     """RegisterControllerRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RegisterControllerRecord.json, versions 0.

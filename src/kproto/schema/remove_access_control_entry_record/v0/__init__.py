@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _RemoveAccessControlEntryRecordSlots:
+    """Slot storage of :class:`RemoveAccessControlEntryRecord`: readers fill these slots directly, then
+    make the instance a RemoveAccessControlEntryRecord (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemoveAccessControlEntryRecord:
+class RemoveAccessControlEntryRecord(_RemoveAccessControlEntryRecordSlots):
     """RemoveAccessControlEntryRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RemoveAccessControlEntryRecord.json, versions 0.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _RemoveDelegationTokenRecordSlots:
+    """Slot storage of :class:`RemoveDelegationTokenRecord`: readers fill these slots directly, then
+    make the instance a RemoveDelegationTokenRecord (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "token_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemoveDelegationTokenRecord:
+class RemoveDelegationTokenRecord(_RemoveDelegationTokenRecordSlots):
     """RemoveDelegationTokenRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RemoveDelegationTokenRecord.json, versions 0.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _RemoveRaftVoterRequestSlots:
+    """Slot storage of :class:`RemoveRaftVoterRequest`: readers fill these slots directly, then
+    make the instance a RemoveRaftVoterRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "voter_id",
+        "voter_directory_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemoveRaftVoterRequest:
+class RemoveRaftVoterRequest(_RemoveRaftVoterRequestSlots):
     """RemoveRaftVoterRequest, version 0 (api_key 81).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/RemoveRaftVoterRequest.json, versions 0.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _RemoveRaftVoterResponseSlots:
+    """Slot storage of :class:`RemoveRaftVoterResponse`: readers fill these slots directly, then
+    make the instance a RemoveRaftVoterResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemoveRaftVoterResponse:
+class RemoveRaftVoterResponse(_RemoveRaftVoterResponseSlots):
     """RemoveRaftVoterResponse, version 0 (api_key 81).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/RemoveRaftVoterResponse.json, versions 0.

@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _RemoveTopicRecordSlots:
+    """Slot storage of :class:`RemoveTopicRecord`: readers fill these slots directly, then
+    make the instance a RemoveTopicRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemoveTopicRecord:
+class RemoveTopicRecord(_RemoveTopicRecordSlots):
     """RemoveTopicRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RemoveTopicRecord.json, versions 0.

@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _RemoveUserScramCredentialRecordSlots:
+    """Slot storage of :class:`RemoveUserScramCredentialRecord`: readers fill these slots directly, then
+    make the instance a RemoveUserScramCredentialRecord (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "mechanism",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RemoveUserScramCredentialRecord:
+class RemoveUserScramCredentialRecord(_RemoveUserScramCredentialRecordSlots):
     """RemoveUserScramCredentialRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/RemoveUserScramCredentialRecord.json, versions 0.

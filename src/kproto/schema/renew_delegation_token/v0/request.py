@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _RenewDelegationTokenRequestSlots:
+    """Slot storage of :class:`RenewDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a RenewDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "hmac",
+        "renew_period_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RenewDelegationTokenRequest:
+class RenewDelegationTokenRequest(_RenewDelegationTokenRequestSlots):
     """RenewDelegationTokenRequest, version 0 (api_key 39).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/RenewDelegationTokenRequest.json, versions 0-2.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _RenewDelegationTokenRequestSlots:
+    """Slot storage of :class:`RenewDelegationTokenRequest`: readers fill these slots directly, then
+    make the instance a RenewDelegationTokenRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "hmac",
+        "renew_period_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RenewDelegationTokenRequest:
+class RenewDelegationTokenRequest(_RenewDelegationTokenRequestSlots):
     """RenewDelegationTokenRequest, version 2 (api_key 39).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/RenewDelegationTokenRequest.json, versions 0-2.

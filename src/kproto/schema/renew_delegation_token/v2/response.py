@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _RenewDelegationTokenResponseSlots:
+    """Slot storage of :class:`RenewDelegationTokenResponse`: readers fill these slots directly, then
+    make the instance a RenewDelegationTokenResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "error_code",
+        "expiry_timestamp_ms",
+        "throttle_time_ms",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RenewDelegationTokenResponse:
+class RenewDelegationTokenResponse(_RenewDelegationTokenResponseSlots):
     """RenewDelegationTokenResponse, version 2 (api_key 39).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/RenewDelegationTokenResponse.json, versions 0-2.

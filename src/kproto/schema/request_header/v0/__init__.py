@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _RequestHeaderSlots:
+    """Slot storage of :class:`RequestHeader`: readers fill these slots directly, then
+    make the instance a RequestHeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "request_api_key",
+        "request_api_version",
+        "correlation_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RequestHeader:
+class RequestHeader(_RequestHeaderSlots):
     """RequestHeader, version 0.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/RequestHeader.json, versions 0-2.

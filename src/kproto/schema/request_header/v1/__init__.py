@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _RequestHeaderSlots:
+    """Slot storage of :class:`RequestHeader`: readers fill these slots directly, then
+    make the instance a RequestHeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "request_api_key",
+        "request_api_version",
+        "correlation_id",
+        "client_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class RequestHeader:
+class RequestHeader(_RequestHeaderSlots):
     """RequestHeader, version 1.
 
     Encoding: classic. Source: kafka-4.1-subset/RequestHeader.json, versions 1-2."""

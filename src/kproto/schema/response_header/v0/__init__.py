@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _ResponseHeaderSlots:
+    """Slot storage of :class:`ResponseHeader`: readers fill these slots directly, then
+    make the instance a ResponseHeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "correlation_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ResponseHeader:
+class ResponseHeader(_ResponseHeaderSlots):
     """ResponseHeader, version 0.
 
     Encoding: classic. Source: kafka-4.1-subset/ResponseHeader.json, versions 0-1."""

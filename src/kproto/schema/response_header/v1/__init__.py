@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _ResponseHeaderSlots:
+    """Slot storage of :class:`ResponseHeader`: readers fill these slots directly, then
+    make the instance a ResponseHeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "correlation_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ResponseHeader:
+class ResponseHeader(_ResponseHeaderSlots):
     """ResponseHeader, version 1.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/ResponseHeader.json, versions 0-1.

@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _SaslAuthenticateRequestSlots:
+    """Slot storage of :class:`SaslAuthenticateRequest`: readers fill these slots directly, then
+    make the instance a SaslAuthenticateRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "auth_bytes",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SaslAuthenticateRequest:
+class SaslAuthenticateRequest(_SaslAuthenticateRequestSlots):
     """SaslAuthenticateRequest, version 0 (api_key 36).
 
     Encoding: classic. Source: kafka-4.1-subset/SaslAuthenticateRequest.json, versions 0-2.

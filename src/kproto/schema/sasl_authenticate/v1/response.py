@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _SaslAuthenticateResponseSlots:
+    """Slot storage of :class:`SaslAuthenticateResponse`: readers fill these slots directly, then
+    make the instance a SaslAuthenticateResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "auth_bytes",
+        "session_lifetime_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SaslAuthenticateResponse:
+class SaslAuthenticateResponse(_SaslAuthenticateResponseSlots):
     """SaslAuthenticateResponse, version 1 (api_key 36).
 
     Encoding: classic. Source: kafka-4.1-subset/SaslAuthenticateResponse.json, versions 0-2.

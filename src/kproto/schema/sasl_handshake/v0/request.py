@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _SaslHandshakeRequestSlots:
+    """Slot storage of :class:`SaslHandshakeRequest`: readers fill these slots directly, then
+    make the instance a SaslHandshakeRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "mechanism",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SaslHandshakeRequest:
+class SaslHandshakeRequest(_SaslHandshakeRequestSlots):
     """SaslHandshakeRequest, version 0 (api_key 17).
 
     Encoding: classic. Source: kafka-4.1-subset/SaslHandshakeRequest.json, versions 0-1.

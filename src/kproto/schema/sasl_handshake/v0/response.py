@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _SaslHandshakeResponseSlots:
+    """Slot storage of :class:`SaslHandshakeResponse`: readers fill these slots directly, then
+    make the instance a SaslHandshakeResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "mechanisms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SaslHandshakeResponse:
+class SaslHandshakeResponse(_SaslHandshakeResponseSlots):
     """SaslHandshakeResponse, version 0 (api_key 17).
 
     Encoding: classic. Source: kafka-4.1-subset/SaslHandshakeResponse.json, versions 0-1.

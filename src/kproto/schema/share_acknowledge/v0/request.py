@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _AcknowledgementBatchSlots:
+    """Slot storage of :class:`AcknowledgementBatch`: readers fill these slots directly, then
+    make the instance a AcknowledgementBatch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "acknowledge_types",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AcknowledgementBatch:
+class AcknowledgementBatch(_AcknowledgementBatchSlots):
     """Record batches to acknowledge.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeRequest.json, versions 0.
@@ -82,8 +95,20 @@ class AcknowledgementBatch:
     decode and written back unchanged."""
 
 
+class _AcknowledgePartitionSlots:
+    """Slot storage of :class:`AcknowledgePartition`: readers fill these slots directly, then
+    make the instance a AcknowledgePartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "acknowledgement_batches",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AcknowledgePartition:
+class AcknowledgePartition(_AcknowledgePartitionSlots):
     """The partitions containing records to acknowledge.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeRequest.json, versions 0.
@@ -138,8 +163,20 @@ class AcknowledgePartition:
     decode and written back unchanged."""
 
 
+class _AcknowledgeTopicSlots:
+    """Slot storage of :class:`AcknowledgeTopic`: readers fill these slots directly, then
+    make the instance a AcknowledgeTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AcknowledgeTopic:
+class AcknowledgeTopic(_AcknowledgeTopicSlots):
     """The topics containing records to acknowledge.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeRequest.json, versions 0.
@@ -194,8 +231,22 @@ class AcknowledgeTopic:
     decode and written back unchanged."""
 
 
+class _ShareAcknowledgeRequestSlots:
+    """Slot storage of :class:`ShareAcknowledgeRequest`: readers fill these slots directly, then
+    make the instance a ShareAcknowledgeRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "share_session_epoch",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareAcknowledgeRequest:
+class ShareAcknowledgeRequest(_ShareAcknowledgeRequestSlots):
     """ShareAcknowledgeRequest, version 0 (api_key 79).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeRequest.json, versions 0.

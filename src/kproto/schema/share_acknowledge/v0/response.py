@@ -24,8 +24,20 @@ __all__ = [
 ]
 
 
+class _LeaderIdAndEpochSlots:
+    """Slot storage of :class:`LeaderIdAndEpoch`: readers fill these slots directly, then
+    make the instance a LeaderIdAndEpoch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderIdAndEpoch:
+class LeaderIdAndEpoch(_LeaderIdAndEpochSlots):
     """The LeaderIdAndEpoch struct of ShareAcknowledgeResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeResponse.json, versions 0.
@@ -65,8 +77,22 @@ class LeaderIdAndEpoch:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "error_message",
+        "current_leader",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The topic partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeResponse.json, versions 0.
@@ -138,8 +164,21 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _ShareAcknowledgeTopicResponseSlots:
+    """Slot storage of :class:`ShareAcknowledgeTopicResponse`: readers fill these slots directly, then
+    make the instance a ShareAcknowledgeTopicResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareAcknowledgeTopicResponse:
+class ShareAcknowledgeTopicResponse(_ShareAcknowledgeTopicResponseSlots):
     """The response topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeResponse.json, versions 0.
@@ -200,8 +239,22 @@ class ShareAcknowledgeTopicResponse:
     decode and written back unchanged."""
 
 
+class _NodeEndpointSlots:
+    """Slot storage of :class:`NodeEndpoint`: readers fill these slots directly, then
+    make the instance a NodeEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "host",
+        "port",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class NodeEndpoint:
+class NodeEndpoint(_NodeEndpointSlots):
     """Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeResponse.json, versions 0.
@@ -274,8 +327,23 @@ class NodeEndpoint:
     decode and written back unchanged."""
 
 
+class _ShareAcknowledgeResponseSlots:
+    """Slot storage of :class:`ShareAcknowledgeResponse`: readers fill these slots directly, then
+    make the instance a ShareAcknowledgeResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "responses",
+        "node_endpoints",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareAcknowledgeResponse:
+class ShareAcknowledgeResponse(_ShareAcknowledgeResponseSlots):
     """ShareAcknowledgeResponse, version 0 (api_key 79).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareAcknowledgeResponse.json, versions 0.

@@ -24,8 +24,21 @@ __all__ = [
 ]
 
 
+class _AcknowledgementBatchSlots:
+    """Slot storage of :class:`AcknowledgementBatch`: readers fill these slots directly, then
+    make the instance a AcknowledgementBatch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "acknowledge_types",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AcknowledgementBatch:
+class AcknowledgementBatch(_AcknowledgementBatchSlots):
     """Record batches to acknowledge.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchRequest.json, versions 0.
@@ -83,8 +96,21 @@ class AcknowledgementBatch:
     decode and written back unchanged."""
 
 
+class _FetchPartitionSlots:
+    """Slot storage of :class:`FetchPartition`: readers fill these slots directly, then
+    make the instance a FetchPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "partition_max_bytes",
+        "acknowledgement_batches",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchPartition:
+class FetchPartition(_FetchPartitionSlots):
     """The partitions to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchRequest.json, versions 0.
@@ -147,8 +173,20 @@ class FetchPartition:
     decode and written back unchanged."""
 
 
+class _FetchTopicSlots:
+    """Slot storage of :class:`FetchTopic`: readers fill these slots directly, then
+    make the instance a FetchTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FetchTopic:
+class FetchTopic(_FetchTopicSlots):
     """The topics to fetch.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchRequest.json, versions 0.
@@ -203,8 +241,20 @@ class FetchTopic:
     decode and written back unchanged."""
 
 
+class _ForgottenTopicSlots:
+    """Slot storage of :class:`ForgottenTopic`: readers fill these slots directly, then
+    make the instance a ForgottenTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ForgottenTopic:
+class ForgottenTopic(_ForgottenTopicSlots):
     """The partitions to remove from this share session.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchRequest.json, versions 0.
@@ -254,8 +304,26 @@ class ForgottenTopic:
     decode and written back unchanged."""
 
 
+class _ShareFetchRequestSlots:
+    """Slot storage of :class:`ShareFetchRequest`: readers fill these slots directly, then
+    make the instance a ShareFetchRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "share_session_epoch",
+        "max_wait_ms",
+        "min_bytes",
+        "max_bytes",
+        "topics",
+        "forgotten_topics_data",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareFetchRequest:
+class ShareFetchRequest(_ShareFetchRequestSlots):
     """ShareFetchRequest, version 0 (api_key 78).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchRequest.json, versions 0.

@@ -25,8 +25,20 @@ __all__ = [
 ]
 
 
+class _LeaderIdAndEpochSlots:
+    """Slot storage of :class:`LeaderIdAndEpoch`: readers fill these slots directly, then
+    make the instance a LeaderIdAndEpoch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class LeaderIdAndEpoch:
+class LeaderIdAndEpoch(_LeaderIdAndEpochSlots):
     """The LeaderIdAndEpoch struct of ShareFetchResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchResponse.json, versions 0.
@@ -66,8 +78,21 @@ class LeaderIdAndEpoch:
     decode and written back unchanged."""
 
 
+class _AcquiredRecordsSlots:
+    """Slot storage of :class:`AcquiredRecords`: readers fill these slots directly, then
+    make the instance a AcquiredRecords (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "delivery_count",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class AcquiredRecords:
+class AcquiredRecords(_AcquiredRecordsSlots):
     """The acquired records.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchResponse.json, versions 0.
@@ -117,8 +142,26 @@ class AcquiredRecords:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "error_message",
+        "acknowledge_error_code",
+        "acknowledge_error_message",
+        "current_leader",
+        "records",
+        "acquired_records",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The topic partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchResponse.json, versions 0.
@@ -253,8 +296,21 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _ShareFetchableTopicResponseSlots:
+    """Slot storage of :class:`ShareFetchableTopicResponse`: readers fill these slots directly, then
+    make the instance a ShareFetchableTopicResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareFetchableTopicResponse:
+class ShareFetchableTopicResponse(_ShareFetchableTopicResponseSlots):
     """The response topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchResponse.json, versions 0.
@@ -309,8 +365,22 @@ class ShareFetchableTopicResponse:
     decode and written back unchanged."""
 
 
+class _NodeEndpointSlots:
+    """Slot storage of :class:`NodeEndpoint`: readers fill these slots directly, then
+    make the instance a NodeEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "node_id",
+        "host",
+        "port",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class NodeEndpoint:
+class NodeEndpoint(_NodeEndpointSlots):
     """Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchResponse.json, versions 0.
@@ -383,8 +453,23 @@ class NodeEndpoint:
     decode and written back unchanged."""
 
 
+class _ShareFetchResponseSlots:
+    """Slot storage of :class:`ShareFetchResponse`: readers fill these slots directly, then
+    make the instance a ShareFetchResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "responses",
+        "node_endpoints",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareFetchResponse:
+class ShareFetchResponse(_ShareFetchResponseSlots):
     """ShareFetchResponse, version 0 (api_key 78).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareFetchResponse.json, versions 0.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ShareGroupCurrentMemberAssignmentKeySlots:
+    """Slot storage of :class:`ShareGroupCurrentMemberAssignmentKey`: readers fill these slots directly, then
+    make the instance a ShareGroupCurrentMemberAssignmentKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupCurrentMemberAssignmentKey:
+class ShareGroupCurrentMemberAssignmentKey(_ShareGroupCurrentMemberAssignmentKeySlots):
     """ShareGroupCurrentMemberAssignmentKey, version 14.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupCurrentMemberAssignmentKey.json, versions 14.

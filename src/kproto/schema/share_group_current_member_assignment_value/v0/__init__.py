@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """The partitions assigned to (or owned by) this member.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupCurrentMemberAssignmentValue.json, versions 0.
@@ -71,8 +83,25 @@ class TopicPartitions:
     decode and written back unchanged."""
 
 
+class _ShareGroupCurrentMemberAssignmentValueSlots:
+    """Slot storage of :class:`ShareGroupCurrentMemberAssignmentValue`: readers fill these slots directly, then
+    make the instance a ShareGroupCurrentMemberAssignmentValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "member_epoch",
+        "previous_member_epoch",
+        "state",
+        "assigned_partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupCurrentMemberAssignmentValue:
+class ShareGroupCurrentMemberAssignmentValue(
+    _ShareGroupCurrentMemberAssignmentValueSlots
+):
     """ShareGroupCurrentMemberAssignmentValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupCurrentMemberAssignmentValue.json, versions 0.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _ShareGroupDescribeRequestSlots:
+    """Slot storage of :class:`ShareGroupDescribeRequest`: readers fill these slots directly, then
+    make the instance a ShareGroupDescribeRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_ids",
+        "include_authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupDescribeRequest:
+class ShareGroupDescribeRequest(_ShareGroupDescribeRequestSlots):
     """ShareGroupDescribeRequest, version 0 (api_key 77).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupDescribeRequest.json, versions 0.

@@ -24,8 +24,21 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsSlots:
+    """Slot storage of :class:`TopicPartitions`: readers fill these slots directly, then
+    make the instance a TopicPartitions (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitions:
+class TopicPartitions(_TopicPartitionsSlots):
     """The assigned topic-partitions to the member.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupDescribeResponse.json, versions 0.
@@ -90,8 +103,19 @@ class TopicPartitions:
     decode and written back unchanged."""
 
 
+class _AssignmentSlots:
+    """Slot storage of :class:`Assignment`: readers fill these slots directly, then
+    make the instance a Assignment (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Assignment:
+class Assignment(_AssignmentSlots):
     """The current assignment.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupDescribeResponse.json, versions 0.
@@ -138,8 +162,25 @@ class Assignment:
     decode and written back unchanged."""
 
 
+class _MemberSlots:
+    """Slot storage of :class:`Member`: readers fill these slots directly, then
+    make the instance a Member (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "member_id",
+        "rack_id",
+        "member_epoch",
+        "client_id",
+        "client_host",
+        "subscribed_topic_names",
+        "assignment",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Member:
+class Member(_MemberSlots):
     """The members.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupDescribeResponse.json, versions 0.
@@ -256,8 +297,27 @@ class Member:
     decode and written back unchanged."""
 
 
+class _DescribedGroupSlots:
+    """Slot storage of :class:`DescribedGroup`: readers fill these slots directly, then
+    make the instance a DescribedGroup (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "group_id",
+        "group_state",
+        "group_epoch",
+        "assignment_epoch",
+        "assignor_name",
+        "members",
+        "authorized_operations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class DescribedGroup:
+class DescribedGroup(_DescribedGroupSlots):
     """Each described group.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupDescribeResponse.json, versions 0.
@@ -393,8 +453,21 @@ class DescribedGroup:
     decode and written back unchanged."""
 
 
+class _ShareGroupDescribeResponseSlots:
+    """Slot storage of :class:`ShareGroupDescribeResponse`: readers fill these slots directly, then
+    make the instance a ShareGroupDescribeResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "throttle_time_ms",
+        "groups",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupDescribeResponse:
+class ShareGroupDescribeResponse(_ShareGroupDescribeResponseSlots):
     """ShareGroupDescribeResponse, version 0 (api_key 77).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupDescribeResponse.json, versions 0.

@@ -20,8 +20,24 @@ __all__ = [
 ]
 
 
+class _ShareGroupHeartbeatRequestSlots:
+    """Slot storage of :class:`ShareGroupHeartbeatRequest`: readers fill these slots directly, then
+    make the instance a ShareGroupHeartbeatRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "member_epoch",
+        "rack_id",
+        "subscribed_topic_names",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupHeartbeatRequest:
+class ShareGroupHeartbeatRequest(_ShareGroupHeartbeatRequestSlots):
     """ShareGroupHeartbeatRequest, version 0 (api_key 76).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/ShareGroupHeartbeatRequest.json, versions 0.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ShareGroupMemberMetadataKeySlots:
+    """Slot storage of :class:`ShareGroupMemberMetadataKey`: readers fill these slots directly, then
+    make the instance a ShareGroupMemberMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupMemberMetadataKey:
+class ShareGroupMemberMetadataKey(_ShareGroupMemberMetadataKeySlots):
     """ShareGroupMemberMetadataKey, version 10.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupMemberMetadataKey.json, versions 10.

@@ -19,8 +19,23 @@ __all__ = [
 ]
 
 
+class _ShareGroupMemberMetadataValueSlots:
+    """Slot storage of :class:`ShareGroupMemberMetadataValue`: readers fill these slots directly, then
+    make the instance a ShareGroupMemberMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "rack_id",
+        "client_id",
+        "client_host",
+        "subscribed_topic_names",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupMemberMetadataValue:
+class ShareGroupMemberMetadataValue(_ShareGroupMemberMetadataValueSlots):
     """ShareGroupMemberMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupMemberMetadataValue.json, versions 0.

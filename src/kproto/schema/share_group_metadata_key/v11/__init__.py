@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _ShareGroupMetadataKeySlots:
+    """Slot storage of :class:`ShareGroupMetadataKey`: readers fill these slots directly, then
+    make the instance a ShareGroupMetadataKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupMetadataKey:
+class ShareGroupMetadataKey(_ShareGroupMetadataKeySlots):
     """ShareGroupMetadataKey, version 11.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupMetadataKey.json, versions 11.

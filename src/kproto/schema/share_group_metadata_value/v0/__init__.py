@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _ShareGroupMetadataValueSlots:
+    """Slot storage of :class:`ShareGroupMetadataValue`: readers fill these slots directly, then
+    make the instance a ShareGroupMetadataValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupMetadataValue:
+class ShareGroupMetadataValue(_ShareGroupMetadataValueSlots):
     """ShareGroupMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupMetadataValue.json, versions 0.

@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _ShareGroupPartitionMetadataKeySlots:
+    """Slot storage of :class:`ShareGroupPartitionMetadataKey`: readers fill these slots directly, then
+    make the instance a ShareGroupPartitionMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupPartitionMetadataKey:
+class ShareGroupPartitionMetadataKey(_ShareGroupPartitionMetadataKeySlots):
     """ShareGroupPartitionMetadataKey, version 9.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupPartitionMetadataKey.json, versions 9.

@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _ShareGroupStatePartitionMetadataKeySlots:
+    """Slot storage of :class:`ShareGroupStatePartitionMetadataKey`: readers fill these slots directly, then
+    make the instance a ShareGroupStatePartitionMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupStatePartitionMetadataKey:
+class ShareGroupStatePartitionMetadataKey(_ShareGroupStatePartitionMetadataKeySlots):
     """ShareGroupStatePartitionMetadataKey, version 15.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupStatePartitionMetadataKey.json, versions 15.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _TopicPartitionsInfoSlots:
+    """Slot storage of :class:`TopicPartitionsInfo`: readers fill these slots directly, then
+    make the instance a TopicPartitionsInfo (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartitionsInfo:
+class TopicPartitionsInfo(_TopicPartitionsInfoSlots):
     """The topics with initialized share-group state.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupStatePartitionMetadataValue.json, versions 0.
@@ -82,8 +95,20 @@ class TopicPartitionsInfo:
     decode and written back unchanged."""
 
 
+class _TopicInfoSlots:
+    """Slot storage of :class:`TopicInfo`: readers fill these slots directly, then
+    make the instance a TopicInfo (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "topic_name",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicInfo:
+class TopicInfo(_TopicInfoSlots):
     """The topics whose share-group state is being deleted.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupStatePartitionMetadataValue.json, versions 0.
@@ -127,8 +152,23 @@ class TopicInfo:
     decode and written back unchanged."""
 
 
+class _ShareGroupStatePartitionMetadataValueSlots:
+    """Slot storage of :class:`ShareGroupStatePartitionMetadataValue`: readers fill these slots directly, then
+    make the instance a ShareGroupStatePartitionMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "initialized_topics",
+        "deleting_topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupStatePartitionMetadataValue:
+class ShareGroupStatePartitionMetadataValue(
+    _ShareGroupStatePartitionMetadataValueSlots
+):
     """ShareGroupStatePartitionMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupStatePartitionMetadataValue.json, versions 0.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ShareGroupTargetAssignmentMemberKeySlots:
+    """Slot storage of :class:`ShareGroupTargetAssignmentMemberKey`: readers fill these slots directly, then
+    make the instance a ShareGroupTargetAssignmentMemberKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "member_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupTargetAssignmentMemberKey:
+class ShareGroupTargetAssignmentMemberKey(_ShareGroupTargetAssignmentMemberKeySlots):
     """ShareGroupTargetAssignmentMemberKey, version 13.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupTargetAssignmentMemberKey.json, versions 13.

@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _TopicPartitionSlots:
+    """Slot storage of :class:`TopicPartition`: readers fill these slots directly, then
+    make the instance a TopicPartition (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicPartition:
+class TopicPartition(_TopicPartitionSlots):
     """The assigned partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupTargetAssignmentMemberValue.json, versions 0.
@@ -71,8 +83,22 @@ class TopicPartition:
     decode and written back unchanged."""
 
 
+class _ShareGroupTargetAssignmentMemberValueSlots:
+    """Slot storage of :class:`ShareGroupTargetAssignmentMemberValue`: readers fill these slots directly, then
+    make the instance a ShareGroupTargetAssignmentMemberValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupTargetAssignmentMemberValue:
+class ShareGroupTargetAssignmentMemberValue(
+    _ShareGroupTargetAssignmentMemberValueSlots
+):
     """ShareGroupTargetAssignmentMemberValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupTargetAssignmentMemberValue.json, versions 0.

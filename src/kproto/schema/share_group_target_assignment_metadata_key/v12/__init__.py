@@ -19,8 +19,21 @@ __all__ = [
 ]
 
 
+class _ShareGroupTargetAssignmentMetadataKeySlots:
+    """Slot storage of :class:`ShareGroupTargetAssignmentMetadataKey`: readers fill these slots directly, then
+    make the instance a ShareGroupTargetAssignmentMetadataKey (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupTargetAssignmentMetadataKey:
+class ShareGroupTargetAssignmentMetadataKey(
+    _ShareGroupTargetAssignmentMetadataKeySlots
+):
     """ShareGroupTargetAssignmentMetadataKey, version 12.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupTargetAssignmentMetadataKey.json, versions 12.

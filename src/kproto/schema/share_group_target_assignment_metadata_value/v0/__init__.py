@@ -19,8 +19,22 @@ __all__ = [
 ]
 
 
+class _ShareGroupTargetAssignmentMetadataValueSlots:
+    """Slot storage of :class:`ShareGroupTargetAssignmentMetadataValue`: readers fill these slots directly, then
+    make the instance a ShareGroupTargetAssignmentMetadataValue (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "assignment_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareGroupTargetAssignmentMetadataValue:
+class ShareGroupTargetAssignmentMetadataValue(
+    _ShareGroupTargetAssignmentMetadataValueSlots
+):
     """ShareGroupTargetAssignmentMetadataValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/group-coordinator/ShareGroupTargetAssignmentMetadataValue.json, versions 0.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ShareSnapshotKeySlots:
+    """Slot storage of :class:`ShareSnapshotKey`: readers fill these slots directly, then
+    make the instance a ShareSnapshotKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "topic_id",
+        "partition",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareSnapshotKey:
+class ShareSnapshotKey(_ShareSnapshotKeySlots):
     """ShareSnapshotKey, version 0.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/share-coordinator/ShareSnapshotKey.json, versions 0.

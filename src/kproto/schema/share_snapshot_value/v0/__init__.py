@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _StateBatchSlots:
+    """Slot storage of :class:`StateBatch`: readers fill these slots directly, then
+    make the instance a StateBatch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "delivery_state",
+        "delivery_count",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StateBatch:
+class StateBatch(_StateBatchSlots):
     """The StateBatch struct of ShareSnapshotValue.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/share-coordinator/ShareSnapshotValue.json, versions 0.
@@ -77,8 +91,23 @@ class StateBatch:
     decode and written back unchanged."""
 
 
+class _ShareSnapshotValueSlots:
+    """Slot storage of :class:`ShareSnapshotValue`: readers fill these slots directly, then
+    make the instance a ShareSnapshotValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "snapshot_epoch",
+        "state_epoch",
+        "leader_epoch",
+        "start_offset",
+        "state_batches",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareSnapshotValue:
+class ShareSnapshotValue(_ShareSnapshotValueSlots):
     """ShareSnapshotValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/share-coordinator/ShareSnapshotValue.json, versions 0.

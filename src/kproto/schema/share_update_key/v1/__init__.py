@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _ShareUpdateKeySlots:
+    """Slot storage of :class:`ShareUpdateKey`: readers fill these slots directly, then
+    make the instance a ShareUpdateKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "topic_id",
+        "partition",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareUpdateKey:
+class ShareUpdateKey(_ShareUpdateKeySlots):
     """ShareUpdateKey, version 1.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/share-coordinator/ShareUpdateKey.json, versions 1.

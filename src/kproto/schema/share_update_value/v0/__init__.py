@@ -20,8 +20,22 @@ __all__ = [
 ]
 
 
+class _StateBatchSlots:
+    """Slot storage of :class:`StateBatch`: readers fill these slots directly, then
+    make the instance a StateBatch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "delivery_state",
+        "delivery_count",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StateBatch:
+class StateBatch(_StateBatchSlots):
     """The StateBatch struct of ShareUpdateValue.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/share-coordinator/ShareUpdateValue.json, versions 0.
@@ -77,8 +91,22 @@ class StateBatch:
     decode and written back unchanged."""
 
 
+class _ShareUpdateValueSlots:
+    """Slot storage of :class:`ShareUpdateValue`: readers fill these slots directly, then
+    make the instance a ShareUpdateValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "snapshot_epoch",
+        "leader_epoch",
+        "start_offset",
+        "state_batches",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ShareUpdateValue:
+class ShareUpdateValue(_ShareUpdateValueSlots):
     """ShareUpdateValue, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/share-coordinator/ShareUpdateValue.json, versions 0.

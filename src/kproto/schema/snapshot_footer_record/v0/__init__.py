@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _SnapshotFooterRecordSlots:
+    """Slot storage of :class:`SnapshotFooterRecord`: readers fill these slots directly, then
+    make the instance a SnapshotFooterRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SnapshotFooterRecord:
+class SnapshotFooterRecord(_SnapshotFooterRecordSlots):
     """SnapshotFooterRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/SnapshotFooterRecord.json, versions 0.

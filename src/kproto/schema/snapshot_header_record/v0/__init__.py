@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _SnapshotHeaderRecordSlots:
+    """Slot storage of :class:`SnapshotHeaderRecord`: readers fill these slots directly, then
+    make the instance a SnapshotHeaderRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "last_contained_log_timestamp",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SnapshotHeaderRecord:
+class SnapshotHeaderRecord(_SnapshotHeaderRecordSlots):
     """SnapshotHeaderRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/SnapshotHeaderRecord.json, versions 0.

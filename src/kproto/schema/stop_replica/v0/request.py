@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _StopReplicaPartitionV0Slots:
+    """Slot storage of :class:`StopReplicaPartitionV0`: readers fill these slots directly, then
+    make the instance a StopReplicaPartitionV0 (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaPartitionV0:
+class StopReplicaPartitionV0(_StopReplicaPartitionV0Slots):
     """The partitions to stop.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.
@@ -64,8 +75,21 @@ class StopReplicaPartitionV0:
     """The partition index. int32; versions 0."""
 
 
+class _StopReplicaRequestSlots:
+    """Slot storage of :class:`StopReplicaRequest`: readers fill these slots directly, then
+    make the instance a StopReplicaRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "delete_partitions",
+        "ungrouped_partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaRequest:
+class StopReplicaRequest(_StopReplicaRequestSlots):
     """StopReplicaRequest, version 0 (api_key 5).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.

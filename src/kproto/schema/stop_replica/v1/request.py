@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _StopReplicaTopicV1Slots:
+    """Slot storage of :class:`StopReplicaTopicV1`: readers fill these slots directly, then
+    make the instance a StopReplicaTopicV1 (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaTopicV1:
+class StopReplicaTopicV1(_StopReplicaTopicV1Slots):
     """The topics to stop.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.
@@ -71,8 +82,22 @@ class StopReplicaTopicV1:
     """The partition indexes. []int32; versions 1-2."""
 
 
+class _StopReplicaRequestSlots:
+    """Slot storage of :class:`StopReplicaRequest`: readers fill these slots directly, then
+    make the instance a StopReplicaRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "broker_epoch",
+        "delete_partitions",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaRequest:
+class StopReplicaRequest(_StopReplicaRequestSlots):
     """StopReplicaRequest, version 1 (api_key 5).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.

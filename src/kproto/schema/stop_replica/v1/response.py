@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _StopReplicaPartitionErrorSlots:
+    """Slot storage of :class:`StopReplicaPartitionError`: readers fill these slots directly, then
+    make the instance a StopReplicaPartitionError (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaPartitionError:
+class StopReplicaPartitionError(_StopReplicaPartitionErrorSlots):
     """The responses for each partition.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/StopReplicaResponse.json, versions 0-4.
@@ -70,8 +83,19 @@ class StopReplicaPartitionError:
     """The partition error code, or 0 if there was no partition error. int16; versions 0+."""
 
 
+class _StopReplicaResponseSlots:
+    """Slot storage of :class:`StopReplicaResponse`: readers fill these slots directly, then
+    make the instance a StopReplicaResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "partition_errors",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaResponse:
+class StopReplicaResponse(_StopReplicaResponseSlots):
     """StopReplicaResponse, version 1 (api_key 5).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/StopReplicaResponse.json, versions 0-4.

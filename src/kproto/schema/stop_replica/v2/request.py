@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _StopReplicaTopicV1Slots:
+    """Slot storage of :class:`StopReplicaTopicV1`: readers fill these slots directly, then
+    make the instance a StopReplicaTopicV1 (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaTopicV1:
+class StopReplicaTopicV1(_StopReplicaTopicV1Slots):
     """The topics to stop.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.
@@ -79,8 +91,23 @@ class StopReplicaTopicV1:
     decode and written back unchanged."""
 
 
+class _StopReplicaRequestSlots:
+    """Slot storage of :class:`StopReplicaRequest`: readers fill these slots directly, then
+    make the instance a StopReplicaRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "broker_epoch",
+        "delete_partitions",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaRequest:
+class StopReplicaRequest(_StopReplicaRequestSlots):
     """StopReplicaRequest, version 2 (api_key 5).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.

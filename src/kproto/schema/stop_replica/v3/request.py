@@ -22,8 +22,22 @@ __all__ = [
 ]
 
 
+class _StopReplicaPartitionStateSlots:
+    """Slot storage of :class:`StopReplicaPartitionState`: readers fill these slots directly, then
+    make the instance a StopReplicaPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "leader_epoch",
+        "delete_partition",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaPartitionState:
+class StopReplicaPartitionState(_StopReplicaPartitionStateSlots):
     """The state of each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.
@@ -75,8 +89,20 @@ class StopReplicaPartitionState:
     decode and written back unchanged."""
 
 
+class _StopReplicaTopicStateSlots:
+    """Slot storage of :class:`StopReplicaTopicState`: readers fill these slots directly, then
+    make the instance a StopReplicaTopicState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_states",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaTopicState:
+class StopReplicaTopicState(_StopReplicaTopicStateSlots):
     """Each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.
@@ -138,8 +164,22 @@ class StopReplicaTopicState:
     decode and written back unchanged."""
 
 
+class _StopReplicaRequestSlots:
+    """Slot storage of :class:`StopReplicaRequest`: readers fill these slots directly, then
+    make the instance a StopReplicaRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "broker_epoch",
+        "topic_states",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaRequest:
+class StopReplicaRequest(_StopReplicaRequestSlots):
     """StopReplicaRequest, version 3 (api_key 5).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaRequest.json, versions 0-4.

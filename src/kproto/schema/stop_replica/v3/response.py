@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _StopReplicaPartitionErrorSlots:
+    """Slot storage of :class:`StopReplicaPartitionError`: readers fill these slots directly, then
+    make the instance a StopReplicaPartitionError (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaPartitionError:
+class StopReplicaPartitionError(_StopReplicaPartitionErrorSlots):
     """The responses for each partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaResponse.json, versions 0-4.
@@ -77,8 +91,20 @@ class StopReplicaPartitionError:
     decode and written back unchanged."""
 
 
+class _StopReplicaResponseSlots:
+    """Slot storage of :class:`StopReplicaResponse`: readers fill these slots directly, then
+    make the instance a StopReplicaResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "partition_errors",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StopReplicaResponse:
+class StopReplicaResponse(_StopReplicaResponseSlots):
     """StopReplicaResponse, version 3 (api_key 5).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/StopReplicaResponse.json, versions 0-4.

@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _TaskIdSlots:
+    """Slot storage of :class:`TaskId`: readers fill these slots directly, then
+    make the instance a TaskId (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_group_id",
+        "partition",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TaskId:
+class TaskId(_TaskIdSlots):
     """The TaskId struct of SubscriptionInfoData.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.
@@ -57,8 +68,21 @@ class TaskId:
     """int32; versions 1-6."""
 
 
+class _SubscriptionInfoDataSlots:
+    """Slot storage of :class:`SubscriptionInfoData`: readers fill these slots directly, then
+    make the instance a SubscriptionInfoData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "process_id",
+        "prev_tasks",
+        "standby_tasks",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SubscriptionInfoData:
+class SubscriptionInfoData(_SubscriptionInfoDataSlots):
     """SubscriptionInfoData, version 1.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _TaskOffsetSumSlots:
+    """Slot storage of :class:`TaskOffsetSum`: readers fill these slots directly, then
+    make the instance a TaskOffsetSum (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_group_id",
+        "partition",
+        "offset_sum",
+        "named_topology",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TaskOffsetSum:
+class TaskOffsetSum(_TaskOffsetSumSlots):
     """The TaskOffsetSum struct of SubscriptionInfoData.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.
@@ -81,8 +94,24 @@ class TaskOffsetSum:
     """string; versions 10+; nullable in versions 10+."""
 
 
+class _SubscriptionInfoDataSlots:
+    """Slot storage of :class:`SubscriptionInfoData`: readers fill these slots directly, then
+    make the instance a SubscriptionInfoData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "latest_supported_version",
+        "process_id",
+        "user_end_point",
+        "task_offset_sums",
+        "unique_field",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SubscriptionInfoData:
+class SubscriptionInfoData(_SubscriptionInfoDataSlots):
     """SubscriptionInfoData, version 10.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.

@@ -21,8 +21,19 @@ __all__ = [
 ]
 
 
+class _PartitionToOffsetSumSlots:
+    """Slot storage of :class:`PartitionToOffsetSum`: readers fill these slots directly, then
+    make the instance a PartitionToOffsetSum (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "offset_sum",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionToOffsetSum:
+class PartitionToOffsetSum(_PartitionToOffsetSumSlots):
     """The PartitionToOffsetSum struct of SubscriptionInfoData.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.
@@ -58,8 +69,19 @@ class PartitionToOffsetSum:
     """int64; versions 7-9."""
 
 
+class _TaskOffsetSumSlots:
+    """Slot storage of :class:`TaskOffsetSum`: readers fill these slots directly, then
+    make the instance a TaskOffsetSum (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_group_id",
+        "partition_to_offset_sum",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TaskOffsetSum:
+class TaskOffsetSum(_TaskOffsetSumSlots):
     """The TaskOffsetSum struct of SubscriptionInfoData.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.
@@ -107,8 +129,23 @@ class TaskOffsetSum:
     """[]PartitionToOffsetSum; versions 7-9."""
 
 
+class _SubscriptionInfoDataSlots:
+    """Slot storage of :class:`SubscriptionInfoData`: readers fill these slots directly, then
+    make the instance a SubscriptionInfoData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "latest_supported_version",
+        "process_id",
+        "user_end_point",
+        "task_offset_sums",
+        "unique_field",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SubscriptionInfoData:
+class SubscriptionInfoData(_SubscriptionInfoDataSlots):
     """SubscriptionInfoData, version 8.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/streams/SubscriptionInfoData.json, versions 1-11.

@@ -21,8 +21,20 @@ __all__ = [
 ]
 
 
+class _SyncGroupRequestAssignmentSlots:
+    """Slot storage of :class:`SyncGroupRequestAssignment`: readers fill these slots directly, then
+    make the instance a SyncGroupRequestAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "member_id",
+        "assignment",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SyncGroupRequestAssignment:
+class SyncGroupRequestAssignment(_SyncGroupRequestAssignmentSlots):
     """Each assignment.
 
     Encoding: classic. Source: kafka-4.1-subset/SyncGroupRequest.json, versions 0-5."""
@@ -57,8 +69,21 @@ class SyncGroupRequestAssignment:
     """The member assignment. bytes; versions 0+."""
 
 
+class _SyncGroupRequestSlots:
+    """Slot storage of :class:`SyncGroupRequest`: readers fill these slots directly, then
+    make the instance a SyncGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "generation_id",
+        "member_id",
+        "assignments",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SyncGroupRequest:
+class SyncGroupRequest(_SyncGroupRequestSlots):
     """SyncGroupRequest, version 2 (api_key 14).
 
     Encoding: classic. Source: kafka-4.1-subset/SyncGroupRequest.json, versions 0-5."""

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _SyncGroupRequestAssignmentSlots:
+    """Slot storage of :class:`SyncGroupRequestAssignment`: readers fill these slots directly, then
+    make the instance a SyncGroupRequestAssignment (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "member_id",
+        "assignment",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SyncGroupRequestAssignment:
+class SyncGroupRequestAssignment(_SyncGroupRequestAssignmentSlots):
     """Each assignment.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/SyncGroupRequest.json, versions 0-5.
@@ -72,8 +85,25 @@ class SyncGroupRequestAssignment:
     decode and written back unchanged."""
 
 
+class _SyncGroupRequestSlots:
+    """Slot storage of :class:`SyncGroupRequest`: readers fill these slots directly, then
+    make the instance a SyncGroupRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "group_id",
+        "generation_id",
+        "member_id",
+        "group_instance_id",
+        "protocol_type",
+        "protocol_name",
+        "assignments",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SyncGroupRequest:
+class SyncGroupRequest(_SyncGroupRequestSlots):
     """SyncGroupRequest, version 5 (api_key 14).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/SyncGroupRequest.json, versions 0-5.

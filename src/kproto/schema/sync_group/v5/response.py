@@ -20,8 +20,23 @@ __all__ = [
 ]
 
 
+class _SyncGroupResponseSlots:
+    """Slot storage of :class:`SyncGroupResponse`: readers fill these slots directly, then
+    make the instance a SyncGroupResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "protocol_type",
+        "protocol_name",
+        "assignment",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class SyncGroupResponse:
+class SyncGroupResponse(_SyncGroupResponseSlots):
     """SyncGroupResponse, version 5 (api_key 14).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/SyncGroupResponse.json, versions 0-5.

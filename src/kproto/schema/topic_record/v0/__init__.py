@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _TopicRecordSlots:
+    """Slot storage of :class:`TopicRecord`: readers fill these slots directly, then
+    make the instance a TopicRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "topic_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicRecord:
+class TopicRecord(_TopicRecordSlots):
     """TopicRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/TopicRecord.json, versions 0.

@@ -19,8 +19,18 @@ __all__ = [
 ]
 
 
+class _TransactionLogKeySlots:
+    """Slot storage of :class:`TransactionLogKey`: readers fill these slots directly, then
+    make the instance a TransactionLogKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TransactionLogKey:
+class TransactionLogKey(_TransactionLogKeySlots):
     """TransactionLogKey, version 0.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/transaction-coordinator/TransactionLogKey.json, versions 0.

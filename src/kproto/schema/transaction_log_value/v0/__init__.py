@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _PartitionsSchemaSlots:
+    """Slot storage of :class:`PartitionsSchema`: readers fill these slots directly, then
+    make the instance a PartitionsSchema (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partition_ids",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionsSchema:
+class PartitionsSchema(_PartitionsSchemaSlots):
     """Set of partitions involved in the transaction.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/transaction-coordinator/TransactionLogValue.json, versions 0-1.
@@ -62,8 +73,24 @@ class PartitionsSchema:
     """[]int32; versions 0+."""
 
 
+class _TransactionLogValueSlots:
+    """Slot storage of :class:`TransactionLogValue`: readers fill these slots directly, then
+    make the instance a TransactionLogValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "producer_epoch",
+        "transaction_timeout_ms",
+        "transaction_status",
+        "transaction_partitions",
+        "transaction_last_update_timestamp_ms",
+        "transaction_start_timestamp_ms",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TransactionLogValue:
+class TransactionLogValue(_TransactionLogValueSlots):
     """TransactionLogValue, version 0.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/transaction-coordinator/TransactionLogValue.json, versions 0-1.

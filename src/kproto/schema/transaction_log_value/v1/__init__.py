@@ -20,8 +20,20 @@ __all__ = [
 ]
 
 
+class _PartitionsSchemaSlots:
+    """Slot storage of :class:`PartitionsSchema`: readers fill these slots directly, then
+    make the instance a PartitionsSchema (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic",
+        "partition_ids",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionsSchema:
+class PartitionsSchema(_PartitionsSchemaSlots):
     """Set of partitions involved in the transaction.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/transaction-coordinator/TransactionLogValue.json, versions 0-1.
@@ -73,8 +85,28 @@ class PartitionsSchema:
     decode and written back unchanged."""
 
 
+class _TransactionLogValueSlots:
+    """Slot storage of :class:`TransactionLogValue`: readers fill these slots directly, then
+    make the instance a TransactionLogValue (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "previous_producer_id",
+        "next_producer_id",
+        "producer_epoch",
+        "transaction_timeout_ms",
+        "transaction_status",
+        "transaction_partitions",
+        "transaction_last_update_timestamp_ms",
+        "transaction_start_timestamp_ms",
+        "client_transaction_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TransactionLogValue:
+class TransactionLogValue(_TransactionLogValueSlots):
     """TransactionLogValue, version 1.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/transaction-coordinator/TransactionLogValue.json, versions 0-1.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _TxnOffsetCommitRequestPartitionSlots:
+    """Slot storage of :class:`TxnOffsetCommitRequestPartition`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitRequestPartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_metadata",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitRequestPartition:
+class TxnOffsetCommitRequestPartition(_TxnOffsetCommitRequestPartitionSlots):
     """The partitions inside the topic that we want to commit offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/TxnOffsetCommitRequest.json, versions 0-5.
@@ -74,8 +87,20 @@ class TxnOffsetCommitRequestPartition:
     """Any associated metadata the client wants to keep. string; versions 0+; nullable in versions 0+."""
 
 
+class _TxnOffsetCommitRequestTopicSlots:
+    """Slot storage of :class:`TxnOffsetCommitRequestTopic`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitRequestTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitRequestTopic:
+class TxnOffsetCommitRequestTopic(_TxnOffsetCommitRequestTopicSlots):
     """Each topic that we want to commit offsets for.
 
     Encoding: classic. Source: kafka-4.1-subset/TxnOffsetCommitRequest.json, versions 0-5.
@@ -129,8 +154,22 @@ class TxnOffsetCommitRequestTopic:
     """The partitions inside the topic that we want to commit offsets for. []TxnOffsetCommitRequestPartition; versions 0+."""
 
 
+class _TxnOffsetCommitRequestSlots:
+    """Slot storage of :class:`TxnOffsetCommitRequest`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "group_id",
+        "producer_id",
+        "producer_epoch",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitRequest:
+class TxnOffsetCommitRequest(_TxnOffsetCommitRequestSlots):
     """TxnOffsetCommitRequest, version 0 (api_key 28).
 
     Encoding: classic. Source: kafka-4.1-subset/TxnOffsetCommitRequest.json, versions 0-5.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _TxnOffsetCommitResponsePartitionSlots:
+    """Slot storage of :class:`TxnOffsetCommitResponsePartition`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitResponsePartition:
+class TxnOffsetCommitResponsePartition(_TxnOffsetCommitResponsePartitionSlots):
     """The responses for each partition in the topic.
 
     Encoding: classic. Source: kafka-4.1-subset/TxnOffsetCommitResponse.json, versions 0-5.
@@ -57,8 +69,20 @@ class TxnOffsetCommitResponsePartition:
     """The error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _TxnOffsetCommitResponseTopicSlots:
+    """Slot storage of :class:`TxnOffsetCommitResponseTopic`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitResponseTopic:
+class TxnOffsetCommitResponseTopic(_TxnOffsetCommitResponseTopicSlots):
     """The responses for each topic.
 
     Encoding: classic. Source: kafka-4.1-subset/TxnOffsetCommitResponse.json, versions 0-5.
@@ -112,8 +136,19 @@ class TxnOffsetCommitResponseTopic:
     """The responses for each partition in the topic. []TxnOffsetCommitResponsePartition; versions 0+."""
 
 
+class _TxnOffsetCommitResponseSlots:
+    """Slot storage of :class:`TxnOffsetCommitResponse`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitResponse:
+class TxnOffsetCommitResponse(_TxnOffsetCommitResponseSlots):
     """TxnOffsetCommitResponse, version 0 (api_key 28).
 
     Encoding: classic. Source: kafka-4.1-subset/TxnOffsetCommitResponse.json, versions 0-5.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _TxnOffsetCommitResponsePartitionSlots:
+    """Slot storage of :class:`TxnOffsetCommitResponsePartition`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitResponsePartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitResponsePartition:
+class TxnOffsetCommitResponsePartition(_TxnOffsetCommitResponsePartitionSlots):
     """The responses for each partition in the topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/TxnOffsetCommitResponse.json, versions 0-5.
@@ -63,8 +76,21 @@ class TxnOffsetCommitResponsePartition:
     decode and written back unchanged."""
 
 
+class _TxnOffsetCommitResponseTopicSlots:
+    """Slot storage of :class:`TxnOffsetCommitResponseTopic`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitResponseTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitResponseTopic:
+class TxnOffsetCommitResponseTopic(_TxnOffsetCommitResponseTopicSlots):
     """The responses for each topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/TxnOffsetCommitResponse.json, versions 0-5.
@@ -126,8 +152,20 @@ class TxnOffsetCommitResponseTopic:
     decode and written back unchanged."""
 
 
+class _TxnOffsetCommitResponseSlots:
+    """Slot storage of :class:`TxnOffsetCommitResponse`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitResponse:
+class TxnOffsetCommitResponse(_TxnOffsetCommitResponseSlots):
     """TxnOffsetCommitResponse, version 3 (api_key 28).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/TxnOffsetCommitResponse.json, versions 0-5.

@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _TxnOffsetCommitRequestPartitionSlots:
+    """Slot storage of :class:`TxnOffsetCommitRequestPartition`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitRequestPartition (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "committed_offset",
+        "committed_leader_epoch",
+        "committed_metadata",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitRequestPartition:
+class TxnOffsetCommitRequestPartition(_TxnOffsetCommitRequestPartitionSlots):
     """The partitions inside the topic that we want to commit offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/TxnOffsetCommitRequest.json, versions 0-5.
@@ -95,8 +110,21 @@ class TxnOffsetCommitRequestPartition:
     decode and written back unchanged."""
 
 
+class _TxnOffsetCommitRequestTopicSlots:
+    """Slot storage of :class:`TxnOffsetCommitRequestTopic`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitRequestTopic (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitRequestTopic:
+class TxnOffsetCommitRequestTopic(_TxnOffsetCommitRequestTopicSlots):
     """Each topic that we want to commit offsets for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/TxnOffsetCommitRequest.json, versions 0-5.
@@ -158,8 +186,26 @@ class TxnOffsetCommitRequestTopic:
     decode and written back unchanged."""
 
 
+class _TxnOffsetCommitRequestSlots:
+    """Slot storage of :class:`TxnOffsetCommitRequest`: readers fill these slots directly, then
+    make the instance a TxnOffsetCommitRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "transactional_id",
+        "group_id",
+        "producer_id",
+        "producer_epoch",
+        "generation_id",
+        "member_id",
+        "group_instance_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TxnOffsetCommitRequest:
+class TxnOffsetCommitRequest(_TxnOffsetCommitRequestSlots):
     """TxnOffsetCommitRequest, version 4 (api_key 28).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/TxnOffsetCommitRequest.json, versions 0-5.

@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _UnfenceBrokerRecordSlots:
+    """Slot storage of :class:`UnfenceBrokerRecord`: readers fill these slots directly, then
+    make the instance a UnfenceBrokerRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UnfenceBrokerRecord:
+class UnfenceBrokerRecord(_UnfenceBrokerRecordSlots):
     """UnfenceBrokerRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/UnfenceBrokerRecord.json, versions 0.

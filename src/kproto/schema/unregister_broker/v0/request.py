@@ -20,8 +20,19 @@ __all__ = [
 ]
 
 
+class _UnregisterBrokerRequestSlots:
+    """Slot storage of :class:`UnregisterBrokerRequest`: readers fill these slots directly, then
+    make the instance a UnregisterBrokerRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UnregisterBrokerRequest:
+class UnregisterBrokerRequest(_UnregisterBrokerRequestSlots):
     """UnregisterBrokerRequest, version 0 (api_key 64).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UnregisterBrokerRequest.json, versions 0.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _UnregisterBrokerResponseSlots:
+    """Slot storage of :class:`UnregisterBrokerResponse`: readers fill these slots directly, then
+    make the instance a UnregisterBrokerResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UnregisterBrokerResponse:
+class UnregisterBrokerResponse(_UnregisterBrokerResponseSlots):
     """UnregisterBrokerResponse, version 0 (api_key 64).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UnregisterBrokerResponse.json, versions 0.

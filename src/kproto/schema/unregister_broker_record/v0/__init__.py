@@ -19,8 +19,20 @@ __all__ = [
 ]
 
 
+class _UnregisterBrokerRecordSlots:
+    """Slot storage of :class:`UnregisterBrokerRecord`: readers fill these slots directly, then
+    make the instance a UnregisterBrokerRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "broker_id",
+        "broker_epoch",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UnregisterBrokerRecord:
+class UnregisterBrokerRecord(_UnregisterBrokerRecordSlots):
     """UnregisterBrokerRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/UnregisterBrokerRecord.json, versions 0.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _UpdatableFeatureResultSlots:
+    """Slot storage of :class:`UpdatableFeatureResult`: readers fill these slots directly, then
+    make the instance a UpdatableFeatureResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "feature",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdatableFeatureResult:
+class UpdatableFeatureResult(_UpdatableFeatureResultSlots):
     """Results for each feature update.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/UpdateFeaturesResponse.json, versions 0-2.
@@ -85,8 +98,22 @@ class UpdatableFeatureResult:
     decode and written back unchanged."""
 
 
+class _UpdateFeaturesResponseSlots:
+    """Slot storage of :class:`UpdateFeaturesResponse`: readers fill these slots directly, then
+    make the instance a UpdateFeaturesResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateFeaturesResponse:
+class UpdateFeaturesResponse(_UpdateFeaturesResponseSlots):
     """UpdateFeaturesResponse, version 0 (api_key 57).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/UpdateFeaturesResponse.json, versions 0-2.

@@ -21,8 +21,21 @@ __all__ = [
 ]
 
 
+class _FeatureUpdateKeySlots:
+    """Slot storage of :class:`FeatureUpdateKey`: readers fill these slots directly, then
+    make the instance a FeatureUpdateKey (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "feature",
+        "max_version_level",
+        "upgrade_type",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class FeatureUpdateKey:
+class FeatureUpdateKey(_FeatureUpdateKeySlots):
     """The list of updates to finalized features.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/UpdateFeaturesRequest.json, versions 0-2.
@@ -79,8 +92,21 @@ class FeatureUpdateKey:
     decode and written back unchanged."""
 
 
+class _UpdateFeaturesRequestSlots:
+    """Slot storage of :class:`UpdateFeaturesRequest`: readers fill these slots directly, then
+    make the instance a UpdateFeaturesRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "timeout_ms",
+        "feature_updates",
+        "validate_only",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateFeaturesRequest:
+class UpdateFeaturesRequest(_UpdateFeaturesRequestSlots):
     """UpdateFeaturesRequest, version 2 (api_key 57).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/UpdateFeaturesRequest.json, versions 0-2.

@@ -20,8 +20,21 @@ __all__ = [
 ]
 
 
+class _UpdateFeaturesResponseSlots:
+    """Slot storage of :class:`UpdateFeaturesResponse`: readers fill these slots directly, then
+    make the instance a UpdateFeaturesResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateFeaturesResponse:
+class UpdateFeaturesResponse(_UpdateFeaturesResponseSlots):
     """UpdateFeaturesResponse, version 2 (api_key 57).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/UpdateFeaturesResponse.json, versions 0-2.

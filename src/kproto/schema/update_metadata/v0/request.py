@@ -22,8 +22,26 @@ __all__ = [
 ]
 
 
+class _UpdateMetadataPartitionStateSlots:
+    """Slot storage of :class:`UpdateMetadataPartitionState`: readers fill these slots directly, then
+    make the instance a UpdateMetadataPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "controller_epoch",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "zk_version",
+        "replicas",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataPartitionState:
+class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
     """In older versions of this RPC, each partition that we would like to update.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -134,8 +152,20 @@ class UpdateMetadataPartitionState:
     """All the replicas of this partition. []int32; versions 0+."""
 
 
+class _UpdateMetadataBrokerSlots:
+    """Slot storage of :class:`UpdateMetadataBroker`: readers fill these slots directly, then
+    make the instance a UpdateMetadataBroker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "v0_host",
+        "v0_port",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataBroker:
+class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
     """The UpdateMetadataBroker struct of UpdateMetadataRequest.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -189,8 +219,21 @@ class UpdateMetadataBroker:
     """The broker port. int32; versions 0."""
 
 
+class _UpdateMetadataRequestSlots:
+    """Slot storage of :class:`UpdateMetadataRequest`: readers fill these slots directly, then
+    make the instance a UpdateMetadataRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "ungrouped_partition_states",
+        "live_brokers",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataRequest:
+class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
     """UpdateMetadataRequest, version 0 (api_key 6).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.

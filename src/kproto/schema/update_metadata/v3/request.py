@@ -23,8 +23,26 @@ __all__ = [
 ]
 
 
+class _UpdateMetadataPartitionStateSlots:
+    """Slot storage of :class:`UpdateMetadataPartitionState`: readers fill these slots directly, then
+    make the instance a UpdateMetadataPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "topic_name",
+        "partition_index",
+        "controller_epoch",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "zk_version",
+        "replicas",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataPartitionState:
+class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
     """In older versions of this RPC, each partition that we would like to update.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -135,8 +153,21 @@ class UpdateMetadataPartitionState:
     """All the replicas of this partition. []int32; versions 0+."""
 
 
+class _UpdateMetadataEndpointSlots:
+    """Slot storage of :class:`UpdateMetadataEndpoint`: readers fill these slots directly, then
+    make the instance a UpdateMetadataEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "port",
+        "host",
+        "listener",
+        "security_protocol",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataEndpoint:
+class UpdateMetadataEndpoint(_UpdateMetadataEndpointSlots):
     """The broker endpoints.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -190,8 +221,20 @@ class UpdateMetadataEndpoint:
     """The security protocol type. int16; versions 1+."""
 
 
+class _UpdateMetadataBrokerSlots:
+    """Slot storage of :class:`UpdateMetadataBroker`: readers fill these slots directly, then
+    make the instance a UpdateMetadataBroker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "endpoints",
+        "rack",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataBroker:
+class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
     """The UpdateMetadataBroker struct of UpdateMetadataRequest.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -262,8 +305,21 @@ class UpdateMetadataBroker:
     """The rack which this broker belongs to. string; versions 2+; nullable in versions 0+."""
 
 
+class _UpdateMetadataRequestSlots:
+    """Slot storage of :class:`UpdateMetadataRequest`: readers fill these slots directly, then
+    make the instance a UpdateMetadataRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "ungrouped_partition_states",
+        "live_brokers",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataRequest:
+class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
     """UpdateMetadataRequest, version 3 (api_key 6).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.

@@ -20,8 +20,18 @@ __all__ = [
 ]
 
 
+class _UpdateMetadataResponseSlots:
+    """Slot storage of :class:`UpdateMetadataResponse`: readers fill these slots directly, then
+    make the instance a UpdateMetadataResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataResponse:
+class UpdateMetadataResponse(_UpdateMetadataResponseSlots):
     """UpdateMetadataResponse, version 5 (api_key 6).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/UpdateMetadataResponse.json, versions 0-8.

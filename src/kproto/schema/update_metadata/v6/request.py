@@ -24,8 +24,27 @@ __all__ = [
 ]
 
 
+class _UpdateMetadataPartitionStateSlots:
+    """Slot storage of :class:`UpdateMetadataPartitionState`: readers fill these slots directly, then
+    make the instance a UpdateMetadataPartitionState (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "controller_epoch",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "zk_version",
+        "replicas",
+        "offline_replicas",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataPartitionState:
+class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
     """The partition that we would like to update.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -147,8 +166,20 @@ class UpdateMetadataPartitionState:
     decode and written back unchanged."""
 
 
+class _UpdateMetadataTopicStateSlots:
+    """Slot storage of :class:`UpdateMetadataTopicState`: readers fill these slots directly, then
+    make the instance a UpdateMetadataTopicState (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partition_states",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataTopicState:
+class UpdateMetadataTopicState(_UpdateMetadataTopicStateSlots):
     """In newer versions of this RPC, each topic that we would like to update.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -210,8 +241,22 @@ class UpdateMetadataTopicState:
     decode and written back unchanged."""
 
 
+class _UpdateMetadataEndpointSlots:
+    """Slot storage of :class:`UpdateMetadataEndpoint`: readers fill these slots directly, then
+    make the instance a UpdateMetadataEndpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "port",
+        "host",
+        "listener",
+        "security_protocol",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataEndpoint:
+class UpdateMetadataEndpoint(_UpdateMetadataEndpointSlots):
     """The broker endpoints.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -276,8 +321,21 @@ class UpdateMetadataEndpoint:
     decode and written back unchanged."""
 
 
+class _UpdateMetadataBrokerSlots:
+    """Slot storage of :class:`UpdateMetadataBroker`: readers fill these slots directly, then
+    make the instance a UpdateMetadataBroker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "id",
+        "endpoints",
+        "rack",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataBroker:
+class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
     """The UpdateMetadataBroker struct of UpdateMetadataRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.
@@ -356,8 +414,23 @@ class UpdateMetadataBroker:
     decode and written back unchanged."""
 
 
+class _UpdateMetadataRequestSlots:
+    """Slot storage of :class:`UpdateMetadataRequest`: readers fill these slots directly, then
+    make the instance a UpdateMetadataRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "controller_id",
+        "controller_epoch",
+        "broker_epoch",
+        "topic_states",
+        "live_brokers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateMetadataRequest:
+class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
     """UpdateMetadataRequest, version 6 (api_key 6).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json, versions 0-8.

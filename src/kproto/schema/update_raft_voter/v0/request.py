@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _ListenerSlots:
+    """Slot storage of :class:`Listener`: readers fill these slots directly, then
+    make the instance a Listener (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Listener:
+class Listener(_ListenerSlots):
     """The endpoint that can be used to communicate with the leader.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateRaftVoterRequest.json, versions 0.
@@ -80,8 +93,20 @@ class Listener:
     decode and written back unchanged."""
 
 
+class _KRaftVersionFeatureSlots:
+    """Slot storage of :class:`KRaftVersionFeature`: readers fill these slots directly, then
+    make the instance a KRaftVersionFeature (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "min_supported_version",
+        "max_supported_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class KRaftVersionFeature:
+class KRaftVersionFeature(_KRaftVersionFeatureSlots):
     """The range of versions of the protocol that the replica supports.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateRaftVoterRequest.json, versions 0.
@@ -127,8 +152,24 @@ class KRaftVersionFeature:
     decode and written back unchanged."""
 
 
+class _UpdateRaftVoterRequestSlots:
+    """Slot storage of :class:`UpdateRaftVoterRequest`: readers fill these slots directly, then
+    make the instance a UpdateRaftVoterRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "current_leader_epoch",
+        "voter_id",
+        "voter_directory_id",
+        "listeners",
+        "k_raft_version_feature",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateRaftVoterRequest:
+class UpdateRaftVoterRequest(_UpdateRaftVoterRequestSlots):
     """UpdateRaftVoterRequest, version 0 (api_key 82).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateRaftVoterRequest.json, versions 0.

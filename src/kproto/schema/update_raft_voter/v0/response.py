@@ -21,8 +21,22 @@ __all__ = [
 ]
 
 
+class _CurrentLeaderSlots:
+    """Slot storage of :class:`CurrentLeader`: readers fill these slots directly, then
+    make the instance a CurrentLeader (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "leader_id",
+        "leader_epoch",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class CurrentLeader:
+class CurrentLeader(_CurrentLeaderSlots):
     """The CurrentLeader struct of UpdateRaftVoterResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateRaftVoterResponse.json, versions 0.
@@ -86,8 +100,21 @@ class CurrentLeader:
     decode and written back unchanged."""
 
 
+class _UpdateRaftVoterResponseSlots:
+    """Slot storage of :class:`UpdateRaftVoterResponse`: readers fill these slots directly, then
+    make the instance a UpdateRaftVoterResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "throttle_time_ms",
+        "error_code",
+        "current_leader",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UpdateRaftVoterResponse:
+class UpdateRaftVoterResponse(_UpdateRaftVoterResponseSlots):
     """UpdateRaftVoterResponse, version 0 (api_key 82).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/UpdateRaftVoterResponse.json, versions 0.

@@ -19,8 +19,25 @@ __all__ = [
 ]
 
 
+class _UserScramCredentialRecordSlots:
+    """Slot storage of :class:`UserScramCredentialRecord`: readers fill these slots directly, then
+    make the instance a UserScramCredentialRecord (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "mechanism",
+        "salt",
+        "stored_key",
+        "server_key",
+        "iterations",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class UserScramCredentialRecord:
+class UserScramCredentialRecord(_UserScramCredentialRecordSlots):
     """UserScramCredentialRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/UserScramCredentialRecord.json, versions 0.

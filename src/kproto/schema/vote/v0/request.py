@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "candidate_epoch",
+        "candidate_id",
+        "last_offset_epoch",
+        "last_offset",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of VoteRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VoteRequest.json, versions 0-1.
@@ -95,8 +110,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of VoteRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VoteRequest.json, versions 0-1.
@@ -158,8 +185,20 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _VoteRequestSlots:
+    """Slot storage of :class:`VoteRequest`: readers fill these slots directly, then
+    make the instance a VoteRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "cluster_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class VoteRequest:
+class VoteRequest(_VoteRequestSlots):
     """VoteRequest, version 0 (api_key 52).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VoteRequest.json, versions 0-1.

@@ -22,8 +22,23 @@ __all__ = [
 ]
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "leader_id",
+        "leader_epoch",
+        "vote_granted",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The PartitionData struct of VoteResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VoteResponse.json, versions 0-1.
@@ -93,8 +108,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _TopicDataSlots:
+    """Slot storage of :class:`TopicData`: readers fill these slots directly, then
+    make the instance a TopicData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class TopicData:
+class TopicData(_TopicDataSlots):
     """The TopicData struct of VoteResponse.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VoteResponse.json, versions 0-1.
@@ -156,8 +183,20 @@ class TopicData:
     decode and written back unchanged."""
 
 
+class _VoteResponseSlots:
+    """Slot storage of :class:`VoteResponse`: readers fill these slots directly, then
+    make the instance a VoteResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "error_code",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class VoteResponse:
+class VoteResponse(_VoteResponseSlots):
     """VoteResponse, version 0 (api_key 52).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VoteResponse.json, versions 0-1.

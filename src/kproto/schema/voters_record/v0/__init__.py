@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _EndpointSlots:
+    """Slot storage of :class:`Endpoint`: readers fill these slots directly, then
+    make the instance a Endpoint (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "host",
+        "port",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Endpoint:
+class Endpoint(_EndpointSlots):
     """The endpoint that can be used to communicate with the voter.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VotersRecord.json, versions 0.
@@ -80,8 +93,20 @@ class Endpoint:
     decode and written back unchanged."""
 
 
+class _KRaftVersionFeatureSlots:
+    """Slot storage of :class:`KRaftVersionFeature`: readers fill these slots directly, then
+    make the instance a KRaftVersionFeature (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "min_supported_version",
+        "max_supported_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class KRaftVersionFeature:
+class KRaftVersionFeature(_KRaftVersionFeatureSlots):
     """The range of versions of the protocol that the replica supports.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VotersRecord.json, versions 0.
@@ -127,8 +152,22 @@ class KRaftVersionFeature:
     decode and written back unchanged."""
 
 
+class _VoterSlots:
+    """Slot storage of :class:`Voter`: readers fill these slots directly, then
+    make the instance a Voter (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "voter_id",
+        "voter_directory_id",
+        "endpoints",
+        "k_raft_version_feature",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class Voter:
+class Voter(_VoterSlots):
     """The Voter struct of VotersRecord.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VotersRecord.json, versions 0.
@@ -212,8 +251,20 @@ class Voter:
     decode and written back unchanged."""
 
 
+class _VotersRecordSlots:
+    """Slot storage of :class:`VotersRecord`: readers fill these slots directly, then
+    make the instance a VotersRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "version",
+        "voters",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class VotersRecord:
+class VotersRecord(_VotersRecordSlots):
     """VotersRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/VotersRecord.json, versions 0.

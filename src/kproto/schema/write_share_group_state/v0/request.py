@@ -23,8 +23,22 @@ __all__ = [
 ]
 
 
+class _StateBatchSlots:
+    """Slot storage of :class:`StateBatch`: readers fill these slots directly, then
+    make the instance a StateBatch (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "first_offset",
+        "last_offset",
+        "delivery_state",
+        "delivery_count",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class StateBatch:
+class StateBatch(_StateBatchSlots):
     """The StateBatch struct of WriteShareGroupStateRequest.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateRequest.json, versions 0.
@@ -82,8 +96,23 @@ class StateBatch:
     decode and written back unchanged."""
 
 
+class _PartitionDataSlots:
+    """Slot storage of :class:`PartitionData`: readers fill these slots directly, then
+    make the instance a PartitionData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "state_epoch",
+        "leader_epoch",
+        "start_offset",
+        "state_batches",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionData:
+class PartitionData(_PartitionDataSlots):
     """The data for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateRequest.json, versions 0.
@@ -157,8 +186,20 @@ class PartitionData:
     decode and written back unchanged."""
 
 
+class _WriteStateDataSlots:
+    """Slot storage of :class:`WriteStateData`: readers fill these slots directly, then
+    make the instance a WriteStateData (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteStateData:
+class WriteStateData(_WriteStateDataSlots):
     """The data for the topics.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateRequest.json, versions 0.
@@ -213,8 +254,21 @@ class WriteStateData:
     decode and written back unchanged."""
 
 
+class _WriteShareGroupStateRequestSlots:
+    """Slot storage of :class:`WriteShareGroupStateRequest`: readers fill these slots directly, then
+    make the instance a WriteShareGroupStateRequest (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "group_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteShareGroupStateRequest:
+class WriteShareGroupStateRequest(_WriteShareGroupStateRequestSlots):
     """WriteShareGroupStateRequest, version 0 (api_key 85).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateRequest.json, versions 0.

@@ -22,8 +22,21 @@ __all__ = [
 ]
 
 
+class _PartitionResultSlots:
+    """Slot storage of :class:`PartitionResult`: readers fill these slots directly, then
+    make the instance a PartitionResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "partition",
+        "error_code",
+        "error_message",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class PartitionResult:
+class PartitionResult(_PartitionResultSlots):
     """The results for the partitions.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateResponse.json, versions 0.
@@ -77,8 +90,20 @@ class PartitionResult:
     decode and written back unchanged."""
 
 
+class _WriteStateResultSlots:
+    """Slot storage of :class:`WriteStateResult`: readers fill these slots directly, then
+    make the instance a WriteStateResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "topic_id",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteStateResult:
+class WriteStateResult(_WriteStateResultSlots):
     """The write results.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateResponse.json, versions 0.
@@ -133,8 +158,20 @@ class WriteStateResult:
     decode and written back unchanged."""
 
 
+class _WriteShareGroupStateResponseSlots:
+    """Slot storage of :class:`WriteShareGroupStateResponse`: readers fill these slots directly, then
+    make the instance a WriteShareGroupStateResponse (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "results",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteShareGroupStateResponse:
+class WriteShareGroupStateResponse(_WriteShareGroupStateResponseSlots):
     """WriteShareGroupStateResponse, version 0 (api_key 85).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/clients/WriteShareGroupStateResponse.json, versions 0.

@@ -22,8 +22,19 @@ __all__ = [
 ]
 
 
+class _WritableTxnMarkerTopicSlots:
+    """Slot storage of :class:`WritableTxnMarkerTopic`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerTopic:
+class WritableTxnMarkerTopic(_WritableTxnMarkerTopicSlots):
     """Each topic that we want to write transaction marker(s) for.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersRequest.json, versions 0-1.
@@ -72,8 +83,22 @@ class WritableTxnMarkerTopic:
     """The indexes of the partitions to write transaction markers for. []int32; versions 0+."""
 
 
+class _WritableTxnMarkerSlots:
+    """Slot storage of :class:`WritableTxnMarker`: readers fill these slots directly, then
+    make the instance a WritableTxnMarker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "producer_epoch",
+        "transaction_result",
+        "topics",
+        "coordinator_epoch",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarker:
+class WritableTxnMarker(_WritableTxnMarkerSlots):
     """The transaction markers to be written.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersRequest.json, versions 0-1.
@@ -153,8 +178,18 @@ class WritableTxnMarker:
     """Epoch associated with the transaction state partition hosted by this transaction coordinator. int32; versions 0+."""
 
 
+class _WriteTxnMarkersRequestSlots:
+    """Slot storage of :class:`WriteTxnMarkersRequest`: readers fill these slots directly, then
+    make the instance a WriteTxnMarkersRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "markers",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteTxnMarkersRequest:
+class WriteTxnMarkersRequest(_WriteTxnMarkersRequestSlots):
     """WriteTxnMarkersRequest, version 0 (api_key 27).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersRequest.json, versions 0-1.

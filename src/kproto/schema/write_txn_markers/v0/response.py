@@ -23,8 +23,20 @@ __all__ = [
 ]
 
 
+class _WritableTxnMarkerPartitionResultSlots:
+    """Slot storage of :class:`WritableTxnMarkerPartitionResult`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerPartitionResult:
+class WritableTxnMarkerPartitionResult(_WritableTxnMarkerPartitionResultSlots):
     """The results by partition.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json, versions 0-1.
@@ -58,8 +70,20 @@ class WritableTxnMarkerPartitionResult:
     """The error code, or 0 if there was no error. int16; versions 0+."""
 
 
+class _WritableTxnMarkerTopicResultSlots:
+    """Slot storage of :class:`WritableTxnMarkerTopicResult`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerTopicResult:
+class WritableTxnMarkerTopicResult(_WritableTxnMarkerTopicResultSlots):
     """The results by topic.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json, versions 0-1.
@@ -113,8 +137,19 @@ class WritableTxnMarkerTopicResult:
     """The results by partition. []WritableTxnMarkerPartitionResult; versions 0+."""
 
 
+class _WritableTxnMarkerResultSlots:
+    """Slot storage of :class:`WritableTxnMarkerResult`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "topics",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerResult:
+class WritableTxnMarkerResult(_WritableTxnMarkerResultSlots):
     """The results for writing makers.
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json, versions 0-1.
@@ -168,8 +203,18 @@ class WritableTxnMarkerResult:
     """The results by topic. []WritableTxnMarkerTopicResult; versions 0+."""
 
 
+class _WriteTxnMarkersResponseSlots:
+    """Slot storage of :class:`WriteTxnMarkersResponse`: readers fill these slots directly, then
+    make the instance a WriteTxnMarkersResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "markers",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteTxnMarkersResponse:
+class WriteTxnMarkersResponse(_WriteTxnMarkersResponseSlots):
     """WriteTxnMarkersResponse, version 0 (api_key 27).
 
     Encoding: classic. Source: kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json, versions 0-1.

@@ -23,8 +23,21 @@ __all__ = [
 ]
 
 
+class _WritableTxnMarkerPartitionResultSlots:
+    """Slot storage of :class:`WritableTxnMarkerPartitionResult`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerPartitionResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "partition_index",
+        "error_code",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerPartitionResult:
+class WritableTxnMarkerPartitionResult(_WritableTxnMarkerPartitionResultSlots):
     """The results by partition.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersResponse.json, versions 1-2.
@@ -64,8 +77,21 @@ class WritableTxnMarkerPartitionResult:
     decode and written back unchanged."""
 
 
+class _WritableTxnMarkerTopicResultSlots:
+    """Slot storage of :class:`WritableTxnMarkerTopicResult`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerTopicResult (a private detail of kproto.serial).
+    """
+
+    __slots__ = (
+        "name",
+        "partitions",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerTopicResult:
+class WritableTxnMarkerTopicResult(_WritableTxnMarkerTopicResultSlots):
     """The results by topic.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersResponse.json, versions 1-2.
@@ -127,8 +153,20 @@ class WritableTxnMarkerTopicResult:
     decode and written back unchanged."""
 
 
+class _WritableTxnMarkerResultSlots:
+    """Slot storage of :class:`WritableTxnMarkerResult`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerResult (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "topics",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerResult:
+class WritableTxnMarkerResult(_WritableTxnMarkerResultSlots):
     """The results for writing makers.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersResponse.json, versions 1-2.
@@ -189,8 +227,19 @@ class WritableTxnMarkerResult:
     decode and written back unchanged."""
 
 
+class _WriteTxnMarkersResponseSlots:
+    """Slot storage of :class:`WriteTxnMarkersResponse`: readers fill these slots directly, then
+    make the instance a WriteTxnMarkersResponse (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "markers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteTxnMarkersResponse:
+class WriteTxnMarkersResponse(_WriteTxnMarkersResponseSlots):
     """WriteTxnMarkersResponse, version 1 (api_key 27).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersResponse.json, versions 1-2.

@@ -22,8 +22,20 @@ __all__ = [
 ]
 
 
+class _WritableTxnMarkerTopicSlots:
+    """Slot storage of :class:`WritableTxnMarkerTopic`: readers fill these slots directly, then
+    make the instance a WritableTxnMarkerTopic (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "name",
+        "partition_indexes",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarkerTopic:
+class WritableTxnMarkerTopic(_WritableTxnMarkerTopicSlots):
     """Each topic that we want to write transaction marker(s) for.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersRequest.json, versions 1-2.
@@ -80,8 +92,24 @@ class WritableTxnMarkerTopic:
     decode and written back unchanged."""
 
 
+class _WritableTxnMarkerSlots:
+    """Slot storage of :class:`WritableTxnMarker`: readers fill these slots directly, then
+    make the instance a WritableTxnMarker (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "producer_id",
+        "producer_epoch",
+        "transaction_result",
+        "topics",
+        "coordinator_epoch",
+        "transaction_version",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WritableTxnMarker:
+class WritableTxnMarker(_WritableTxnMarkerSlots):
     """The transaction markers to be written.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersRequest.json, versions 1-2.
@@ -182,8 +210,19 @@ class WritableTxnMarker:
     decode and written back unchanged."""
 
 
+class _WriteTxnMarkersRequestSlots:
+    """Slot storage of :class:`WriteTxnMarkersRequest`: readers fill these slots directly, then
+    make the instance a WriteTxnMarkersRequest (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "markers",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class WriteTxnMarkersRequest:
+class WriteTxnMarkersRequest(_WriteTxnMarkersRequestSlots):
     """WriteTxnMarkersRequest, version 2 (api_key 27).
 
     Encoding: flexible (compact, tagged fields). Source: kafka-4.1-subset/WriteTxnMarkersRequest.json, versions 1-2.

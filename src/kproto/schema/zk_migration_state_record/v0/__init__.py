@@ -19,8 +19,19 @@ __all__ = [
 ]
 
 
+class _ZkMigrationStateRecordSlots:
+    """Slot storage of :class:`ZkMigrationStateRecord`: readers fill these slots directly, then
+    make the instance a ZkMigrationStateRecord (a private detail of kproto.serial)."""
+
+    __slots__ = (
+        "zk_migration_state",
+        "unknown_tagged_fields",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(kw_only=True)
-class ZkMigrationStateRecord:
+class ZkMigrationStateRecord(_ZkMigrationStateRecordSlots):
     """ZkMigrationStateRecord, version 0.
 
     Encoding: flexible (compact, tagged fields). Source: kafka-trunk-2024-10-25/metadata/ZkMigrationRecord.json, versions 0.
