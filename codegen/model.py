@@ -27,6 +27,9 @@ __all__ = [
     "PRIMITIVES",
 ]
 
+# These tables restate kproto.meta.PRIMITIVE_TYPES and kproto.serial.primitives on
+# purpose: the generator must run even when the package it generates is stale or
+# broken (importing kproto imports generated modules), so codegen never imports it.
 PRIMITIVES = frozenset(
     {
         "bool",

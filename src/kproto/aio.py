@@ -114,13 +114,14 @@ class AsyncConnection(NegotiationState):
         timeout_s: float = 30.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        super().__init__()
-        self.host = host
-        self.port = port
-        self.client_id = client_id
-        self.ssl_context = ssl_context
-        self.timeout_s = timeout_s
-        self.max_frame_bytes = max_frame_bytes
+        super().__init__(
+            host,
+            port,
+            client_id=client_id,
+            ssl_context=ssl_context,
+            timeout_s=timeout_s,
+            max_frame_bytes=max_frame_bytes,
+        )
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()

@@ -109,13 +109,14 @@ class Connection(NegotiationState):
         timeout_s: float = 30.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
-        super().__init__()
-        self.host = host
-        self.port = port
-        self.client_id = client_id
-        self.ssl_context = ssl_context
-        self.timeout_s = timeout_s
-        self.max_frame_bytes = max_frame_bytes
+        super().__init__(
+            host,
+            port,
+            client_id=client_id,
+            ssl_context=ssl_context,
+            timeout_s=timeout_s,
+            max_frame_bytes=max_frame_bytes,
+        )
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._connect()

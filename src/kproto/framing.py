@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import logging
+import ssl
 import struct
 from collections.abc import Mapping
 from typing import Any, Final, TypeVar, cast
@@ -361,7 +362,22 @@ class NegotiationState:
     """Correlation ids and negotiated versions, shared by the blocking and asyncio
     connections (no I/O here)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None,
+        ssl_context: ssl.SSLContext | None,
+        timeout_s: float,
+        max_frame_bytes: int,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.ssl_context = ssl_context
+        self.timeout_s = timeout_s
+        self.max_frame_bytes = max_frame_bytes
         self.broker_api_versions: dict[int, tuple[int, int]] | None = None
         self.versions: dict[int, int] = {}
         self.api_versions_version: int | None = None

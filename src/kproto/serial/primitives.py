@@ -60,6 +60,26 @@ class Malformed(Exception):
     """
 
 
+def _read_unsigned(
+    buf: bytes | memoryview, pos: int, bits: int, what: str
+) -> tuple[int, int]:
+    """An unsigned base-128 number of at most ``bits`` bits (``ByteUtils``)."""
+    max_shift = (bits + 6) // 7 * 7
+    result = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result >> bits:
+                raise Malformed(f"{what} larger than {bits} bits")
+            return result, pos
+        shift += 7
+        if shift >= max_shift:
+            raise Malformed(f"{what} longer than {max_shift // 7} bytes")
+
+
 def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``.
 
@@ -67,41 +87,17 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         Malformed: more than 5 bytes, or a value over 32 bits.
         IndexError: the input ends inside the varint.
     """
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result > 0xFFFFFFFF:
-                raise Malformed("unsigned varint larger than 32 bits")
-            return result, pos
-        shift += 7
-        if shift >= 35:
-            raise Malformed("unsigned varint longer than 5 bytes")
+    return _read_unsigned(buf, pos, 32, "unsigned varint")
 
 
 def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """An unsigned varlong of at most 10 bytes (64 bits).
 
     Raises:
-        Malformed: more than 10 bytes.
+        Malformed: more than 10 bytes, or a value over 64 bits.
         IndexError: the input ends inside the varlong.
     """
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result > 0xFFFFFFFFFFFFFFFF:
-                raise Malformed("unsigned varlong larger than 64 bits")
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise Malformed("varlong longer than 10 bytes")
+    return _read_unsigned(buf, pos, 64, "unsigned varlong")
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
