@@ -20,6 +20,7 @@ Formats:
 
 from __future__ import annotations
 
+import threading
 import zlib
 
 import cramjam
@@ -85,6 +86,26 @@ def xxh32(data: bytes, seed: int = 0) -> int:
     h = (h * _P3) & _M32
     h ^= h >> 16
     return h
+
+
+_scratch = threading.local()
+_SCRATCH_MAX = 1 << 23
+
+
+def _scratch_view(size: int) -> memoryview:
+    """A writable ``size``-byte view to decompress into, then copy out of.
+
+    Up to 8 MiB it is the calling thread's reusable buffer: allocating (and
+    zero-filling) a large buffer per batch costs page faults that take longer
+    than the decompression. cramjam is given a memoryview, as it handles a
+    bytearray slowly.
+    """
+    if size > _SCRATCH_MAX:
+        return memoryview(bytearray(size))
+    buf: bytearray | None = getattr(_scratch, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = _scratch.buf = bytearray(max(size, 1 << 16))
+    return memoryview(buf)[:size]
 
 
 def _too_big(codec: str, limit: int) -> DecodeError:
@@ -235,6 +256,17 @@ def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
         raise DecodeError("lz4: truncated frame", offset=n) from None
     src = bytes(patched) if patched is not None else data
     if bound_total <= limit:
+        if 0 < bound_total <= _SCRATCH_MAX:
+            # Into a buffer of the worst-case size, 5x faster than letting
+            # cramjam grow its output. On failure the plain call below reports
+            # the error.
+            view = _scratch_view(bound_total)
+            try:
+                got = cramjam.lz4.decompress_into(src, view)
+            except Exception:
+                pass
+            else:
+                return bytes(view[:got])
         try:
             return bytes(cramjam.lz4.decompress(src))
         except Exception as exc:
@@ -320,7 +352,7 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
     size = hint + 1 if hint is not None else max(1 << 16, 4 * len(data))
     size = min(size, limit)
     while True:
-        buf = bytearray(size)
+        buf = _scratch_view(size)
         try:
             got = cramjam.zstd.decompress_into(data, buf)
         except Exception as exc:
@@ -334,8 +366,7 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
             # Filled exactly: it may have been cut; retry with room to spare.
             size = min(size * 4, limit)
             continue
-        del buf[got:]
-        return bytes(buf)
+        return bytes(buf[:got])
 
 
 def _zstd_compress(data: bytes) -> bytes:

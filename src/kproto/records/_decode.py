@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import crc32c as _crc32c_module
@@ -31,6 +31,8 @@ from ._types import (
     Record,
     RecordBatch,
     TimestampType,
+    _RecordBatchSlots,
+    _RecordSlots,
 )
 
 __all__ = [
@@ -160,7 +162,12 @@ def _v2_columns_fast(
         if v < 0x80:
             pos += 2
         else:
-            v, pos = uvarlong(data, pos + 1)
+            w = data[pos + 2]
+            if w < 0x80:
+                v = (v & 0x7F) | (w << 7)
+                pos += 3
+            else:
+                v, pos = uvarlong(data, pos + 1)
         add_timestamp(base_ts + ((v >> 1) ^ -(v & 1)))
         # offset delta
         v = data[pos]
@@ -224,29 +231,29 @@ def _v2_columns_fast(
                 raise _Bad
             hl: list[Header] = []
             for _ in range(v >> 1):
-                v = data[pos]
-                if v & 0x81:  # several bytes, or negative
-                    if v & 1:
-                        raise _Bad
-                    v, pos = uvarint(data, pos)
-                else:
-                    pos += 1
-                v = pos + (v >> 1)
-                name = data[pos:v].decode()
-                pos = v
+                # name (not null), ending at v; then value, ending at pos
                 v = data[pos]
                 if not v & 0x81:
                     v = pos + 1 + (v >> 1)
-                    hl.append((name, data[pos + 1 : v]))
-                    pos = v
-                elif v == 1:
-                    pos += 1
-                    hl.append((name, None))
-                else:
+                    name = data[pos + 1 : v].decode()
+                else:  # several bytes, or negative
                     if v & 1:
                         raise _Bad
                     v, pos = uvarint(data, pos)
                     v = pos + (v >> 1)
+                    name = data[pos:v].decode()
+                w = data[v]
+                if not w & 0x81:
+                    pos = v + 1 + (w >> 1)
+                    hl.append((name, data[v + 1 : pos]))
+                elif w == 1:
+                    pos = v + 1
+                    hl.append((name, None))
+                else:
+                    if w & 1:
+                        raise _Bad
+                    w, pos = uvarint(data, v)
+                    v = pos + (w >> 1)
                     hl.append((name, data[pos:v]))
                     pos = v
             add_headers(hl)
@@ -258,21 +265,10 @@ def _v2_columns_fast(
 
 
 _new = object.__new__
-
-
-def _slot_setter(name: str) -> Callable[[Record, Any], None]:
-    setter: Callable[[Record, Any], None] = Record.__dict__[name].__set__
-    return setter
-
-
-_set_offset = _slot_setter("offset")
-_set_timestamp = _slot_setter("timestamp")
-_set_key = _slot_setter("key")
-_set_value = _slot_setter("value")
-_set_headers = _slot_setter("headers")
-_set_control = _slot_setter("control")
-# Records are built by setting their slots directly: attrs' frozen __init__
-# goes through object.__setattr__ per field and costs twice as much.
+# Records and batches are built as instances of their slot-storage base
+# (_RecordSlots, _RecordBatchSlots: same layout), filled with plain slot stores,
+# then given their frozen class by assigning __class__. Calling the frozen
+# class's slot descriptors costs ~4x more, attrs' frozen __init__ more still.
 
 
 def _v2_records_fast(
@@ -284,18 +280,13 @@ def _v2_records_fast(
     uvarint = _uvarint
     uvarlong = _uvarlong
     new = _new
+    slots = _RecordSlots
     cls = Record
-    set_offset = _set_offset
-    set_timestamp = _set_timestamp
-    set_key = _set_key
-    set_value = _set_value
-    set_headers = _set_headers
-    set_control = _set_control
     if count < 0:
         raise _Bad
     for _ in range(count):
-        rec = new(cls)
-        set_control(rec, None)
+        rec: Any = new(slots)
+        rec.control = None
         # length: positive, inside the batch
         v = data[pos]
         if v < 0x80:
@@ -315,8 +306,13 @@ def _v2_records_fast(
         if v < 0x80:
             pos += 2
         else:
-            v, pos = uvarlong(data, pos + 1)
-        set_timestamp(rec, base_ts + ((v >> 1) ^ -(v & 1)))
+            w = data[pos + 2]
+            if w < 0x80:
+                v = (v & 0x7F) | (w << 7)
+                pos += 3
+            else:
+                v, pos = uvarlong(data, pos + 1)
+        rec.timestamp = base_ts + ((v >> 1) ^ -(v & 1))
         # offset delta
         v = data[pos]
         if v < 0x80:
@@ -328,22 +324,22 @@ def _v2_records_fast(
                 pos += 2
             else:
                 v, pos = uvarint(data, pos)
-        set_offset(rec, base_offset + ((v >> 1) ^ -(v & 1)))
+        rec.offset = base_offset + ((v >> 1) ^ -(v & 1))
         # key
         v = data[pos]
         if not v & 0x81:
             v = pos + 1 + (v >> 1)
-            set_key(rec, data[pos + 1 : v])
+            rec.key = data[pos + 1 : v]
             pos = v
         elif v == 1:
             pos += 1
-            set_key(rec, None)
+            rec.key = None
         else:
             if v & 1:
                 raise _Bad
             v, pos = uvarint(data, pos)
             v = pos + (v >> 1)
-            set_key(rec, data[pos:v])
+            rec.key = data[pos:v]
             pos = v
         # value
         v = data[pos]
@@ -351,7 +347,7 @@ def _v2_records_fast(
             if v != 1:
                 raise _Bad
             pos += 1
-            set_value(rec, None)
+            rec.value = None
         else:
             if v < 0x80:
                 pos += 1
@@ -363,13 +359,13 @@ def _v2_records_fast(
                 else:
                     v, pos = uvarint(data, pos)
             v = pos + (v >> 1)
-            set_value(rec, data[pos:v])
+            rec.value = data[pos:v]
             pos = v
         # headers: count, then (name, value) pairs
         v = data[pos]
         if v == 0:
             pos += 1
-            set_headers(rec, ())
+            rec.headers = ()
         else:
             if v < 0x80:
                 pos += 1
@@ -379,34 +375,35 @@ def _v2_records_fast(
                 raise _Bad
             hl: tuple[Header, ...] = ()
             for _ in range(v >> 1):
-                v = data[pos]
-                if v & 0x81:  # several bytes, or negative
-                    if v & 1:
-                        raise _Bad
-                    v, pos = uvarint(data, pos)
-                else:
-                    pos += 1
-                v = pos + (v >> 1)
-                name = data[pos:v].decode()
-                pos = v
+                # name (not null), ending at v; then value, ending at pos
                 v = data[pos]
                 if not v & 0x81:
                     v = pos + 1 + (v >> 1)
-                    hl += ((name, data[pos + 1 : v]),)
-                    pos = v
-                elif v == 1:
-                    pos += 1
-                    hl += ((name, None),)
-                else:
+                    name = data[pos + 1 : v].decode()
+                else:  # several bytes, or negative
                     if v & 1:
                         raise _Bad
                     v, pos = uvarint(data, pos)
                     v = pos + (v >> 1)
+                    name = data[pos:v].decode()
+                w = data[v]
+                if not w & 0x81:
+                    pos = v + 1 + (w >> 1)
+                    hl += ((name, data[v + 1 : pos]),)
+                elif w == 1:
+                    pos = v + 1
+                    hl += ((name, None),)
+                else:
+                    if w & 1:
+                        raise _Bad
+                    w, pos = uvarint(data, v)
+                    v = pos + (w >> 1)
                     hl += ((name, data[pos:v]),)
                     pos = v
-            set_headers(rec, hl)
+            rec.headers = hl
         if pos != rec_end:
             raise _Bad
+        rec.__class__ = cls
         add(rec)
     if pos != end:
         raise _Bad
@@ -957,35 +954,55 @@ class _Scan:
 def _make_records(
     cols: _Cols, controls: list[ControlRecord | None] | None
 ) -> tuple[Record, ...]:
-    """Build frozen Records quickly (attrs' frozen ``__init__`` is 2x slower)."""
+    """Build frozen Records from columns (through their slot-storage base)."""
     out: list[Record] = []
     add = out.append
     new = _new
-    so, st, sk, sv, sh, sc = (
-        _set_offset,
-        _set_timestamp,
-        _set_key,
-        _set_value,
-        _set_headers,
-        _set_control,
-    )
+    slots = _RecordSlots
     cls = Record
     ctl = controls if controls is not None else [None] * len(cols[0])
     for o, t, k, v, h, c in zip(
         cols[0], cols[1], cols[2], cols[3], cols[4], ctl, strict=True
     ):
-        r = new(cls)
-        so(r, o)
-        st(r, t)
-        sk(r, k)
-        sv(r, v)
-        sh(r, tuple(h) if h else ())
-        sc(r, c)
+        r: Any = new(slots)
+        r.offset = o
+        r.timestamp = t
+        r.key = k
+        r.value = v
+        r.headers = tuple(h) if h else ()
+        r.control = c
+        r.__class__ = cls
         add(r)
     return tuple(out)
 
 
-_make_batch: Callable[..., RecordBatch] = RecordBatch
+def _make_batch(head: tuple[Any, ...], records: tuple[Record, ...]) -> RecordBatch:
+    """A RecordBatch from its header fields (in field order) and records."""
+    b: Any = _new(_RecordBatchSlots)
+    (
+        b.position,
+        b.base_offset,
+        b.batch_length,
+        b.partition_leader_epoch,
+        b.magic,
+        b.crc,
+        b.attributes,
+        b.compression,
+        b.timestamp_type,
+        b.is_transactional,
+        b.is_control,
+        b.has_delete_horizon,
+        b.last_offset_delta,
+        b.base_timestamp,
+        b.max_timestamp,
+        b.producer_id,
+        b.producer_epoch,
+        b.base_sequence,
+    ) = head
+    b.records = records
+    b.__class__ = RecordBatch
+    batch: RecordBatch = b
+    return batch
 
 
 class BatchIterator(Iterator[RecordBatch]):
@@ -1027,7 +1044,7 @@ class BatchIterator(Iterator[RecordBatch]):
 
     def __next__(self) -> RecordBatch:
         head, records = next(self._it)
-        return _make_batch(*head, records)
+        return _make_batch(head, records)
 
 
 def decode_batches(

@@ -87,8 +87,27 @@ class ControlRecord:
     coordinator_epoch: int = -1
 
 
+class _RecordSlots:
+    """Slot storage of :class:`Record` (same layout; see :class:`Record`).
+
+    The decoder builds a ``_RecordSlots``, fills its slots with plain stores and
+    then sets ``__class__`` to :class:`Record`: much cheaper than calling the
+    frozen class's slot descriptors one by one.
+    """
+
+    __slots__ = (
+        "offset",
+        "timestamp",
+        "key",
+        "value",
+        "headers",
+        "control",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(slots=True)
-class Record:
+class Record(_RecordSlots):
     """One record, with everything in it resolved to absolute values.
 
     Attributes:
@@ -112,8 +131,35 @@ class Record:
     control: ControlRecord | None = None
 
 
+class _RecordBatchSlots:
+    """Slot storage of :class:`RecordBatch` (as :class:`_RecordSlots`)."""
+
+    __slots__ = (
+        "position",
+        "base_offset",
+        "batch_length",
+        "partition_leader_epoch",
+        "magic",
+        "crc",
+        "attributes",
+        "compression",
+        "timestamp_type",
+        "is_transactional",
+        "is_control",
+        "has_delete_horizon",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "records",
+        "__weakref__",
+    )
+
+
 @attrs.frozen(slots=True)
-class RecordBatch:
+class RecordBatch(_RecordBatchSlots):
     """One record batch (magic 2) or one top-level legacy message (magic 0/1).
 
     Field layout and meaning follow Kafka's ``DefaultRecordBatch.java`` (magic
