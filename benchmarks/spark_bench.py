@@ -42,7 +42,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-import psutil  # noqa: E402
+import psutil  # type: ignore[import-untyped]  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 WORDS = [
@@ -129,11 +129,21 @@ def _tree_cpu() -> float:
     return total
 
 
-def measure(fn: Callable[[], int]) -> tuple[float, float, int]:
-    """(wall s, CPU s, records) of one job."""
-    cpu0, t0 = _tree_cpu(), time.perf_counter()
+def measure(
+    fn: Callable[[], int], *, in_process: bool = False
+) -> tuple[float, float, int]:
+    """(wall s, CPU s, records) of one job. ``in_process``: count this process only
+    (a job without Spark; idle Python workers that Spark retires meanwhile would
+    otherwise take their earlier CPU time out of the tree total)."""
+    cpu = time.process_time if in_process else _tree_cpu
+    cpu0, t0 = cpu(), time.perf_counter()
     records = fn()
-    return time.perf_counter() - t0, _tree_cpu() - cpu0, records
+    return time.perf_counter() - t0, cpu() - cpu0, records
+
+
+def _parquet_mb(folder: Path) -> float:
+    """Total size of the ``*.parquet`` files under ``folder`` in MB (0 if none)."""
+    return sum(p.stat().st_size for p in folder.rglob("*.parquet")) / 1e6
 
 
 # --- jobs ----------------------------------------------------------------------------
@@ -158,7 +168,9 @@ def job_arrow(spark: Any, data: Path, out: Path) -> int:
 
 
 def _naive_decode(row: Any) -> Iterator[tuple[Any, ...]]:
-    from kafka.record.memory_records import MemoryRecords
+    from kafka.record.memory_records import (  # type: ignore[import-untyped]
+        MemoryRecords,
+    )
 
     parts = row.path.rsplit("/", 2)
     topic, _, partition = parts[-2].rpartition("-")
@@ -215,7 +227,7 @@ def job_floor(spark: Any, data: Path, out: Path) -> int:
 
 
 def job_single(data: Path, out: Path) -> int:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     from kproto.spark._framing import ByteRange, find_segment_files
     from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, read_range
@@ -247,7 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the data set")
     ap.add_argument("--warm-mb", type=float, default=20.0, help="warm-up data set size")
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable), e.g. "
+        "spark.sql.parquet.compression.codec=zstd",
+    )
     args = ap.parse_args(argv)
+    if any("=" not in c for c in args.conf):
+        ap.error("--conf expects KEY=VALUE")
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="kproto-spark-bench-"))
     data, outs = work / "data", work / "out"
@@ -264,15 +286,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession
 
-    spark = (
+    from kproto.spark.cli import SESSION_CONF
+
+    builder = (
         SparkSession.builder.master(args.master)
         .appName("kproto spark bench")
         .config("spark.driver.memory", "3g")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.validateSchema.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    # The CLI's settings (Parquet timestamps as TIMESTAMP_MICROS, not INT96); they
+    # change nothing for the naive job, whose timestamp is a bigint. --conf wins.
+    for key, value in [*SESSION_CONF.items(), *(c.split("=", 1) for c in args.conf)]:
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     cores = spark.sparkContext.defaultParallelism
     spark.range(10).count()  # warm up the JVM
@@ -293,9 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         "single": lambda: job_single(data, outs / "single"),
     }
     results = {}
+    out_mb: dict[str, float] = {}
     for name in args.jobs.split(","):
-        wall, cpu, n = measure(jobs[name])
+        wall, cpu, n = measure(jobs[name], in_process=name == "single")
         results[name] = (wall, cpu, n)
+        out_mb[name] = _parquet_mb(outs / name)
         print(
             f"  {name}: {wall:.1f} s wall, {cpu:.1f} CPU-s, {n:,} records", flush=True
         )
@@ -303,13 +333,18 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print(f"{cores} cores; input {size / 1e6:,.0f} MB, {records:,} records")
-    print("| job | wall s | records/s | MB/s (input) | CPU-s | CPU-s per 1M records |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| job | wall s | records/s | MB/s (input) | CPU-s | CPU-s per 1M records "
+        "| Parquet MB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, (wall, cpu, n) in results.items():
         rps = f"{records / wall:,.0f}" if name != "floor" else "-"
         per_m = f"{cpu / records * 1e6:.2f}" if name != "floor" else "-"
+        mb = f"{out_mb[name]:,.0f}" if out_mb.get(name) else "-"
         print(
-            f"| {name} | {wall:.1f} | {rps} | {size / 1e6 / wall:,.1f} | {cpu:.1f} | {per_m} |"
+            f"| {name} | {wall:.1f} | {rps} | {size / 1e6 / wall:,.1f} | {cpu:.1f} "
+            f"| {per_m} | {mb} |"
         )
         if name not in ("floor",) and n != records:
             print(f"  WARNING: {name} produced {n:,} records, expected {records:,}")

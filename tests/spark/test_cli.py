@@ -142,3 +142,14 @@ def test_parser_needs_no_pyspark_import() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+def test_auto_writer_choice() -> None:
+    from kproto.spark.cli import resolve_writer
+
+    assert resolve_writer("auto", "parquet", "/tmp/out", "local[2]") == "arrow"
+    assert resolve_writer("auto", "parquet", "file:///tmp/out", None) == "arrow"
+    assert resolve_writer("auto", "json", "/tmp/out", "local[2]") == "spark"
+    assert resolve_writer("auto", "parquet", "hdfs://nn/out", "local[2]") == "spark"
+    assert resolve_writer("auto", "parquet", "/tmp/out", "yarn") == "spark"
+    assert resolve_writer("spark", "parquet", "/tmp/out", "local[2]") == "spark"
