@@ -232,7 +232,7 @@ def render_unformatted(
                 ),
             )
     module_count = sum(1 for p in out if p.endswith(".py"))
-    all_sources = "../shared/kafka-schema (see schema/schema.lock.json)"
+    all_sources = "../shared/kafka-schema (see schema/schema.lock)"
     out["index.py"] = env.get_template("index.py.j2").render(
         apis=[apis[k] for k in sorted(apis)],
         data=data,

@@ -2,7 +2,7 @@
 
 Inputs come from ``../shared/kafka-schema`` when it exists (or ``$KPROTO_SCHEMA_SOURCE``),
 otherwise they are downloaded at the pinned revisions. Either way every file is
-checked against the committed lock, ``schema/schema.lock.json`` (sha256 per file); a
+checked against the committed lock, ``schema/schema.lock`` (sha256 per file); a
 missing or changed file stops the build with a message naming it.
 
 Merge rule (``../shared/kafka-schema/README.md``): for every message name and every
@@ -41,7 +41,7 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "schema"
-LOCK_FILE = SCHEMA_DIR / "schema.lock.json"
+LOCK_FILE = SCHEMA_DIR / "schema.lock"
 DEFAULT_SHARED = ROOT.parent / "shared" / "kafka-schema"
 
 
