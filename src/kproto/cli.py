@@ -87,7 +87,7 @@ def _record_json(batch: RecordBatch, r: Record) -> dict[str, Any]:
     }
 
 
-def _batch_line(path: str, b: RecordBatch) -> str:
+def _batch_line(b: RecordBatch) -> str:
     last = b.base_offset + b.last_offset_delta
     parts = [
         f"batch base_offset={b.base_offset} last_offset={last} count={len(b.records)}",
@@ -146,7 +146,7 @@ def cmd_dump_log(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                         file=out,
                     )
             else:
-                print(_batch_line(name, batch), file=out)
+                print(_batch_line(batch), file=out)
                 for r in batch.records:
                     print(_record_line(r), file=out)
         for position, base_offset, message in it.corrupt:

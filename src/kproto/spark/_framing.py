@@ -134,9 +134,7 @@ def find_segment_files(paths: Iterable[str | os.PathLike[str]]) -> list[SegmentF
     return found
 
 
-def check_header(
-    base_offset: int, length: int, magic: int | None, remaining: int
-) -> str | None:
+def check_header(length: int, magic: int | None, remaining: int) -> str | None:
     """Why a batch header is invalid, or ``None`` if it frames a plausible batch.
 
     ``remaining`` is the number of bytes available from the header's start; ``magic`` is
@@ -193,7 +191,7 @@ def scan_file(
                 )
                 return
             offset, length, magic = header
-            reason = check_header(offset, length, magic, end - pos)
+            reason = check_header(length, magic, end - pos)
             if reason is not None:
                 yield FramingError(pos, offset, end - pos, reason)
                 return
@@ -247,7 +245,7 @@ def frame_buffer(
             base = unpack(buf, pos)[0] if left >= 12 else None
             length = unpack(buf, pos)[1] if left >= 12 else 0
             reason = (
-                check_header(base or 0, length, None, left)
+                check_header(length, None, left)
                 if left >= 12
                 else f"truncated batch header: {left} bytes left"
             )
@@ -255,13 +253,9 @@ def frame_buffer(
         offset, length = unpack(buf, pos)
         magic = buf[pos + _MAGIC_AT]
         total = 12 + length
-        if (
-            total > left
-            and not at_eof
-            and check_header(offset, length, magic, total) is None
-        ):
+        if total > left and not at_eof and check_header(length, magic, total) is None:
             return pos, None, total
-        reason = check_header(offset, length, magic, left)
+        reason = check_header(length, magic, left)
         if reason is not None:
             return pos, FramingError(pos, offset, left, reason), None
         pos += total
