@@ -13,9 +13,10 @@ careful decoder :func:`_v2_records_checked` re-reads it to raise a
 
 from __future__ import annotations
 
+import linecache
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import crc32c as _crc32c_module
@@ -118,150 +119,13 @@ def _uvarlong(data: bytes, pos: int) -> tuple[int, int]:
 
 # ---------------------------------------------------------- magic 2: fast
 #
-# Two copies of one loop, kept in step by the tests: one appends to column
-# lists, one builds Record objects (a shared loop costs ~30% more). Each
-# zigzag varint is read inline when it has 1 byte (and, for lengths and
+# One loop, generated twice at import (as kproto.serial.compile does for
+# entities): once appending to column lists for decode_columns, once filling
+# Record slots for decode_batches. The template's @-lines are the only places the
+# two differ; everything else is the same straight-line code, so the varint and
+# bounds logic exists once. (A single loop with a sink argument costs ~30% more.)
+# Each zigzag varint is read inline when it has 1 byte (and, for lengths and
 # offset deltas, 2 bytes); zigzag-odd lengths are negative: 1 means null.
-
-
-def _v2_columns_fast(
-    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
-) -> _Cols:
-    """Decode ``count`` records in ``data[pos:end]``; raises _Bad/IndexError/UnicodeError."""
-    offsets: list[int] = []
-    timestamps: list[int] = []
-    keys: list[bytes | None] = []
-    values: list[bytes | None] = []
-    headers: list[list[Header]] = []
-    add_offset = offsets.append
-    add_timestamp = timestamps.append
-    add_key = keys.append
-    add_value = values.append
-    add_headers = headers.append
-    uvarint = _uvarint
-    uvarlong = _uvarlong
-    if count < 0:
-        raise _Bad
-    for _ in range(count):
-        # length: positive, inside the batch
-        v = data[pos]
-        if v < 0x80:
-            pos += 1
-        else:
-            w = data[pos + 1]
-            if w < 0x80:
-                v = (v & 0x7F) | (w << 7)
-                pos += 2
-            else:
-                v, pos = uvarint(data, pos)
-        rec_end = pos + ((v >> 1) ^ -(v & 1))
-        if not pos < rec_end <= end:
-            raise _Bad
-        # attributes (int8, unused), then timestamp delta
-        v = data[pos + 1]
-        if v < 0x80:
-            pos += 2
-        else:
-            w = data[pos + 2]
-            if w < 0x80:
-                v = (v & 0x7F) | (w << 7)
-                pos += 3
-            else:
-                v, pos = uvarlong(data, pos + 1)
-        add_timestamp(base_ts + ((v >> 1) ^ -(v & 1)))
-        # offset delta
-        v = data[pos]
-        if v < 0x80:
-            pos += 1
-        else:
-            w = data[pos + 1]
-            if w < 0x80:
-                v = (v & 0x7F) | (w << 7)
-                pos += 2
-            else:
-                v, pos = uvarint(data, pos)
-        add_offset(base_offset + ((v >> 1) ^ -(v & 1)))
-        # key
-        v = data[pos]
-        if not v & 0x81:
-            v = pos + 1 + (v >> 1)
-            add_key(data[pos + 1 : v])
-            pos = v
-        elif v == 1:
-            pos += 1
-            add_key(None)
-        else:
-            if v & 1:
-                raise _Bad
-            v, pos = uvarint(data, pos)
-            v = pos + (v >> 1)
-            add_key(data[pos:v])
-            pos = v
-        # value
-        v = data[pos]
-        if v & 1:  # negative: only -1 (null) is allowed
-            if v != 1:
-                raise _Bad
-            pos += 1
-            add_value(None)
-        else:
-            if v < 0x80:
-                pos += 1
-            else:
-                w = data[pos + 1]
-                if w < 0x80:
-                    v = (v & 0x7F) | (w << 7)
-                    pos += 2
-                else:
-                    v, pos = uvarint(data, pos)
-            v = pos + (v >> 1)
-            add_value(data[pos:v])
-            pos = v
-        # headers: count, then (name, value) pairs
-        v = data[pos]
-        if v == 0:
-            pos += 1
-            add_headers([])
-        else:
-            if v < 0x80:
-                pos += 1
-            else:
-                v, pos = uvarint(data, pos)
-            if v & 1 or v > rec_end - pos:  # negative, or more than fit
-                raise _Bad
-            hl: list[Header] = []
-            for _ in range(v >> 1):
-                # name (not null), ending at v; then value, ending at pos
-                v = data[pos]
-                if not v & 0x81:
-                    v = pos + 1 + (v >> 1)
-                    name = data[pos + 1 : v].decode()
-                else:  # several bytes, or negative
-                    if v & 1:
-                        raise _Bad
-                    v, pos = uvarint(data, pos)
-                    v = pos + (v >> 1)
-                    name = data[pos:v].decode()
-                w = data[v]
-                if not w & 0x81:
-                    pos = v + 1 + (w >> 1)
-                    hl.append((name, data[v + 1 : pos]))
-                elif w == 1:
-                    pos = v + 1
-                    hl.append((name, None))
-                else:
-                    if w & 1:
-                        raise _Bad
-                    w, pos = uvarint(data, v)
-                    v = pos + (w >> 1)
-                    hl.append((name, data[pos:v]))
-                    pos = v
-            add_headers(hl)
-        if pos != rec_end:
-            raise _Bad
-    if pos != end:
-        raise _Bad
-    return offsets, timestamps, keys, values, headers
 
 
 _new = object.__new__
@@ -270,23 +134,13 @@ _new = object.__new__
 # then given their frozen class by assigning __class__. Calling the frozen
 # class's slot descriptors costs ~4x more, attrs' frozen __init__ more still.
 
-
-def _v2_records_fast(
-    data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
-) -> tuple[Record, ...]:
-    """As :func:`_v2_columns_fast`, building Records (CREATE_TIME, not control)."""
-    out: list[Record] = []
-    add = out.append
+_V2_LOOP = """\
     uvarint = _uvarint
     uvarlong = _uvarlong
-    new = _new
-    slots = _RecordSlots
-    cls = Record
     if count < 0:
         raise _Bad
     for _ in range(count):
-        rec: Any = new(slots)
-        rec.control = None
+        @REC_START
         # length: positive, inside the batch
         v = data[pos]
         if v < 0x80:
@@ -312,7 +166,7 @@ def _v2_records_fast(
                 pos += 3
             else:
                 v, pos = uvarlong(data, pos + 1)
-        rec.timestamp = base_ts + ((v >> 1) ^ -(v & 1))
+        @SET timestamp = base_ts + ((v >> 1) ^ -(v & 1))
         # offset delta
         v = data[pos]
         if v < 0x80:
@@ -324,22 +178,22 @@ def _v2_records_fast(
                 pos += 2
             else:
                 v, pos = uvarint(data, pos)
-        rec.offset = base_offset + ((v >> 1) ^ -(v & 1))
+        @SET offset = base_offset + ((v >> 1) ^ -(v & 1))
         # key
         v = data[pos]
         if not v & 0x81:
             v = pos + 1 + (v >> 1)
-            rec.key = data[pos + 1 : v]
+            @SET key = data[pos + 1 : v]
             pos = v
         elif v == 1:
             pos += 1
-            rec.key = None
+            @SET key = None
         else:
             if v & 1:
                 raise _Bad
             v, pos = uvarint(data, pos)
             v = pos + (v >> 1)
-            rec.key = data[pos:v]
+            @SET key = data[pos:v]
             pos = v
         # value
         v = data[pos]
@@ -347,7 +201,7 @@ def _v2_records_fast(
             if v != 1:
                 raise _Bad
             pos += 1
-            rec.value = None
+            @SET value = None
         else:
             if v < 0x80:
                 pos += 1
@@ -359,13 +213,13 @@ def _v2_records_fast(
                 else:
                     v, pos = uvarint(data, pos)
             v = pos + (v >> 1)
-            rec.value = data[pos:v]
+            @SET value = data[pos:v]
             pos = v
         # headers: count, then (name, value) pairs
         v = data[pos]
         if v == 0:
             pos += 1
-            rec.headers = ()
+            @NO_HEADERS
         else:
             if v < 0x80:
                 pos += 1
@@ -373,7 +227,7 @@ def _v2_records_fast(
                 v, pos = uvarint(data, pos)
             if v & 1 or v > rec_end - pos:  # negative, or more than fit
                 raise _Bad
-            hl: tuple[Header, ...] = ()
+            @HL_INIT
             for _ in range(v >> 1):
                 # name (not null), ending at v; then value, ending at pos
                 v = data[pos]
@@ -389,25 +243,106 @@ def _v2_records_fast(
                 w = data[v]
                 if not w & 0x81:
                     pos = v + 1 + (w >> 1)
-                    hl += ((name, data[v + 1 : pos]),)
+                    @HL_ADD (name, data[v + 1 : pos])
                 elif w == 1:
                     pos = v + 1
-                    hl += ((name, None),)
+                    @HL_ADD (name, None)
                 else:
                     if w & 1:
                         raise _Bad
                     w, pos = uvarint(data, v)
                     v = pos + (w >> 1)
-                    hl += ((name, data[pos:v]),)
+                    @HL_ADD (name, data[pos:v])
                     pos = v
-            rec.headers = hl
+            @SET headers = hl
         if pos != rec_end:
             raise _Bad
-        rec.__class__ = cls
-        add(rec)
+        @REC_END
     if pos != end:
         raise _Bad
-    return tuple(out)
+    @RETURN
+"""
+
+_COLUMNS_PROLOGUE = """\
+def _v2_columns_fast(data, pos, end, count, base_offset, base_ts):
+    offsets = []
+    timestamps = []
+    keys = []
+    values = []
+    headers = []
+    add_offset = offsets.append
+    add_timestamp = timestamps.append
+    add_key = keys.append
+    add_value = values.append
+    add_headers = headers.append
+"""
+_RECORDS_PROLOGUE = """\
+def _v2_records_fast(data, pos, end, count, base_offset, base_ts):
+    out = []
+    add = out.append
+    new = _new
+    slots = _RecordSlots
+    cls = Record
+"""
+#: How each @-line of _V2_LOOP reads in the columns and the records variant.
+_SINKS: dict[str, tuple[str, str]] = {
+    "@SET": ("add_{name}({expr})", "rec.{name} = {expr}"),
+    "@NO_HEADERS": ("add_headers([])", "rec.headers = ()"),
+    "@HL_INIT": ("hl = []", "hl = ()"),
+    "@HL_ADD": ("hl.append({expr})", "hl += ({expr},)"),
+    "@REC_START": ("", "rec = new(slots)\nrec.control = None"),
+    "@REC_END": ("", "rec.__class__ = cls\nadd(rec)"),
+    "@RETURN": (
+        "return offsets, timestamps, keys, values, headers",
+        "return tuple(out)",
+    ),
+}
+
+
+def _render_v2_loop(variant: int) -> str:
+    """The source of one variant (0: columns, 1: records) of the magic 2 loop."""
+    out = [(_COLUMNS_PROLOGUE, _RECORDS_PROLOGUE)[variant].rstrip("\n")]
+    for line in _V2_LOOP.splitlines():
+        stripped = line.lstrip()
+        if not stripped.startswith("@"):
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(stripped)]
+        marker, _, rest = stripped.partition(" ")
+        name, _, expr = rest.partition(" = ")
+        if marker == "@HL_ADD":
+            expr = rest
+        text = _SINKS[marker][variant].format(name=name, expr=expr)
+        out.extend(indent + part for part in text.split("\n") if part)
+    return "\n".join(out) + "\n"
+
+
+def _compile_v2_loop(variant: int) -> Any:
+    source = _render_v2_loop(variant)
+    name = ("_v2_columns_fast", "_v2_records_fast")[variant]
+    filename = f"<kproto.records {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {
+        "_uvarint": _uvarint,
+        "_uvarlong": _uvarlong,
+        "_Bad": _Bad,
+        "_new": _new,
+        "_RecordSlots": _RecordSlots,
+        "Record": Record,
+    }
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+#: Decode ``count`` records in ``data[pos:end]`` into column lists (offsets,
+#: timestamps, keys, values, headers). Raises _Bad/IndexError/UnicodeError.
+_v2_columns_fast: Callable[[bytes, int, int, int, int, int], _Cols] = _compile_v2_loop(
+    0
+)
+#: The same, building Records (CREATE_TIME, not control).
+_v2_records_fast: Callable[[bytes, int, int, int, int, int], tuple[Record, ...]] = (
+    _compile_v2_loop(1)
+)
 
 
 # ------------------------------------------------------- magic 2: careful
