@@ -27,7 +27,7 @@ import logging
 import ssl
 import struct
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import attrs
 
@@ -48,6 +48,12 @@ __all__ = [
     "ResponseDecodeError",
     "NotNegotiatedError",
     "encode_request",
+    "decode_request",
+    "encode_response",
+    "RequestHeaderInfo",
+    "peek_request_header",
+    "RequestDecodeError",
+    "UnsupportedRequestError",
     "check_frame_size",
     "decode_response",
     "response_class_for",
@@ -210,6 +216,143 @@ def encode_request(
     if "client_id" in attrs.fields_dict(header_cls):
         header_fields["client_id"] = client_id
     payload = encode(header_cls(**header_fields)) + encode(request)
+    return SIZE_PREFIX.pack(len(payload)) + payload
+
+
+class RequestHeaderInfo(NamedTuple):
+    """The fixed start of every request header (v0, v1 and v2 alike)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+#: api_key (int16), api_version (int16), correlation_id (int32): the first 8 bytes of
+#: every request header version.
+_REQUEST_HEADER_HEAD: Final = struct.Struct(">hhi")
+
+
+class RequestDecodeError(FrameError):
+    """A request frame does not decode (a server-side error: what a broker or proxy
+    receives from a client).
+
+    Attributes:
+        api_key, api_version, correlation_id: from the header's first 8 bytes, or
+            ``None`` when the frame is too short to hold them.
+        cause: the :class:`kproto.serial.DecodeError` or ``LookupError`` behind it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        api_key: int | None = None,
+        api_version: int | None = None,
+        correlation_id: int | None = None,
+        cause: Exception | None = None,
+    ) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        self.cause = cause
+        super().__init__(message)
+
+
+class UnsupportedRequestError(RequestDecodeError):
+    """The request's api_key or api_version is not one kproto generates. A broker
+    answers this with UNSUPPORTED_VERSION (for ApiVersions: the v0 body, as Kafka
+    does); the header's api_key, api_version and correlation_id are set."""
+
+
+def peek_request_header(frame: bytes | bytearray | memoryview) -> RequestHeaderInfo:
+    """Read api_key, api_version and correlation_id from a request frame (the bytes
+    after the int32 size prefix) without decoding the rest.
+
+    Raises:
+        RequestDecodeError: the frame is shorter than 8 bytes.
+    """
+    if len(frame) < _REQUEST_HEADER_HEAD.size:
+        raise RequestDecodeError(
+            f"request frame of {len(frame)} bytes is shorter than the 8-byte "
+            "request header head (api_key, api_version, correlation_id)"
+        )
+    return RequestHeaderInfo(*_REQUEST_HEADER_HEAD.unpack_from(frame, 0))
+
+
+def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
+    """Decode a request frame (the bytes after the int32 size prefix) into
+    ``(header, request)``: the ``RequestHeader`` entity of the version the request
+    class's ``__header_schema__`` names, and the request entity of the version the
+    header's ``request_api_version`` names.
+
+    The whole frame must be consumed: Kafka's ``RequestContext`` rejects a request
+    with bytes left over, and so does this.
+
+    Raises:
+        UnsupportedRequestError: the api_key or api_version is unknown to kproto.
+        RequestDecodeError: the frame is too short, the header or body does not
+            decode (``cause`` is the :class:`kproto.serial.DecodeError`, naming the
+            field path and byte offset), or bytes are left over.
+    """
+    head = peek_request_header(frame)
+    where = f"api_key {head.api_key} v{head.api_version} (correlation id {head.correlation_id})"
+    try:
+        request_cls: Any = request_type(head.api_key, head.api_version)
+    except LookupError as err:
+        raise UnsupportedRequestError(
+            f"unsupported request {where}: {err}",
+            api_key=head.api_key,
+            api_version=head.api_version,
+            correlation_id=head.correlation_id,
+            cause=err,
+        ) from err
+    stream = io.BytesIO(frame)
+    try:
+        header = entity_reader(request_cls.__header_schema__)(stream)
+        request = entity_reader(request_cls)(stream)
+    except DecodeError as err:
+        raise RequestDecodeError(
+            f"cannot decode request {where}: {err}",
+            api_key=head.api_key,
+            api_version=head.api_version,
+            correlation_id=head.correlation_id,
+            cause=err,
+        ) from err
+    left = len(frame) - stream.tell()
+    if left:
+        raise RequestDecodeError(
+            f"request {where}: {left} bytes left over after "
+            f"{request_cls.__name__} at byte offset {stream.tell()}",
+            api_key=head.api_key,
+            api_version=head.api_version,
+            correlation_id=head.correlation_id,
+        )
+    return header, request
+
+
+def encode_response(header: Any, response: Any) -> bytes:
+    """Encode a response frame: int32 size, response header, response body.
+
+    ``header`` is either the request's ``RequestHeader`` (its correlation_id is
+    copied into the response header) or a ``ResponseHeader`` entity; the response
+    header version is ``type(response).__header_schema__`` (v0 for every
+    ApiVersionsResponse, as Kafka's ``ApiVersionsResponse`` requires, v1 for
+    flexible versions, v0 otherwise).
+
+    Returns:
+        the frame bytes, size prefix included.
+
+    Raises:
+        TypeError: ``response`` is not a generated response entity.
+        kproto.serial.EncodeError: a field does not fit its type.
+    """
+    info = entity_info(response)
+    if info.message_type != "response" or info.api_key is None or not info.top_level:
+        raise TypeError(f"{type(response).__qualname__} is not a response message")
+    header_cls: type = type(response).__header_schema__
+    if type(header) is not header_cls:
+        header = header_cls(correlation_id=header.correlation_id)
+    payload = encode(header) + encode(response)
     return SIZE_PREFIX.pack(len(payload)) + payload
 
 
