@@ -53,6 +53,7 @@ __all__ = [
     "ResponseDecodeError",
     "NotNegotiatedError",
     "encode_request",
+    "encode_frame",
     "decode_request",
     "encode_response",
     "RequestHeaderInfo",
@@ -235,7 +236,18 @@ def encode_request(
     }
     if "client_id" in attrs.fields_dict(header_cls):
         header_fields["client_id"] = client_id
-    payload = encode(header_cls(**header_fields)) + encode(request)
+    return encode_frame(header_cls(**header_fields), request)
+
+
+def encode_frame(header: Any, body: Any) -> bytes:
+    """Encode ``header`` then ``body`` (entities of matching header and message
+    versions; nothing is checked) behind an int32 size prefix. For a proxy
+    forwarding a changed request under the client's own header.
+
+    Raises:
+        kproto.serial.EncodeError: a field does not fit its type.
+    """
+    payload = encode(header) + encode(body)
     return SIZE_PREFIX.pack(len(payload)) + payload
 
 
@@ -372,8 +384,7 @@ def encode_response(header: Any, response: Any) -> bytes:
     header_cls: type = type(response).__header_schema__
     if type(header) is not header_cls:
         header = header_cls(correlation_id=header.correlation_id)
-    payload = encode(header) + encode(response)
-    return SIZE_PREFIX.pack(len(payload)) + payload
+    return encode_frame(header, response)
 
 
 def check_frame_size(size: int, max_frame_bytes: int) -> int:
