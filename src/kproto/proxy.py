@@ -35,7 +35,8 @@ Design:
   version) are forwarded unchanged, as are their responses.
 - Responses come back in request order, as Kafka guarantees per connection;
   each is paired with its request by correlation id. Produce requests with
-  ``acks=0`` expect no response and are not tracked.
+  ``acks=0`` expect no response and are not tracked: an answer to one anyway
+  (librdkafka's mock cluster sends them) is forwarded unchanged.
 
 Example::
 
@@ -305,6 +306,8 @@ class Proxy:
         self._tasks.add(task)
         try:
             await self._serve(upstream, client_reader, client_writer)
+        except asyncio.CancelledError:
+            pass  # close() stops this connection; nobody awaits this task's result
         finally:
             self._tasks.discard(task)
 
