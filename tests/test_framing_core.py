@@ -23,7 +23,6 @@ from kproto.framing import (
     FrameError,
     FrameReader,
     FrameTooLargeError,
-    NotNegotiatedError,
     ResponseDecodeError,
     ResponseFrame,
     decode_request,
@@ -32,7 +31,11 @@ from kproto.framing import (
     encode_request,
     encode_response,
 )
-from kproto.negotiation import ApiVersionsNegotiation, NegotiationState
+from kproto.negotiation import (
+    ApiVersionsNegotiation,
+    NegotiationState,
+    NotNegotiatedError,
+)
 from kproto.schema.api_versions.v0 import ApiVersionsResponse as ApiVersionsV0
 from kproto.schema.api_versions.v2 import ApiVersionsResponse as ApiVersionsV2
 from kproto.schema.api_versions.v2.response import ApiVersion
@@ -237,3 +240,13 @@ def test_blocking_connection_never_imports_asyncio() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+def test_names_moved_to_negotiation_still_import_from_framing() -> None:
+    import kproto.framing
+    import kproto.negotiation
+
+    for name in ("NotNegotiatedError", "NegotiationState", "build_entity"):
+        assert getattr(kproto.framing, name) is getattr(kproto.negotiation, name)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        kproto.framing.no_such_name  # noqa: B018

@@ -43,12 +43,15 @@ from kproto.framing import (
     FrameError,
     FrameTooLargeError,
     KafkaConnectionError,
-    NotNegotiatedError,
     RequestTimeoutError,
     ResponseDecodeError,
     ResponseFrame,
 )
-from kproto.negotiation import ApiVersionsNegotiation, NegotiationState
+from kproto.negotiation import (
+    ApiVersionsNegotiation,
+    NegotiationState,
+    NotNegotiatedError,
+)
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",

@@ -37,7 +37,7 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 import attrs
 
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey, api_versions, request_type, response_type
+from kproto.index import ApiKey, request_type, response_type
 from kproto.meta import entity_info
 from kproto.serial import DecodeError, encode, entity_reader
 
@@ -51,7 +51,6 @@ __all__ = [
     "FrameTooLargeError",
     "CorrelationIdMismatchError",
     "ResponseDecodeError",
-    "NotNegotiatedError",
     "encode_request",
     "encode_frame",
     "decode_request",
@@ -68,7 +67,6 @@ __all__ = [
     "response_class_for",
     "expects_response",
     "warn_trailing",
-    "api_name",
 ]
 
 log = logging.getLogger("kproto.connection")
@@ -161,32 +159,6 @@ class ResponseDecodeError(KafkaConnectionError):
             f"cannot decode response to api_key {api_key} v{api_version} "
             f"({len(payload)} bytes): {cause}"
         )
-
-
-def api_name(api_key: int) -> str:
-    """``"Metadata (api_key 3)"``: the API's name in Kafka's terms with its key, or
-    ``"api_key N"`` for a key kproto does not know."""
-    try:
-        versions = api_versions(api_key)
-    except LookupError:
-        return f"api_key {api_key}"
-    # the JSON message name, as Kafka's ApiKeys enum spells it in its messages
-    name = request_type(api_key, versions.start).__name__.removesuffix("Request")
-    return f"{name} (api_key {api_key})"
-
-
-class NotNegotiatedError(KafkaConnectionError):
-    """:meth:`version_for` was asked before :meth:`negotiate`, or the broker and
-    kproto share no version of the API. The message names the API
-    ("DescribeCluster (api_key 60)").
-
-    Attributes:
-        api_key: the API asked about.
-    """
-
-    def __init__(self, api_key: int, message: str) -> None:
-        self.api_key = api_key
-        super().__init__(message)
 
 
 def response_class_for(request: Any, api_version: int | None = None) -> type:
@@ -641,6 +613,8 @@ _MOVED: Final = frozenset(
         "broker_ranges",
         "common_versions",
         "NegotiationState",
+        "NotNegotiatedError",
+        "api_name",
     }
 )
 

@@ -28,11 +28,9 @@ from kproto.framing import (
     ConnectionClosedError,
     FrameReader,
     KafkaConnectionError,
-    NotNegotiatedError,
     RequestTimeoutError,
     ResponseDecodeError,
     ResponseFrame,
-    api_name,
     decode_response_frame,
     encode_request,
     expects_response,
@@ -44,6 +42,8 @@ from kproto.meta import Wire, entity_info, wire_fields
 
 __all__ = [
     "ApiVersionsNegotiation",
+    "NotNegotiatedError",
+    "api_name",
     "NegotiationState",
     "PendingRequest",
     "api_versions_request",
@@ -143,6 +143,32 @@ def common_versions(ranges: Mapping[int, tuple[int, int]]) -> dict[int, int]:
         if top >= max(lo, ours.start):
             out[api_key] = top
     return out
+
+
+def api_name(api_key: int) -> str:
+    """``"Metadata (api_key 3)"``: the API's name in Kafka's terms with its key, or
+    ``"api_key N"`` for a key kproto does not know."""
+    try:
+        versions = api_versions(api_key)
+    except LookupError:
+        return f"api_key {api_key}"
+    # the JSON message name, as Kafka's ApiKeys enum spells it in its messages
+    name = request_type(api_key, versions.start).__name__.removesuffix("Request")
+    return f"{name} (api_key {api_key})"
+
+
+class NotNegotiatedError(KafkaConnectionError):
+    """:meth:`version_for` was asked before :meth:`negotiate`, or the broker and
+    kproto share no version of the API. The message names the API
+    ("DescribeCluster (api_key 60)").
+
+    Attributes:
+        api_key: the API asked about.
+    """
+
+    def __init__(self, api_key: int, message: str) -> None:
+        self.api_key = api_key
+        super().__init__(message)
 
 
 class ApiVersionsNegotiation:
