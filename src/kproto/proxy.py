@@ -26,8 +26,9 @@ Design:
   keyed by api_key: a request hook sees the client's ``RequestHeader`` and the
   decoded request, a response hook the ``ResponseHeader`` and the response (after
   address rewriting). Returning ``None`` (or an equal entity) leaves the frame as
-  it was; returning another entity sends that instead. A request hook may return
-  another version of the same API: the header's ``request_api_version`` follows.
+  it was; returning another entity of the same class (API and version) sends
+  that instead. A hook that raises, or returns another class, closes that
+  client's connection (logged as a warning on ``kproto.proxy``).
 - **Errors stay with their connection.** A client frame with an impossible size
   prefix (or over ``max_frame_bytes``) or a request that does not decode closes
   that client's connection (and its upstream one) only; the listeners and other
@@ -190,6 +191,21 @@ async def _call(hook: Hook, header: Any, entity: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return entity if result is None else result
+
+
+def _check_same_class(old: Any, new: Any) -> Any:
+    """``new``, if it is of ``old``'s class (same API and version: the client
+    decodes the answer at the version it asked for).
+
+    Raises:
+        TypeError: another class; the proxy closes that connection.
+    """
+    if type(new) is not type(old):
+        raise TypeError(
+            f"hook returned {type(new).__qualname__} v{entity_info(new).version} "
+            f"for {type(old).__qualname__} v{entity_info(old).version}"
+        )
+    return new
 
 
 class _Pending(NamedTuple):
@@ -394,8 +410,7 @@ class Proxy:
                 if hook is not None:
                     new = await _call(hook, header, request)
                     if new != request:
-                        api_version = entity_info(new).version
-                        header = attrs.evolve(header, request_api_version=api_version)
+                        _check_same_class(request, new)
                         sent = encode_frame(header, new)[4:]
                         request = new
                 answered = expects_response(request)
@@ -454,7 +469,9 @@ class Proxy:
             }
             response = _rewrite(response, mapping)
         if hook is not None:
-            response = await _call(hook, frame.header, response)
+            response = _check_same_class(
+                frame.response, await _call(hook, frame.header, response)
+            )
         if response == frame.response:
             return payload
         return encode_frame(frame.header, response)[4:] + frame.trailing

@@ -243,3 +243,30 @@ def test_bad_frames_close_only_their_connection() -> None:
     asyncio.run(
         asyncio.wait_for(_with_proxy(test, decode_all=True, max_frame_bytes=100), 30)
     )
+
+
+def test_hook_returning_another_version_closes_that_connection() -> None:
+    def downgrade(header: Any, request: Any) -> Any:
+        if header.client_id == "bad":
+            return request_type(18, 0)()  # the client would misread the answer
+        return None
+
+    async def test(
+        proxy: Proxy, upstream_sent: list[bytes], listen: tuple[str, int]
+    ) -> None:
+        reader, writer = await asyncio.open_connection(*listen)
+        request = request_type(18, 3)()
+        await write_frame(
+            writer, encode_request(request, correlation_id=1, client_id="bad")
+        )
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
+        assert upstream_sent == []  # nothing reached the broker
+        reader, writer = await asyncio.open_connection(*listen)
+        await write_frame(
+            writer, encode_request(request, correlation_id=2, client_id="good")
+        )
+        assert await read_frame(reader) == upstream_sent[-1]
+        writer.close()
+
+    asyncio.run(asyncio.wait_for(_with_proxy(test, request_hooks={18: downgrade}), 30))
