@@ -440,7 +440,8 @@ class FrameReader:
         size = self._size
         if size is None or len(self._buf) < 4 + size:
             return None
-        payload = bytes(self._buf[4 : 4 + size])
+        with memoryview(self._buf) as view:
+            payload = bytes(view[4 : 4 + size])  # one copy, not two
         del self._buf[: 4 + size]
         self._size = None
         self._check_prefix()
