@@ -13,7 +13,7 @@ import threading
 import tracemalloc
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kproto.connection import Connection
@@ -43,6 +43,7 @@ from kproto.schema.api_versions.v3 import ApiVersionsResponse as ApiVersionsV3
 from kproto.schema.metadata.v12 import MetadataRequest, MetadataResponse
 from kproto.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kproto.schema.response_header.v1 import ResponseHeader as ResponseHeaderV1
+from tests.strategies import entities
 
 
 def _frame(payload: bytes) -> bytes:
@@ -250,3 +251,28 @@ def test_names_moved_to_negotiation_still_import_from_framing() -> None:
         assert getattr(kproto.framing, name) is getattr(kproto.negotiation, name)
     with pytest.raises(AttributeError, match="no_such_name"):
         kproto.framing.no_such_name  # noqa: B018
+
+
+def _response_classes() -> list[type]:
+    from kproto.index import API_VERSIONS, response_type
+
+    return [
+        response_type(k, v) for k, versions in API_VERSIONS.items() for v in versions
+    ]
+
+
+@pytest.mark.parametrize(
+    "cls", _response_classes(), ids=lambda c: f"{c.__name__}-v{c.__version__}"
+)
+@given(data=st.data())
+@settings(max_examples=3)
+def test_decode_response_frame_loses_nothing(cls: type, data: st.DataObject) -> None:
+    response = data.draw(entities(cls))
+    trailing = data.draw(st.binary(max_size=3))
+    header = cls.__header_schema__(correlation_id=data.draw(st.integers(0, 2**31 - 1)))
+    payload = encode_response(header, response)[4:] + trailing
+    frame = decode_response_frame(cls, payload)
+    if frame.api_versions_fallback:  # a drawn v3 body that also reads as v0
+        return
+    assert frame == ResponseFrame(header, response, trailing, False)
+    assert encode_response(frame.header, frame.response)[4:] + frame.trailing == payload
