@@ -43,7 +43,7 @@ from kproto.schema.api_versions.v3 import ApiVersionsResponse as ApiVersionsV3
 from kproto.schema.metadata.v12 import MetadataRequest, MetadataResponse
 from kproto.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kproto.schema.response_header.v1 import ResponseHeader as ResponseHeaderV1
-from tests.strategies import entities
+from tests import strategies
 
 
 def _frame(payload: bytes) -> bytes:
@@ -267,7 +267,7 @@ def _response_classes() -> list[type]:
 @given(data=st.data())
 @settings(max_examples=3)
 def test_decode_response_frame_loses_nothing(cls: type, data: st.DataObject) -> None:
-    response = data.draw(entities(cls))
+    response = data.draw(strategies.entities(cls))
     trailing = data.draw(st.binary(max_size=3))
     header = cls.__header_schema__(correlation_id=data.draw(st.integers(0, 2**31 - 1)))
     payload = encode_response(header, response)[4:] + trailing
