@@ -276,3 +276,68 @@ def test_decode_response_frame_loses_nothing(cls: type, data: st.DataObject) -> 
         return
     assert frame == ResponseFrame(header, response, trailing, False)
     assert encode_response(frame.header, frame.response)[4:] + frame.trailing == payload
+
+
+class _KafkaLikeBroker:
+    """A one-connection broker on 127.0.0.1 that answers ApiVersions as Kafka does
+    when it supports ApiVersions v0-2 only: the v0 fallback body for v3, a real
+    answer for v0-2."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(1)
+        self.port = self.server.getsockname()[1]
+        self.versions_asked: list[int] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        peer, _ = self.server.accept()
+        reader = FrameReader()
+        with peer:
+            while data := peer.recv(65536):
+                reader.feed(data)
+                for payload in reader:
+                    header, _ = decode_request(payload)
+                    version = header.request_api_version
+                    self.versions_asked.append(version)
+                    if version > 2:
+                        body = KAFKA_FALLBACK[4:]
+                        out = struct.pack(">i", header.correlation_id) + body
+                        peer.sendall(_frame(out))
+                    else:
+                        peer.sendall(encode_response(header, _ok_v2()))
+
+    def close(self) -> None:
+        self.thread.join(5)
+        self.server.close()
+
+
+def test_connection_negotiates_through_kafkas_v0_fallback() -> None:
+    broker = _KafkaLikeBroker()
+    try:
+        with Connection("127.0.0.1", broker.port, timeout_s=5.0) as conn:
+            assert conn.negotiate() == {3: 12}
+            assert conn.api_versions_version == 2
+    finally:
+        broker.close()
+    assert broker.versions_asked == [3, 2]
+
+
+def test_async_connection_negotiates_through_kafkas_v0_fallback() -> None:
+    import asyncio
+
+    from kproto.aio import AsyncConnection
+
+    async def main() -> None:
+        async with AsyncConnection("127.0.0.1", broker.port, timeout_s=5.0) as conn:
+            assert await conn.negotiate() == {3: 12}
+            assert conn.api_versions_version == 2
+
+    broker = _KafkaLikeBroker()
+    try:
+        asyncio.run(main())
+    finally:
+        broker.close()
+    assert broker.versions_asked == [3, 2]
