@@ -67,6 +67,19 @@ def test_frame_reader_any_slicing(payloads: list[bytes], cuts: list[int]) -> Non
     reader.eof()  # between frames: fine
 
 
+def test_frame_reader_requests_decodes_each_request() -> None:
+    stream = b"".join(
+        encode_request(MetadataRequest(topics=None), correlation_id=i, client_id="c")
+        for i in (1, 2)
+    )
+    reader = FrameReader()
+    reader.feed(stream[:-1])
+    assert [h.correlation_id for h, _ in reader.requests()] == [1]
+    reader.feed(stream[-1:])
+    ((header, request),) = reader.requests()
+    assert header.correlation_id == 2 and request == MetadataRequest(topics=None)
+
+
 def test_frame_reader_refuses_large_frame_from_its_prefix() -> None:
     reader = FrameReader(max_frame_bytes=100)
     with pytest.raises(FrameTooLargeError) as info:

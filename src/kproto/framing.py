@@ -452,6 +452,17 @@ class FrameReader:
         while (payload := self.next_frame()) is not None:
             yield payload
 
+    def requests(self) -> Iterator[tuple[Any, Any]]:
+        """``(header, request)`` for every complete request frame buffered now, as
+        :func:`decode_request` gives them (for a broker reading a client stream).
+
+        Raises:
+            RequestDecodeError / UnsupportedRequestError: as :func:`decode_request`;
+                the bad frame is consumed, later ones stay buffered.
+        """
+        for payload in self:
+            yield decode_request(payload)
+
     def eof(self) -> None:
         """The stream ended: fine between frames.
 
