@@ -83,8 +83,8 @@ E = TypeVar("E")
 class KafkaConnectionError(Exception):
     """Base class of every error raised by :mod:`kproto.connection`,
     :mod:`kproto.aio` and the frame codec: the socket failed, the peer closed it,
-    or a frame was malformed. Broker error *codes* inside a decoded response are not errors here.
-    """
+    or a frame was malformed. Broker error *codes* inside a decoded response are
+    not errors here."""
 
 
 class ConnectionClosedError(KafkaConnectionError):
@@ -494,8 +494,8 @@ class ResponseFrame(NamedTuple):
         api_versions_fallback: the broker answered an ApiVersions request of a
             version it does not support with Kafka's fallback, a v0 body with
             error_code 35 (UNSUPPORTED_VERSION) listing the ApiVersions versions
-            it does support (Kafka's ``ApiVersionsResponse.parse`` and
-            ``SocketServer`` behaviour; KIP-511).
+            it does support (KIP-511; Kafka's ``RequestContext.apiVersion`` on
+            the broker, ``ApiVersionsResponse.parse`` on the client).
     """
 
     header: Any
