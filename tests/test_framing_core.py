@@ -100,9 +100,8 @@ def test_frame_reader_buffers_what_arrived_not_what_was_claimed() -> None:
         reader.eof()
 
 
-def test_connection_does_not_allocate_the_claimed_size() -> None:
-    # A peer claims a 90 MiB response, sends 1 KiB and hangs up: the blocking
-    # connection must fail with ConnectionClosedError having held only what came.
+def _lying_peer() -> tuple[socket.socket, threading.Thread]:
+    """A peer that claims a 90 MiB response, sends 1 KiB of it and hangs up."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -115,6 +114,13 @@ def test_connection_does_not_allocate_the_claimed_size() -> None:
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
+    return server, t
+
+
+def test_connection_does_not_allocate_the_claimed_size() -> None:
+    # the blocking connection fails with ConnectionClosedError having held only
+    # what came
+    server, t = _lying_peer()
     try:
         conn = Connection("127.0.0.1", server.getsockname()[1], timeout_s=5.0)
         tracemalloc.start()
@@ -129,6 +135,31 @@ def test_connection_does_not_allocate_the_claimed_size() -> None:
     finally:
         t.join(5)
         server.close()
+
+
+def test_async_connection_does_not_allocate_the_claimed_size() -> None:
+    import asyncio
+
+    from kproto.aio import AsyncConnection
+
+    async def main() -> int:
+        port = server.getsockname()[1]
+        async with AsyncConnection("127.0.0.1", port, timeout_s=5.0) as conn:
+            tracemalloc.start()
+            try:
+                with pytest.raises(ConnectionClosedError, match="1024 of 94371840"):
+                    await conn.send(MetadataRequest(topics=None))
+                return tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+
+    server, t = _lying_peer()
+    try:
+        peak = asyncio.run(main())
+    finally:
+        t.join(5)
+        server.close()
+    assert peak < 4 << 20, peak
 
 
 def _metadata_response_frame(trailing: bytes = b"") -> tuple[bytes, object]:
