@@ -30,10 +30,13 @@ Design:
   that instead. A hook that raises, or returns another class, closes that
   client's connection (logged as a warning on ``kproto.proxy``).
 - **Errors stay with their connection.** A client frame with an impossible size
-  prefix (or over ``max_frame_bytes``) or a request that does not decode closes
-  that client's connection (and its upstream one) only; the listeners and other
-  connections carry on. Requests kproto has no class for (an unknown api_key or
-  version) are forwarded unchanged, as are their responses.
+  prefix (or over ``max_frame_bytes``), a header shorter than 8 bytes, or a
+  request the proxy decodes (hooked APIs, Produce to learn ``acks``, every API
+  with ``decode_all``) that does not decode closes that client's connection (and
+  its upstream one) only; so does an upstream response the proxy must decode
+  and cannot. The listeners and other connections carry on. Requests kproto has
+  no class for (an unknown api_key or version) are forwarded unchanged, as are
+  their responses.
 - Responses come back in request order, as Kafka guarantees per connection;
   each is paired with its request by correlation id. Produce requests with
   ``acks=0`` expect no response and are not tracked: an answer to one anyway
