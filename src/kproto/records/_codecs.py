@@ -148,16 +148,15 @@ def _gzip_member(data: bytes, start: int, limit: int) -> tuple[int, int, bytes |
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     rest = memoryview(data)[start:]
     try:
-        first = d.decompress(rest, min(_GZIP_STEP, limit + 1))
-        kept: bytes | None = first
-        size = len(first)
+        kept: bytes | None = d.decompress(rest, min(_GZIP_STEP, limit + 1))
+        size = len(kept) if kept is not None else 0
         while not d.eof and size <= limit:
+            kept = None  # more than one step: measure only
             tail = d.unconsumed_tail
-            more = d.decompress(tail, min(_GZIP_STEP, limit - size + 1))
+            more = len(d.decompress(tail, min(_GZIP_STEP, limit - size + 1)))
             if not more and len(d.unconsumed_tail) == len(tail):
                 break  # no progress: the input ends inside the stream
-            size += len(more)
-            kept = None
+            size += more
     except zlib.error as exc:
         raise DecodeError(f"gzip: {exc}") from None
     if size > limit:
@@ -174,9 +173,9 @@ def _gzip_decompress(data: bytes, limit: int) -> bytes:
     while True:
         end, size, kept = _gzip_member(data, pos, limit - total)
         if kept is None:
-            # bufsize one above the size: zlib then fills a single buffer
-            # (exactly full, it would add a second one and join them).
-            kept = zlib.decompress(data[pos:end], 16 + zlib.MAX_WBITS, size + 1)
+            # bufsize exactly the size: zlib fills one buffer and returns it (any
+            # other size ends with a copy of the output, or a join of blocks).
+            kept = zlib.decompress(data[pos:end], 16 + zlib.MAX_WBITS, max(size, 1))
         total += size
         out.append(kept)
         pos = end
@@ -413,11 +412,14 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
                 f"zstd: frame of {len(data)} bytes declares {hint} bytes of content, "
                 f"more than it can hold ({most})"
             )
-    # Start with room for the declared size, up to the reusable scratch buffer, and
-    # grow fourfold only when real output has filled the buffer: memory follows what
-    # the data yields, not what its header claims.
-    size = hint + 1 if hint is not None else max(1 << 16, 4 * len(data))
-    size = min(size, limit, _SCRATCH_MAX)
+    # Start with room for the declared size if the data is likely to hold it (32x),
+    # and grow fourfold only when real output has filled the buffer: memory follows
+    # what the data yields, not what its header claims.
+    if hint is not None:
+        size = min(hint + 1, max(1 << 16, 32 * len(data)))
+    else:
+        size = max(1 << 16, 4 * len(data))
+    size = min(size, limit)
     while True:
         buf = _scratch_view(size)
         try:
@@ -437,10 +439,10 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
 
 
 def _zstd_grow(size: int, hint: int | None, limit: int) -> int:
-    """The next buffer size after ``size`` was filled: 4x, or the declared size + 1."""
+    """The next buffer size after ``size`` was filled: 4x, at most declared size + 1."""
     bigger = size * 4
     if hint is not None and size <= hint:
-        bigger = hint + 1
+        bigger = min(bigger, hint + 1)
     return min(bigger, limit)
 
 
