@@ -48,7 +48,7 @@ def _peak(fn: Callable[[], Any]) -> tuple[int, Any]:
 def _zstd_claiming(payload: bytes, claimed: int) -> bytes:
     """A zstd frame of ``payload`` whose header declares ``claimed`` content bytes."""
     zstandard = pytest.importorskip("zstandard")
-    frame = zstandard.ZstdCompressor(write_content_size=False).compress(payload)
+    frame: bytes = zstandard.ZstdCompressor(write_content_size=False).compress(payload)
     fhd = frame[4]
     assert fhd >> 6 == 0 and not fhd & 0x20 and not fhd & 3  # no FCS, window byte
     blocks = frame[6:]  # after magic, descriptor and window descriptor
@@ -61,7 +61,9 @@ def _zstd_claiming(payload: bytes, claimed: int) -> bytes:
 
 def test_zstd_declared_size_is_not_allocated() -> None:
     frame = _zstd_claiming(b"x" * 100, 200 * MiB)
-    batch = with_region(encode_batch([(None, b"x", [], 0)], compression=4), frame)
+    batch = with_region(
+        encode_batch([(None, b"x", [], 0)], compression=Compression.ZSTD), frame
+    )
     assert len(batch) < 100  # the fuzzer's reproducer was 83 bytes
     peak, err = _peak(lambda: list(decode_batches(batch)))
     assert isinstance(err, DecodeError) and "zstd" in err.reason
@@ -101,7 +103,7 @@ def test_gzip_bomb_peak_is_bounded_by_the_limit(size: int) -> None:
 
 
 def test_gzip_bomb_in_batch_peak() -> None:
-    data = encode_batch([(None, bytes(16 * MiB), [], 0)], compression=1)
+    data = encode_batch([(None, bytes(16 * MiB), [], 0)], compression=Compression.GZIP)
     peak, err = _peak(
         lambda: list(decode_batches(data, max_decompressed_size=16 * MiB - 1))
     )
@@ -158,7 +160,9 @@ def test_max_records_is_the_bound() -> None:
 
 
 def test_max_records_counts_legacy_inner_messages() -> None:
-    wrapper = encode_legacy(sample_records(5, headers=False), magic=1, compression=1)
+    wrapper = encode_legacy(
+        sample_records(5, headers=False), magic=1, compression=Compression.GZIP
+    )
     assert len(list(decode_records(wrapper, max_records=5))) == 5
     with pytest.raises(DecodeError, match=r"max_records \(4\)"):
         list(decode_records(wrapper, max_records=4))
