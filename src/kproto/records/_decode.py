@@ -211,7 +211,9 @@ def decode_batches(
     Raises:
         DecodeError: (during iteration) for a corrupt complete batch: CRC
             mismatch, bad lengths, over-long varints, record count mismatch,
-            undecodable or oversized compressed data. ``path`` names the batch
+            undecodable or oversized compressed data, more than ``max_records``
+            records; and for a header no batch can have (see above), complete or
+            not. ``path`` names the batch
             (``batch@<position>(base_offset=N)``) and record field; ``offset``
             is the byte offset in the input (or, for compressed batches, in the
             decompressed records, as the reason says).
