@@ -39,24 +39,6 @@ class VarintError(Exception):
         self.too_long = too_long
 
 
-def _read_unsigned(
-    buf: bytes | memoryview, pos: int, bits: int, what: str
-) -> tuple[int, int]:
-    max_bytes = (bits + 6) // 7
-    result = 0
-    shift = 0
-    for _ in range(max_bytes):
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result >> bits:
-                raise VarintError(f"{what} larger than {bits} bits", too_long=False)
-            return result, pos
-        shift += 7
-    raise VarintError(f"{what} longer than {max_bytes} bytes", too_long=True)
-
-
 def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """An unsigned varint (at most 5 bytes, 32 bits) at ``buf[pos]``.
 
@@ -64,7 +46,23 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         IndexError: the buffer ends inside the varint.
         VarintError: more than 5 bytes, or a value above 2**32 - 1.
     """
-    return _read_unsigned(buf, pos, 32, "unsigned varint")
+    result = buf[pos]
+    if result < 0x80:
+        return result, pos + 1
+    result &= 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result > 0xFFFFFFFF:
+                raise VarintError("varint larger than 32 bits", too_long=False)
+            return result, pos
+        shift += 7
+        if shift > 28:
+            raise VarintError("varint longer than 5 bytes", too_long=True)
 
 
 def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -74,7 +72,23 @@ def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         IndexError: the buffer ends inside the varlong.
         VarintError: more than 10 bytes, or a value above 2**64 - 1.
     """
-    return _read_unsigned(buf, pos, 64, "unsigned varlong")
+    result = buf[pos]
+    if result < 0x80:
+        return result, pos + 1
+    result &= 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            if result > 0xFFFFFFFFFFFFFFFF:
+                raise VarintError("varlong larger than 64 bits", too_long=False)
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise VarintError("varlong longer than 10 bytes", too_long=True)
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -83,7 +97,7 @@ def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     Raises:
         IndexError, VarintError: as :func:`read_uvarint`.
     """
-    raw, pos = _read_unsigned(buf, pos, 32, "varint")
+    raw, pos = read_uvarint(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
 
 
@@ -93,5 +107,5 @@ def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     Raises:
         IndexError, VarintError: as :func:`read_uvarlong`.
     """
-    raw, pos = _read_unsigned(buf, pos, 64, "varlong")
+    raw, pos = read_uvarlong(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
