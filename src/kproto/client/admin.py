@@ -1,10 +1,10 @@
 """Topic administration and group offsets, as sans-IO operations over
 :class:`~.core.ClientCore` (see :mod:`kproto.client.protocol`).
 
-CreateTopics and DeleteTopics go to the controller Metadata names (KRaft brokers
-forward them); OffsetCommit and OffsetFetch go to the group's coordinator, found
-with FindCoordinator, as a client outside the group (generation -1, no member id;
-Kafka's ``AdminClient.alterConsumerGroupOffsets`` / ``listConsumerGroupOffsets``).
+CreateTopics and DeleteTopics go to the controller Metadata names (any broker when it
+names none of its brokers: brokers forward them, KIP-590); OffsetCommit and
+OffsetFetch go to the group's coordinator, found with FindCoordinator, as a client
+outside the group (generation -1, no member id; Kafka's ``AdminClient.alterConsumerGroupOffsets`` / ``listConsumerGroupOffsets``).
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ def _raise_first(errors: list[BrokerError]) -> None:
 
 
 def _controller(core: ClientCore, fresh: bool) -> Op[int]:
-    if fresh or core.metadata.controller_id < 0:
+    """The controller Metadata names; :data:`ANY_NODE` if it names none of the
+    brokers it lists (any broker forwards admin requests to the controller, KIP-590)."""
+    if fresh or core.metadata.controller_id not in core.metadata.brokers:
         yield from core.refresh([])
-    if core.metadata.controller_id < 0:
-        raise BrokerError(ErrorCode.NOT_CONTROLLER, "Metadata: no controller named")
-    return core.metadata.controller_id
+    controller = core.metadata.controller_id
+    return controller if controller in core.metadata.brokers else ANY_NODE
 
 
 def create_topics(
