@@ -316,6 +316,7 @@ def test_fetch_drops_records_below_offset_and_keeps_partial_tail(version: int) -
     )
     result = script.run(core.fetch("orders", 0, 1, max_bytes=1000, max_wait_ms=0))
     assert [r.offset for r in result.records] == [1, 2, 3, 4]
+    assert result.raw == data  # whole batches, without the partial tail
     assert (result.next_offset, result.high_watermark, result.log_start_offset) == (
         5,
         9,

@@ -150,11 +150,13 @@ def interpret_fetch(
             f"max_bytes={max_bytes} ({len(data)} bytes returned); fetch with a larger "
             "max_bytes"
         )
+    tail = batches.partial_tail_position
     return FetchResult(
         tuple(records),
         next_offset,
         partition_data.high_watermark,
         getattr(partition_data, "log_start_offset", -1),
+        bytes(data if tail is None else data[:tail]),
     )
 
 

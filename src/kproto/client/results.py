@@ -107,12 +107,16 @@ class FetchResult:
         high_watermark: the partition's high watermark (offset of the next record
             to be committed).
         log_start_offset: the first offset still in the log (-1 before Fetch v5).
+        raw: the complete record batches as the broker sent them (the whole first
+            batch, even below the requested offset; no partial tail): what a log
+            segment holds, e.g. for :mod:`kproto.spark`.
     """
 
     records: tuple[Record, ...]
     next_offset: int
     high_watermark: int
     log_start_offset: int
+    raw: bytes = attrs.field(default=b"", repr=False)
 
 
 @attrs.frozen
