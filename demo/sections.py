@@ -24,7 +24,6 @@ from .tables import Printer, cell
 
 TOPICS = ("kproto-demo-orders", "kproto-demo-clicks")
 GROUP = "kproto-demo-group"
-HEADERS = [("source", b"kproto-demo")]
 
 
 @attrs.define
@@ -103,7 +102,7 @@ def produce_section(t: Tour) -> None:
                 value = '{"n": %d, "codec": "%s"}'
                 recs = [
                     (b"%s-%d" % (key.encode(), i), (value % (i, codec.label)).encode())
-                    + (HEADERS + [("seq", b"%d" % i)], now + i)
+                    + ([("source", b"kproto-demo"), ("seq", b"%d" % i)], now + i)
                     for i in range(3)
                 ]
                 out = t.client.produce(topic, recs, partition=part, compression=codec)

@@ -10,10 +10,8 @@ from typing import Any
 
 from .tables import Printer
 
-CONF: dict[str, bool | float | int | str | None] = {"spark.ui.enabled": False}
-CONF.update(
-    {"spark.ui.showConsoleProgress": False, "spark.sql.session.timeZone": "UTC"}
-)
+UTC = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": False}
+CONF: dict[str, Any] = {"spark.ui.enabled": False, **UTC}
 
 
 def spark_step(segments: Path, *, master: str = "local[*]") -> None:

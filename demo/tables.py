@@ -18,9 +18,7 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-class Printer:
-    """Writes section titles, lines and tables to ``out``."""
-
+class Printer:  # section titles, lines and tables, to ``out``
     def __init__(self, out: IO[str]) -> None:
         self.out = out
 
@@ -35,8 +33,6 @@ class Printer:
         cells = [headers.split("|")] + [[cell(c) for c in row] for row in rows]
         widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
         for n, row in enumerate(cells):
-            self.line(
-                "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            )
+            self.line("  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
             if n == 0:
                 self.line("  ".join("-" * w for w in widths))
