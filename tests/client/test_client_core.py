@@ -4,6 +4,8 @@ request shapes per version, leader routing, the one metadata refresh, error mapp
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -609,3 +611,17 @@ def test_blocking_client_modules_never_import_asyncio() -> None:
                 assert not name.startswith(
                     ("asyncio", "kproto.aio")
                 ), f"{path.name} imports {name}"
+
+
+def test_importing_the_blocking_client_does_not_import_asyncio() -> None:
+    code = (
+        "import sys, kproto.connection; before = 'asyncio' in sys.modules; "
+        "from kproto.client import Client; print(before, 'asyncio' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    before, after = out.stdout.split()
+    if before == "True":
+        pytest.skip("kproto.connection itself imports asyncio (issue 9c splits it)")
+    assert after == "False", out.stderr

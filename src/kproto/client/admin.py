@@ -4,7 +4,8 @@
 CreateTopics and DeleteTopics go to the controller Metadata names (any broker when it
 names none of its brokers: brokers forward them, KIP-590); OffsetCommit and
 OffsetFetch go to the group's coordinator, found with FindCoordinator, as a client
-outside the group (generation -1, no member id; Kafka's ``AdminClient.alterConsumerGroupOffsets`` / ``listConsumerGroupOffsets``).
+outside the group (generation -1, no member id; Kafka's
+``AdminClient.alterConsumerGroupOffsets`` / ``listConsumerGroupOffsets``).
 """
 
 from __future__ import annotations
