@@ -5,6 +5,7 @@ produced by either side read back by the other, paging, offsets, group commits."
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +14,7 @@ import confluent_kafka
 import pytest
 
 from kproto.client import EARLIEST, AsyncClient, Client, TopicPartition
-from kproto.connection import NotNegotiatedError
+from kproto.connection import KafkaConnectionError, NotNegotiatedError
 from kproto.records import Compression
 from tests.live.mock_cluster import MockCluster
 
@@ -210,3 +211,18 @@ def test_async_client_same_results(cluster: MockCluster) -> None:
         again = sync.produce(fresh("async"), [(b"k%d" % i, b"v") for i in range(6)])
     assert [r.partition for r in again] == [r.partition for r in out]
     assert list(committed.values()) == [1]
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:  # bound, never listening: connections are refused
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_bootstrap_skips_a_dead_server(cluster: MockCluster) -> None:
+    with Client(f"127.0.0.1:{_dead_port()},{cluster.bootstrap}") as client:
+        out = client.produce(fresh("boot"), [(b"k", b"v")])
+        assert out[0].offset == 0
+    with Client(f"127.0.0.1:{_dead_port()}", timeout_s=5.0) as client:
+        with pytest.raises(KafkaConnectionError, match="cannot connect"):
+            client.list_offsets("any")

@@ -51,11 +51,12 @@ class AsyncClient:
 
     async def connection(self, node: int) -> AsyncConnection:
         """As :meth:`kproto.client.Client.connection`."""
-        last: Exception | None = None
-        for host, port in self.core.addresses(node):
-            conn = self._conns.get((host, port))
-            if conn is not None and not conn.closed:
-                return conn
+        addresses = self.core.addresses(node)
+        for address in addresses:
+            if address in self._conns:
+                return self._conns[address]
+        last: KafkaConnectionError | None = None
+        for host, port in addresses:
             conn = AsyncConnection(
                 host,
                 port,
@@ -64,33 +65,42 @@ class AsyncClient:
                 ssl_context=self.ssl_context,
             )
             try:
-                await conn.connect()
+                await conn.__aenter__()  # connects (the context-manager surface)
                 await conn.negotiate(caps=self.version_caps)
-            except KafkaConnectionError as err:
+            except BaseException as err:
                 await conn.close()
+                if not isinstance(err, KafkaConnectionError):
+                    raise
                 last = err
                 continue
-            except BaseException:
-                await conn.close()
-                raise
             self._conns[(host, port)] = conn
             return conn
         assert last is not None
         raise last
 
     async def run(self, op: Op[T]) -> T:
-        """Drive a sans-IO operation (see :mod:`kproto.client.protocol`)."""
+        """As :meth:`kproto.client.Client.run`."""
         try:
             call = next(op)
             while True:
                 conn = await self.connection(call.node)
                 version = conn.version_for(call.api_key)
                 fields = fit(request_type(call.api_key, version), call.build(version))
-                response = await conn.send(conn.build_request(call.api_key, fields))
+                try:
+                    response = await conn.send(conn.build_request(call.api_key, fields))
+                except KafkaConnectionError:
+                    await self._drop(conn)
+                    raise
                 call = op.send(response)
         except StopIteration as stop:
             result: T = stop.value
             return result
+        finally:
+            op.close()
+
+    async def _drop(self, conn: AsyncConnection) -> None:
+        await conn.close()
+        self._conns = {a: c for a, c in self._conns.items() if c is not conn}
 
     async def produce(
         self,

@@ -78,47 +78,69 @@ class Client:
     # ------------------------------------------------------------------ driving
 
     def connection(self, node: int) -> Connection:
-        """The negotiated connection for a node id (or ``protocol.ANY_NODE``: the
-        first known broker or bootstrap server that answers)."""
-        last: Exception | None = None
-        for host, port in self.core.addresses(node):
-            conn = self._conns.get((host, port))
-            if conn is not None and not conn.closed:
-                return conn
-            conn = Connection(
-                host,
-                port,
-                client_id=self.client_id,
-                timeout_s=self.timeout_s,
-                ssl_context=self.ssl_context,
-            )
+        """The negotiated connection for a node id (or ``protocol.ANY_NODE``: an open
+        one to a known broker, else the first known broker or bootstrap server that
+        answers), opened on first use.
+
+        Raises:
+            KafkaConnectionError: connecting or negotiating failed (for ANY_NODE:
+                with every address; the last error).
+        """
+        addresses = self.core.addresses(node)
+        for address in addresses:
+            if address in self._conns:
+                return self._conns[address]
+        last: KafkaConnectionError | None = None
+        for host, port in addresses:
             try:
-                conn.negotiate(caps=self.version_caps)
+                conn = Connection(
+                    host,
+                    port,
+                    client_id=self.client_id,
+                    timeout_s=self.timeout_s,
+                    ssl_context=self.ssl_context,
+                )
             except KafkaConnectionError as err:
-                conn.close()
                 last = err
                 continue
-            except BaseException:
+            try:
+                conn.negotiate(caps=self.version_caps)
+            except BaseException as err:
                 conn.close()
-                raise
+                if not isinstance(err, KafkaConnectionError):
+                    raise
+                last = err
+                continue
             self._conns[(host, port)] = conn
             return conn
         assert last is not None
         raise last
 
     def run(self, op: Op[T]) -> T:
-        """Drive a sans-IO operation (see :mod:`kproto.client.protocol`)."""
+        """Drive a sans-IO operation (see :mod:`kproto.client.protocol`): send each
+        call's request on its node's connection and feed the response back. A
+        connection that fails is closed and dropped (the next call reconnects)."""
         try:
             call = next(op)
             while True:
                 conn = self.connection(call.node)
                 version = conn.version_for(call.api_key)
                 fields = fit(request_type(call.api_key, version), call.build(version))
-                response = conn.send(conn.build_request(call.api_key, fields))
+                try:
+                    response = conn.send(conn.build_request(call.api_key, fields))
+                except KafkaConnectionError:
+                    self._drop(conn)
+                    raise
                 call = op.send(response)
         except StopIteration as stop:
             result: T = stop.value
             return result
+        finally:
+            op.close()
+
+    def _drop(self, conn: Connection) -> None:
+        conn.close()
+        self._conns = {a: c for a, c in self._conns.items() if c is not conn}
 
     # ------------------------------------------------------------------ API
 
