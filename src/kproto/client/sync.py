@@ -37,6 +37,12 @@ class Client:
     NOT_CONTROLLER; NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), once, after
     refreshing the metadata or coordinator. Everything else is raised.
 
+    Sources: the request/response definitions of Kafka's ``clients/src/main/
+    resources/common/message`` JSON (Produce v0-13, Fetch v0-18 with topic ids from
+    v13 (KIP-516), ListOffsets, Metadata, FindCoordinator, OffsetCommit/OffsetFetch,
+    CreateTopics/DeleteTopics); partitioning as Java's ``BuiltInPartitioner``; which
+    errors mean stale metadata as Java's ``InvalidMetadataException`` subclasses.
+
     Args:
         bootstrap_servers: ``"host1:9092,host2:9092"``.
         client_id: the request headers' ``client_id``.
@@ -227,6 +233,11 @@ class Client:
         Without ``follow`` it stops at the high watermark of the first fetch
         (records at or past it are not yielded); with ``follow`` it keeps fetching
         (each Fetch waits up to ``max_wait_ms`` for new data) until the caller stops.
+
+        Raises:
+            ClientError: without ``follow``, a fetch below the end returned nothing
+                (instead of looping).
+            BrokerError: as :meth:`fetch` (e.g. OFFSET_OUT_OF_RANGE).
         """
         pager = Pager(offset, follow=follow)
         while not pager.done:
