@@ -273,6 +273,19 @@ def test_produce_acks_zero_and_unknown_topic() -> None:
                 timeout_ms=1,
             )
         )
+    with pytest.raises(
+        ClientError, match=r"records\[1\]\.key: bytes or None expected, got int"
+    ):
+        Script({MD: 12}, (MD, metadata({0: 1}))).run(
+            core.produce(
+                "orders",
+                [(b"k", b"v"), (5, b"v")],
+                partition=None,
+                acks=-1,
+                compression=Compression.NONE,
+                timeout_ms=1,
+            )
+        )
     with pytest.raises(ClientError, match="acks must be"):
         Script({}).run(
             core.produce(

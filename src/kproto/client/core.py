@@ -155,7 +155,11 @@ class ClientCore:
         self, info: TopicInfo, records: Sequence[RecordInput], partition: int | None
     ) -> dict[int, list[int]]:
         """``{partition: [indexes of records]}``: ``partition`` if given, else the
-        murmur2 partition for keyed records and one sticky partition for the rest."""
+        murmur2 partition for keyed records and one sticky partition for the rest.
+
+        Raises:
+            ClientError: a key that is neither bytes-like nor None (named by index).
+        """
         if partition is not None:
             return {partition: list(range(len(records)))}
         out: dict[int, list[int]] = {}
@@ -163,8 +167,12 @@ class ClientCore:
         sticky: int | None = None
         for i, record in enumerate(records):
             key = record.key if hasattr(record, "key") else record[0]
-            if key is not None:
+            if isinstance(key, bytes | bytearray | memoryview):
                 p = partition_for_key(bytes(key), count)
+            elif key is not None:
+                raise ClientError(
+                    f"records[{i}].key: bytes or None expected, got {type(key).__name__}"
+                )
             else:
                 if sticky is None:
                     sticky = self.partitioner.next(info.name, info.available)
