@@ -13,7 +13,6 @@ import attrs
 
 from kproto.client import EARLIEST, LATEST, Client
 from kproto.client.protocol import ANY_NODE, check_code
-from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.framing import build_entity
 from kproto.index import ApiKey, api_versions, data_type
@@ -37,13 +36,14 @@ class Tour:
     coordinator: int = -1
     fetched: dict[tuple[str, int], bytes] = attrs.Factory(dict)
 
-    @property
-    def conn(self) -> Connection:  # the client's, to the first broker that answers
-        return self.client.connection(ANY_NODE)
+    def ask(self, api_key: ApiKey, node: int = ANY_NODE, **fields: Any) -> Any:
+        conn = self.client.connection(node)  # negotiated; fields by name
+        return conn.send(conn.build_request(api_key, fields))
 
     def title(self, api_key: ApiKey, text: str) -> None:
         api = api_key.name.title().replace("_", "")
-        self.p.section(f"{api} v{self.conn.version_for(api_key)} {text}")
+        version = self.client.connection(ANY_NODE).version_for(api_key)
+        self.p.section(f"{api} v{version} {text}")
 
 
 def name(error_code: int) -> str:
@@ -51,7 +51,7 @@ def name(error_code: int) -> str:
 
 
 def api_versions_section(t: Tour) -> None:
-    conn, rows = t.conn, []
+    conn, rows = t.client.connection(ANY_NODE), []
     assert conn.broker_api_versions is not None
     t.p.section(f"ApiVersions (answered at v{conn.api_versions_version})")
     for key, (lo, hi) in conn.broker_api_versions.items():
@@ -67,7 +67,7 @@ def api_versions_section(t: Tour) -> None:
 
 def metadata_section(t: Tour) -> None:
     topics = [{"name": n} for n in TOPICS]
-    md = t.conn.request(ApiKey.METADATA, topics=topics, allow_auto_topic_creation=True)
+    md = t.ask(ApiKey.METADATA, topics=topics, allow_auto_topic_creation=True)
     t.p.section("Metadata (auto-creating two topics)")
     t.p.line(f"cluster id: {md.cluster_id}   controller: {md.controller_id}")
     brokers = [(b.node_id, b.host, b.port, b.rack) for b in md.brokers]
@@ -83,7 +83,7 @@ def metadata_section(t: Tour) -> None:
 
 
 def find_coordinator_section(t: Tour) -> None:
-    found = t.conn.request(ApiKey.FIND_COORDINATOR, key=GROUP, key_type=0)
+    found = t.ask(ApiKey.FIND_COORDINATOR, key=GROUP, key_type=0)
     coordinators = getattr(found, "coordinators", [found])  # v4+: a list
     t.p.section(f"FindCoordinator (group {GROUP!r})")
     rows = [(c.node_id, c.host, c.port, name(c.error_code)) for c in coordinators]
@@ -157,7 +157,7 @@ def group_section(t: Tour) -> None:
     t.p.section(f"Consumer group {GROUP!r} (coordinator: node {t.coordinator})")
 
     def step(api_key: ApiKey, **fields: Any) -> Any:
-        response = conn.request(api_key, group_id=GROUP, **fields)
+        response = t.ask(api_key, t.coordinator, group_id=GROUP, **fields)
         version, error = conn.version_for(api_key), name(response.error_code)
         steps.append((api_key.name, version, error))
         return response
