@@ -6,6 +6,8 @@
 - :mod:`kproto.serial`: ``entity_reader(cls)`` / ``entity_writer(cls)`` over ``IO[bytes]``.
 - :mod:`kproto.records`: record batches (magic 0, 1, 2; every codec).
 - :mod:`kproto.connection`: a thin blocking broker connection.
+- :mod:`kproto.client`: a small client over it (``Client``, ``AsyncClient``): leader
+  routing, produce, fetch, ``iter_records``, offsets, topic admin.
 - :mod:`kproto.meta`: the run-time field metadata everything above derives from.
 - :mod:`kproto.spark`: the PySpark pipeline (extra ``kproto[spark]``).
 """
