@@ -9,6 +9,8 @@
 - :mod:`kproto.negotiation`: the ApiVersions state machine under the connections.
 - :mod:`kproto.connection` / :mod:`kproto.aio`: thin blocking and asyncio broker
   connections.
+- :mod:`kproto.client`: a small client over them (``Client``, ``AsyncClient``): leader
+  routing, produce, fetch, ``iter_records``, offsets, topic admin.
 - :mod:`kproto.proxy`: an asyncio proxy building block (hooks, address rewriting).
 - :mod:`kproto.meta`: the run-time field metadata everything above derives from.
 - :mod:`kproto.spark`: the PySpark pipeline (extra ``kproto[spark]``).

@@ -14,11 +14,11 @@ from typing import Any
 import attrs
 import pytest
 
-from demo import MockCluster
 from kproto.connection import Connection
 from kproto.framing import decode_response_frame
 from kproto.index import ApiKey, response_type
 from kproto.proxy import ADDRESS_APIS, FrameEvent, Proxy
+from tests.live.mock_cluster import MockCluster
 
 pytestmark = pytest.mark.live
 

@@ -1,4 +1,8 @@
-"""Shared helpers for the kproto.records tests: reference encoders/readers."""
+"""The test toolkit of kproto.records and kproto.spark: reference encoders and readers.
+
+One codec table and one kafka-python batch builder per format, used by the records
+tests and by ``tests/spark/spark_data.py``.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+#: Kafka's compression codec ids (``CompressionType.java``) by their config names.
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+CODECS = list(CODEC_IDS)
 
 T0 = 1_700_000_000_000
 
@@ -36,30 +41,59 @@ def sample_records(n: int = 20, *, headers: bool = True) -> list[tuple[Any, ...]
     return out
 
 
-def kp_v2(records: list[tuple[Any, ...]], codec: int = 0, **kw: Any) -> bytes:
-    """A magic 2 batch built by kafka-python's DefaultRecordBatchBuilder."""
+def kp_v2(
+    records: list[tuple[Any, ...]],
+    codec: int = 0,
+    *,
+    is_transactional: bool = False,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    base_offset: int = 0,
+    leader_epoch: int | None = None,
+) -> bytes:
+    """A magic 2 batch of ``(key, value, headers, timestamp)`` records built by
+    kafka-python's DefaultRecordBatchBuilder; offsets ``base_offset + i``.
+
+    ``base_offset`` and ``leader_epoch`` are patched in after building (the CRC does
+    not cover them).
+    """
     b = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=codec,
-        is_transactional=kw.get("is_transactional", False),
-        producer_id=kw.get("producer_id", -1),
-        producer_epoch=kw.get("producer_epoch", -1),
-        base_sequence=kw.get("base_sequence", -1),
+        is_transactional=is_transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
         batch_size=1 << 30,
     )
     for i, (key, value, hdrs, ts) in enumerate(records):
         assert b.append(i, ts, key, value, list(hdrs)) is not None
-    return bytes(b.build())
+    buf = bytearray(b.build())
+    struct.pack_into(">q", buf, 0, base_offset)
+    if leader_epoch is not None:
+        struct.pack_into(">i", buf, 12, leader_epoch)
+    return bytes(buf)
 
 
-def kp_legacy(records: list[tuple[Any, ...]], magic: int, codec: int = 0) -> bytes:
-    """A magic 0/1 message set built by kafka-python's LegacyRecordBatchBuilder."""
+def kp_legacy(
+    records: list[tuple[Any, ...]], magic: int, codec: int = 0, base_offset: int = 0
+) -> bytes:
+    """Magic 0/1 messages of ``(key, value, headers, timestamp)`` records built by
+    kafka-python's LegacyRecordBatchBuilder: one message per record, or one
+    compressed wrapper (with magic 1, relative inner offsets and the wrapper at the
+    last offset, KIP-31). Headers are dropped; magic 0 has no timestamp.
+    """
     b = LegacyRecordBatchBuilder(
         magic=magic, compression_type=codec, batch_size=1 << 30
     )
     for i, (key, value, _hdrs, ts) in enumerate(records):
-        assert b.append(i, ts, key, value) is not None
-    return bytes(b.build())
+        offset = i if (codec and magic == 1) else base_offset + i
+        assert b.append(offset, ts if magic else None, key, value) is not None
+    buf = bytearray(b.build())
+    if codec:
+        struct.pack_into(">q", buf, 0, base_offset + len(records) - 1)
+    return bytes(buf)
 
 
 def kp_read(data: bytes) -> list[tuple[Any, list[Any]]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import struct
 
 import pytest
-from records_testlib import T0, fix_crc, kp_read, sample_records, with_region
 
 from kproto.records import (
     ControlRecord,
@@ -19,6 +18,13 @@ from kproto.records import (
     encode_legacy,
 )
 from kproto.serial.exceptions import DecodeError
+from tests.records.records_testlib import (
+    T0,
+    fix_crc,
+    kp_read,
+    sample_records,
+    with_region,
+)
 
 
 def _batch(n: int = 5, base_offset: int = 0, **kw: object) -> bytes:

@@ -7,15 +7,6 @@ import struct
 import pytest
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from records_testlib import (
-    CODEC_IDS,
-    CODECS,
-    T0,
-    kp_legacy,
-    kp_read,
-    kp_v2,
-    sample_records,
-)
 
 from kproto.records import (
     Compression,
@@ -25,6 +16,15 @@ from kproto.records import (
     decode_records,
     encode_batch,
     encode_legacy,
+)
+from tests.records.records_testlib import (
+    CODEC_IDS,
+    CODECS,
+    T0,
+    kp_legacy,
+    kp_read,
+    kp_v2,
+    sample_records,
 )
 
 

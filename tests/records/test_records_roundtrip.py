@@ -14,7 +14,8 @@ from kproto.records import (
     decode_columns,
     encode_batch,
 )
-from kproto.records._decode import _v2_columns_fast, _v2_records_fast
+from kproto.records._v2_loop import v2_columns_fast as _v2_columns_fast
+from kproto.records._v2_loop import v2_records_fast as _v2_records_fast
 from kproto.serial.exceptions import DecodeError
 
 blobs = st.one_of(st.none(), st.binary(max_size=300))

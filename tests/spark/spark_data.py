@@ -1,16 +1,15 @@
-"""Build Kafka segment files for the tests with kafka-python's batch builders."""
+"""Build Kafka segment files for the Spark tests (batches from the records toolkit)."""
 
 from __future__ import annotations
 
 import random
-import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from tests.records.records_testlib import CODEC_IDS, kp_legacy, kp_v2
 
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+#: The codec table of the records toolkit (config name -> Kafka codec id).
+CODECS = CODEC_IDS
 
 Rec = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
@@ -41,36 +40,28 @@ def v2_batch(
     leader_epoch: int = 0,
 ) -> bytes:
     """One magic-2 batch; offsets base_offset .. base_offset + len - 1."""
-    b = DefaultRecordBatchBuilder(
-        2,
+    return kp_v2(
+        [(key, value, headers, ts) for ts, key, value, headers in records],
         CODECS[codec],
-        transactional,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        1 << 30,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        base_offset=base_offset,
+        leader_epoch=leader_epoch,
     )
-    for i, (ts, key, value, headers) in enumerate(records):
-        b.append(i, ts, key, value, headers)
-    buf = bytearray(b.build())
-    struct.pack_into(">q", buf, 0, base_offset)  # not covered by the CRC
-    struct.pack_into(">i", buf, 12, leader_epoch)  # neither
-    return bytes(buf)
 
 
 def legacy_batch(
     magic: int, base_offset: int, records: Sequence[Rec], codec: str = "none"
 ) -> bytes:
     """Magic 0/1 messages: one entry per record, or one compressed wrapper."""
-    b = LegacyRecordBatchBuilder(magic, CODECS[codec], 1 << 30)
-    n = len(records)
-    for i, (ts, key, value, _) in enumerate(records):
-        rel = i if (codec != "none" and magic == 1) else base_offset + i
-        b.append(rel, ts if magic else None, key, value)
-    buf = bytearray(b.build())
-    if codec != "none":
-        struct.pack_into(">q", buf, 0, base_offset + n - 1)  # wrapper: last offset
-    return bytes(buf)
+    return kp_legacy(
+        [(key, value, headers, ts) for ts, key, value, headers in records],
+        magic,
+        CODECS[codec],
+        base_offset,
+    )
 
 
 def write_segment(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ._decode import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    DEFAULT_MAX_RECORDS,
     BatchIterator,
     ColumnarResult,
     decode_batches,
@@ -42,6 +43,7 @@ from ._types import (
 __all__ = [
     "COLUMN_NAMES",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "DEFAULT_MAX_RECORDS",
     "BatchIterator",
     "ColumnarResult",
     "Compression",

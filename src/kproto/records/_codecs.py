@@ -29,11 +29,12 @@ from kproto.serial.exceptions import DecodeError, EncodeError
 
 from ._types import Compression
 
-__all__ = ["compress", "decompress", "xxh32"]
+__all__ = ["SizeLimitError", "compress", "decompress", "xxh32"]
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
 _XERIAL_BLOCK = 32 * 1024
+_SNAPPY_MAX_RATIO = 32
 
 _LZ4_MAGIC = 0x184D2204
 _LZ4_BLOCK_MAX = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}
@@ -108,33 +109,77 @@ def _scratch_view(size: int) -> memoryview:
     return memoryview(buf)[:size]
 
 
+class SizeLimitError(DecodeError):
+    """A payload that decompresses to more than the ``limit`` it was given.
+
+    Attributes:
+        codec: ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
+        limit: the limit (bytes) passed to :func:`decompress`; callers that pass what
+            is left of a larger budget rewrite the message to name both.
+    """
+
+    def __init__(self, codec: str, limit: int) -> None:
+        super().__init__(
+            f"{codec} payload decompresses to more than max_decompressed_size "
+            f"({limit} bytes)"
+        )
+        self.codec = codec
+        self.limit = limit
+
+
 def _too_big(codec: str, limit: int) -> DecodeError:
-    return DecodeError(
-        f"{codec} payload decompresses to more than max_decompressed_size ({limit} bytes)"
-    )
+    return SizeLimitError(codec, limit)
 
 
 # ---------------------------------------------------------------- gzip
+
+#: Output (bytes) produced per step while a gzip member is measured.
+_GZIP_STEP = 1 << 20
+
+
+def _gzip_member(data: bytes, start: int, limit: int) -> tuple[int, int, bytes | None]:
+    """Measure the gzip member at ``data[start:]`` without holding its output.
+
+    Returns ``(end of the member in data, decompressed size, output)``, where output
+    is the decompressed bytes if they came in one step of at most 1 MiB, else
+    ``None`` (the caller decompresses again into one buffer of the known size, so the
+    peak is that size plus one step, never the step list plus a joined copy).
+    """
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    rest = memoryview(data)[start:]
+    try:
+        kept: bytes | None = d.decompress(rest, min(_GZIP_STEP, limit + 1))
+        size = len(kept) if kept is not None else 0
+        while not d.eof and size <= limit:
+            kept = None  # more than one step: measure only
+            tail = d.unconsumed_tail
+            more = len(d.decompress(tail, min(_GZIP_STEP, limit - size + 1)))
+            if not more and len(d.unconsumed_tail) == len(tail):
+                break  # no progress: the input ends inside the stream
+            size += more
+    except zlib.error as exc:
+        raise DecodeError(f"gzip: {exc}") from None
+    if size > limit:
+        raise _too_big("gzip", limit)
+    if not d.eof:
+        raise DecodeError("gzip: truncated stream")
+    return len(data) - len(d.unused_data), size, kept
 
 
 def _gzip_decompress(data: bytes, limit: int) -> bytes:
     out: list[bytes] = []
     total = 0
-    rest = data
+    pos = 0
     while True:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            chunk = d.decompress(rest, limit - total + 1)
-        except zlib.error as exc:
-            raise DecodeError(f"gzip: {exc}") from None
-        total += len(chunk)
-        if total > limit or d.unconsumed_tail:
-            raise _too_big("gzip", limit)
-        out.append(chunk)
-        if not d.eof:
-            raise DecodeError("gzip: truncated stream")
-        rest = d.unused_data
-        if not rest.strip(b"\x00"):
+        end, size, kept = _gzip_member(data, pos, limit - total)
+        if kept is None:
+            # bufsize exactly the size: zlib fills one buffer and returns it (any
+            # other size ends with a copy of the output, or a join of blocks).
+            kept = zlib.decompress(data[pos:end], 16 + zlib.MAX_WBITS, max(size, 1))
+        total += size
+        out.append(kept)
+        pos = end
+        if not data[pos:].strip(b"\x00"):
             break
     return out[0] if len(out) == 1 else b"".join(out)
 
@@ -154,6 +199,11 @@ def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
         raise DecodeError(f"snappy: {exc}") from None
     if size > limit:
         raise _too_big("snappy", limit)
+    if size > _SNAPPY_MAX_RATIO * len(block):
+        # Each snappy element of n bytes yields at most 64 / 3 * n bytes.
+        raise DecodeError(
+            f"snappy: block of {len(block)} bytes declares {size} bytes uncompressed"
+        )
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
     except Exception as exc:
@@ -345,11 +395,30 @@ def _zstd_content_size(data: bytes) -> int | None:
     return value + 256 if size == 2 else value
 
 
+#: The most a zstd block yields (Block_Maximum_Size, RFC 8878 3.1.1.2.3).
+_ZSTD_BLOCK_MAX = 128 * 1024
+
+
 def _zstd_decompress(data: bytes, limit: int) -> bytes:
     hint = _zstd_content_size(data)
-    if hint is not None and hint > limit:
-        raise _too_big("zstd", limit)
-    size = hint + 1 if hint is not None else max(1 << 16, 4 * len(data))
+    if hint is not None:
+        if hint > limit:
+            raise _too_big("zstd", limit)
+        # Every block takes at least 4 bytes (3-byte header, 1 byte of content) and
+        # yields at most 128 KiB: a larger declared size is a lie.
+        most = (len(data) // 4 + 1) * _ZSTD_BLOCK_MAX
+        if hint > most:
+            raise DecodeError(
+                f"zstd: frame of {len(data)} bytes declares {hint} bytes of content, "
+                f"more than it can hold ({most})"
+            )
+    # Start with room for the declared size if the data is likely to hold it (32x),
+    # and grow fourfold only when real output has filled the buffer: memory follows
+    # what the data yields, not what its header claims.
+    if hint is not None:
+        size = min(hint + 1, max(1 << 16, 32 * len(data)))
+    else:
+        size = max(1 << 16, 4 * len(data))
     size = min(size, limit)
     while True:
         buf = _scratch_view(size)
@@ -360,13 +429,21 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
                 raise DecodeError(f"zstd: {exc}") from None
             if size >= limit:
                 raise _too_big("zstd", limit) from None
-            size = min(size * 4, limit)
+            size = _zstd_grow(size, hint, limit)
             continue
         if got == size and size < limit:
             # Filled exactly: it may have been cut; retry with room to spare.
-            size = min(size * 4, limit)
+            size = _zstd_grow(size, hint, limit)
             continue
         return bytes(buf[:got])
+
+
+def _zstd_grow(size: int, hint: int | None, limit: int) -> int:
+    """The next buffer size after ``size`` was filled: 4x, at most declared size + 1."""
+    bigger = size * 4
+    if hint is not None and size <= hint:
+        bigger = min(bigger, hint + 1)
+    return min(bigger, limit)
 
 
 def _zstd_compress(data: bytes) -> bytes:

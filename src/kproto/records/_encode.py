@@ -17,6 +17,7 @@ import crc32c as _crc32c_module
 from kproto.serial.exceptions import EncodeError
 
 from ._codecs import compress
+from ._header import ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from ._types import Compression, ControlRecordType, Record, TimestampType
 
 __all__ = ["RecordInput", "encode_batch", "encode_control_batch", "encode_legacy"]
@@ -314,14 +315,14 @@ def encode_batch(
     items = _normalize(records, int(time.time() * 1000), True)
     attributes = codec
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
-        attributes |= 0x08
+        attributes |= ATTR_LOG_APPEND_TIME
     elif timestamp_type != TimestampType.CREATE_TIME:
         raise EncodeError(
             "magic 2 timestamps are CREATE_TIME or LOG_APPEND_TIME",
             path="timestamp_type",
         )
     if is_transactional:
-        attributes |= 0x10
+        attributes |= ATTR_TRANSACTIONAL
     return _v2_batch(
         items,
         attributes=attributes,
@@ -370,7 +371,7 @@ def encode_control_batch(
         raise EncodeError(f"control record field out of range: {exc}") from None
     return _v2_batch(
         [(key, value, (), ts)],
-        attributes=0x30,
+        attributes=ATTR_CONTROL | ATTR_TRANSACTIONAL,
         codec=0,
         base_offset=base_offset,
         partition_leader_epoch=partition_leader_epoch,

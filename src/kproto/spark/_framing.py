@@ -4,19 +4,30 @@ Every legacy message set entry (magic 0/1) and every v2 record batch starts with
 ``int64 offset, int32 length``; the entry occupies ``12 + length`` bytes and its magic
 byte is at ``+16``. Walking those headers finds batch boundaries without reading the
 batches, which is how segment files are split into byte ranges and how a reader keeps
-each decode call on whole batches.
+each decode call on whole batches. The header checks themselves
+(:func:`check_header`, :func:`frame_buffer`, :class:`FramingError`) are
+:mod:`kproto.records.segments`', shared with the record decoder; this module adds the
+files: finding them, scanning them and cutting them into ranges.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import struct
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 import attrs
+
+from kproto.records.segments import (
+    HEADER,
+    HEADER_UP_TO_MAGIC,
+    MAGIC_AT,
+    FramingError,
+    check_header,
+    frame_buffer,
+)
 
 __all__ = [
     "HEADER",
@@ -31,12 +42,6 @@ __all__ = [
     "frame_buffer",
 ]
 
-#: ``>qi``: base offset and length, the 12 bytes that start every batch.
-HEADER: Final = struct.Struct(">qi")
-_MAGIC_AT: Final = 16
-# Smallest valid entry lengths (bytes after the 12-byte header) per magic.
-_MIN_LENGTH: Final = {0: 14, 1: 22, 2: 49}
-_MAX_LENGTH: Final = 0x7FFFFFFF
 _TOPIC_PARTITION: Final = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _SEGMENT_NAME: Final = re.compile(r"^\d+\.log$")
 
@@ -69,23 +74,6 @@ class ByteRange:
     end: int
     topic: str | None
     partition: int | None
-
-
-@attrs.frozen(slots=True)
-class FramingError:
-    """Bytes at ``position`` that cannot be framed as a batch.
-
-    Attributes:
-        position: byte position of the bad header in the file.
-        base_offset: the header's offset field if 12 bytes were available, else None.
-        length: bytes from ``position`` to the end of the range that are unreadable.
-        reason: human-readable cause.
-    """
-
-    position: int
-    base_offset: int | None
-    length: int
-    reason: str
 
 
 def parse_topic_partition(
@@ -134,33 +122,14 @@ def find_segment_files(paths: Iterable[str | os.PathLike[str]]) -> list[SegmentF
     return found
 
 
-def check_header(length: int, magic: int | None, remaining: int) -> str | None:
-    """Why a batch header is invalid, or ``None`` if it frames a plausible batch.
-
-    ``remaining`` is the number of bytes available from the header's start; ``magic`` is
-    ``None`` if fewer than 17 bytes remain.
-    """
-    if length < 0 or length > _MAX_LENGTH:
-        return f"invalid batch length {length}"
-    if magic is None:
-        return f"truncated batch header: {remaining} bytes left"
-    if magic not in _MIN_LENGTH:
-        return f"unknown magic {magic}"
-    if length < _MIN_LENGTH[magic]:
-        return f"batch length {length} too small for magic {magic}"
-    if 12 + length > remaining:
-        return f"truncated batch: needs {12 + length} bytes, {remaining} left"
-    return None
-
-
 def _read_header(f: object, pos: int, end: int) -> tuple[int, int, int | None] | None:
     assert hasattr(f, "seek") and hasattr(f, "read")
     f.seek(pos)
-    raw: bytes = f.read(min(17, end - pos))
-    if len(raw) < 12:
+    raw: bytes = f.read(min(HEADER_UP_TO_MAGIC, end - pos))
+    if len(raw) < HEADER.size:
         return None
     offset, length = HEADER.unpack_from(raw)
-    magic = raw[_MAGIC_AT] if len(raw) > _MAGIC_AT else None
+    magic = raw[MAGIC_AT] if len(raw) > MAGIC_AT else None
     return offset, length, magic
 
 
@@ -221,42 +190,3 @@ def split_file(seg: SegmentFile, split_bytes: int) -> list[ByteRange]:
             range_start = pos
     ranges.append(ByteRange(seg.path, range_start, seg.size, seg.topic, seg.partition))
     return ranges
-
-
-def frame_buffer(
-    buf: bytes | memoryview, at_eof: bool
-) -> tuple[int, FramingError | None, int | None]:
-    """Find how much of ``buf`` (starting on a batch boundary) is whole batches.
-
-    Returns ``(complete, error, need)``: ``buf[:complete]`` holds whole batches;
-    ``error`` is set if the header at ``complete`` is invalid (or truncated while
-    ``at_eof``); ``need`` is the total size of the next batch if it is valid but not
-    fully in ``buf`` (read at least that much before calling again).
-    Positions in ``error`` are relative to ``buf``.
-    """
-    n = len(buf)
-    pos = 0
-    unpack = HEADER.unpack_from
-    while pos < n:
-        left = n - pos
-        if left < 17:
-            if not at_eof:
-                return pos, None, 17
-            base = unpack(buf, pos)[0] if left >= 12 else None
-            length = unpack(buf, pos)[1] if left >= 12 else 0
-            reason = (
-                check_header(length, None, left)
-                if left >= 12
-                else f"truncated batch header: {left} bytes left"
-            )
-            return pos, FramingError(pos, base, left, reason or "truncated"), None
-        offset, length = unpack(buf, pos)
-        magic = buf[pos + _MAGIC_AT]
-        total = 12 + length
-        if total > left and not at_eof and check_header(length, magic, total) is None:
-            return pos, None, total
-        reason = check_header(length, magic, left)
-        if reason is not None:
-            return pos, FramingError(pos, offset, left, reason), None
-        pos += total
-    return pos, None, None

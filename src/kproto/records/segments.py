@@ -1,0 +1,187 @@
+"""Batch boundaries: the one scanner of record batch headers, without decoding them.
+
+Every magic 2 record batch and every legacy (magic 0/1) message set entry starts with
+``int64 base_offset, int32 batch_length``; the entry takes ``12 + batch_length`` bytes
+and its magic byte is at ``+16``. Walking those headers finds where batches start and
+end, which is how :func:`kproto.records.decode_batches` steps through its input and
+how :mod:`kproto.spark` cuts segment files into byte ranges of whole batches.
+
+The checks follow Kafka's ``ByteBufferLogInputStream.nextBatchSize``: a length below
+the smallest legacy message (14 bytes) or above the largest size a batch can have
+(``Integer.MAX_VALUE`` minus the 12-byte log overhead) is corrupt at once; with 17 bytes
+available the magic must be 0, 1 or 2 and the length at least that format's minimum
+(14, 22, 49); only then is a batch that runs past the end of the input an incomplete
+tail (which a Fetch response may end with) rather than an error.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final, NamedTuple
+
+import attrs
+
+from ._header import LOG_OVERHEAD, MAGIC_AT, V2_MIN_LENGTH
+
+__all__ = [
+    "HEADER",
+    "HEADER_UP_TO_MAGIC",
+    "LOG_OVERHEAD",
+    "MAGIC_AT",
+    "MAX_LENGTH",
+    "MIN_LENGTH",
+    "Frame",
+    "FramingError",
+    "check_header",
+    "frame_buffer",
+    "header_problem",
+    "next_frame",
+]
+
+#: ``>qi``: base offset and batch length, the 12 bytes that start every batch.
+HEADER: Final = struct.Struct(">qi")
+#: Bytes needed to see a batch's magic: base offset, length, leader epoch or CRC, magic.
+HEADER_UP_TO_MAGIC: Final = MAGIC_AT + 1
+#: Smallest valid batch length (bytes after the 12-byte header) per magic:
+#: ``LegacyRecord.RECORD_OVERHEAD_V0/V1`` and ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``.
+MIN_LENGTH: Final = {0: 14, 1: 22, 2: V2_MIN_LENGTH}
+_LEGACY_MIN_LENGTH: Final = 14
+#: Largest batch length: the whole batch (12 + length bytes) must fit an int32 size.
+MAX_LENGTH: Final = 0x7FFFFFFF - LOG_OVERHEAD
+
+
+def header_problem(length: int, magic: int | None) -> tuple[str, int] | None:
+    """Why ``length`` and ``magic`` cannot start a batch, or ``None`` if they can.
+
+    ``magic`` is ``None`` when fewer than 17 bytes are available (only the length is
+    checked then). Returns ``(reason, field offset)``, where the offset from the batch
+    start is 8 (``batch_length``) or 16 (``magic``).
+    """
+    if length < 0 or length > MAX_LENGTH:
+        extra = f": above the largest batch ({MAX_LENGTH} bytes)" if length > 0 else ""
+        return f"invalid batch length {length}{extra}", 8
+    if length < _LEGACY_MIN_LENGTH:
+        return f"batch length {length} is below the minimum {_LEGACY_MIN_LENGTH}", 8
+    if magic is None:
+        return None
+    minimum = MIN_LENGTH.get(magic)
+    if minimum is None:
+        return f"unknown magic {magic}", MAGIC_AT
+    if length < minimum:
+        return (
+            f"batch length {length} is below the minimum {minimum} for magic {magic}",
+            8,
+        )
+    return None
+
+
+class Frame(NamedTuple):
+    """The header of the entry at ``position`` of a buffer, as :func:`next_frame` saw it.
+
+    Attributes:
+        position: byte offset of the entry in the buffer.
+        base_offset, batch_length: its first 12 bytes (``None`` if fewer are left).
+        magic: its magic byte (``None`` if fewer than 17 bytes are left).
+        end: ``position + 12 + batch_length``, or the buffer's end if unknown.
+        complete: the whole entry is in the buffer (never for an unusable length).
+        problem: why the header cannot frame a batch, or ``None``.
+        problem_at: the buffer offset of the bad field (when ``problem`` is set).
+    """
+
+    position: int
+    base_offset: int | None
+    batch_length: int | None
+    magic: int | None
+    end: int
+    complete: bool
+    problem: str | None
+    problem_at: int
+
+
+def next_frame(buf: bytes | memoryview, pos: int, n: int) -> Frame:
+    """Read the batch header at ``buf[pos]`` of the ``n`` bytes available.
+
+    An entry with a ``problem`` cannot be decoded; if it has no problem and is not
+    ``complete``, more bytes are needed (or, at the end of the input, it is an
+    incomplete tail). An entry with a problem that is ``complete`` can be skipped
+    (its length is usable); otherwise the next batch cannot be found.
+    """
+    left = n - pos
+    if left < LOG_OVERHEAD:
+        return Frame(pos, None, None, None, n, False, None, pos)
+    base_offset, length = HEADER.unpack_from(buf, pos)
+    magic = buf[pos + MAGIC_AT] if left >= HEADER_UP_TO_MAGIC else None
+    end = pos + LOG_OVERHEAD + length
+    complete = end <= n and _LEGACY_MIN_LENGTH <= length <= MAX_LENGTH
+    found = header_problem(length, magic)
+    if found is not None:
+        reason, at = found
+        return Frame(pos, base_offset, length, magic, end, complete, reason, pos + at)
+    return Frame(pos, base_offset, length, magic, end, complete, None, pos)
+
+
+@attrs.frozen(slots=True)
+class FramingError:
+    """Bytes at ``position`` that cannot be framed as a batch.
+
+    Attributes:
+        position: byte position of the bad header (in the file, or in the buffer given
+            to :func:`frame_buffer`).
+        base_offset: the header's offset field if 12 bytes were available, else None.
+        length: bytes from ``position`` to the end of the range that are unreadable.
+        reason: human-readable cause.
+    """
+
+    position: int
+    base_offset: int | None
+    length: int
+    reason: str
+
+
+def check_header(length: int, magic: int | None, remaining: int) -> str | None:
+    """Why a batch header is invalid, or ``None`` if it frames a whole batch.
+
+    ``remaining`` is the number of bytes available from the header's start; ``magic`` is
+    ``None`` if fewer than 17 bytes remain. A batch longer than ``remaining`` is
+    reported as truncated.
+    """
+    found = header_problem(length, magic)
+    if found is not None:
+        return found[0]
+    if magic is None:
+        return f"truncated batch header: {remaining} bytes left"
+    if LOG_OVERHEAD + length > remaining:
+        return f"truncated batch: needs {LOG_OVERHEAD + length} bytes, {remaining} left"
+    return None
+
+
+def frame_buffer(
+    buf: bytes | memoryview, at_eof: bool
+) -> tuple[int, FramingError | None, int | None]:
+    """Find how much of ``buf`` (starting on a batch boundary) is whole batches.
+
+    Returns ``(complete, error, need)``: ``buf[:complete]`` holds whole batches;
+    ``error`` is set if the header at ``complete`` is invalid (or truncated while
+    ``at_eof``); ``need`` is the total size of the next batch if it is valid but not
+    fully in ``buf`` (read at least that much before calling again).
+    Positions in ``error`` are relative to ``buf``.
+    """
+    n = len(buf)
+    pos = 0
+    while pos < n:
+        left = n - pos
+        if left < HEADER_UP_TO_MAGIC and not at_eof:
+            return pos, None, HEADER_UP_TO_MAGIC
+        f = next_frame(buf, pos, n)
+        if f.problem is not None:
+            return pos, FramingError(pos, f.base_offset, left, f.problem), None
+        if f.magic is None:  # at the end, fewer than 17 bytes
+            reason = f"truncated batch header: {left} bytes left"
+            return pos, FramingError(pos, f.base_offset, left, reason), None
+        if not f.complete:
+            if not at_eof:
+                return pos, None, f.end - pos
+            reason = f"truncated batch: needs {f.end - pos} bytes, {left} left"
+            return pos, FramingError(pos, f.base_offset, left, reason), None
+        pos = f.end
+    return pos, None, None
