@@ -219,3 +219,23 @@ def test_hooks_replace_requests_and_responses(cluster: MockCluster) -> None:
         if e.direction == "request" and e.api_key == ApiKey.METADATA
     ]
     assert request.sent != request.received and b"hooked-plain" in request.sent
+
+
+def test_kproto_async_client_through_proxy(cluster: MockCluster) -> None:
+    from kproto.client import AsyncClient
+
+    topic = f"proxied-client-{uuid.uuid4().hex[:8]}"
+    events: list[FrameEvent] = []
+
+    async def main() -> tuple[list[bytes | None], Proxy]:
+        async with Proxy(cluster.bootstrap, on_frame=events.append) as proxy:
+            async with AsyncClient(proxy.bootstrap_servers) as client:
+                sent = await client.produce(topic, [(b"k", b"v1"), (b"k", b"v2")])
+                partition = sent[0].partition
+                records = [r async for r in client.iter_records(topic, partition, 0)]
+        return [r.value for r in records], proxy
+
+    values, proxy = asyncio.run(asyncio.wait_for(main(), 30))
+    assert values == [b"v1", b"v2"]
+    assert set(proxy.listeners) == set(cluster.brokers.values())
+    assert _check_events(events, proxy).get(ApiKey.METADATA, 0) >= 1
