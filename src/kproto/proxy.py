@@ -67,6 +67,7 @@ from typing import Any, Final, NamedTuple
 
 import attrs
 
+from kproto.client.metadata import parse_bootstrap
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     READ_CHUNK_BYTES,
@@ -124,20 +125,6 @@ class FrameEvent(NamedTuple):
     sent: bytes
     client: tuple[str, int]
     upstream: tuple[str, int]
-
-
-def _parse_servers(servers: str | Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
-    if not isinstance(servers, str):
-        return [(h, int(p)) for h, p in servers]
-    out = []
-    for item in servers.split(","):
-        host, sep, port = item.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"bad bootstrap server {item!r}: expected host:port")
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ValueError("no bootstrap servers given")
-    return out
 
 
 @functools.cache
@@ -236,6 +223,10 @@ class Proxy:
 
     Attributes:
         listeners: ``{upstream (host, port): listening (host, port)}``.
+
+    Raises:
+        kproto.client.ClientError: ``bootstrap_servers`` is not ``host:port,...``
+            (parsed as :class:`kproto.client.Client` parses it).
     """
 
     def __init__(
@@ -251,7 +242,11 @@ class Proxy:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connect_timeout_s: float = 10.0,
     ) -> None:
-        self.upstream = _parse_servers(bootstrap_servers)
+        self.upstream = (
+            parse_bootstrap(bootstrap_servers)
+            if isinstance(bootstrap_servers, str)
+            else [(host, int(port)) for host, port in bootstrap_servers]
+        )
         self.listen_host = listen_host
         self.advertised_host = advertised_host or listen_host
         self.request_hooks = dict(request_hooks or {})
