@@ -41,6 +41,9 @@ Design:
   each is paired with its request by correlation id. Produce requests with
   ``acks=0`` expect no response and are not tracked: an answer to one anyway
   (librdkafka's mock cluster sends them) is forwarded unchanged.
+- Not handled: TLS on either side, and SASL's pre-KIP-152 exchange (raw tokens
+  after SaslHandshake v0, which are not request frames); SASL through
+  SaslAuthenticate passes like any other API.
 
 Example::
 
