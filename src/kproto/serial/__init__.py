@@ -32,9 +32,9 @@ from collections.abc import Callable
 from functools import cache
 from typing import IO, Any, TypeVar
 
+from kproto.exceptions import DecodeError, EncodeError
 from kproto.serial import interpret
 from kproto.serial.compile import decoder, encoder
-from kproto.serial.exceptions import DecodeError, EncodeError
 
 __all__ = [
     "DecodeError",
@@ -108,23 +108,30 @@ def entity_reader(cls: type[E]) -> Callable[[IO[bytes]], E]:
 
 
 def _read_seekable(cls: type, stream: IO[bytes]) -> Any:
-    """Read ahead in doubling chunks until one entity decodes, then seek past it."""
+    """Decode from one read-ahead chunk (at most 64 KiB, never past the end); an entity
+    that does not decode from it is read field by field, each claimed length checked
+    against the bytes left in the stream, then the stream is left just past it."""
     start = stream.tell()
-    data = b""
-    chunk = _SEEKABLE_CHUNK
-    while True:
-        more = stream.read(chunk)
-        data += more
-        try:
-            entity, end = decoder(cls)(data, 0)
-        except Exception as exc:
-            if more and len(more) == chunk:
-                chunk *= 2
-                continue
+    left = stream.seek(0, io.SEEK_END) - start
+    stream.seek(start)
+    data = stream.read(min(_SEEKABLE_CHUNK, max(left, 0)))
+    try:
+        entity, end = decoder(cls)(data, 0)
+    except Exception as exc:
+        if len(data) >= left:
             stream.seek(start)
             raise _diagnose_decode(cls, data, 0, exc) from None
+    else:
         stream.seek(start + end)
         return entity
+    # The entity may run past the chunk (or the chunk may hold bad bytes): read it
+    # field by field, exactly as much as each field needs.
+    stream.seek(start)
+    try:
+        return interpret.read_entity(cls, interpret.StreamSource(stream, 0, left))
+    except DecodeError:
+        stream.seek(start)
+        raise
 
 
 def _diagnose_encode(entity: Any, exc: BaseException) -> EncodeError:
