@@ -131,3 +131,18 @@ def test_errors(data: dict[str, Any], where: str) -> None:
 def test_not_an_entity() -> None:
     with pytest.raises(TypeError):
         to_json(object())
+
+
+def test_integer_too_large_for_a_float64_field() -> None:
+    """Found by fuzzing: ``float(10**400)`` raised OverflowError, not the typed error."""
+    from kproto.schema.alter_client_quotas.v1 import AlterClientQuotasRequest
+
+    data = json.loads('{"entries":[{"ops":[{"value":1' + "0" * 400 + "}]}]}")
+    with pytest.raises(
+        JsonValueError, match=r"entries\[0\]\.ops\[0\]\.value: .*too large"
+    ):
+        from_json(AlterClientQuotasRequest, data)
+    ok = from_json(
+        AlterClientQuotasRequest, {"entries": [{"ops": [{"value": 10**300}]}]}
+    )
+    assert ok.entries[0].ops[0].value == 1e300
