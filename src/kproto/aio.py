@@ -1,14 +1,15 @@
 """asyncio counterparts of :mod:`kproto.connection`.
 
 Frame helpers over ``asyncio`` streams, and :class:`AsyncConnection`, the asyncio
-twin of :class:`kproto.connection.Connection` (also importable from there). Like
+twin of :class:`kproto.connection.Connection` (this module is its only home, so the
+blocking client never loads asyncio). Like
 its blocking twin it is a building block: one connection, one request in flight
 (concurrent ``send`` calls wait on a lock), no retries, no reconnects, no pooling.
 
 Example::
 
     import asyncio
-    from kproto.connection import AsyncConnection
+    from kproto.aio import AsyncConnection
     from kproto.index import ApiKey
 
     async def main() -> None:

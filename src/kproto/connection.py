@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from kproto.aio import AsyncConnection
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     SIZE_PREFIX,
@@ -57,7 +56,6 @@ from kproto.framing import (
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
-    "AsyncConnection",
     "Connection",
     "ConnectionClosedError",
     "CorrelationIdMismatchError",

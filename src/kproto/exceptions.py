@@ -1,4 +1,11 @@
-"""The errors raised by kproto's readers and writers."""
+"""The errors raised by kproto's readers and writers (entities and record batches).
+
+The bottom layer of the package: it imports nothing from kproto, so every layer
+(:mod:`kproto.serial`, :mod:`kproto.records`, framing, connections, Spark) can raise
+and catch these without importing another. :mod:`kproto.serial` re-exports both (the
+public names ``kproto.serial.DecodeError`` and ``kproto.serial.EncodeError``); Kafka's
+own error codes are :class:`kproto.errors.ErrorCode`.
+"""
 
 from __future__ import annotations
 

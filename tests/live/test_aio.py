@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from demo import MockCluster
-from kproto.aio import read_frame, write_frame
+from kproto.aio import AsyncConnection, read_frame, write_frame
 from kproto.connection import (
-    AsyncConnection,
     ConnectionClosedError,
     CorrelationIdMismatchError,
     FrameTooLargeError,
