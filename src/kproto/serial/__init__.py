@@ -23,18 +23,25 @@ with anything else (a socket file, a pipe) they read exactly what each field nee
 the field path and byte offset (offsets count from where the reader started); a claimed
 length is checked against the bytes available before anything is allocated. Values
 that do not fit their field raise :class:`EncodeError` naming the field path.
+
+The compiled code is plain Python you can read: :func:`source` returns it
+(``source(MetadataResponse, "decode")``). Errors are re-diagnosed by
+:mod:`kproto.serial.interpret` and raised without the compiled code's own exception;
+with ``KPROTO_DEBUG=1`` in the environment that exception is kept as ``__cause__``,
+its traceback showing the generated lines.
 """
 
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable
 from functools import cache
 from typing import IO, Any, TypeVar
 
 from kproto.exceptions import DecodeError, EncodeError
 from kproto.serial import interpret
-from kproto.serial.compile import decoder, encoder
+from kproto.serial.compile import decoder, encoder, source
 
 __all__ = [
     "DecodeError",
@@ -43,12 +50,20 @@ __all__ = [
     "entity_writer",
     "decode",
     "encode",
+    "source",
 ]
 
 E = TypeVar("E")
 
 _SEEKABLE_CHUNK = 64 * 1024
 _BytesIO = io.BytesIO
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The compiled code's own error when ``KPROTO_DEBUG=1`` (kept as ``__cause__``,
+    its traceback shows the generated lines), else ``None``: the typed error from the
+    interpreter already names the field and offset. Read on the error path only."""
+    return exc if os.environ.get("KPROTO_DEBUG") == "1" else None
 
 
 def _diagnose_decode(
@@ -69,7 +84,7 @@ def _decode_view(cls: type, view: Any, start: int) -> tuple[Any, int]:
     try:
         return decoder(cls)(view, start)
     except Exception as exc:
-        raise _diagnose_decode(cls, view, start, exc) from None
+        raise _diagnose_decode(cls, view, start, exc) from _cause(exc)
 
 
 @cache
@@ -96,7 +111,7 @@ def entity_reader(cls: type[E]) -> Callable[[IO[bytes]], E]:
             try:
                 entity, end = decode_fn(data, start)
             except Exception as exc:
-                raise _diagnose_decode(cls, data, start, exc) from None
+                raise _diagnose_decode(cls, data, start, exc) from _cause(exc)
             stream.seek(end)
             return entity  # type: ignore[no-any-return]
         if stream.seekable():
@@ -120,7 +135,7 @@ def _read_seekable(cls: type, stream: IO[bytes]) -> Any:
     except Exception as exc:
         if len(data) >= left:
             stream.seek(start)
-            raise _diagnose_decode(cls, data, 0, exc) from None
+            raise _diagnose_decode(cls, data, 0, exc) from _cause(exc)
     else:
         stream.seek(start + end)
         return entity
@@ -168,7 +183,7 @@ def entity_writer(cls: type[E]) -> Callable[[IO[bytes], E], None]:
             encode_fn(entity, parts.append)
             data = b"".join(parts)
         except Exception as exc:
-            raise _diagnose_encode(entity, exc) from None
+            raise _diagnose_encode(entity, exc) from _cause(exc)
         stream.write(data)
 
     write.__doc__ = f"Write one {cls.__name__} to a binary stream."
@@ -186,7 +201,7 @@ def encode(entity: Any) -> bytes:
         encoder(type(entity))(entity, parts.append)
         return b"".join(parts)
     except Exception as exc:
-        raise _diagnose_encode(entity, exc) from None
+        raise _diagnose_encode(entity, exc) from _cause(exc)
 
 
 def decode(cls: type[E], data: bytes | bytearray | memoryview) -> E:
