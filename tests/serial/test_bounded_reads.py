@@ -141,15 +141,26 @@ def _large_response(topics: int) -> MetadataResponse:
 
 
 def test_seekable_entity_longer_than_the_read_ahead() -> None:
-    """An entity past the first chunk is read field by field, and the stream is left
-    just past it."""
+    """The chunk doubles only after the decoder used all of it, so an entity past the
+    first chunk costs at most twice its size in reads, and the stream is left just
+    past it."""
     entity = _large_response(1500)
     body = encode(entity)
     assert len(body) > 2 * READ_AHEAD
     stream = CountingStream(body + b"\x01\x02", LARGE, seekable=True)
     assert entity_reader(MetadataResponse)(stream) == entity
     assert stream.pos == len(body)
-    assert stream.bytes_read <= READ_AHEAD + len(body)
+    assert stream.bytes_read <= 2 * len(body)
+
+
+def test_seekable_long_field_is_read_to_its_declared_length() -> None:
+    """A 200,000-byte field past the first chunk: the read-ahead grows to exactly the
+    end its length claims (which the stream holds), not by doubling to EOF."""
+    body = encode(SaslAuthenticateRequest(auth_bytes=b"k" * 200_000))
+    stream = CountingStream(body, LARGE, seekable=True)
+    assert entity_reader(SaslAuthenticateRequest)(stream).auth_bytes == b"k" * 200_000
+    assert stream.pos == len(body) == 200_004
+    assert stream.bytes_read == len(body)
 
 
 def test_seekable_truncated_entity_past_the_read_ahead() -> None:

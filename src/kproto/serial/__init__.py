@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import io
 import os
+import struct
 from collections.abc import Callable
 from functools import cache
 from typing import IO, Any, TypeVar
@@ -42,6 +43,7 @@ from typing import IO, Any, TypeVar
 from kproto.exceptions import DecodeError, EncodeError
 from kproto.serial import interpret
 from kproto.serial.compile import decoder, encoder, source
+from kproto.serial.primitives import Short
 
 __all__ = [
     "DecodeError",
@@ -123,30 +125,46 @@ def entity_reader(cls: type[E]) -> Callable[[IO[bytes]], E]:
 
 
 def _read_seekable(cls: type, stream: IO[bytes]) -> Any:
-    """Decode from one read-ahead chunk (at most 64 KiB, never past the end); an entity
-    that does not decode from it is read field by field, each claimed length checked
-    against the bytes left in the stream, then the stream is left just past it."""
+    """Decode from a read-ahead chunk (64 KiB at first, never past the end), growing it
+    only as far as the input justifies, then leave the stream just past the entity.
+
+    The chunk grows when the decoder ran off its end: to the position a length claims
+    when the stream holds that many bytes (a length beyond the stream is an error, not
+    a reason to read on), or to twice its size after a fixed-width field, which the
+    decoder reaches only once everything before it has decoded.
+    """
     start = stream.tell()
-    left = stream.seek(0, io.SEEK_END) - start
+    stream.seek(0, io.SEEK_END)
+    left = max(stream.tell() - start, 0)
     stream.seek(start)
-    data = stream.read(min(_SEEKABLE_CHUNK, max(left, 0)))
-    try:
-        entity, end = decoder(cls)(data, 0)
-    except Exception as exc:
-        if len(data) >= left:
+    data = stream.read(min(_SEEKABLE_CHUNK, left))
+    decode_fn = decoder(cls)
+    while True:
+        try:
+            entity, end = decode_fn(data, 0)
+        except Exception as exc:
+            want = len(data)
+            if isinstance(exc, Short) and exc.need <= left:
+                want = max(exc.need, min(2 * len(data), left))
+            elif isinstance(exc, (IndexError, struct.error)):
+                want = min(2 * len(data), left)
+            more = stream.read(want - len(data)) if want > len(data) else b""
+            if more:
+                data += more
+                continue
+            if len(data) < left:
+                # Malformed before the chunk's end: name it with the true bytes left.
+                stream.seek(start)
+                try:
+                    source = interpret.StreamSource(stream, 0, left)
+                    return interpret.read_entity(cls, source)
+                except DecodeError:
+                    stream.seek(start)
+                    raise
             stream.seek(start)
             raise _diagnose_decode(cls, data, 0, exc) from _cause(exc)
-    else:
         stream.seek(start + end)
         return entity
-    # The entity may run past the chunk (or the chunk may hold bad bytes): read it
-    # field by field, exactly as much as each field needs.
-    stream.seek(start)
-    try:
-        return interpret.read_entity(cls, interpret.StreamSource(stream, 0, left))
-    except DecodeError:
-        stream.seek(start)
-        raise
 
 
 def _diagnose_encode(entity: Any, exc: BaseException) -> EncodeError:

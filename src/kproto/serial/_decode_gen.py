@@ -17,12 +17,14 @@ from kproto.serial.primitives import (
     FIXED_FORMATS,
     FIXED_SIZES,
     Malformed,
+    Short,
     array_struct,
     read_uvarint,
 )
 
 _NAMESPACE: dict[str, Any] = {
     "_Malformed": Malformed,
+    "_Short": Short,
     "_uvarint": read_uvarint,
     "_UUID": uuid.UUID,
     "_new": object.__new__,
@@ -96,7 +98,7 @@ def _dec_count(
         g.emit(ind, f"if {n} < -1:")
         g.emit(ind + 1, "raise _Malformed('negative length')")
     g.emit(ind, f"if {n} > end - pos:")
-    g.emit(ind + 1, "raise _Malformed('length beyond the input')")
+    g.emit(ind + 1, f"raise _Short('length beyond the input', pos + {n})")
     if not w.nullable:
         g.emit(ind, f"if {n} < 0:")
         g.emit(ind + 1, "raise _Malformed('null in a non-nullable field')")
@@ -232,7 +234,7 @@ def _dec_tagged(
     g.emit(i2, "else:")
     g.emit(i2 + 1, f"{t}, pos = _uvarint(buf, pos)")
     g.emit(i2, f"if {t} > end - pos:")
-    g.emit(i2 + 1, "raise _Malformed('tag count beyond the input')")
+    g.emit(i2 + 1, f"raise _Short('tag count beyond the input', pos + {t})")
     lst, last, tag, size, stop = (
         g.var(p) for p in ("unknown_list", "last_tag", "tag", "tag_size", "tag_end")
     )
@@ -252,7 +254,7 @@ def _dec_tagged(
             g.emit(i3, f"{last} = {tag}")
     g.emit(i3, f"{stop} = pos + {size}")
     g.emit(i3, f"if {stop} > end:")
-    g.emit(i3 + 1, "raise _Malformed('tagged field beyond the input')")
+    g.emit(i3 + 1, f"raise _Short('tagged field beyond the input', {stop})")
     keyword = "if"
     for name, w in tagged:
         g.comment(i3, cls, name, w)
