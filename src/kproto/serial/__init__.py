@@ -18,11 +18,16 @@ header entity, then the body entity (see :mod:`kproto.connection`).
 
 Readers consume exactly one entity and leave the stream just past it. With an
 ``io.BytesIO`` they decode from its ``getvalue()`` bytes (shared with the stream, not
-copied); with another seekable stream they read ahead in growing chunks and seek back;
-with anything else (a socket file, a pipe) they read exactly what each field needs. Bad bytes raise :class:`DecodeError` naming
-the field path and byte offset (offsets count from where the reader started); a claimed
-length is checked against the bytes available before anything is allocated. Values
-that do not fit their field raise :class:`EncodeError` naming the field path.
+copied); with another seekable stream they decode from a read-ahead chunk (64 KiB at
+first, never past the end) that grows only as far as the decoded lengths justify, and
+seek back; with anything else (a socket file, a pipe) they read exactly what each field
+needs, a long field in chunks that at most double what has arrived. A claimed length
+is checked against the bytes left where that is known, and trusted no further than
+bytes arrive where it is not, so bad input costs about what was sent, never the rest
+of the stream or the claimed size. Bad bytes
+raise :class:`DecodeError` naming the field path and byte offset (offsets count from
+where the reader started). Values that do not fit their field raise
+:class:`EncodeError` naming the field path.
 
 The compiled code is plain Python you can read: :func:`source` returns it
 (``source(MetadataResponse, "decode")``). Errors are re-diagnosed by
