@@ -12,7 +12,14 @@ import uuid
 from typing import Any
 
 from kproto.meta import Wire, entity_info, wire_fields
-from kproto.serial._gen import INT_ARRAY, SMALL_ARRAY, Gen, fixed_runs, is_fixed
+from kproto.serial._gen import (
+    INT_ARRAY,
+    SMALL_ARRAY,
+    Gen,
+    fixed_runs,
+    is_fixed,
+    run_name,
+)
 from kproto.serial.primitives import (
     FIXED_FORMATS,
     FIXED_SIZES,
@@ -311,7 +318,7 @@ def _dec_entity(g: Gen, ind: int, cls: type, target: str) -> None:
             peek = g.var(f"{nxt[0]}_head" if nxt else "tag_count")
             outs.append(peek)
             fmt += extra
-        s = _unpacker(g, fmt, group[0][0])
+        s = _unpacker(g, fmt, run_name(group))
         g.emit(ind, f"{', '.join(outs)}, = {s}(buf, pos)")
         g.emit(ind, f"pos += {run_size}")
         for var, hi, lo in uuids:

@@ -13,7 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kproto.meta import Wire, entity_info, wire_fields
-from kproto.serial._gen import INT_ARRAY, SMALL_ARRAY, Gen, fixed_runs, is_fixed
+from kproto.serial._gen import (
+    INT_ARRAY,
+    SMALL_ARRAY,
+    Gen,
+    fixed_runs,
+    is_fixed,
+    run_name,
+)
 from kproto.serial.primitives import (
     FIXED_FORMATS,
     SMALL_UVARINTS,
@@ -230,7 +237,7 @@ def _enc_entity(g: Gen, ind: int, cls: type, o: str) -> None:
     for group in fixed_runs(plain):
         if is_fixed(group[0][1]):
             fmt = ">" + "".join(FIXED_FORMATS[w.type] for _, w in group)
-            s = _packer(g, fmt, group[0][0])
+            s = _packer(g, fmt, run_name(group))
             for name, w in group:
                 g.comment(ind, cls, name, w)
                 # struct's "?" accepts any object; a bool field takes only a bool.

@@ -100,3 +100,9 @@ def fixed_runs(items: list[tuple[str, Wire]]) -> list[list[tuple[str, Wire]]]:
         else:
             groups.append([(name, w)])
     return groups
+
+
+def run_name(group: list[tuple[str, Wire]]) -> str:
+    """A name hint for a run of fixed-width fields: ``first`` or ``first_to_last``."""
+    first, last = group[0][0], group[-1][0]
+    return first if first == last else f"{first}_to_{last}"
