@@ -25,9 +25,10 @@ from kproto.serial.primitives import (
 
 __all__ = ["Source", "BufferSource", "StreamSource", "read_entity", "write_entity"]
 
-#: First and largest read from a stream for one field: a claimed length is trusted
-#: only as far as bytes actually arrive (each read at most doubles what has arrived),
-#: so a lying length costs at most about twice the input, never the claimed size.
+#: The first read from a stream for one field, and the cap on any one read. Later
+#: reads ask for at most what has arrived so far, so a claimed length is trusted only
+#: as far as bytes actually arrive: a lying length costs about the input, never the
+#: claimed size.
 _FIRST_READ = 4096
 _MAX_READ = 1 << 20
 
