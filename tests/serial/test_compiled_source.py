@@ -8,6 +8,8 @@ import doctest
 import io
 import linecache
 import traceback
+from collections.abc import Callable
+from typing import Literal
 
 import pytest
 
@@ -41,7 +43,9 @@ def _classes(cls: type) -> list[type]:
 
 
 @pytest.mark.parametrize("kind", ["decode", "encode"])
-def test_function_and_file_are_named_after_the_class(kind: str) -> None:
+def test_function_and_file_are_named_after_the_class(
+    kind: Literal["decode", "encode"],
+) -> None:
     fn = (decoder if kind == "decode" else encoder)(MetadataResponse)
     assert fn.__name__ == f"{kind}_MetadataResponse"
     filename = f"<kproto {kind} {METADATA}>"
@@ -51,8 +55,10 @@ def test_function_and_file_are_named_after_the_class(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["decode", "encode"])
 @pytest.mark.parametrize("cls", [MetadataResponse, ProduceRequest])
-def test_every_field_has_a_comment(cls: type, kind: str) -> None:
-    text = source(cls, kind)  # type: ignore[arg-type]
+def test_every_field_has_a_comment(
+    cls: type, kind: Literal["decode", "encode"]
+) -> None:
+    text = source(cls, kind)
     assert text.startswith(f"def {kind}_{cls.__name__}(")
     for klass in _classes(cls):
         for field, w in wire_fields(klass):
@@ -105,14 +111,19 @@ def test_compiled_error_is_dropped_by_default(monkeypatch: pytest.MonkeyPatch) -
     [
         lambda data: decode(ApiVersionsRequest, data),
         lambda data: entity_reader(ApiVersionsRequest)(io.BytesIO(data)),
+        # seekable, not a BytesIO: the read-ahead path
+        lambda data: entity_reader(ApiVersionsRequest)(
+            io.BufferedReader(io.BytesIO(data))
+        ),
     ],
+    ids=["decode", "bytesio", "file"],
 )
 def test_kproto_debug_keeps_the_compiled_decode_error(
-    monkeypatch: pytest.MonkeyPatch, read: object
+    monkeypatch: pytest.MonkeyPatch, read: Callable[[bytes], object]
 ) -> None:
     monkeypatch.setenv("KPROTO_DEBUG", "1")
     with pytest.raises(DecodeError, match="client_software_name") as info:
-        read(TRUNCATED)  # type: ignore[operator]
+        read(TRUNCATED)
     cause = info.value.__cause__
     assert cause is not None and not isinstance(cause, DecodeError)
     frames = traceback.extract_tb(cause.__traceback__)
