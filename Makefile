@@ -44,10 +44,12 @@ bench: $(STAMP)
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
 
+## ruff, black, mypy, and the layering contracts in pyproject.toml (import-linter).
 lint: $(STAMP)
 	$(PY) -m ruff check src codegen tests benchmarks
 	$(PY) -m black --check src codegen tests benchmarks
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -1,7 +1,8 @@
 """asyncio counterparts of :mod:`kproto.connection`.
 
 Frame helpers over ``asyncio`` streams, and :class:`AsyncConnection`, the asyncio
-twin of :class:`kproto.connection.Connection`. Like its blocking twin it is a
+twin of :class:`kproto.connection.Connection` (this module is its only home, so the
+blocking client never loads asyncio). Like its blocking twin it is a
 building block and a thin shell over :class:`kproto.negotiation.NegotiationState`:
 one connection, one request in flight (concurrent ``send`` calls wait on a lock),
 no retries, no reconnects, no pooling.

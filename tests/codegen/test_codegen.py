@@ -173,3 +173,64 @@ def test_lock_mismatch_stops_the_build(tmp_path: Path) -> None:
         sources.verify(tmp_path, lock)
     with pytest.raises(sources.SourceError, match="missing: a.json"):
         sources.verify(tmp_path / "nothing", lock)
+
+
+def _render_soft_keyword_fixture() -> dict[str, str]:
+    """The fixture plus fields named like soft keywords, rendered to files."""
+    fixture = parser.parse_file(FIXTURE)
+    fixture["fields"] = [
+        *fixture["fields"],
+        *(
+            {"name": name, "type": "int8", "versions": "0+", "about": "Soft."}
+            for name in ("Match", "Case", "Type")
+        ),
+    ]
+    request = model.MessageSpec.from_json(fixture, "test/FeatureDenseRequest.json")
+    response = model.MessageSpec.from_json(
+        {
+            "apiKey": 9999,
+            "type": "response",
+            "name": "FeatureDenseResponse",
+            "validVersions": "0-2",
+            "flexibleVersions": "2+",
+            "fields": [],
+        },
+        "test/FeatureDenseResponse.json",
+    )
+    merged = {
+        spec.name: sources.Merged(
+            spec.name, spec.type, spec.api_key, {v: spec for v in range(3)}
+        )
+        for spec in (request, response)
+    }
+    errors = {
+        "source": "test",
+        "errors": [
+            {
+                "code": 0,
+                "name": "NONE",
+                "retriable": False,
+                "exception": None,
+                "message": None,
+            }
+        ],
+    }
+    return emit.render(merged, errors, jobs=1)
+
+
+def test_generation_does_not_depend_on_soft_keywords(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Python 3.12 made ``type`` a soft keyword: the tree must not change with it."""
+    import keyword
+
+    baseline = _render_soft_keyword_fixture()
+    emit.write(baseline, tmp_path)
+    request = baseline["schema/feature_dense/v1/request.py"]
+    assert "global_: bool" in request  # hard keywords are still suffixed
+    for name in ("match", "case", "type"):
+        assert f"    {name}: int = attrs.field(" in request
+    soft = [*keyword.softkwlist, "type", "global"]
+    monkeypatch.setattr(keyword, "softkwlist", soft)
+    monkeypatch.setattr(keyword, "issoftkeyword", frozenset(soft).__contains__)
+    assert emit.check(_render_soft_keyword_fixture(), tmp_path) == []
