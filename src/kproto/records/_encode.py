@@ -14,7 +14,7 @@ from typing import Any
 
 import crc32c as _crc32c_module
 
-from kproto.serial.exceptions import EncodeError
+from kproto.exceptions import EncodeError
 
 from ._codecs import compress
 from ._header import ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL

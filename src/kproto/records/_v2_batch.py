@@ -13,7 +13,7 @@ from typing import Any
 import crc32c as _crc32c_module
 
 from kproto._varint import VarintError
-from kproto.serial.exceptions import DecodeError
+from kproto.exceptions import DecodeError
 
 from ._codecs import SizeLimitError, decompress
 from ._header import (
