@@ -132,6 +132,10 @@ class EntityInfo:
         top_level: True for the message class itself, False for nested structs.
         api_key: the API key for requests and responses, else ``None``.
         source: the JSON file the class was generated from, as ``folder/File.json``.
+        unstable: True when this version is the latest of a file marked
+            ``latestVersionUnstable`` (not yet part of Kafka's released protocol; a
+            broker may change it). False for every other class. The same flag is the
+            class attribute ``__unstable__``.
     """
 
     name: str
@@ -142,6 +146,7 @@ class EntityInfo:
     top_level: bool
     api_key: int | None
     source: str
+    unstable: bool = False
 
 
 UNKNOWN_TAGS: Final = Wire(
