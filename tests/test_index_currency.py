@@ -110,3 +110,25 @@ def test_error_table_has_138_codes_with_retriable_flags() -> None:
     assert ErrorCode(99).retriable is False
     assert ErrorCode.NOT_LEADER_OR_FOLLOWER.retriable is True
     assert min(ErrorCode) == -1 and max(ErrorCode) == 136
+
+
+def test_negotiation_skips_unstable_versions_unless_asked() -> None:
+    from kproto.framing import common_versions
+
+    broker = {
+        int(ApiKey.INIT_PRODUCER_ID): (0, 6),
+        int(ApiKey.SHARE_FETCH): (0, 2),
+        int(ApiKey.SHARE_GROUP_HEARTBEAT): (0, 0),
+        int(ApiKey.METADATA): (0, 13),
+    }
+    assert common_versions(broker) == {
+        ApiKey.METADATA: 13,
+        ApiKey.INIT_PRODUCER_ID: 5,
+        ApiKey.SHARE_FETCH: 2,
+    }
+    assert common_versions(broker, allow_unstable=True) == {
+        ApiKey.METADATA: 13,
+        ApiKey.INIT_PRODUCER_ID: 6,
+        ApiKey.SHARE_FETCH: 2,
+        ApiKey.SHARE_GROUP_HEARTBEAT: 0,
+    }

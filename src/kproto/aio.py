@@ -284,7 +284,7 @@ class AsyncConnection(NegotiationState):
                 raise
 
     async def negotiate(
-        self, *, caps: Mapping[int, int] | None = None
+        self, *, caps: Mapping[int, int] | None = None, allow_unstable: bool = False
     ) -> dict[int, int]:
         """ApiVersions v3, falling back to v0; as
         :meth:`kproto.connection.Connection.negotiate`.
@@ -296,12 +296,12 @@ class AsyncConnection(NegotiationState):
         try:
             response = await self._send(v3, None, False)
             if response.error_code == 0:
-                return self._store(response, 3, caps)
+                return self._store(response, 3, caps, allow_unstable)
         except ResponseDecodeError:
             pass
         except ConnectionClosedError:
             await self.connect()
-        return self._store(await self.send(v0), 0, caps)
+        return self._store(await self.send(v0), 0, caps, allow_unstable)
 
     async def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request and send it; as

@@ -263,7 +263,9 @@ class Connection(NegotiationState):
                     f"connection to {self.host}:{self.port} failed: {err}"
                 ) from err
 
-    def negotiate(self, *, caps: Mapping[int, int] | None = None) -> dict[int, int]:
+    def negotiate(
+        self, *, caps: Mapping[int, int] | None = None, allow_unstable: bool = False
+    ) -> dict[int, int]:
         """Ask the broker which API versions it supports; remember the best common ones.
 
         Sends ApiVersions v3 (with ``client_software_name``/``_version``). If that
@@ -276,6 +278,9 @@ class Connection(NegotiationState):
             caps: optional ``{api_key: highest version to use}``, for brokers known
                 to mishandle versions they advertise (librdkafka's mock cluster
                 with flexible JoinGroup/SyncGroup, for one).
+            allow_unstable: also pick versions Kafka marks ``latestVersionUnstable``
+                (classes with ``__unstable__ = True``); off by default, as in Kafka's
+                own clients.
 
         Returns:
             ``{api_key: version}``, the highest version of each API both sides
@@ -289,12 +294,12 @@ class Connection(NegotiationState):
         try:
             response = self._send(v3, None, False)
             if response.error_code == 0:
-                return self._store(response, 3, caps)
+                return self._store(response, 3, caps, allow_unstable)
         except ResponseDecodeError:
             pass
         except ConnectionClosedError:
             self._connect()
-        return self._store(self.send(v0), 0, caps)
+        return self._store(self.send(v0), 0, caps, allow_unstable)
 
     def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request for ``api_key`` and send it.
