@@ -124,11 +124,21 @@ def renumber_coordinator_key(data: dict[str, Any]) -> dict[str, Any]:
             f"{data.get('name')}: a coordinator-key needs an int apiKey and "
             f"validVersions '0', got {record_type!r} and {data.get('validVersions')!r}"
         )
-    keys = ("validVersions", "flexibleVersions", "versions", "nullableVersions")
-    keys += ("taggedVersions",)
+    keys = frozenset(
+        {
+            "validVersions",
+            "flexibleVersions",
+            "versions",
+            "nullableVersions",
+            "taggedVersions",
+        }
+    )
 
     def fix(obj: dict[str, Any]) -> dict[str, Any]:
-        out = {k: (_shift_versions(v, record_type) if k in keys else v) for k, v in obj.items()}
+        out = {
+            k: (_shift_versions(v, record_type) if k in keys else v)
+            for k, v in obj.items()
+        }
         if "fields" in out:
             out["fields"] = [fix(f) for f in out["fields"]]
         if "commonStructs" in out:

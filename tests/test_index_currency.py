@@ -57,7 +57,7 @@ def test_unstable_versions_are_left_out_of_the_stable_range() -> None:
 
 def test_lookups_with_bad_keys_raise_lookup_errors_naming_what_exists() -> None:
     with pytest.raises(UnknownMessageError, match="got 'Metadata'.*0-94"):
-        request_type("Metadata", 1)  # type: ignore[arg-type]
+        request_type("Metadata", 1)
     with pytest.raises(
         UnknownMessageError, match=r"unknown api_key 999 \(known api_keys: 0-94\)"
     ):
@@ -67,9 +67,9 @@ def test_lookups_with_bad_keys_raise_lookup_errors_naming_what_exists() -> None:
     with pytest.raises(UnsupportedVersionError, match="has versions 0-13, got 14"):
         request_type(ApiKey.METADATA, 14)
     with pytest.raises(UnsupportedVersionError, match="must be an int"):
-        request_type(ApiKey.METADATA, "1")  # type: ignore[arg-type]
+        request_type(ApiKey.METADATA, "1")
     with pytest.raises(LookupError):
-        data_type("GroupMetadataKey", "2")  # type: ignore[arg-type]
+        data_type("GroupMetadataKey", "2")
 
 
 def test_coordinator_keys_keep_their_record_type_as_version() -> None:
