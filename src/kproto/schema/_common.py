@@ -17,11 +17,11 @@ def as_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     ``MetadataRequest(topics=())`` and instances stay hashable. Tuples, text, bytes
     and non-iterables pass through unchanged; the writer reports a wrong type when
     the instance is encoded. Decoded instances do not pass through ``__init__``."""
-    if type(value) is tuple or isinstance(value, (str, bytes, bytearray)):
+    if isinstance(value, (tuple, str, bytes, bytearray)) or not isinstance(
+        value, Iterable
+    ):
         return value  # type: ignore[return-value]
-    if isinstance(value, Iterable):
-        return tuple(value)
-    return value  # type: ignore[unreachable]
+    return tuple(value)
 
 
 def as_tuple_or_none(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
