@@ -132,3 +132,12 @@ def test_negotiation_skips_unstable_versions_unless_asked() -> None:
         ApiKey.SHARE_FETCH: 2,
         ApiKey.SHARE_GROUP_HEARTBEAT: 0,
     }
+
+
+def test_describe_marks_unstable_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    from kproto.cli import main
+
+    assert main(["describe", "InitProducerIdRequest", "--version", "6"]) == 0
+    assert "InitProducerIdRequest v6 (api_key 22) UNSTABLE" in capsys.readouterr().out
+    assert main(["describe", "InitProducerIdRequest", "--version", "5"]) == 0
+    assert "UNSTABLE" not in capsys.readouterr().out
