@@ -77,6 +77,8 @@ def proxy() -> Iterator[RecordingProxy]:
             f"request kinds, {sum(rec.rewritten.values())} rewritten, "
             f"{len(rec.non_canonical)} non-canonical, {len(rec.undecodable)} undecodable"
         )
+        kinds = " ".join(f"{k}v{v}" for k, v in sorted(rec.requests))
+        print(f"    requests (api_key v version): {kinds}")
 
 
 def _check(name: str, proxy: RecordingProxy) -> Recording:
