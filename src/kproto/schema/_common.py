@@ -17,6 +17,8 @@ def as_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
     ``MetadataRequest(topics=())`` and instances stay hashable. Tuples, text, bytes
     and non-iterables pass through unchanged; the writer reports a wrong type when
     the instance is encoded. Decoded instances do not pass through ``__init__``."""
+    if type(value) is tuple:  # the common case first: one type check
+        return value
     if isinstance(value, (tuple, str, bytes, bytearray)) or not isinstance(
         value, Iterable
     ):
