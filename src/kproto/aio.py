@@ -223,7 +223,7 @@ class AsyncConnection(NegotiationState):
                 raise failure from err
 
     async def negotiate(
-        self, *, caps: Mapping[int, int] | None = None
+        self, *, caps: Mapping[int, int] | None = None, allow_unstable: bool = False
     ) -> dict[int, int]:
         """ApiVersions v3, falling back as
         :meth:`kproto.connection.Connection.negotiate` does.
@@ -242,7 +242,7 @@ class AsyncConnection(NegotiationState):
             else:
                 assert frame is not None  # ApiVersions is always answered
                 negotiation.receive(frame)
-        return self._store(negotiation, caps)
+        return self._store(negotiation, caps, allow_unstable)
 
     async def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request and send it; as

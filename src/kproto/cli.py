@@ -322,6 +322,8 @@ def cmd_describe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         title = f"{cls.__name__} v{version}"
         if info.api_key is not None:
             title += f" (api_key {info.api_key})"
+        if info.unstable:
+            title += " UNSTABLE (latestVersionUnstable upstream; not negotiated by default)"
         print(title, file=out)
         print(
             f"  versions {versions.start}-{versions.stop - 1}; "

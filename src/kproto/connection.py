@@ -202,7 +202,9 @@ class Connection(NegotiationState):
                     raise
                 raise failure from err
 
-    def negotiate(self, *, caps: Mapping[int, int] | None = None) -> dict[int, int]:
+    def negotiate(
+        self, *, caps: Mapping[int, int] | None = None, allow_unstable: bool = False
+    ) -> dict[int, int]:
         """Ask the broker which API versions it supports; remember the best common ones.
 
         Sends ApiVersions v3 (with ``client_software_name``/``_version``); on
@@ -215,6 +217,9 @@ class Connection(NegotiationState):
             caps: optional ``{api_key: highest version to use}``, for brokers known
                 to mishandle versions they advertise (librdkafka's mock cluster
                 with flexible JoinGroup/SyncGroup, for one).
+            allow_unstable: also pick versions Kafka marks ``latestVersionUnstable``
+                (classes with ``__unstable__ = True``); off by default, as in Kafka's
+                own clients.
 
         Returns:
             ``{api_key: version}``, the highest version of each API both sides
@@ -235,7 +240,7 @@ class Connection(NegotiationState):
             else:
                 assert frame is not None  # ApiVersions is always answered
                 negotiation.receive(frame)
-        return self._store(negotiation, caps)
+        return self._store(negotiation, caps, allow_unstable)
 
     def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request for ``api_key`` and send it.

@@ -128,15 +128,19 @@ def broker_ranges(response: Any) -> dict[int, tuple[int, int]]:
     }
 
 
-def common_versions(ranges: Mapping[int, tuple[int, int]]) -> dict[int, int]:
+def common_versions(
+    ranges: Mapping[int, tuple[int, int]], *, allow_unstable: bool = False
+) -> dict[int, int]:
     """For each API both the broker (``ranges``) and kproto know, the highest version
-    both support; APIs with no common version are left out."""
+    both support; APIs with no common version are left out. Versions marked
+    ``latestVersionUnstable`` upstream (``__unstable__``) are never picked unless
+    ``allow_unstable`` is true (see :func:`kproto.index.api_versions`)."""
     from kproto.index import UnknownMessageError
 
     out: dict[int, int] = {}
     for api_key, (lo, hi) in sorted(ranges.items()):
         try:
-            ours = api_versions(api_key)
+            ours = api_versions(api_key, include_unstable=allow_unstable)
         except UnknownMessageError:
             continue
         top = min(hi, ours.stop - 1)
@@ -361,13 +365,18 @@ class NegotiationState:
         return err
 
     def _store(
-        self, negotiation: ApiVersionsNegotiation, caps: Mapping[int, int] | None
+        self,
+        negotiation: ApiVersionsNegotiation,
+        caps: Mapping[int, int] | None,
+        allow_unstable: bool = False,
     ) -> dict[int, int]:
         response = negotiation.response
         self.api_versions_response = response
         self.api_versions_version = negotiation.version
         self.broker_api_versions = broker_ranges(response)
-        versions = common_versions(self.broker_api_versions)
+        versions = common_versions(
+            self.broker_api_versions, allow_unstable=allow_unstable
+        )
         for api_key, cap in (caps or {}).items():
             if api_key in versions:
                 if cap < self.broker_api_versions[api_key][0]:
