@@ -28,7 +28,7 @@ class _ComponentDataSlots:
     __slots__ = (
         "entity_type",
         "match_type",
-        "match_",
+        "match",
         "__weakref__",
     )
 
@@ -68,7 +68,7 @@ class ComponentData(_ComponentDataSlots):
     )
     """How to match the entity {0 = exact name, 1 = default name, 2 = any specified name}. int8; versions 0+."""
 
-    match_: str | None = attrs.field(
+    match: str | None = attrs.field(
         default="",
         metadata={
             WIRE: Wire(
