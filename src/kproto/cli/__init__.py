@@ -26,6 +26,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
 
+from kproto.cli._common import CliError, read_input
+from kproto.cli.decode import cmd_decode
+from kproto.cli.dump_log import cmd_dump_log
 from kproto.index import (
     ApiKey,
     UnknownMessageError,
@@ -36,9 +39,6 @@ from kproto.index import (
     request_type,
     response_type,
 )
-from kproto.cli._common import CliError, read_input
-from kproto.cli.decode import cmd_decode
-from kproto.cli.dump_log import cmd_dump_log
 from kproto.meta import entity_info, wire_fields
 
 __all__ = ["CliError", "main", "build_parser", "read_input"]
