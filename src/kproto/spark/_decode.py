@@ -21,6 +21,7 @@ from pyspark.sql.types import (
 )
 
 from kproto.spark._schema import entities_to_arrow, spark_schema
+from kproto.spark._session import ensure_python_workers
 
 __all__ = [
     "INTERNAL_TOPICS",
@@ -102,6 +103,10 @@ def decode_column(
         A lazy DataFrame: ``df``'s columns with ``column`` decoded, plus
         ``error_column``.
 
+    Python workers are set up as for :func:`~kproto.spark.read_log_segments`
+    (``sys.executable`` on a local master unless ``PYSPARK_PYTHON`` or
+    ``spark.pyspark.python`` says otherwise).
+
     Raises:
         ValueError: ``column`` is missing or not binary, or ``error_column`` exists.
     """
@@ -152,6 +157,7 @@ def decode_column(
                 arrays.append(pa.array(errors, pa.string()))
             yield pa.RecordBatch.from_arrays(arrays, names=out_names)
 
+    ensure_python_workers(df.sparkSession)
     return df.mapInArrow(run, out_schema)
 
 
@@ -437,6 +443,7 @@ def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
                 arrays.append(pa.array(errors, pa.string()))
             yield pa.RecordBatch.from_arrays(arrays, names=out_names)
 
+    ensure_python_workers(df.sparkSession)
     return df.mapInArrow(run, out_schema)
 
 

@@ -245,6 +245,7 @@ def write_segments_arrow(
     """
     from kproto.spark._read import MIN_AUTO_SPLIT_BYTES
     from kproto.spark._segments import DEFAULT_SPLIT_BYTES, plan_partitions
+    from kproto.spark._session import ensure_python_workers
 
     files = find_segment_files(paths)
     if split_bytes is None:
@@ -254,6 +255,7 @@ def write_segments_arrow(
             DEFAULT_SPLIT_BYTES, max(MIN_AUTO_SPLIT_BYTES, total // slots)
         )
     parts = [p.ranges for p in plan_partitions([f.path for f in files], split_bytes)]
+    ensure_python_workers(spark)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
