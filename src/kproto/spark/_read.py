@@ -93,9 +93,10 @@ def read_log_segments(
     Set ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS`` on the session
     (the ``kproto spark segments`` CLI does: :data:`kproto.spark.cli.SESSION_CONF`)
     rather than the legacy INT96 default, and pass
-    :data:`kproto.spark.cli.PARQUET_OPTIONS` to ``df.write.options(...)`` (no
-    dictionary for ``offset``, no statistics for ``key``/``value``; the output is
-    then about the size of pyarrow's default write of the same rows). ``spark.sql.parquet.compression.codec=zstd`` halves the
+    :data:`kproto.spark.cli.PARQUET_OPTIONS` to ``df.write.options(...)``
+    (``key``/``value`` dictionaries with 8 MiB dictionary pages, none for
+    ``offset``, no statistics for ``key``/``value``): the output is then about the
+    size of pyarrow's default write of the same rows. ``spark.sql.parquet.compression.codec=zstd`` halves the
     output against the default snappy for a few percent more CPU.
 
     Raises:
