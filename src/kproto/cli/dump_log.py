@@ -23,15 +23,12 @@ import argparse
 import base64
 import json
 import re
-import struct
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import attrs
-import crc32c
 
 from kproto.cli._common import read_input
 from kproto.records import (
@@ -42,16 +39,10 @@ from kproto.records import (
     TimestampType,
     decode_batches,
 )
+from kproto.records.segments import batch_crc_valid, read_batch_head
 
 __all__ = ["BatchView", "batch_json", "cmd_dump_log", "record_json"]
 
-#: The magic 2 batch header (``DefaultRecordBatch.java``): base offset, batch
-#: length, partition leader epoch, magic, crc, attributes, last offset delta, base
-#: timestamp, max timestamp, producer id, producer epoch, base sequence, count.
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-#: A legacy message's first fields (``LegacyRecord.java``): offset, size, crc,
-#: magic, attributes.
-_LEGACY_HEAD = struct.Struct(">qiIbb")
 #: Kafka's ``TimestampType.toString()``.
 _TIMESTAMP_NAMES = {
     TimestampType.NO_TIMESTAMP: "NoTimestampType",
@@ -119,21 +110,8 @@ def _sequence_at(base_sequence: int, delta: int) -> int:
     return base_sequence + delta
 
 
-def _crc_valid(data: bytes, position: int, magic: int, length: int, crc: int) -> bool:
-    """Does the stored checksum match (magic 2: CRC-32C from the attributes on;
-    legacy: CRC-32 from the magic byte on)?"""
-    end = position + 12 + length
-    if magic == 2:
-        return crc32c.crc32c(data[position + 21 : end]) == crc
-    return zlib.crc32(data[position + 16 : end]) == crc
-
-
 def _from_batch(data: bytes, b: RecordBatch, check_crc: bool) -> BatchView:
-    valid = (
-        _crc_valid(data, b.position, b.magic, b.batch_length, b.crc)
-        if check_crc
-        else None
-    )
+    valid = batch_crc_valid(data, b.position) if check_crc else None
     return BatchView(
         position=b.position,
         base_offset=b.base_offset,
@@ -171,78 +149,31 @@ def _from_header(
 ) -> BatchView | None:
     """A batch whose records did not decode, from its header alone (``None`` when
     even the header is cut short)."""
-    magic = data[position + 16] if len(data) > position + 16 else -1
-    if (
-        len(data) < position + 12
-        or struct.unpack_from(">i", data, position + 8)[0] < 14
-    ):
-        return None  # no usable length: the rest of the input cannot be framed
-    if magic == 2 and len(data) >= position + _V2_HEADER.size:
-        (
-            base_offset,
-            length,
-            epoch,
-            _,
-            crc,
-            attributes,
-            last_delta,
-            base_ts,
-            max_ts,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            count,
-        ) = _V2_HEADER.unpack_from(data, position)
-        ts_type = TimestampType((attributes >> 3) & 1)
-        flags = (attributes & 0x10, attributes & 0x20, attributes & 0x40)
-    elif magic in (0, 1) and len(data) >= position + 18:
-        base_offset, length, crc, _, attributes = _LEGACY_HEAD.unpack_from(
-            data, position
-        )
-        epoch, last_delta, producer_id, producer_epoch, base_sequence = (
-            -1,
-            0,
-            -1,
-            -1,
-            -1,
-        )
-        count, flags = None, (0, 0, 0)
-        ts_type = TimestampType.NO_TIMESTAMP
-        base_ts = max_ts = -1
-        if magic == 1:
-            ts_type = TimestampType((attributes >> 3) & 1)
-            if len(data) >= position + 26:
-                (base_ts,) = struct.unpack_from(">q", data, position + 18)
-                max_ts = base_ts
-    else:
-        return None
-    complete = position + 12 + length <= len(data)
-    valid = (
-        _crc_valid(data, position, magic, length, crc)
-        if check_crc and complete
-        else None
-    )
+    found = read_batch_head(data, position)
+    if found is None:
+        return None  # no usable length or magic: the rest cannot be framed
+    h, count = found
     return BatchView(
         position=position,
-        base_offset=base_offset,
-        last_offset=base_offset + last_delta,
+        base_offset=h.base_offset,
+        last_offset=h.base_offset + h.last_offset_delta,
         count=count,
-        batch_length=length,
-        partition_leader_epoch=epoch,
-        magic=magic,
-        crc=crc,
-        is_valid=valid,
-        attributes=attributes,
-        compression=_codec_label(attributes & 7),
-        timestamp_type=ts_type,
-        is_transactional=bool(flags[0]),
-        is_control=bool(flags[1]),
-        has_delete_horizon=bool(flags[2]),
-        base_timestamp=base_ts,
-        max_timestamp=max_ts,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
+        batch_length=h.batch_length,
+        partition_leader_epoch=h.partition_leader_epoch,
+        magic=h.magic,
+        crc=h.crc,
+        is_valid=batch_crc_valid(data, position) if check_crc else None,
+        attributes=h.attributes,
+        compression=_codec_label(h.attributes & 7),
+        timestamp_type=h.timestamp_type,
+        is_transactional=h.is_transactional,
+        is_control=h.is_control,
+        has_delete_horizon=h.has_delete_horizon,
+        base_timestamp=h.base_timestamp,
+        max_timestamp=h.max_timestamp,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
         error=error,
     )
 
