@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +38,11 @@ from kproto.records import (
     TimestampType,
     decode_batches,
 )
-from kproto.records.segments import batch_crc_valid, read_batch_head
+from kproto.records.segments import (
+    batch_crc_valid,
+    parse_topic_partition,
+    read_batch_head,
+)
 
 __all__ = ["BatchView", "batch_json", "cmd_dump_log", "record_json"]
 
@@ -49,7 +52,6 @@ _TIMESTAMP_NAMES = {
     TimestampType.CREATE_TIME: "CreateTime",
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
 }
-_TOPIC_PARTITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _INT32_MAX = 2**31 - 1
 
 
@@ -413,8 +415,7 @@ def record_json(b: BatchView, r: Record | None) -> dict[str, Any]:
 
 def topic_partition(path: Path) -> tuple[str | None, int | None]:
     """Topic and partition from Kafka's layout ``<topic>-<partition>/<base>.log``."""
-    m = _TOPIC_PARTITION.match(path.resolve().parent.name)
-    return (m.group("topic"), int(m.group("partition"))) if m else (None, None)
+    return parse_topic_partition(path.resolve(), segment_name_required=False)
 
 
 def _dump_file(

@@ -16,8 +16,11 @@ tail (which a Fetch response may end with) rather than an error.
 
 from __future__ import annotations
 
+import os
+import re
 import struct
 import zlib
+from pathlib import Path
 from typing import Final, NamedTuple
 
 import attrs
@@ -52,6 +55,7 @@ __all__ = [
     "frame_buffer",
     "header_problem",
     "next_frame",
+    "parse_topic_partition",
     "read_batch_head",
 ]
 
@@ -274,3 +278,26 @@ def batch_crc_valid(data: bytes, position: int) -> bool | None:
 
 
 _UINT32: Final = struct.Struct(">I")
+
+
+_TOPIC_PARTITION: Final = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_SEGMENT_NAME: Final = re.compile(r"^\d+\.log$")
+
+
+def parse_topic_partition(
+    path: str | os.PathLike[str], *, segment_name_required: bool = True
+) -> tuple[str | None, int | None]:
+    """Topic and partition from Kafka's log layout ``<topic>-<partition>/<offset>.log``
+    (``kafka.log.LocalLog``'s directory naming; topic names may contain ``-``).
+
+    Returns ``(None, None)`` when the folder is not named ``<topic>-<partition>``, or,
+    with ``segment_name_required``, when the file name is not a segment name (digits
+    and ``.log``).
+    """
+    p = Path(path)
+    if segment_name_required and not _SEGMENT_NAME.match(p.name):
+        return None, None
+    m = _TOPIC_PARTITION.match(p.parent.name)
+    if m is None:
+        return None, None
+    return m.group("topic"), int(m.group("partition"))
