@@ -287,16 +287,6 @@ def test_blocking_connection_never_imports_asyncio() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_names_moved_to_negotiation_still_import_from_framing() -> None:
-    import kproto.framing
-    import kproto.negotiation
-
-    for name in ("NotNegotiatedError", "NegotiationState", "build_entity"):
-        assert getattr(kproto.framing, name) is getattr(kproto.negotiation, name)
-    with pytest.raises(AttributeError, match="no_such_name"):
-        kproto.framing.no_such_name  # noqa: B018
-
-
 def _response_classes() -> list[type]:
     from kproto.index import API_VERSIONS, response_type
 

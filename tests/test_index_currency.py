@@ -113,7 +113,7 @@ def test_error_table_has_138_codes_with_retriable_flags() -> None:
 
 
 def test_negotiation_skips_unstable_versions_unless_asked() -> None:
-    from kproto.framing import common_versions
+    from kproto.negotiation import common_versions
 
     broker = {
         int(ApiKey.INIT_PRODUCER_ID): (0, 6),

@@ -27,7 +27,6 @@ Errors are subclasses of :class:`KafkaConnectionError`.
 
 from __future__ import annotations
 
-import importlib
 import io
 import logging
 import struct
@@ -614,24 +613,3 @@ def warn_trailing(frame: ResponseFrame) -> None:
 def expects_response(request: Any) -> bool:
     """False for a Produce request with ``acks=0``, which brokers never answer."""
     return not (entity_info(request).api_key == 0 and getattr(request, "acks", 1) == 0)
-
-
-#: Names that lived here before the negotiation core moved to
-#: :mod:`kproto.negotiation`; still importable from this module.
-_MOVED: Final = frozenset(
-    {
-        "build_entity",
-        "api_versions_requests",
-        "broker_ranges",
-        "common_versions",
-        "NegotiationState",
-        "NotNegotiatedError",
-        "api_name",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        return getattr(importlib.import_module("kproto.negotiation"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
