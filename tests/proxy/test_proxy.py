@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from demo import MockCluster
+from tests.live.mock_cluster import MockCluster
 from tests.proxy.recorder import Recording, RecordingProxy
 
 ck = pytest.importorskip("confluent_kafka")
