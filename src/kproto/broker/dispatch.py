@@ -91,7 +91,6 @@ HANDLER_MODULES = (
     "kproto.broker.handlers.configs",
     "kproto.broker.handlers.produce",
     "kproto.broker.handlers.fetch",
-    "kproto.broker.handlers.offsets",
     "kproto.broker.groups",
 )
 
@@ -106,7 +105,8 @@ def load_handlers() -> dict[int, Handler]:
 def build(cls: type, fields: Mapping[str, Any]) -> Any:
     """Build an entity of ``cls`` from ``fields``, dropping the fields ``cls``'s
     version does not have (recursively: nested structs as mappings, arrays as
-    lists), so one handler answers every version of its API.
+    lists), so one handler answers every version of its API. ``None`` for a
+    field that is not nullable at this version means its default.
 
     Unlike :func:`kproto.framing.build_entity`, which rejects unknown names, this
     follows Kafka's generated ``write`` methods, which skip fields absent at the
@@ -116,7 +116,7 @@ def build(cls: type, fields: Mapping[str, Any]) -> Any:
     values: dict[str, Any] = {}
     for name, value in fields.items():
         w = known.get(name)
-        if w is not None:
+        if w is not None and (value is not None or w.nullable):
             values[name] = _value(w, value)
     return cls(**values)
 

@@ -1,1 +1,1 @@
-"""(filled in below)."""
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions (below)."""
