@@ -1,0 +1,1 @@
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions (below)."""
