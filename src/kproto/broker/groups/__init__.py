@@ -10,6 +10,7 @@ broker's dispatch table on import.
 
 from __future__ import annotations
 
+from . import handlers  # noqa: F401,E402  (registers the handlers)
 from .coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupDescription
 from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, SyncResult
 from .records import java_string_hashcode, partition_for

@@ -99,7 +99,9 @@ class GroupCoordinator:
             offsets_partitions, "offsets_partitions", DEFAULT_OFFSETS_PARTITIONS
         )
         if self.offsets_partitions < 1:
-            raise ValueError(f"offsets_partitions must be >= 1, got {self.offsets_partitions}")
+            raise ValueError(
+                f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
+            )
         self.groups: dict[str, ClassicGroup] = {}
         self.membership = Membership(
             self.groups,
@@ -112,10 +114,14 @@ class GroupCoordinator:
                 DEFAULT_INITIAL_REBALANCE_DELAY_MS,
             ),
             min_session_timeout_ms=option(
-                min_session_timeout_ms, "group_min_session_timeout_ms", DEFAULT_MIN_SESSION_TIMEOUT_MS
+                min_session_timeout_ms,
+                "group_min_session_timeout_ms",
+                DEFAULT_MIN_SESSION_TIMEOUT_MS,
             ),
             max_session_timeout_ms=option(
-                max_session_timeout_ms, "group_max_session_timeout_ms", DEFAULT_MAX_SESSION_TIMEOUT_MS
+                max_session_timeout_ms,
+                "group_max_session_timeout_ms",
+                DEFAULT_MAX_SESSION_TIMEOUT_MS,
             ),
         )
         self.join_group = self.membership.join_group
@@ -144,7 +150,9 @@ class GroupCoordinator:
                     try:
                         record = decode_record(key, value)
                     except DecodeError as exc:
-                        log.warning("%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc)
+                        log.warning(
+                            "%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc
+                        )
                         continue
                     if isinstance(record, GroupRecord):
                         metadata[record.group_id] = record.value
@@ -187,7 +195,9 @@ class GroupCoordinator:
                 assignment=m.assignment,
             )
             group.add(member)
-        group.leader_id = value.leader if value.leader in group.members else group.leader_id
+        group.leader_id = (
+            value.leader if value.leader in group.members else group.leader_id
+        )
         if group.members:
             # Kafka loads a group with members as Stable; members that do not
             # heartbeat within their session timeout are removed as usual.
@@ -244,12 +254,16 @@ class GroupCoordinator:
         otherwise UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
         Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
-        error = self._validate_commit(group_id, generation_id, member_id, group_instance_id)
+        error = self._validate_commit(
+            group_id, generation_id, member_id, group_instance_id
+        )
         if error != E.NONE:
             return {tp: error for tp in offsets}
         group = self.groups.get(group_id)
         if group is None:
-            group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp_ms=self.now_ms())
+            group = self.groups[group_id] = ClassicGroup(
+                group_id, state_timestamp_ms=self.now_ms()
+            )
         now = self.now_ms()
         result: dict[tuple[str, int], int] = {}
         accepted: dict[tuple[str, int], CommittedOffset] = {}
@@ -257,7 +271,10 @@ class GroupCoordinator:
             count = self.state.topic_partitions(topic)
             if count is None or not 0 <= partition < count:
                 result[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
-            elif metadata is not None and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            elif (
+                metadata is not None
+                and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES
+            ):
                 result[(topic, partition)] = E.OFFSET_METADATA_TOO_LARGE
             else:
                 result[(topic, partition)] = E.NONE
@@ -277,9 +294,14 @@ class GroupCoordinator:
             if not await self._append(group_id, pairs):
                 return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
             group.offsets.update(accepted)
-        if member_id and member_id in group.members and group.state in (
-            GroupState.STABLE,
-            GroupState.PREPARING_REBALANCE,
+        if (
+            member_id
+            and member_id in group.members
+            and group.state
+            in (
+                GroupState.STABLE,
+                GroupState.PREPARING_REBALANCE,
+            )
         ):
             self.membership._schedule_heartbeat(group, group.members[member_id])
         return result
@@ -394,24 +416,26 @@ class GroupCoordinator:
                 continue
             if wanted_states and group.state.value.lower() not in wanted_states:
                 continue
-            out.append((group_id, group.protocol_type or "", group.state.value, "classic"))
+            out.append(
+                (group_id, group.protocol_type or "", group.state.value, "classic")
+            )
         return out
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
-        """DeleteGroups: an error per group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
-        INVALID_GROUP_ID for ""); a deleted group's offsets and metadata get
+        """DeleteGroups: an error per group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP);
+        a deleted group's offsets and metadata get
         tombstones."""
         result: dict[str, int] = {}
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if not group_id:
-                result[group_id] = E.INVALID_GROUP_ID
-            elif group is None or group.is_(GroupState.DEAD):
+            if group is None or group.is_(GroupState.DEAD):
                 result[group_id] = E.GROUP_ID_NOT_FOUND
             elif not group.is_(GroupState.EMPTY):
                 result[group_id] = E.NON_EMPTY_GROUP
             else:
-                pairs = [offset_commit_record(group_id, t, p, None) for t, p in group.offsets]
+                pairs = [
+                    offset_commit_record(group_id, t, p, None) for t, p in group.offsets
+                ]
                 pairs.append(group_metadata_record(group_id, None))
                 if not await self._append(group_id, pairs):
                     result[group_id] = E.COORDINATOR_NOT_AVAILABLE
@@ -446,9 +470,13 @@ class GroupCoordinator:
                 for m in group.members.values()
             ],
         }
-        return await self._append(group.group_id, [group_metadata_record(group.group_id, value)])
+        return await self._append(
+            group.group_id, [group_metadata_record(group.group_id, value)]
+        )
 
-    async def _append(self, group_id: str, pairs: list[tuple[bytes, bytes | None]]) -> bool:
+    async def _append(
+        self, group_id: str, pairs: list[tuple[bytes, bytes | None]]
+    ) -> bool:
         """Append ``pairs`` as one batch to the group's ``__consumer_offsets``
         partition; False (logged) when the partition is missing or the write fails."""
         plog = self.state.partition_log(OFFSETS_TOPIC, self.partition_for(group_id))
@@ -458,7 +486,8 @@ class GroupCoordinator:
         try:
             await plog.append(encode_records(pairs, self.now_ms()))
         except OSError as exc:
-            log.error("group %s: appending to %s failed: %s", group_id, OFFSETS_TOPIC, exc)
+            log.error(
+                "group %s: appending to %s failed: %s", group_id, OFFSETS_TOPIC, exc
+            )
             return False
         return True
-

@@ -136,7 +136,9 @@ class Member:
         for name, _ in self.protocols:
             if name in candidates:
                 return name
-        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+        raise ValueError(
+            f"member {self.member_id} supports none of {sorted(candidates)}"
+        )
 
     def complete_join(self, result: JoinResult) -> None:
         callback, self.awaiting_join = self.awaiting_join, None
@@ -215,7 +217,9 @@ class ClassicGroup:
             self.leader_id = next(iter(self.members), None)
         return member
 
-    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> Member:
+    def replace_static_member(
+        self, instance_id: str, old_id: str, new_id: str
+    ) -> Member:
         """Give the static member ``instance_id`` the member id ``new_id``
         (KIP-345: a restarted static member takes over its predecessor's place)."""
         member = self.members.pop(old_id)
@@ -263,7 +267,9 @@ class ClassicGroup:
             ValueError: no members, or no protocol every member supports.
         """
         if not self.members:
-            raise ValueError(f"group {self.group_id!r} has no members to select a protocol")
+            raise ValueError(
+                f"group {self.group_id!r} has no members to select a protocol"
+            )
         candidates = self.candidates()
         votes: dict[str, int] = {}
         for member in self.members.values():
@@ -278,7 +284,9 @@ class ClassicGroup:
 
     def all_joined(self) -> bool:
         """Every member rejoined and no KIP-394 member id is pending."""
-        return self.awaiting_join_count() == len(self.members) and not self.pending_members
+        return (
+            self.awaiting_join_count() == len(self.members) and not self.pending_members
+        )
 
     def rebalance_timeout_ms(self) -> int:
         """The largest rebalance timeout of the members (ms)."""

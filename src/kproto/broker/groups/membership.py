@@ -51,7 +51,9 @@ class TimerHandle(Protocol):
 class Scheduler(Protocol):
     """Runs ``callback`` once after ``delay_ms`` (ms) unless the handle is cancelled."""
 
-    def call_later(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle: ...
+    def call_later(
+        self, delay_ms: int, callback: Callable[[], None]
+    ) -> TimerHandle: ...
 
 
 class AsyncioScheduler:
@@ -118,7 +120,11 @@ class Membership:
         """
         if not group_id:
             return JoinResult(E.INVALID_GROUP_ID, member_id)
-        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+        if (
+            not self.min_session_timeout_ms
+            <= session_timeout_ms
+            <= self.max_session_timeout_ms
+        ):
             return JoinResult(E.INVALID_SESSION_TIMEOUT, member_id)
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms
@@ -156,7 +162,9 @@ class Membership:
             self._join_unknown(group, template, require_known_member_id)
         return await future
 
-    def _join_unknown(self, group: ClassicGroup, new: Member, require_known: bool) -> None:
+    def _join_unknown(
+        self, group: ClassicGroup, new: Member, require_known: bool
+    ) -> None:
         new.member_id = f"{new.client_id}-{uuid.uuid4()}"
         if new.group_instance_id is not None:
             old_id = group.static_member_id(new.group_instance_id)
@@ -210,9 +218,17 @@ class Membership:
         old = group.members[old_id]
         old.complete_join(JoinResult(E.FENCED_INSTANCE_ID, old_id))
         old.complete_sync(SyncResult(E.FENCED_INSTANCE_ID))
-        unchanged = old.matches(new.protocols) and old.protocol_type == new.protocol_type
-        member = group.replace_static_member(new.group_instance_id or "", old_id, new.member_id)
-        if group.is_(GroupState.STABLE) and unchanged and new.member_id != group.leader_id:
+        unchanged = (
+            old.matches(new.protocols) and old.protocol_type == new.protocol_type
+        )
+        member = group.replace_static_member(
+            new.group_instance_id or "", old_id, new.member_id
+        )
+        if (
+            group.is_(GroupState.STABLE)
+            and unchanged
+            and new.member_id != group.leader_id
+        ):
             # Same subscription, not the leader: keep the assignment, no rebalance.
             self._update_member(group, member, new)
             respond = member.awaiting_join
@@ -225,7 +241,9 @@ class Membership:
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
         else:
-            self._prepare_rebalance(group, f"static member {new.group_instance_id} rejoined")
+            self._prepare_rebalance(
+                group, f"static member {new.group_instance_id} rejoined"
+            )
 
     def _update_member(self, group: ClassicGroup, member: Member, new: Member) -> None:
         member.protocols = new.protocols
@@ -233,15 +251,23 @@ class Membership:
         member.rebalance_timeout_ms = new.rebalance_timeout_ms
         member.client_id = new.client_id or member.client_id
         member.client_host = new.client_host or member.client_host
-        if member.awaiting_join is not None and member.awaiting_join is not new.awaiting_join:
+        if (
+            member.awaiting_join is not None
+            and member.awaiting_join is not new.awaiting_join
+        ):
             # A second JoinGroup replaces the first; the first gets no generation.
             member.complete_join(JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
         member.awaiting_join = new.awaiting_join
 
-    def _add_and_rebalance(self, group: ClassicGroup, member: Member, reason: str) -> None:
+    def _add_and_rebalance(
+        self, group: ClassicGroup, member: Member, reason: str
+    ) -> None:
         member.is_new = True
         group.add(member)
-        if group.is_(GroupState.PREPARING_REBALANCE) and group.initial_delay_left_ms >= 0:
+        if (
+            group.is_(GroupState.PREPARING_REBALANCE)
+            and group.initial_delay_left_ms >= 0
+        ):
             group.new_member_added = True
         self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         if group.is_(GroupState.PREPARING_REBALANCE):
@@ -321,7 +347,8 @@ class Membership:
             self._schedule_heartbeat(group, member)
         generation = group.generation_id
         group.sync_timer = self.scheduler.call_later(
-            group.rebalance_timeout_ms(), lambda: self._expire_pending_sync(group, generation)
+            group.rebalance_timeout_ms(),
+            lambda: self._expire_pending_sync(group, generation),
         )
 
     def _join_result(self, group: ClassicGroup, member: Member) -> JoinResult:
@@ -360,7 +387,9 @@ class Membership:
             if member is not None:
                 self._remove_member(group, member)
         group.pending_sync.clear()
-        self._prepare_rebalance(group, "members did not sync within the rebalance timeout")
+        self._prepare_rebalance(
+            group, "members did not sync within the rebalance timeout"
+        )
 
     # -- SyncGroup -------------------------------------------------------------------
 
@@ -415,7 +444,10 @@ class Membership:
                 m.assignment = assignments.get(m.member_id, b"")
             generation = group.generation_id
             stored = await self.persist_group(group)
-            current = group.is_(GroupState.COMPLETING_REBALANCE) and group.generation_id == generation
+            current = (
+                group.is_(GroupState.COMPLETING_REBALANCE)
+                and group.generation_id == generation
+            )
             if current and not stored:
                 # Kafka: a failed metadata append resets the assignment and rebalances.
                 self._reset_sync(group, E.COORDINATOR_NOT_AVAILABLE)
@@ -427,12 +459,18 @@ class Membership:
         return await future
 
     def _sync_result(self, group: ClassicGroup, member: Member) -> SyncResult:
-        return SyncResult(E.NONE, member.assignment, group.protocol_type, group.protocol_name)
+        return SyncResult(
+            E.NONE, member.assignment, group.protocol_type, group.protocol_name
+        )
 
     # -- Heartbeat and LeaveGroup ----------------------------------------------------
 
     def heartbeat(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
     ) -> int:
         """Handle one Heartbeat; returns its error code (NONE, REBALANCE_IN_PROGRESS
         while a rebalance waits for this member, UNKNOWN_MEMBER_ID,
@@ -511,7 +549,9 @@ class Membership:
         ):
             self._schedule_heartbeat(group, member)
             return
-        log.info("group %s: member %s session expired", group.group_id, member.member_id)
+        log.info(
+            "group %s: member %s session expired", group.group_id, member.member_id
+        )
         self._remove_and_update(group, member)
 
     def _expire_pending(self, group: ClassicGroup, member_id: str) -> None:
@@ -535,7 +575,9 @@ class Membership:
 
     # -- background work -------------------------------------------------------------
 
-    async def _persist_then(self, group: ClassicGroup, then: Callable[[], Any] | None) -> None:
+    async def _persist_then(
+        self, group: ClassicGroup, then: Callable[[], Any] | None
+    ) -> None:
         await self.persist_group(group)
         if then is not None:
             then()

@@ -193,7 +193,9 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
             k = _read("GroupMetadataKey", 2, key)
             if value is None:
                 return GroupRecord(k.group, None)
-            return GroupRecord(k.group, _read("GroupMetadataValue", value_version or 0, value))
+            return GroupRecord(
+                k.group, _read("GroupMetadataValue", value_version or 0, value)
+            )
     except LookupError as exc:
         raise DecodeError(f"__consumer_offsets record: {exc}") from exc
     raise DecodeError(f"__consumer_offsets record with unknown key type {key_type}")
