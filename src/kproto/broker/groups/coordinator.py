@@ -479,6 +479,7 @@ class GroupCoordinator:
     ) -> bool:
         """Append ``pairs`` as one batch to the group's ``__consumer_offsets``
         partition; False (logged) when the partition is missing or the write fails."""
+        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
         plog = self.state.partition_log(OFFSETS_TOPIC, self.partition_for(group_id))
         if plog is None:
             log.warning("group %s: %s has no partition log", group_id, OFFSETS_TOPIC)
