@@ -1,27 +1,29 @@
 """The classic consumer-group coordinator of :mod:`kproto.broker`.
 
-Minimal interface first (the cluster constructs ``GroupCoordinator(state)`` and
-calls ``start()``/``stop()``); the state machine follows.
+:class:`GroupCoordinator` (constructed by the cluster state as
+``GroupCoordinator(state)``) holds every group and its committed offsets and persists
+them to ``__consumer_offsets``; :mod:`.handlers` registers the request handlers of
+FindCoordinator, OffsetCommit, OffsetFetch, JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete with the
+broker's dispatch table on import.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from . import handlers  # noqa: F401,E402  (registers the handlers)
+from .coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupDescription
+from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, SyncResult
+from .records import java_string_hashcode, partition_for
 
-__all__ = ["GroupCoordinator"]
-
-
-class GroupCoordinator:
-    """Every consumer group of one in-process cluster.
-
-    ``state`` is the cluster's shared ``ClusterState``.
-    """
-
-    def __init__(self, state: Any) -> None:
-        self.state = state
-
-    async def start(self) -> None:
-        """Recover groups and offsets from ``__consumer_offsets``; start timers."""
-
-    async def stop(self) -> None:
-        """Cancel every timer; leaves no task running."""
+__all__ = [
+    "OFFSETS_TOPIC",
+    "ClassicGroup",
+    "CommittedOffset",
+    "GroupCoordinator",
+    "GroupDescription",
+    "GroupState",
+    "JoinResult",
+    "SyncResult",
+    "java_string_hashcode",
+    "partition_for",
+]
