@@ -19,17 +19,36 @@ ck = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
 
 
-def produce(cluster: Cluster, topic: str, values: list[bytes], **conf: object) -> list[object]:
+def produce(
+    cluster: Cluster, topic: str, values: list[bytes], **conf: object
+) -> list[object]:
     errors: list[object] = []
-    p = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "log_level": 2, **conf})
+    p = ck.Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "linger.ms": 5,
+            "log_level": 2,
+            **conf,
+        }
+    )
     for i, v in enumerate(values):
-        p.produce(topic, v, key=b"k%d" % i, on_delivery=lambda err, msg: errors.append(err))
+        p.produce(
+            topic, v, key=b"k%d" % i, on_delivery=lambda err, msg: errors.append(err)
+        )
     assert p.flush(30) == 0
     return errors
 
 
-def consume(cluster: Cluster, topic: str, partitions: int, n: int, start: int = 0) -> list[bytes]:
-    c = ck.Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "x", "log_level": 2})
+def consume(
+    cluster: Cluster, topic: str, partitions: int, n: int, start: int = 0
+) -> list[bytes]:
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "x",
+            "log_level": 2,
+        }
+    )
     c.assign([ck.TopicPartition(topic, p, start) for p in range(partitions)])
     got: list[bytes] = []
     deadline = time.monotonic() + 30
@@ -58,14 +77,16 @@ def test_producer_codecs_and_acks_then_consumer_and_dump_log(
     cluster3: Cluster, topic: Callable[..., str], conf: dict[str, object]
 ) -> None:
     name = topic(3)
-    values = [b"value-%d" % i for i in range(60)]
+    values = [b"value-%d-" % i + b"x" * 200 for i in range(60)]  # compressible
     assert not any(produce(cluster3, name, values, **conf))
     stored = [r.value for p in range(3) for r in cluster3.records(name, p)]
     assert sorted(stored) == sorted(values)
     assert sorted(consume(cluster3, name, 3, 60)) == sorted(values)
     # the data directory is Kafka's layout: the records decode straight from the files
     files = segment_files(cluster3.data_dir, name)
-    assert sorted(r.value for f in files for r in decode_records(f.read_bytes())) == sorted(values)
+    assert sorted(
+        r.value for f in files for r in decode_records(f.read_bytes())
+    ) == sorted(values)
     out = subprocess.run(
         [sys.executable, "-m", "kproto.cli", "dump-log", "--json", *map(str, files)],
         capture_output=True,
@@ -81,19 +102,34 @@ def test_producer_codecs_and_acks_then_consumer_and_dump_log(
 def test_consumer_seek(cluster3: Cluster, topic: Callable[..., str]) -> None:
     name = topic(1)
     produce(cluster3, name, [b"%d" % i for i in range(30)])
-    assert consume(cluster3, name, 1, 20, start=10) == [b"%d" % i for i in range(10, 30)]
+    assert consume(cluster3, name, 1, 20, start=10) == [
+        b"%d" % i for i in range(10, 30)
+    ]
 
 
-def test_max_message_bytes_is_enforced(cluster3: Cluster, topic: Callable[..., str]) -> None:
+def test_max_message_bytes_is_enforced(
+    cluster3: Cluster, topic: Callable[..., str]
+) -> None:
     name = topic(1, max_message_bytes="300")
-    errors = produce(cluster3, name, [b"x" * 1000], **{"compression.type": "none", "message.max.bytes": 100000})
-    assert errors[0] is not None and errors[0].code() == ck.KafkaError.MSG_SIZE_TOO_LARGE
+    errors = produce(
+        cluster3,
+        name,
+        [b"x" * 1000],
+        **{"compression.type": "none", "message.max.bytes": 100000},
+    )
+    assert (
+        errors[0] is not None and errors[0].code() == ck.KafkaError.MSG_SIZE_TOO_LARGE
+    )
     assert cluster3.records(name, 0) == []
 
 
 def test_admin_client(cluster3: Cluster) -> None:
-    a = admin.AdminClient({"bootstrap.servers": cluster3.bootstrap_servers, "log_level": 2})
-    futures = a.create_topics([admin.NewTopic("adm", 2, 1, config={"retention.ms": "5000"})])
+    a = admin.AdminClient(
+        {"bootstrap.servers": cluster3.bootstrap_servers, "log_level": 2}
+    )
+    futures = a.create_topics(
+        [admin.NewTopic("adm", 2, 1, config={"retention.ms": "5000"})]
+    )
     assert futures["adm"].result(10) is None
     with pytest.raises(ck.KafkaException) as err:
         a.create_topics([admin.NewTopic("adm", 2, 1)])["adm"].result(10)
@@ -108,19 +144,36 @@ def test_admin_client(cluster3: Cluster) -> None:
         "topic",
         "adm",
         incremental_configs=[
-            admin.ConfigEntry("retention.bytes", "12345", incremental_operation=admin.AlterConfigOpType.SET)
+            admin.ConfigEntry(
+                "retention.bytes",
+                "12345",
+                incremental_operation=admin.AlterConfigOpType.SET,
+            )
         ],
     )
     a.incremental_alter_configs([change])[change].result(10)
     assert a.describe_configs([res])[res].result(10)["retention.bytes"].value == "12345"
-    a.alter_configs([admin.ConfigResource("topic", "adm", set_config={"segment.bytes": "100000"})])
+    legacy = admin.ConfigResource(
+        "topic", "adm", set_config={"segment.bytes": "100000"}
+    )
+    with pytest.warns(DeprecationWarning):
+        assert a.alter_configs([legacy])[legacy].result(10) is None
+    after = a.describe_configs([res])[res].result(10)
+    # legacy AlterConfigs replaces the whole set: retention.ms is back to its default
+    assert (after["segment.bytes"].value, after["retention.ms"].value) == (
+        "100000",
+        "604800000",
+    )
     produce(cluster3, "adm", [b"%d" % i for i in range(10)], partitioner="murmur2")
     tp = ck.TopicPartition("adm", 0)
     latest = a.list_offsets({tp: admin.OffsetSpec.latest()})[tp].result(10).offset
     assert latest == len(cluster3.records("adm", 0))
     if latest:
         a.delete_records([ck.TopicPartition("adm", 0, latest)])[tp].result(10)
-        assert a.list_offsets({tp: admin.OffsetSpec.earliest()})[tp].result(10).offset == latest
+        assert (
+            a.list_offsets({tp: admin.OffsetSpec.earliest()})[tp].result(10).offset
+            == latest
+        )
         assert cluster3.records("adm", 0) == []
     assert a.delete_topics(["adm"])["adm"].result(10) is None
     assert "adm" not in a.list_topics(timeout=10).topics
@@ -131,15 +184,21 @@ def test_admin_client(cluster3: Cluster) -> None:
 def test_restart_recovers_topics_and_offsets(tmp_path: Path) -> None:
     with Cluster(nodes=2, data_dir=tmp_path) as c:
         c.create_topic("keep", 2, configs={"retention.ms": "86400000"})
-        produce(c, "keep", [b"a%d" % i for i in range(20)], **{"enable.idempotence": True})
+        produce(
+            c, "keep", [b"a%d" % i for i in range(20)], **{"enable.idempotence": True}
+        )
         before = {p: [r.offset for r in c.records("keep", p)] for p in range(2)}
     assert (tmp_path / "keep-0" / "00000000000000000000.log").exists()
     with Cluster(nodes=2, data_dir=tmp_path) as c:
         assert {p: [r.offset for r in c.records("keep", p)] for p in range(2)} == before
         assert c.state.topics["keep"].configs == {"retention.ms": "86400000"}
-        produce(c, "keep", [b"b%d" % i for i in range(20)], **{"enable.idempotence": True})
+        produce(
+            c, "keep", [b"b%d" % i for i in range(20)], **{"enable.idempotence": True}
+        )
         values = consume(c, "keep", 2, 40)
-        assert sorted(values) == sorted([b"a%d" % i for i in range(20)] + [b"b%d" % i for i in range(20)])
+        assert sorted(values) == sorted(
+            [b"a%d" % i for i in range(20)] + [b"b%d" % i for i in range(20)]
+        )
 
 
 def test_requests_are_recorded(cluster3: Cluster, topic: Callable[..., str]) -> None:
@@ -147,5 +206,8 @@ def test_requests_are_recorded(cluster3: Cluster, topic: Callable[..., str]) -> 
     cluster3.requests.clear()
     produce(cluster3, name, [b"x"], **{"client.id": "seen"})
     produces = cluster3.requests.filter(api_key=0, client_id="seen")
-    assert produces and produces[0].response.responses[0].partition_responses[0].error_code == 0
+    assert (
+        produces
+        and produces[0].response.responses[0].partition_responses[0].error_code == 0
+    )
     assert produces[0].node_id == cluster3.state.leader(name, 0)
