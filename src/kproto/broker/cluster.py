@@ -41,8 +41,9 @@ class Cluster:
         nodes: the number of broker nodes (node ids 1..nodes, as librdkafka's mock).
         data_dir: where logs live; kept after close. ``None``: a temporary
             directory removed on close.
-        auto_create_topics: Metadata (with ``allow_auto_topic_creation``) and
-            Produce create unknown topics (Kafka's ``auto.create.topics.enable``).
+        auto_create_topics: Metadata requests (with ``allow_auto_topic_creation``)
+            create unknown topics (Kafka's ``auto.create.topics.enable``); Produce
+            to an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, as from Kafka.
         num_partitions: partitions of auto-created topics (``num.partitions``).
         port: the first node's port (0: any free port); node i gets ``port + i``.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's

@@ -25,7 +25,7 @@ import io
 import logging
 from typing import Any
 
-from kproto.broker.dispatch import HANDLERS, RequestContext
+from kproto.broker.dispatch import HANDLERS, RequestContext, build
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.framing import (
@@ -233,13 +233,14 @@ def unsupported_api_versions_frame(correlation_id: int) -> bytes:
     from kproto.schema.api_versions.v0 import ApiVersionsResponse
     from kproto.schema.response_header.v0 import ResponseHeader
 
-    body = ApiVersionsResponse(
-        error_code=35,
-        api_keys=tuple(
-            ApiVersionsResponse.__attrs_attrs__.api_keys.metadata[
-                "kproto"
-            ].element.entity(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in served_api_ranges().items()
-        ),
+    body = build(
+        ApiVersionsResponse,
+        {
+            "error_code": 35,
+            "api_keys": [
+                {"api_key": k, "min_version": lo, "max_version": hi}
+                for k, (lo, hi) in served_api_ranges().items()
+            ],
+        },
     )
     return encode_response(ResponseHeader(correlation_id=correlation_id), body)

@@ -122,7 +122,7 @@ class ClusterState:
         cluster_id: a random 22-character id, as Kafka's (base64 UUID).
         controller_id: the node reported as controller (the first).
         groups: the group coordinator, ``GroupCoordinator(self)``.
-        auto_create_topics: Metadata and Produce create unknown topics.
+        auto_create_topics: Metadata requests create unknown topics.
         num_partitions: partitions of an auto-created topic.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
             ``offsets.topic.num.partitions`` default is 50).
