@@ -79,8 +79,16 @@ def test_producer_codecs_and_acks_then_consumer_and_dump_log(
     name = topic(3)
     values = [b"value-%d-" % i + b"x" * 200 for i in range(60)]  # compressible
     assert not any(produce(cluster3, name, values, **conf))
-    stored = [r.value for p in range(3) for r in cluster3.records(name, p)]
-    assert sorted(stored) == sorted(values)
+
+    def stored() -> list[bytes]:
+        return sorted(r.value for p in range(3) for r in cluster3.records(name, p))
+
+    # acks=0: flush returns once the requests are written, maybe before the
+    # broker appended them; wait (bounded) for the appends.
+    deadline = time.monotonic() + 10
+    while len(stored()) < len(values) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stored() == sorted(values)
     assert sorted(consume(cluster3, name, 3, 60)) == sorted(values)
     # the data directory is Kafka's layout: the records decode straight from the files
     files = segment_files(cluster3.data_dir, name)
