@@ -448,6 +448,8 @@ def check_config(key: str, value: str) -> None:
             raise TopicError(40, f"config {key}={value!r} is not an integer") from None
     if key == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
         raise TopicError(40, f"invalid cleanup.policy {value!r}")
+    if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
+        raise TopicError(40, f"invalid message.timestamp.type {value!r}")
 
 
 def _write_atomic(path: Path, text: str) -> None:
