@@ -164,6 +164,17 @@ class NodeServer:
                 # them (librdkafka 2.x sends Metadata v13 with 3 extra bytes).
                 log.debug("node %d: %s", self.node_id, err)
                 header, request = decode_ignoring_leftover(frame)
+            if header.request_api_key not in HANDLERS:
+                # an API kproto decodes but this broker does not serve (SASL, ACLs,
+                # transactions, ...): Kafka closes the connection likewise
+                log.warning(
+                    "node %d: closing connection from %s: api_key %d v%d is not served",
+                    self.node_id,
+                    client_host,
+                    header.request_api_key,
+                    header.request_api_version,
+                )
+                return
             response = await self._handle(header, request, client_host)
             if response is not None:
                 writer.write(encode_response(header, response))
@@ -180,9 +191,7 @@ class NodeServer:
             client_id=client_id,
             client_host=client_host,
         )
-        handler = HANDLERS.get(api_key)
-        if handler is None:
-            raise _Unhandled(api_key, header.request_api_version)
+        handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
         response = await handler(ctx, request)
         if self.log_requests:
@@ -217,13 +226,6 @@ def decode_ignoring_leftover(frame: bytes) -> tuple[Any, Any]:
     stream = io.BytesIO(frame)
     header = entity_reader(request_cls.__header_schema__)(stream)
     return header, entity_reader(request_cls)(stream)
-
-
-class _Unhandled(Exception):
-    def __init__(self, api_key: int, api_version: int) -> None:
-        super().__init__(
-            f"no handler for api_key {api_key} v{api_version}; closing the connection"
-        )
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:
