@@ -53,7 +53,9 @@ class Cluster:
             overrides it.
         max_frame_bytes: request frames above this many bytes close the
             connection (Kafka's ``socket.request.max.bytes``, 100 MiB).
-        request_log_size: how many requests :attr:`requests` keeps.
+        request_log_size: how many requests :attr:`requests` keeps (0: none).
+            Each entry holds the decoded request and response entities, record
+            bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
 
     Raises:
@@ -71,7 +73,7 @@ class Cluster:
         offsets_partitions: int = 5,
         segment_bytes: int = 16 * 1024 * 1024,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        request_log_size: int = 10_000,
+        request_log_size: int = 1000,
         log_requests: bool = False,
     ) -> None:
         if nodes < 1:
@@ -98,7 +100,7 @@ class Cluster:
                 node_id,
                 port=port + i if port else 0,
                 max_frame_bytes=max_frame_bytes,
-                request_log=self.requests,
+                request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
             )
             for i, node_id in enumerate(self.state.node_ids)
