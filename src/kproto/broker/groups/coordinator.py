@@ -32,7 +32,7 @@ from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
-from .membership import AsyncioScheduler, Membership, Scheduler
+from .membership import Membership
 from .records import (
     GroupRecord,
     batch_records,
@@ -42,6 +42,7 @@ from .records import (
     offset_commit_record,
     partition_for,
 )
+from .timers import AsyncioScheduler, Scheduler
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
 
@@ -203,7 +204,7 @@ class GroupCoordinator:
             # heartbeat within their session timeout are removed as usual.
             group.state = GroupState.STABLE
             for member in group.members.values():
-                self.membership._schedule_heartbeat(group, member)
+                self.membership.schedule_heartbeat(group, member)
 
     async def stop(self) -> None:
         """Cancel every timer and wait for pending metadata appends; leaves no task."""
@@ -303,7 +304,7 @@ class GroupCoordinator:
                 GroupState.PREPARING_REBALANCE,
             )
         ):
-            self.membership._schedule_heartbeat(group, group.members[member_id])
+            self.membership.schedule_heartbeat(group, group.members[member_id])
         return result
 
     def _validate_commit(

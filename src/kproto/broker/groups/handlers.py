@@ -176,9 +176,8 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
     else:
         members = [(request.member_id, None)]
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    if error != E.NONE:
-        errors = [E.NONE] * len(members)
-    else:
+    errors: list[int] = [E.NONE] * len(members)
+    if error == E.NONE:
         error, errors = coordinator.leave_group(request.group_id, members)
     if ctx.api_version < 3:
         # LeaveGroupResponse before v3 has no member list: Kafka puts the member's
