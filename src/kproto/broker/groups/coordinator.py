@@ -146,23 +146,12 @@ class GroupCoordinator:
             plog = self.state.partition_log(OFFSETS_TOPIC, partition)
             if plog is None:
                 continue
-            for batch in plog.batches(0):
-                for key, value in batch_records(batch):
-                    try:
-                        record = decode_record(key, value)
-                    except DecodeError as exc:
-                        log.warning(
-                            "%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc
-                        )
-                        continue
-                    if isinstance(record, GroupRecord):
-                        metadata[record.group_id] = record.value
-                        continue
-                    k = (record.group_id, record.topic, record.partition)
-                    if record.value is None:
-                        offsets.pop(k, None)
-                    else:
-                        offsets[k] = CommittedOffset(*record.value)
+            try:
+                self._replay(plog.batches(0), offsets, metadata, partition)
+            except DecodeError as exc:
+                # The log's own recovery truncates torn tails; corruption inside a
+                # segment is reported and the rest of that partition skipped.
+                log.error("%s-%d: cannot replay: %s", OFFSETS_TOPIC, partition, exc)
         for group_id, value in metadata.items():
             if value is not None:
                 self._load_group(group_id, value)
@@ -172,6 +161,31 @@ class GroupCoordinator:
                 group = self.groups[group_id] = ClassicGroup(group_id)
             group.offsets[(topic, partition)] = committed
         self.started = True
+
+    @staticmethod
+    def _replay(
+        batches: Iterable[Any],
+        offsets: dict[tuple[str, str, int], CommittedOffset],
+        metadata: dict[str, Any],
+        partition: int,
+    ) -> None:
+        """Apply one partition's records in offset order (last write wins;
+        tombstones delete)."""
+        for batch in batches:
+            for key, value in batch_records(batch):
+                try:
+                    record = decode_record(key, value)
+                except DecodeError as exc:
+                    log.warning("%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc)
+                    continue
+                if isinstance(record, GroupRecord):
+                    metadata[record.group_id] = record.value
+                    continue
+                k = (record.group_id, record.topic, record.partition)
+                if record.value is None:
+                    offsets.pop(k, None)
+                else:
+                    offsets[k] = CommittedOffset(*record.value)
 
     def _load_group(self, group_id: str, value: Any) -> None:
         group = ClassicGroup(
