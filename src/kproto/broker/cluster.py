@@ -155,6 +155,11 @@ class Cluster:
                 return
             ready.set_result(None)
             loop.run_forever()
+            # as asyncio.run: cancel what is left, then close
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 

@@ -83,10 +83,12 @@ class NodeServer:
         """Stop listening, cancel every connection task and wait for them."""
         if self.server is not None:
             self.server.close()
-        tasks = list(self.connections)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        while self.connections:  # a connection accepted while stopping joins the set
+            tasks = list(self.connections)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self.connections.difference_update(tasks)
         if self.server is not None:
             await self.server.wait_closed()
             self.server = None
