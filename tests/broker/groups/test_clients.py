@@ -118,29 +118,43 @@ def test_confluent_group_rebalances_commits_and_resumes_after_restart(
 def test_confluent_static_member_restart_keeps_its_partitions() -> None:
     with Cluster(nodes=1) as cluster:
         cluster.create_topic("static", 2)
-        _produce(cluster.bootstrap_servers, "static", range(10))
+        bootstrap = cluster.bootstrap_servers
         seen: list[tuple[str, int]] = []
-        first = _consumer(
-            cluster.bootstrap_servers, "static-g", **{"group.instance.id": "i-1"}
+        leader = _consumer(bootstrap, "static-g")
+        leader.subscribe(["static"])
+        _until(
+            lambda: leader.poll(0.05) is None and len(leader.assignment()) == 2,
+            "leader",
         )
-        first.subscribe(["static"])
-        _drain({"first": first}, seen, 10)
+        static = _consumer(bootstrap, "static-g", **{"group.instance.id": "i-1"})
+        static.subscribe(["static"])
+        consumers = {"leader": leader, "static": static}
+
+        def split() -> bool:
+            for consumer in consumers.values():
+                consumer.poll(0.05)
+            return len(leader.assignment()) == len(static.assignment()) == 1
+
+        _until(split, "the two members to share the partitions")
         group = cluster.state.groups.groups["static-g"]
         generation = group.generation_id
-        old_member = next(iter(group.members))
-        first.close()  # a static member leaves no LeaveGroup behind
+        (owned,) = static.assignment()
+        old_member = group.static_members["i-1"]
+        static.close()  # a static member sends no LeaveGroup: its place is kept
         assert old_member in group.members
-        second = _consumer(
-            cluster.bootstrap_servers, "static-g", **{"group.instance.id": "i-1"}
-        )
-        second.subscribe(["static"])
-        _produce(cluster.bootstrap_servers, "static", range(10, 15))
-        _drain({"second": second}, seen, 15)
-        assert [m.group_instance_id for m in group.members.values()] == ["i-1"]
+        again = _consumer(bootstrap, "static-g", **{"group.instance.id": "i-1"})
+        again.subscribe(["static"])
+        consumers["static"] = again
+        _produce(bootstrap, "static", range(20))
+        _drain({"leader": leader, "static": again}, seen, 20)
+        # Same generation (no rebalance), the same partition, a new member id.
+        assert group.generation_id == generation
+        assert [tp.partition for tp in again.assignment()] == [owned.partition]
+        assert group.static_members["i-1"] != old_member
         assert old_member not in group.members
-        assert group.generation_id >= generation
-        second.close()
-    assert sorted(v for _, v in seen) == list(range(15))
+        again.close()
+        leader.close()
+    assert sorted(v for _, v in seen) == list(range(20))
 
 
 def test_confluent_admin_lists_describes_and_deletes_groups() -> None:

@@ -556,7 +556,9 @@ def test_recovery_skips_records_that_do_not_decode() -> None:
         assert plog is not None
         from kproto.broker.groups.records import encode_records
 
-        await plog.append(encode_records([(b"\x00\x09junk", b"\x00\x00"), (None, b"x")], 1))
+        await plog.append(
+            encode_records([(b"\x00\x09junk", b"\x00\x00"), (None, b"x")], 1)
+        )
         await h.coord.commit_offsets("g", -1, "", None, {("t", 1): (6, -1, "", -1)})
         again = GroupCoordinator(h.state, scheduler=h.scheduler)
         await again.start()
