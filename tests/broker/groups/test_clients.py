@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.groups.records import GroupRecord, decode_record
+from kproto.records import decode_records
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -113,6 +115,19 @@ def test_confluent_group_rebalances_commits_and_resumes_after_restart(
     assert sorted(values) == list(range(200))  # nothing lost, nothing twice
     assert sum(p.offset for p in committed) == 200
     assert {name for name, v in seen if v >= 150} == {"c3"}
+    # The segments on disk hold Kafka's __consumer_offsets records: the last commit
+    # per partition adds up to everything consumed, and the group's metadata is there.
+    latest: dict[tuple[str, int], int] = {}
+    generations = []
+    for segment in sorted(data_dir.glob("__consumer_offsets-*/*.log")):
+        for record in decode_records(segment.read_bytes()):
+            decoded = decode_record(record.key, record.value)
+            if isinstance(decoded, GroupRecord):
+                generations.append(decoded.value.generation)
+            elif decoded.group_id == "billing" and decoded.value is not None:
+                latest[(decoded.topic, decoded.partition)] = decoded.value[0]
+    assert sum(latest.values()) == 200
+    assert max(generations) >= 3
 
 
 def test_confluent_static_member_restart_keeps_its_partitions() -> None:
