@@ -176,7 +176,9 @@ class GroupCoordinator:
                 try:
                     record = decode_record(key, value)
                 except DecodeError as exc:
-                    log.warning("%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc)
+                    log.warning(
+                        "%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc
+                    )
                     continue
                 if isinstance(record, GroupRecord):
                     metadata[record.group_id] = record.value
