@@ -547,3 +547,23 @@ def test_records_decode_as_decode_internal_topic_does() -> None:
         (1, None, "OffsetCommitKey"),
         (2, None, "GroupMetadataKey"),
     }
+
+
+def test_recovery_skips_records_that_do_not_decode() -> None:
+    async def body(h: Harness) -> None:
+        await h.coord.commit_offsets("g", -1, "", None, {("t", 0): (4, -1, "", -1)})
+        plog = h.state.partition_log("__consumer_offsets", h.coord.partition_for("g"))
+        assert plog is not None
+        from kproto.broker.groups.records import encode_records
+
+        await plog.append(
+            encode_records([(b"\x00\x09junk", b"\x00\x00"), (None, b"x")], 1)
+        )
+        await h.coord.commit_offsets("g", -1, "", None, {("t", 1): (6, -1, "", -1)})
+        again = GroupCoordinator(h.state, scheduler=h.scheduler)
+        await again.start()
+        offsets = {tp: c.offset for tp, c in again.fetch_offsets("g", None).items()}
+        assert offsets == {("t", 0): 4, ("t", 1): 6}
+        await again.stop()
+
+    run(body)

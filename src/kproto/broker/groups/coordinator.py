@@ -32,7 +32,7 @@ from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
-from .membership import AsyncioScheduler, Membership, Scheduler
+from .membership import Membership
 from .records import (
     GroupRecord,
     batch_records,
@@ -42,6 +42,7 @@ from .records import (
     offset_commit_record,
     partition_for,
 )
+from .timers import AsyncioScheduler, Scheduler
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
 
@@ -145,23 +146,12 @@ class GroupCoordinator:
             plog = self.state.partition_log(OFFSETS_TOPIC, partition)
             if plog is None:
                 continue
-            for batch in plog.batches(0):
-                for key, value in batch_records(batch):
-                    try:
-                        record = decode_record(key, value)
-                    except DecodeError as exc:
-                        log.warning(
-                            "%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc
-                        )
-                        continue
-                    if isinstance(record, GroupRecord):
-                        metadata[record.group_id] = record.value
-                        continue
-                    k = (record.group_id, record.topic, record.partition)
-                    if record.value is None:
-                        offsets.pop(k, None)
-                    else:
-                        offsets[k] = CommittedOffset(*record.value)
+            try:
+                self._replay(plog.batches(0), offsets, metadata, partition)
+            except DecodeError as exc:
+                # The log's own recovery truncates torn tails; corruption inside a
+                # segment is reported and the rest of that partition skipped.
+                log.error("%s-%d: cannot replay: %s", OFFSETS_TOPIC, partition, exc)
         for group_id, value in metadata.items():
             if value is not None:
                 self._load_group(group_id, value)
@@ -171,6 +161,33 @@ class GroupCoordinator:
                 group = self.groups[group_id] = ClassicGroup(group_id)
             group.offsets[(topic, partition)] = committed
         self.started = True
+
+    @staticmethod
+    def _replay(
+        batches: Iterable[Any],
+        offsets: dict[tuple[str, str, int], CommittedOffset],
+        metadata: dict[str, Any],
+        partition: int,
+    ) -> None:
+        """Apply one partition's records in offset order (last write wins;
+        tombstones delete)."""
+        for batch in batches:
+            for key, value in batch_records(batch):
+                try:
+                    record = decode_record(key, value)
+                except DecodeError as exc:
+                    log.warning(
+                        "%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc
+                    )
+                    continue
+                if isinstance(record, GroupRecord):
+                    metadata[record.group_id] = record.value
+                    continue
+                k = (record.group_id, record.topic, record.partition)
+                if record.value is None:
+                    offsets.pop(k, None)
+                else:
+                    offsets[k] = CommittedOffset(*record.value)
 
     def _load_group(self, group_id: str, value: Any) -> None:
         group = ClassicGroup(
@@ -203,7 +220,7 @@ class GroupCoordinator:
             # heartbeat within their session timeout are removed as usual.
             group.state = GroupState.STABLE
             for member in group.members.values():
-                self.membership._schedule_heartbeat(group, member)
+                self.membership.schedule_heartbeat(group, member)
 
     async def stop(self) -> None:
         """Cancel every timer and wait for pending metadata appends; leaves no task."""
@@ -303,7 +320,7 @@ class GroupCoordinator:
                 GroupState.PREPARING_REBALANCE,
             )
         ):
-            self.membership._schedule_heartbeat(group, group.members[member_id])
+            self.membership.schedule_heartbeat(group, group.members[member_id])
         return result
 
     def _validate_commit(

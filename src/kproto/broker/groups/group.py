@@ -12,12 +12,13 @@ from __future__ import annotations
 import enum
 import io
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
 from kproto.index import data_type
 from kproto.serial import DecodeError, entity_reader
+
+from .timers import TimerHandle
 
 __all__ = [
     "ClassicGroup",
@@ -118,7 +119,7 @@ class Member:
     awaiting_join: Callable[[JoinResult], None] | None = None
     awaiting_sync: Callable[[SyncResult], None] | None = None
     is_new: bool = False
-    heartbeat_timer: Any = None
+    heartbeat_timer: TimerHandle | None = None
 
     def metadata(self, protocol: str) -> bytes:
         """The member's metadata for ``protocol`` (b"" if it does not support it)."""
@@ -169,11 +170,11 @@ class ClassicGroup:
     state_timestamp_ms: int = -1
     members: dict[str, Member] = attrs.field(factory=dict)
     static_members: dict[str, str] = attrs.field(factory=dict)
-    pending_members: dict[str, Any] = attrs.field(factory=dict)
+    pending_members: dict[str, TimerHandle | None] = attrs.field(factory=dict)
     pending_sync: set[str] = attrs.field(factory=set)
     offsets: dict[tuple[str, int], CommittedOffset] = attrs.field(factory=dict)
-    join_timer: Any = None
-    sync_timer: Any = None
+    join_timer: TimerHandle | None = None
+    sync_timer: TimerHandle | None = None
     initial_delay_left_ms: int = -1
     new_member_added: bool = False
 

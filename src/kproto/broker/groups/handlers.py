@@ -74,6 +74,10 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 
 @handles(10)
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
+    """FindCoordinator (FindCoordinatorRequest.json v0-v6): the node leading the
+    group's ``__consumer_offsets`` partition; v4+ answers every ``coordinator_keys``
+    entry (KIP-699). Transaction keys get COORDINATOR_NOT_AVAILABLE, other key types
+    INVALID_REQUEST."""
     key_type = getattr(request, "key_type", 0)
     if ctx.api_version >= 4:
         found = [_find(ctx, key_type, key) for key in request.coordinator_keys]
@@ -88,6 +92,9 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
 
 @handles(11)
 async def join_group(ctx: RequestContext, request: Any) -> Any:
+    """JoinGroup (JoinGroupRequest.json v0-v9); waits for the rebalance. v4+ needs
+    a known member id (KIP-394); v0 has no rebalance timeout (the session timeout
+    is used, as Kafka does)."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != E.NONE:
@@ -131,6 +138,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
 
 @handles(14)
 async def sync_group(ctx: RequestContext, request: Any) -> Any:
+    """SyncGroup (SyncGroupRequest.json v0-v5); v5 checks protocol type and name."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != E.NONE:
@@ -156,6 +164,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
 
 @handles(12)
 async def heartbeat(ctx: RequestContext, request: Any) -> Any:
+    """Heartbeat (HeartbeatRequest.json v0-v4)."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error == E.NONE:
@@ -170,15 +179,16 @@ async def heartbeat(ctx: RequestContext, request: Any) -> Any:
 
 @handles(13)
 async def leave_group(ctx: RequestContext, request: Any) -> Any:
+    """LeaveGroup (LeaveGroupRequest.json v0-v5): one member before v3, a batch of
+    ``members`` (member id and/or ``group.instance.id``) from v3."""
     coordinator = _coordinator(ctx)
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    if error != E.NONE:
-        errors = [E.NONE] * len(members)
-    else:
+    errors: list[int] = [E.NONE] * len(members)
+    if error == E.NONE:
         error, errors = coordinator.leave_group(request.group_id, members)
     if ctx.api_version < 3:
         # LeaveGroupResponse before v3 has no member list: Kafka puts the member's
@@ -209,6 +219,8 @@ def _topic_names(ctx: RequestContext) -> dict[Any, str]:
 
 @handles(8)
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """OffsetCommit (OffsetCommitRequest.json v0-v10): v0 (no generation) is a
+    commit without membership; v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
     coordinator = _coordinator(ctx)
     by_id = ctx.api_version >= 10
     names = _topic_names(ctx) if by_id else {}
@@ -340,6 +352,10 @@ def _fetch_group(
 
 @handles(9)
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
+    every committed partition; v8+ batches ``groups``; v10 names topics by id.
+    Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
+    there are no transactional offset commits here."""
     by_id = ctx.api_version >= 10
     if ctx.api_version >= 8:
         groups = [
@@ -353,6 +369,7 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
 
 @handles(47)
 async def offset_delete(ctx: RequestContext, request: Any) -> Any:
+    """OffsetDelete (OffsetDeleteRequest.json v0, KIP-496)."""
     coordinator = _coordinator(ctx)
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
@@ -434,6 +451,8 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
 
 @handles(15)
 async def describe_groups(ctx: RequestContext, request: Any) -> Any:
+    """DescribeGroups (DescribeGroupsRequest.json v0-v6); v3+ reports the group
+    operations allowed (all: no ACLs) when asked."""
     asked = getattr(request, "include_authorized_operations", False)
     operations = _GROUP_OPERATIONS if asked else _OPERATIONS_NOT_ASKED
     groups = [_describe(ctx, group_id, operations) for group_id in request.groups]
@@ -442,6 +461,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> Any:
 
 @handles(16)
 async def list_groups(ctx: RequestContext, request: Any) -> Any:
+    """ListGroups (ListGroupsRequest.json v0-v5); v4 states filter, v5 types filter."""
     coordinator = _coordinator(ctx)
     listed = coordinator.list_groups(
         getattr(request, "states_filter", ()), getattr(request, "types_filter", ())
@@ -457,6 +477,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> Any:
 
 @handles(42)
 async def delete_groups(ctx: RequestContext, request: Any) -> Any:
+    """DeleteGroups (DeleteGroupsRequest.json v0-v2)."""
     coordinator = _coordinator(ctx)
     results: dict[str, int] = {}
     local = []

@@ -28,13 +28,14 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from kproto.errors import ErrorCode
 
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
+from .timers import Scheduler, TimerHandle
 
-__all__ = ["AsyncioScheduler", "Membership", "Scheduler", "TimerHandle"]
+__all__ = ["Membership"]
 
 log = logging.getLogger("kproto.broker.groups")
 
@@ -42,25 +43,6 @@ log = logging.getLogger("kproto.broker.groups")
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
 E = ErrorCode
-
-
-class TimerHandle(Protocol):
-    def cancel(self) -> None: ...
-
-
-class Scheduler(Protocol):
-    """Runs ``callback`` once after ``delay_ms`` (ms) unless the handle is cancelled."""
-
-    def call_later(
-        self, delay_ms: int, callback: Callable[[], None]
-    ) -> TimerHandle: ...
-
-
-class AsyncioScheduler:
-    """A :class:`Scheduler` on the running asyncio loop (``loop.call_later``)."""
-
-    def call_later(self, delay_ms: int, callback: Callable[[], None]) -> TimerHandle:
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, callback)
 
 
 def _cancel(handle: TimerHandle | None) -> None:
@@ -233,7 +215,7 @@ class Membership:
             self._update_member(group, member, new)
             respond = member.awaiting_join
             member.awaiting_join = None
-            self._schedule_heartbeat(group, member)
+            self.schedule_heartbeat(group, member)
             result = self._join_result(group, member)
             self._spawn(self._persist_then(group, lambda: respond and respond(result)))
             return
@@ -269,7 +251,7 @@ class Membership:
             and group.initial_delay_left_ms >= 0
         ):
             group.new_member_added = True
-        self._schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.schedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
         else:
@@ -344,7 +326,7 @@ class Membership:
         for member in list(group.members.values()):
             member.complete_join(self._join_result(group, member))
             member.is_new = False
-            self._schedule_heartbeat(group, member)
+            self.schedule_heartbeat(group, member)
         generation = group.generation_id
         group.sync_timer = self.scheduler.call_later(
             group.rebalance_timeout_ms(),
@@ -426,7 +408,7 @@ class Membership:
             return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
         if group.is_(GroupState.PREPARING_REBALANCE):
             return SyncResult(E.REBALANCE_IN_PROGRESS)
-        self._schedule_heartbeat(group, member)
+        self.schedule_heartbeat(group, member)
         if group.is_(GroupState.STABLE):
             group.pending_sync.discard(member_id)
             return self._sync_result(group, member)
@@ -487,7 +469,7 @@ class Membership:
             return E.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
             return E.ILLEGAL_GENERATION
-        self._schedule_heartbeat(group, member)
+        self.schedule_heartbeat(group, member)
         if group.is_(GroupState.PREPARING_REBALANCE):
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
@@ -529,9 +511,11 @@ class Membership:
 
     # -- timers and removal ----------------------------------------------------------
 
-    def _schedule_heartbeat(
+    def schedule_heartbeat(
         self, group: ClassicGroup, member: Member, timeout_ms: int | None = None
     ) -> None:
+        """(Re)start ``member``'s session timer: ``timeout_ms``, default its session
+        timeout (Kafka's ``completeAndScheduleNextHeartbeatExpiration``)."""
         _cancel(member.heartbeat_timer)
         delay = member.session_timeout_ms if timeout_ms is None else timeout_ms
         member.heartbeat_timer = self.scheduler.call_later(
@@ -547,7 +531,7 @@ class Membership:
         if (member.awaiting_join is not None and not member.is_new) or (
             member.awaiting_sync is not None
         ):
-            self._schedule_heartbeat(group, member)
+            self.schedule_heartbeat(group, member)
             return
         log.info(
             "group %s: member %s session expired", group.group_id, member.member_id

@@ -31,6 +31,7 @@ __all__ = [
     "OFFSET_COMMIT_VALUE_VERSION",
     "GroupRecord",
     "OffsetRecord",
+    "batch_records",
     "decode_record",
     "encode_records",
     "group_metadata_record",
