@@ -18,7 +18,9 @@ def test_roundtrip(kafka_cluster: Any) -> None:
     producer = Producer({"bootstrap.servers": servers})
     producer.produce("orders", b"v1", key=b"k1")
     producer.flush(10)
-    consumer = Consumer({"bootstrap.servers": servers, "group.id": "g", "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {"bootstrap.servers": servers, "group.id": "g", "auto.offset.reset": "earliest"}
+    )
     consumer.subscribe(["orders"])
     msg = consumer.poll(10)
     assert (msg.key(), msg.value()) == (b"k1", b"v1")
@@ -46,7 +48,9 @@ def test_aiokafka_roundtrip(kafka_cluster: Any) -> None:
     asyncio.run(roundtrip(kafka_cluster))
 
 
-def test_session_fixture_is_shared(kafka_cluster_session: Any, kafka_cluster: Any) -> None:
+def test_session_fixture_is_shared(
+    kafka_cluster_session: Any, kafka_cluster: Any
+) -> None:
     assert kafka_cluster_session.bootstrap_servers != kafka_cluster.bootstrap_servers
     kafka_cluster_session.create_topic("shared", 2)
     assert kafka_cluster_session.state.topic_partitions("shared") == 2
