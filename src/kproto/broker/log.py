@@ -327,6 +327,7 @@ class PartitionLog:
         *,
         max_message_bytes: int | None = None,
         log_append_time_ms: int | None = None,
+        one_batch: bool = False,
     ) -> AppendResult:
         """Validate and append the magic 2 record batches in ``records``.
 
@@ -340,7 +341,8 @@ class PartitionLog:
 
         Raises:
             LogAppendError: CORRUPT_MESSAGE (bad CRC, lengths or record count),
-                INVALID_RECORD (no batches, magic other than 2, partial batch),
+                INVALID_RECORD (no batches, magic other than 2, partial batch,
+                more than one batch with ``one_batch``),
                 MESSAGE_TOO_LARGE (a batch over ``max_message_bytes``),
                 INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
@@ -357,6 +359,12 @@ class PartitionLog:
             )
         if not checked:
             raise LogAppendError(87, "no record batches in the produce request")
+        if one_batch and len(checked) > 1:
+            raise LogAppendError(
+                87,
+                f"{len(checked)} record batches for one partition: Produce v3+ allows "
+                "exactly one (Kafka's ProduceRequest.validateRecords)",
+            )
         for batch in checked:
             if batch.magic != 2:
                 raise LogAppendError(
