@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +195,16 @@ def test_cli_broker_runs_until_sigint(tmp_path: object) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_taken_port_fails_cleanly(tmp_path: Path) -> None:
+    with Cluster() as first:
+        port = int(first.bootstrap_servers.split(":")[1])
+        second = Cluster(port=port, data_dir=tmp_path / "d")
+        with pytest.raises(OSError):
+            second.__enter__()
+        assert second._thread is None
+        with Connection(
+            "127.0.0.1", port, timeout_s=10
+        ) as conn:  # the first one still serves
+            assert conn.request(ApiKey.METADATA, topics=[]).brokers

@@ -153,7 +153,10 @@ class Cluster:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # pragma: no cover - start failed
+            except BaseException as exc:  # e.g. the port is taken
+                self._started = True  # so stop() closes what did start
+                loop.run_until_complete(self.stop())
+                loop.close()
                 ready.set_exception(exc)
                 return
             ready.set_result(None)
@@ -168,7 +171,12 @@ class Cluster:
 
         self._thread = threading.Thread(target=run, name="kproto-broker", daemon=True)
         self._thread.start()
-        ready.result()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
         return self
 
     def __exit__(
