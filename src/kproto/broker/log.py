@@ -24,7 +24,7 @@ import logging
 import os
 import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -170,6 +170,8 @@ class PartitionLog:
         self.segments: list[Segment] = []
         self.log_start_offset = 0
         self.producer_state = ProducerStateManager()
+        #: called after every successful append (the cluster wakes Fetch long polls)
+        self.on_append: Callable[[], None] | None = None
 
     # ------------------------------------------------------------- open/recover
 
@@ -394,6 +396,8 @@ class PartitionLog:
                     batch.base_sequence + batch.last_offset_delta,
                     base,
                 )
+        if self.on_append is not None:
+            self.on_append()
         return AppendResult(
             first_offset,
             log_append_time_ms if log_append_time_ms is not None else -1,

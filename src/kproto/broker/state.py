@@ -251,6 +251,7 @@ class ClusterState:
         meta = directory / "partition.metadata"
         if not meta.exists():
             meta.write_text(f"version: 0\ntopic_id: {_kafka_uuid(info.topic_id)}\n")
+        plog.on_append = self.notify_appended
         self.logs[(info.name, partition)] = plog
         self.next_producer_id = max(
             self.next_producer_id, plog.producer_state.max_producer_id + 1

@@ -26,7 +26,6 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     1 and -1 (all) are the same here: there are no followers to wait for."""
     state = ctx.state
     acks = request.acks
-    appended = False
     topics = []
     for topic_data in request.topic_data:
         name, topic_error = topic_name(ctx, topic_data)
@@ -55,7 +54,6 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     except LogAppendError as err:
                         error, message = err.error_code, str(err)
                     else:
-                        appended = True
                         base_offset = result.base_offset
                         append_time = result.log_append_time_ms
                         if info.configs.get("retention.bytes") or info.configs.get(
@@ -81,8 +79,6 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                 "partition_responses": partitions,
             }
         )
-    if appended:
-        state.notify_appended()
     if acks == 0:
         return None
     return respond(ctx, responses=topics, throttle_time_ms=0)
