@@ -268,5 +268,10 @@ class GroupMachine(RuleBasedStateMachine):
             self.loop.close()
 
 
-GroupMachine.TestCase.settings = settings(stateful_step_count=40, deadline=None)
+# At least 50 runs even under the CI profile (8): about 3 s, and the runs are cheap.
+GroupMachine.TestCase.settings = settings(
+    max_examples=max(50, settings.default.max_examples),
+    stateful_step_count=40,
+    deadline=None,
+)
 test_group_state_machine = GroupMachine.TestCase
