@@ -25,7 +25,11 @@ def topic(cluster3: Cluster) -> Callable[..., str]:
 
     def make(partitions: int = 3, **configs: str) -> str:
         name = f"t{next(_names)}"
-        cluster3.create_topic(name, partitions, configs={k.replace("_", "."): v for k, v in configs.items()})
+        cluster3.create_topic(
+            name,
+            partitions,
+            configs={k.replace("_", "."): v for k, v in configs.items()},
+        )
         return name
 
     return make

@@ -53,7 +53,9 @@ def closed_by_broker(s: socket.socket) -> bool:
         return True
 
 
-def frame(api_key: int, api_version: int, correlation_id: int, body: bytes = b"") -> bytes:
+def frame(
+    api_key: int, api_version: int, correlation_id: int, body: bytes = b""
+) -> bytes:
     payload = struct.pack(">hhih", api_key, api_version, correlation_id, -1) + body
     return struct.pack(">i", len(payload)) + payload
 
@@ -61,7 +63,9 @@ def frame(api_key: int, api_version: int, correlation_id: int, body: bytes = b""
 def still_serves(cluster: Cluster) -> None:
     with connect(cluster) as s:
         s.sendall(encode_request(ApiVersionsRequest(), correlation_id=5, client_id="t"))
-        response = decode_response(ApiVersionsResponseV3, read_frame(s), expected_correlation_id=5)
+        response = decode_response(
+            ApiVersionsResponseV3, read_frame(s), expected_correlation_id=5
+        )
         assert response.error_code == 0
         assert {k.api_key for k in response.api_keys} >= {0, 1, 3, 18}
 
@@ -69,7 +73,10 @@ def still_serves(cluster: Cluster) -> None:
 def no_connection_tasks(cluster: Cluster) -> bool:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if cluster._on_loop(lambda: sum(len(s.connections) for s in cluster.servers)) == 0:
+        if (
+            cluster._on_loop(lambda: sum(len(s.connections) for s in cluster.servers))
+            == 0
+        ):
             return True
         time.sleep(0.02)
     return False
@@ -85,8 +92,12 @@ def test_unsupported_api_versions_version_gets_the_v0_body(cluster: Cluster) -> 
         versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
         assert versions[18] == (0, 4)
         # the connection stays usable, as with Kafka
-        s.sendall(encode_request(ApiVersionsRequest(), correlation_id=43, client_id="t"))
-        assert decode_response(ApiVersionsResponseV3, read_frame(s), expected_correlation_id=43)
+        s.sendall(
+            encode_request(ApiVersionsRequest(), correlation_id=43, client_id="t")
+        )
+        assert decode_response(
+            ApiVersionsResponseV3, read_frame(s), expected_correlation_id=43
+        )
 
 
 @pytest.mark.parametrize(
@@ -94,6 +105,7 @@ def test_unsupported_api_versions_version_gets_the_v0_body(cluster: Cluster) -> 
     [
         pytest.param(frame(9999, 0, 1), id="unknown-api-key"),
         pytest.param(frame(3, 99, 1), id="unknown-version"),
+        pytest.param(frame(17, 1, 1, b"\x00\x05PLAIN"), id="api-not-served"),
         pytest.param(frame(3, 12, 1, b"\x05"), id="truncated-body"),
         pytest.param(struct.pack(">i", 1 << 20) + b"x" * 16, id="over-size-limit"),
         pytest.param(struct.pack(">i", -1), id="negative-size"),
@@ -104,7 +116,9 @@ def test_bad_frames_close_only_that_connection(cluster: Cluster, data: bytes) ->
     with connect(cluster) as other, connect(cluster) as s:
         s.sendall(data)
         assert closed_by_broker(s)
-        other.sendall(encode_request(MetadataRequest(topics=()), correlation_id=1, client_id="o"))
+        other.sendall(
+            encode_request(MetadataRequest(topics=()), correlation_id=1, client_id="o")
+        )
         assert read_frame(other)[:4] == b"\x00\x00\x00\x01"
     still_serves(cluster)
     assert no_connection_tasks(cluster)
@@ -119,3 +133,15 @@ def test_disconnect_mid_frame(cluster: Cluster) -> None:
     s.close()
     still_serves(cluster)
     assert no_connection_tasks(cluster)
+
+
+def test_api_not_served_is_logged_and_closes(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("WARNING", logger="kproto.broker"), connect(cluster) as s:
+        s.sendall(
+            frame(17, 1, 9, b"\x00\x05PLAIN")
+        )  # SaslHandshake v1: decodes, not served
+        assert closed_by_broker(s)
+    assert "api_key 17 v1 is not served" in caplog.text
+    still_serves(cluster)

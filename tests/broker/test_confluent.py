@@ -79,8 +79,16 @@ def test_producer_codecs_and_acks_then_consumer_and_dump_log(
     name = topic(3)
     values = [b"value-%d-" % i + b"x" * 200 for i in range(60)]  # compressible
     assert not any(produce(cluster3, name, values, **conf))
-    stored = [r.value for p in range(3) for r in cluster3.records(name, p)]
-    assert sorted(stored) == sorted(values)
+
+    def stored() -> list[bytes]:
+        return sorted(r.value for p in range(3) for r in cluster3.records(name, p))
+
+    # acks=0: flush returns once the requests are written, maybe before the
+    # broker appended them; wait (bounded) for the appends.
+    deadline = time.monotonic() + 10
+    while len(stored()) < len(values) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stored() == sorted(values)
     assert sorted(consume(cluster3, name, 3, 60)) == sorted(values)
     # the data directory is Kafka's layout: the records decode straight from the files
     files = segment_files(cluster3.data_dir, name)
@@ -187,7 +195,13 @@ def test_restart_recovers_topics_and_offsets(tmp_path: Path) -> None:
         produce(
             c, "keep", [b"a%d" % i for i in range(20)], **{"enable.idempotence": True}
         )
+        a = admin.AdminClient(
+            {"bootstrap.servers": c.bootstrap_servers, "log_level": 2}
+        )
+        tp = ck.TopicPartition("keep", 0, 2)
+        a.delete_records([tp])[ck.TopicPartition("keep", 0)].result(10)
         before = {p: [r.offset for r in c.records("keep", p)] for p in range(2)}
+        assert before[0][0] == 2
     assert (tmp_path / "keep-0" / "00000000000000000000.log").exists()
     with Cluster(nodes=2, data_dir=tmp_path) as c:
         assert {p: [r.offset for r in c.records("keep", p)] for p in range(2)} == before
@@ -195,10 +209,11 @@ def test_restart_recovers_topics_and_offsets(tmp_path: Path) -> None:
         produce(
             c, "keep", [b"b%d" % i for i in range(20)], **{"enable.idempotence": True}
         )
-        values = consume(c, "keep", 2, 40)
-        assert sorted(values) == sorted(
-            [b"a%d" % i for i in range(20)] + [b"b%d" % i for i in range(20)]
-        )
+        # the two deleted records stay deleted: start at the log start offset
+        values = consume(c, "keep", 2, 38, start=ck.OFFSET_BEGINNING)
+        kept = [v for p in range(2) for v in (r.value for r in c.records("keep", p))]
+        assert sorted(values) == sorted(kept) and len(kept) == 38
+        assert {b"b%d" % i for i in range(20)} <= set(values)
 
 
 def test_requests_are_recorded(cluster3: Cluster, topic: Callable[..., str]) -> None:
@@ -211,3 +226,23 @@ def test_requests_are_recorded(cluster3: Cluster, topic: Callable[..., str]) -> 
         and produces[0].response.responses[0].partition_responses[0].error_code == 0
     )
     assert produces[0].node_id == cluster3.state.leader(name, 0)
+
+
+def test_retention_bytes_deletes_old_segments(
+    cluster3: Cluster, topic: Callable[..., str]
+) -> None:
+    name = topic(1, segment_bytes="2000", retention_bytes="3000")
+    for round_ in range(10):
+        produce(cluster3, name, [b"%d-" % round_ + b"x" * 100 for _ in range(10)])
+    a = admin.AdminClient(
+        {"bootstrap.servers": cluster3.bootstrap_servers, "log_level": 2}
+    )
+    tp = ck.TopicPartition(name, 0)
+    earliest = a.list_offsets({tp: admin.OffsetSpec.earliest()})[tp].result(10).offset
+    latest = a.list_offsets({tp: admin.OffsetSpec.latest()})[tp].result(10).offset
+    assert latest == 100 and 0 < earliest < 100
+    assert cluster3.records(name, 0)[0].offset == earliest
+    assert (
+        sum(f.stat().st_size for f in segment_files(cluster3.data_dir, name))
+        < 3000 + 2000
+    )

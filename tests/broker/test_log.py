@@ -167,3 +167,14 @@ def test_list_offsets_by_timestamp(tmp_path: Path) -> None:
     assert plog.offset_for_timestamp(1003) == (3, 5000)
     assert plog.offset_for_timestamp(6000) is None
     assert plog.max_timestamp() == (3, 5000)
+
+
+def test_log_append_time_restamps_the_batch(tmp_path: Path) -> None:
+    from kproto.records import TimestampType, decode_batches
+
+    plog = open_log(tmp_path)
+    plog.append_batches(batch(3), log_append_time_ms=123456)
+    (stored,) = decode_batches(plog.read(0, 10**6))  # CRC checked
+    assert stored.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert stored.max_timestamp == 123456
+    assert [r.timestamp for r in stored.records] == [123456] * 3

@@ -108,3 +108,35 @@ def test_async_with_cluster() -> None:
         assert not cluster.data_dir.exists()  # the temporary directory is removed
 
     asyncio.run(run())
+
+
+def test_kafka_python_consumer_group_commits(kafka_cluster: Cluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    kafka_cluster.create_topic("kg", 2)
+    producer = KafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers)
+    for i in range(10):
+        producer.send("kg", b"kg%d" % i, partition=i % 2)
+    producer.flush(30)
+    producer.close()
+
+    def group_member() -> KafkaConsumer:
+        return KafkaConsumer(
+            "kg",
+            bootstrap_servers=kafka_cluster.bootstrap_servers,
+            group_id="kgroup",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
+
+    consumer = group_member()
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 10 and time.monotonic() < deadline:
+        for records in consumer.poll(500).values():
+            got.extend(r.value for r in records)
+    consumer.commit()
+    committed = {p: consumer.committed(TopicPartition("kg", p)) for p in range(2)}
+    consumer.close()
+    assert sorted(got) == sorted(b"kg%d" % i for i in range(10))
+    assert committed == {0: 5, 1: 5}

@@ -74,6 +74,7 @@ def run_broker(args: argparse.Namespace) -> int:
             num_partitions=args.partitions,
             port=args.port,
             log_requests=args.log_requests,
+            request_log_size=0,  # nobody reads cluster.requests here: keep memory flat
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

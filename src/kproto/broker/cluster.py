@@ -41,8 +41,9 @@ class Cluster:
         nodes: the number of broker nodes (node ids 1..nodes, as librdkafka's mock).
         data_dir: where logs live; kept after close. ``None``: a temporary
             directory removed on close.
-        auto_create_topics: Metadata (with ``allow_auto_topic_creation``) and
-            Produce create unknown topics (Kafka's ``auto.create.topics.enable``).
+        auto_create_topics: Metadata requests (with ``allow_auto_topic_creation``)
+            create unknown topics (Kafka's ``auto.create.topics.enable``); Produce
+            to an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, as from Kafka.
         num_partitions: partitions of auto-created topics (``num.partitions``).
         port: the first node's port (0: any free port); node i gets ``port + i``.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
@@ -52,7 +53,9 @@ class Cluster:
             overrides it.
         max_frame_bytes: request frames above this many bytes close the
             connection (Kafka's ``socket.request.max.bytes``, 100 MiB).
-        request_log_size: how many requests :attr:`requests` keeps.
+        request_log_size: how many requests :attr:`requests` keeps (0: none).
+            Each entry holds the decoded request and response entities, record
+            bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
 
     Raises:
@@ -70,7 +73,7 @@ class Cluster:
         offsets_partitions: int = 5,
         segment_bytes: int = 16 * 1024 * 1024,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        request_log_size: int = 10_000,
+        request_log_size: int = 1000,
         log_requests: bool = False,
     ) -> None:
         if nodes < 1:
@@ -97,7 +100,7 @@ class Cluster:
                 node_id,
                 port=port + i if port else 0,
                 max_frame_bytes=max_frame_bytes,
-                request_log=self.requests,
+                request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
             )
             for i, node_id in enumerate(self.state.node_ids)

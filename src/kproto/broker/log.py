@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
+import crc32c
 
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
@@ -46,6 +47,8 @@ log = logging.getLogger("kproto.broker")
 #: base_offset (int64) and batch_length (int32): the 12 bytes before every batch body.
 _LOG_OVERHEAD = 12
 _BASE_OFFSET = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
 #: Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: duplicates are recognised among
 #: the last five batches of a producer.
 _NUM_BATCHES_TO_RETAIN = 5
@@ -54,6 +57,21 @@ _NUM_BATCHES_TO_RETAIN = 5
 def segment_file_name(base_offset: int) -> str:
     """``00000000000000000042.log`` for base offset 42 (Kafka's 20-digit names)."""
     return f"{base_offset:020d}.log"
+
+
+def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
+    """A magic 2 batch stamped with LogAppendTime ``timestamp_ms`` (ms): the
+    timestamp type bit (0x08) of ``attributes`` set, ``max_timestamp`` replaced and
+    the CRC-32C (over attributes onwards) recomputed, as Kafka's
+    ``DefaultRecordBatch.setMaxTimestamp`` does for ``message.timestamp.type=
+    LogAppendTime``. Offsets: attributes at byte 21, max_timestamp at 35, crc at 17
+    (``DefaultRecordBatch.java``)."""
+    out = bytearray(batch)
+    (attributes,) = _INT16.unpack_from(out, 21)
+    _INT16.pack_into(out, 21, attributes | 0x08)
+    _BASE_OFFSET.pack_into(out, 35, timestamp_ms)
+    _UINT32.pack_into(out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
 
 
 class LogAppendError(Exception):
@@ -370,6 +388,7 @@ class PartitionLog:
             max_ts = batch.max_timestamp
             if log_append_time_ms is not None:
                 max_ts = log_append_time_ms
+                raw = set_log_append_time(raw, log_append_time_ms)
             segment.add(raw, base, last, max_ts)
             if batch.producer_id >= 0 and batch.base_sequence >= 0:
                 self._record_producer(

@@ -25,7 +25,7 @@ import io
 import logging
 from typing import Any
 
-from kproto.broker.dispatch import HANDLERS, RequestContext
+from kproto.broker.dispatch import HANDLERS, RequestContext, build
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.framing import (
@@ -164,6 +164,17 @@ class NodeServer:
                 # them (librdkafka 2.x sends Metadata v13 with 3 extra bytes).
                 log.debug("node %d: %s", self.node_id, err)
                 header, request = decode_ignoring_leftover(frame)
+            if header.request_api_key not in HANDLERS:
+                # an API kproto decodes but this broker does not serve (SASL, ACLs,
+                # transactions, ...): Kafka closes the connection likewise
+                log.warning(
+                    "node %d: closing connection from %s: api_key %d v%d is not served",
+                    self.node_id,
+                    client_host,
+                    header.request_api_key,
+                    header.request_api_version,
+                )
+                return
             response = await self._handle(header, request, client_host)
             if response is not None:
                 writer.write(encode_response(header, response))
@@ -180,9 +191,7 @@ class NodeServer:
             client_id=client_id,
             client_host=client_host,
         )
-        handler = HANDLERS.get(api_key)
-        if handler is None:
-            raise _Unhandled(api_key, header.request_api_version)
+        handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
         response = await handler(ctx, request)
         if self.log_requests:
@@ -219,13 +228,6 @@ def decode_ignoring_leftover(frame: bytes) -> tuple[Any, Any]:
     return header, entity_reader(request_cls)(stream)
 
 
-class _Unhandled(Exception):
-    def __init__(self, api_key: int, api_version: int) -> None:
-        super().__init__(
-            f"no handler for api_key {api_key} v{api_version}; closing the connection"
-        )
-
-
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:
     """The response Kafka gives an ApiVersions request of a version it lacks:
     UNSUPPORTED_VERSION (35) with the v0 body listing the APIs served (KIP-511)."""
@@ -233,13 +235,14 @@ def unsupported_api_versions_frame(correlation_id: int) -> bytes:
     from kproto.schema.api_versions.v0 import ApiVersionsResponse
     from kproto.schema.response_header.v0 import ResponseHeader
 
-    body = ApiVersionsResponse(
-        error_code=35,
-        api_keys=tuple(
-            ApiVersionsResponse.__attrs_attrs__.api_keys.metadata[
-                "kproto"
-            ].element.entity(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in served_api_ranges().items()
-        ),
+    body = build(
+        ApiVersionsResponse,
+        {
+            "error_code": 35,
+            "api_keys": [
+                {"api_key": k, "min_version": lo, "max_version": hi}
+                for k, (lo, hi) in served_api_ranges().items()
+            ],
+        },
     )
     return encode_response(ResponseHeader(correlation_id=correlation_id), body)

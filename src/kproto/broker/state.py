@@ -122,7 +122,7 @@ class ClusterState:
         cluster_id: a random 22-character id, as Kafka's (base64 UUID).
         controller_id: the node reported as controller (the first).
         groups: the group coordinator, ``GroupCoordinator(self)``.
-        auto_create_topics: Metadata and Produce create unknown topics.
+        auto_create_topics: Metadata requests create unknown topics.
         num_partitions: partitions of an auto-created topic.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
             ``offsets.topic.num.partitions`` default is 50).
@@ -448,6 +448,8 @@ def check_config(key: str, value: str) -> None:
             raise TopicError(40, f"config {key}={value!r} is not an integer") from None
     if key == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
         raise TopicError(40, f"invalid cleanup.policy {value!r}")
+    if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
+        raise TopicError(40, f"invalid message.timestamp.type {value!r}")
 
 
 def _write_atomic(path: Path, text: str) -> None:
