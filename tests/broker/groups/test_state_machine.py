@@ -567,3 +567,18 @@ def test_recovery_skips_records_that_do_not_decode() -> None:
         await again.stop()
 
     run(body)
+
+
+def test_a_retried_join_group_supersedes_the_first() -> None:
+    async def body(h: Harness) -> None:
+        a, b = await stable_pair(h)
+        first = h.join(a, client_id="a")  # starts a rebalance (the leader rejoined)
+        await settle()
+        retried = h.join(a, client_id="a")  # the client timed out and sent it again
+        await settle()
+        assert (await first).error_code == E.REBALANCE_IN_PROGRESS
+        rb = await h.join(b, client_id="b")
+        ra = await retried
+        assert (ra.error_code, ra.generation_id, rb.generation_id) == (E.NONE, 3, 3)
+
+    run(body)

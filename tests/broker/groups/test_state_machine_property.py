@@ -88,6 +88,8 @@ class GroupMachine(RuleBasedStateMachine):
                 assert seen == (result.leader, result.protocol_name)
             elif result.error_code == E.MEMBER_ID_REQUIRED:
                 client.member_id = result.member_id
+            elif result.error_code == E.REBALANCE_IN_PROGRESS:
+                pass  # superseded by a later JoinGroup of the same member
             elif result.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
                 client.member_id, client.generation = "", -1
             else:

@@ -237,8 +237,11 @@ class Membership:
             member.awaiting_join is not None
             and member.awaiting_join is not new.awaiting_join
         ):
-            # A second JoinGroup replaces the first; the first gets no generation.
-            member.complete_join(JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
+            # A second JoinGroup (a client that timed out and retried on another
+            # connection) replaces the first. Kafka drops the first future unanswered;
+            # answering keeps that connection's later responses flowing, and
+            # REBALANCE_IN_PROGRESS only makes a client rejoin with its member id.
+            member.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, member.member_id))
         member.awaiting_join = new.awaiting_join
 
     def _add_and_rebalance(
