@@ -126,7 +126,7 @@ def test_confluent_group_rebalances_commits_and_resumes_after_restart(
             if isinstance(decoded, GroupRecord):
                 generations.append(decoded.value.generation)
             elif decoded.group_id == "billing" and decoded.value is not None:
-                latest[(decoded.topic, decoded.partition)] = decoded.value[0]
+                latest[(decoded.topic, decoded.partition)] = decoded.value.offset
     assert sum(latest.values()) == 200
     assert max(generations) >= 3
 

@@ -395,6 +395,29 @@ def test_simple_commit_fetch_and_commit_errors() -> None:
     run(body)
 
 
+def test_retention_time_sets_an_expire_timestamp_written_as_value_v1() -> None:
+    async def body(h: Harness) -> None:
+        await h.coord.commit_offsets(
+            "r", -1, "", None, {("t", 0): (3, 7, "m", -1)}, retention_ms=60_000
+        )
+        await h.coord.commit_offsets("r", -1, "", None, {("t", 1): (4, 7, "m", -1)})
+        first, second = [r.value for r in h.records() if r.group_id == "r"]
+        assert (first.expire_timestamp, first.leader_epoch) == (
+            h.state.clock + 60_000,
+            -1,
+        )
+        assert (second.expire_timestamp, second.leader_epoch) == (-1, 7)
+        versions = [
+            int.from_bytes(rec.value[:2], "big")
+            for plog in h.state.logs.values()
+            for batch in plog.batches()
+            for rec in batch.records
+        ]
+        assert versions == [1, 3]
+
+    run(body)
+
+
 def test_failed_append_is_reported_not_applied() -> None:
     async def body(h: Harness) -> None:
         h.coord.coordinator_for("x")
