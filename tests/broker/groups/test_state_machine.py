@@ -338,6 +338,9 @@ def test_join_errors() -> None:
         assert (await h.join("someone", group="new")).error_code == E.UNKNOWN_MEMBER_ID
         sync = await h.coord.sync_group("absent", 1, "x", None, {})
         assert sync.error_code == E.UNKNOWN_MEMBER_ID
+        rejected = await h.join(group="typeless", protocol_type="")
+        assert rejected.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "typeless" not in h.coord.groups
         bad_session = await h.coord.join_group(
             "g",
             "",

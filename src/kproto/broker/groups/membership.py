@@ -114,13 +114,14 @@ class Membership:
         if group is None:
             if member_id:
                 return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
-            group = self.groups[group_id] = ClassicGroup(
-                group_id, state_timestamp_ms=self.now_ms()
-            )
+            group = ClassicGroup(group_id, state_timestamp_ms=self.now_ms())
         if group.is_(GroupState.DEAD):
             return JoinResult(E.COORDINATOR_NOT_AVAILABLE, member_id)
         if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        # A new group exists from its first valid JoinGroup on (a rejected one
+        # leaves nothing behind).
+        self.groups.setdefault(group_id, group)
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
 
         def respond(result: JoinResult) -> None:
