@@ -145,3 +145,10 @@ def test_api_not_served_is_logged_and_closes(
         assert closed_by_broker(s)
     assert "api_key 17 v1 is not served" in caplog.text
     still_serves(cluster)
+
+
+def test_a_stalled_frame_is_closed_after_the_idle_time() -> None:
+    with Cluster(connections_max_idle_ms=100) as idle, connect(idle) as s:
+        s.sendall(struct.pack(">i", 100) + b"\x00\x03")  # then nothing more
+        assert closed_by_broker(s)  # the socket timeout (10 s) bounds the wait
+        assert no_connection_tasks(idle)

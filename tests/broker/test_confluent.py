@@ -148,6 +148,7 @@ def test_admin_client(cluster3: Cluster) -> None:
     configs = a.describe_configs([res])[res].result(10)
     assert configs["retention.ms"].value == "5000"
     assert configs["cleanup.policy"].value == "delete"
+    assert configs["segment.bytes"].value == str(cluster3.state.segment_bytes)
     change = admin.ConfigResource(
         "topic",
         "adm",
@@ -175,14 +176,21 @@ def test_admin_client(cluster3: Cluster) -> None:
     produce(cluster3, "adm", [b"%d" % i for i in range(10)], partitioner="murmur2")
     tp = ck.TopicPartition("adm", 0)
     latest = a.list_offsets({tp: admin.OffsetSpec.latest()})[tp].result(10).offset
-    assert latest == len(cluster3.records("adm", 0))
-    if latest:
-        a.delete_records([ck.TopicPartition("adm", 0, latest)])[tp].result(10)
-        assert (
-            a.list_offsets({tp: admin.OffsetSpec.earliest()})[tp].result(10).offset
-            == latest
-        )
-        assert cluster3.records("adm", 0) == []
+    stored = cluster3.records("adm", 0)
+    assert (
+        latest == len(stored) == 5
+    )  # murmur2 puts 5 of the keys k0..k9 on partition 0
+    last = stored[-1]
+    spec = admin.OffsetSpec.for_timestamp(last.timestamp)
+    by_time = a.list_offsets({tp: spec})[tp].result(10)
+    first_at = min(r.offset for r in stored if r.timestamp >= last.timestamp)
+    assert (by_time.offset, by_time.timestamp) == (first_at, last.timestamp)
+    newest = a.list_offsets({tp: admin.OffsetSpec.max_timestamp()})[tp].result(10)
+    assert newest.timestamp == max(r.timestamp for r in stored)
+    a.delete_records([ck.TopicPartition("adm", 0, latest)])[tp].result(10)
+    earliest = a.list_offsets({tp: admin.OffsetSpec.earliest()})[tp].result(10)
+    assert earliest.offset == latest
+    assert cluster3.records("adm", 0) == []
     assert a.delete_topics(["adm"])["adm"].result(10) is None
     assert "adm" not in a.list_topics(timeout=10).topics
     assert not list(cluster3.data_dir.glob("adm-*"))

@@ -178,3 +178,12 @@ def test_log_append_time_restamps_the_batch(tmp_path: Path) -> None:
     assert stored.timestamp_type == TimestampType.LOG_APPEND_TIME
     assert stored.max_timestamp == 123456
     assert [r.timestamp for r in stored.records] == [123456] * 3
+
+
+def test_one_batch_per_partition_when_asked(tmp_path: Path) -> None:
+    plog = open_log(tmp_path)
+    with pytest.raises(LogAppendError) as err:
+        plog.append_batches(batch(1) + batch(1), one_batch=True)
+    assert err.value.error_code == 87
+    assert plog.append_batches(batch(1) + batch(1)).base_offset == 0
+    assert plog.high_watermark == 2

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +195,56 @@ def test_cli_broker_runs_until_sigint(tmp_path: object) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_taken_port_fails_cleanly(tmp_path: Path) -> None:
+    with Cluster() as first:
+        port = int(first.bootstrap_servers.split(":")[1])
+        second = Cluster(port=port, data_dir=tmp_path / "d")
+        with pytest.raises(OSError):
+            second.__enter__()
+        assert second._thread is None
+        with Connection(
+            "127.0.0.1", port, timeout_s=10
+        ) as conn:  # the first one still serves
+            assert conn.request(ApiKey.METADATA, topics=[]).brokers
+
+
+def test_create_topics_errors(cluster: Cluster) -> None:
+    with connect(cluster, 1) as conn:
+        response = conn.request(
+            ApiKey.CREATE_TOPICS,
+            timeout_ms=1000,
+            topics=[
+                {"name": "bad name!", "num_partitions": 1, "replication_factor": 1},
+                {"name": "rf", "num_partitions": 1, "replication_factor": 3},
+                {
+                    "name": "cfg",
+                    "num_partitions": 1,
+                    "replication_factor": 1,
+                    "configs": [{"name": "no.such.config", "value": "1"}],
+                },
+                {"name": "zero", "num_partitions": 0, "replication_factor": 1},
+                {"name": "ok", "num_partitions": -1, "replication_factor": -1},
+            ],
+        )
+    codes = {t.name: t.error_code for t in response.topics}
+    assert codes == {"bad name!": 17, "rf": 38, "cfg": 40, "zero": 37, "ok": 0}
+    assert set(cluster.state.topics) >= {"ok"} and "cfg" not in cluster.state.topics
+    created = next(t for t in response.topics if t.name == "ok")
+    assert created.topic_id == cluster.state.topics["ok"].topic_id
+
+
+def test_produce_to_an_unknown_partition(cluster: Cluster) -> None:
+    with connect(cluster, 1) as conn:
+        response = produce(conn, cluster, "p", 7, encode_batch([(None, b"x")]))
+    assert response.responses[0].partition_responses[0].error_code == 3
+
+
+def test_request_log_is_bounded() -> None:
+    with Cluster(request_log_size=3) as cluster, connect(cluster, 1) as conn:
+        for _ in range(5):
+            conn.request(ApiKey.METADATA, topics=[])
+        assert len(cluster.requests) == 3
+        assert [r.api_key for r in cluster.requests] == [3, 3, 3]
+        assert cluster.requests.filter(api_key=18) == []  # ApiVersions fell out

@@ -53,6 +53,9 @@ class Cluster:
             overrides it.
         max_frame_bytes: request frames above this many bytes close the
             connection (Kafka's ``socket.request.max.bytes``, 100 MiB).
+        connections_max_idle_ms: close a connection that sends nothing, or stalls
+            in the middle of a frame, for this long (ms; Kafka's
+            ``connections.max.idle.ms``, 10 minutes).
         request_log_size: how many requests :attr:`requests` keeps (0: none).
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
@@ -73,6 +76,7 @@ class Cluster:
         offsets_partitions: int = 5,
         segment_bytes: int = 16 * 1024 * 1024,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
     ) -> None:
@@ -100,6 +104,7 @@ class Cluster:
                 node_id,
                 port=port + i if port else 0,
                 max_frame_bytes=max_frame_bytes,
+                connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
             )
@@ -153,7 +158,10 @@ class Cluster:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # pragma: no cover - start failed
+            except BaseException as exc:  # e.g. the port is taken
+                self._started = True  # so stop() closes what did start
+                loop.run_until_complete(self.stop())
+                loop.close()
                 ready.set_exception(exc)
                 return
             ready.set_result(None)
@@ -168,7 +176,12 @@ class Cluster:
 
         self._thread = threading.Thread(target=run, name="kproto-broker", daemon=True)
         self._thread.start()
-        ready.result()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
         return self
 
     def __exit__(

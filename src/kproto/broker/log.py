@@ -30,6 +30,7 @@ from pathlib import Path
 import attrs
 import crc32c
 
+from kproto.broker.producer_state import ProducerSequenceError, ProducerStateManager
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
 
@@ -37,7 +38,6 @@ __all__ = [
     "PartitionLog",
     "Segment",
     "LogAppendError",
-    "ProducerState",
     "AppendResult",
     "segment_file_name",
 ]
@@ -49,9 +49,6 @@ _LOG_OVERHEAD = 12
 _BASE_OFFSET = struct.Struct(">q")
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
-#: Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: duplicates are recognised among
-#: the last five batches of a producer.
-_NUM_BATCHES_TO_RETAIN = 5
 
 
 def segment_file_name(base_offset: int) -> str:
@@ -82,20 +79,6 @@ class LogAppendError(Exception):
     def __init__(self, error_code: int, message: str) -> None:
         self.error_code = error_code
         super().__init__(message)
-
-
-@attrs.define
-class ProducerState:
-    """Sequence state of one idempotent producer on one partition (Kafka's
-    ``ProducerStateEntry``): its epoch and its last batches as
-    ``(first_sequence, last_sequence, base_offset)``."""
-
-    producer_epoch: int
-    batches: list[tuple[int, int, int]] = attrs.field(factory=list)
-
-    @property
-    def last_sequence(self) -> int:
-        return self.batches[-1][1] if self.batches else -1
 
 
 @attrs.frozen
@@ -171,7 +154,8 @@ class PartitionLog:
         high_watermark: the log end offset (no replication: every appended batch
             is committed at once).
         segment_bytes: roll a new segment when the active one would exceed this.
-        producers: idempotent producer state by producer id.
+        producer_state: idempotent producers' epochs and sequences
+            (:class:`kproto.broker.producer_state.ProducerStateManager`).
 
     Only the event-loop thread may call the methods (no locking).
     """
@@ -185,8 +169,7 @@ class PartitionLog:
         self.segment_bytes = segment_bytes
         self.segments: list[Segment] = []
         self.log_start_offset = 0
-        self.producers: dict[int, ProducerState] = {}
-        self.max_producer_id = -1
+        self.producer_state = ProducerStateManager()
 
     # ------------------------------------------------------------- open/recover
 
@@ -264,17 +247,14 @@ class PartitionLog:
         segment.index(
             batch.base_offset, last, batch.position, size, batch.max_timestamp
         )
-        if batch.producer_id >= 0:
-            self.max_producer_id = max(self.max_producer_id, batch.producer_id)
-            if batch.base_sequence >= 0 and not batch.is_control:
-                count = batch.last_offset_delta + 1
-                self._record_producer(
-                    batch.producer_id,
-                    batch.producer_epoch,
-                    batch.base_sequence,
-                    batch.base_sequence + count - 1,
-                    batch.base_offset,
-                )
+        if batch.producer_id >= 0 and batch.base_sequence >= 0 and not batch.is_control:
+            self.producer_state.update(
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                batch.base_sequence + batch.last_offset_delta,
+                batch.base_offset,
+            )
 
     # ------------------------------------------------------------------ facts
 
@@ -327,6 +307,7 @@ class PartitionLog:
         *,
         max_message_bytes: int | None = None,
         log_append_time_ms: int | None = None,
+        one_batch: bool = False,
     ) -> AppendResult:
         """Validate and append the magic 2 record batches in ``records``.
 
@@ -340,7 +321,8 @@ class PartitionLog:
 
         Raises:
             LogAppendError: CORRUPT_MESSAGE (bad CRC, lengths or record count),
-                INVALID_RECORD (no batches, magic other than 2, partial batch),
+                INVALID_RECORD (no batches, magic other than 2, partial batch,
+                more than one batch with ``one_batch``),
                 MESSAGE_TOO_LARGE (a batch over ``max_message_bytes``),
                 INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
@@ -357,6 +339,12 @@ class PartitionLog:
             )
         if not checked:
             raise LogAppendError(87, "no record batches in the produce request")
+        if one_batch and len(checked) > 1:
+            raise LogAppendError(
+                87,
+                f"{len(checked)} record batches for one partition: Produce v3+ allows "
+                "exactly one (Kafka's ProduceRequest.validateRecords)",
+            )
         for batch in checked:
             if batch.magic != 2:
                 raise LogAppendError(
@@ -370,7 +358,15 @@ class PartitionLog:
                 )
         first = checked[0]
         if first.producer_id >= 0 and not first.is_control:
-            duplicate = self._check_sequence(first)
+            try:
+                duplicate = self.producer_state.check(
+                    first.producer_id,
+                    first.producer_epoch,
+                    first.base_sequence,
+                    first.base_sequence + first.last_offset_delta,
+                )
+            except ProducerSequenceError as err:
+                raise LogAppendError(err.error_code, str(err)) from err
             if duplicate is not None:
                 return AppendResult(duplicate, -1, self.log_start_offset)
         first_offset = self.high_watermark
@@ -391,7 +387,7 @@ class PartitionLog:
                 raw = set_log_append_time(raw, log_append_time_ms)
             segment.add(raw, base, last, max_ts)
             if batch.producer_id >= 0 and batch.base_sequence >= 0:
-                self._record_producer(
+                self.producer_state.update(
                     batch.producer_id,
                     batch.producer_epoch,
                     batch.base_sequence,
@@ -409,49 +405,6 @@ class PartitionLog:
         segment.create()
         self.segments.append(segment)
         return segment
-
-    def _check_sequence(self, batch: RecordBatch) -> int | None:
-        """Kafka's duplicate and sequence checks; return the earlier base offset
-        of a duplicate batch, else None."""
-        state = self.producers.get(batch.producer_id)
-        first_seq = batch.base_sequence
-        last_seq = first_seq + batch.last_offset_delta
-        if state is None:
-            # No state for this producer (new, or its batches were deleted): Kafka
-            # accepts any sequence (ProducerAppendInfo.checkSequence, epoch -1).
-            return None
-        if batch.producer_epoch < state.producer_epoch:
-            raise LogAppendError(
-                47,
-                f"producer {batch.producer_id} epoch {batch.producer_epoch} is older than {state.producer_epoch}",
-            )
-        if batch.producer_epoch > state.producer_epoch:
-            if first_seq != 0:
-                raise LogAppendError(
-                    45,
-                    f"sequence {first_seq} for a new epoch of producer {batch.producer_id} (expected 0)",
-                )
-            return None
-        for seq_first, seq_last, base in state.batches:
-            if seq_first == first_seq and seq_last == last_seq:
-                return base
-        expected = (state.last_sequence + 1) & 0x7FFFFFFF
-        if first_seq != expected:
-            raise LogAppendError(
-                45,
-                f"out of order sequence {first_seq} from producer {batch.producer_id} "
-                f"(expected {expected})",
-            )
-        return None
-
-    def _record_producer(
-        self, producer_id: int, epoch: int, first: int, last: int, base: int
-    ) -> None:
-        state = self.producers.get(producer_id)
-        if state is None or epoch != state.producer_epoch:
-            state = self.producers[producer_id] = ProducerState(epoch)
-        state.batches.append((first, last, base))
-        del state.batches[:-_NUM_BATCHES_TO_RETAIN]
 
     # ------------------------------------------------------------------- read
 

@@ -16,6 +16,8 @@ Bad input never stops the node or other connections (Kafka's ``SocketServer`` /
   over, a negative size or one over ``max_frame_bytes``: the error is logged and that
   connection closed;
 * a client disconnecting mid-frame ends its task quietly.
+* a connection silent (or stalled mid-frame) for ``connections_max_idle_ms`` is
+  closed, as Kafka's ``connections.max.idle.ms``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class NodeServer:
         host: str = "127.0.0.1",
         port: int = 0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
     ) -> None:
@@ -66,6 +69,7 @@ class NodeServer:
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
         self.request_log = request_log
         self.log_requests = log_requests
         self.server: asyncio.Server | None = None
@@ -125,8 +129,24 @@ class NodeServer:
         writer: asyncio.StreamWriter,
         client_host: str,
     ) -> None:
+        idle_s = self.connections_max_idle_ms / 1000
         while True:
-            (size,) = SIZE_PREFIX.unpack(await reader.readexactly(SIZE_PREFIX.size))
+            try:
+                # Kafka's connections.max.idle.ms: a connection that sends nothing
+                # (or stalls mid-frame) that long is closed
+                async with asyncio.timeout(idle_s):
+                    head = await reader.readexactly(SIZE_PREFIX.size)
+                    (size,) = SIZE_PREFIX.unpack(head)
+                    if 8 <= size <= self.max_frame_bytes:
+                        frame = await reader.readexactly(size)
+            except TimeoutError:
+                log.info(
+                    "node %d: closing connection from %s: idle for %d ms",
+                    self.node_id,
+                    client_host,
+                    self.connections_max_idle_ms,
+                )
+                return
             if size < 8 or size > self.max_frame_bytes:
                 log.warning(
                     "node %d: closing connection from %s: request frame size %d outside 8..%d bytes",
@@ -136,7 +156,6 @@ class NodeServer:
                     self.max_frame_bytes,
                 )
                 return
-            frame = await reader.readexactly(size)
             try:
                 header, request = decode_request(frame)
             except UnsupportedRequestError as err:

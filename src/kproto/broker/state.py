@@ -252,7 +252,9 @@ class ClusterState:
         if not meta.exists():
             meta.write_text(f"version: 0\ntopic_id: {_kafka_uuid(info.topic_id)}\n")
         self.logs[(info.name, partition)] = plog
-        self.next_producer_id = max(self.next_producer_id, plog.max_producer_id + 1)
+        self.next_producer_id = max(
+            self.next_producer_id, plog.producer_state.max_producer_id + 1
+        )
         return plog
 
     def create_partitions(

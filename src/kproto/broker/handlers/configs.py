@@ -59,14 +59,19 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                     f"unknown topic {r.resource_name!r}",
                 )
             else:
-                for name in sorted(TOPIC_CONFIG_DEFAULTS):
+                # the cluster's segment size is the default in effect here
+                defaults = {
+                    **TOPIC_CONFIG_DEFAULTS,
+                    "segment.bytes": str(state.segment_bytes),
+                }
+                for name in sorted(defaults):
                     if keys is not None and name not in keys:
                         continue
                     dynamic = name in info.configs
                     entries.append(
                         {
                             "name": name,
-                            "value": info.config(name),
+                            "value": info.configs.get(name, defaults[name]),
                             "read_only": False,
                             "is_default": not dynamic,
                             "config_source": _DYNAMIC_TOPIC if dynamic else _DEFAULT,

@@ -50,6 +50,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                             pdata.records or b"",
                             max_message_bytes=info.int_config("max.message.bytes"),
                             log_append_time_ms=append_time_ms,
+                            one_batch=True,
                         )
                     except LogAppendError as err:
                         error, message = err.error_code, str(err)
