@@ -608,3 +608,19 @@ def test_a_retried_join_group_supersedes_the_first() -> None:
         assert (ra.error_code, ra.generation_id, rb.generation_id) == (E.NONE, 3, 3)
 
     run(body)
+
+
+def test_deleting_a_topic_drops_its_offsets_in_every_group() -> None:
+    async def body(h: Harness) -> None:
+        both = {("t", 0): (1, -1, "", -1), ("u", 0): (2, -1, "", -1)}
+        await h.coord.commit_offsets("g1", -1, "", None, both)
+        await h.coord.commit_offsets("g2", -1, "", None, {("t", 2): (3, -1, "", -1)})
+        assert await h.coord.on_topic_deleted("t") == 2
+        assert list(h.coord.fetch_offsets("g1", None)) == [("u", 0)]
+        assert h.coord.fetch_offsets("g2", None) == {}
+        again = GroupCoordinator(h.state, scheduler=h.scheduler)
+        await again.start()
+        assert list(again.fetch_offsets("g1", None)) == [("u", 0)]
+        await again.stop()
+
+    run(body)

@@ -392,6 +392,23 @@ class GroupCoordinator:
                 group.offsets.pop(tp, None)
         return E.NONE, result
 
+    async def on_topic_deleted(self, topic: str) -> int:
+        """Drop every group's committed offsets of ``topic`` (tombstones appended),
+        as Kafka's ``GroupCoordinator.onPartitionsDeleted`` does, so a topic created
+        again under the same name starts without stale offsets. Returns how many
+        offsets were removed. For DeleteTopics to call after deleting ``topic``."""
+        removed = 0
+        for group_id, group in list(self.groups.items()):
+            stale = [tp for tp in group.offsets if tp[0] == topic]
+            if not stale:
+                continue
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
+            if await self._append(group_id, pairs):
+                for tp in stale:
+                    group.offsets.pop(tp, None)
+                removed += len(stale)
+        return removed
+
     # -- describe, list, delete ------------------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
