@@ -9,6 +9,7 @@ in seconds.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -125,7 +126,7 @@ def test_confluent_group_rebalances_commits_and_resumes_after_restart(
             if isinstance(decoded, GroupRecord):
                 generations.append(decoded.value.generation)
             elif decoded.group_id == "billing" and decoded.value is not None:
-                latest[(decoded.topic, decoded.partition)] = decoded.value[0]
+                latest[(decoded.topic, decoded.partition)] = decoded.value.offset
     assert sum(latest.values()) == 200
     assert max(generations) >= 3
 
@@ -333,3 +334,36 @@ def test_aiokafka_consumer_group() -> None:
     first, second = asyncio.run(body())
     assert sorted(first) == list(range(20))
     assert sorted(second) == list(range(20, 25))
+
+
+def test_confluent_consumer_rides_through_a_broker_restart(tmp_path: Path) -> None:
+    """Kafka loads a group with members as Stable: a consumer that keeps running
+    while the cluster restarts (same data_dir and port) goes on heartbeating in the
+    same generation, with no rebalance and nothing read twice."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    seen: list[tuple[str, int]] = []
+    with Cluster(nodes=1, data_dir=tmp_path, port=port) as cluster:
+        cluster.create_topic("ride", 2)
+        _produce(cluster.bootstrap_servers, "ride", range(20))
+        consumer = _consumer(
+            cluster.bootstrap_servers,
+            "ride-g",
+            **{"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200},
+        )
+        consumer.subscribe(["ride"])
+        _drain({"c": consumer}, seen, 20)
+        before = cluster.state.groups.groups["ride-g"]
+        generation, members = before.generation_id, list(before.members)
+    with Cluster(nodes=1, data_dir=tmp_path, port=port) as cluster:
+        try:
+            after = cluster.state.groups.groups["ride-g"]
+            assert (after.state.value, after.generation_id) == ("Stable", generation)
+            assert list(after.members) == members
+            _produce(cluster.bootstrap_servers, "ride", range(20, 30))
+            _drain({"c": consumer}, seen, 30)
+            assert after.generation_id == generation  # no rebalance happened
+        finally:
+            consumer.close()
+    assert sorted(v for _, v in seen) == list(range(30))

@@ -338,6 +338,9 @@ def test_join_errors() -> None:
         assert (await h.join("someone", group="new")).error_code == E.UNKNOWN_MEMBER_ID
         sync = await h.coord.sync_group("absent", 1, "x", None, {})
         assert sync.error_code == E.UNKNOWN_MEMBER_ID
+        rejected = await h.join(group="typeless", protocol_type="")
+        assert rejected.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "typeless" not in h.coord.groups
         bad_session = await h.coord.join_group(
             "g",
             "",
@@ -391,6 +394,29 @@ def test_simple_commit_fetch_and_commit_errors() -> None:
         assert unknown == {("t", 0): E.UNKNOWN_MEMBER_ID}
         ok = await h.coord.commit_offsets("g", 2, a, None, {("t", 0): (1, -1, "", -1)})
         assert ok == {("t", 0): E.NONE}
+
+    run(body)
+
+
+def test_retention_time_sets_an_expire_timestamp_written_as_value_v1() -> None:
+    async def body(h: Harness) -> None:
+        await h.coord.commit_offsets(
+            "r", -1, "", None, {("t", 0): (3, 7, "m", -1)}, retention_ms=60_000
+        )
+        await h.coord.commit_offsets("r", -1, "", None, {("t", 1): (4, 7, "m", -1)})
+        first, second = [r.value for r in h.records() if r.group_id == "r"]
+        assert (first.expire_timestamp, first.leader_epoch) == (
+            h.state.clock + 60_000,
+            -1,
+        )
+        assert (second.expire_timestamp, second.leader_epoch) == (-1, 7)
+        versions = [
+            int.from_bytes(rec.value[:2], "big")
+            for plog in h.state.logs.values()
+            for batch in plog.batches()
+            for rec in batch.records
+        ]
+        assert versions == [1, 3]
 
     run(body)
 
@@ -564,6 +590,37 @@ def test_recovery_skips_records_that_do_not_decode() -> None:
         await again.start()
         offsets = {tp: c.offset for tp, c in again.fetch_offsets("g", None).items()}
         assert offsets == {("t", 0): 4, ("t", 1): 6}
+        await again.stop()
+
+    run(body)
+
+
+def test_a_retried_join_group_supersedes_the_first() -> None:
+    async def body(h: Harness) -> None:
+        a, b = await stable_pair(h)
+        first = h.join(a, client_id="a")  # starts a rebalance (the leader rejoined)
+        await settle()
+        retried = h.join(a, client_id="a")  # the client timed out and sent it again
+        await settle()
+        assert (await first).error_code == E.REBALANCE_IN_PROGRESS
+        rb = await h.join(b, client_id="b")
+        ra = await retried
+        assert (ra.error_code, ra.generation_id, rb.generation_id) == (E.NONE, 3, 3)
+
+    run(body)
+
+
+def test_deleting_a_topic_drops_its_offsets_in_every_group() -> None:
+    async def body(h: Harness) -> None:
+        both = {("t", 0): (1, -1, "", -1), ("u", 0): (2, -1, "", -1)}
+        await h.coord.commit_offsets("g1", -1, "", None, both)
+        await h.coord.commit_offsets("g2", -1, "", None, {("t", 2): (3, -1, "", -1)})
+        assert await h.coord.on_topic_deleted("t") == 2
+        assert list(h.coord.fetch_offsets("g1", None)) == [("u", 0)]
+        assert h.coord.fetch_offsets("g2", None) == {}
+        again = GroupCoordinator(h.state, scheduler=h.scheduler)
+        await again.start()
+        assert list(again.fetch_offsets("g1", None)) == [("u", 0)]
         await again.stop()
 
     run(body)

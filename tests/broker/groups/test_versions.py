@@ -191,6 +191,24 @@ def test_requests_to_a_node_that_is_not_the_coordinator(cluster: Cluster) -> Non
         assert c.topics[0].partitions[0].error_code == E.NOT_COORDINATOR
         f = call(conn, 9, 8, groups=[{"group_id": group, "topics": None}])
         assert f.groups[0].error_code == E.NOT_COORDINATOR
+        # OffsetFetch v0-v1 have no group-level error: each partition carries it.
+        old = call(
+            conn,
+            9,
+            1,
+            group_id=group,
+            topics=[{"name": TOPIC, "partition_indexes": [0]}],
+        )
+        assert [p.error_code for p in old.topics[0].partitions] == [E.NOT_COORDINATOR]
+        d = call(conn, 15, 5, groups=[group])
+        assert (d.groups[0].error_code, d.groups[0].group_state) == (
+            E.NOT_COORDINATOR,
+            "",
+        )
+        lv = call(conn, 13, 0, group_id=group, member_id="m")
+        assert lv.error_code == E.NOT_COORDINATOR
+        dg = call(conn, 42, 2, groups_names=[group])
+        assert dg.results[0].error_code == E.NOT_COORDINATOR
 
 
 def _commit_topics(cluster: Cluster, version: int, offset: int) -> list[dict[str, Any]]:

@@ -187,7 +187,7 @@ class GroupCoordinator:
                 if record.value is None:
                     offsets.pop(k, None)
                 else:
-                    offsets[k] = CommittedOffset(*record.value)
+                    offsets[k] = record.value
 
     def _load_group(self, group_id: str, value: Any) -> None:
         group = ClassicGroup(
@@ -262,9 +262,13 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         offsets: dict[tuple[str, int], tuple[int, int, str | None, int]],
+        *,
+        retention_ms: int = -1,
     ) -> dict[tuple[str, int], int]:
         """Commit ``(topic, partition) -> (offset, leader_epoch, metadata,
         commit_timestamp_ms or -1 for now)``; returns an error code per partition.
+        ``retention_ms`` (OffsetCommit v2-v4 ``retention_time_ms``; -1: none) sets
+        the offsets' expire timestamp to now + retention, as Kafka's ``KafkaApis``.
 
         Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
         with no member id commits for a group without membership ("simple" commit);
@@ -296,16 +300,15 @@ class GroupCoordinator:
             else:
                 result[(topic, partition)] = E.NONE
                 accepted[(topic, partition)] = CommittedOffset(
-                    offset, epoch, metadata or "", now if timestamp < 0 else timestamp
+                    offset,
+                    epoch,
+                    metadata or "",
+                    now if timestamp < 0 else timestamp,
+                    -1 if retention_ms < 0 else now + retention_ms,
                 )
         if accepted:
             pairs = [
-                offset_commit_record(
-                    group_id,
-                    t,
-                    p,
-                    (c.offset, c.leader_epoch, c.metadata, c.commit_timestamp),
-                )
+                offset_commit_record(group_id, t, p, c)
                 for (t, p), c in accepted.items()
             ]
             if not await self._append(group_id, pairs):
@@ -388,6 +391,23 @@ class GroupCoordinator:
             for tp in deleted:
                 group.offsets.pop(tp, None)
         return E.NONE, result
+
+    async def on_topic_deleted(self, topic: str) -> int:
+        """Drop every group's committed offsets of ``topic`` (tombstones appended),
+        as Kafka's ``GroupCoordinator.onPartitionsDeleted`` does, so a topic created
+        again under the same name starts without stale offsets. Returns how many
+        offsets were removed. For DeleteTopics to call after deleting ``topic``."""
+        removed = 0
+        for group_id, group in list(self.groups.items()):
+            stale = [tp for tp in group.offsets if tp[0] == topic]
+            if not stale:
+                continue
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
+            if await self._append(group_id, pairs):
+                for tp in stale:
+                    group.offsets.pop(tp, None)
+                removed += len(stale)
+        return removed
 
     # -- describe, list, delete ------------------------------------------------------
 

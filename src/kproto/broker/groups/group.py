@@ -90,12 +90,14 @@ class SyncResult:
 @attrs.frozen
 class CommittedOffset:
     """A committed offset: ``offset``, ``leader_epoch`` (-1 unknown), client
-    ``metadata``, ``commit_timestamp`` (ms since the epoch)."""
+    ``metadata``, ``commit_timestamp`` and ``expire_timestamp`` (ms since the
+    epoch; -1: none, set only by OffsetCommit v2-v4 with a ``retention_time_ms``)."""
 
     offset: int
     leader_epoch: int
     metadata: str
     commit_timestamp: int
+    expire_timestamp: int = -1
 
 
 @attrs.define(eq=False)

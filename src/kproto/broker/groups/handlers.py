@@ -248,6 +248,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
             getattr(request, "member_id", ""),
             getattr(request, "group_instance_id", None),
             offsets,
+            retention_ms=getattr(request, "retention_time_ms", -1),
         )
     topics = []
     for topic in request.topics:

@@ -114,13 +114,14 @@ class Membership:
         if group is None:
             if member_id:
                 return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
-            group = self.groups[group_id] = ClassicGroup(
-                group_id, state_timestamp_ms=self.now_ms()
-            )
+            group = ClassicGroup(group_id, state_timestamp_ms=self.now_ms())
         if group.is_(GroupState.DEAD):
             return JoinResult(E.COORDINATOR_NOT_AVAILABLE, member_id)
         if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        # A new group exists from its first valid JoinGroup on (a rejected one
+        # leaves nothing behind).
+        self.groups.setdefault(group_id, group)
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
 
         def respond(result: JoinResult) -> None:
@@ -237,8 +238,11 @@ class Membership:
             member.awaiting_join is not None
             and member.awaiting_join is not new.awaiting_join
         ):
-            # A second JoinGroup replaces the first; the first gets no generation.
-            member.complete_join(JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
+            # A second JoinGroup (a client that timed out and retried on another
+            # connection) replaces the first. Kafka drops the first future unanswered;
+            # answering keeps that connection's later responses flowing, and
+            # REBALANCE_IN_PROGRESS only makes a client rejoin with its member id.
+            member.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, member.member_id))
         member.awaiting_join = new.awaiting_join
 
     def _add_and_rebalance(

@@ -9,7 +9,8 @@ the key's version (``data_type("OffsetCommitKey", 1)``), so
 :func:`kproto.spark.decode_internal_topic` decodes these records unchanged.
 
 Versions written, as Kafka 3.x/4.x writes them: ``OffsetCommitValue`` v3 (v1 when an
-expire timestamp is set, which kproto never does) and ``GroupMetadataValue`` v3.
+expire timestamp is set: OffsetCommit v2-v4 with a retention time) and
+``GroupMetadataValue`` v3.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from kproto.index import data_type
 from kproto.meta import WIRE
 from kproto.records import RecordBatch, encode_batch
 from kproto.serial import DecodeError, entity_reader, entity_writer
+
+from .group import CommittedOffset
 
 __all__ = [
     "GROUP_METADATA_VALUE_VERSION",
@@ -83,14 +86,12 @@ def _encode(cls: type, version: int, fields: dict[str, Any]) -> bytes:
 
 
 def offset_commit_record(
-    group_id: str,
-    topic: str,
-    partition: int,
-    value: tuple[int, int, str, int] | None,
+    group_id: str, topic: str, partition: int, value: CommittedOffset | None
 ) -> tuple[bytes, bytes | None]:
     """The (key, value) of one committed offset; ``value`` ``None`` is a tombstone.
 
-    ``value`` is ``(offset, leader_epoch, metadata, commit_timestamp_ms)``.
+    The value is ``OffsetCommitValue`` v3, or v1 (no leader epoch) when it has an
+    expire timestamp, as Kafka's ``GroupCoordinatorRecordHelpers`` chooses.
     """
     key_cls = data_type("OffsetCommitKey", OFFSET_COMMIT_KEY_TYPE)
     key = _encode(
@@ -100,18 +101,18 @@ def offset_commit_record(
     )
     if value is None:
         return key, None
-    offset, leader_epoch, metadata, timestamp = value
-    value_cls = data_type("OffsetCommitValue", OFFSET_COMMIT_VALUE_VERSION)
-    return key, _encode(
-        value_cls,
-        OFFSET_COMMIT_VALUE_VERSION,
-        {
-            "offset": offset,
-            "leader_epoch": leader_epoch,
-            "metadata": metadata,
-            "commit_timestamp": timestamp,
-        },
-    )
+    fields = {
+        "offset": value.offset,
+        "metadata": value.metadata,
+        "commit_timestamp": value.commit_timestamp,
+    }
+    if value.expire_timestamp >= 0:
+        version = 1
+        fields["expire_timestamp"] = value.expire_timestamp
+    else:
+        version = OFFSET_COMMIT_VALUE_VERSION
+        fields["leader_epoch"] = value.leader_epoch
+    return key, _encode(data_type("OffsetCommitValue", version), version, fields)
 
 
 def group_metadata_record(
@@ -142,13 +143,12 @@ def encode_records(
 
 @attrs.frozen
 class OffsetRecord:
-    """A decoded offset commit: ``value`` ``None`` for a tombstone, else
-    ``(offset, leader_epoch, metadata, commit_timestamp_ms)``."""
+    """A decoded offset commit: ``value`` ``None`` for a tombstone."""
 
     group_id: str
     topic: str
     partition: int
-    value: tuple[int, int, str, int] | None
+    value: CommittedOffset | None
 
 
 @attrs.frozen
@@ -183,13 +183,14 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
             if value is None:
                 return OffsetRecord(k.group, k.topic, k.partition, None)
             v = _read("OffsetCommitValue", value_version or 0, value)
-            epoch = getattr(v, "leader_epoch", -1)
-            return OffsetRecord(
-                k.group,
-                k.topic,
-                k.partition,
-                (v.offset, epoch, v.metadata, v.commit_timestamp),
+            committed = CommittedOffset(
+                v.offset,
+                getattr(v, "leader_epoch", -1),
+                v.metadata,
+                v.commit_timestamp,
+                getattr(v, "expire_timestamp", -1),
             )
+            return OffsetRecord(k.group, k.topic, k.partition, committed)
         if key_type == 2:
             k = _read("GroupMetadataKey", 2, key)
             if value is None:
