@@ -75,3 +75,18 @@ def test_group_shares_commits_and_resumes_after_restart(tmp_path: Path) -> None:
         c.close()  # type: ignore[attr-defined]
         assert sorted(got[0]) == sorted(second)
         assert extra is None or extra.error() is not None
+
+
+def test_delete_topics_drops_committed_offsets() -> None:
+    admin = pytest.importorskip("confluent_kafka.admin")
+    with Cluster() as cluster:
+        cluster.create_topic("orders", 4)
+        produce(cluster, [b"x%d" % i for i in range(8)])
+        c = member(cluster)
+        drain([c], 8)
+        c.close()  # type: ignore[attr-defined]
+        group = cluster.state.groups.groups["billing"]
+        assert any(t == "orders" for t, _ in group.offsets)
+        a = admin.AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        assert a.delete_topics(["orders"])["orders"].result(10) is None
+        assert not any(t == "orders" for t, _ in group.offsets)

@@ -79,7 +79,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
 
 @handles(20)
 async def delete_topics(ctx: RequestContext, request: Any) -> Any:
-    """Delete topics named in ``topic_names`` (v0-5) or ``topics`` by name or id (v6+)."""
+    """Delete topics named in ``topic_names`` (v0-5) or ``topics`` by name or id
+    (v6+), their log directories, and every group's committed offsets for them."""
     state = ctx.state
     entries: list[tuple[str, int]] = []
     if ctx.api_version >= 6:
@@ -94,6 +95,9 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 topic_id = state.delete_topic(name).topic_id
             except TopicError as err:
                 error, message = err.error_code, str(err)
+            else:
+                # committed offsets of the topic go too (GroupCoordinator.onPartitionsDeleted)
+                await state.groups.on_topic_deleted(name)
         results.append(
             {
                 "name": name or None,
