@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-fast demo bench bench-records bench-spark lint clean
+.PHONY: install fetch-schema build-schema check-schema test test-fast demo bench bench-records bench-spark bench-broker lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ bench: $(STAMP)
 
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
+
+## kproto's broker vs librdkafka's mock cluster: confluent-kafka produce and consume, peak RSS.
+bench-broker: $(STAMP)
+	$(PY) -m benchmarks.broker_bench
 
 ## ruff, black, mypy, and the layering contracts in pyproject.toml (import-linter).
 lint: $(STAMP)

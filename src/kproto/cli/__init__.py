@@ -249,6 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     desc.add_argument("--version", type=int, default=None, help="default: the latest")
     desc.set_defaults(func=cmd_describe)
 
+    from kproto.broker.cli import add_parsers as add_broker_parsers
+
+    add_broker_parsers(sub)
     try:
         from kproto.spark.cli import add_parsers
     except ImportError:
