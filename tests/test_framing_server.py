@@ -78,3 +78,20 @@ def test_short_truncated_and_leftover_frames() -> None:
     assert info.value.correlation_id == 1 and info.value.cause is not None
     with pytest.raises(RequestDecodeError, match="1 bytes left over"):
         decode_request(frame + b"\x00")
+
+
+def test_decode_request_frame_keeps_trailing_bytes_losslessly() -> None:
+    from kproto.framing import decode_request_frame
+    from kproto.serial import encode
+
+    frame = encode_request(
+        MetadataRequest(topics=None), correlation_id=5, client_id="c"
+    )
+    payload = (
+        frame[4:] + b"\x01\x00\x00"
+    )  # what librdkafka 2.16 appends to Metadata v13
+    header, request, trailing = decode_request_frame(payload)
+    assert (request, trailing) == (MetadataRequest(topics=None), b"\x01\x00\x00")
+    assert encode(header) + encode(request) + trailing == payload
+    with pytest.raises(RequestDecodeError, match="3 bytes left over"):
+        decode_request(payload)

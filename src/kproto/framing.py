@@ -53,6 +53,8 @@ __all__ = [
     "encode_request",
     "encode_frame",
     "decode_request",
+    "decode_request_frame",
+    "RequestFrame",
     "encode_response",
     "RequestHeaderInfo",
     "peek_request_header",
@@ -282,20 +284,36 @@ def peek_request_header(frame: bytes | bytearray | memoryview) -> RequestHeaderI
     return RequestHeaderInfo(*_REQUEST_HEADER_HEAD.unpack_from(frame, 0))
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
-    """Decode a request frame (the bytes after the int32 size prefix) into
-    ``(header, request)``: the ``RequestHeader`` entity of the version the request
-    class's ``__header_schema__`` names, and the request entity of the version the
-    header's ``request_api_version`` names.
+class RequestFrame(NamedTuple):
+    """Everything in a request frame, for servers and proxies that must lose nothing.
 
-    The whole frame must be consumed: Kafka's ``RequestContext`` rejects a request
-    with bytes left over, and so does this.
+    Attributes:
+        header: the ``RequestHeader`` entity (v0, v1 or v2).
+        request: the decoded request entity.
+        trailing: bytes left over after the body. Empty from a correct client;
+            librdkafka 2.16 sends 3 extra bytes after its all-topics Metadata v13
+            request. Kafka's broker reads what the schema names and ignores the
+            rest (``AbstractRequest.parseRequest`` reads from the buffer and
+            never checks what remains), so a server should too.
+    """
+
+    header: Any
+    request: Any
+    trailing: bytes
+
+
+def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
+    """Decode a request frame (the bytes after the int32 size prefix) losslessly:
+    the ``RequestHeader`` of the version the request class's ``__header_schema__``
+    names, the request entity of the version the header's ``request_api_version``
+    names, and any bytes left over. Re-encoding ``header`` and ``request`` and
+    appending ``trailing`` gives ``frame`` back for every well-formed frame.
 
     Raises:
         UnsupportedRequestError: the api_key or api_version is unknown to kproto.
-        RequestDecodeError: the frame is too short, the header or body does not
+        RequestDecodeError: the frame is too short, or the header or body does not
             decode (``cause`` is the :class:`kproto.serial.DecodeError`, naming the
-            field path and byte offset), or bytes are left over.
+            field path and byte offset).
     """
     head = peek_request_header(frame)
     where = f"api_key {head.api_key} v{head.api_version} (correlation id {head.correlation_id})"
@@ -321,14 +339,29 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
             correlation_id=head.correlation_id,
             cause=err,
         ) from err
-    left = len(frame) - stream.tell()
-    if left:
+    return RequestFrame(header, request, bytes(frame[stream.tell() :]))
+
+
+def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
+    """Decode a request frame (the bytes after the int32 size prefix) into
+    ``(header, request)``, strictly: the whole frame must be consumed. A server
+    that should accept what Kafka accepts (bytes left over after the body) uses
+    :func:`decode_request_frame` instead.
+
+    Raises:
+        UnsupportedRequestError: the api_key or api_version is unknown to kproto.
+        RequestDecodeError: as :func:`decode_request_frame`, or bytes are left over.
+    """
+    header, request, trailing = decode_request_frame(frame)
+    if trailing:
+        at = len(frame) - len(trailing)
         raise RequestDecodeError(
-            f"request {where}: {left} bytes left over after "
-            f"{request_cls.__name__} at byte offset {stream.tell()}",
-            api_key=head.api_key,
-            api_version=head.api_version,
-            correlation_id=head.correlation_id,
+            f"request api_key {header.request_api_key} v{header.request_api_version} "
+            f"(correlation id {header.correlation_id}): {len(trailing)} bytes left "
+            f"over after {type(request).__name__} at byte offset {at}",
+            api_key=header.request_api_key,
+            api_version=header.request_api_version,
+            correlation_id=header.correlation_id,
         )
     return header, request
 

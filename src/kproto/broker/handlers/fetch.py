@@ -105,7 +105,10 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
         if total >= request.min_bytes or errors or left <= 0:
             break
         try:
-            await asyncio.wait_for(wake.wait(), left)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a
+            # cancellation that races with the wake-up (the node could not stop)
+            async with asyncio.timeout(left):
+                await wake.wait()
         except TimeoutError:
             topics, total, errors = _read_all(ctx, request)
             break
