@@ -3,7 +3,9 @@
 ``python -m demo [OUT_DIR]`` (``make demo``) starts a 3-broker mock cluster and runs
 :data:`demo.sections.SECTIONS` with a :class:`kproto.client.Client`: ApiVersions,
 Metadata, FindCoordinator, Produce per codec, ListOffsets, Fetch, a group join, and
-log segments written to ``OUT_DIR/segments`` (``demo-out``) for :mod:`demo.spark`.
+log segments written to ``OUT_DIR/segments`` (``demo-out``); then
+:func:`demo.broker.broker_step` runs confluent-kafka clients against kproto's own
+broker (data in ``OUT_DIR/broker-data``), and :mod:`demo.spark` reads both.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import IO
 
 from kproto.client import Client
 
+from .broker import broker_step
 from .cluster import MOCK_VERSION_CAPS, mock_cluster
 from .sections import SECTIONS, Tour
 from .spark import spark_step
@@ -49,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="  (%(name)s: %(message)s)")
     segments = run_demo(args.out_dir)
+    broker_data = broker_step(Path(args.out_dir))
     if not args.no_spark:
-        spark_step(segments, master=args.master)
+        spark_step(segments, broker_data, master=args.master)
     return 0

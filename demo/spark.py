@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -14,8 +13,12 @@ UTC = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": Fals
 CONF: dict[str, Any] = {"spark.ui.enabled": False, **UTC}
 
 
-def spark_step(segments: Path, *, master: str = "local[*]") -> None:
-    """Read ``segments`` with :func:`kproto.spark.read_log_segments`; print tables."""
+def spark_step(
+    segments: Path, broker_data: Path | None = None, *, master: str = "local[*]"
+) -> None:
+    """Read ``segments`` with :func:`kproto.spark.read_log_segments`; print tables.
+    With ``broker_data`` (a kproto broker's data directory), also decode its
+    ``__consumer_offsets`` with :func:`kproto.spark.decode_internal_topic`."""
     p = Printer(sys.stdout)
     p.section(f"Spark: read_log_segments({segments}) on {master}")
     try:
@@ -26,7 +29,6 @@ def spark_step(segments: Path, *, master: str = "local[*]") -> None:
     except ImportError as exc:
         p.line(f"skipped: {exc}; install the extra with pip install -e '.[spark]'")
         return
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import kproto
     started = time.monotonic()
     builder = SparkSession.builder.master(master).appName("kproto-demo")
     spark = builder.config(map=CONF).getOrCreate()
@@ -48,5 +50,28 @@ def spark_step(segments: Path, *, master: str = "local[*]") -> None:
         p.table("topic|partition|offset|timestamp (UTC)|key|value", rows)
         seconds = time.monotonic() - started
         p.line(f"\n{records.count()} records decoded by Spark in {seconds:.1f} s")
+        if broker_data is not None:
+            _committed_offsets(p, spark, broker_data)
     finally:
         spark.stop()
+
+
+def _committed_offsets(p: Printer, spark: Any, broker_data: Path) -> None:
+    """The broker's committed offsets, decoded from its ``__consumer_offsets`` logs."""
+    from pyspark.sql import functions as F
+
+    import kproto.spark
+
+    path = sorted(broker_data.glob("__consumer_offsets-*"))
+    df = kproto.spark.read_log_segments(spark, [str(d) for d in path])
+    decoded = kproto.spark.decode_internal_topic(df, "__consumer_offsets")
+    commits = decoded.where(F.col("record_type") == "OffsetCommitKey").select(
+        F.col("offset_commit_key.group").alias("group"),
+        F.col("offset_commit_key.topic").alias("topic"),
+        F.col("offset_commit_key.partition").alias("partition"),
+        F.col("offset_commit_value.offset").alias("committed"),
+    )
+    p.section(f"Spark: decode_internal_topic(__consumer_offsets) of {broker_data}")
+    p.table(
+        "group|topic|partition|committed offset", commits.orderBy("partition").collect()
+    )
