@@ -15,7 +15,7 @@ from kproto.client import EARLIEST, LATEST, Client
 from kproto.client.protocol import ANY_NODE, check_code
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, data_type
-from kproto.negotiation import build_entity
+from kproto.meta import build_entity
 from kproto.records import Compression, decode_batches
 from kproto.serial import decode, encode
 

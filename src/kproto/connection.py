@@ -246,7 +246,7 @@ class Connection(NegotiationState):
         """Build the negotiated version's request for ``api_key`` and send it.
 
         ``fields`` are the request's attribute names; nested structs may be given
-        as dicts and arrays as lists (see :func:`kproto.negotiation.build_entity`).
+        as dicts and arrays as lists (see :func:`kproto.meta.build_entity`).
         Runs :meth:`negotiate` first if it has not run.
 
         Returns:

@@ -23,8 +23,8 @@ Example::
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
-from typing import Any, Final, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, Literal, TypeVar
 
 import attrs
 
@@ -37,6 +37,7 @@ __all__ = [
     "wire_fields",
     "entity_info",
     "is_entity",
+    "build_entity",
 ]
 
 #: The attrs metadata key under which every generated field keeps its :class:`Wire`.
@@ -194,3 +195,62 @@ def is_entity(obj: Any) -> bool:
     """True if ``obj`` is a generated entity class or an instance of one."""
     cls = obj if isinstance(obj, type) else type(obj)
     return isinstance(getattr(cls, "__kproto_entity__", None), EntityInfo)
+
+
+_E = TypeVar("_E")
+
+
+def build_entity(
+    cls: type[_E],
+    fields: Mapping[str, Any],
+    *,
+    path: str = "",
+    drop_absent: bool = False,
+) -> _E:
+    """Build an entity of ``cls`` (one version of a message) from plain values,
+    recursively: nested structs may be mappings and arrays lists; both become the
+    nested classes and tuples of ``cls``'s version, so one call serves every
+    version. Fields not given keep their Kafka defaults.
+
+    With ``drop_absent`` (what a server answering every version wants), names the
+    version does not have are dropped and ``None`` for a field that is not
+    nullable at this version means its default, as Kafka's generated ``write``
+    methods skip fields absent at the version written. Without it, an unknown name
+    is an error.
+
+    Raises:
+        TypeError: without ``drop_absent``, a name is not a field of ``cls`` at this
+            version (the message names the path and the fields that exist).
+    """
+    known = {f.name: w for f, w in wire_fields(cls)}
+    values: dict[str, Any] = {}
+    for name, value in fields.items():
+        w = known.get(name)
+        where = f"{path}.{name}" if path else f"{cls.__name__}.{name}"
+        if w is None:
+            if drop_absent:
+                continue
+            raise TypeError(
+                f"{where}: no such field in {cls.__qualname__} v{entity_info(cls).version}; "
+                f"fields: {', '.join(known)}"
+            )
+        if value is None and drop_absent and not w.nullable:
+            continue
+        values[name] = _build_value(w, value, where, drop_absent)
+    return cls(**values)
+
+
+def _build_value(w: Wire, value: Any, path: str, drop_absent: bool) -> Any:
+    if value is None:
+        return None
+    if w.kind == "struct" and w.entity is not None and isinstance(value, Mapping):
+        return build_entity(w.entity, value, path=path, drop_absent=drop_absent)
+    if w.kind == "array" and isinstance(value, list | tuple):
+        element = w.element
+        if element is None:
+            return tuple(value)
+        return tuple(
+            _build_value(element, v, f"{path}[{i}]", drop_absent)
+            for i, v in enumerate(value)
+        )
+    return value

@@ -38,7 +38,7 @@ from kproto.framing import (
     warn_trailing,
 )
 from kproto.index import ApiKey, api_versions, request_type
-from kproto.meta import Wire, entity_info, wire_fields
+from kproto.meta import build_entity
 
 __all__ = [
     "ApiVersionsNegotiation",
@@ -49,7 +49,6 @@ __all__ = [
     "api_versions_request",
     "api_versions_requests",
     "broker_ranges",
-    "build_entity",
     "common_versions",
 ]
 
@@ -59,47 +58,6 @@ _MAX_CORRELATION_ID: Final = 2**31 - 1
 
 #: The ApiVersions version negotiation starts with.
 FIRST_API_VERSIONS_VERSION: Final = 3
-
-
-def _build_value(w: Wire, value: Any, path: str) -> Any:
-    if value is None:
-        return None
-    if w.kind == "struct" and w.entity is not None and isinstance(value, Mapping):
-        return build_entity(w.entity, value, path=path)
-    if w.kind == "array" and isinstance(value, list | tuple):
-        element = w.element
-        if element is None:
-            return tuple(value)
-        return tuple(
-            _build_value(element, v, f"{path}[{i}]") for i, v in enumerate(value)
-        )
-    return value
-
-
-def build_entity(cls: type[E], fields: Mapping[str, Any], *, path: str = "") -> E:
-    """Build an entity of ``cls`` from keyword values, recursively.
-
-    Nested structs may be given as mappings and arrays as lists; both are turned
-    into the nested classes and tuples of ``cls``'s version, so the same call works
-    for every version of a message. Other values are passed through unchanged;
-    fields not given keep their Kafka defaults.
-
-    Raises:
-        TypeError: a name is not a field of ``cls`` at this version (the message
-            names the path and the fields that exist).
-    """
-    known = {f.name: w for f, w in wire_fields(cls)}
-    values: dict[str, Any] = {}
-    for name, value in fields.items():
-        w = known.get(name)
-        where = f"{path}.{name}" if path else f"{cls.__name__}.{name}"
-        if w is None:
-            raise TypeError(
-                f"{where}: no such field in {cls.__qualname__} v{entity_info(cls).version}; "
-                f"fields: {', '.join(known)}"
-            )
-        values[name] = _build_value(w, value, where)
-    return cls(**values)
 
 
 def api_versions_request(version: int) -> Any:

@@ -96,7 +96,7 @@ def test_producer_codecs_and_acks_then_consumer_and_dump_log(
         r.value for f in files for r in decode_records(f.read_bytes())
     ) == sorted(values)
     out = subprocess.run(
-        [sys.executable, "-m", "kproto.cli", "dump-log", "--json", *map(str, files)],
+        [sys.executable, "-m", "kproto", "dump-log", "--json", *map(str, files)],
         capture_output=True,
         text=True,
         check=True,

@@ -173,7 +173,7 @@ def test_cli_broker_runs_until_sigint(tmp_path: object) -> None:
         [
             sys.executable,
             "-m",
-            "kproto.cli",
+            "kproto",
             "broker",
             "--nodes",
             "2",

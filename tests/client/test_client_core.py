@@ -24,7 +24,7 @@ from kproto.client.metadata import parse_bootstrap
 from kproto.client.protocol import ANY_NODE, Op, Pager, fit
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type, response_type
-from kproto.negotiation import build_entity
+from kproto.meta import build_entity
 from kproto.records import Compression, encode_batch
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")

@@ -21,7 +21,7 @@ from kproto.client.protocol import fit
 from kproto.connection import Connection
 from kproto.errors import KafkaProtocolError
 from kproto.index import ApiKey, data_type, request_type
-from kproto.negotiation import build_entity
+from kproto.meta import build_entity
 from kproto.records import decode_batches
 from kproto.serial import encode
 

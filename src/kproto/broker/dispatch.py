@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from kproto.index import response_type
-from kproto.meta import Wire, wire_fields
+from kproto.meta import build_entity
 
 if TYPE_CHECKING:
     from kproto.broker.state import ClusterState
@@ -104,35 +104,9 @@ def load_handlers() -> dict[int, Handler]:
 
 def build(cls: type, fields: Mapping[str, Any]) -> Any:
     """Build an entity of ``cls`` from ``fields``, dropping the fields ``cls``'s
-    version does not have (recursively: nested structs as mappings, arrays as
-    lists), so one handler answers every version of its API. ``None`` for a
-    field that is not nullable at this version means its default.
-
-    Unlike :func:`kproto.framing.build_entity`, which rejects unknown names, this
-    follows Kafka's generated ``write`` methods, which skip fields absent at the
-    version being written (an ignorable field set to its default).
-    """
-    known = {f.name: w for f, w in wire_fields(cls)}
-    values: dict[str, Any] = {}
-    for name, value in fields.items():
-        w = known.get(name)
-        if w is not None and (value is not None or w.nullable):
-            values[name] = _value(w, value)
-    return cls(**values)
-
-
-def _value(w: Wire, value: Any) -> Any:
-    if value is None:
-        return None
-    if w.kind == "struct" and w.entity is not None and isinstance(value, Mapping):
-        return build(w.entity, value)
-    if w.kind == "array" and isinstance(value, list | tuple):
-        element = w.element
-        if element is None or element.kind != "struct" or element.entity is None:
-            return tuple(value)
-        entity = element.entity
-        return tuple(build(entity, v) if isinstance(v, Mapping) else v for v in value)
-    return value
+    version does not have, so one handler answers every version of its API
+    (:func:`kproto.meta.build_entity` with ``drop_absent``)."""
+    return build_entity(cls, fields, drop_absent=True)
 
 
 def respond(ctx: RequestContext, **fields: Any) -> Any:

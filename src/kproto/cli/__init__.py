@@ -140,7 +140,9 @@ def cmd_describe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         if info.api_key is not None:
             title += f" (api_key {info.api_key})"
         if info.unstable:
-            title += " UNSTABLE (latestVersionUnstable upstream; not negotiated by default)"
+            title += (
+                " UNSTABLE (latestVersionUnstable upstream; not negotiated by default)"
+            )
         print(title, file=out)
         print(
             f"  versions {versions.start}-{versions.stop - 1}; "
