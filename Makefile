@@ -10,7 +10,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml setup.py src/kproto/_speedups.c | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
 	touch $@
 
