@@ -106,12 +106,54 @@ add_int(int64_t base, int64_t delta)
     return r;
 }
 
+/* Header names of the records read so far, by header index: records of a batch
+ * mostly repeat the same names, and an equal str is reused instead of decoded
+ * again (ASCII names only, compared byte for byte; the values are equal strs
+ * either way). Lives for one call. */
+#define NAME_CACHE 8
+typedef struct {
+    PyObject *names[NAME_CACHE];
+} NameCache;
+
+static void
+name_cache_clear(NameCache *c)
+{
+    for (int i = 0; i < NAME_CACHE; i++)
+        Py_CLEAR(c->names[i]);
+}
+
+/* The header name d[p:p+n] as str, from the cache slot `i` when it holds it. */
+static PyObject *
+header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
+            Py_ssize_t i)
+{
+    PyObject *cached = (c != NULL && i < NAME_CACHE) ? c->names[i] : NULL;
+    if (cached != NULL && PyUnicode_GET_LENGTH(cached) == n &&
+        memcmp(PyUnicode_DATA(cached), d + p, (size_t)n) == 0) {
+        Py_INCREF(cached);
+        return cached;
+    }
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, n, NULL);
+    if (s == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            fail_bad();
+        }
+        return NULL;
+    }
+    if (c != NULL && i < NAME_CACHE && PyUnicode_IS_COMPACT_ASCII(s)) {
+        Py_INCREF(s);
+        Py_XSETREF(c->names[i], s);
+    }
+    return s;
+}
+
 /* A key/value/header-value blob at d[*pos]: bytes, or None for length -1. The
  * first-byte tests follow _v2_loop.py exactly (a multi-byte encoding of -1 is
  * rejected there, so it is here). `allow_null` is false for header names. */
 static PyObject *
 read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
-          int is_name)
+          int is_name, NameCache *cache, Py_ssize_t index)
 {
     Py_ssize_t p = *pos;
     if (p >= limit) {
@@ -145,21 +187,16 @@ read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_n
         return NULL;
     }
     *pos = p + (Py_ssize_t)n;
-    if (is_name) {
-        PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, (Py_ssize_t)n, NULL);
-        if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-            PyErr_Clear();
-            fail_bad();
-        }
-        return s;
-    }
+    if (is_name)
+        return header_name(d, p, (Py_ssize_t)n, cache, index);
     return PyBytes_FromStringAndSize((const char *)d + p, (Py_ssize_t)n);
 }
 
 /* The headers of one record at d[*pos] as a tuple (as_list: a list) of
  * (name, value) tuples. */
 static PyObject *
-read_headers(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, int as_list)
+read_headers(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, int as_list,
+             NameCache *cache)
 {
     Py_ssize_t p = *pos;
     if (p >= rec_end) {
@@ -189,10 +226,10 @@ read_headers(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, int as
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name = read_blob(d, &p, rec_end, 0, 1);
+        PyObject *name = read_blob(d, &p, rec_end, 0, 1, cache, i);
         if (name == NULL)
             goto error;
-        PyObject *value = read_blob(d, &p, rec_end, 1, 0);
+        PyObject *value = read_blob(d, &p, rec_end, 1, 0, NULL, 0);
         if (value == NULL) {
             Py_DECREF(name);
             goto error;
@@ -234,7 +271,8 @@ fields_clear(Fields *f)
 
 static int
 read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
-            int64_t base_offset, int64_t base_ts, int headers_as_list, Fields *f)
+            int64_t base_offset, int64_t base_ts, int headers_as_list, NameCache *cache,
+            Fields *f)
 {
     Py_ssize_t p = *pos;
     uint64_t v;
@@ -260,11 +298,11 @@ read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
     if ((f->offset = add_int(base_offset, zigzag(v))) == NULL)
         goto error;
     /* key, then value: a null value is only the one byte 0x01 (-1) */
-    if ((f->key = read_blob(d, &p, rec_end, 1, 0)) == NULL)
+    if ((f->key = read_blob(d, &p, rec_end, 1, 0, NULL, 0)) == NULL)
         goto error;
-    if ((f->value = read_blob(d, &p, rec_end, 1, 0)) == NULL)
+    if ((f->value = read_blob(d, &p, rec_end, 1, 0, NULL, 0)) == NULL)
         goto error;
-    if ((f->headers = read_headers(d, &p, rec_end, headers_as_list)) == NULL)
+    if ((f->headers = read_headers(d, &p, rec_end, headers_as_list, cache)) == NULL)
         goto error;
     if (p != rec_end) {
         fail_bad();
@@ -310,13 +348,14 @@ v2_columns(PyObject *self, PyObject *args)
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
     PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
+    NameCache cache = {{NULL}};
     for (int c = 0; c < 5; c++)
         if ((cols[c] = PyList_New(a.count)) == NULL)
             goto done;
     Py_ssize_t p = a.pos;
     for (Py_ssize_t i = 0; i < a.count; i++) {
         Fields f;
-        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 1, &f) < 0)
+        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 1, &cache, &f) < 0)
             goto done;
         PyList_SET_ITEM(cols[0], i, f.offset);
         PyList_SET_ITEM(cols[1], i, f.timestamp);
@@ -332,6 +371,7 @@ v2_columns(PyObject *self, PyObject *args)
 done:
     for (int c = 0; c < 5; c++)
         Py_XDECREF(cols[c]);
+    name_cache_clear(&cache);
     return result;
 }
 
@@ -346,13 +386,14 @@ v2_records(PyObject *self, PyObject *args)
     if (loop_args(args, &a) < 0)
         return NULL;
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    NameCache cache = {{NULL}};
     PyObject *out = PyTuple_New(a.count);
     if (out == NULL)
         goto error;
     Py_ssize_t p = a.pos;
     for (Py_ssize_t i = 0; i < a.count; i++) {
         Fields f;
-        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 0, &f) < 0)
+        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 0, &cache, &f) < 0)
             goto error;
         PyObject *rec = record_type->tp_alloc(record_type, 0);
         if (rec == NULL) {
@@ -373,9 +414,11 @@ v2_records(PyObject *self, PyObject *args)
         fail_bad();
         goto error;
     }
+    name_cache_clear(&cache);
     return out;
 error:
     Py_XDECREF(out);
+    name_cache_clear(&cache);
     return NULL;
 }
 
