@@ -119,7 +119,9 @@ def decode_v2(
                 buf, rpos, rend, count, base_offset, h.base_timestamp
             )
         else:
-            payload = columns_fast(buf, rpos, rend, count, base_offset, h.base_timestamp)
+            payload = columns_fast(
+                buf, rpos, rend, count, base_offset, h.base_timestamp
+            )
     except (Bad, IndexError, VarintError, UnicodeDecodeError):
         raise v2_records_checked(
             buf, rpos, rend, count, batch_path(pos, base_offset), 0, where
