@@ -467,6 +467,191 @@ setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---- Encoding: the records region of a magic 2 batch ---------------------- */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Out;
+
+static int
+out_reserve(Out *o, Py_ssize_t n)
+{
+    if (n > PY_SSIZE_T_MAX - o->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (o->len + n <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + n)
+        cap = cap > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : cap * 2;
+    char *b = PyMem_Realloc(o->buf, (size_t)cap);
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->buf = b;
+    o->cap = cap;
+    return 0;
+}
+
+static inline int
+uvar_len(uint64_t u)
+{
+    int n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline void
+put_uvar(Out *o, uint64_t u)
+{
+    while (u >= 0x80) {
+        o->buf[o->len++] = (char)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    o->buf[o->len++] = (char)u;
+}
+
+static inline uint64_t
+zz_encode(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* One header (name, value) as (utf8, len, value bytes or NULL). 0 ok, 1 not the
+ * plain shape (the caller falls back to Python), -1 error. */
+static int
+header_parts(PyObject *h, const char **name, Py_ssize_t *name_len, PyObject **value)
+{
+    if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2)
+        return 1;
+    PyObject *n = PyTuple_GET_ITEM(h, 0), *v = PyTuple_GET_ITEM(h, 1);
+    if (!PyUnicode_CheckExact(n) || !(v == Py_None || PyBytes_CheckExact(v)))
+        return 1;
+    *name = PyUnicode_AsUTF8AndSize(n, name_len);
+    if (*name == NULL) { /* surrogates: Python names the error */
+        PyErr_Clear();
+        return 1;
+    }
+    *value = v == Py_None ? NULL : v;
+    return 0;
+}
+
+/* v2_encode_records(items, base_ts) -> bytes, or NotImplemented when an item is
+ * not of the plain shape (key/value bytes or None, headers a list or tuple of
+ * (str, bytes | None) tuples, timestamp delta within int64): then the Python
+ * encoder (records/_encode.py, the reference) does the work and names errors. */
+static PyObject *
+v2_encode_records(PyObject *self, PyObject *args)
+{
+    PyObject *items;
+    long long base_ts;
+    if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &items, &base_ts))
+        return NULL;
+    Out o = {NULL, 0, 0};
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4)
+            goto fallback;
+        PyObject *key = PyTuple_GET_ITEM(item, 0), *value = PyTuple_GET_ITEM(item, 1);
+        PyObject *headers = PyTuple_GET_ITEM(item, 2), *ts = PyTuple_GET_ITEM(item, 3);
+        if (!(key == Py_None || PyBytes_CheckExact(key)) ||
+            !(value == Py_None || PyBytes_CheckExact(value)) || !PyLong_CheckExact(ts))
+            goto fallback;
+        int overflow;
+        long long t = PyLong_AsLongLongAndOverflow(ts, &overflow);
+        if (overflow || (t == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            goto fallback;
+        }
+        int64_t delta;
+        if (__builtin_sub_overflow((int64_t)t, (int64_t)base_ts, &delta))
+            goto fallback;
+        PyObject *hseq;
+        if (PyList_CheckExact(headers) || PyTuple_CheckExact(headers))
+            hseq = headers;
+        else
+            goto fallback;
+        Py_ssize_t hn = PySequence_Fast_GET_SIZE(hseq);
+        PyObject **hitems = PySequence_Fast_ITEMS(hseq);
+        /* the body's size: attributes, deltas, key, value, headers */
+        uint64_t ts_u = zz_encode(delta), off_u = (uint64_t)i << 1;
+        Py_ssize_t klen = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
+        Py_ssize_t vlen = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
+        uint64_t body = 1 + uvar_len(ts_u) + uvar_len(off_u);
+        body += klen < 0 ? 1 : uvar_len(zz_encode(klen)) + (uint64_t)klen;
+        body += vlen < 0 ? 1 : uvar_len(zz_encode(vlen)) + (uint64_t)vlen;
+        body += uvar_len(zz_encode(hn));
+        for (Py_ssize_t j = 0; j < hn; j++) {
+            const char *name;
+            Py_ssize_t name_len;
+            PyObject *hv;
+            if (header_parts(hitems[j], &name, &name_len, &hv) != 0)
+                goto fallback;
+            body += uvar_len(zz_encode(name_len)) + (uint64_t)name_len;
+            body += hv == NULL ? 1
+                               : uvar_len(zz_encode(PyBytes_GET_SIZE(hv))) +
+                                     (uint64_t)PyBytes_GET_SIZE(hv);
+        }
+        if (body > (uint64_t)INT32_MAX) {
+            goto fallback; /* Python raises the size error */
+        }
+        if (out_reserve(&o, (Py_ssize_t)body + 5) < 0)
+            goto error;
+        put_uvar(&o, zz_encode((int64_t)body));
+        o.buf[o.len++] = 0; /* attributes */
+        put_uvar(&o, ts_u);
+        put_uvar(&o, off_u);
+        if (klen < 0)
+            o.buf[o.len++] = 1;
+        else {
+            put_uvar(&o, zz_encode(klen));
+            memcpy(o.buf + o.len, PyBytes_AS_STRING(key), (size_t)klen);
+            o.len += klen;
+        }
+        if (vlen < 0)
+            o.buf[o.len++] = 1;
+        else {
+            put_uvar(&o, zz_encode(vlen));
+            memcpy(o.buf + o.len, PyBytes_AS_STRING(value), (size_t)vlen);
+            o.len += vlen;
+        }
+        put_uvar(&o, zz_encode(hn));
+        for (Py_ssize_t j = 0; j < hn; j++) {
+            const char *name;
+            Py_ssize_t name_len;
+            PyObject *hv;
+            header_parts(hitems[j], &name, &name_len, &hv); /* checked above */
+            put_uvar(&o, zz_encode(name_len));
+            memcpy(o.buf + o.len, name, (size_t)name_len);
+            o.len += name_len;
+            if (hv == NULL)
+                o.buf[o.len++] = 1;
+            else {
+                Py_ssize_t hl = PyBytes_GET_SIZE(hv);
+                put_uvar(&o, zz_encode(hl));
+                memcpy(o.buf + o.len, PyBytes_AS_STRING(hv), (size_t)hl);
+                o.len += hl;
+            }
+        }
+    }
+    PyObject *result = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    return result;
+fallback:
+    PyMem_Free(o.buf);
+    Py_RETURN_NOTIMPLEMENTED;
+error:
+    PyMem_Free(o.buf);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(Record, _RecordSlots, Bad): bind the record class and the rejection "
@@ -477,6 +662,9 @@ static PyMethodDef methods[] = {
     {"v2_records", v2_records, METH_VARARGS,
      "v2_records(data, pos, end, count, base_offset, base_ts) -> tuple of Record; "
      "as records._v2_loop.v2_records_fast."},
+    {"v2_encode_records", v2_encode_records, METH_VARARGS,
+     "v2_encode_records(items, base_ts) -> the records region as bytes, or "
+     "NotImplemented for the Python encoder; as records._encode._v2_records_fast."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,7 +3,8 @@
 ``kproto._speedups`` (``src/kproto/_speedups.c``) is an optional C extension, built by
 ``pip install`` when a C compiler is present (``setup.py``); without one the install
 prints a warning and everything runs in pure Python. It holds the magic 2 record loops
-of :mod:`kproto.records._v2_loop` (``v2_columns_fast`` / ``v2_records_fast``), which stay
+of :mod:`kproto.records._v2_loop` (``v2_columns_fast`` / ``v2_records_fast``) and the
+records region writer of :mod:`kproto.records._encode` (``_v2_records_fast``), which stay
 the reference implementation: the C loops accept exactly the batches the Python loops
 accept and return equal values, and a rejected batch is re-read by the same Python
 code on both paths, so every :class:`~kproto.serial.exceptions.DecodeError` (reason,
@@ -26,12 +27,21 @@ from typing import Any
 from kproto.records._types import Record, _RecordSlots
 from kproto.records._v2_loop import Bad, v2_columns_fast, v2_records_fast
 
-__all__ = ["ENV_VAR", "enabled", "reason", "using", "v2_loops"]
+__all__ = [
+    "ENV_VAR",
+    "available",
+    "enabled",
+    "reason",
+    "using",
+    "v2_encoder",
+    "v2_loops",
+]
 
 ENV_VAR = "KPROTO_NO_EXTENSIONS"
 """Environment variable: any value but empty or ``0`` turns the extension off."""
 
 Loop = Callable[[bytes, int, int, int, int, int], Any]
+Encoder = Callable[[list[Any], int], Any]
 
 
 def _load() -> tuple[ModuleType | None, str]:
@@ -54,6 +64,10 @@ _NATIVE_LOOPS: tuple[Loop, Loop] | None = (
     (_native.v2_columns, _native.v2_records) if _native is not None else None
 )
 _loops: tuple[Loop, Loop] = _NATIVE_LOOPS or _PYTHON_LOOPS
+_NATIVE_ENCODER: Encoder | None = (
+    _native.v2_encode_records if _native is not None else None
+)
+_encoder: Encoder | None = _NATIVE_ENCODER
 
 
 def enabled() -> bool:
@@ -80,6 +94,12 @@ def v2_loops() -> tuple[Loop, Loop]:
     return _loops
 
 
+def v2_encoder() -> Encoder | None:
+    """The C records-region writer ``(items, base_ts) -> bytes | NotImplemented``
+    when enabled, else ``None`` (use ``kproto.records._encode``'s Python writer)."""
+    return _encoder
+
+
 @contextmanager
 def using(native: bool) -> Iterator[None]:
     """Run the block with the C loops (``native=True``) or the Python ones.
@@ -91,12 +111,13 @@ def using(native: bool) -> Iterator[None]:
         RuntimeError: ``native=True`` but the extension is not available
             (:func:`reason` says why).
     """
-    global _loops
+    global _loops, _encoder
     if native and _NATIVE_LOOPS is None:
         raise RuntimeError(f"kproto's C extension is not available: {_reason}")
-    saved = _loops
+    saved = _loops, _encoder
     _loops = _NATIVE_LOOPS if native and _NATIVE_LOOPS else _PYTHON_LOOPS
+    _encoder = _NATIVE_ENCODER if native else None
     try:
         yield
     finally:
-        _loops = saved
+        _loops, _encoder = saved

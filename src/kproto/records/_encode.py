@@ -14,6 +14,7 @@ from typing import Any
 
 import crc32c as _crc32c_module
 
+from kproto import speedups as _speedups
 from kproto.serial.exceptions import EncodeError
 
 from ._codecs import compress
@@ -141,6 +142,11 @@ def _v2_records(
     base_ts: int,
 ) -> bytes:
     """The records region (uncompressed) of a magic 2 batch."""
+    native = _speedups.v2_encoder()  # C, for plain input (see kproto.speedups)
+    if native is not None:
+        region = native(items, base_ts)
+        if isinstance(region, bytes):  # else NotImplemented: not plain input
+            return region
     try:
         return _v2_records_fast(items, base_ts)
     except (TypeError, ValueError, AttributeError):
