@@ -82,9 +82,9 @@ def run(rounds: int, n: int) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines_enc = [
-        "| codec | kproto encode ms | kafka-python ms | aiokafka (C) ms "
-        "| ratio (kafka-python / kproto) |",
-        "|---|---:|---:|---:|---:|",
+        "| codec | kproto C encode ms | kproto Python encode ms | kafka-python ms "
+        "| aiokafka (C) ms | C / aiokafka | ratio (kafka-python / kproto C) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for codec in CODECS:
         data = encode_batch(records, compression=codec)
@@ -142,7 +142,8 @@ def run(rounds: int, n: int) -> str:
             "kproto_columns_py": on(False, kproto_columns),
             "kp_decode": kp_decode,
             "aio_decode": aio_decode,
-            "kproto_encode": kproto_encode,
+            "kproto_encode_c": on(True, kproto_encode) if paths[0] else kproto_encode,
+            "kproto_encode_py": on(False, kproto_encode),
             "kp_encode": kp_encode,
             "aio_encode": aio_encode,
         }
@@ -167,8 +168,11 @@ def run(rounds: int, n: int) -> str:
             f"| {med['kp_decode'] / med['kproto_decode_' + c]:.2f}x |"
         )
         lines_enc.append(
-            f"| {codec.label} | {med['kproto_encode']:.2f} | {med['kp_encode']:.2f} "
-            f"| {med['aio_encode']:.2f} | {med['kp_encode'] / med['kproto_encode']:.2f}x |"
+            f"| {codec.label} | {med['kproto_encode_' + c]:.2f} "
+            f"| {med['kproto_encode_py']:.2f} | {med['kp_encode']:.2f} "
+            f"| {med['aio_encode']:.2f} "
+            f"| {med['kproto_encode_' + c] / med['aio_encode']:.2f} "
+            f"| {med['kp_encode'] / med['kproto_encode_' + c]:.2f}x |"
         )
     head = (
         f"{n} records/batch, 16-byte keys, 200-byte values, 2 headers; median of "
