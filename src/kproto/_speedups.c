@@ -652,6 +652,36 @@ error:
     return NULL;
 }
 
+/* v2_plain(records) -> bool: every item of the list `records` is already what
+ * records/_encode.py's _normalize would return for it unchanged: a 4-tuple of key
+ * and value (bytes or None), headers (a list or tuple) and an int64 timestamp. */
+static PyObject *
+v2_plain(PyObject *self, PyObject *records)
+{
+    if (!PyList_CheckExact(records))
+        Py_RETURN_FALSE;
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(records, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4)
+            Py_RETURN_FALSE;
+        PyObject *key = PyTuple_GET_ITEM(item, 0), *value = PyTuple_GET_ITEM(item, 1);
+        PyObject *headers = PyTuple_GET_ITEM(item, 2), *ts = PyTuple_GET_ITEM(item, 3);
+        if (!(key == Py_None || PyBytes_CheckExact(key)) ||
+            !(value == Py_None || PyBytes_CheckExact(value)) ||
+            !(PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) ||
+            !PyLong_CheckExact(ts))
+            Py_RETURN_FALSE;
+        int overflow;
+        long long t = PyLong_AsLongLongAndOverflow(ts, &overflow);
+        if (overflow || (t == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(Record, _RecordSlots, Bad): bind the record class and the rejection "
@@ -665,6 +695,9 @@ static PyMethodDef methods[] = {
     {"v2_encode_records", v2_encode_records, METH_VARARGS,
      "v2_encode_records(items, base_ts) -> the records region as bytes, or "
      "NotImplemented for the Python encoder; as records._encode._v2_records_fast."},
+    {"v2_plain", v2_plain, METH_O,
+     "v2_plain(records) -> True if records is a list of (bytes|None, bytes|None, "
+     "list|tuple, int64) tuples, which records._encode._normalize returns as they are."},
     {NULL, NULL, 0, NULL},
 };
 

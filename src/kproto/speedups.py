@@ -35,6 +35,7 @@ __all__ = [
     "using",
     "v2_encoder",
     "v2_loops",
+    "v2_plain",
 ]
 
 ENV_VAR = "KPROTO_NO_EXTENSIONS"
@@ -68,6 +69,9 @@ _NATIVE_ENCODER: Encoder | None = (
     _native.v2_encode_records if _native is not None else None
 )
 _encoder: Encoder | None = _NATIVE_ENCODER
+_NATIVE_PLAIN: Callable[[object], bool] | None = (
+    _native.v2_plain if _native is not None else None
+)
 
 
 def enabled() -> bool:
@@ -98,6 +102,13 @@ def v2_encoder() -> Encoder | None:
     """The C records-region writer ``(items, base_ts) -> bytes | NotImplemented``
     when enabled, else ``None`` (use ``kproto.records._encode``'s Python writer)."""
     return _encoder
+
+
+def v2_plain() -> Callable[[object], bool] | None:
+    """When enabled, the C check ``(records) -> bool`` that ``records`` is a list of
+    ``(bytes | None, bytes | None, list | tuple, int64)`` tuples, which
+    ``records._encode._normalize`` would return unchanged; else ``None``."""
+    return _NATIVE_PLAIN if _encoder is not None else None
 
 
 @contextmanager

@@ -222,6 +222,11 @@ def test_hypothesis_batches_encode_alike(src: list[Any], codec: Compression) -> 
         [(b"k", b"v", (("n", None),), 1), (None, None, None, (1 << 63) - 1)],
         [(bytearray(b"k"), memoryview(b"v"), [], -(1 << 63))],
         [(b"k", b"v", [], (1 << 63) - 1), (b"k", b"v", [], -(1 << 63))],
+        # not as _normalize returns them: it fills in or converts first
+        [(b"k", b"v", None, 5), (b"k", b"v"), [b"k", b"v", [], 7]],
+        [Record(offset=9, timestamp=4, key=b"k", value=None, headers=(("h", b""),))],
+        [(b"k", b"v", [], 1 << 63)],
+        [(b"k", b"v", [], True)],
     ],
 )
 def test_odd_encode_input_alike(src: list[Any]) -> None:
