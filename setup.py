@@ -32,8 +32,12 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:  # CompileError, LinkError
             self._warn(exc)
 
-    @staticmethod
-    def _warn(why: object) -> None:
+    _warned = False
+
+    def _warn(self, why: object) -> None:
+        if self._warned:  # e.g. an editable install then fails to copy the missing .so
+            return
+        self._warned = True
         print(
             f"WARNING: kproto's C extension was not built ({why}); "
             "installing the pure-Python implementation, which is slower but the same.",
