@@ -53,7 +53,7 @@ asan: $(STAMP)
 
 ## A long mutation-fuzz pass of the C record loops against the Python ones (~1 minute).
 fuzz: $(STAMP)
-	KPROTO_FUZZ_CASES=40000 $(PY) -m pytest -p no:cacheprovider -q \
+	KPROTO_FUZZ_CASES=300000 $(PY) -m pytest -p no:cacheprovider -q \
 	  tests/records/test_records_native.py -k fuzz
 
 ## The main job on an embedded broker (librdkafka's mock cluster), then the Spark pipeline.
