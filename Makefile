@@ -10,7 +10,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml setup.py src/kproto/_speedups.c | $(PY)
+$(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
 	touch $@
 

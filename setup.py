@@ -48,10 +48,11 @@ class OptionalBuildExt(build_ext):
 setup(
     ext_modules=[
         Extension(
-            "kproto._speedups",
-            ["src/kproto/_speedups.c"],
+            f"kproto.{name}",
+            [f"src/kproto/{name}.c"],
             extra_compile_args=["-O2"] if os.name != "nt" else [],
         )
+        for name in ("_speedups", "_entity_reader")
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

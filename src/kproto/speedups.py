@@ -10,6 +10,12 @@ accept and return equal values, and a rejected batch is re-read by the same Pyth
 code on both paths, so every :class:`~kproto.serial.exceptions.DecodeError` (reason,
 path, offset) is the same.
 
+``kproto._entity_reader`` (``src/kproto/_entity_reader.c``) reads entities: a generic
+reader driven by a description of each generated class built here from the same Wire
+metadata :mod:`kproto.serial.compile` compiles. :func:`entity_reader` wraps a class's
+compiled Python decoder (the reference): the C reader returns an equal entity, or calls
+that decoder itself for any input it is not sure of, so errors come from Python.
+
 Set ``KPROTO_NO_EXTENSIONS=1`` in the environment (before kproto is imported) to run
 pure Python. Check with::
 
@@ -19,6 +25,7 @@ pure Python. Check with::
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -36,6 +43,7 @@ __all__ = [
     "v2_encoder",
     "v2_loops",
     "v2_plain",
+    "entity_reader",
 ]
 
 ENV_VAR = "KPROTO_NO_EXTENSIONS"
@@ -60,6 +68,22 @@ def _load() -> tuple[ModuleType | None, str]:
 
 
 _native, _reason = _load()
+
+
+def _load_entity_reader() -> ModuleType | None:
+    if _native is None:
+        return None
+    try:
+        from kproto import _entity_reader  # type: ignore[attr-defined]
+
+        _entity_reader.setup(uuid.UUID, uuid.SafeUUID.unknown)
+    except (ImportError, TypeError):
+        return None
+    module: ModuleType = _entity_reader
+    return module
+
+
+_entity = _load_entity_reader()
 _PYTHON_LOOPS: tuple[Loop, Loop] = (v2_columns_fast, v2_records_fast)
 _NATIVE_LOOPS: tuple[Loop, Loop] | None = (
     (_native.v2_columns, _native.v2_records) if _native is not None else None
@@ -128,7 +152,76 @@ def using(native: bool) -> Iterator[None]:
     saved = _loops, _encoder
     _loops = _NATIVE_LOOPS if native and _NATIVE_LOOPS else _PYTHON_LOOPS
     _encoder = _NATIVE_ENCODER if native else None
+    was = _entity.set_enabled(native) if _entity is not None else None
     try:
         yield
     finally:
         _loops, _encoder = saved
+        if _entity is not None:
+            _entity.set_enabled(was)
+
+
+def _op(name: str | None, w: Any) -> tuple[Any, ...] | None:
+    """The C reader's description of one field (or array element) ``w``, or None."""
+    if w.kind == "primitive":
+        kind = "bytes" if w.type == "records" else w.type
+        sub: Any = None
+    elif w.kind == "struct":
+        kind, sub = "struct", _describe(w.entity)
+        if sub is None:
+            return None
+    elif w.kind == "array":
+        kind, sub = "array", _op(None, w.element)
+        if sub is None:
+            return None
+    else:
+        return None
+    if kind not in _KINDS:
+        return None
+    return (name, kind, w.nullable, w.compact, w.tag, w.default, sub)
+
+
+_KINDS = frozenset(
+    "int8 int16 uint16 int32 uint32 int64 float64 bool uuid string bytes struct array".split()
+)
+
+
+def _describe(cls: type) -> tuple[Any, ...] | None:
+    """The C reader's description of ``cls``, or None if it cannot read it (a class
+    without a slot-storage base, or a field of a kind it does not know)."""
+    from kproto.meta import entity_info, wire_fields
+    from kproto.serial.compile import _slots_base
+
+    fields = [(f.name, w) for f, w in wire_fields(cls)]
+    base = _slots_base(cls, [name for name, _ in fields])
+    if base is None:
+        return None
+    flexible = entity_info(cls).flexible
+    plain: list[tuple[Any, ...]] = []
+    tagged: list[tuple[Any, ...]] = []
+    unknown = None
+    for name, w in fields:
+        if w.kind == "unknown_tags":
+            if not flexible:
+                return None
+            unknown = name
+            continue
+        op = _op(name, w)
+        if op is None or (w.tag is not None and not flexible):
+            return None
+        (tagged if w.tag is not None else plain).append(op)
+    if flexible and unknown is None:
+        return None
+    return (cls, base, flexible, tuple(plain), tuple(tagged), unknown)
+
+
+def entity_reader(cls: type, fallback: Callable[[Any, int], Any]) -> Any:
+    """``fallback`` (the compiled Python ``decode(buf, pos) -> (entity, pos)`` of
+    ``cls``) wrapped by the C reader, or ``fallback`` itself when the extension is
+    off or cannot describe ``cls``."""
+    if _entity is None:
+        return fallback
+    desc = _describe(cls)
+    if desc is None:
+        return fallback
+    return _entity.make_reader(desc, fallback)

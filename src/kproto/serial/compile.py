@@ -661,7 +661,11 @@ def decoder(cls: type) -> Decoder:
     """The compiled ``decode(buf, pos) -> (entity, pos)`` of ``cls`` (cached)."""
     fn = _decoders.get(cls)
     if fn is None:
-        fn = _decoders[cls] = _build_decoder(cls)
+        # The C reader when the extension is there (it calls this decoder for any
+        # input it is not sure of); see kproto.speedups.
+        from kproto.speedups import entity_reader
+
+        fn = _decoders[cls] = entity_reader(cls, _build_decoder(cls))
     return fn
 
 
