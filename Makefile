@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-pure test-fast demo bench bench-records bench-spark lint clean asan fuzz
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-fast demo bench bench-records bench-spark bench-broker lint clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -67,10 +67,16 @@ bench: $(STAMP)
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
 
+## kproto's broker vs librdkafka's mock cluster: confluent-kafka produce and consume, peak RSS.
+bench-broker: $(STAMP)
+	$(PY) -m benchmarks.broker_bench
+
+## ruff, black, mypy, and the layering contracts in pyproject.toml (import-linter).
 lint: $(STAMP)
 	$(PY) -m ruff check src codegen tests benchmarks
 	$(PY) -m black --check src codegen tests benchmarks
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

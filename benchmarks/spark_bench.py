@@ -6,7 +6,10 @@ Generates a data set of Kafka segment files (``<topic>-<partition>/000...0.log``
 magic 2, codecs rotating none/gzip/snappy/lz4/zstd per file) of about ``--size-mb``
 MB on disk, then runs, in one embedded Spark session (``local[*]``):
 
-* ``kproto``: ``read_log_segments`` -> Parquet;
+* ``kproto``: ``read_log_segments`` -> Parquet with Spark's writer and
+  :data:`kproto.spark.cli.PARQUET_OPTIONS`;
+* ``nodict``: the same with ``key``/``value`` dictionaries off too (the settings
+  before they were turned back on: what they cost in CPU and save in size);
 * ``arrow``: the same decoding in Spark tasks that write Parquet themselves with
   pyarrow (``kproto spark segments --writer arrow``);
 * ``naive``: ``binaryFile`` + kafka-python's ``MemoryRecords`` in an RDD
@@ -14,7 +17,7 @@ MB on disk, then runs, in one embedded Spark session (``local[*]``):
 * ``floor``: ``binaryFile`` through ``mapInArrow`` untouched -> ``noop`` sink (the
   cost of moving the bytes JVM -> Python -> JVM; reported in MB/s);
 * ``single``: kproto's own decoder in this process, no Spark, -> Parquet with
-  pyarrow.
+  pyarrow's default settings: the size reference of the ``x pyarrow`` column.
 
 CPU seconds are user+system time of the driver, the JVM and every Python worker
 (psutil over the process tree, including reaped children), measured around each job.
@@ -26,6 +29,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import struct
 import sys
 import tempfile
@@ -158,6 +162,20 @@ def job_kproto(spark: Any, data: Path, out: Path) -> int:
     return int(spark.read.parquet(str(out)).where("error is null").count())
 
 
+def job_nodict(spark: Any, data: Path, out: Path) -> int:
+    from kproto.spark import read_log_segments
+    from kproto.spark.cli import PARQUET_OPTIONS
+
+    options = {
+        **PARQUET_OPTIONS,
+        "parquet.enable.dictionary#key": "false",
+        "parquet.enable.dictionary#value": "false",
+    }
+    df = read_log_segments(spark, data)
+    df.write.mode("overwrite").options(**options).parquet(str(out))
+    return int(spark.read.parquet(str(out)).where("error is null").count())
+
+
 def job_arrow(spark: Any, data: Path, out: Path) -> int:
     from kproto.spark.cli import write_segments_arrow
 
@@ -255,7 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--dir", type=Path, default=None, help="work folder (default: temp)"
     )
-    ap.add_argument("--jobs", default="kproto,arrow,naive,floor,single")
+    ap.add_argument(
+        "--jobs",
+        default="kproto,nodict,kproto,nodict,kproto,nodict,arrow,naive,floor,single",
+        help="comma-separated; a job named again runs again (interleaved rounds, "
+        "median reported)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the data set")
     ap.add_argument("--warm-mb", type=float, default=20.0, help="warm-up data set size")
     ap.add_argument("--master", default="local[*]")
@@ -310,41 +333,57 @@ def main(argv: list[str] | None = None) -> int:
     if warm.exists():
         shutil.rmtree(warm)
     generate(warm, args.warm_mb, 4)
-    for warm_job in (job_kproto, job_arrow, job_naive, job_floor):
+    for warm_job in (job_kproto, job_nodict, job_arrow, job_naive, job_floor):
         warm_job(spark, warm, work / "warm-out" / warm_job.__name__)
 
     jobs: dict[str, Callable[[], int]] = {
         "kproto": lambda: job_kproto(spark, data, outs / "kproto"),
+        "nodict": lambda: job_nodict(spark, data, outs / "nodict"),
         "arrow": lambda: job_arrow(spark, data, outs / "arrow"),
         "naive": lambda: job_naive(spark, data, outs / "naive"),
         "floor": lambda: job_floor(spark, data, outs / "floor"),
         "single": lambda: job_single(data, outs / "single"),
     }
-    results = {}
+    # A job named more than once (e.g. kproto,nodict,kproto,nodict,...) runs in
+    # interleaved rounds; the table shows its median wall and CPU time.
+    runs: dict[str, list[tuple[float, float, int]]] = {}
     out_mb: dict[str, float] = {}
     for name in args.jobs.split(","):
         wall, cpu, n = measure(jobs[name], in_process=name == "single")
-        results[name] = (wall, cpu, n)
+        runs.setdefault(name, []).append((wall, cpu, n))
         out_mb[name] = _parquet_mb(outs / name)
         print(
             f"  {name}: {wall:.1f} s wall, {cpu:.1f} CPU-s, {n:,} records", flush=True
         )
     spark.stop()
+    results = {
+        name: (
+            statistics.median(r[0] for r in rs),
+            statistics.median(r[1] for r in rs),
+            rs[-1][2],
+        )
+        for name, rs in runs.items()
+    }
 
     print()
     print(f"{cores} cores; input {size / 1e6:,.0f} MB, {records:,} records")
+    reference = out_mb.get("single") or 0.0  # pyarrow's default write
     print(
         "| job | wall s | records/s | MB/s (input) | CPU-s | CPU-s per 1M records "
-        "| Parquet MB |"
+        "| Parquet MB | x pyarrow |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, (wall, cpu, n) in results.items():
         rps = f"{records / wall:,.0f}" if name != "floor" else "-"
         per_m = f"{cpu / records * 1e6:.2f}" if name != "floor" else "-"
         mb = f"{out_mb[name]:,.0f}" if out_mb.get(name) else "-"
+        ratio = (
+            f"{out_mb[name] / reference:.2f}" if out_mb.get(name) and reference else "-"
+        )
+        rounds = f" (median of {len(runs[name])})" if len(runs[name]) > 1 else ""
         print(
-            f"| {name} | {wall:.1f} | {rps} | {size / 1e6 / wall:,.1f} | {cpu:.1f} "
-            f"| {per_m} | {mb} |"
+            f"| {name}{rounds} | {wall:.1f} | {rps} | {size / 1e6 / wall:,.1f} "
+            f"| {cpu:.1f} | {per_m} | {mb} | {ratio} |"
         )
         if name not in ("floor",) and n != records:
             print(f"  WARNING: {name} produced {n:,} records, expected {records:,}")

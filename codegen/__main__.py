@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         start = time.perf_counter()
         messages = sources.load_messages()
-        errors = emit.load_errors(sources.SCHEMA_DIR / "errors.json")
+        errors = emit.load_errors(sources.SCHEMA_DIR / emit.ERRORS_FILE)
         files = emit.render(messages, errors, jobs=args.jobs)
     except (sources.SourceError, ValueError) as exc:
         print(f"codegen: {exc}", file=sys.stderr)

@@ -25,6 +25,9 @@ __all__ = [
     "FieldView",
     "ClassView",
     "PRIMITIVES",
+    "MESSAGE_TYPES",
+    "RECORD_FAMILY",
+    "renumber_coordinator_key",
 ]
 
 # These tables restate kproto.meta.PRIMITIVE_TYPES and kproto.serial.primitives on
@@ -72,6 +75,77 @@ _PY_TYPES = {
 
 class ModelError(ValueError):
     """A definition that parses but breaks one of Kafka's rules."""
+
+
+#: The JSON ``type`` values Kafka's generator knows (``MessageSpecType`` in Kafka's
+#: ``generator`` module). ``coordinator-key``/``coordinator-value`` (Kafka 4.1+) are
+#: the ``__consumer_offsets``/``__transaction_state``/share-coordinator records that
+#: the 2024 source typed ``data``; their ``apiKey`` is the record type id.
+MESSAGE_TYPES = frozenset(
+    {
+        "request",
+        "response",
+        "header",
+        "data",
+        "metadata",
+        "coordinator-key",
+        "coordinator-value",
+    }
+)
+#: Types that name one family of records: a newer file may retype an older ``data``
+#: message as a coordinator record without changing its wire form.
+RECORD_FAMILY = frozenset({"data", "coordinator-key", "coordinator-value"})
+
+
+def _shift_versions(text: Any, by: int) -> Any:
+    """A version-range string moved up by ``by`` (``"0"`` -> ``"2"``, ``"0+"`` -> ``"2+"``)."""
+    if not isinstance(text, str) or text.strip() == "none":
+        return text
+    v = Versions.parse(text)
+    hi = None if v.hi is None else v.hi + by
+    return str(Versions(v.lo + by, hi))
+
+
+def renumber_coordinator_key(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``coordinator-key`` definition renumbered so its version is its record type.
+
+    Kafka 4.1+ key files say ``"validVersions": "0"`` and carry the record type id
+    (the int16 prefix written before the key) in ``apiKey``; the 2024 files used that
+    id as the key's version (``GroupMetadataKey`` v2). kproto keeps the 2024 meaning,
+    so ``data_type("GroupMetadataKey", 2)`` is the key written with prefix 2 whichever
+    file it came from: every version range in the file moves up by ``apiKey``.
+
+    Raises:
+        ModelError: the file is not a single-version key with an ``apiKey``.
+    """
+    record_type = data.get("apiKey")
+    if not isinstance(record_type, int) or data.get("validVersions") != "0":
+        raise ModelError(
+            f"{data.get('name')}: a coordinator-key needs an int apiKey and "
+            f"validVersions '0', got {record_type!r} and {data.get('validVersions')!r}"
+        )
+    keys = frozenset(
+        {
+            "validVersions",
+            "flexibleVersions",
+            "versions",
+            "nullableVersions",
+            "taggedVersions",
+        }
+    )
+
+    def fix(obj: dict[str, Any]) -> dict[str, Any]:
+        out = {
+            k: (_shift_versions(v, record_type) if k in keys else v)
+            for k, v in obj.items()
+        }
+        if "fields" in out:
+            out["fields"] = [fix(f) for f in out["fields"]]
+        if "commonStructs" in out:
+            out["commonStructs"] = [fix(c) for c in out["commonStructs"]]
+        return out
+
+    return fix(data)
 
 
 @attrs.frozen
@@ -207,9 +281,29 @@ class MessageSpec:
     common_structs: dict[str, StructSpec]
     source: str
 
+    @property
+    def unstable_versions(self) -> frozenset[int]:
+        """The versions this file marks unstable: its highest one when
+        ``latestVersionUnstable`` is true (Kafka's ``MessageSpec.latestVersionUnstable``),
+        else none."""
+        vv = self.valid_versions
+        if not self.latest_version_unstable or vv.empty or vv.hi is None:
+            return frozenset()
+        return frozenset({vv.hi})
+
     @classmethod
     def from_json(cls, data: dict[str, Any], source: str) -> MessageSpec:
+        """Validate one parsed definition; ``coordinator-key`` files are renumbered
+        (see :func:`renumber_coordinator_key`).
+
+        Raises:
+            ModelError: an unknown ``type``, a bad version range or field rule.
+        """
         name = data["name"]
+        if data.get("type") not in MESSAGE_TYPES:
+            raise ModelError(f"{source}: unknown message type {data.get('type')!r}")
+        if data["type"] == "coordinator-key":
+            data = renumber_coordinator_key(data)
         commons = {}
         for struct in data.get("commonStructs", []):
             commons[struct["name"]] = StructSpec(

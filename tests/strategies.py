@@ -1,8 +1,11 @@
-"""Hypothesis strategies for any generated entity, derived only from the public field
-metadata (:mod:`kproto.meta`). The library itself registers no strategies."""
+"""Test entities for any generated class, derived only from the public field metadata
+(:mod:`kproto.meta`): Hypothesis strategies (:func:`entities`) and a deterministic,
+non-default builder (:func:`sample_entity`). The library itself registers no
+strategies."""
 
 from __future__ import annotations
 
+import uuid
 from functools import cache
 from typing import Any
 
@@ -64,3 +67,70 @@ def entities(cls: type) -> st.SearchStrategy[Any]:
         else:
             kwargs[field.name] = values(w)
     return st.builds(cls, **kwargs)
+
+
+# ------------------------------------------------------------ deterministic entities
+
+#: Base values of the integer types; ``seed`` moves them (see :func:`sample_value`).
+_INTS = {
+    "int8": 0x35,
+    "int16": 0x1234,
+    "uint16": 0xBEEF,
+    "int32": 0x12345678,
+    "uint32": 0xDEADBEEF,
+    "int64": 0x123456789ABCDEF0,
+}
+_INT_BITS = {"int8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32}
+
+
+def sample_value(w: Wire, seed: int, *, null: bool = False) -> Any:
+    """A deterministic value of field ``w`` that differs from its default (``seed``
+    varies it): numbers in range, strings with a non-ASCII character, two-element
+    arrays, nested structs. With ``null``, nullable fields (nested too) are ``None``."""
+    if null and w.nullable:
+        return None
+    if w.kind == "array":
+        assert w.element is not None
+        return tuple(
+            sample_value(w.element, seed * 7 + i + 1, null=null) for i in range(2)
+        )
+    if w.kind == "struct":
+        assert w.entity is not None
+        return sample_entity(w.entity, seed, null=null)
+    t = w.type
+    if t in _INTS:
+        # Positive and below the signed maximum, so it fits signed and unsigned types.
+        value = (_INTS[t] + seed * 37) % 2 ** (_INT_BITS.get(t, 64) - 1) or 1
+        return value if value != w.default else value + 1
+    if t == "bool":
+        return not bool(w.default)
+    if t == "float64":
+        return 1.5 + seed
+    if t == "uuid":
+        return uuid.UUID(int=(0xC0FFEE << 100) | (seed + 1))
+    if t == "string":
+        return f"{w.name}-{seed}-é"
+    if t in ("bytes", "records"):
+        return bytes([seed & 0xFF, 1, 2, 0xFF])
+    raise AssertionError(f"unexpected type {t}")
+
+
+def sample_entity(
+    cls: type, seed: int = 0, *, null: bool = False, unknown_tags: bool = False
+) -> Any:
+    """A deterministic instance of ``cls`` with every field set to a non-default value
+    (tagged fields too, so they are written), the same for the same ``seed``.
+
+    ``null``: nullable fields are ``None`` instead. ``unknown_tags``: flexible entities
+    also carry one unknown tagged field (a tag above every known one).
+    """
+    values: dict[str, Any] = {}
+    known = [w.tag for _, w in wire_fields(cls) if w.tag is not None]
+    for i, (field, w) in enumerate(wire_fields(cls)):
+        if w.kind == "unknown_tags":
+            if unknown_tags:
+                tag = max(known, default=-1) + 1000 + seed
+                values[field.name] = ((tag, bytes([seed & 0xFF, 0xAB])),)
+            continue
+        values[field.name] = sample_value(w, seed * 31 + i + 1, null=null)
+    return cls(**values)

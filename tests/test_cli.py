@@ -57,7 +57,7 @@ def segment(tmp_path: Path) -> Path:
 
 
 def test_dump_log_text(segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["dump-log", str(segment)]) == 0
+    assert main(["dump-log", "--format", "kproto", str(segment)]) == 0
     out = capsys.readouterr().out
     assert "compression=gzip" in out and "compression=zstd" in out
     assert "key=k0 value=v0" in out and "headers=[h=x]" in out
@@ -74,7 +74,7 @@ def test_dump_log_json(segment: Path, capsys: pytest.CaptureFixture[str]) -> Non
     cap = capsys.readouterr()
     rows = [json.loads(line) for line in cap.out.splitlines()]
     assert [r["offset"] for r in rows] == [0, 1, 2, 3, 4]
-    assert rows[0] == {
+    contract = {  # CONTRACT.md "Command line"
         "offset": 0,
         "timestamp": 1000,
         "key": base64.b64encode(b"k0").decode(),
@@ -87,23 +87,38 @@ def test_dump_log_json(segment: Path, capsys: pytest.CaptureFixture[str]) -> Non
         "is_transactional": False,
         "producer_id": -1,
     }
+    assert {k: rows[0][k] for k in contract} == contract
+    assert (rows[0]["file"], rows[0]["topic"], rows[0]["partition"]) == (
+        str(segment),
+        "topic",
+        0,
+    )
+    assert rows[0]["is_valid"] is True and rows[0]["error"] is None
     assert rows[1]["key"] is None and rows[1]["value"] is None
     assert rows[2]["is_transactional"] and rows[2]["producer_id"] == 7
     assert rows[3]["is_control"] and rows[4]["magic"] == 1
     assert "Summary:" in cap.err and "records=5" in cap.err
 
 
-def test_dump_log_crc_failure(
+def test_dump_log_undecodable_batch(
     segment: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = bytearray(segment.read_bytes())
-    data[40] ^= 0xFF  # inside the first batch's compressed records
+    data[61] ^= 0xFF  # the first batch's gzip magic: neither CRC nor records
     segment.write_bytes(bytes(data))
-    assert main(["dump-log", "--json", str(segment)]) == 1
+    assert main(["dump-log", "--json", str(segment)]) == 0
     cap = capsys.readouterr()
     assert "crc_failures=1" in cap.err and "corrupt batch at position 0" in cap.err
-    assert len(cap.out.splitlines()) == 3  # the other batches still decode
-    assert main(["dump-log", "--no-crc-check", str(segment)]) in (0, 1)
+    rows = [json.loads(line) for line in cap.out.splitlines()]
+    # The broken batch stays in place as one row with the error and no record.
+    assert rows[0]["is_valid"] is False and "gzip" in rows[0]["error"]
+    assert rows[0]["offset"] is None and rows[0]["base_offset"] == 0
+    assert [r["offset"] for r in rows[1:]] == [2, 3, 4]  # the others still decode
+    assert main(["dump-log", "--json", "--fail-on-corrupt", str(segment)]) == 1
+    capsys.readouterr()
+    assert main(["dump-log", "--no-crc-check", str(segment)]) == 0
+    out = capsys.readouterr().out
+    assert "isvalid: unchecked" in out and "| error: " in out
 
 
 def test_dump_log_missing_file(

@@ -5,7 +5,13 @@
 - :mod:`kproto.index`: look classes up by ``api_key``/version or name; :class:`ApiKey`.
 - :mod:`kproto.serial`: ``entity_reader(cls)`` / ``entity_writer(cls)`` over ``IO[bytes]``.
 - :mod:`kproto.records`: record batches (magic 0, 1, 2; every codec).
-- :mod:`kproto.connection`: a thin blocking broker connection.
+- :mod:`kproto.framing`: the sans-IO frame codec (both directions, ``FrameReader``).
+- :mod:`kproto.negotiation`: the ApiVersions state machine under the connections.
+- :mod:`kproto.connection` / :mod:`kproto.aio`: thin blocking and asyncio broker
+  connections.
+- :mod:`kproto.client`: a small client over them (``Client``, ``AsyncClient``): leader
+  routing, produce, fetch, ``iter_records``, offsets, topic admin.
+- :mod:`kproto.proxy`: an asyncio proxy building block (hooks, address rewriting).
 - :mod:`kproto.meta`: the run-time field metadata everything above derives from.
 - :mod:`kproto.spark`: the PySpark pipeline (extra ``kproto[spark]``).
 """

@@ -516,12 +516,30 @@ reader_dealloc(Reader *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Attributes a Reader lacks come from its fallback (__name__, __code__, ...), so it
+ * stands in for the compiled function; __wrapped__ is the fallback itself. */
+static PyObject *
+reader_getattro(PyObject *self, PyObject *name)
+{
+    Reader *rd = (Reader *)self;
+    if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        Py_INCREF(rd->fallback);
+        return rd->fallback;
+    }
+    PyObject *v = PyObject_GenericGetAttr(self, name);
+    if (v != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return v;
+    PyErr_Clear();
+    return PyObject_GetAttr(rd->fallback, name);
+}
+
 static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kproto._entity_reader.Reader",
     .tp_basicsize = sizeof(Reader),
     .tp_dealloc = (destructor)reader_dealloc,
     .tp_call = PyVectorcall_Call,
+    .tp_getattro = reader_getattro,
     .tp_vectorcall_offset = offsetof(Reader, vectorcall),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "reader(buf, pos) -> (entity, pos); see kproto.speedups.",

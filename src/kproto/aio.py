@@ -1,14 +1,16 @@
 """asyncio counterparts of :mod:`kproto.connection`.
 
 Frame helpers over ``asyncio`` streams, and :class:`AsyncConnection`, the asyncio
-twin of :class:`kproto.connection.Connection` (also importable from there). Like
-its blocking twin it is a building block: one connection, one request in flight
-(concurrent ``send`` calls wait on a lock), no retries, no reconnects, no pooling.
+twin of :class:`kproto.connection.Connection` (this module is its only home, so the
+blocking client never loads asyncio). Like its blocking twin it is a
+building block and a thin shell over :class:`kproto.negotiation.NegotiationState`:
+one connection, one request in flight (concurrent ``send`` calls wait on a lock),
+no retries, no reconnects, no pooling.
 
 Example::
 
     import asyncio
-    from kproto.connection import AsyncConnection
+    from kproto.aio import AsyncConnection
     from kproto.index import ApiKey
 
     async def main() -> None:
@@ -23,26 +25,20 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
-    SIZE_PREFIX,
     ConnectionClosedError,
-    KafkaConnectionError,
-    NegotiationState,
-    RequestTimeoutError,
+    FrameReader,
     ResponseDecodeError,
-    api_versions_requests,
-    check_frame_size,
+    ResponseFrame,
     decode_response,
     encode_request,
-    expects_response,
-    response_class_for,
 )
+from kproto.negotiation import ApiVersionsNegotiation, NegotiationState
 
 __all__ = [
     "AsyncConnection",
@@ -52,28 +48,31 @@ __all__ = [
     "decode_response",
 ]
 
-E = TypeVar("E")
-
 
 async def read_frame(
     reader: asyncio.StreamReader, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
 ) -> bytes:
     """Read one frame and return its payload (the bytes after the int32 size).
 
+    Bytes are cut by a :class:`kproto.framing.FrameReader` and read in chunks of
+    at most 64 KiB, never past the end of the frame: the buffer grows as the
+    payload arrives, whatever size the prefix claims.
+
     Raises:
         ConnectionClosedError: EOF before a complete frame.
         FrameError / FrameTooLargeError: the size prefix is below 4 or above
             ``max_frame_bytes`` (bytes).
     """
-    try:
-        (size,) = SIZE_PREFIX.unpack(await reader.readexactly(4))
-        check_frame_size(size, max_frame_bytes)
-        return await reader.readexactly(size)
-    except asyncio.IncompleteReadError as err:
-        raise ConnectionClosedError(
-            f"the peer closed the connection ({len(err.partial)} of "
-            f"{err.expected} bytes read)"
-        ) from err
+    frames = FrameReader(max_frame_bytes=max_frame_bytes)
+    while (payload := frames.next_frame()) is None:
+        try:
+            data = await reader.readexactly(frames.wanted)
+        except asyncio.IncompleteReadError as err:
+            frames.feed(err.partial)
+            frames.eof()
+            raise ConnectionClosedError("the peer closed the connection") from err
+        frames.feed(data)
+    return payload
 
 
 async def write_frame(writer: asyncio.StreamWriter, frame: bytes) -> None:
@@ -100,57 +99,25 @@ class AsyncConnection(NegotiationState):
     Create it with ``await AsyncConnection.open(host, port, ...)``, or construct
     it and ``await conn.connect()``, or use ``async with AsyncConnection(...) as
     conn`` (which connects on entry and closes on exit). Arguments and
-    attributes are those of :class:`~kproto.connection.Connection`; ``timeout_s``
-    bounds connecting and each whole request/response exchange (seconds).
+    attributes are those of :class:`kproto.negotiation.NegotiationState`;
+    ``timeout_s`` bounds connecting and each whole request/response exchange
+    (seconds).
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        *,
-        client_id: str | None = "kproto",
-        ssl_context: ssl.SSLContext | None = None,
-        timeout_s: float = 30.0,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    ) -> None:
-        super().__init__(
-            host,
-            port,
-            client_id=client_id,
-            ssl_context=ssl_context,
-            timeout_s=timeout_s,
-            max_frame_bytes=max_frame_bytes,
-        )
+    def _init_transport(self) -> None:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(
-        cls,
-        host: str,
-        port: int,
-        *,
-        client_id: str | None = "kproto",
-        ssl_context: ssl.SSLContext | None = None,
-        timeout_s: float = 30.0,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    ) -> AsyncConnection:
-        """Construct and connect.
+    async def open(cls, host: str, port: int, **settings: Any) -> AsyncConnection:
+        """Construct (``settings`` as the constructor's keywords) and connect.
 
         Raises:
             KafkaConnectionError: the connection or TLS handshake failed.
             RequestTimeoutError: connecting took longer than ``timeout_s``.
         """
-        conn = cls(
-            host,
-            port,
-            client_id=client_id,
-            ssl_context=ssl_context,
-            timeout_s=timeout_s,
-            max_frame_bytes=max_frame_bytes,
-        )
+        conn = cls(host, port, **settings)
         await conn.connect()
         return conn
 
@@ -174,14 +141,8 @@ class AsyncConnection(NegotiationState):
                 ),
                 self.timeout_s,
             )
-        except TimeoutError as err:
-            raise RequestTimeoutError(
-                f"connecting to {self.host}:{self.port} timed out after {self.timeout_s} s"
-            ) from err
         except OSError as err:
-            raise KafkaConnectionError(
-                f"cannot connect to {self.host}:{self.port}: {err}"
-            ) from err
+            raise self._connect_error(err) from err
 
     @property
     def closed(self) -> bool:
@@ -219,17 +180,6 @@ class AsyncConnection(NegotiationState):
         state = "closed" if self.closed else "open"
         return f"<AsyncConnection {self.host}:{self.port} {state}>"
 
-    async def _exchange(self, frame: bytes, want_response: bool) -> bytes | None:
-        reader, writer = self._reader, self._writer
-        if reader is None or writer is None:
-            raise ConnectionClosedError(
-                f"connection to {self.host}:{self.port} is closed"
-            )
-        await write_frame(writer, frame)
-        if not want_response:
-            return None
-        return await read_frame(reader, max_frame_bytes=self.max_frame_bytes)
-
     async def send(self, request: Any, *, api_version: int | None = None) -> Any:
         """Send one request and return the decoded response body.
 
@@ -238,70 +188,61 @@ class AsyncConnection(NegotiationState):
         On any error except :class:`ResponseDecodeError`, ``TypeError`` and
         ``EncodeError`` the connection is closed; so is it on cancellation.
         """
-        return await self._send(request, api_version, True)
+        frame = await self.send_frame(request, api_version=api_version)
+        return None if frame is None else frame.response
 
-    async def _send(
-        self, request: Any, api_version: int | None, warn_leftover: bool
-    ) -> Any:
-        response_cls = response_class_for(request, api_version)
+    async def send_frame(
+        self,
+        request: Any,
+        *,
+        api_version: int | None = None,
+        warn_leftover: bool = True,
+    ) -> ResponseFrame | None:
+        """As :meth:`send`, but return the whole :class:`kproto.framing.ResponseFrame`."""
         async with self._lock:
-            correlation_id = self._next_correlation_id()
-            frame = encode_request(
-                request,
-                correlation_id=correlation_id,
-                client_id=self.client_id,
-                api_version=api_version,
-            )
+            reader, writer = self._reader, self._writer
+            if reader is None or writer is None:
+                raise self._closed_error()
+            pending = self._prepare(request, api_version)
             try:
-                payload = await asyncio.wait_for(
-                    self._exchange(frame, expects_response(request)), self.timeout_s
-                )
-                if payload is None:
-                    return None
-                return decode_response(
-                    response_cls,
-                    payload,
-                    expected_correlation_id=correlation_id,
-                    warn_leftover=warn_leftover,
-                )
-            except ResponseDecodeError:
-                raise
-            except TimeoutError as err:
-                self._abort()
-                raise RequestTimeoutError(
-                    f"no response from {self.host}:{self.port} within {self.timeout_s} s"
-                ) from err
-            except KafkaConnectionError:
-                self._abort()
-                raise
-            except OSError as err:
-                self._abort()
-                raise ConnectionClosedError(
-                    f"connection to {self.host}:{self.port} failed: {err}"
-                ) from err
+                async with asyncio.timeout(self.timeout_s):
+                    await write_frame(writer, pending.frame)
+                    if not pending.expects_response:
+                        return None
+                    payload = await read_frame(
+                        reader, max_frame_bytes=self.max_frame_bytes
+                    )
+                return self._complete(pending, payload, warn_leftover)
             except asyncio.CancelledError:
                 self._abort()
                 raise
+            except Exception as err:
+                failure = self._failure(err)
+                if failure is err:
+                    raise
+                raise failure from err
 
     async def negotiate(
-        self, *, caps: Mapping[int, int] | None = None
+        self, *, caps: Mapping[int, int] | None = None, allow_unstable: bool = False
     ) -> dict[int, int]:
-        """ApiVersions v3, falling back to v0; as
-        :meth:`kproto.connection.Connection.negotiate`.
+        """ApiVersions v3, falling back as
+        :meth:`kproto.connection.Connection.negotiate` does.
 
         Returns:
             ``{api_key: version}`` (also kept in :attr:`versions`).
         """
-        v3, v0 = api_versions_requests()
-        try:
-            response = await self._send(v3, None, False)
-            if response.error_code == 0:
-                return self._store(response, 3, caps)
-        except ResponseDecodeError:
-            pass
-        except ConnectionClosedError:
-            await self.connect()
-        return self._store(await self.send(v0), 0, caps)
+        negotiation = ApiVersionsNegotiation()
+        while negotiation.request is not None:
+            if negotiation.reconnect:
+                await self.connect()
+            try:
+                frame = await self.send_frame(negotiation.request, warn_leftover=False)
+            except (ResponseDecodeError, ConnectionClosedError) as err:
+                negotiation.fail(err)
+            else:
+                assert frame is not None  # ApiVersions is always answered
+                negotiation.receive(frame)
+        return self._store(negotiation, caps, allow_unstable)
 
     async def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request and send it; as

@@ -22,42 +22,39 @@ broker error *codes* are returned inside the decoded responses (see
 :class:`kproto.errors.ErrorCode`). Leftover bytes after a response body are logged
 as a warning on the ``kproto.connection`` logger.
 
-The asyncio counterpart is :class:`AsyncConnection` (defined in :mod:`kproto.aio`).
+The asyncio counterpart is :class:`kproto.aio.AsyncConnection`. Both are thin
+shells over :class:`kproto.negotiation.NegotiationState` (settings, correlation
+ids, error mapping, the ApiVersions fallback) and :class:`kproto.framing.FrameReader`
+(which buffers a response as it arrives, never the size its prefix claims).
 """
 
 from __future__ import annotations
 
 import socket
-import ssl
 import threading
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from kproto.aio import AsyncConnection
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
-    SIZE_PREFIX,
     ConnectionClosedError,
     CorrelationIdMismatchError,
     FrameError,
     FrameTooLargeError,
     KafkaConnectionError,
-    NegotiationState,
-    NotNegotiatedError,
     RequestTimeoutError,
     ResponseDecodeError,
-    api_versions_requests,
-    check_frame_size,
-    decode_response,
-    encode_request,
-    expects_response,
-    response_class_for,
+    ResponseFrame,
+)
+from kproto.negotiation import (
+    ApiVersionsNegotiation,
+    NegotiationState,
+    NotNegotiatedError,
 )
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
-    "AsyncConnection",
     "Connection",
     "ConnectionClosedError",
     "CorrelationIdMismatchError",
@@ -73,23 +70,12 @@ __all__ = [
 class Connection(NegotiationState):
     """A blocking connection to one broker; see the module docstring.
 
-    Args:
-        host: broker host name or address.
-        port: broker port.
-        client_id: the ``client_id`` of every request header (v1/v2 headers).
-        ssl_context: wrap the socket in TLS with this context (server name = host).
-        timeout_s: seconds for connecting and for each socket operation; on expiry
-            :class:`RequestTimeoutError` is raised and the connection closed.
-        max_frame_bytes: refuse response frames larger than this many bytes
-            (default 100 MiB) with :class:`FrameTooLargeError`.
-
-    Attributes:
-        versions: after :meth:`negotiate`, ``{api_key: version}``, the highest
-            version of each API both sides support.
-        broker_api_versions: after :meth:`negotiate`, ``{api_key: (min, max)}`` as
-            offered by the broker; ``None`` before.
-        api_versions_version: the ApiVersions version that succeeded (3 or 0).
-        api_versions_response: the decoded ApiVersionsResponse.
+    Connects in the constructor. Arguments and attributes are those of
+    :class:`kproto.negotiation.NegotiationState`: ``host``, ``port``,
+    ``client_id="kproto"``, ``ssl_context=None``, ``timeout_s=30.0`` (seconds
+    for connecting and for each socket operation), ``max_frame_bytes`` (default
+    100 MiB); after :meth:`negotiate`, ``versions``, ``broker_api_versions``,
+    ``api_versions_version`` and ``api_versions_response``.
 
     Raises:
         KafkaConnectionError: the TCP connection or TLS handshake failed.
@@ -99,24 +85,7 @@ class Connection(NegotiationState):
     are serialised; there is only ever one request in flight.
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        *,
-        client_id: str | None = "kproto",
-        ssl_context: ssl.SSLContext | None = None,
-        timeout_s: float = 30.0,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    ) -> None:
-        super().__init__(
-            host,
-            port,
-            client_id=client_id,
-            ssl_context=ssl_context,
-            timeout_s=timeout_s,
-            max_frame_bytes=max_frame_bytes,
-        )
+    def _init_transport(self) -> None:
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._connect()
@@ -126,23 +95,15 @@ class Connection(NegotiationState):
             sock = socket.create_connection(
                 (self.host, self.port), timeout=self.timeout_s
             )
-        except TimeoutError as err:
-            raise RequestTimeoutError(
-                f"connecting to {self.host}:{self.port} timed out after {self.timeout_s} s"
-            ) from err
         except OSError as err:
-            raise KafkaConnectionError(
-                f"cannot connect to {self.host}:{self.port}: {err}"
-            ) from err
+            raise self._connect_error(err) from err
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.ssl_context is not None:
                 sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
         except OSError as err:
             sock.close()
-            raise KafkaConnectionError(
-                f"TLS handshake with {self.host}:{self.port} failed: {err}"
-            ) from err
+            raise self._connect_error(err) from err
         self._sock = sock
 
     @property
@@ -160,6 +121,8 @@ class Connection(NegotiationState):
             except OSError:
                 pass
 
+    _abort = close
+
     def __enter__(self) -> Connection:
         return self
 
@@ -175,20 +138,6 @@ class Connection(NegotiationState):
         state = "closed" if self.closed else "open"
         return f"<Connection {self.host}:{self.port} {state}>"
 
-    def _recv_exact(self, sock: socket.socket, n: int) -> bytes:
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            k = sock.recv_into(view[got:], n - got)
-            if k == 0:
-                raise ConnectionClosedError(
-                    f"{self.host}:{self.port} closed the connection "
-                    f"({got} of {n} bytes of a frame read)"
-                )
-            got += k
-        return bytes(buf)
-
     def send(self, request: Any, *, api_version: int | None = None) -> Any:
         """Send one request and return the decoded response body.
 
@@ -198,6 +147,7 @@ class Connection(NegotiationState):
         version. ``api_version`` overrides the version written into the header and
         used to decode the response (default: ``request``'s class version); it is
         meant for probing brokers, since the body is still encoded as its class.
+        Bytes left over after the body are logged as a warning.
 
         A Produce request with ``acks=0`` gets no response from the broker: then
         nothing is read and ``None`` is returned.
@@ -217,65 +167,59 @@ class Connection(NegotiationState):
         All but the last three close the connection, whose stream is then of
         unknown state.
         """
-        return self._send(request, api_version, True)
+        frame = self.send_frame(request, api_version=api_version)
+        return None if frame is None else frame.response
 
-    def _send(self, request: Any, api_version: int | None, warn_leftover: bool) -> Any:
-        response_cls = response_class_for(request, api_version)
+    def send_frame(
+        self,
+        request: Any,
+        *,
+        api_version: int | None = None,
+        warn_leftover: bool = True,
+    ) -> ResponseFrame | None:
+        """As :meth:`send`, but return the whole :class:`kproto.framing.ResponseFrame`
+        (header, body, trailing bytes, ApiVersions fallback flag)."""
         with self._lock:
             sock = self._sock
             if sock is None:
-                raise ConnectionClosedError(
-                    f"connection to {self.host}:{self.port} is closed"
-                )
-            correlation_id = self._next_correlation_id()
-            frame = encode_request(
-                request,
-                correlation_id=correlation_id,
-                client_id=self.client_id,
-                api_version=api_version,
-            )
+                raise self._closed_error()
+            pending = self._prepare(request, api_version)
             try:
-                sock.sendall(frame)
-                if not expects_response(request):
+                sock.sendall(pending.frame)
+                if not pending.expects_response:
                     return None
-                (size,) = SIZE_PREFIX.unpack(self._recv_exact(sock, 4))
-                check_frame_size(size, self.max_frame_bytes)
-                payload = self._recv_exact(sock, size)
-                return decode_response(
-                    response_cls,
-                    payload,
-                    expected_correlation_id=correlation_id,
-                    warn_leftover=warn_leftover,
-                )
-            except ResponseDecodeError:
-                raise
-            except TimeoutError as err:
-                self.close()
-                raise RequestTimeoutError(
-                    f"no response from {self.host}:{self.port} within {self.timeout_s} s"
-                ) from err
-            except KafkaConnectionError:
-                self.close()
-                raise
-            except OSError as err:
-                self.close()
-                raise ConnectionClosedError(
-                    f"connection to {self.host}:{self.port} failed: {err}"
-                ) from err
+                reader = self._frame_reader()
+                while (payload := reader.next_frame()) is None:
+                    data = sock.recv(reader.wanted)
+                    if not data:
+                        reader.eof()
+                        raise self._closed_error()
+                    reader.feed(data)
+                return self._complete(pending, payload, warn_leftover)
+            except Exception as err:
+                failure = self._failure(err)
+                if failure is err:
+                    raise
+                raise failure from err
 
-    def negotiate(self, *, caps: Mapping[int, int] | None = None) -> dict[int, int]:
+    def negotiate(
+        self, *, caps: Mapping[int, int] | None = None, allow_unstable: bool = False
+    ) -> dict[int, int]:
         """Ask the broker which API versions it supports; remember the best common ones.
 
-        Sends ApiVersions v3 (with ``client_software_name``/``_version``). If that
-        fails in any way (an error code, a body that does not decode, or the broker
-        closing the connection, after which one reconnect is made) it sends
-        ApiVersions v0, which every broker answers; the v3 error body is never
-        relied upon.
+        Sends ApiVersions v3 (with ``client_software_name``/``_version``); on
+        UNSUPPORTED_VERSION retries at the version the broker lists, and on a body
+        that does not decode or the broker closing the connection (after which one
+        reconnect is made) falls back to ApiVersions v0, which every broker
+        answers (see :class:`kproto.negotiation.ApiVersionsNegotiation`).
 
         Args:
             caps: optional ``{api_key: highest version to use}``, for brokers known
                 to mishandle versions they advertise (librdkafka's mock cluster
                 with flexible JoinGroup/SyncGroup, for one).
+            allow_unstable: also pick versions Kafka marks ``latestVersionUnstable``
+                (classes with ``__unstable__ = True``); off by default, as in Kafka's
+                own clients.
 
         Returns:
             ``{api_key: version}``, the highest version of each API both sides
@@ -285,22 +229,24 @@ class Connection(NegotiationState):
             kproto.errors.KafkaProtocolError: the v0 response carries an error code.
             KafkaConnectionError: as :meth:`send`.
         """
-        v3, v0 = api_versions_requests()
-        try:
-            response = self._send(v3, None, False)
-            if response.error_code == 0:
-                return self._store(response, 3, caps)
-        except ResponseDecodeError:
-            pass
-        except ConnectionClosedError:
-            self._connect()
-        return self._store(self.send(v0), 0, caps)
+        negotiation = ApiVersionsNegotiation()
+        while negotiation.request is not None:
+            if negotiation.reconnect:
+                self._connect()
+            try:
+                frame = self.send_frame(negotiation.request, warn_leftover=False)
+            except (ResponseDecodeError, ConnectionClosedError) as err:
+                negotiation.fail(err)
+            else:
+                assert frame is not None  # ApiVersions is always answered
+                negotiation.receive(frame)
+        return self._store(negotiation, caps, allow_unstable)
 
     def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request for ``api_key`` and send it.
 
         ``fields`` are the request's attribute names; nested structs may be given
-        as dicts and arrays as lists (see :func:`kproto.framing.build_entity`).
+        as dicts and arrays as lists (see :func:`kproto.negotiation.build_entity`).
         Runs :meth:`negotiate` first if it has not run.
 
         Returns:

@@ -1,14 +1,19 @@
-"""Request and response frames: the bytes between a client and a Kafka broker.
+"""Request and response frames: the bytes between a Kafka client and a broker.
 
-Shared by the blocking :class:`kproto.connection.Connection` and the asyncio
-:class:`kproto.aio.AsyncConnection`; nothing here does I/O.
+The frame codec, without I/O (the sans-IO style of h11 and h2): the blocking
+:class:`kproto.connection.Connection`, the asyncio :class:`kproto.aio.AsyncConnection`
+and :mod:`kproto.proxy` move bytes and call this; the ApiVersions negotiation lives
+in :mod:`kproto.negotiation`.
 
 A frame on the wire is an int32 size (big-endian, the number of bytes that follow)
 and a payload. A request payload is the request header (``RequestHeader`` v0, v1 or
 v2, chosen by the request class's ``__header_schema__``) followed by the request
 body; a response payload is the response header (``ResponseHeader`` v0 or v1) and
 the response body. The header carries the correlation id that pairs a response
-with its request.
+with its request. Both directions are here: a client calls :func:`encode_request`
+and :func:`decode_response_frame`; a broker or proxy calls :func:`decode_request`
+and :func:`encode_response`; :class:`FrameReader` cuts any slicing of a byte
+stream into frames.
 
 Example::
 
@@ -24,16 +29,15 @@ from __future__ import annotations
 
 import io
 import logging
-import ssl
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterator
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import attrs
 
-from kproto.errors import KafkaProtocolError
-from kproto.index import request_type, response_type
-from kproto.meta import Wire, entity_info, wire_fields
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey, request_type, response_type
+from kproto.meta import entity_info
 from kproto.serial import DecodeError, encode, entity_reader
 
 __all__ = [
@@ -46,8 +50,8 @@ __all__ = [
     "FrameTooLargeError",
     "CorrelationIdMismatchError",
     "ResponseDecodeError",
-    "NotNegotiatedError",
     "encode_request",
+    "encode_frame",
     "decode_request",
     "encode_response",
     "RequestHeaderInfo",
@@ -55,14 +59,13 @@ __all__ = [
     "RequestDecodeError",
     "UnsupportedRequestError",
     "check_frame_size",
+    "FrameReader",
+    "ResponseFrame",
     "decode_response",
+    "decode_response_frame",
     "response_class_for",
-    "build_entity",
-    "api_versions_requests",
-    "broker_ranges",
-    "common_versions",
     "expects_response",
-    "NegotiationState",
+    "warn_trailing",
 ]
 
 log = logging.getLogger("kproto.connection")
@@ -77,9 +80,10 @@ E = TypeVar("E")
 
 
 class KafkaConnectionError(Exception):
-    """Base class of every error raised by :mod:`kproto.connection` and
-    :mod:`kproto.aio`: the socket failed, the broker closed it, or a frame was
-    malformed. Broker error *codes* inside a decoded response are not errors here."""
+    """Base class of every error raised by :mod:`kproto.connection`,
+    :mod:`kproto.aio` and the frame codec: the socket failed, the peer closed it,
+    or a frame was malformed. Broker error *codes* inside a decoded response are
+    not errors here."""
 
 
 class ConnectionClosedError(KafkaConnectionError):
@@ -97,7 +101,8 @@ class FrameError(KafkaConnectionError):
 
 
 class FrameTooLargeError(FrameError):
-    """A response frame claims more bytes than the connection's ``max_frame_bytes``.
+    """A frame claims more bytes than ``max_frame_bytes`` (raised as soon as the
+    4-byte size prefix is read, before any of the payload is buffered).
 
     Attributes:
         size: the claimed size in bytes.
@@ -108,7 +113,7 @@ class FrameTooLargeError(FrameError):
         self.size = size
         self.limit = limit
         super().__init__(
-            f"response frame of {size} bytes exceeds the limit of {limit} bytes "
+            f"frame of {size} bytes exceeds the limit of {limit} bytes "
             "(raise max_frame_bytes if this is expected)"
         )
 
@@ -153,19 +158,6 @@ class ResponseDecodeError(KafkaConnectionError):
             f"cannot decode response to api_key {api_key} v{api_version} "
             f"({len(payload)} bytes): {cause}"
         )
-
-
-class NotNegotiatedError(KafkaConnectionError):
-    """:meth:`version_for` was asked before :meth:`negotiate`, or the broker and
-    kproto share no version of the API.
-
-    Attributes:
-        api_key: the API asked about.
-    """
-
-    def __init__(self, api_key: int, message: str) -> None:
-        self.api_key = api_key
-        super().__init__(message)
 
 
 def response_class_for(request: Any, api_version: int | None = None) -> type:
@@ -215,7 +207,18 @@ def encode_request(
     }
     if "client_id" in attrs.fields_dict(header_cls):
         header_fields["client_id"] = client_id
-    payload = encode(header_cls(**header_fields)) + encode(request)
+    return encode_frame(header_cls(**header_fields), request)
+
+
+def encode_frame(header: Any, body: Any) -> bytes:
+    """Encode ``header`` then ``body`` (entities of matching header and message
+    versions; nothing is checked) behind an int32 size prefix. For a proxy
+    forwarding a changed request under the client's own header.
+
+    Raises:
+        kproto.serial.EncodeError: a field does not fit its type.
+    """
+    payload = encode(header) + encode(body)
     return SIZE_PREFIX.pack(len(payload)) + payload
 
 
@@ -352,37 +355,165 @@ def encode_response(header: Any, response: Any) -> bytes:
     header_cls: type = type(response).__header_schema__
     if type(header) is not header_cls:
         header = header_cls(correlation_id=header.correlation_id)
-    payload = encode(header) + encode(response)
-    return SIZE_PREFIX.pack(len(payload)) + payload
+    return encode_frame(header, response)
 
 
 def check_frame_size(size: int, max_frame_bytes: int) -> int:
-    """Validate a response frame's int32 size prefix; return it.
+    """Validate a frame's int32 size prefix (bytes); return it.
 
     Raises:
-        FrameError: the size is smaller than the 4-byte correlation id.
+        FrameError: the size is smaller than 4 bytes (a response's correlation id;
+            a request needs 8, which :func:`peek_request_header` checks).
         FrameTooLargeError: the size exceeds ``max_frame_bytes``.
     """
     if size < 4:
-        raise FrameError(f"impossible response frame size {size} (minimum 4 bytes)")
+        raise FrameError(f"impossible frame size {size} (minimum 4 bytes)")
     if size > max_frame_bytes:
         raise FrameTooLargeError(size, max_frame_bytes)
     return size
 
 
-def decode_response(
-    response_cls: type[E],
-    payload: bytes,
-    *,
-    expected_correlation_id: int | None,
-    warn_leftover: bool = True,
-) -> E:
-    """Decode a response payload (header and body, no size prefix).
+#: The most a shell should read at once while a frame is incomplete (bytes): the
+#: buffer grows by at most this much per read, whatever size the prefix claims.
+READ_CHUNK_BYTES: Final = 64 * 1024
 
-    The header class is ``response_cls.__header_schema__``. Bytes left over after
-    the body are ignored, with a warning on the ``kproto.connection`` logger
-    unless ``warn_leftover`` is false (some brokers, such as librdkafka's mock
-    cluster for Metadata v13, append extra bytes).
+
+class FrameReader:
+    """Cut a byte stream into frame payloads, whatever its slicing (sans-IO).
+
+    :meth:`feed` takes bytes as they arrive (any chunking, down to one byte);
+    :meth:`next_frame` returns each complete payload (the bytes after the size
+    prefix) in order, or ``None`` until one is complete. The size prefix is checked
+    as soon as its 4 bytes arrive, so an over-large frame is refused before its
+    payload is buffered, and the buffer only ever holds bytes that arrived:
+    nothing is allocated up front for the size a peer claims.
+
+    Args:
+        max_frame_bytes: the largest payload accepted (bytes; default 100 MiB).
+
+    Example::
+
+        >>> reader = FrameReader()
+        >>> reader.feed(b"\\x00\\x00"); reader.feed(b"\\x00\\x04abcd\\x00")
+        >>> reader.next_frame(), reader.next_frame(), reader.buffered
+        (b'abcd', None, 1)
+
+    Raises (from :meth:`feed`):
+        FrameError / FrameTooLargeError: a size prefix below 4 or above
+            ``max_frame_bytes``; the stream is out of step from then on.
+    """
+
+    def __init__(self, *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._size: int | None = None  # payload size of the frame at the front
+
+    @property
+    def buffered(self) -> int:
+        """Bytes fed and not yet returned as a frame."""
+        return len(self._buf)
+
+    @property
+    def wanted(self) -> int:
+        """How many bytes a shell should read next (bytes, at least 1): what the
+        frame at the front still lacks, capped at :data:`READ_CHUNK_BYTES`."""
+        need = 4 if self._size is None else 4 + self._size
+        return max(1, min(need - len(self._buf), READ_CHUNK_BYTES))
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append bytes from the stream.
+
+        Raises:
+            FrameError / FrameTooLargeError: as the class says.
+        """
+        self._buf += data
+        self._check_prefix()
+
+    def _check_prefix(self) -> None:
+        if self._size is None and len(self._buf) >= 4:
+            (size,) = SIZE_PREFIX.unpack_from(self._buf, 0)
+            self._size = check_frame_size(size, self.max_frame_bytes)
+
+    def next_frame(self) -> bytes | None:
+        """The next complete payload (without its size prefix), or ``None``."""
+        size = self._size
+        if size is None or len(self._buf) < 4 + size:
+            return None
+        with memoryview(self._buf) as view:
+            payload = bytes(view[4 : 4 + size])  # one copy, not two
+        del self._buf[: 4 + size]
+        self._size = None
+        self._check_prefix()
+        return payload
+
+    def __iter__(self) -> Iterator[bytes]:
+        """Every complete payload buffered now, in order."""
+        while (payload := self.next_frame()) is not None:
+            yield payload
+
+    def requests(self) -> Iterator[tuple[Any, Any]]:
+        """``(header, request)`` for every complete request frame buffered now, as
+        :func:`decode_request` gives them (for a broker reading a client stream).
+
+        Raises:
+            RequestDecodeError / UnsupportedRequestError: as :func:`decode_request`;
+                the bad frame is consumed, later ones stay buffered.
+        """
+        for payload in self:
+            yield decode_request(payload)
+
+    def eof(self) -> None:
+        """The stream ended: fine between frames.
+
+        Raises:
+            ConnectionClosedError: a frame was cut off (says how much arrived).
+        """
+        if self._buf:
+            have = len(self._buf) - 4
+            raise ConnectionClosedError(
+                "the peer closed the connection mid-frame "
+                + (
+                    f"({len(self._buf)} of 4 size-prefix bytes read)"
+                    if self._size is None
+                    else f"({have} of {self._size} bytes of a frame read)"
+                )
+            )
+
+
+class ResponseFrame(NamedTuple):
+    """Everything in a response payload, for callers that must lose nothing (a
+    proxy re-encoding a frame, a tool showing a capture).
+
+    Attributes:
+        header: the ``ResponseHeader`` entity (v0 or v1).
+        response: the decoded body: an entity of the class asked for, or, when
+            ``api_versions_fallback`` is true, an ``ApiVersionsResponse`` v0.
+        trailing: bytes left over after the body (empty from a correct broker;
+            librdkafka's mock cluster appends one to Metadata v13).
+        api_versions_fallback: the broker answered an ApiVersions request of a
+            version it does not support with Kafka's fallback, a v0 body with
+            error_code 35 (UNSUPPORTED_VERSION) listing the ApiVersions versions
+            it does support (KIP-511; Kafka's ``RequestContext.apiVersion`` on
+            the broker, ``ApiVersionsResponse.parse`` on the client).
+    """
+
+    header: Any
+    response: Any
+    trailing: bytes
+    api_versions_fallback: bool = False
+
+
+def decode_response_frame(
+    response_cls: type, payload: bytes, *, expected_correlation_id: int | None = None
+) -> ResponseFrame:
+    """Decode a response payload (header and body, no size prefix) losslessly.
+
+    The header class is ``response_cls.__header_schema__``. Re-encoding
+    ``header`` and ``response`` then appending ``trailing`` gives ``payload``
+    back for every well-formed frame. For ApiVersions above v0, a body that fails
+    to decode, or decodes with error_code 35, is tried as the v0 fallback body
+    (which must then consume the payload exactly); see
+    :attr:`ResponseFrame.api_versions_fallback`.
 
     Raises:
         CorrelationIdMismatchError: the header's correlation id is not
@@ -400,184 +531,85 @@ def decode_response(
     received = header.correlation_id
     if expected_correlation_id is not None and received != expected_correlation_id:
         raise CorrelationIdMismatchError(expected_correlation_id, received)
+    body_at = stream.tell()
+    error: DecodeError | None = None
+    body: Any = None
     try:
-        body: E = entity_reader(cast(Any, response_cls))(stream)
+        body = entity_reader(cast(Any, response_cls))(stream)
     except DecodeError as err:
-        raise ResponseDecodeError(api_key, info.version, payload, err) from err
-    left = len(payload) - stream.tell()
-    if left and warn_leftover:
-        log.warning(
-            "ignored %d bytes left over after %s v%d (correlation id %d)",
-            left,
-            response_cls.__name__,
-            info.version,
-            received,
+        error = err
+    if api_key == ApiKey.API_VERSIONS and info.version > 0:
+        unsupported = error is not None or (
+            body.error_code == ErrorCode.UNSUPPORTED_VERSION
         )
+        if unsupported:
+            fallback = _api_versions_v0_body(payload, body_at)
+            if fallback is not None:
+                return ResponseFrame(header, fallback, b"", True)
+    if error is not None:
+        raise ResponseDecodeError(api_key, info.version, payload, error) from error
+    return ResponseFrame(header, body, payload[stream.tell() :])
+
+
+def _api_versions_v0_body(payload: bytes, at: int) -> Any:
+    """The ApiVersionsResponse v0 at ``payload[at:]`` if it is an error_code 35 body
+    consuming every byte, else ``None``."""
+    v0 = response_type(ApiKey.API_VERSIONS, 0)
+    stream = io.BytesIO(payload)
+    stream.seek(at)
+    try:
+        body = entity_reader(v0)(stream)
+    except DecodeError:
+        return None
+    if (
+        stream.tell() != len(payload)
+        or body.error_code != ErrorCode.UNSUPPORTED_VERSION
+    ):
+        return None
     return body
 
 
-def _build_value(w: Wire, value: Any, path: str) -> Any:
-    if value is None:
-        return None
-    if w.kind == "struct" and w.entity is not None and isinstance(value, Mapping):
-        return build_entity(w.entity, value, path=path)
-    if w.kind == "array" and isinstance(value, list | tuple):
-        element = w.element
-        if element is None:
-            return tuple(value)
-        return tuple(
-            _build_value(element, v, f"{path}[{i}]") for i, v in enumerate(value)
-        )
-    return value
+def decode_response(
+    response_cls: type[E],
+    payload: bytes,
+    *,
+    expected_correlation_id: int | None,
+    warn_leftover: bool = True,
+) -> E:
+    """Decode a response payload (header and body, no size prefix); return the body.
 
-
-def build_entity(cls: type[E], fields: Mapping[str, Any], *, path: str = "") -> E:
-    """Build an entity of ``cls`` from keyword values, recursively.
-
-    Nested structs may be given as mappings and arrays as lists; both are turned
-    into the nested classes and tuples of ``cls``'s version, so the same call works
-    for every version of a message. Other values are passed through unchanged;
-    fields not given keep their Kafka defaults.
+    The shorthand of :func:`decode_response_frame` for callers that need only the
+    body: the header is checked and dropped, and bytes left over after the body
+    are dropped with a warning on the ``kproto.connection`` logger unless
+    ``warn_leftover`` is false. (An ApiVersions v0 fallback body is returned as
+    the v0 entity.)
 
     Raises:
-        TypeError: a name is not a field of ``cls`` at this version (the message
-            names the path and the fields that exist).
+        CorrelationIdMismatchError, ResponseDecodeError: as
+            :func:`decode_response_frame`.
     """
-    known = {f.name: w for f, w in wire_fields(cls)}
-    values: dict[str, Any] = {}
-    for name, value in fields.items():
-        w = known.get(name)
-        where = f"{path}.{name}" if path else f"{cls.__name__}.{name}"
-        if w is None:
-            raise TypeError(
-                f"{where}: no such field in {cls.__qualname__} v{entity_info(cls).version}; "
-                f"fields: {', '.join(known)}"
-            )
-        values[name] = _build_value(w, value, where)
-    return cls(**values)
+    frame = decode_response_frame(
+        response_cls, payload, expected_correlation_id=expected_correlation_id
+    )
+    if warn_leftover:
+        warn_trailing(frame)
+    return cast(E, frame.response)
 
 
-def api_versions_requests() -> tuple[Any, Any]:
-    """The two ApiVersions requests :meth:`negotiate` tries: v3 (naming the client
-    software, KIP-511) and the v0 fallback every broker answers."""
-    from kproto import __version__
-    from kproto.schema.api_versions.v0 import ApiVersionsRequest as V0
-    from kproto.schema.api_versions.v3 import ApiVersionsRequest as V3
-
-    return V3(client_software_name="kproto", client_software_version=__version__), V0()
-
-
-def broker_ranges(response: Any) -> dict[int, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` from an ApiVersionsResponse of any
-    version."""
-    return {
-        int(k.api_key): (int(k.min_version), int(k.max_version))
-        for k in response.api_keys
-    }
-
-
-def common_versions(ranges: Mapping[int, tuple[int, int]]) -> dict[int, int]:
-    """For each API both the broker (``ranges``) and kproto know, the highest version
-    both support; APIs with no common version are left out."""
-    from kproto.index import UnknownMessageError, api_versions
-
-    out: dict[int, int] = {}
-    for api_key, (lo, hi) in sorted(ranges.items()):
-        try:
-            ours = api_versions(api_key)
-        except UnknownMessageError:
-            continue
-        top = min(hi, ours.stop - 1)
-        if top >= max(lo, ours.start):
-            out[api_key] = top
-    return out
+def warn_trailing(frame: ResponseFrame) -> None:
+    """Log ``frame.trailing``, if any, as a warning on the ``kproto.connection``
+    logger (for callers that drop it)."""
+    if frame.trailing:
+        info = entity_info(frame.response)
+        log.warning(
+            "ignored %d bytes left over after %s v%d (correlation id %d)",
+            len(frame.trailing),
+            info.name,
+            info.version,
+            frame.header.correlation_id,
+        )
 
 
 def expects_response(request: Any) -> bool:
     """False for a Produce request with ``acks=0``, which brokers never answer."""
     return not (entity_info(request).api_key == 0 and getattr(request, "acks", 1) == 0)
-
-
-_MAX_CORRELATION_ID = 2**31 - 1
-
-
-class NegotiationState:
-    """Correlation ids and negotiated versions, shared by the blocking and asyncio
-    connections (no I/O here)."""
-
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        *,
-        client_id: str | None,
-        ssl_context: ssl.SSLContext | None,
-        timeout_s: float,
-        max_frame_bytes: int,
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.client_id = client_id
-        self.ssl_context = ssl_context
-        self.timeout_s = timeout_s
-        self.max_frame_bytes = max_frame_bytes
-        self.broker_api_versions: dict[int, tuple[int, int]] | None = None
-        self.versions: dict[int, int] = {}
-        self.api_versions_version: int | None = None
-        self.api_versions_response: Any = None
-        self._correlation_id = 0
-
-    def _next_correlation_id(self) -> int:
-        self._correlation_id = self._correlation_id % _MAX_CORRELATION_ID + 1
-        return self._correlation_id
-
-    def _store(
-        self, response: Any, version: int, caps: Mapping[int, int] | None
-    ) -> dict[int, int]:
-        if response.error_code != 0:
-            raise KafkaProtocolError(
-                response.error_code, f"ApiVersionsResponse v{version}"
-            )
-        self.api_versions_response = response
-        self.api_versions_version = version
-        self.broker_api_versions = broker_ranges(response)
-        versions = common_versions(self.broker_api_versions)
-        for api_key, cap in (caps or {}).items():
-            if api_key in versions:
-                if cap < self.broker_api_versions[api_key][0]:
-                    del versions[api_key]
-                else:
-                    versions[api_key] = min(versions[api_key], cap)
-        self.versions = versions
-        return dict(self.versions)
-
-    def version_for(self, api_key: int) -> int:
-        """The highest version of ``api_key`` both the broker and kproto support.
-
-        Raises:
-            NotNegotiatedError: :meth:`negotiate` has not run, or there is no common
-                version (the broker does not offer the API, or only versions kproto
-                lacks).
-        """
-        if self.broker_api_versions is None:
-            raise NotNegotiatedError(api_key, "call negotiate() before version_for()")
-        try:
-            return self.versions[api_key]
-        except KeyError:
-            offered = self.broker_api_versions.get(api_key)
-            raise NotNegotiatedError(
-                api_key,
-                f"no common version for api_key {api_key}: broker offers "
-                f"{'nothing' if offered is None else f'v{offered[0]}-v{offered[1]}'}",
-            ) from None
-
-    def build_request(self, api_key: int, fields: Mapping[str, Any]) -> Any:
-        """Build the request class of the negotiated version of ``api_key`` from
-        ``fields`` (nested structs as mappings, arrays as lists; see
-        :func:`kproto.framing.build_entity`).
-
-        Raises:
-            NotNegotiatedError: as :meth:`version_for`.
-            TypeError: a field does not exist at the negotiated version.
-        """
-        return build_entity(request_type(api_key, self.version_for(api_key)), fields)

@@ -2,7 +2,7 @@
 """Find generated entity classes by ``api_key`` and ``api_version``, or by message name.
 
 Tables of import paths are resolved on first use, so importing this module does not
-import the ~1305 generated modules.
+import the ~1441 generated modules.
 
 Example::
 
@@ -79,7 +79,7 @@ class ApiKey(enum.IntEnum):
     SASL_HANDSHAKE = 17
     """SaslHandshakeRequest / SaslHandshakeResponse, versions 0-1."""
     API_VERSIONS = 18
-    """ApiVersionsRequest / ApiVersionsResponse, versions 0-4."""
+    """ApiVersionsRequest / ApiVersionsResponse, versions 0-5."""
     CREATE_TOPICS = 19
     """CreateTopicsRequest / CreateTopicsResponse, versions 0-7."""
     DELETE_TOPICS = 20
@@ -87,7 +87,7 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     """DeleteRecordsRequest / DeleteRecordsResponse, versions 0-2."""
     INIT_PRODUCER_ID = 22
-    """InitProducerIdRequest / InitProducerIdResponse, versions 0-6."""
+    """InitProducerIdRequest / InitProducerIdResponse, versions 0-6 (stable 0-5)."""
     OFFSET_FOR_LEADER_EPOCH = 23
     """OffsetForLeaderEpochRequest / OffsetForLeaderEpochResponse, versions 0-4."""
     ADD_PARTITIONS_TO_TXN = 24
@@ -99,7 +99,7 @@ class ApiKey(enum.IntEnum):
     WRITE_TXN_MARKERS = 27
     """WriteTxnMarkersRequest / WriteTxnMarkersResponse, versions 0-2."""
     TXN_OFFSET_COMMIT = 28
-    """TxnOffsetCommitRequest / TxnOffsetCommitResponse, versions 0-5."""
+    """TxnOffsetCommitRequest / TxnOffsetCommitResponse, versions 0-6."""
     DESCRIBE_ACLS = 29
     """DescribeAclsRequest / DescribeAclsResponse, versions 0-3."""
     CREATE_ACLS = 30
@@ -127,7 +127,7 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_DELEGATION_TOKEN = 41
     """DescribeDelegationTokenRequest / DescribeDelegationTokenResponse, versions 0-3."""
     DELETE_GROUPS = 42
-    """DeleteGroupsRequest / DeleteGroupsResponse, versions 0-2."""
+    """DeleteGroupsRequest / DeleteGroupsResponse, versions 0-3."""
     ELECT_LEADERS = 43
     """ElectLeadersRequest / ElectLeadersResponse, versions 0-2."""
     INCREMENTAL_ALTER_CONFIGS = 44
@@ -147,7 +147,7 @@ class ApiKey(enum.IntEnum):
     ALTER_USER_SCRAM_CREDENTIALS = 51
     """AlterUserScramCredentialsRequest / AlterUserScramCredentialsResponse, versions 0-0."""
     VOTE = 52
-    """VoteRequest / VoteResponse, versions 0-1."""
+    """VoteRequest / VoteResponse, versions 0-2."""
     BEGIN_QUORUM_EPOCH = 53
     """BeginQuorumEpochRequest / BeginQuorumEpochResponse, versions 0-1."""
     END_QUORUM_EPOCH = 54
@@ -169,7 +169,7 @@ class ApiKey(enum.IntEnum):
     BROKER_REGISTRATION = 62
     """BrokerRegistrationRequest / BrokerRegistrationResponse, versions 0-4."""
     BROKER_HEARTBEAT = 63
-    """BrokerHeartbeatRequest / BrokerHeartbeatResponse, versions 0-1."""
+    """BrokerHeartbeatRequest / BrokerHeartbeatResponse, versions 0-2."""
     UNREGISTER_BROKER = 64
     """UnregisterBrokerRequest / UnregisterBrokerResponse, versions 0-0."""
     DESCRIBE_TRANSACTIONS = 65
@@ -181,7 +181,7 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     """ConsumerGroupHeartbeatRequest / ConsumerGroupHeartbeatResponse, versions 0-1."""
     CONSUMER_GROUP_DESCRIBE = 69
-    """ConsumerGroupDescribeRequest / ConsumerGroupDescribeResponse, versions 0-0."""
+    """ConsumerGroupDescribeRequest / ConsumerGroupDescribeResponse, versions 0-1."""
     CONTROLLER_REGISTRATION = 70
     """ControllerRegistrationRequest / ControllerRegistrationResponse, versions 0-0."""
     GET_TELEMETRY_SUBSCRIPTIONS = 71
@@ -195,15 +195,15 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_TOPIC_PARTITIONS = 75
     """DescribeTopicPartitionsRequest / DescribeTopicPartitionsResponse, versions 0-0."""
     SHARE_GROUP_HEARTBEAT = 76
-    """ShareGroupHeartbeatRequest / ShareGroupHeartbeatResponse, versions 0-0."""
+    """ShareGroupHeartbeatRequest / ShareGroupHeartbeatResponse, versions 0-1 (stable 1-1)."""
     SHARE_GROUP_DESCRIBE = 77
-    """ShareGroupDescribeRequest / ShareGroupDescribeResponse, versions 0-0."""
+    """ShareGroupDescribeRequest / ShareGroupDescribeResponse, versions 0-1 (stable 1-1)."""
     SHARE_FETCH = 78
-    """ShareFetchRequest / ShareFetchResponse, versions 0-0."""
+    """ShareFetchRequest / ShareFetchResponse, versions 0-2 (stable 1-2)."""
     SHARE_ACKNOWLEDGE = 79
-    """ShareAcknowledgeRequest / ShareAcknowledgeResponse, versions 0-0."""
+    """ShareAcknowledgeRequest / ShareAcknowledgeResponse, versions 0-2 (stable 1-2)."""
     ADD_RAFT_VOTER = 80
-    """AddRaftVoterRequest / AddRaftVoterResponse, versions 0-0."""
+    """AddRaftVoterRequest / AddRaftVoterResponse, versions 0-1."""
     REMOVE_RAFT_VOTER = 81
     """RemoveRaftVoterRequest / RemoveRaftVoterResponse, versions 0-0."""
     UPDATE_RAFT_VOTER = 82
@@ -213,11 +213,25 @@ class ApiKey(enum.IntEnum):
     READ_SHARE_GROUP_STATE = 84
     """ReadShareGroupStateRequest / ReadShareGroupStateResponse, versions 0-0."""
     WRITE_SHARE_GROUP_STATE = 85
-    """WriteShareGroupStateRequest / WriteShareGroupStateResponse, versions 0-0."""
+    """WriteShareGroupStateRequest / WriteShareGroupStateResponse, versions 0-1."""
     DELETE_SHARE_GROUP_STATE = 86
     """DeleteShareGroupStateRequest / DeleteShareGroupStateResponse, versions 0-0."""
     READ_SHARE_GROUP_STATE_SUMMARY = 87
-    """ReadShareGroupStateSummaryRequest / ReadShareGroupStateSummaryResponse, versions 0-0."""
+    """ReadShareGroupStateSummaryRequest / ReadShareGroupStateSummaryResponse, versions 0-1."""
+    STREAMS_GROUP_HEARTBEAT = 88
+    """StreamsGroupHeartbeatRequest / StreamsGroupHeartbeatResponse, versions 0-1."""
+    STREAMS_GROUP_DESCRIBE = 89
+    """StreamsGroupDescribeRequest / StreamsGroupDescribeResponse, versions 0-1."""
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    """DescribeShareGroupOffsetsRequest / DescribeShareGroupOffsetsResponse, versions 0-1."""
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    """AlterShareGroupOffsetsRequest / AlterShareGroupOffsetsResponse, versions 0-0."""
+    DELETE_SHARE_GROUP_OFFSETS = 92
+    """DeleteShareGroupOffsetsRequest / DeleteShareGroupOffsetsResponse, versions 0-0."""
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    """StreamsGroupTopologyDescriptionUpdateRequest / StreamsGroupTopologyDescriptionUpdateResponse, versions 0-0."""
+    UNREGISTER_CONTROLLER = 94
+    """UnregisterControllerRequest / UnregisterControllerResponse, versions 0-0."""
 
     @property
     def versions(self) -> range:
@@ -259,7 +273,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
     15: ("describe_groups", "DescribeGroupsRequest", "DescribeGroupsResponse", 0, 6),
     16: ("list_groups", "ListGroupsRequest", "ListGroupsResponse", 0, 5),
     17: ("sasl_handshake", "SaslHandshakeRequest", "SaslHandshakeResponse", 0, 1),
-    18: ("api_versions", "ApiVersionsRequest", "ApiVersionsResponse", 0, 4),
+    18: ("api_versions", "ApiVersionsRequest", "ApiVersionsResponse", 0, 5),
     19: ("create_topics", "CreateTopicsRequest", "CreateTopicsResponse", 0, 7),
     20: ("delete_topics", "DeleteTopicsRequest", "DeleteTopicsResponse", 0, 6),
     21: ("delete_records", "DeleteRecordsRequest", "DeleteRecordsResponse", 0, 2),
@@ -298,7 +312,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         "TxnOffsetCommitRequest",
         "TxnOffsetCommitResponse",
         0,
-        5,
+        6,
     ),
     29: ("describe_acls", "DescribeAclsRequest", "DescribeAclsResponse", 0, 3),
     30: ("create_acls", "CreateAclsRequest", "CreateAclsResponse", 0, 3),
@@ -361,7 +375,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         0,
         3,
     ),
-    42: ("delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse", 0, 2),
+    42: ("delete_groups", "DeleteGroupsRequest", "DeleteGroupsResponse", 0, 3),
     43: ("elect_leaders", "ElectLeadersRequest", "ElectLeadersResponse", 0, 2),
     44: (
         "incremental_alter_configs",
@@ -413,7 +427,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         0,
         0,
     ),
-    52: ("vote", "VoteRequest", "VoteResponse", 0, 1),
+    52: ("vote", "VoteRequest", "VoteResponse", 0, 2),
     53: (
         "begin_quorum_epoch",
         "BeginQuorumEpochRequest",
@@ -442,7 +456,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         0,
         4,
     ),
-    63: ("broker_heartbeat", "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", 0, 1),
+    63: ("broker_heartbeat", "BrokerHeartbeatRequest", "BrokerHeartbeatResponse", 0, 2),
     64: (
         "unregister_broker",
         "UnregisterBrokerRequest",
@@ -483,7 +497,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         "ConsumerGroupDescribeRequest",
         "ConsumerGroupDescribeResponse",
         0,
-        0,
+        1,
     ),
     70: (
         "controller_registration",
@@ -526,24 +540,24 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         "ShareGroupHeartbeatRequest",
         "ShareGroupHeartbeatResponse",
         0,
-        0,
+        1,
     ),
     77: (
         "share_group_describe",
         "ShareGroupDescribeRequest",
         "ShareGroupDescribeResponse",
         0,
-        0,
+        1,
     ),
-    78: ("share_fetch", "ShareFetchRequest", "ShareFetchResponse", 0, 0),
+    78: ("share_fetch", "ShareFetchRequest", "ShareFetchResponse", 0, 2),
     79: (
         "share_acknowledge",
         "ShareAcknowledgeRequest",
         "ShareAcknowledgeResponse",
         0,
-        0,
+        2,
     ),
-    80: ("add_raft_voter", "AddRaftVoterRequest", "AddRaftVoterResponse", 0, 0),
+    80: ("add_raft_voter", "AddRaftVoterRequest", "AddRaftVoterResponse", 0, 1),
     81: (
         "remove_raft_voter",
         "RemoveRaftVoterRequest",
@@ -577,7 +591,7 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         "WriteShareGroupStateRequest",
         "WriteShareGroupStateResponse",
         0,
-        0,
+        1,
     ),
     86: (
         "delete_share_group_state",
@@ -591,106 +605,226 @@ _APIS: dict[int, tuple[str, str, str, int, int]] = {
         "ReadShareGroupStateSummaryRequest",
         "ReadShareGroupStateSummaryResponse",
         0,
+        1,
+    ),
+    88: (
+        "streams_group_heartbeat",
+        "StreamsGroupHeartbeatRequest",
+        "StreamsGroupHeartbeatResponse",
+        0,
+        1,
+    ),
+    89: (
+        "streams_group_describe",
+        "StreamsGroupDescribeRequest",
+        "StreamsGroupDescribeResponse",
+        0,
+        1,
+    ),
+    90: (
+        "describe_share_group_offsets",
+        "DescribeShareGroupOffsetsRequest",
+        "DescribeShareGroupOffsetsResponse",
+        0,
+        1,
+    ),
+    91: (
+        "alter_share_group_offsets",
+        "AlterShareGroupOffsetsRequest",
+        "AlterShareGroupOffsetsResponse",
+        0,
+        0,
+    ),
+    92: (
+        "delete_share_group_offsets",
+        "DeleteShareGroupOffsetsRequest",
+        "DeleteShareGroupOffsetsResponse",
+        0,
+        0,
+    ),
+    93: (
+        "streams_group_topology_description_update",
+        "StreamsGroupTopologyDescriptionUpdateRequest",
+        "StreamsGroupTopologyDescriptionUpdateResponse",
+        0,
+        0,
+    ),
+    94: (
+        "unregister_controller",
+        "UnregisterControllerRequest",
+        "UnregisterControllerResponse",
+        0,
         0,
     ),
 }
+
+#: api_key -> (lowest, highest) stable version, for APIs where a file marks some
+#: version ``latestVersionUnstable`` (its classes carry ``__unstable__ = True``).
+_STABLE: dict[int, tuple[int, int]] = {
+    22: (0, 5),
+    76: (1, 1),
+    77: (1, 1),
+    78: (1, 2),
+    79: (1, 2),
+}
+
+#: The api_keys kproto knows, for error messages.
+_KNOWN_API_KEYS = "0-94"
 
 #: message name -> (package, message type, lowest version, highest version) for
 #: everything that is not a request or response: headers, data, metadata records.
 _DATA: dict[str, tuple[str, str, int, int]] = {
     "AbortTransactionRecord": ("abort_transaction_record", "metadata", 0, 0),
+    "AbortedTxn": ("aborted_txn", "data", 0, 0),
     "AccessControlEntryRecord": ("access_control_entry_record", "metadata", 0, 0),
     "BeginTransactionRecord": ("begin_transaction_record", "metadata", 0, 0),
     "BrokerRegistrationChangeRecord": (
         "broker_registration_change_record",
         "metadata",
         0,
-        2,
+        3,
     ),
+    "ClearElrRecord": ("clear_elr_record", "metadata", 0, 0),
     "ClientQuotaRecord": ("client_quota_record", "metadata", 0, 0),
     "ConfigRecord": ("config_record", "metadata", 0, 0),
     "ConsumerGroupCurrentMemberAssignmentKey": (
         "consumer_group_current_member_assignment_key",
-        "data",
+        "coordinator-key",
         8,
         8,
     ),
     "ConsumerGroupCurrentMemberAssignmentValue": (
         "consumer_group_current_member_assignment_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
     "ConsumerGroupMemberMetadataKey": (
         "consumer_group_member_metadata_key",
-        "data",
+        "coordinator-key",
         5,
         5,
     ),
     "ConsumerGroupMemberMetadataValue": (
         "consumer_group_member_metadata_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
-    "ConsumerGroupMetadataKey": ("consumer_group_metadata_key", "data", 3, 3),
-    "ConsumerGroupMetadataValue": ("consumer_group_metadata_value", "data", 0, 0),
+    "ConsumerGroupMetadataKey": (
+        "consumer_group_metadata_key",
+        "coordinator-key",
+        3,
+        3,
+    ),
+    "ConsumerGroupMetadataValue": (
+        "consumer_group_metadata_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
     "ConsumerGroupPartitionMetadataKey": (
         "consumer_group_partition_metadata_key",
-        "data",
+        "coordinator-key",
         4,
         4,
     ),
     "ConsumerGroupPartitionMetadataValue": (
         "consumer_group_partition_metadata_value",
-        "data",
+        "coordinator-value",
+        0,
+        0,
+    ),
+    "ConsumerGroupRegularExpressionKey": (
+        "consumer_group_regular_expression_key",
+        "coordinator-key",
+        16,
+        16,
+    ),
+    "ConsumerGroupRegularExpressionValue": (
+        "consumer_group_regular_expression_value",
+        "coordinator-value",
         0,
         0,
     ),
     "ConsumerGroupTargetAssignmentMemberKey": (
         "consumer_group_target_assignment_member_key",
-        "data",
+        "coordinator-key",
         7,
         7,
     ),
     "ConsumerGroupTargetAssignmentMemberValue": (
         "consumer_group_target_assignment_member_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
     "ConsumerGroupTargetAssignmentMetadataKey": (
         "consumer_group_target_assignment_metadata_key",
-        "data",
+        "coordinator-key",
         6,
         6,
     ),
     "ConsumerGroupTargetAssignmentMetadataValue": (
         "consumer_group_target_assignment_metadata_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
     "ConsumerProtocolAssignment": ("consumer_protocol_assignment", "data", 0, 3),
     "ConsumerProtocolSubscription": ("consumer_protocol_subscription", "data", 0, 3),
+    "ControlRecordTypeSchema": ("control_record_type_schema", "data", 0, 0),
     "DefaultPrincipalData": ("default_principal_data", "data", 0, 0),
     "DelegationTokenRecord": ("delegation_token_record", "metadata", 0, 0),
     "EndTransactionRecord": ("end_transaction_record", "metadata", 0, 0),
+    "EndTxnMarker": ("end_txn_marker", "data", 0, 0),
     "FeatureLevelRecord": ("feature_level_record", "metadata", 0, 0),
     "FenceBrokerRecord": ("fence_broker_record", "metadata", 0, 0),
-    "GroupMetadataKey": ("group_metadata_key", "data", 2, 2),
-    "GroupMetadataValue": ("group_metadata_value", "data", 0, 4),
+    "GroupMetadataKey": ("group_metadata_key", "coordinator-key", 2, 2),
+    "GroupMetadataValue": ("group_metadata_value", "coordinator-value", 0, 4),
     "KRaftVersionRecord": ("k_raft_version_record", "data", 0, 0),
     "LeaderChangeMessage": ("leader_change_message", "data", 0, 1),
+    "LegacyOffsetCommitKey": ("legacy_offset_commit_key", "coordinator-key", 0, 0),
+    "LegacyOffsetCommitValue": (
+        "legacy_offset_commit_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
     "NoOpRecord": ("no_op_record", "metadata", 0, 0),
-    "OffsetCommitKey": ("offset_commit_key", "data", 0, 1),
-    "OffsetCommitValue": ("offset_commit_value", "data", 0, 4),
+    "OffsetCommitKey": ("offset_commit_key", "coordinator-key", 0, 1),
+    "OffsetCommitValue": ("offset_commit_value", "coordinator-value", 0, 4),
     "PartitionChangeRecord": ("partition_change_record", "metadata", 0, 2),
     "PartitionRecord": ("partition_record", "metadata", 0, 2),
     "ProducerIdsRecord": ("producer_ids_record", "metadata", 0, 0),
+    "ProducerSnapshot": ("producer_snapshot", "data", 1, 1),
     "QuorumStateData": ("quorum_state_data", "data", 0, 1),
-    "RegisterBrokerRecord": ("register_broker_record", "metadata", 0, 3),
+    "RegisterBrokerRecord": ("register_broker_record", "metadata", 0, 4),
     "RegisterControllerRecord": ("register_controller_record", "metadata", 0, 0),
+    "RemoteLogSegmentMetadataRecord": (
+        "remote_log_segment_metadata_record",
+        "metadata",
+        0,
+        0,
+    ),
+    "RemoteLogSegmentMetadataSnapshotRecord": (
+        "remote_log_segment_metadata_snapshot_record",
+        "metadata",
+        0,
+        0,
+    ),
+    "RemoteLogSegmentMetadataUpdateRecord": (
+        "remote_log_segment_metadata_update_record",
+        "metadata",
+        0,
+        0,
+    ),
+    "RemotePartitionDeleteMetadataRecord": (
+        "remote_partition_delete_metadata_record",
+        "metadata",
+        0,
+        0,
+    ),
     "RemoveAccessControlEntryRecord": (
         "remove_access_control_entry_record",
         "metadata",
@@ -709,25 +843,35 @@ _DATA: dict[str, tuple[str, str, int, int]] = {
     "ResponseHeader": ("response_header", "header", 0, 1),
     "ShareGroupCurrentMemberAssignmentKey": (
         "share_group_current_member_assignment_key",
-        "data",
+        "coordinator-key",
         14,
         14,
     ),
     "ShareGroupCurrentMemberAssignmentValue": (
         "share_group_current_member_assignment_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
-    "ShareGroupMemberMetadataKey": ("share_group_member_metadata_key", "data", 10, 10),
+    "ShareGroupMemberMetadataKey": (
+        "share_group_member_metadata_key",
+        "coordinator-key",
+        10,
+        10,
+    ),
     "ShareGroupMemberMetadataValue": (
         "share_group_member_metadata_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
-    "ShareGroupMetadataKey": ("share_group_metadata_key", "data", 11, 11),
-    "ShareGroupMetadataValue": ("share_group_metadata_value", "data", 0, 0),
+    "ShareGroupMetadataKey": ("share_group_metadata_key", "coordinator-key", 11, 11),
+    "ShareGroupMetadataValue": (
+        "share_group_metadata_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
     "ShareGroupPartitionMetadataKey": (
         "share_group_partition_metadata_key",
         "data",
@@ -742,52 +886,125 @@ _DATA: dict[str, tuple[str, str, int, int]] = {
     ),
     "ShareGroupStatePartitionMetadataKey": (
         "share_group_state_partition_metadata_key",
-        "data",
+        "coordinator-key",
         15,
         15,
     ),
     "ShareGroupStatePartitionMetadataValue": (
         "share_group_state_partition_metadata_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
     "ShareGroupTargetAssignmentMemberKey": (
         "share_group_target_assignment_member_key",
-        "data",
+        "coordinator-key",
         13,
         13,
     ),
     "ShareGroupTargetAssignmentMemberValue": (
         "share_group_target_assignment_member_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
     "ShareGroupTargetAssignmentMetadataKey": (
         "share_group_target_assignment_metadata_key",
-        "data",
+        "coordinator-key",
         12,
         12,
     ),
     "ShareGroupTargetAssignmentMetadataValue": (
         "share_group_target_assignment_metadata_value",
-        "data",
+        "coordinator-value",
         0,
         0,
     ),
-    "ShareSnapshotKey": ("share_snapshot_key", "data", 0, 0),
-    "ShareSnapshotValue": ("share_snapshot_value", "data", 0, 0),
-    "ShareUpdateKey": ("share_update_key", "data", 1, 1),
-    "ShareUpdateValue": ("share_update_value", "data", 0, 0),
+    "ShareSnapshotKey": ("share_snapshot_key", "coordinator-key", 0, 0),
+    "ShareSnapshotValue": ("share_snapshot_value", "coordinator-value", 0, 0),
+    "ShareUpdateKey": ("share_update_key", "coordinator-key", 1, 1),
+    "ShareUpdateValue": ("share_update_value", "coordinator-value", 0, 0),
     "SnapshotFooterRecord": ("snapshot_footer_record", "data", 0, 0),
     "SnapshotHeaderRecord": ("snapshot_header_record", "data", 0, 0),
+    "StreamsGroupCurrentMemberAssignmentKey": (
+        "streams_group_current_member_assignment_key",
+        "coordinator-key",
+        22,
+        22,
+    ),
+    "StreamsGroupCurrentMemberAssignmentValue": (
+        "streams_group_current_member_assignment_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
+    "StreamsGroupMemberMetadataKey": (
+        "streams_group_member_metadata_key",
+        "coordinator-key",
+        19,
+        19,
+    ),
+    "StreamsGroupMemberMetadataValue": (
+        "streams_group_member_metadata_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
+    "StreamsGroupMetadataKey": (
+        "streams_group_metadata_key",
+        "coordinator-key",
+        17,
+        17,
+    ),
+    "StreamsGroupMetadataValue": (
+        "streams_group_metadata_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
+    "StreamsGroupTargetAssignmentMemberKey": (
+        "streams_group_target_assignment_member_key",
+        "coordinator-key",
+        21,
+        21,
+    ),
+    "StreamsGroupTargetAssignmentMemberValue": (
+        "streams_group_target_assignment_member_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
+    "StreamsGroupTargetAssignmentMetadataKey": (
+        "streams_group_target_assignment_metadata_key",
+        "coordinator-key",
+        20,
+        20,
+    ),
+    "StreamsGroupTargetAssignmentMetadataValue": (
+        "streams_group_target_assignment_metadata_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
+    "StreamsGroupTopologyKey": (
+        "streams_group_topology_key",
+        "coordinator-key",
+        23,
+        23,
+    ),
+    "StreamsGroupTopologyValue": (
+        "streams_group_topology_value",
+        "coordinator-value",
+        0,
+        0,
+    ),
     "SubscriptionInfoData": ("subscription_info_data", "data", 1, 11),
     "TopicRecord": ("topic_record", "metadata", 0, 0),
-    "TransactionLogKey": ("transaction_log_key", "data", 0, 0),
-    "TransactionLogValue": ("transaction_log_value", "data", 0, 1),
+    "TransactionLogKey": ("transaction_log_key", "coordinator-key", 0, 0),
+    "TransactionLogValue": ("transaction_log_value", "coordinator-value", 0, 1),
     "UnfenceBrokerRecord": ("unfence_broker_record", "metadata", 0, 0),
     "UnregisterBrokerRecord": ("unregister_broker_record", "metadata", 0, 0),
+    "UnregisterControllerRecord": ("unregister_controller_record", "metadata", 0, 0),
     "UserScramCredentialRecord": ("user_scram_credential_record", "metadata", 0, 0),
     "VotersRecord": ("voters_record", "data", 0, 0),
     "ZkMigrationStateRecord": ("zk_migration_state_record", "metadata", 0, 0),
@@ -799,6 +1016,7 @@ _METADATA_RECORDS: dict[int, str] = {
     18: "AccessControlEntryRecord",
     23: "BeginTransactionRecord",
     17: "BrokerRegistrationChangeRecord",
+    28: "ClearElrRecord",
     14: "ClientQuotaRecord",
     4: "ConfigRecord",
     10: "DelegationTokenRecord",
@@ -818,19 +1036,37 @@ _METADATA_RECORDS: dict[int, str] = {
     2: "TopicRecord",
     8: "UnfenceBrokerRecord",
     1: "UnregisterBrokerRecord",
+    29: "UnregisterControllerRecord",
     11: "UserScramCredentialRecord",
     21: "ZkMigrationStateRecord",
 }
 
-#: api_key -> supported versions, for ApiVersions negotiation.
+#: api_key -> supported versions, for ApiVersions negotiation (unstable ones included;
+#: see :func:`api_versions`).
 API_VERSIONS: dict[int, range] = {k: range(v[3], v[4] + 1) for k, v in _APIS.items()}
 
 
-def _api(api_key: int, api_version: int) -> tuple[str, str, str, int, int]:
+def _entry(api_key: int) -> tuple[str, str, str, int, int]:
+    if isinstance(api_key, bool) or not isinstance(api_key, int):
+        raise UnknownMessageError(
+            f"api_key must be an int or ApiKey, got {api_key!r} "
+            f"(known api_keys: {_KNOWN_API_KEYS})"
+        )
     entry = _APIS.get(int(api_key))
     if entry is None:
-        raise UnknownMessageError(f"unknown api_key {api_key}")
+        raise UnknownMessageError(
+            f"unknown api_key {api_key} (known api_keys: {_KNOWN_API_KEYS})"
+        )
+    return entry
+
+
+def _api(api_key: int, api_version: int) -> tuple[str, str, str, int, int]:
+    entry = _entry(api_key)
     lo, hi = entry[3], entry[4]
+    if isinstance(api_version, bool) or not isinstance(api_version, int):
+        raise UnsupportedVersionError(
+            f"api_version must be an int, got {api_version!r}"
+        )
     if not lo <= api_version <= hi:
         raise UnsupportedVersionError(
             f"api_key {api_key} ({entry[1][: -len('Request')]}) has versions {lo}-{hi}, "
@@ -878,6 +1114,8 @@ def data_type(name: str, version: int) -> type:
     if entry is None:
         raise UnknownMessageError(f"unknown message name {name!r}")
     package, _, lo, hi = entry
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise UnsupportedVersionError(f"version must be an int, got {version!r}")
     if not lo <= version <= hi:
         raise UnsupportedVersionError(f"{name} has versions {lo}-{hi}, got {version}")
     module = importlib.import_module(f"kproto.schema.{package}.v{version}")
@@ -891,21 +1129,27 @@ def metadata_record_type(record_type: int, version: int) -> type:
         UnknownMessageError: no such record type.
         UnsupportedVersionError: the version is outside the generated range.
     """
-    name = _METADATA_RECORDS.get(record_type)
+    name = _METADATA_RECORDS.get(record_type) if isinstance(record_type, int) else None
     if name is None:
         raise UnknownMessageError(f"unknown metadata record type {record_type}")
     return data_type(name, version)
 
 
-def api_versions(api_key: int) -> range:
+def api_versions(api_key: int, *, include_unstable: bool = True) -> range:
     """The versions of an API that kproto has classes for.
+
+    With ``include_unstable=False`` the range holds only stable versions: it stops
+    before a version marked ``latestVersionUnstable`` upstream (InitProducerId v6)
+    and starts after an early-access one (ShareGroupHeartbeat v0 of KIP-932); it is
+    empty if the API has no stable version.
 
     Raises:
         UnknownMessageError: unknown api_key.
     """
-    entry = _APIS.get(int(api_key))
-    if entry is None:
-        raise UnknownMessageError(f"unknown api_key {api_key}")
+    entry = _entry(api_key)
+    if not include_unstable and int(api_key) in _STABLE:
+        lo, hi = _STABLE[int(api_key)]
+        return range(lo, hi + 1)
     return range(entry[3], entry[4] + 1)
 
 

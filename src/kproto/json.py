@@ -156,7 +156,12 @@ def _value_from_json(w: Wire, value: Any, path: str) -> Any:
     if t == "float64":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise JsonValueError(path, f"expected a number, got {type(value).__name__}")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise JsonValueError(
+                path, f"integer of {len(str(value))} digits is too large for a float64"
+            ) from None
     if t == "string":
         if not isinstance(value, str):
             raise JsonValueError(path, f"expected a string, got {type(value).__name__}")
@@ -172,7 +177,8 @@ def from_json(cls: type[E], data: dict[str, Any], *, path: str = "") -> E:
 
     Raises:
         JsonValueError: an unknown key, a value of the wrong JSON type, null in a
-            non-nullable field, invalid base64 or uuid; ``path`` names the field.
+            non-nullable field, invalid base64 or uuid, an integer too large for a
+            float64 field; ``path`` names the field.
         TypeError: ``cls`` is not a generated kproto entity.
     """
     entity_info(cls)

@@ -125,13 +125,21 @@ class EntityInfo:
     Attributes:
         name: the JSON struct name (``"MetadataResponseBroker"``) or message name.
         message: the JSON ``name`` of the message the class belongs to.
-        message_type: the JSON ``type``: ``request``, ``response``, ``header``,
-            ``data`` or ``metadata``.
+        message_type: the JSON ``type`` of the newest file defining the message:
+            ``request``, ``response``, ``header``, ``data``, ``metadata`` (KRaft and
+            tiered-storage records), or ``coordinator-key``/``coordinator-value``
+            (``__consumer_offsets``, ``__transaction_state`` and share-coordinator
+            records, typed ``data`` before Kafka 4.1).
         version: the message version this class encodes.
         flexible: whether this version uses the flexible (compact, tagged) encoding.
         top_level: True for the message class itself, False for nested structs.
-        api_key: the API key for requests and responses, else ``None``.
+        api_key: the API key for requests and responses; the record type for KRaft
+            metadata and coordinator records when the file gives one; else ``None``.
         source: the JSON file the class was generated from, as ``folder/File.json``.
+        unstable: True when this version is the latest of a file marked
+            ``latestVersionUnstable`` (not yet part of Kafka's released protocol; a
+            broker may change it). False for every other class. The same flag is the
+            class attribute ``__unstable__``.
     """
 
     name: str
@@ -142,6 +150,7 @@ class EntityInfo:
     top_level: bool
     api_key: int | None
     source: str
+    unstable: bool = False
 
 
 UNKNOWN_TAGS: Final = Wire(

@@ -173,3 +173,148 @@ def test_lock_mismatch_stops_the_build(tmp_path: Path) -> None:
         sources.verify(tmp_path, lock)
     with pytest.raises(sources.SourceError, match="missing: a.json"):
         sources.verify(tmp_path / "nothing", lock)
+
+
+def _render_soft_keyword_fixture() -> dict[str, str]:
+    """The fixture plus fields named like soft keywords, rendered to files."""
+    fixture = parser.parse_file(FIXTURE)
+    fixture["fields"] = [
+        *fixture["fields"],
+        *(
+            {"name": name, "type": "int8", "versions": "0+", "about": "Soft."}
+            for name in ("Match", "Case", "Type")
+        ),
+    ]
+    request = model.MessageSpec.from_json(fixture, "test/FeatureDenseRequest.json")
+    response = model.MessageSpec.from_json(
+        {
+            "apiKey": 9999,
+            "type": "response",
+            "name": "FeatureDenseResponse",
+            "validVersions": "0-2",
+            "flexibleVersions": "2+",
+            "fields": [],
+        },
+        "test/FeatureDenseResponse.json",
+    )
+    merged = {
+        spec.name: sources.Merged(
+            spec.name, spec.type, spec.api_key, {v: spec for v in range(3)}
+        )
+        for spec in (request, response)
+    }
+    errors = {
+        "source": "test",
+        "errors": [
+            {
+                "code": 0,
+                "name": "NONE",
+                "retriable": False,
+                "exception": None,
+                "message": None,
+            }
+        ],
+    }
+    return emit.render(merged, errors, jobs=1)
+
+
+def test_generation_does_not_depend_on_soft_keywords(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Python 3.12 made ``type`` a soft keyword: the tree must not change with it."""
+    import keyword
+
+    baseline = _render_soft_keyword_fixture()
+    emit.write(baseline, tmp_path)
+    request = baseline["schema/feature_dense/v1/request.py"]
+    assert "global_: bool" in request  # hard keywords are still suffixed
+    for name in ("match", "case", "type"):
+        assert f"    {name}: int = attrs.field(" in request
+    soft = [*keyword.softkwlist, "type", "global"]
+    monkeypatch.setattr(keyword, "softkwlist", soft)
+    monkeypatch.setattr(keyword, "issoftkeyword", frozenset(soft).__contains__)
+    assert emit.check(_render_soft_keyword_fixture(), tmp_path) == []
+
+
+def test_model_rejects_an_unknown_message_type() -> None:
+    with pytest.raises(model.ModelError, match="unknown message type 'cache'"):
+        model.MessageSpec.from_json(
+            {"name": "X", "type": "cache", "validVersions": "0", "fields": []}, "X"
+        )
+
+
+def test_coordinator_key_is_renumbered_to_its_record_type() -> None:
+    """Kafka 4.1+ writes GroupMetadataKey as version 0 with apiKey 2; kproto keeps
+    the 2024 numbering, where the key's version is the int16 record-type prefix."""
+    spec = model.MessageSpec.from_json(
+        parser.parse_text(
+            '{"apiKey": 2, "type": "coordinator-key", "name": "GroupMetadataKey",'
+            ' "validVersions": "0", "flexibleVersions": "none",'
+            ' "fields": [{"name": "group", "type": "string", "versions": "0"},'
+            '            {"name": "x", "type": "int8", "versions": "0+"}]}'
+        ),
+        "t/GroupMetadataKey.json",
+    )
+    assert str(spec.valid_versions) == "2"
+    assert [str(f.versions) for f in spec.fields] == ["2", "2+"]
+    assert [f.py_name for f in spec.at(2)[0].fields] == ["group", "x"]
+    with pytest.raises(model.ModelError, match="no version 0"):
+        spec.at(0)
+    with pytest.raises(model.ModelError, match="coordinator-key needs"):
+        model.MessageSpec.from_json(
+            {"name": "K", "type": "coordinator-key", "validVersions": "0-1"}, "K"
+        )
+
+
+def test_unstable_versions_are_marked_and_excluded_from_the_stable_range(
+    tmp_path: Path,
+) -> None:
+    def api(kind: str) -> model.MessageSpec:
+        return model.MessageSpec.from_json(
+            {
+                "apiKey": 9998,
+                "type": kind,
+                "name": f"Probe{kind.title()}",
+                "validVersions": "0-2",
+                "flexibleVersions": "none",
+                **({"latestVersionUnstable": True} if kind == "request" else {}),
+                "fields": [],
+            },
+            f"t/Probe{kind.title()}.json",
+        )
+
+    req, resp = api("request"), api("response")
+    assert req.unstable_versions == {2} and resp.unstable_versions == frozenset()
+    messages = {
+        s.name: sources.Merged(s.name, s.type, 9998, {v: s for v in range(3)})
+        for s in (req, resp)
+    }
+    files = emit.render_unformatted(
+        messages,
+        {
+            "errors": [
+                {
+                    "code": 0,
+                    "name": "NONE",
+                    "retriable": False,
+                    "message": None,
+                    "exception": None,
+                }
+            ]
+        },
+    )
+    for kind in ("request", "response"):
+        assert (
+            "__unstable__: ClassVar[bool] = True" in files[f"schema/probe/v2/{kind}.py"]
+        )
+        assert "unstable=True" in files[f"schema/probe/v2/{kind}.py"]
+        assert (
+            "__unstable__: ClassVar[bool] = False"
+            in files[f"schema/probe/v1/{kind}.py"]
+        )
+    assert "9998: (0, 1)," in files["index.py"]  # the _STABLE table
+
+
+def test_api_key_ranges_text() -> None:
+    assert emit._ranges_text([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+    assert emit._ranges_text([]) == ""

@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 import pytest
 
-from demo import Brokers, MockCluster, check
 from kproto.index import ApiKey
+from tests.live.mock_cluster import Brokers, MockCluster, check
 
 pytest.importorskip("confluent_kafka")
 

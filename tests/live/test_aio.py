@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 
-from demo import MockCluster
-from kproto.aio import read_frame, write_frame
+from kproto.aio import AsyncConnection, read_frame, write_frame
 from kproto.connection import (
-    AsyncConnection,
     ConnectionClosedError,
     CorrelationIdMismatchError,
     FrameTooLargeError,
@@ -23,6 +21,7 @@ from kproto.framing import encode_request
 from kproto.index import ApiKey
 from kproto.records import Compression, decode_batches, encode_batch
 from kproto.schema.api_versions.v0 import ApiVersionsRequest
+from tests.live.mock_cluster import MockCluster
 
 
 def run(coro: Awaitable[Any]) -> Any:

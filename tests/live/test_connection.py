@@ -8,13 +8,6 @@ from typing import Any
 
 import pytest
 
-from demo import (
-    Brokers,
-    MockCluster,
-    consumer_protocol_bytes,
-    fetch_all,
-    produce_batch,
-)
 from kproto.connection import (
     Connection,
     ConnectionClosedError,
@@ -29,6 +22,13 @@ from kproto.index import ApiKey, request_type
 from kproto.records import Compression, decode_batches, encode_batch
 from kproto.schema.api_versions.v0 import ApiVersionsRequest, ApiVersionsResponse
 from kproto.schema.metadata.v1 import MetadataRequest
+from tests.live.mock_cluster import (
+    Brokers,
+    MockCluster,
+    consumer_protocol_bytes,
+    fetch_all,
+    produce_batch,
+)
 
 pytestmark = pytest.mark.live
 

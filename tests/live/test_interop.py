@@ -22,7 +22,6 @@ from typing import Any
 import confluent_kafka
 import pytest
 
-from demo import Brokers, MockCluster, check, fetch_all, produce_batch
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import (
@@ -33,6 +32,13 @@ from kproto.records import (
     encode_batch,
 )
 from kproto.serial import DecodeError
+from tests.live.mock_cluster import (
+    Brokers,
+    MockCluster,
+    check,
+    fetch_all,
+    produce_batch,
+)
 
 pytestmark = pytest.mark.live
 

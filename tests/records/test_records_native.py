@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from kproto import speedups
 from kproto._varint import VarintError
+from kproto.exceptions import DecodeError, EncodeError
 from kproto.records import (
     Compression,
     Record,
@@ -29,9 +30,9 @@ from kproto.records import (
     encode_batch,
     encode_control_batch,
 )
+from kproto.records import _native as records_native
 from kproto.records._header import RECORDS_AT
 from kproto.records._v2_loop import Bad, v2_columns_fast, v2_records_fast
-from kproto.serial.exceptions import DecodeError, EncodeError
 from tests.records.records_testlib import sample_records
 
 pytestmark = pytest.mark.skipif(
@@ -64,7 +65,7 @@ def _loop(fn: Any, *args: Any) -> Any:
 
 def _native_loops() -> tuple[Any, Any]:
     with speedups.using(True):
-        return speedups.v2_loops()
+        return records_native.v2_loops()
 
 
 def assert_loops_agree(

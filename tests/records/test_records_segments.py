@@ -71,3 +71,48 @@ def test_check_header_and_frame_buffer() -> None:
     complete, err, need = frame_buffer(V2 + garbage, False)
     assert complete == len(V2) and need is None
     assert err == FramingError(len(V2), 1, len(garbage), "invalid batch length -5")
+
+
+def test_read_batch_head_matches_the_decoder_and_checks_crc() -> None:
+    from kproto.records import Compression, decode_batches, encode_batch
+    from kproto.records.segments import batch_crc_valid, read_batch_head
+
+    data = encode_batch(
+        [(b"k", b"v", (), 1_700_000_000_000), (None, b"w", (), 1_700_000_000_005)],
+        base_offset=40,
+        compression=Compression.GZIP,
+    )
+    (batch,) = decode_batches(data)
+    found = read_batch_head(data, 0)
+    assert found is not None
+    head, count = found
+    assert count == 2
+    assert (head.base_offset, head.last_offset_delta, head.compression, head.crc) == (
+        batch.base_offset,
+        batch.last_offset_delta,
+        batch.compression,
+        batch.crc,
+    )
+    assert batch_crc_valid(data, 0) is True
+    corrupt = bytearray(data)
+    corrupt[-1] ^= 0xFF
+    assert batch_crc_valid(bytes(corrupt), 0) is False
+    assert batch_crc_valid(data[:-1], 0) is None  # incomplete: not judged
+    assert read_batch_head(data[:10], 0) is None
+
+
+def test_read_batch_head_legacy_magic_1() -> None:
+    from kproto.records import encode_batch
+    from kproto.records.segments import batch_crc_valid, read_batch_head
+
+    data = encode_batch([(b"k", b"v", (), 1_600_000_000_000)], magic=1, base_offset=7)
+    found = read_batch_head(data, 0)
+    assert found is not None
+    head, count = found
+    assert (head.magic, head.base_offset, head.base_timestamp, count) == (
+        1,
+        7,
+        1_600_000_000_000,
+        None,
+    )
+    assert batch_crc_valid(data, 0) is True

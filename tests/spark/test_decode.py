@@ -261,3 +261,36 @@ def test_uuid_and_nested_arrays_of_generated_class(spark: SparkSession) -> None:
     (row,) = decode_column(df, "payload", m.MetadataResponse).collect()
     assert row.asDict(recursive=True)["payload"] == to_plain(resp)
     assert row.payload.topics[0].topic_id == str(uuid.UUID(int=12345))
+
+
+def test_internal_topic_composes_with_read_log_segments(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    from kproto.records import ControlRecordType, encode_control_batch
+
+    dt = index.data_type
+    key = _kv(1, dt("OffsetCommitKey", 1)(group="g", topic="t", partition=2))
+    value = _kv(3, dt("OffsetCommitValue", 3)(offset=42, leader_epoch=1, metadata=""))
+    commit = v2_batch(0, [(1, key, value, [])], producer_id=5, producer_epoch=0)
+    marker = encode_control_batch(
+        ControlRecordType.COMMIT,
+        coordinator_epoch=1,
+        producer_id=5,
+        producer_epoch=0,
+        base_offset=1,
+        timestamp=2,
+    )
+    broken = bytearray(v2_batch(2, [(3, key, value, [])]))
+    broken[-1] ^= 0xFF  # fails its CRC: an error row from read_log_segments
+    write_segment(tmp_path, "__consumer_offsets", 7, [commit, marker, bytes(broken)])
+    # The call decode_internal_topic's docstring invites, with no records_only().
+    df = decode_internal_topic(read_log_segments(spark, tmp_path), "__consumer_offsets")
+    assert df.columns.count("error") == 1
+    rows = df.orderBy("file", "base_offset").collect()
+    assert len(rows) == 3
+    ok, control, bad = rows
+    assert ok.error is None and ok.record_type == "OffsetCommitKey"
+    assert (ok.offset_commit_key.partition, ok.offset_commit_value.offset) == (2, 42)
+    assert control.is_control and control.error is None
+    assert control.record_type is None and control.offset_commit_key is None
+    assert bad.error is not None and "CRC" in bad.error and bad.record_type is None

@@ -15,7 +15,7 @@ bounded by ``max_decompressed_size``.
 Entry points: :func:`decode_batches`, :func:`decode_records`,
 :func:`decode_columns` (columnar, for bulk pipelines), :func:`encode_batch`,
 :func:`encode_control_batch`, :func:`encode_legacy`. Errors are
-:class:`kproto.serial.exceptions.DecodeError` / ``EncodeError``.
+:class:`kproto.exceptions.DecodeError` / ``EncodeError``.
 """
 
 from __future__ import annotations

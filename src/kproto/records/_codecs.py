@@ -1,7 +1,7 @@
 """Compression codecs of Kafka record batches, with a bound on decompressed size.
 
 Every decompressor here takes ``limit`` (bytes) and raises
-:class:`~kproto.serial.exceptions.DecodeError` as soon as the output would
+:class:`~kproto.exceptions.DecodeError` as soon as the output would
 exceed it, without allocating more than the limit (or than the input
 justifies), so a small compressed payload cannot exhaust memory.
 
@@ -25,7 +25,7 @@ import zlib
 
 import cramjam
 
-from kproto.serial.exceptions import DecodeError, EncodeError
+from kproto.exceptions import DecodeError, EncodeError
 
 from ._types import Compression
 

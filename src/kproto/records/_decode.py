@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kproto.serial.exceptions import DecodeError
+from kproto.exceptions import DecodeError
 
 from ._header import MAGIC_AT, BatchHead, batch_path
 from ._legacy import decode_legacy

@@ -14,9 +14,9 @@ from typing import Any
 
 import crc32c as _crc32c_module
 
-from kproto import speedups as _speedups
-from kproto.serial.exceptions import EncodeError
+from kproto.exceptions import EncodeError
 
+from . import _native
 from ._codecs import compress
 from ._header import ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from ._types import Compression, ControlRecordType, Record, TimestampType
@@ -142,7 +142,7 @@ def _v2_records(
     base_ts: int,
 ) -> bytes:
     """The records region (uncompressed) of a magic 2 batch."""
-    native = _speedups.v2_encoder()  # C, for plain input (see kproto.speedups)
+    native = _native.v2_encoder()  # C, for plain input (see kproto.speedups)
     if native is not None:
         region = native(items, base_ts)
         if isinstance(region, bytes):  # else NotImplemented: not plain input
@@ -318,7 +318,7 @@ def encode_batch(
     codec = int(compression)
     if not 0 <= codec <= 4:
         raise EncodeError(f"unknown compression codec {codec}", path="compression")
-    plain = _speedups.v2_plain()  # C: items already as _normalize returns them?
+    plain = _native.v2_plain()  # C: items already as _normalize returns them?
     if plain is not None and plain(records):
         items: Any = records
     else:

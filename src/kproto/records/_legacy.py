@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from kproto.serial.exceptions import DecodeError
+from kproto.exceptions import DecodeError
 
 from ._codecs import SizeLimitError, decompress
 from ._header import LOG_OVERHEAD, BatchHead, batch_path

@@ -12,10 +12,10 @@ from typing import Any
 
 import crc32c as _crc32c_module
 
-from kproto import speedups as _speedups
 from kproto._varint import VarintError
-from kproto.serial.exceptions import DecodeError
+from kproto.exceptions import DecodeError
 
+from . import _native
 from ._codecs import SizeLimitError, decompress
 from ._header import (
     ATTR_COMPRESSION_MASK,
@@ -112,7 +112,7 @@ def decode_v2(
     base_offset = h.base_offset
     # The C loops (kproto.speedups) when built and enabled, else _v2_loop's; both
     # reject the same batches, which the careful Python reader then explains.
-    columns_fast, records_fast = _speedups.v2_loops()
+    columns_fast, records_fast = _native.v2_loops()
     try:
         if want_records and not special:
             payload: Any = records_fast(

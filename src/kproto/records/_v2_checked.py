@@ -2,7 +2,7 @@
 
 It restates the record grammar of ``DefaultRecord.java`` (see
 :mod:`kproto.records._v2_loop`) with a bounds check on every read, and returns the
-:class:`~kproto.serial.exceptions.DecodeError` naming the first bad record, field and
+:class:`~kproto.exceptions.DecodeError` naming the first bad record, field and
 byte offset. It runs only after :func:`~kproto.records._v2_loop.v2_records_fast` or
 :func:`~kproto.records._v2_loop.v2_columns_fast` has failed, so its speed does not
 matter.
@@ -11,7 +11,7 @@ matter.
 from __future__ import annotations
 
 from kproto._varint import VarintError, read_uvarint, read_uvarlong
-from kproto.serial.exceptions import DecodeError
+from kproto.exceptions import DecodeError
 
 __all__ = ["v2_records_checked"]
 

@@ -16,12 +16,30 @@ tail (which a Fetch response may end with) rather than an error.
 
 from __future__ import annotations
 
+import os
+import re
 import struct
+import zlib
+from pathlib import Path
 from typing import Final, NamedTuple
 
 import attrs
+import crc32c
 
-from ._header import LOG_OVERHEAD, MAGIC_AT, V2_MIN_LENGTH
+from ._header import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_LOG_APPEND_TIME,
+    ATTRIBUTES_AT,
+    CRC_AT,
+    LOG_OVERHEAD,
+    MAGIC_AT,
+    V2_HEADER,
+    V2_MIN_LENGTH,
+    BatchHead,
+    V2Header,
+    v2_head,
+)
+from ._types import Compression, TimestampType
 
 __all__ = [
     "HEADER",
@@ -32,10 +50,13 @@ __all__ = [
     "MIN_LENGTH",
     "Frame",
     "FramingError",
+    "batch_crc_valid",
     "check_header",
     "frame_buffer",
     "header_problem",
     "next_frame",
+    "parse_topic_partition",
+    "read_batch_head",
 ]
 
 #: ``>qi``: base offset and batch length, the 12 bytes that start every batch.
@@ -185,3 +206,98 @@ def frame_buffer(
             return pos, FramingError(pos, f.base_offset, left, reason), None
         pos = f.end
     return pos, None, None
+
+
+#: A legacy message's first fields (``LegacyRecord.java``): offset, size, crc, magic,
+#: attributes; a magic 1 message's timestamp (ms) follows at ``+18``.
+_LEGACY_HEAD: Final = struct.Struct(">qiIbb")
+_LEGACY_TIMESTAMP: Final = struct.Struct(">q")
+
+
+def read_batch_head(data: bytes, position: int) -> tuple[BatchHead, int | None] | None:
+    """The batch-level fields of the batch at byte ``position`` of ``data``, from its
+    header alone (no record is decoded, no checksum checked), for tools that show a
+    batch whose records do not decode.
+
+    Returns:
+        ``(head, records_count)``: a :class:`~kproto.records._header.BatchHead` and,
+        for magic 2, the header's records count (``None`` for legacy messages, whose
+        count is known only by decoding them). For a legacy message ``base_offset`` is
+        the wrapper's offset and ``last_offset_delta`` 0. A codec id Kafka does not
+        define (5-7) stays in ``attributes`` while ``compression`` reads NONE. ``None`` when the header is
+        cut short, its length is below 14 bytes, or its magic is not 0, 1 or 2.
+    """
+    n = len(data)
+    if n < position + LOG_OVERHEAD or HEADER.unpack_from(data, position)[1] < 14:
+        return None
+    magic = data[position + MAGIC_AT] if n > position + MAGIC_AT else -1
+    if magic == 2 and n >= position + V2_HEADER.size:
+        h = V2Header._make(V2_HEADER.unpack_from(data, position))
+        if h.attributes & ATTR_COMPRESSION_MASK > 4:  # keep the real id in attributes
+            masked = h._replace(attributes=h.attributes & ~ATTR_COMPRESSION_MASK)
+            head = v2_head(position, masked)._replace(attributes=h.attributes)
+            return head, h.records_count
+        return v2_head(position, h), h.records_count
+    if magic not in (0, 1) or n < position + _LEGACY_HEAD.size:
+        return None
+    offset, length, crc, _, attributes = _LEGACY_HEAD.unpack_from(data, position)
+    timestamp = -1
+    if magic == 1 and n >= position + _LEGACY_HEAD.size + 8:
+        (timestamp,) = _LEGACY_TIMESTAMP.unpack_from(data, position + _LEGACY_HEAD.size)
+    ts_type = (
+        TimestampType.NO_TIMESTAMP
+        if magic == 0
+        else TimestampType((attributes & ATTR_LOG_APPEND_TIME) >> 3)
+    )
+    codec = attributes & ATTR_COMPRESSION_MASK
+    head = BatchHead(
+        position, offset, length, -1, magic, crc, attributes,
+        Compression(codec) if codec <= 4 else Compression.NONE,
+        ts_type, False, False, False, 0, timestamp, timestamp, -1, -1, -1,
+    )  # fmt: skip
+    return head, None
+
+
+def batch_crc_valid(data: bytes, position: int) -> bool | None:
+    """Does the checksum of the batch at ``position`` match its bytes? Magic 2: CRC-32C
+    from the attributes to the end of the batch (``DefaultRecordBatch.isValid``);
+    magic 0/1: CRC-32 from the magic byte on (``LegacyRecord.isValid``). ``None`` when
+    the batch runs past the end of ``data`` or its header is unreadable."""
+    if len(data) < position + CRC_AT + 4:
+        return None
+    length = HEADER.unpack_from(data, position)[1]
+    end = position + LOG_OVERHEAD + length
+    if length < 14 or end > len(data):
+        return None
+    magic = data[position + MAGIC_AT]
+    if magic == 2:
+        stored = _UINT32.unpack_from(data, position + CRC_AT)[0]
+        return bool(crc32c.crc32c(data[position + ATTRIBUTES_AT : end]) == stored)
+    stored = _UINT32.unpack_from(data, position + LOG_OVERHEAD)[0]
+    return bool(zlib.crc32(data[position + MAGIC_AT : end]) == stored)
+
+
+_UINT32: Final = struct.Struct(">I")
+
+
+_TOPIC_PARTITION: Final = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+_SEGMENT_NAME: Final = re.compile(r"^\d+\.log$")
+
+
+def parse_topic_partition(
+    path: str | os.PathLike[str], *, segment_name_required: bool = True
+) -> tuple[str | None, int | None]:
+    """Topic and partition from Kafka's log layout ``<topic>-<partition>/<offset>.log``
+    (``kafka.log.LocalLog``'s directory naming; topic names may contain ``-``).
+
+    Returns ``(None, None)`` when the folder is not named ``<topic>-<partition>``, or,
+    with ``segment_name_required``, when the file name is not a segment name (digits
+    and ``.log``).
+    """
+    p = Path(path)
+    if segment_name_required and not _SEGMENT_NAME.match(p.name):
+        return None, None
+    m = _TOPIC_PARTITION.match(p.parent.name)
+    if m is None:
+        return None, None
+    return m.group("topic"), int(m.group("partition"))

@@ -2,8 +2,30 @@
 """Values shared by the generated entity modules."""
 
 import uuid
+from collections.abc import Iterable
+from typing import Any
 
-__all__ = ["ZERO_UUID"]
+__all__ = ["ZERO_UUID", "as_tuple", "as_tuple_or_none"]
 
 #: Kafka's default for uuid fields: the all-zero UUID (``Uuid.ZERO_UUID`` in Java).
 ZERO_UUID = uuid.UUID(int=0)
+
+
+def as_tuple(value: Iterable[Any]) -> tuple[Any, ...]:
+    """The converter of every array field: a list (or any other iterable that is not
+    text or bytes) becomes a tuple, so ``MetadataRequest(topics=[])`` equals
+    ``MetadataRequest(topics=())`` and instances stay hashable. Tuples, text, bytes
+    and non-iterables pass through unchanged; the writer reports a wrong type when
+    the instance is encoded. Decoded instances do not pass through ``__init__``."""
+    if type(value) is tuple:  # the common case first: one type check
+        return value
+    if isinstance(value, (tuple, str, bytes, bytearray)) or not isinstance(
+        value, Iterable
+    ):
+        return value  # type: ignore[return-value]
+    return tuple(value)
+
+
+def as_tuple_or_none(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    """:func:`as_tuple` for nullable array fields: ``None`` stays ``None``."""
+    return None if value is None else as_tuple(value)

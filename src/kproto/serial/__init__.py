@@ -18,23 +18,37 @@ header entity, then the body entity (see :mod:`kproto.connection`).
 
 Readers consume exactly one entity and leave the stream just past it. With an
 ``io.BytesIO`` they decode from its ``getvalue()`` bytes (shared with the stream, not
-copied); with another seekable stream they read ahead in growing chunks and seek back;
-with anything else (a socket file, a pipe) they read exactly what each field needs. Bad bytes raise :class:`DecodeError` naming
-the field path and byte offset (offsets count from where the reader started); a claimed
-length is checked against the bytes available before anything is allocated. Values
-that do not fit their field raise :class:`EncodeError` naming the field path.
+copied); with another seekable stream they decode from a read-ahead chunk (64 KiB at
+first, never past the end) that grows only as far as the decoded lengths justify, and
+seek back; with anything else (a socket file, a pipe) they read exactly what each field
+needs, a long field in chunks that at most double what has arrived. A claimed length
+is checked against the bytes left where that is known, and trusted no further than
+bytes arrive where it is not, so bad input costs about what was sent, never the rest
+of the stream or the claimed size. Bad bytes
+raise :class:`DecodeError` naming the field path and byte offset (offsets count from
+where the reader started). Values that do not fit their field raise
+:class:`EncodeError` naming the field path.
+
+The compiled code is plain Python you can read: :func:`source` returns it
+(``source(MetadataResponse, "decode")``). Errors are re-diagnosed by
+:mod:`kproto.serial.interpret` and raised without the compiled code's own exception;
+with ``KPROTO_DEBUG=1`` in the environment that exception is kept as ``__cause__``,
+its traceback showing the generated lines.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import struct
 from collections.abc import Callable
 from functools import cache
 from typing import IO, Any, TypeVar
 
+from kproto.exceptions import DecodeError, EncodeError
 from kproto.serial import interpret
-from kproto.serial.compile import decoder, encoder
-from kproto.serial.exceptions import DecodeError, EncodeError
+from kproto.serial.compile import decoder, encoder, source
+from kproto.serial.primitives import Short
 
 __all__ = [
     "DecodeError",
@@ -43,12 +57,20 @@ __all__ = [
     "entity_writer",
     "decode",
     "encode",
+    "source",
 ]
 
 E = TypeVar("E")
 
 _SEEKABLE_CHUNK = 64 * 1024
 _BytesIO = io.BytesIO
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The compiled code's own error when ``KPROTO_DEBUG=1`` (kept as ``__cause__``,
+    its traceback shows the generated lines), else ``None``: the typed error from the
+    interpreter already names the field and offset. Read on the error path only."""
+    return exc if os.environ.get("KPROTO_DEBUG") == "1" else None
 
 
 def _diagnose_decode(
@@ -69,7 +91,7 @@ def _decode_view(cls: type, view: Any, start: int) -> tuple[Any, int]:
     try:
         return decoder(cls)(view, start)
     except Exception as exc:
-        raise _diagnose_decode(cls, view, start, exc) from None
+        raise _diagnose_decode(cls, view, start, exc) from _cause(exc)
 
 
 @cache
@@ -96,7 +118,7 @@ def entity_reader(cls: type[E]) -> Callable[[IO[bytes]], E]:
             try:
                 entity, end = decode_fn(data, start)
             except Exception as exc:
-                raise _diagnose_decode(cls, data, start, exc) from None
+                raise _diagnose_decode(cls, data, start, exc) from _cause(exc)
             stream.seek(end)
             return entity  # type: ignore[no-any-return]
         if stream.seekable():
@@ -108,21 +130,44 @@ def entity_reader(cls: type[E]) -> Callable[[IO[bytes]], E]:
 
 
 def _read_seekable(cls: type, stream: IO[bytes]) -> Any:
-    """Read ahead in doubling chunks until one entity decodes, then seek past it."""
+    """Decode from a read-ahead chunk (64 KiB at first, never past the end), growing it
+    only as far as the input justifies, then leave the stream just past the entity.
+
+    The chunk grows when the decoder ran off its end: to the position a length claims
+    when the stream holds that many bytes (a length beyond the stream is an error, not
+    a reason to read on), or to twice its size after a fixed-width field, which the
+    decoder reaches only once everything before it has decoded.
+    """
     start = stream.tell()
-    data = b""
-    chunk = _SEEKABLE_CHUNK
+    stream.seek(0, io.SEEK_END)
+    left = max(stream.tell() - start, 0)
+    stream.seek(start)
+    data = stream.read(min(_SEEKABLE_CHUNK, left))
+    decode_fn = decoder(cls)
     while True:
-        more = stream.read(chunk)
-        data += more
         try:
-            entity, end = decoder(cls)(data, 0)
+            entity, end = decode_fn(data, 0)
         except Exception as exc:
-            if more and len(more) == chunk:
-                chunk *= 2
+            want = len(data)
+            if isinstance(exc, Short) and exc.need <= left:
+                want = max(exc.need, min(2 * len(data), left))
+            elif isinstance(exc, (IndexError, struct.error)):
+                want = min(2 * len(data), left)
+            more = stream.read(want - len(data)) if want > len(data) else b""
+            if more:
+                data += more
                 continue
+            if len(data) < left:
+                # Malformed before the chunk's end: name it with the true bytes left.
+                stream.seek(start)
+                try:
+                    source = interpret.StreamSource(stream, 0, left)
+                    return interpret.read_entity(cls, source)
+                except DecodeError:
+                    stream.seek(start)
+                    raise
             stream.seek(start)
-            raise _diagnose_decode(cls, data, 0, exc) from None
+            raise _diagnose_decode(cls, data, 0, exc) from _cause(exc)
         stream.seek(start + end)
         return entity
 
@@ -161,7 +206,7 @@ def entity_writer(cls: type[E]) -> Callable[[IO[bytes], E], None]:
             encode_fn(entity, parts.append)
             data = b"".join(parts)
         except Exception as exc:
-            raise _diagnose_encode(entity, exc) from None
+            raise _diagnose_encode(entity, exc) from _cause(exc)
         stream.write(data)
 
     write.__doc__ = f"Write one {cls.__name__} to a binary stream."
@@ -179,7 +224,7 @@ def encode(entity: Any) -> bytes:
         encoder(type(entity))(entity, parts.append)
         return b"".join(parts)
     except Exception as exc:
-        raise _diagnose_encode(entity, exc) from None
+        raise _diagnose_encode(entity, exc) from _cause(exc)
 
 
 def decode(cls: type[E], data: bytes | bytearray | memoryview) -> E:

@@ -14,8 +14,8 @@ import struct
 import uuid
 from typing import IO, Any, Protocol
 
+from kproto.exceptions import DecodeError, EncodeError
 from kproto.meta import Wire, entity_info, wire_fields
-from kproto.serial.exceptions import DecodeError, EncodeError
 from kproto.serial.primitives import (
     FIXED_FORMATS,
     FIXED_SIZES,
@@ -25,9 +25,16 @@ from kproto.serial.primitives import (
 
 __all__ = ["Source", "BufferSource", "StreamSource", "read_entity", "write_entity"]
 
-#: Largest chunk read from a stream at once: a claimed length is only trusted as far
-#: as bytes actually arrive, so a lying length cannot force a large allocation.
-_CHUNK = 1 << 20
+#: The first read from a stream for one field, and the cap on any one read. Later
+#: reads ask for at most what has arrived so far, so a claimed length is trusted only
+#: as far as bytes actually arrive: a lying length costs about the input, never the
+#: claimed size.
+_FIRST_READ = 4096
+_MAX_READ = 1 << 20
+
+#: Counts above this of elements that may encode as zero bytes are refused on streams
+#: of unknown length (nothing else bounds them).
+_MAX_EMPTY_ELEMENTS = 1 << 20
 
 
 class Source(Protocol):
@@ -64,17 +71,34 @@ class BufferSource:
 
 
 class StreamSource:
-    """Reads exactly what each primitive needs from a stream (no read-ahead)."""
+    """Reads exactly what each primitive needs from a stream (no read-ahead).
 
-    def __init__(self, stream: IO[bytes], base: int = 0) -> None:
+    ``left``: the bytes the stream holds from ``base`` on, when known (a seekable
+    stream); claimed lengths are then checked against it before anything is read.
+    Otherwise (a socket, a pipe) a field is read in chunks that start at 4 KiB and
+    at most double what has arrived, so a length the input does not back costs
+    about the bytes that did arrive.
+    """
+
+    def __init__(
+        self, stream: IO[bytes], base: int = 0, left: int | None = None
+    ) -> None:
         self.stream = stream
         self.pos = base
+        self.end = None if left is None else base + left
 
     def take(self, n: int, path: str) -> bytes:
+        if self.end is not None and n > self.end - self.pos:
+            raise DecodeError(
+                f"needs {n} bytes, only {self.end - self.pos} left",
+                path=path,
+                offset=self.pos,
+            )
         parts = []
         got = 0
+        step = _FIRST_READ
         while got < n:
-            chunk = self.stream.read(min(n - got, _CHUNK))
+            chunk = self.stream.read(min(n - got, step))
             if not chunk:
                 raise DecodeError(
                     f"needs {n} bytes, the stream ended after {got}",
@@ -83,11 +107,12 @@ class StreamSource:
                 )
             parts.append(chunk)
             got += len(chunk)
+            step = min(max(step, got), _MAX_READ)
         self.pos += n
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def remaining(self) -> int | None:
-        return None
+        return None if self.end is None else self.end - self.pos
 
 
 def _uvarint(src: Source, path: str, max_bytes: int = 5) -> int:
@@ -187,7 +212,11 @@ def read_value(src: Source, w: Wire, path: str) -> Any:
             return None
         el = w.element
         assert el is not None
-        if src.remaining() is None and count > _CHUNK and _may_be_empty(el):
+        if (
+            src.remaining() is None
+            and count > _MAX_EMPTY_ELEMENTS
+            and _may_be_empty(el)
+        ):
             # A stream has no byte count to check against, and elements that encode
             # as zero bytes would let a lying count allocate without reading input.
             raise DecodeError(

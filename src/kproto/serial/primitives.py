@@ -16,6 +16,7 @@ __all__ = [
     "FIXED_SIZES",
     "INT_RANGES",
     "Malformed",
+    "Short",
     "read_uvarint",
     "read_uvarlong",
     "read_varint",
@@ -58,6 +59,17 @@ class Malformed(Exception):
     The public readers turn it into :class:`kproto.serial.DecodeError` with the field
     path and byte offset.
     """
+
+
+class Short(Malformed):
+    """Internal signal: a length, count or tagged-field size claims bytes past the end
+    of the buffer, up to position ``need``. Malformed when the buffer holds the whole
+    input; a reader over a read-ahead chunk of a longer stream reads up to ``need``
+    instead, if the stream holds that many bytes."""
+
+    def __init__(self, what: str, need: int) -> None:
+        super().__init__(what)
+        self.need = need
 
 
 def _read_unsigned(

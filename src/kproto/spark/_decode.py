@@ -21,6 +21,7 @@ from pyspark.sql.types import (
 )
 
 from kproto.spark._schema import entities_to_arrow, spark_schema
+from kproto.spark._session import ensure_python_workers
 
 __all__ = [
     "INTERNAL_TOPICS",
@@ -102,6 +103,10 @@ def decode_column(
         A lazy DataFrame: ``df``'s columns with ``column`` decoded, plus
         ``error_column``.
 
+    Python workers are set up as for :func:`~kproto.spark.read_log_segments`
+    (``sys.executable`` on a local master unless ``PYSPARK_PYTHON`` or
+    ``spark.pyspark.python`` says otherwise).
+
     Raises:
         ValueError: ``column`` is missing or not binary, or ``error_column`` exists.
     """
@@ -152,6 +157,7 @@ def decode_column(
                 arrays.append(pa.array(errors, pa.string()))
             yield pa.RecordBatch.from_arrays(arrays, names=out_names)
 
+    ensure_python_workers(df.sparkSession)
     return df.mapInArrow(run, out_schema)
 
 
@@ -346,13 +352,29 @@ def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
     (null value) keep a null value struct and no error. Unknown versions and
     undecodable bytes do not fail the job: they set ``error``.
 
+    :func:`~kproto.spark.read_log_segments` output composes directly:
+    ``decode_internal_topic(read_log_segments(spark, path), "__consumer_offsets")``.
+    Its string ``error`` column is kept in place (not appended again): a row's error
+    is the segment's (a corrupt batch) when set, else the decoding one. Rows with
+    ``is_control`` true (transaction markers, which ``__consumer_offsets`` holds
+    for transactional offset commits) are passed through undecoded, with no error.
+
     Raises:
-        ValueError: unknown ``topic``, or ``df`` lacks binary ``key``/``value``.
+        ValueError: unknown ``topic``, ``df`` lacks binary ``key``/``value``, a
+            column this appends already exists (other than a string ``error``).
     """
     extra = internal_topic_schema(topic)
     for name in ("key", "value"):
         if name not in df.columns or df.schema[name].dataType.typeName() != "binary":
             raise ValueError(f"decode_internal_topic needs a binary column {name!r}")
+    # An input error column (read_log_segments') is merged into ours, not repeated.
+    error_index = (
+        df.columns.index("error")
+        if "error" in df.columns and isinstance(df.schema["error"].dataType, StringType)
+        else None
+    )
+    if error_index is not None:
+        extra = [f for f in extra if f.name != "error"]
     clash = {f.name for f in extra} & set(df.columns)
     if clash:
         raise ValueError(f"columns {sorted(clash)} already exist")
@@ -360,6 +382,12 @@ def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
     out_names = out_schema.fieldNames()
     key_index = df.columns.index("key")
     value_index = df.columns.index("value")
+    control_index = (
+        df.columns.index("is_control")
+        if "is_control" in df.columns
+        and df.schema["is_control"].dataType.typeName() == "boolean"
+        else None
+    )
     keys, values = INTERNAL_TOPICS[topic]
     messages = _messages(topic)
     targets = {
@@ -373,12 +401,28 @@ def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
         for batch in batches:
             ks = batch.column(key_index).to_pylist()
             vs = batch.column(value_index).to_pylist()
+            given = (
+                batch.column(error_index).to_pylist()
+                if error_index is not None
+                else [None] * len(ks)
+            )
+            control = (
+                batch.column(control_index).to_pylist()
+                if control_index is not None
+                else [None] * len(ks)
+            )
             kvs: list[int | None] = []
             vvs: list[int | None] = []
             types: list[str | None] = []
             errors: list[str | None] = []
             per_message: dict[str, list[Any]] = {m: [None] * len(ks) for m in messages}
             for i, (k, v) in enumerate(zip(ks, vs, strict=True)):
+                if given[i] is not None or control[i]:
+                    kvs.append(None)
+                    vvs.append(None)
+                    types.append(None)
+                    errors.append(given[i])
+                    continue
                 kv, vv, km, ke, ve, err = dispatch.decode(k, v)
                 kvs.append(kv)
                 vvs.append(vv)
@@ -388,14 +432,18 @@ def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
                     per_message[km][i] = ke
                     per_message[value_of[km]][i] = ve
             arrays = list(batch.columns)
+            if error_index is not None:
+                arrays[error_index] = pa.array(errors, pa.string())
             arrays.append(pa.array(kvs, pa.int16()))
             arrays.append(pa.array(vvs, pa.int16()))
             arrays.append(pa.array(types, pa.string()))
             for m in messages:
                 arrays.append(_mixed_entities_to_arrow(per_message[m], targets[m]))
-            arrays.append(pa.array(errors, pa.string()))
+            if error_index is None:
+                arrays.append(pa.array(errors, pa.string()))
             yield pa.RecordBatch.from_arrays(arrays, names=out_names)
 
+    ensure_python_workers(df.sparkSession)
     return df.mapInArrow(run, out_schema)
 
 

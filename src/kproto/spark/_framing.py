@@ -13,10 +13,8 @@ files: finding them, scanning them and cutting them into ranges.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Final
 
 import attrs
 
@@ -27,6 +25,7 @@ from kproto.records.segments import (
     FramingError,
     check_header,
     frame_buffer,
+    parse_topic_partition,
 )
 
 __all__ = [
@@ -41,9 +40,6 @@ __all__ = [
     "split_file",
     "frame_buffer",
 ]
-
-_TOPIC_PARTITION: Final = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-_SEGMENT_NAME: Final = re.compile(r"^\d+\.log$")
 
 
 @attrs.frozen(slots=True)
@@ -74,23 +70,6 @@ class ByteRange:
     end: int
     topic: str | None
     partition: int | None
-
-
-def parse_topic_partition(
-    path: str | os.PathLike[str],
-) -> tuple[str | None, int | None]:
-    """Topic and partition from Kafka's layout ``<topic>-<partition>/<offset>.log``.
-
-    Returns ``(None, None)`` if the file name is not a segment name (digits + ``.log``)
-    or its folder is not named ``<topic>-<partition>``.
-    """
-    p = Path(path)
-    if not _SEGMENT_NAME.match(p.name):
-        return None, None
-    m = _TOPIC_PARTITION.match(p.parent.name)
-    if m is None:
-        return None, None
-    return m.group("topic"), int(m.group("partition"))
 
 
 def find_segment_files(paths: Iterable[str | os.PathLike[str]]) -> list[SegmentFile]:

@@ -17,6 +17,7 @@ from kproto.spark._segments import (
     FORMAT_NAME,
     SegmentDataSource,
 )
+from kproto.spark._session import ensure_python_workers
 
 __all__ = [
     "register",
@@ -31,8 +32,14 @@ MIN_AUTO_SPLIT_BYTES = 4 * 1024 * 1024
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kproto-segments`` data source with ``spark`` (idempotent; the
-    executors' Python must be able to import :mod:`kproto`)."""
+    """Register the ``kproto-segments`` data source with ``spark`` (idempotent).
+
+    The executors' Python must be able to import :mod:`kproto`: on a local master
+    this points the session's Python workers at ``sys.executable`` (or at
+    ``spark.pyspark.python``) unless ``PYSPARK_PYTHON`` is set; see
+    :func:`kproto.spark._session.ensure_python_workers`.
+    """
+    ensure_python_workers(spark)
     spark.dataSource.register(SegmentDataSource)
 
 
@@ -63,6 +70,12 @@ def read_log_segments(
         chunk_bytes: bytes of whole batches decoded at a time per task (bounds memory).
         check_crc: verify batch CRCs (a mismatch makes an error row).
 
+    Python workers: Spark runs the decoding in Python worker processes, which must
+    import kproto. Unless ``PYSPARK_PYTHON`` is set, the session's workers are
+    pointed at ``spark.pyspark.python`` if set, else (local master) at this
+    process's ``sys.executable``; on a cluster set ``spark.pyspark.python`` to the
+    executors' Python with kproto installed.
+
     Returns:
         A lazy DataFrame with the columns of
         :data:`kproto.spark.SEGMENT_SCHEMA`: ``topic`` string and ``partition`` int
@@ -80,9 +93,10 @@ def read_log_segments(
     Set ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS`` on the session
     (the ``kproto spark segments`` CLI does: :data:`kproto.spark.cli.SESSION_CONF`)
     rather than the legacy INT96 default, and pass
-    :data:`kproto.spark.cli.PARQUET_OPTIONS` to ``df.write.options(...)`` (no
-    dictionaries for ``key``/``value``/``offset``, no statistics for
-    ``key``/``value``). ``spark.sql.parquet.compression.codec=zstd`` halves the
+    :data:`kproto.spark.cli.PARQUET_OPTIONS` to ``df.write.options(...)``
+    (``key``/``value`` dictionaries with 8 MiB dictionary pages, none for
+    ``offset``, no statistics for ``key``/``value``): the output is then about the
+    size of pyarrow's default write of the same rows. ``spark.sql.parquet.compression.codec=zstd`` halves the
     output against the default snappy for a few percent more CPU.
 
     Raises:

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -54,6 +54,7 @@ class PartitionData(_PartitionDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -74,6 +75,7 @@ class PartitionData(_PartitionDataSlots):
 
     new_isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -134,6 +136,7 @@ class TopicData(_TopicDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -154,6 +157,7 @@ class TopicData(_TopicDataSlots):
 
     partitions: tuple[PartitionData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionData",
@@ -211,6 +215,7 @@ class AlterPartitionRequest(_AlterPartitionRequestSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 56
     __header_schema__: ClassVar[type] = RequestHeader
@@ -239,6 +244,7 @@ class AlterPartitionRequest(_AlterPartitionRequestSlots):
 
     topics: tuple[TopicData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicData",

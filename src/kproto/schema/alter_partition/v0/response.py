@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v1 import ResponseHeader
 
 __all__ = [
@@ -56,6 +56,7 @@ class PartitionData(_PartitionDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -96,6 +97,7 @@ class PartitionData(_PartitionDataSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -156,6 +158,7 @@ class TopicData(_TopicDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -176,6 +179,7 @@ class TopicData(_TopicDataSlots):
 
     partitions: tuple[PartitionData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionData",
@@ -233,6 +237,7 @@ class AlterPartitionResponse(_AlterPartitionResponseSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 56
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -253,6 +258,7 @@ class AlterPartitionResponse(_AlterPartitionResponseSlots):
 
     topics: tuple[TopicData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicData",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -55,6 +55,7 @@ class PartitionData(_PartitionDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -75,6 +76,7 @@ class PartitionData(_PartitionDataSlots):
 
     new_isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -145,6 +147,7 @@ class TopicData(_TopicDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -165,6 +168,7 @@ class TopicData(_TopicDataSlots):
 
     partitions: tuple[PartitionData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionData",
@@ -222,6 +226,7 @@ class AlterPartitionRequest(_AlterPartitionRequestSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 56
     __header_schema__: ClassVar[type] = RequestHeader
@@ -250,6 +255,7 @@ class AlterPartitionRequest(_AlterPartitionRequestSlots):
 
     topics: tuple[TopicData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicData",

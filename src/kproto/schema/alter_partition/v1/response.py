@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v1 import ResponseHeader
 
 __all__ = [
@@ -57,6 +57,7 @@ class PartitionData(_PartitionDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -97,6 +98,7 @@ class PartitionData(_PartitionDataSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -171,6 +173,7 @@ class TopicData(_TopicDataSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -191,6 +194,7 @@ class TopicData(_TopicDataSlots):
 
     partitions: tuple[PartitionData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionData",
@@ -248,6 +252,7 @@ class AlterPartitionResponse(_AlterPartitionResponseSlots):
         source="kafka-trunk-2024-10-25/clients/AlterPartitionResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 56
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -268,6 +273,7 @@ class AlterPartitionResponse(_AlterPartitionResponseSlots):
 
     topics: tuple[TopicData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicData",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class AlterReplicaLogDirTopic(_AlterReplicaLogDirTopicSlots):
         source="kafka-trunk-2024-10-25/clients/AlterReplicaLogDirsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -70,6 +71,7 @@ class AlterReplicaLogDirTopic(_AlterReplicaLogDirTopicSlots):
 
     partitions: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -113,6 +115,7 @@ class AlterReplicaLogDir(_AlterReplicaLogDirSlots):
         source="kafka-trunk-2024-10-25/clients/AlterReplicaLogDirsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     path: str = attrs.field(
@@ -127,6 +130,7 @@ class AlterReplicaLogDir(_AlterReplicaLogDirSlots):
 
     topics: tuple[AlterReplicaLogDirTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]AlterReplicaLogDirTopic",
@@ -175,12 +179,14 @@ class AlterReplicaLogDirsRequest(_AlterReplicaLogDirsRequestSlots):
         source="kafka-trunk-2024-10-25/clients/AlterReplicaLogDirsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 34
     __header_schema__: ClassVar[type] = RequestHeader
 
     dirs: tuple[AlterReplicaLogDir, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]AlterReplicaLogDir",

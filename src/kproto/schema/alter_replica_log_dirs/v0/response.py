@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -52,6 +52,7 @@ class AlterReplicaLogDirPartitionResult(_AlterReplicaLogDirPartitionResultSlots)
         source="kafka-trunk-2024-10-25/clients/AlterReplicaLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -99,6 +100,7 @@ class AlterReplicaLogDirTopicResult(_AlterReplicaLogDirTopicResultSlots):
         source="kafka-trunk-2024-10-25/clients/AlterReplicaLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -117,6 +119,7 @@ class AlterReplicaLogDirTopicResult(_AlterReplicaLogDirTopicResultSlots):
 
     partitions: tuple[AlterReplicaLogDirPartitionResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]AlterReplicaLogDirPartitionResult",
@@ -166,6 +169,7 @@ class AlterReplicaLogDirsResponse(_AlterReplicaLogDirsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/AlterReplicaLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 34
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -180,6 +184,7 @@ class AlterReplicaLogDirsResponse(_AlterReplicaLogDirsResponseSlots):
 
     results: tuple[AlterReplicaLogDirTopicResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]AlterReplicaLogDirTopicResult",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -49,6 +49,7 @@ class ControlledShutdownRequest(_ControlledShutdownRequestSlots):
         source="kafka-trunk-2024-10-25/clients/ControlledShutdownRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 7
     __header_schema__: ClassVar[type] = RequestHeader

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -50,6 +50,7 @@ class RemainingPartition(_RemainingPartitionSlots):
         source="kafka-trunk-2024-10-25/clients/ControlledShutdownResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -112,6 +113,7 @@ class ControlledShutdownResponse(_ControlledShutdownResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ControlledShutdownResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 7
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -124,6 +126,7 @@ class ControlledShutdownResponse(_ControlledShutdownResponseSlots):
 
     remaining_partitions: tuple[RemainingPartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]RemainingPartition",

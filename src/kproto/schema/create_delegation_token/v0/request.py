@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -50,6 +50,7 @@ class CreatableRenewers(_CreatableRenewersSlots):
         source="kafka-trunk-2024-10-25/clients/CreateDelegationTokenRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     principal_type: str = attrs.field(
@@ -99,12 +100,14 @@ class CreateDelegationTokenRequest(_CreateDelegationTokenRequestSlots):
         source="kafka-trunk-2024-10-25/clients/CreateDelegationTokenRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 38
     __header_schema__: ClassVar[type] = RequestHeader
 
     renewers: tuple[CreatableRenewers, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]CreatableRenewers",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class CreatableReplicaAssignment(_CreatableReplicaAssignmentSlots):
         source="kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -71,6 +72,7 @@ class CreatableReplicaAssignment(_CreatableReplicaAssignmentSlots):
 
     broker_ids: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -115,6 +117,7 @@ class CreatableTopicConfig(_CreatableTopicConfigSlots):
         source="kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -175,6 +178,7 @@ class CreatableTopic(_CreatableTopicSlots):
         source="kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -210,6 +214,7 @@ class CreatableTopic(_CreatableTopicSlots):
 
     assignments: tuple[CreatableReplicaAssignment, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]CreatableReplicaAssignment",
@@ -230,6 +235,7 @@ class CreatableTopic(_CreatableTopicSlots):
 
     configs: tuple[CreatableTopicConfig, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]CreatableTopicConfig",
@@ -278,12 +284,14 @@ class CreateTopicsRequest(_CreateTopicsRequestSlots):
         source="kafka-trunk-2024-10-25/clients/CreateTopicsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 19
     __header_schema__: ClassVar[type] = RequestHeader
 
     topics: tuple[CreatableTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]CreatableTopic",

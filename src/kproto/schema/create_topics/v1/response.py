@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class CreatableTopicResult(_CreatableTopicResultSlots):
         source="kafka-trunk-2024-10-25/clients/CreateTopicsResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -119,12 +120,14 @@ class CreateTopicsResponse(_CreateTopicsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/CreateTopicsResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 19
     __header_schema__: ClassVar[type] = ResponseHeader
 
     topics: tuple[CreatableTopicResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]CreatableTopicResult",

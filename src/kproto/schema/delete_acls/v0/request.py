@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -54,6 +54,7 @@ class DeleteAclsFilter(_DeleteAclsFilterSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteAclsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     resource_type_filter: int = attrs.field(
@@ -152,12 +153,14 @@ class DeleteAclsRequest(_DeleteAclsRequestSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteAclsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 31
     __header_schema__: ClassVar[type] = RequestHeader
 
     filters: tuple[DeleteAclsFilter, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DeleteAclsFilter",

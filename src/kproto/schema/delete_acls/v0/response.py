@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -57,6 +57,7 @@ class DeleteAclsMatchingAcl(_DeleteAclsMatchingAclSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteAclsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     error_code: int = attrs.field(
@@ -155,6 +156,7 @@ class DeleteAclsFilterResult(_DeleteAclsFilterResultSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteAclsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     error_code: int = attrs.field(
@@ -180,6 +182,7 @@ class DeleteAclsFilterResult(_DeleteAclsFilterResultSlots):
 
     matching_acls: tuple[DeleteAclsMatchingAcl, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DeleteAclsMatchingAcl",
@@ -228,6 +231,7 @@ class DeleteAclsResponse(_DeleteAclsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteAclsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 31
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -242,6 +246,7 @@ class DeleteAclsResponse(_DeleteAclsResponseSlots):
 
     filter_results: tuple[DeleteAclsFilterResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DeleteAclsFilterResult",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -50,6 +50,7 @@ class DeletableTopicResult(_DeletableTopicResultSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteTopicsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -103,12 +104,14 @@ class DeleteTopicsResponse(_DeleteTopicsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/DeleteTopicsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 20
     __header_schema__: ClassVar[type] = ResponseHeader
 
     responses: tuple[DeletableTopicResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DeletableTopicResult",

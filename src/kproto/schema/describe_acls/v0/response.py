@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class AclDescription(_AclDescriptionSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeAclsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     principal: str = attrs.field(
@@ -114,6 +115,7 @@ class DescribeAclsResource(_DescribeAclsResourceSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeAclsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     resource_type: int = attrs.field(
@@ -134,6 +136,7 @@ class DescribeAclsResource(_DescribeAclsResourceSlots):
 
     acls: tuple[AclDescription, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]AclDescription",
@@ -184,6 +187,7 @@ class DescribeAclsResponse(_DescribeAclsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeAclsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 29
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -219,6 +223,7 @@ class DescribeAclsResponse(_DescribeAclsResponseSlots):
 
     resources: tuple[DescribeAclsResource, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeAclsResource",

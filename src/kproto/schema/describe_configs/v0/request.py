@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class DescribeConfigsResource(_DescribeConfigsResourceSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeConfigsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     resource_type: int = attrs.field(
@@ -71,6 +72,7 @@ class DescribeConfigsResource(_DescribeConfigsResourceSlots):
 
     configuration_keys: tuple[str, ...] | None = attrs.field(
         default=(),
+        converter=as_tuple_or_none,
         metadata={
             WIRE: Wire(
                 type="[]string",
@@ -115,12 +117,14 @@ class DescribeConfigsRequest(_DescribeConfigsRequestSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeConfigsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 32
     __header_schema__: ClassVar[type] = RequestHeader
 
     resources: tuple[DescribeConfigsResource, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeConfigsResource",

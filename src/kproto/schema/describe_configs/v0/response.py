@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -55,6 +55,7 @@ class DescribeConfigsResourceResult(_DescribeConfigsResourceResultSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeConfigsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -135,6 +136,7 @@ class DescribeConfigsResult(_DescribeConfigsResultSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeConfigsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     error_code: int = attrs.field(
@@ -176,6 +178,7 @@ class DescribeConfigsResult(_DescribeConfigsResultSlots):
 
     configs: tuple[DescribeConfigsResourceResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeConfigsResourceResult",
@@ -224,6 +227,7 @@ class DescribeConfigsResponse(_DescribeConfigsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeConfigsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 32
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -238,6 +242,7 @@ class DescribeConfigsResponse(_DescribeConfigsResponseSlots):
 
     results: tuple[DescribeConfigsResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeConfigsResult",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class DescribeDelegationTokenOwner(_DescribeDelegationTokenOwnerSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeDelegationTokenRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     principal_type: str = attrs.field(
@@ -99,12 +100,14 @@ class DescribeDelegationTokenRequest(_DescribeDelegationTokenRequestSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeDelegationTokenRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 41
     __header_schema__: ClassVar[type] = RequestHeader
 
     owners: tuple[DescribeDelegationTokenOwner, ...] | None = attrs.field(
         default=(),
+        converter=as_tuple_or_none,
         metadata={
             WIRE: Wire(
                 type="[]DescribeDelegationTokenOwner",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -52,6 +52,7 @@ class DescribedDelegationTokenRenewer(_DescribedDelegationTokenRenewerSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     principal_type: str = attrs.field(
@@ -106,6 +107,7 @@ class DescribedDelegationToken(_DescribedDelegationTokenSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     principal_type: str = attrs.field(
@@ -162,6 +164,7 @@ class DescribedDelegationToken(_DescribedDelegationTokenSlots):
 
     renewers: tuple[DescribedDelegationTokenRenewer, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribedDelegationTokenRenewer",
@@ -212,6 +215,7 @@ class DescribeDelegationTokenResponse(_DescribeDelegationTokenResponseSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeDelegationTokenResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 41
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -224,6 +228,7 @@ class DescribeDelegationTokenResponse(_DescribeDelegationTokenResponseSlots):
 
     tokens: tuple[DescribedDelegationToken, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribedDelegationToken",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -54,6 +54,7 @@ class DescribeLogDirsPartition(_DescribeLogDirsPartitionSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -116,6 +117,7 @@ class DescribeLogDirsTopic(_DescribeLogDirsTopicSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -134,6 +136,7 @@ class DescribeLogDirsTopic(_DescribeLogDirsTopicSlots):
 
     partitions: tuple[DescribeLogDirsPartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeLogDirsPartition",
@@ -183,6 +186,7 @@ class DescribeLogDirsResult(_DescribeLogDirsResultSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     error_code: int = attrs.field(
@@ -199,6 +203,7 @@ class DescribeLogDirsResult(_DescribeLogDirsResultSlots):
 
     topics: tuple[DescribeLogDirsTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeLogDirsTopic",
@@ -247,6 +252,7 @@ class DescribeLogDirsResponse(_DescribeLogDirsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/DescribeLogDirsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 35
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -261,6 +267,7 @@ class DescribeLogDirsResponse(_DescribeLogDirsResponseSlots):
 
     results: tuple[DescribeLogDirsResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]DescribeLogDirsResult",

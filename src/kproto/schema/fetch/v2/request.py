@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -52,6 +52,7 @@ class FetchPartition(_FetchPartitionSlots):
         source="kafka-trunk-2024-10-25/clients/FetchRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition: int = attrs.field(
@@ -106,6 +107,7 @@ class FetchTopic(_FetchTopicSlots):
         source="kafka-trunk-2024-10-25/clients/FetchRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic: str = attrs.field(
@@ -125,6 +127,7 @@ class FetchTopic(_FetchTopicSlots):
 
     partitions: tuple[FetchPartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]FetchPartition",
@@ -175,6 +178,7 @@ class FetchRequest(_FetchRequestSlots):
         source="kafka-trunk-2024-10-25/clients/FetchRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 1
     __header_schema__: ClassVar[type] = RequestHeader
@@ -207,6 +211,7 @@ class FetchRequest(_FetchRequestSlots):
 
     topics: tuple[FetchTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]FetchTopic",

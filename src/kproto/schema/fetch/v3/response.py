@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class PartitionData(_PartitionDataSlots):
         source="kafka-trunk-2024-10-25/clients/FetchResponse.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -122,6 +123,7 @@ class FetchableTopicResponse(_FetchableTopicResponseSlots):
         source="kafka-trunk-2024-10-25/clients/FetchResponse.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic: str = attrs.field(
@@ -141,6 +143,7 @@ class FetchableTopicResponse(_FetchableTopicResponseSlots):
 
     partitions: tuple[PartitionData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionData",
@@ -189,6 +192,7 @@ class FetchResponse(_FetchResponseSlots):
         source="kafka-trunk-2024-10-25/clients/FetchResponse.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 1
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -209,6 +213,7 @@ class FetchResponse(_FetchResponseSlots):
 
     responses: tuple[FetchableTopicResponse, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]FetchableTopicResponse",

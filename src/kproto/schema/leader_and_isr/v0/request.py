@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -58,6 +58,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -115,6 +116,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -139,6 +141,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -184,6 +187,7 @@ class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     broker_id: int = attrs.field(
@@ -246,6 +250,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 4
     __header_schema__: ClassVar[type] = RequestHeader
@@ -274,6 +279,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     ungrouped_partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrPartitionState",
@@ -294,6 +300,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrLiveLeader",

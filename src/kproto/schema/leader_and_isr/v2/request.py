@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -59,6 +59,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -101,6 +102,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -125,6 +127,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -179,6 +182,7 @@ class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -197,6 +201,7 @@ class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
 
     partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrPartitionState",
@@ -246,6 +251,7 @@ class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     broker_id: int = attrs.field(
@@ -309,6 +315,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 4
     __header_schema__: ClassVar[type] = RequestHeader
@@ -351,6 +358,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     topic_states: tuple[LeaderAndIsrTopicState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrTopicState",
@@ -371,6 +379,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrLiveLeader",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -52,6 +52,7 @@ class LeaderAndIsrPartitionError(_LeaderAndIsrPartitionErrorSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -113,6 +114,7 @@ class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 4
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -125,6 +127,7 @@ class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
 
     partition_errors: tuple[LeaderAndIsrPartitionError, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrPartitionError",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -62,6 +62,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -104,6 +105,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -129,6 +131,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -146,6 +149,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     adding_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -164,6 +168,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     removing_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -228,6 +233,7 @@ class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -261,6 +267,7 @@ class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
 
     partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrPartitionState",
@@ -318,6 +325,7 @@ class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     broker_id: int = attrs.field(
@@ -391,6 +399,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 4
     __header_schema__: ClassVar[type] = RequestHeader
@@ -439,6 +448,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     topic_states: tuple[LeaderAndIsrTopicState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrTopicState",
@@ -460,6 +470,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrLiveLeader",

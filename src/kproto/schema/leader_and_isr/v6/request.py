@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -63,6 +63,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -105,6 +106,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -130,6 +132,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -147,6 +150,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     adding_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -165,6 +169,7 @@ class LeaderAndIsrPartitionState(_LeaderAndIsrPartitionStateSlots):
 
     removing_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -239,6 +244,7 @@ class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -272,6 +278,7 @@ class LeaderAndIsrTopicState(_LeaderAndIsrTopicStateSlots):
 
     partition_states: tuple[LeaderAndIsrPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrPartitionState",
@@ -329,6 +336,7 @@ class LeaderAndIsrLiveLeader(_LeaderAndIsrLiveLeaderSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     broker_id: int = attrs.field(
@@ -402,6 +410,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrRequest.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 4
     __header_schema__: ClassVar[type] = RequestHeader
@@ -450,6 +459,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     topic_states: tuple[LeaderAndIsrTopicState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrTopicState",
@@ -471,6 +481,7 @@ class LeaderAndIsrRequest(_LeaderAndIsrRequestSlots):
 
     live_leaders: tuple[LeaderAndIsrLiveLeader, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrLiveLeader",

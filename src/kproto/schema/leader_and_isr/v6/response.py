@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v1 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class LeaderAndIsrPartitionError(_LeaderAndIsrPartitionErrorSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -106,6 +107,7 @@ class LeaderAndIsrTopicError(_LeaderAndIsrTopicErrorSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_id: uuid.UUID = attrs.field(
@@ -124,6 +126,7 @@ class LeaderAndIsrTopicError(_LeaderAndIsrTopicErrorSlots):
 
     partition_errors: tuple[LeaderAndIsrPartitionError, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrPartitionError",
@@ -180,6 +183,7 @@ class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
         source="kafka-trunk-2024-10-25/clients/LeaderAndIsrResponse.json",
     )
     __version__: ClassVar[int] = 6
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 4
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -192,6 +196,7 @@ class LeaderAndIsrResponse(_LeaderAndIsrResponseSlots):
 
     topics: tuple[LeaderAndIsrTopicError, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]LeaderAndIsrTopicError",

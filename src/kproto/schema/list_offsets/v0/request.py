@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -52,6 +52,7 @@ class ListOffsetsPartition(_ListOffsetsPartitionSlots):
         source="kafka-trunk-2024-10-25/clients/ListOffsetsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -106,6 +107,7 @@ class ListOffsetsTopic(_ListOffsetsTopicSlots):
         source="kafka-trunk-2024-10-25/clients/ListOffsetsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -124,6 +126,7 @@ class ListOffsetsTopic(_ListOffsetsTopicSlots):
 
     partitions: tuple[ListOffsetsPartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]ListOffsetsPartition",
@@ -172,6 +175,7 @@ class ListOffsetsRequest(_ListOffsetsRequestSlots):
         source="kafka-trunk-2024-10-25/clients/ListOffsetsRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 2
     __header_schema__: ClassVar[type] = RequestHeader
@@ -192,6 +196,7 @@ class ListOffsetsRequest(_ListOffsetsRequestSlots):
 
     topics: tuple[ListOffsetsTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]ListOffsetsTopic",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class ListOffsetsPartitionResponse(_ListOffsetsPartitionResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ListOffsetsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -71,6 +72,7 @@ class ListOffsetsPartitionResponse(_ListOffsetsPartitionResponseSlots):
 
     old_style_offsets: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int64",
@@ -114,6 +116,7 @@ class ListOffsetsTopicResponse(_ListOffsetsTopicResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ListOffsetsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -132,6 +135,7 @@ class ListOffsetsTopicResponse(_ListOffsetsTopicResponseSlots):
 
     partitions: tuple[ListOffsetsPartitionResponse, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]ListOffsetsPartitionResponse",
@@ -179,12 +183,14 @@ class ListOffsetsResponse(_ListOffsetsResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ListOffsetsResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 2
     __header_schema__: ClassVar[type] = ResponseHeader
 
     topics: tuple[ListOffsetsTopicResponse, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]ListOffsetsTopicResponse",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -52,6 +52,7 @@ class OffsetCommitResponsePartition(_OffsetCommitResponsePartitionSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetCommitResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -99,6 +100,7 @@ class OffsetCommitResponseTopic(_OffsetCommitResponseTopicSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetCommitResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -117,6 +119,7 @@ class OffsetCommitResponseTopic(_OffsetCommitResponseTopicSlots):
 
     partitions: tuple[OffsetCommitResponsePartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetCommitResponsePartition",
@@ -164,12 +167,14 @@ class OffsetCommitResponse(_OffsetCommitResponseSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetCommitResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 8
     __header_schema__: ClassVar[type] = ResponseHeader
 
     topics: tuple[OffsetCommitResponseTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetCommitResponseTopic",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -54,6 +54,7 @@ class OffsetCommitRequestPartition(_OffsetCommitRequestPartitionSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetCommitRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -125,6 +126,7 @@ class OffsetCommitRequestTopic(_OffsetCommitRequestTopicSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetCommitRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -143,6 +145,7 @@ class OffsetCommitRequestTopic(_OffsetCommitRequestTopicSlots):
 
     partitions: tuple[OffsetCommitRequestPartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetCommitRequestPartition",
@@ -193,6 +196,7 @@ class OffsetCommitRequest(_OffsetCommitRequestSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetCommitRequest.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 8
     __header_schema__: ClassVar[type] = RequestHeader
@@ -241,6 +245,7 @@ class OffsetCommitRequest(_OffsetCommitRequestSlots):
 
     topics: tuple[OffsetCommitRequestTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetCommitRequestTopic",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -50,6 +50,7 @@ class OffsetFetchRequestTopic(_OffsetFetchRequestTopicSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetFetchRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -68,6 +69,7 @@ class OffsetFetchRequestTopic(_OffsetFetchRequestTopicSlots):
 
     partition_indexes: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -111,6 +113,7 @@ class OffsetFetchRequest(_OffsetFetchRequestSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetFetchRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 9
     __header_schema__: ClassVar[type] = RequestHeader
@@ -131,6 +134,7 @@ class OffsetFetchRequest(_OffsetFetchRequestSlots):
 
     topics: tuple[OffsetFetchRequestTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetFetchRequestTopic",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -54,6 +54,7 @@ class OffsetFetchResponsePartition(_OffsetFetchResponsePartitionSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetFetchResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -125,6 +126,7 @@ class OffsetFetchResponseTopic(_OffsetFetchResponseTopicSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetFetchResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -143,6 +145,7 @@ class OffsetFetchResponseTopic(_OffsetFetchResponseTopicSlots):
 
     partitions: tuple[OffsetFetchResponsePartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetFetchResponsePartition",
@@ -190,12 +193,14 @@ class OffsetFetchResponse(_OffsetFetchResponseSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetFetchResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 9
     __header_schema__: ClassVar[type] = ResponseHeader
 
     topics: tuple[OffsetFetchResponseTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetFetchResponseTopic",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class OffsetForLeaderPartition(_OffsetForLeaderPartitionSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition: int = attrs.field(
@@ -97,6 +98,7 @@ class OffsetForLeaderTopic(_OffsetForLeaderTopicSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic: str = attrs.field(
@@ -116,6 +118,7 @@ class OffsetForLeaderTopic(_OffsetForLeaderTopicSlots):
 
     partitions: tuple[OffsetForLeaderPartition, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetForLeaderPartition",
@@ -164,12 +167,14 @@ class OffsetForLeaderEpochRequest(_OffsetForLeaderEpochRequestSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 23
     __header_schema__: ClassVar[type] = RequestHeader
 
     topics: tuple[OffsetForLeaderTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetForLeaderTopic",

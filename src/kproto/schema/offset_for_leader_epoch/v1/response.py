@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class EpochEndOffset(_EpochEndOffsetSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     error_code: int = attrs.field(
@@ -120,6 +121,7 @@ class OffsetForLeaderTopicResult(_OffsetForLeaderTopicResultSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic: str = attrs.field(
@@ -139,6 +141,7 @@ class OffsetForLeaderTopicResult(_OffsetForLeaderTopicResultSlots):
 
     partitions: tuple[EpochEndOffset, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]EpochEndOffset",
@@ -187,12 +190,14 @@ class OffsetForLeaderEpochResponse(_OffsetForLeaderEpochResponseSlots):
         source="kafka-trunk-2024-10-25/clients/OffsetForLeaderEpochResponse.json",
     )
     __version__: ClassVar[int] = 1
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 23
     __header_schema__: ClassVar[type] = ResponseHeader
 
     topics: tuple[OffsetForLeaderTopicResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]OffsetForLeaderTopicResult",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class PartitionProduceData(_PartitionProduceDataSlots):
         source="kafka-trunk-2024-10-25/clients/ProduceRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     index: int = attrs.field(
@@ -104,6 +105,7 @@ class TopicProduceData(_TopicProduceDataSlots):
         source="kafka-trunk-2024-10-25/clients/ProduceRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -123,6 +125,7 @@ class TopicProduceData(_TopicProduceDataSlots):
 
     partition_data: tuple[PartitionProduceData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionProduceData",
@@ -172,6 +175,7 @@ class ProduceRequest(_ProduceRequestSlots):
         source="kafka-trunk-2024-10-25/clients/ProduceRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 0
     __header_schema__: ClassVar[type] = RequestHeader
@@ -190,6 +194,7 @@ class ProduceRequest(_ProduceRequestSlots):
 
     topic_data: tuple[TopicProduceData, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicProduceData",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class PartitionProduceResponse(_PartitionProduceResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ProduceResponse.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     index: int = attrs.field(
@@ -119,6 +120,7 @@ class TopicProduceResponse(_TopicProduceResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ProduceResponse.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -138,6 +140,7 @@ class TopicProduceResponse(_TopicProduceResponseSlots):
 
     partition_responses: tuple[PartitionProduceResponse, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionProduceResponse",
@@ -186,12 +189,14 @@ class ProduceResponse(_ProduceResponseSlots):
         source="kafka-trunk-2024-10-25/clients/ProduceResponse.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 0
     __header_schema__: ClassVar[type] = ResponseHeader
 
     responses: tuple[TopicProduceResponse, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicProduceResponse",

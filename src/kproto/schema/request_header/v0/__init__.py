@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 
 __all__ = [
     "RequestHeader",
@@ -49,6 +49,7 @@ class RequestHeader(_RequestHeaderSlots):
         source="kafka-trunk-2024-10-25/clients/RequestHeader.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     request_api_key: int = attrs.field(

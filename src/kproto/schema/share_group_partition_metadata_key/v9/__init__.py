@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 
 __all__ = [
     "ShareGroupPartitionMetadataKey",
@@ -48,6 +48,7 @@ class ShareGroupPartitionMetadataKey(_ShareGroupPartitionMetadataKeySlots):
         source="kafka-trunk-2024-10-25/group-coordinator/ShareGroupPartitionMetadataKey.json",
     )
     __version__: ClassVar[int] = 9
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     group_id: str = attrs.field(

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 
 __all__ = [
     "PartitionMetadata",
@@ -51,6 +51,7 @@ class PartitionMetadata(_PartitionMetadataSlots):
         source="kafka-trunk-2024-10-25/group-coordinator/ShareGroupPartitionMetadataValue.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition: int = attrs.field(
@@ -61,6 +62,7 @@ class PartitionMetadata(_PartitionMetadataSlots):
 
     racks: tuple[str, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]string",
@@ -114,6 +116,7 @@ class TopicMetadata(_TopicMetadataSlots):
         source="kafka-trunk-2024-10-25/group-coordinator/ShareGroupPartitionMetadataValue.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_id: uuid.UUID = attrs.field(
@@ -144,6 +147,7 @@ class TopicMetadata(_TopicMetadataSlots):
 
     partition_metadata: tuple[PartitionMetadata, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]PartitionMetadata",
@@ -200,10 +204,12 @@ class ShareGroupPartitionMetadataValue(_ShareGroupPartitionMetadataValueSlots):
         source="kafka-trunk-2024-10-25/group-coordinator/ShareGroupPartitionMetadataValue.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topics: tuple[TopicMetadata, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]TopicMetadata",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class StopReplicaTopicV1(_StopReplicaTopicV1Slots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     name: str = attrs.field(
@@ -70,6 +71,7 @@ class StopReplicaTopicV1(_StopReplicaTopicV1Slots):
 
     partition_indexes: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -124,6 +126,7 @@ class StopReplicaRequest(_StopReplicaRequestSlots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaRequest.json",
     )
     __version__: ClassVar[int] = 2
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 5
     __header_schema__: ClassVar[type] = RequestHeader
@@ -176,6 +179,7 @@ class StopReplicaRequest(_StopReplicaRequestSlots):
 
     topics: tuple[StopReplicaTopicV1, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]StopReplicaTopicV1",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v1 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class StopReplicaPartitionError(_StopReplicaPartitionErrorSlots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaResponse.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -121,6 +122,7 @@ class StopReplicaResponse(_StopReplicaResponseSlots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaResponse.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 5
     __header_schema__: ClassVar[type] = ResponseHeader
@@ -133,6 +135,7 @@ class StopReplicaResponse(_StopReplicaResponseSlots):
 
     partition_errors: tuple[StopReplicaPartitionError, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]StopReplicaPartitionError",

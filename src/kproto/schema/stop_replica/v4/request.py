@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -54,6 +54,7 @@ class StopReplicaPartitionState(_StopReplicaPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -119,6 +120,7 @@ class StopReplicaTopicState(_StopReplicaTopicStateSlots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -138,6 +140,7 @@ class StopReplicaTopicState(_StopReplicaTopicStateSlots):
 
     partition_states: tuple[StopReplicaPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]StopReplicaPartitionState",
@@ -197,6 +200,7 @@ class StopReplicaRequest(_StopReplicaRequestSlots):
         source="kafka-trunk-2024-10-25/clients/StopReplicaRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 5
     __header_schema__: ClassVar[type] = RequestHeader
@@ -249,6 +253,7 @@ class StopReplicaRequest(_StopReplicaRequestSlots):
 
     topic_states: tuple[StopReplicaTopicState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]StopReplicaTopicState",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -58,6 +58,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -115,6 +116,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -137,6 +139,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -182,6 +185,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     id: int = attrs.field(
@@ -250,6 +254,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 6
     __header_schema__: ClassVar[type] = RequestHeader
@@ -278,6 +283,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     ungrouped_partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataPartitionState",
@@ -298,6 +304,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataBroker",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -59,6 +59,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -116,6 +117,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -138,6 +140,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -184,6 +187,7 @@ class UpdateMetadataEndpoint(_UpdateMetadataEndpointSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     port: int = attrs.field(
@@ -251,6 +255,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     id: int = attrs.field(
@@ -269,6 +274,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
 
     endpoints: tuple[UpdateMetadataEndpoint, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataEndpoint",
@@ -336,6 +342,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 3
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 6
     __header_schema__: ClassVar[type] = RequestHeader
@@ -364,6 +371,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     ungrouped_partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataPartitionState",
@@ -384,6 +392,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataBroker",

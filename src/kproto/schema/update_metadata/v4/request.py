@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -60,6 +60,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -117,6 +118,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -139,6 +141,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -155,6 +158,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     offline_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -202,6 +206,7 @@ class UpdateMetadataEndpoint(_UpdateMetadataEndpointSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     port: int = attrs.field(
@@ -269,6 +274,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     id: int = attrs.field(
@@ -287,6 +293,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
 
     endpoints: tuple[UpdateMetadataEndpoint, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataEndpoint",
@@ -354,6 +361,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 4
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 6
     __header_schema__: ClassVar[type] = RequestHeader
@@ -382,6 +390,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     ungrouped_partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataPartitionState",
@@ -402,6 +411,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataBroker",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -60,6 +60,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -102,6 +103,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -124,6 +126,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -140,6 +143,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     offline_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -185,6 +189,7 @@ class UpdateMetadataTopicState(_UpdateMetadataTopicStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     topic_name: str = attrs.field(
@@ -203,6 +208,7 @@ class UpdateMetadataTopicState(_UpdateMetadataTopicStateSlots):
 
     partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataPartitionState",
@@ -253,6 +259,7 @@ class UpdateMetadataEndpoint(_UpdateMetadataEndpointSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     port: int = attrs.field(
@@ -320,6 +327,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     id: int = attrs.field(
@@ -338,6 +346,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
 
     endpoints: tuple[UpdateMetadataEndpoint, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataEndpoint",
@@ -406,6 +415,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 6
     __header_schema__: ClassVar[type] = RequestHeader
@@ -448,6 +458,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     topic_states: tuple[UpdateMetadataTopicState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataTopicState",
@@ -468,6 +479,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataBroker",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -48,6 +48,7 @@ class UpdateMetadataResponse(_UpdateMetadataResponseSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataResponse.json",
     )
     __version__: ClassVar[int] = 5
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 6
     __header_schema__: ClassVar[type] = ResponseHeader

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v2 import RequestHeader
 
 __all__ = [
@@ -61,6 +61,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 8
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     partition_index: int = attrs.field(
@@ -103,6 +104,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     isr: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -126,6 +128,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -143,6 +146,7 @@ class UpdateMetadataPartitionState(_UpdateMetadataPartitionStateSlots):
 
     offline_replicas: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -197,6 +201,7 @@ class UpdateMetadataTopicState(_UpdateMetadataTopicStateSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 8
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     topic_name: str = attrs.field(
@@ -230,6 +235,7 @@ class UpdateMetadataTopicState(_UpdateMetadataTopicStateSlots):
 
     partition_states: tuple[UpdateMetadataPartitionState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataPartitionState",
@@ -288,6 +294,7 @@ class UpdateMetadataEndpoint(_UpdateMetadataEndpointSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 8
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     port: int = attrs.field(
@@ -367,6 +374,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 8
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
 
     id: int = attrs.field(
@@ -385,6 +393,7 @@ class UpdateMetadataBroker(_UpdateMetadataBrokerSlots):
 
     endpoints: tuple[UpdateMetadataEndpoint, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataEndpoint",
@@ -464,6 +473,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
         source="kafka-trunk-2024-10-25/clients/UpdateMetadataRequest.json",
     )
     __version__: ClassVar[int] = 8
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = True
     __api_key__: ClassVar[int] = 6
     __header_schema__: ClassVar[type] = RequestHeader
@@ -531,6 +541,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     topic_states: tuple[UpdateMetadataTopicState, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataTopicState",
@@ -552,6 +563,7 @@ class UpdateMetadataRequest(_UpdateMetadataRequestSlots):
 
     live_brokers: tuple[UpdateMetadataBroker, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]UpdateMetadataBroker",

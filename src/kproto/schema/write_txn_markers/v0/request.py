@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.request_header.v1 import RequestHeader
 
 __all__ = [
@@ -51,6 +51,7 @@ class WritableTxnMarkerTopic(_WritableTxnMarkerTopicSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -69,6 +70,7 @@ class WritableTxnMarkerTopic(_WritableTxnMarkerTopicSlots):
 
     partition_indexes: tuple[int, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]int32",
@@ -115,6 +117,7 @@ class WritableTxnMarker(_WritableTxnMarkerSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     producer_id: int = attrs.field(
@@ -151,6 +154,7 @@ class WritableTxnMarker(_WritableTxnMarkerSlots):
 
     topics: tuple[WritableTxnMarkerTopic, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]WritableTxnMarkerTopic",
@@ -206,12 +210,14 @@ class WriteTxnMarkersRequest(_WriteTxnMarkersRequestSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersRequest.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 27
     __header_schema__: ClassVar[type] = RequestHeader
 
     markers: tuple[WritableTxnMarker, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]WritableTxnMarker",

@@ -12,7 +12,7 @@ from typing import ClassVar
 import attrs
 
 from kproto.meta import UNKNOWN_TAGS, WIRE, EntityInfo, Wire  # noqa: F401
-from kproto.schema._common import ZERO_UUID  # noqa: F401
+from kproto.schema._common import ZERO_UUID, as_tuple, as_tuple_or_none  # noqa: F401
 from kproto.schema.response_header.v0 import ResponseHeader
 
 __all__ = [
@@ -53,6 +53,7 @@ class WritableTxnMarkerPartitionResult(_WritableTxnMarkerPartitionResultSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     partition_index: int = attrs.field(
@@ -100,6 +101,7 @@ class WritableTxnMarkerTopicResult(_WritableTxnMarkerTopicResultSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     name: str = attrs.field(
@@ -118,6 +120,7 @@ class WritableTxnMarkerTopicResult(_WritableTxnMarkerTopicResultSlots):
 
     partitions: tuple[WritableTxnMarkerPartitionResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]WritableTxnMarkerPartitionResult",
@@ -166,6 +169,7 @@ class WritableTxnMarkerResult(_WritableTxnMarkerResultSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
 
     producer_id: int = attrs.field(
@@ -184,6 +188,7 @@ class WritableTxnMarkerResult(_WritableTxnMarkerResultSlots):
 
     topics: tuple[WritableTxnMarkerTopicResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]WritableTxnMarkerTopicResult",
@@ -231,12 +236,14 @@ class WriteTxnMarkersResponse(_WriteTxnMarkersResponseSlots):
         source="kafka-trunk-2024-10-25/clients/WriteTxnMarkersResponse.json",
     )
     __version__: ClassVar[int] = 0
+    __unstable__: ClassVar[bool] = False
     __flexible__: ClassVar[bool] = False
     __api_key__: ClassVar[int] = 27
     __header_schema__: ClassVar[type] = ResponseHeader
 
     markers: tuple[WritableTxnMarkerResult, ...] = attrs.field(
         default=(),
+        converter=as_tuple,
         metadata={
             WIRE: Wire(
                 type="[]WritableTxnMarkerResult",

@@ -1,0 +1,278 @@
+"""``Cluster``: N broker nodes in one process, for tests and local development."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from kproto.broker.dispatch import load_handlers
+from kproto.broker.introspect import RequestLog
+from kproto.broker.server import DEFAULT_MAX_FRAME_BYTES, NodeServer
+from kproto.broker.state import ClusterState, TopicInfo
+from kproto.records import Record, decode_batches
+
+__all__ = ["Cluster"]
+
+log = logging.getLogger("kproto.broker")
+T = TypeVar("T")
+
+
+class Cluster:
+    """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
+    127.0.0.1, sharing one data directory laid out as Kafka's
+    (``<data_dir>/<topic>-<partition>/<base offset>.log``).
+
+    Synchronous use runs the event loop in a background thread::
+
+        with Cluster(nodes=3) as cluster:
+            producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers})
+
+    and asyncio use runs it on the caller's loop: ``async with Cluster() as cluster:``.
+
+    Args:
+        nodes: the number of broker nodes (node ids 1..nodes, as librdkafka's mock).
+        data_dir: where logs live; kept after close. ``None``: a temporary
+            directory removed on close.
+        auto_create_topics: Metadata requests (with ``allow_auto_topic_creation``)
+            create unknown topics (Kafka's ``auto.create.topics.enable``); Produce
+            to an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, as from Kafka.
+        num_partitions: partitions of auto-created topics (``num.partitions``).
+        port: the first node's port (0: any free port); node i gets ``port + i``.
+        offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
+            ``offsets.topic.num.partitions`` is 50).
+        segment_bytes: default segment size in bytes before a log rolls (16 MiB;
+            Kafka's ``log.segment.bytes`` is 1 GiB); topic config ``segment.bytes``
+            overrides it.
+        max_frame_bytes: request frames above this many bytes close the
+            connection (Kafka's ``socket.request.max.bytes``, 100 MiB).
+        connections_max_idle_ms: close a connection that sends nothing, or stalls
+            in the middle of a frame, for this long (ms; Kafka's
+            ``connections.max.idle.ms``, 10 minutes).
+        request_log_size: how many requests :attr:`requests` keeps (0: none).
+            Each entry holds the decoded request and response entities, record
+            bytes included, so memory grows with this bound.
+        log_requests: log every request at INFO on the ``kproto.broker`` logger.
+
+    Raises:
+        ValueError: ``nodes`` < 1.
+    """
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        data_dir: str | Path | None = None,
+        auto_create_topics: bool = True,
+        num_partitions: int = 1,
+        *,
+        port: int = 0,
+        offsets_partitions: int = 5,
+        segment_bytes: int = 16 * 1024 * 1024,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        connections_max_idle_ms: int = 600_000,
+        request_log_size: int = 1000,
+        log_requests: bool = False,
+    ) -> None:
+        if nodes < 1:
+            raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
+        load_handlers()
+        self._temp = data_dir is None
+        self.data_dir = (
+            Path(tempfile.mkdtemp(prefix="kproto-broker-"))
+            if data_dir is None
+            else Path(data_dir)
+        )
+        self.requests = RequestLog(request_log_size)
+        self.state = ClusterState(
+            self.data_dir,
+            list(range(1, nodes + 1)),
+            auto_create_topics=auto_create_topics,
+            num_partitions=num_partitions,
+            offsets_partitions=offsets_partitions,
+            segment_bytes=segment_bytes,
+        )
+        self.servers = [
+            NodeServer(
+                self.state,
+                node_id,
+                port=port + i if port else 0,
+                max_frame_bytes=max_frame_bytes,
+                connections_max_idle_ms=connections_max_idle_ms,
+                request_log=self.requests if request_log_size > 0 else None,
+                log_requests=log_requests,
+            )
+            for i, node_id in enumerate(self.state.node_ids)
+        ]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._started = False
+
+    # --------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Recover the data directory, start every node and the group coordinator."""
+        self._loop = asyncio.get_running_loop()
+        self.state.load()
+        for server in self.servers:
+            await server.start()
+        await self.state.groups.start()
+        self._started = True
+        log.info(
+            "kproto broker cluster up: %s (data in %s)",
+            self.bootstrap_servers,
+            self.data_dir,
+        )
+
+    async def stop(self) -> None:
+        """Stop the nodes (cancelling every connection task), persist metadata,
+        close the logs; remove the data directory if it was temporary."""
+        if not self._started:
+            return
+        self._started = False
+        for server in self.servers:
+            await server.stop()
+        await self.state.groups.stop()
+        self.state.close()
+        if self._temp:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    async def __aenter__(self) -> Cluster:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def __enter__(self) -> Cluster:
+        loop = asyncio.new_event_loop()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as exc:  # e.g. the port is taken
+                self._started = True  # so stop() closes what did start
+                loop.run_until_complete(self.stop())
+                loop.close()
+                ready.set_exception(exc)
+                return
+            ready.set_result(None)
+            loop.run_forever()
+            # as asyncio.run: cancel what is left, then close
+            left = asyncio.all_tasks(loop)
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="kproto-broker", daemon=True)
+        self._thread.start()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop a cluster started with ``with`` (idempotent)."""
+        if self._thread is None or self._loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.stop(), self._loop).result()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._thread = None
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the cluster's loop from any thread."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the cluster is not running")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise RuntimeError(
+                "call the async_* method from the cluster's own event loop"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    # --------------------------------------------------------------- looking in
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``"127.0.0.1:port,..."``: every node's listener."""
+        return ",".join(f"{s.host}:{s.port}" for s in self.servers)
+
+    def _on_loop(self, func: Callable[[], T]) -> T:
+        """Run ``func`` on the cluster's loop thread (directly when the cluster
+        runs on the caller's loop, through the background thread otherwise)."""
+        if self._thread is None:
+            if self._loop is None:
+                raise RuntimeError("the cluster is not running")
+            return func()
+
+        async def call() -> T:
+            return func()
+
+        return self._call(call())
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        configs: dict[str, str] | None = None,
+    ) -> TopicInfo:
+        """Create a topic without a client (test set-up); ``partitions`` defaults
+        to the cluster's ``num_partitions``.
+
+        Raises:
+            kproto.broker.state.TopicError: as CreateTopics would answer.
+        """
+        return self._on_loop(
+            lambda: self.state.create_topic(name, partitions, configs=configs)
+        )
+
+    def records(self, topic: str, partition: int = 0) -> list[Record]:
+        """Every stored record of ``topic``/``partition`` from the log start offset
+        on, decoded from the segment files.
+
+        Raises:
+            KeyError: no such partition.
+        """
+
+        def snapshot() -> tuple[list[bytes], int]:
+            plog = self.state.partition_log(topic, partition)
+            if plog is None:
+                raise KeyError(f"no partition {topic}-{partition}")
+            return [
+                s.read(0, s.size) for s in plog.segments if s.size
+            ], plog.log_start_offset
+
+        segments, start = self._on_loop(snapshot)
+        return [
+            record
+            for data in segments
+            for batch in decode_batches(data)
+            for record in batch.records
+            if record.offset >= start
+        ]

@@ -1,0 +1,29 @@
+"""The classic consumer-group coordinator of :mod:`kproto.broker`.
+
+:class:`GroupCoordinator` (constructed by the cluster state as
+``GroupCoordinator(state)``) holds every group and its committed offsets and persists
+them to ``__consumer_offsets``; :mod:`.handlers` registers the request handlers of
+FindCoordinator, OffsetCommit, OffsetFetch, JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete with the
+broker's dispatch table on import.
+"""
+
+from __future__ import annotations
+
+from . import handlers  # noqa: F401,E402  (registers the handlers)
+from .coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupDescription
+from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, SyncResult
+from .records import java_string_hashcode, partition_for
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "ClassicGroup",
+    "CommittedOffset",
+    "GroupCoordinator",
+    "GroupDescription",
+    "GroupState",
+    "JoinResult",
+    "SyncResult",
+    "java_string_hashcode",
+    "partition_for",
+]

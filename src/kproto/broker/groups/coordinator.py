@@ -1,0 +1,531 @@
+"""The group coordinator of one in-process cluster: groups, offsets, persistence.
+
+:class:`GroupCoordinator` owns every classic group (membership protocol in
+:mod:`kproto.broker.groups.membership`) and their committed offsets. It follows
+Kafka's ``GroupMetadataManager`` (classic part) and ``OffsetMetadataManager``:
+
+- the coordinator of a group is the leader of ``__consumer_offsets`` partition
+  ``partition_for(group_id, offsets_partitions)``; other nodes answer NOT_COORDINATOR;
+- offset commits and group metadata are appended to that partition as
+  ``OffsetCommitKey``/``OffsetCommitValue`` and ``GroupMetadataKey``/
+  ``GroupMetadataValue`` records (:mod:`kproto.broker.groups.records`); deleting a
+  group or its offsets appends tombstones;
+- :meth:`GroupCoordinator.start` replays those partitions, so a cluster restarted on
+  the same data directory serves the committed offsets and groups it had.
+
+Options are read from the cluster state when present (``offsets_partitions``,
+``group_initial_rebalance_delay_ms``, ``group_min_session_timeout_ms``,
+``group_max_session_timeout_ms``) and otherwise take the defaults below, chosen for a
+test broker: 5 offsets partitions (Kafka: 50), a 100 ms initial rebalance delay
+(Kafka: 3000 ms), session timeouts 10 ms to 30 min (Kafka: 6 s to 30 min).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from kproto.errors import ErrorCode
+from kproto.serial import DecodeError
+
+from .group import ClassicGroup, CommittedOffset, GroupState, Member
+from .membership import Membership
+from .records import (
+    GroupRecord,
+    batch_records,
+    decode_record,
+    encode_records,
+    group_metadata_record,
+    offset_commit_record,
+    partition_for,
+)
+from .timers import AsyncioScheduler, Scheduler
+
+__all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
+
+log = logging.getLogger("kproto.broker.groups")
+E = ErrorCode
+
+OFFSETS_TOPIC = "__consumer_offsets"
+DEFAULT_OFFSETS_PARTITIONS = 5
+DEFAULT_INITIAL_REBALANCE_DELAY_MS = 100
+DEFAULT_MIN_SESSION_TIMEOUT_MS = 10
+DEFAULT_MAX_SESSION_TIMEOUT_MS = 1_800_000
+# Kafka's offset.metadata.max.bytes default.
+OFFSET_METADATA_MAX_BYTES = 4096
+
+
+@attrs.frozen
+class GroupDescription:
+    """A DescribeGroups answer for one group. ``members`` are ``(member_id,
+    group_instance_id, client_id, client_host, metadata, assignment)``; metadata and
+    assignment are filled only in the Stable state, as Kafka does."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[tuple[str, str | None, str, str, bytes, bytes], ...]
+
+
+class GroupCoordinator:
+    """Every classic consumer group of one in-process cluster.
+
+    ``state`` is the cluster's ``ClusterState`` (``leader``, ``partition_log``,
+    ``ensure_internal_topic``, ``topic_partitions``, ``now_ms``). ``scheduler``
+    replaces asyncio's ``call_later`` (tests drive time by hand).
+    """
+
+    def __init__(
+        self,
+        state: Any,
+        *,
+        scheduler: Scheduler | None = None,
+        offsets_partitions: int | None = None,
+        initial_rebalance_delay_ms: int | None = None,
+        min_session_timeout_ms: int | None = None,
+        max_session_timeout_ms: int | None = None,
+    ) -> None:
+        def option(value: int | None, name: str, default: int) -> int:
+            if value is not None:
+                return value
+            found = getattr(state, name, None)
+            return found if isinstance(found, int) else default
+
+        self.state = state
+        self.offsets_partitions = option(
+            offsets_partitions, "offsets_partitions", DEFAULT_OFFSETS_PARTITIONS
+        )
+        if self.offsets_partitions < 1:
+            raise ValueError(
+                f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
+            )
+        self.groups: dict[str, ClassicGroup] = {}
+        self.membership = Membership(
+            self.groups,
+            scheduler or AsyncioScheduler(),
+            self.now_ms,
+            self._persist_group,
+            initial_rebalance_delay_ms=option(
+                initial_rebalance_delay_ms,
+                "group_initial_rebalance_delay_ms",
+                DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+            ),
+            min_session_timeout_ms=option(
+                min_session_timeout_ms,
+                "group_min_session_timeout_ms",
+                DEFAULT_MIN_SESSION_TIMEOUT_MS,
+            ),
+            max_session_timeout_ms=option(
+                max_session_timeout_ms,
+                "group_max_session_timeout_ms",
+                DEFAULT_MAX_SESSION_TIMEOUT_MS,
+            ),
+        )
+        self.join_group = self.membership.join_group
+        self.sync_group = self.membership.sync_group
+        self.heartbeat = self.membership.heartbeat
+        self.leave_group = self.membership.leave_group
+        self.started = False
+
+    def now_ms(self) -> int:
+        return int(self.state.now_ms())
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Recover groups and offsets from ``__consumer_offsets`` (every partition
+        that exists), then accept requests. Records that do not decode are logged
+        and skipped, as Kafka's loader does."""
+        offsets: dict[tuple[str, str, int], CommittedOffset] = {}
+        metadata: dict[str, Any] = {}
+        for partition in range(self.offsets_partitions):
+            plog = self.state.partition_log(OFFSETS_TOPIC, partition)
+            if plog is None:
+                continue
+            try:
+                self._replay(plog.batches(0), offsets, metadata, partition)
+            except DecodeError as exc:
+                # The log's own recovery truncates torn tails; corruption inside a
+                # segment is reported and the rest of that partition skipped.
+                log.error("%s-%d: cannot replay: %s", OFFSETS_TOPIC, partition, exc)
+        for group_id, value in metadata.items():
+            if value is not None:
+                self._load_group(group_id, value)
+        for (group_id, topic, partition), committed in offsets.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = ClassicGroup(group_id)
+            group.offsets[(topic, partition)] = committed
+        self.started = True
+
+    @staticmethod
+    def _replay(
+        batches: Iterable[Any],
+        offsets: dict[tuple[str, str, int], CommittedOffset],
+        metadata: dict[str, Any],
+        partition: int,
+    ) -> None:
+        """Apply one partition's records in offset order (last write wins;
+        tombstones delete)."""
+        for batch in batches:
+            for key, value in batch_records(batch):
+                try:
+                    record = decode_record(key, value)
+                except DecodeError as exc:
+                    log.warning(
+                        "%s-%d: skipping record: %s", OFFSETS_TOPIC, partition, exc
+                    )
+                    continue
+                if isinstance(record, GroupRecord):
+                    metadata[record.group_id] = record.value
+                    continue
+                k = (record.group_id, record.topic, record.partition)
+                if record.value is None:
+                    offsets.pop(k, None)
+                else:
+                    offsets[k] = record.value
+
+    def _load_group(self, group_id: str, value: Any) -> None:
+        group = ClassicGroup(
+            group_id,
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+            state_timestamp_ms=getattr(value, "current_state_timestamp", -1),
+        )
+        self.groups[group_id] = group
+        for m in value.members:
+            member = Member(
+                member_id=m.member_id,
+                group_instance_id=getattr(m, "group_instance_id", None),
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=getattr(m, "rebalance_timeout", m.session_timeout),
+                session_timeout_ms=m.session_timeout,
+                protocol_type=group.protocol_type or "",
+                protocols=((value.protocol or "", m.subscription),),
+                assignment=m.assignment,
+            )
+            group.add(member)
+        group.leader_id = (
+            value.leader if value.leader in group.members else group.leader_id
+        )
+        if group.members:
+            # Kafka loads a group with members as Stable; members that do not
+            # heartbeat within their session timeout are removed as usual.
+            group.state = GroupState.STABLE
+            for member in group.members.values():
+                self.membership.schedule_heartbeat(group, member)
+
+    async def stop(self) -> None:
+        """Cancel every timer and wait for pending metadata appends; leaves no task."""
+        self.membership.cancel_timers()
+        await self.membership.drain()
+        self.started = False
+
+    # -- coordinator lookup ----------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.offsets_partitions)
+
+    def coordinator_for(self, group_id: str) -> int | None:
+        """The node id coordinating ``group_id`` (creating ``__consumer_offsets``
+        on first use), or None when that partition has no leader."""
+        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
+        leader = self.state.leader(OFFSETS_TOPIC, self.partition_for(group_id))
+        return None if leader is None else int(leader)
+
+    def check_coordinator(self, group_id: str, node_id: int) -> int:
+        """NONE if ``node_id`` coordinates ``group_id``; else NOT_COORDINATOR,
+        COORDINATOR_NOT_AVAILABLE (no leader) or COORDINATOR_LOAD_IN_PROGRESS
+        (before :meth:`start` finished)."""
+        leader = self.coordinator_for(group_id)
+        if leader is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if leader != node_id:
+            return E.NOT_COORDINATOR
+        if not self.started:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        return E.NONE
+
+    # -- offsets ---------------------------------------------------------------------
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[tuple[str, int], tuple[int, int, str | None, int]],
+        *,
+        retention_ms: int = -1,
+    ) -> dict[tuple[str, int], int]:
+        """Commit ``(topic, partition) -> (offset, leader_epoch, metadata,
+        commit_timestamp_ms or -1 for now)``; returns an error code per partition.
+        ``retention_ms`` (OffsetCommit v2-v4 ``retention_time_ms``; -1: none) sets
+        the offsets' expire timestamp to now + retention, as Kafka's ``KafkaApis``.
+
+        Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
+        with no member id commits for a group without membership ("simple" commit);
+        otherwise UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+        REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
+        Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
+        error = self._validate_commit(
+            group_id, generation_id, member_id, group_instance_id
+        )
+        if error != E.NONE:
+            return {tp: error for tp in offsets}
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ClassicGroup(
+                group_id, state_timestamp_ms=self.now_ms()
+            )
+        now = self.now_ms()
+        result: dict[tuple[str, int], int] = {}
+        accepted: dict[tuple[str, int], CommittedOffset] = {}
+        for (topic, partition), (offset, epoch, metadata, timestamp) in offsets.items():
+            count = self.state.topic_partitions(topic)
+            if count is None or not 0 <= partition < count:
+                result[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+            elif (
+                metadata is not None
+                and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES
+            ):
+                result[(topic, partition)] = E.OFFSET_METADATA_TOO_LARGE
+            else:
+                result[(topic, partition)] = E.NONE
+                accepted[(topic, partition)] = CommittedOffset(
+                    offset,
+                    epoch,
+                    metadata or "",
+                    now if timestamp < 0 else timestamp,
+                    -1 if retention_ms < 0 else now + retention_ms,
+                )
+        if accepted:
+            pairs = [
+                offset_commit_record(group_id, t, p, c)
+                for (t, p), c in accepted.items()
+            ]
+            if not await self._append(group_id, pairs):
+                return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
+            group.offsets.update(accepted)
+        if (
+            member_id
+            and member_id in group.members
+            and group.state
+            in (
+                GroupState.STABLE,
+                GroupState.PREPARING_REBALANCE,
+            )
+        ):
+            self.membership.schedule_heartbeat(group, group.members[member_id])
+        return result
+
+    def _validate_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.NONE if generation_id < 0 else E.ILLEGAL_GENERATION
+        if group.is_(GroupState.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(GroupState.EMPTY):
+            return E.NONE
+        if group.is_static_member_fenced(member_id, instance_id):
+            return E.FENCED_INSTANCE_ID
+        if (generation_id >= 0 or member_id or instance_id is not None) and (
+            member_id not in group.members
+        ):
+            return E.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return E.ILLEGAL_GENERATION
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], CommittedOffset | None]:
+        """Committed offsets of ``group_id``: for each asked partition (None when
+        nothing is committed), or every committed one when ``partitions`` is None."""
+        group = self.groups.get(group_id)
+        committed = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
+        if partitions is None:
+            return dict(sorted(committed.items()))
+        return {tp: committed.get(tp) for tp in partitions}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete (KIP-496): returns ``(group error, error per partition)``.
+
+        GROUP_ID_NOT_FOUND for an unknown or dead group; NON_EMPTY_GROUP for an active
+        group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
+        of topics an active consumer group subscribes to."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return E.GROUP_ID_NOT_FOUND, {}
+        subscribed: set[str] | None = set()
+        if not group.is_(GroupState.EMPTY):
+            if group.protocol_type != "consumer":
+                return E.NON_EMPTY_GROUP, {}
+            subscribed = group.subscribed_topics()
+        result: dict[tuple[str, int], int] = {}
+        deleted: list[tuple[str, int]] = []
+        for topic, partition in partitions:
+            if subscribed is None or topic in subscribed:
+                result[(topic, partition)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                result[(topic, partition)] = E.NONE
+                if (topic, partition) in group.offsets:
+                    deleted.append((topic, partition))
+        if deleted:
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
+            if not await self._append(group_id, pairs):
+                return E.COORDINATOR_NOT_AVAILABLE, {}
+            for tp in deleted:
+                group.offsets.pop(tp, None)
+        return E.NONE, result
+
+    async def on_topic_deleted(self, topic: str) -> int:
+        """Drop every group's committed offsets of ``topic`` (tombstones appended),
+        as Kafka's ``GroupCoordinator.onPartitionsDeleted`` does, so a topic created
+        again under the same name starts without stale offsets. Returns how many
+        offsets were removed. For DeleteTopics to call after deleting ``topic``."""
+        removed = 0
+        for group_id, group in list(self.groups.items()):
+            stale = [tp for tp in group.offsets if tp[0] == topic]
+            if not stale:
+                continue
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
+            if await self._append(group_id, pairs):
+                for tp in stale:
+                    group.offsets.pop(tp, None)
+                removed += len(stale)
+        return removed
+
+    # -- describe, list, delete ------------------------------------------------------
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """The group's description, or None if it does not exist (or is dead)."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return None
+        stable = group.is_(GroupState.STABLE)
+        protocol = group.protocol_name or ""
+        members = tuple(
+            (
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.metadata(protocol) if stable else b"",
+                m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return GroupDescription(
+            group_id,
+            group.state.value,
+            group.protocol_type or "",
+            protocol if stable else "",
+            members,
+        )
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[tuple[str, str, str, str]]:
+        """``(group_id, protocol_type, state, group type)`` of every live group, in
+        group id order, filtered by state names (case-insensitive, as Kafka) and
+        group types (only ``classic`` exists here)."""
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "classic" not in wanted_types:
+            return []
+        out = []
+        for group_id, group in sorted(self.groups.items()):
+            if group.is_(GroupState.DEAD):
+                continue
+            if wanted_states and group.state.value.lower() not in wanted_states:
+                continue
+            out.append(
+                (group_id, group.protocol_type or "", group.state.value, "classic")
+            )
+        return out
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """DeleteGroups: an error per group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP);
+        a deleted group's offsets and metadata get
+        tombstones."""
+        result: dict[str, int] = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                result[group_id] = E.GROUP_ID_NOT_FOUND
+            elif not group.is_(GroupState.EMPTY):
+                result[group_id] = E.NON_EMPTY_GROUP
+            else:
+                pairs = [
+                    offset_commit_record(group_id, t, p, None) for t, p in group.offsets
+                ]
+                pairs.append(group_metadata_record(group_id, None))
+                if not await self._append(group_id, pairs):
+                    result[group_id] = E.COORDINATOR_NOT_AVAILABLE
+                    continue
+                group.transition(GroupState.DEAD, self.now_ms())
+                group.offsets.clear()
+                del self.groups[group_id]
+                result[group_id] = E.NONE
+        return result
+
+    # -- persistence -----------------------------------------------------------------
+
+    async def _persist_group(self, group: ClassicGroup) -> bool:
+        protocol = group.protocol_name
+        value = {
+            "protocol_type": group.protocol_type or "",
+            "generation": group.generation_id,
+            "protocol": protocol,
+            "leader": group.leader_id,
+            "current_state_timestamp": group.state_timestamp_ms,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "rebalance_timeout": m.rebalance_timeout_ms,
+                    "session_timeout": m.session_timeout_ms,
+                    "subscription": m.metadata(protocol or ""),
+                    "assignment": m.assignment,
+                }
+                for m in group.members.values()
+            ],
+        }
+        return await self._append(
+            group.group_id, [group_metadata_record(group.group_id, value)]
+        )
+
+    async def _append(
+        self, group_id: str, pairs: list[tuple[bytes, bytes | None]]
+    ) -> bool:
+        """Append ``pairs`` as one batch to the group's ``__consumer_offsets``
+        partition; False (logged) when the partition is missing or the write fails."""
+        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
+        plog = self.state.partition_log(OFFSETS_TOPIC, self.partition_for(group_id))
+        if plog is None:
+            log.warning("group %s: %s has no partition log", group_id, OFFSETS_TOPIC)
+            return False
+        try:
+            await plog.append(encode_records(pairs, self.now_ms()))
+        except OSError as exc:
+            log.error(
+                "group %s: appending to %s failed: %s", group_id, OFFSETS_TOPIC, exc
+            )
+            return False
+        return True

@@ -1,0 +1,498 @@
+"""Request handlers of the group coordinator APIs, at every version kproto generates.
+
+FindCoordinator (10), OffsetCommit (8), OffsetFetch (9), JoinGroup (11), Heartbeat
+(12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
+DeleteGroups (42), OffsetDelete (47). Each handler reads the request entity of its
+version, asks :class:`~kproto.broker.groups.GroupCoordinator` (``ctx.state.groups``)
+and builds the response of the same version with :func:`kproto.broker.dispatch.respond`
+(fields a version lacks are dropped). Version differences follow the JSON
+definitions (``kafka-4.1-subset``) and Kafka's ``KafkaApis`` / ``GroupCoordinatorService``:
+single-key FindCoordinator before v4, batched ``coordinator_keys`` from v4; single-group
+OffsetFetch before v8, batched ``groups`` from v8; topic ids instead of names in
+OffsetCommit/OffsetFetch v10; LeaveGroup batched ``members`` from v3 (earlier
+versions carry a member's error at the top level).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.errors import ErrorCode
+
+from .coordinator import GroupCoordinator
+
+__all__: list[str] = []
+
+E = ErrorCode
+
+# Kafka's AclOperation codes allowed on a group (READ 3, DELETE 6, DESCRIBE 8), as
+# DescribeGroups v3+ reports them when asked (no ACLs here: everything is allowed).
+_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+_OPERATIONS_NOT_ASKED = -(2**31)
+
+
+def _coordinator(ctx: RequestContext) -> GroupCoordinator:
+    groups: GroupCoordinator = ctx.state.groups
+    return groups
+
+
+def _message(error: int) -> str | None:
+    return None if error == E.NONE else ErrorCode(error).name
+
+
+# -- FindCoordinator -------------------------------------------------------------
+
+
+def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    missing = {"key": key, "node_id": -1, "host": "", "port": -1}
+    if key_type != 0:
+        # No transaction or share coordinator in this broker.
+        error = E.COORDINATOR_NOT_AVAILABLE if key_type == 1 else E.INVALID_REQUEST
+        return {
+            **missing,
+            "error_code": error,
+            "error_message": f"no coordinator of key type {key_type}",
+        }
+    node_id = _coordinator(ctx).coordinator_for(key)
+    node = None if node_id is None else ctx.state.nodes.get(node_id)
+    if node is None:
+        return {
+            **missing,
+            "error_code": E.COORDINATOR_NOT_AVAILABLE,
+            "error_message": "COORDINATOR_NOT_AVAILABLE",
+        }
+    return {
+        "key": key,
+        "node_id": node.node_id,
+        "host": node.host,
+        "port": node.port,
+        "error_code": 0,
+        "error_message": None,
+    }
+
+
+@handles(10)
+async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
+    """FindCoordinator (FindCoordinatorRequest.json v0-v6): the node leading the
+    group's ``__consumer_offsets`` partition; v4+ answers every ``coordinator_keys``
+    entry (KIP-699). Transaction keys get COORDINATOR_NOT_AVAILABLE, other key types
+    INVALID_REQUEST."""
+    key_type = getattr(request, "key_type", 0)
+    if ctx.api_version >= 4:
+        found = [_find(ctx, key_type, key) for key in request.coordinator_keys]
+        return respond(ctx, throttle_time_ms=0, coordinators=found)
+    found_one = _find(ctx, key_type, request.key)
+    del found_one["key"]
+    return respond(ctx, throttle_time_ms=0, **found_one)
+
+
+# -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ---------------------------------
+
+
+@handles(11)
+async def join_group(ctx: RequestContext, request: Any) -> Any:
+    """JoinGroup (JoinGroupRequest.json v0-v9); waits for the rebalance. v4+ needs
+    a known member id (KIP-394); v0 has no rebalance timeout (the session timeout
+    is used, as Kafka does)."""
+    coordinator = _coordinator(ctx)
+    error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    if error != E.NONE:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=error,
+            generation_id=-1,
+            leader="",
+            member_id=request.member_id,
+            members=[],
+        )
+    result = await coordinator.join_group(
+        request.group_id,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        request.protocol_type,
+        tuple((p.name, p.metadata) for p in request.protocols),
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=getattr(request, "rebalance_timeout_ms", -1),
+        client_id=ctx.client_id or "",
+        client_host=ctx.client_host,
+        require_known_member_id=ctx.api_version >= 4,
+    )
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=result.error_code,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        leader=result.leader,
+        skip_assignment=False,
+        member_id=result.member_id,
+        members=[
+            {"member_id": m, "group_instance_id": i, "metadata": data}
+            for m, i, data in result.members
+        ],
+    )
+
+
+@handles(14)
+async def sync_group(ctx: RequestContext, request: Any) -> Any:
+    """SyncGroup (SyncGroupRequest.json v0-v5); v5 checks protocol type and name."""
+    coordinator = _coordinator(ctx)
+    error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    if error != E.NONE:
+        return respond(ctx, throttle_time_ms=0, error_code=error, assignment=b"")
+    result = await coordinator.sync_group(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        {a.member_id: a.assignment for a in request.assignments},
+        protocol_type=getattr(request, "protocol_type", None),
+        protocol_name=getattr(request, "protocol_name", None),
+    )
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=result.error_code,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
+@handles(12)
+async def heartbeat(ctx: RequestContext, request: Any) -> Any:
+    """Heartbeat (HeartbeatRequest.json v0-v4)."""
+    coordinator = _coordinator(ctx)
+    error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    if error == E.NONE:
+        error = coordinator.heartbeat(
+            request.group_id,
+            request.generation_id,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+        )
+    return respond(ctx, throttle_time_ms=0, error_code=error)
+
+
+@handles(13)
+async def leave_group(ctx: RequestContext, request: Any) -> Any:
+    """LeaveGroup (LeaveGroupRequest.json v0-v5): one member before v3, a batch of
+    ``members`` (member id and/or ``group.instance.id``) from v3."""
+    coordinator = _coordinator(ctx)
+    if ctx.api_version >= 3:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        members = [(request.member_id, None)]
+    error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    errors: list[int] = [E.NONE] * len(members)
+    if error == E.NONE:
+        error, errors = coordinator.leave_group(request.group_id, members)
+    if ctx.api_version < 3:
+        # LeaveGroupResponse before v3 has no member list: Kafka puts the member's
+        # error at the top level.
+        top = error or next((e for e in errors if e != E.NONE), E.NONE)
+        return respond(ctx, throttle_time_ms=0, error_code=top)
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=error,
+        members=(
+            [
+                {"member_id": m, "group_instance_id": i, "error_code": e}
+                for (m, i), e in zip(members, errors, strict=True)
+            ]
+            if error == E.NONE
+            else []
+        ),
+    )
+
+
+# -- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------------
+
+
+def _topic_names(ctx: RequestContext) -> dict[Any, str]:
+    return {info.topic_id: name for name, info in ctx.state.topics.items()}
+
+
+@handles(8)
+async def offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """OffsetCommit (OffsetCommitRequest.json v0-v10): v0 (no generation) is a
+    commit without membership; v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
+    coordinator = _coordinator(ctx)
+    by_id = ctx.api_version >= 10
+    names = _topic_names(ctx) if by_id else {}
+    offsets: dict[tuple[str, int], tuple[int, int, str | None, int]] = {}
+    unknown_ids: set[Any] = set()
+    for topic in request.topics:
+        name = names.get(topic.topic_id) if by_id else topic.name
+        if name is None:
+            unknown_ids.add(topic.topic_id)
+            continue
+        for p in topic.partitions:
+            offsets[(name, p.partition_index)] = (
+                p.committed_offset,
+                getattr(p, "committed_leader_epoch", -1),
+                p.committed_metadata,
+                getattr(p, "commit_timestamp", -1),
+            )
+    error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    if error != E.NONE:
+        results = dict.fromkeys(offsets, error)
+    else:
+        results = await coordinator.commit_offsets(
+            request.group_id,
+            getattr(request, "generation_id_or_member_epoch", -1),
+            getattr(request, "member_id", ""),
+            getattr(request, "group_instance_id", None),
+            offsets,
+            retention_ms=getattr(request, "retention_time_ms", -1),
+        )
+    topics = []
+    for topic in request.topics:
+        name = names.get(topic.topic_id) if by_id else topic.name
+        partitions = [
+            {
+                "partition_index": p.partition_index,
+                "error_code": (
+                    E.UNKNOWN_TOPIC_ID
+                    if name is None
+                    else results.get((name, p.partition_index), error)
+                ),
+            }
+            for p in topic.partitions
+        ]
+        topics.append(
+            {
+                "name": topic.name if not by_id else None,
+                "topic_id": getattr(topic, "topic_id", None),
+                "partitions": partitions,
+            }
+        )
+    return respond(ctx, throttle_time_ms=0, topics=topics)
+
+
+def _fetch_group(
+    ctx: RequestContext, group_id: str, topics: Any, by_id: bool
+) -> dict[str, Any]:
+    """One group of an OffsetFetch answer: ``topics`` and ``error_code``."""
+    coordinator = _coordinator(ctx)
+    error = coordinator.check_coordinator(group_id, ctx.node_id)
+    names = _topic_names(ctx) if by_id else {}
+    ids = {name: topic_id for topic_id, name in names.items()}
+    asked: list[tuple[str, int]] | None = None
+    unknown: list[tuple[Any, list[int]]] = []
+    if topics is not None:
+        asked = []
+        for t in topics:
+            name = names.get(t.topic_id) if by_id else t.name
+            if name is None:
+                unknown.append((t.topic_id, list(t.partition_indexes)))
+            else:
+                asked.extend((name, p) for p in t.partition_indexes)
+    if error != E.NONE:
+        if ctx.api_version < 2:
+            # No group-level error before v2: every partition carries it.
+            per_topic: dict[str, list[dict[str, Any]]] = {}
+            for name, p in asked or []:
+                per_topic.setdefault(name, []).append(
+                    {
+                        "partition_index": p,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": error,
+                    }
+                )
+            return {
+                "topics": [
+                    {"name": n, "partitions": ps} for n, ps in per_topic.items()
+                ],
+                "error_code": error,
+            }
+        return {"topics": [], "error_code": error}
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for (name, partition), committed in coordinator.fetch_offsets(
+        group_id, asked
+    ).items():
+        if by_id and name not in ids:
+            continue
+        grouped.setdefault(name, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": -1 if committed is None else committed.offset,
+                "committed_leader_epoch": (
+                    -1 if committed is None else committed.leader_epoch
+                ),
+                "metadata": "" if committed is None else committed.metadata,
+                "error_code": E.NONE,
+            }
+        )
+    out = [
+        {"name": name, "topic_id": ids.get(name), "partitions": partitions}
+        for name, partitions in grouped.items()
+    ]
+    for topic_id, partitions in unknown:
+        out.append(
+            {
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": -1,
+                        "metadata": "",
+                        "error_code": E.UNKNOWN_TOPIC_ID,
+                    }
+                    for p in partitions
+                ],
+            }
+        )
+    return {"topics": out, "error_code": E.NONE}
+
+
+@handles(9)
+async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
+    every committed partition; v8+ batches ``groups``; v10 names topics by id.
+    Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
+    there are no transactional offset commits here."""
+    by_id = ctx.api_version >= 10
+    if ctx.api_version >= 8:
+        groups = [
+            {"group_id": g.group_id, **_fetch_group(ctx, g.group_id, g.topics, by_id)}
+            for g in request.groups
+        ]
+        return respond(ctx, throttle_time_ms=0, groups=groups)
+    answer = _fetch_group(ctx, request.group_id, request.topics, False)
+    return respond(ctx, throttle_time_ms=0, **answer)
+
+
+@handles(47)
+async def offset_delete(ctx: RequestContext, request: Any) -> Any:
+    """OffsetDelete (OffsetDeleteRequest.json v0, KIP-496)."""
+    coordinator = _coordinator(ctx)
+    asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    results: dict[tuple[str, int], int] = {}
+    if error == E.NONE:
+        error, results = await coordinator.delete_offsets(request.group_id, asked)
+    topics = [
+        {
+            "name": t.name,
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": results.get((t.name, p.partition_index), E.NONE),
+                }
+                for p in t.partitions
+            ],
+        }
+        for t in request.topics
+    ]
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=error,
+        topics=topics if error == E.NONE else [],
+    )
+
+
+# -- DescribeGroups, ListGroups, DeleteGroups ------------------------------------
+
+
+def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, Any]:
+    coordinator = _coordinator(ctx)
+    empty = {
+        "group_id": group_id,
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": operations,
+    }
+    error = coordinator.check_coordinator(group_id, ctx.node_id)
+    if error != E.NONE:
+        return {
+            **empty,
+            "error_code": error,
+            "error_message": _message(error),
+            "group_state": "",
+        }
+    description = coordinator.describe_group(group_id)
+    if description is None:
+        # KIP-1043: v6 reports GROUP_ID_NOT_FOUND; earlier versions a Dead group.
+        error = E.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else E.NONE
+        return {
+            **empty,
+            "error_code": error,
+            "error_message": _message(error),
+            "group_state": "Dead",
+        }
+    return {
+        "error_code": E.NONE,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": description.state,
+        "protocol_type": description.protocol_type,
+        "protocol_data": description.protocol_data,
+        "members": [
+            {
+                "member_id": m,
+                "group_instance_id": instance,
+                "client_id": client_id,
+                "client_host": host,
+                "member_metadata": metadata,
+                "member_assignment": assignment,
+            }
+            for m, instance, client_id, host, metadata, assignment in description.members
+        ],
+        "authorized_operations": operations,
+    }
+
+
+@handles(15)
+async def describe_groups(ctx: RequestContext, request: Any) -> Any:
+    """DescribeGroups (DescribeGroupsRequest.json v0-v6); v3+ reports the group
+    operations allowed (all: no ACLs) when asked."""
+    asked = getattr(request, "include_authorized_operations", False)
+    operations = _GROUP_OPERATIONS if asked else _OPERATIONS_NOT_ASKED
+    groups = [_describe(ctx, group_id, operations) for group_id in request.groups]
+    return respond(ctx, throttle_time_ms=0, groups=groups)
+
+
+@handles(16)
+async def list_groups(ctx: RequestContext, request: Any) -> Any:
+    """ListGroups (ListGroupsRequest.json v0-v5); v4 states filter, v5 types filter."""
+    coordinator = _coordinator(ctx)
+    listed = coordinator.list_groups(
+        getattr(request, "states_filter", ()), getattr(request, "types_filter", ())
+    )
+    # Each broker lists the groups it coordinates (clients ask every broker).
+    groups = [
+        {"group_id": g, "protocol_type": t, "group_state": s, "group_type": kind}
+        for g, t, s, kind in listed
+        if coordinator.coordinator_for(g) == ctx.node_id
+    ]
+    return respond(ctx, throttle_time_ms=0, error_code=E.NONE, groups=groups)
+
+
+@handles(42)
+async def delete_groups(ctx: RequestContext, request: Any) -> Any:
+    """DeleteGroups (DeleteGroupsRequest.json v0-v2)."""
+    coordinator = _coordinator(ctx)
+    results: dict[str, int] = {}
+    local = []
+    for group_id in request.groups_names:
+        error = coordinator.check_coordinator(group_id, ctx.node_id)
+        if error != E.NONE:
+            results[group_id] = error
+        else:
+            local.append(group_id)
+    results.update(await coordinator.delete_groups(local))
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        results=[
+            {"group_id": g, "error_code": results[g]} for g in request.groups_names
+        ],
+    )

@@ -1,0 +1,216 @@
+"""The records the group coordinator writes to ``__consumer_offsets``.
+
+Shapes follow Kafka's ``GroupCoordinatorRecordSerde`` (group-coordinator module): a
+record's key is an int16 record type (the key's JSON ``apiKey``: 1 for
+``OffsetCommitKey``, 2 for ``GroupMetadataKey``; 0 is the legacy offset-commit key)
+followed by the key entity; its value is an int16 value version followed by the value
+entity, or null for a tombstone. kproto's generated classes carry the record type as
+the key's version (``data_type("OffsetCommitKey", 1)``), so
+:func:`kproto.spark.decode_internal_topic` decodes these records unchanged.
+
+Versions written, as Kafka 3.x/4.x writes them: ``OffsetCommitValue`` v3 (v1 when an
+expire timestamp is set: OffsetCommit v2-v4 with a retention time) and
+``GroupMetadataValue`` v3.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from kproto.index import data_type
+from kproto.meta import WIRE
+from kproto.records import RecordBatch, encode_batch
+from kproto.serial import DecodeError, entity_reader, entity_writer
+
+from .group import CommittedOffset
+
+__all__ = [
+    "GROUP_METADATA_VALUE_VERSION",
+    "OFFSET_COMMIT_VALUE_VERSION",
+    "GroupRecord",
+    "OffsetRecord",
+    "batch_records",
+    "decode_record",
+    "encode_records",
+    "group_metadata_record",
+    "java_string_hashcode",
+    "offset_commit_record",
+    "partition_for",
+]
+
+OFFSET_COMMIT_KEY_TYPE = 1
+GROUP_METADATA_KEY_TYPE = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+_INT16 = struct.Struct(">h")
+
+
+def java_string_hashcode(text: str) -> int:
+    """Java's ``String.hashCode()`` of ``text``: a signed int32.
+
+    Computed over UTF-16 code units, as the JVM does (characters outside the BMP count
+    as two surrogate units).
+
+    >>> java_string_hashcode("hello")
+    99162322
+    >>> java_string_hashcode("polygenelubricants")  # Integer.MIN_VALUE
+    -2147483648
+    """
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(group_id: str, offsets_partitions: int) -> int:
+    """The ``__consumer_offsets`` partition of ``group_id``.
+
+    Kafka's ``GroupMetadataManager.partitionFor``: ``Utils.abs(hashCode) % n``, where
+    ``Utils.abs`` maps ``Integer.MIN_VALUE`` to 0 (``& 0x7fffffff``).
+    """
+    return (java_string_hashcode(group_id) & 0x7FFFFFFF) % offsets_partitions
+
+
+def _encode(cls: type, version: int, fields: dict[str, Any]) -> bytes:
+    buf = io.BytesIO()
+    buf.write(_INT16.pack(version))
+    entity_writer(cls)(buf, cls(**fields))
+    return buf.getvalue()
+
+
+def offset_commit_record(
+    group_id: str, topic: str, partition: int, value: CommittedOffset | None
+) -> tuple[bytes, bytes | None]:
+    """The (key, value) of one committed offset; ``value`` ``None`` is a tombstone.
+
+    The value is ``OffsetCommitValue`` v3, or v1 (no leader epoch) when it has an
+    expire timestamp, as Kafka's ``GroupCoordinatorRecordHelpers`` chooses.
+    """
+    key_cls = data_type("OffsetCommitKey", OFFSET_COMMIT_KEY_TYPE)
+    key = _encode(
+        key_cls,
+        OFFSET_COMMIT_KEY_TYPE,
+        {"group": group_id, "topic": topic, "partition": partition},
+    )
+    if value is None:
+        return key, None
+    fields = {
+        "offset": value.offset,
+        "metadata": value.metadata,
+        "commit_timestamp": value.commit_timestamp,
+    }
+    if value.expire_timestamp >= 0:
+        version = 1
+        fields["expire_timestamp"] = value.expire_timestamp
+    else:
+        version = OFFSET_COMMIT_VALUE_VERSION
+        fields["leader_epoch"] = value.leader_epoch
+    return key, _encode(data_type("OffsetCommitValue", version), version, fields)
+
+
+def group_metadata_record(
+    group_id: str, value: dict[str, Any] | None
+) -> tuple[bytes, bytes | None]:
+    """The (key, value) of a group's metadata; ``value`` ``None`` is a tombstone.
+
+    ``value`` holds the ``GroupMetadataValue`` fields, ``members`` as a list of dicts
+    of ``GroupMetadataValue``'s ``MemberMetadata`` fields.
+    """
+    key_cls = data_type("GroupMetadataKey", GROUP_METADATA_KEY_TYPE)
+    key = _encode(key_cls, GROUP_METADATA_KEY_TYPE, {"group": group_id})
+    if value is None:
+        return key, None
+    value_cls = data_type("GroupMetadataValue", GROUP_METADATA_VALUE_VERSION)
+    entity = attrs.fields_dict(value_cls)["members"].metadata[WIRE].element.entity
+    fields = dict(value)
+    fields["members"] = tuple(entity(**m) for m in value["members"])
+    return key, _encode(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
+
+
+def encode_records(
+    pairs: Iterable[tuple[bytes, bytes | None]], timestamp_ms: int
+) -> bytes:
+    """One uncompressed record batch (magic 2) holding ``pairs`` as (key, value)."""
+    return encode_batch([(k, v, (), timestamp_ms) for k, v in pairs])
+
+
+@attrs.frozen
+class OffsetRecord:
+    """A decoded offset commit: ``value`` ``None`` for a tombstone."""
+
+    group_id: str
+    topic: str
+    partition: int
+    value: CommittedOffset | None
+
+
+@attrs.frozen
+class GroupRecord:
+    """A decoded group metadata record: ``value`` is the ``GroupMetadataValue``
+    entity, ``None`` for a tombstone."""
+
+    group_id: str
+    value: Any
+
+
+def _read(name: str, version: int, data: bytes) -> Any:
+    stream = io.BytesIO(data)
+    stream.seek(2)
+    return entity_reader(data_type(name, version))(stream)
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | GroupRecord:
+    """Decode one ``__consumer_offsets`` record (any version Kafka writes).
+
+    Raises:
+        DecodeError: a missing or short key, an unknown key type or value version,
+            or bytes that do not decode as the entity they claim to be.
+    """
+    if key is None or len(key) < 2:
+        raise DecodeError("__consumer_offsets record without a key version")
+    (key_type,) = _INT16.unpack_from(key)
+    value_version = None if value is None else _value_version(value)
+    try:
+        if key_type in (0, 1):
+            k = _read("OffsetCommitKey", key_type, key)
+            if value is None:
+                return OffsetRecord(k.group, k.topic, k.partition, None)
+            v = _read("OffsetCommitValue", value_version or 0, value)
+            committed = CommittedOffset(
+                v.offset,
+                getattr(v, "leader_epoch", -1),
+                v.metadata,
+                v.commit_timestamp,
+                getattr(v, "expire_timestamp", -1),
+            )
+            return OffsetRecord(k.group, k.topic, k.partition, committed)
+        if key_type == 2:
+            k = _read("GroupMetadataKey", 2, key)
+            if value is None:
+                return GroupRecord(k.group, None)
+            return GroupRecord(
+                k.group, _read("GroupMetadataValue", value_version or 0, value)
+            )
+    except LookupError as exc:
+        raise DecodeError(f"__consumer_offsets record: {exc}") from exc
+    raise DecodeError(f"__consumer_offsets record with unknown key type {key_type}")
+
+
+def _value_version(value: bytes) -> int:
+    if len(value) < 2:
+        raise DecodeError("__consumer_offsets value without a version")
+    return int(_INT16.unpack_from(value)[0])
+
+
+def batch_records(batch: RecordBatch) -> Iterable[tuple[bytes | None, bytes | None]]:
+    """The (key, value) pairs of a non-control batch (control batches yield none)."""
+    if batch.is_control:
+        return ()
+    return [(r.key, r.value) for r in batch.records]

@@ -1,0 +1,185 @@
+"""Fetch, ListOffsets and DeleteRecords: reading a partition and moving its start.
+
+Sources: ``FetchRequest/Response.json`` (KIP-74 byte limits, KIP-227 sessions,
+KIP-516 topic ids since v13), ``ListOffsetsRequest/Response.json`` (KIP-734
+max timestamp), ``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
+``ReplicaManager.fetchMessages`` / ``readFromLog`` and ``DelayedFetch``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.log import LogAppendError
+
+__all__ = ["fetch", "list_offsets", "delete_records"]
+
+_OFFSET_OUT_OF_RANGE = 1
+_FETCH_SESSION_ID_NOT_FOUND = 70
+_LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
+
+
+def _read_all(
+    ctx: RequestContext, request: Any
+) -> tuple[list[dict[str, Any]], int, bool]:
+    """One pass over the requested partitions: ``(topics, bytes read, any error)``."""
+    remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    total = 0
+    errors = False
+    topics = []
+    for t in request.topics:
+        name, topic_error = topic_name(ctx, t, "topic")
+        partitions = []
+        for p in t.partitions:
+            error = topic_error
+            records = b""
+            hwm = start = -1
+            plog = None
+            if not error:
+                plog, error = leader_log(ctx, name, p.partition)
+            if plog is not None:
+                hwm, start = plog.high_watermark, plog.log_start_offset
+                if not start <= p.fetch_offset <= hwm:
+                    error = _OFFSET_OUT_OF_RANGE
+                elif remaining > 0 or total == 0:
+                    # KIP-74: the first batch of the first non-empty partition is
+                    # returned whole even above the limits, so a fetch always
+                    # makes progress.
+                    records = plog.read(
+                        p.fetch_offset,
+                        min(p.partition_max_bytes, max(remaining, 0)),
+                        min_one=total == 0,
+                    )
+                    total += len(records)
+                    remaining -= len(records)
+            errors = errors or bool(error)
+            partitions.append(
+                {
+                    "partition_index": p.partition,
+                    "error_code": error,
+                    "high_watermark": hwm,
+                    "last_stable_offset": hwm,
+                    "log_start_offset": start,
+                    "aborted_transactions": [] if ctx.api_version >= 4 else None,
+                    "preferred_read_replica": -1,
+                    "records": records,
+                }
+            )
+        topics.append(
+            {
+                "topic": name,
+                "topic_id": getattr(t, "topic_id", None),
+                "partitions": partitions,
+            }
+        )
+    return topics, total, errors
+
+
+@handles(1)
+async def fetch(ctx: RequestContext, request: Any) -> Any:
+    """Read from each partition; wait up to ``max_wait_ms`` (ms) for at least
+    ``min_bytes`` (bytes), woken by every append (Kafka's ``DelayedFetch``).
+
+    Fetch sessions (KIP-227) are not kept: every response has session id 0, which
+    tells the client to keep sending full fetches; an incremental fetch naming a
+    session gets FETCH_SESSION_ID_NOT_FOUND.
+    """
+    session_id = getattr(request, "session_id", 0)
+    if session_id:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=_FETCH_SESSION_ID_NOT_FOUND,
+            session_id=0,
+            responses=[],
+        )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    while True:
+        wake = ctx.state.appended_event()
+        topics, total, errors = _read_all(ctx, request)
+        left = deadline - loop.time()
+        if total >= request.min_bytes or errors or left <= 0:
+            break
+        try:
+            await asyncio.wait_for(wake.wait(), left)
+        except TimeoutError:
+            topics, total, errors = _read_all(ctx, request)
+            break
+    return respond(
+        ctx, throttle_time_ms=0, error_code=0, session_id=0, responses=topics
+    )
+
+
+@handles(2)
+async def list_offsets(ctx: RequestContext, request: Any) -> Any:
+    """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest,
+    -3 the record with the largest timestamp (KIP-734), else the first record whose
+    timestamp (ms) is at or after the one asked (offset -1 if none)."""
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            plog, error = leader_log(ctx, t.name, p.partition_index)
+            offset, timestamp = -1, -1
+            if plog is not None:
+                ts = p.timestamp
+                if ts == _LATEST:
+                    offset = plog.high_watermark
+                elif ts in (_EARLIEST, _EARLIEST_LOCAL):
+                    offset = plog.log_start_offset
+                elif ts == _MAX_TIMESTAMP:
+                    found = plog.max_timestamp()
+                    if found is not None:
+                        offset, timestamp = found
+                else:
+                    found = plog.offset_for_timestamp(ts)
+                    if found is not None:
+                        offset, timestamp = found
+            partitions.append(
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": error,
+                    "old_style_offsets": [offset] if offset >= 0 else [],
+                    "timestamp": timestamp,
+                    "offset": offset,
+                    "leader_epoch": 0,
+                }
+            )
+        topics.append({"name": t.name, "partitions": partitions})
+    return respond(ctx, throttle_time_ms=0, topics=topics)
+
+
+@handles(21)
+async def delete_records(ctx: RequestContext, request: Any) -> Any:
+    """Raise each partition's log start offset to ``offset`` (-1: the high
+    watermark); OFFSET_OUT_OF_RANGE above the high watermark."""
+    state = ctx.state
+    topics = []
+    changed = False
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            plog, error = leader_log(ctx, t.name, p.partition_index)
+            low = -1
+            if plog is not None:
+                target = plog.high_watermark if p.offset == -1 else p.offset
+                try:
+                    low = plog.delete_records_before(target)
+                    changed = True
+                except LogAppendError as err:
+                    error = err.error_code
+            partitions.append(
+                {
+                    "partition_index": p.partition_index,
+                    "low_watermark": low,
+                    "error_code": error,
+                }
+            )
+        topics.append({"name": t.name, "partitions": partitions})
+    if changed:
+        state.save_checkpoint()
+    return respond(ctx, throttle_time_ms=0, topics=topics)

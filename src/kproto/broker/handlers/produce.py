@@ -1,0 +1,105 @@
+"""Produce and InitProducerId.
+
+Sources: ``ProduceRequest/Response.json``, ``InitProducerIdRequest/Response.json``;
+Kafka's ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``,
+``LogValidator`` (CRC, record count, max.message.bytes) and ``ProducerAppendInfo``
+(idempotent sequence checks, implemented in :mod:`kproto.broker.log`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.log import LogAppendError
+
+__all__ = ["produce", "init_producer_id"]
+
+_INVALID_REQUIRED_ACKS = 21
+_COORDINATOR_NOT_AVAILABLE = 15
+
+
+@handles(0)
+async def produce(ctx: RequestContext, request: Any) -> Any:
+    """Append each partition's batches; with ``acks=0`` answer nothing. ``acks``
+    1 and -1 (all) are the same here: there are no followers to wait for."""
+    state = ctx.state
+    acks = request.acks
+    topics = []
+    for topic_data in request.topic_data:
+        name, topic_error = topic_name(ctx, topic_data)
+        partitions = []
+        for pdata in topic_data.partition_data:
+            error, message = topic_error, None
+            base_offset, append_time, start = -1, -1, -1
+            if acks not in (0, 1, -1):
+                error = _INVALID_REQUIRED_ACKS
+            elif not error:
+                plog, error = leader_log(ctx, name, pdata.index)
+                if plog is not None:
+                    info = state.topics[name]
+                    append_time_ms = (
+                        state.now_ms()
+                        if info.config("message.timestamp.type") == "LogAppendTime"
+                        else None
+                    )
+                    try:
+                        result = plog.append_batches(
+                            pdata.records or b"",
+                            max_message_bytes=info.int_config("max.message.bytes"),
+                            log_append_time_ms=append_time_ms,
+                            one_batch=True,
+                        )
+                    except LogAppendError as err:
+                        error, message = err.error_code, str(err)
+                    else:
+                        base_offset = result.base_offset
+                        append_time = result.log_append_time_ms
+                        if info.configs.get("retention.bytes") or info.configs.get(
+                            "retention.ms"
+                        ):
+                            state.apply_retention(name, pdata.index)
+                        start = plog.log_start_offset
+            partitions.append(
+                {
+                    "index": pdata.index,
+                    "error_code": error,
+                    "base_offset": base_offset,
+                    "log_append_time_ms": append_time,
+                    "log_start_offset": start,
+                    "record_errors": [],
+                    "error_message": message,
+                }
+            )
+        topics.append(
+            {
+                "name": name,
+                "topic_id": getattr(topic_data, "topic_id", None),
+                "partition_responses": partitions,
+            }
+        )
+    if acks == 0:
+        return None
+    return respond(ctx, responses=topics, throttle_time_ms=0)
+
+
+@handles(22)
+async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
+    """A new producer id at epoch 0 for an idempotent producer (Kafka's
+    ``ProducerIdManager``); transactional producers get COORDINATOR_NOT_AVAILABLE:
+    this broker has no transaction coordinator."""
+    state = ctx.state
+    if request.transactional_id is not None:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=_COORDINATOR_NOT_AVAILABLE,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    producer_id = state.next_producer_id
+    state.next_producer_id += 1
+    return respond(
+        ctx, throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=0
+    )

@@ -1,0 +1,543 @@
+"""One partition's log, stored as Kafka stores it: ``<topic>-<partition>/<base offset>.log``.
+
+Each segment file is named by its first offset (20 digits, zero-padded, as Kafka's
+``LogFileUtils.filenamePrefixFromOffset``) and holds the record batches exactly as the
+producer sent them, except for the 8-byte ``base_offset`` the log assigns on append
+(the batch CRC covers attributes onwards, not the base offset, so patching it keeps
+the batch valid; Kafka's ``LogValidator`` does the same for uncompressed and
+compressed magic 2 batches it does not recompress).
+
+Memory stays flat in the number of records: batches live on disk; an in-memory
+index keeps, per batch, its base offset, last offset, file position, size and max
+timestamp (Kafka keeps the sparse ``.index`` / ``.timeindex`` files; this index is
+rebuilt by scanning the segments on open).
+
+Recovery (``PartitionLog.open``): every segment is scanned with
+:func:`kproto.records.decode_batches` (CRC checked); a torn or corrupt trailing
+batch and everything after it is truncated, as Kafka's ``LogSegment.recover`` does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import struct
+from array import array
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+import crc32c
+
+from kproto.broker.producer_state import ProducerSequenceError, ProducerStateManager
+from kproto.records import RecordBatch, decode_batches
+from kproto.serial import DecodeError
+
+__all__ = [
+    "PartitionLog",
+    "Segment",
+    "LogAppendError",
+    "AppendResult",
+    "segment_file_name",
+]
+
+log = logging.getLogger("kproto.broker")
+
+#: base_offset (int64) and batch_length (int32): the 12 bytes before every batch body.
+_LOG_OVERHEAD = 12
+_BASE_OFFSET = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
+
+
+def segment_file_name(base_offset: int) -> str:
+    """``00000000000000000042.log`` for base offset 42 (Kafka's 20-digit names)."""
+    return f"{base_offset:020d}.log"
+
+
+def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
+    """A magic 2 batch stamped with LogAppendTime ``timestamp_ms`` (ms): the
+    timestamp type bit (0x08) of ``attributes`` set, ``max_timestamp`` replaced and
+    the CRC-32C (over attributes onwards) recomputed, as Kafka's
+    ``DefaultRecordBatch.setMaxTimestamp`` does for ``message.timestamp.type=
+    LogAppendTime``. Offsets: attributes at byte 21, max_timestamp at 35, crc at 17
+    (``DefaultRecordBatch.java``)."""
+    out = bytearray(batch)
+    (attributes,) = _INT16.unpack_from(out, 21)
+    _INT16.pack_into(out, 21, attributes | 0x08)
+    _BASE_OFFSET.pack_into(out, 35, timestamp_ms)
+    _UINT32.pack_into(out, 17, crc32c.crc32c(bytes(out[21:])))
+    return bytes(out)
+
+
+class LogAppendError(Exception):
+    """An append was refused; ``error_code`` is the Kafka error code to answer with
+    (e.g. CORRUPT_MESSAGE 2, MESSAGE_TOO_LARGE 10, INVALID_RECORD 87,
+    OUT_OF_ORDER_SEQUENCE_NUMBER 45, INVALID_PRODUCER_EPOCH 47)."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        self.error_code = error_code
+        super().__init__(message)
+
+
+@attrs.frozen
+class AppendResult:
+    """The outcome of an append: the first offset written (or, for a duplicate
+    batch, the offset it was written at before), the log append time in ms (-1
+    for CreateTime topics) and the log start offset."""
+
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+
+
+class Segment:
+    """One ``.log`` file and the index of its batches."""
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.size = 0
+        self.offsets = array("q")  # base offset of each batch
+        self.last_offsets = array("q")  # last offset of each batch
+        self.positions = array("q")  # file position of each batch
+        self.sizes = array("q")  # batch size in bytes, overhead included
+        self.max_timestamps = array("q")  # ms
+        self._fd: int | None = None
+
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
+    def create(self) -> None:
+        """Create the (empty) file now."""
+        _ = self.fd
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def add(self, batch_bytes: bytes, base: int, last: int, max_ts: int) -> None:
+        os.pwrite(self.fd, batch_bytes, self.size)
+        self.index(base, last, self.size, len(batch_bytes), max_ts)
+        self.size += len(batch_bytes)
+
+    def index(
+        self, base: int, last: int, position: int, size: int, max_ts: int
+    ) -> None:
+        self.offsets.append(base)
+        self.last_offsets.append(last)
+        self.positions.append(position)
+        self.sizes.append(size)
+        self.max_timestamps.append(max_ts)
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offsets[-1] + 1 if self.last_offsets else self.base_offset
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self.fd, size, position)
+
+
+class PartitionLog:
+    """One Kafka log directory ``<topic>-<partition>/``: append, read, recover.
+
+    Attributes:
+        topic, partition: the partition this log holds.
+        directory: its folder.
+        log_start_offset: the first offset still readable (raised by DeleteRecords
+            and retention).
+        high_watermark: the log end offset (no replication: every appended batch
+            is committed at once).
+        segment_bytes: roll a new segment when the active one would exceed this.
+        producer_state: idempotent producers' epochs and sequences
+            (:class:`kproto.broker.producer_state.ProducerStateManager`).
+
+    Only the event-loop thread may call the methods (no locking).
+    """
+
+    def __init__(
+        self, topic: str, partition: int, directory: Path, *, segment_bytes: int
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.segments: list[Segment] = []
+        self.log_start_offset = 0
+        self.producer_state = ProducerStateManager()
+        #: called after every successful append (the cluster wakes Fetch long polls)
+        self.on_append: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------- open/recover
+
+    @classmethod
+    def open(
+        cls,
+        topic: str,
+        partition: int,
+        directory: Path,
+        *,
+        segment_bytes: int,
+        log_start_offset: int = 0,
+    ) -> PartitionLog:
+        """Open (creating if needed) the log in ``directory`` and recover it.
+
+        Every ``*.log`` file is scanned in base-offset order; a trailing partial or
+        corrupt batch is truncated away (logged as a warning), as Kafka's recovery
+        does after an unclean shutdown.
+        """
+        self = cls(topic, partition, directory, segment_bytes=segment_bytes)
+        directory.mkdir(parents=True, exist_ok=True)
+        files = sorted(directory.glob("*.log"))
+        truncated = False
+        for path in files:
+            try:
+                base = int(path.stem)
+            except ValueError:
+                continue
+            if truncated:
+                log.warning("recovery: deleting %s after a truncated segment", path)
+                path.unlink()
+                continue
+            segment = Segment(path, base)
+            truncated = self._recover_segment(segment)
+            self.segments.append(segment)
+        if not self.segments:
+            base = max(log_start_offset, 0)
+            self.segments.append(Segment(directory / segment_file_name(base), base))
+            self.segments[0].create()  # an empty active segment, as Kafka has
+        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        return self
+
+    def _recover_segment(self, segment: Segment) -> bool:
+        """Index one segment; return True if it had to be truncated."""
+        data = segment.path.read_bytes()
+        batches = decode_batches(data, check_crc=True)
+        good_end = 0
+        reason = ""
+        try:
+            for batch in batches:
+                self._index_recovered(segment, batch, data)
+                good_end = batch.position + _LOG_OVERHEAD + batch.batch_length
+        except DecodeError as err:
+            reason = f"corrupt batch: {err}"
+        if not reason and batches.partial_tail_bytes:
+            reason = f"torn trailing batch of {batches.partial_tail_bytes} bytes"
+        segment.size = good_end
+        if good_end < len(data):
+            log.warning(
+                "recovery: truncating %s from %d to %d bytes (%s)",
+                segment.path,
+                len(data),
+                good_end,
+                reason or "trailing bytes",
+            )
+            os.truncate(segment.path, good_end)
+            return True
+        return False
+
+    def _index_recovered(
+        self, segment: Segment, batch: RecordBatch, data: bytes
+    ) -> None:
+        last = batch.base_offset + batch.last_offset_delta
+        size = _LOG_OVERHEAD + batch.batch_length
+        segment.index(
+            batch.base_offset, last, batch.position, size, batch.max_timestamp
+        )
+        if batch.producer_id >= 0 and batch.base_sequence >= 0 and not batch.is_control:
+            self.producer_state.update(
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                batch.base_sequence + batch.last_offset_delta,
+                batch.base_offset,
+            )
+
+    # ------------------------------------------------------------------ facts
+
+    @property
+    def high_watermark(self) -> int:
+        """The log end offset: the offset the next appended record gets."""
+        return self.segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def batches(self, start_offset: int = 0) -> Iterator[RecordBatch]:
+        """Decode the stored batches from the one holding ``start_offset`` on
+        (one segment in memory at a time; CRCs checked).
+
+        Raises:
+            kproto.serial.DecodeError: a stored batch is corrupt.
+        """
+        for segment in self.segments:
+            if segment.next_offset <= start_offset or not segment.size:
+                continue
+            data = segment.read(0, segment.size)
+            for batch in decode_batches(data):
+                if batch.base_offset + batch.last_offset_delta >= start_offset:
+                    yield batch
+
+    # ----------------------------------------------------------------- append
+
+    async def append(
+        self,
+        records: bytes,
+        *,
+        max_message_bytes: int | None = None,
+        log_append_time_ms: int | None = None,
+    ) -> int:
+        """Append raw record batches; return the first assigned base offset.
+
+        See :meth:`append_batches` for the checks and errors.
+        """
+        return self.append_batches(
+            records,
+            max_message_bytes=max_message_bytes,
+            log_append_time_ms=log_append_time_ms,
+        ).base_offset
+
+    def append_batches(
+        self,
+        records: bytes,
+        *,
+        max_message_bytes: int | None = None,
+        log_append_time_ms: int | None = None,
+        one_batch: bool = False,
+    ) -> AppendResult:
+        """Validate and append the magic 2 record batches in ``records``.
+
+        Each batch is decoded (CRC-32C and record count checked, compressed
+        batches decompressed, as Kafka's ``LogValidator`` does), gets the next
+        base offset patched into its first 8 bytes and is written unchanged
+        otherwise. Idempotent batches (producer_id >= 0) are sequence-checked per
+        producer id and epoch as Kafka's ``ProducerAppendInfo.checkSequence``: a
+        retried batch among the producer's last five is not written again and its
+        earlier base offset is returned.
+
+        Raises:
+            LogAppendError: CORRUPT_MESSAGE (bad CRC, lengths or record count),
+                INVALID_RECORD (no batches, magic other than 2, partial batch,
+                more than one batch with ``one_batch``),
+                MESSAGE_TOO_LARGE (a batch over ``max_message_bytes``),
+                INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
+        """
+        checked: list[RecordBatch] = []
+        iterator = decode_batches(records, check_crc=True)
+        try:
+            for batch in iterator:
+                checked.append(batch)
+        except DecodeError as err:
+            raise LogAppendError(2, f"corrupt record batch: {err}") from err
+        if iterator.partial_tail_bytes:
+            raise LogAppendError(
+                87, f"partial record batch of {iterator.partial_tail_bytes} bytes"
+            )
+        if not checked:
+            raise LogAppendError(87, "no record batches in the produce request")
+        if one_batch and len(checked) > 1:
+            raise LogAppendError(
+                87,
+                f"{len(checked)} record batches for one partition: Produce v3+ allows "
+                "exactly one (Kafka's ProduceRequest.validateRecords)",
+            )
+        for batch in checked:
+            if batch.magic != 2:
+                raise LogAppendError(
+                    87, f"record batch magic {batch.magic}: only magic 2 is accepted"
+                )
+            size = _LOG_OVERHEAD + batch.batch_length
+            if max_message_bytes is not None and size > max_message_bytes:
+                raise LogAppendError(
+                    10,
+                    f"record batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
+                )
+        first = checked[0]
+        if first.producer_id >= 0 and not first.is_control:
+            try:
+                duplicate = self.producer_state.check(
+                    first.producer_id,
+                    first.producer_epoch,
+                    first.base_sequence,
+                    first.base_sequence + first.last_offset_delta,
+                )
+            except ProducerSequenceError as err:
+                raise LogAppendError(err.error_code, str(err)) from err
+            if duplicate is not None:
+                return AppendResult(duplicate, -1, self.log_start_offset)
+        first_offset = self.high_watermark
+        data = memoryview(records)
+        for batch in checked:
+            base = self.high_watermark
+            size = _LOG_OVERHEAD + batch.batch_length
+            raw = _BASE_OFFSET.pack(base) + bytes(
+                data[batch.position + 8 : batch.position + size]
+            )
+            segment = self.segments[-1]
+            if segment.size and segment.size + size > self.segment_bytes:
+                segment = self._roll(base)
+            last = base + batch.last_offset_delta
+            max_ts = batch.max_timestamp
+            if log_append_time_ms is not None:
+                max_ts = log_append_time_ms
+                raw = set_log_append_time(raw, log_append_time_ms)
+            segment.add(raw, base, last, max_ts)
+            if batch.producer_id >= 0 and batch.base_sequence >= 0:
+                self.producer_state.update(
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    batch.base_sequence,
+                    batch.base_sequence + batch.last_offset_delta,
+                    base,
+                )
+        if self.on_append is not None:
+            self.on_append()
+        return AppendResult(
+            first_offset,
+            log_append_time_ms if log_append_time_ms is not None else -1,
+            self.log_start_offset,
+        )
+
+    def _roll(self, base: int) -> Segment:
+        segment = Segment(self.directory / segment_file_name(base), base)
+        segment.create()
+        self.segments.append(segment)
+        return segment
+
+    # ------------------------------------------------------------------- read
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        """Whole batches from the one containing ``offset``, up to ``max_bytes``
+        (bytes) from one segment; with ``min_one`` the first batch is returned even
+        when it is larger (KIP-74). Empty at or past the high watermark.
+        """
+        for segment in self.segments:
+            if offset < segment.next_offset and segment.offsets:
+                break
+        else:
+            return b""
+        i = max(bisect.bisect_right(segment.offsets, offset) - 1, 0)
+        start = segment.positions[i]
+        end = start
+        n = len(segment.offsets)
+        while i < n:
+            size = segment.sizes[i]
+            if end - start + size > max_bytes and not (min_one and end == start):
+                break
+            end += size
+            i += 1
+        return segment.read(start, end - start) if end > start else b""
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >=
+        ``timestamp_ms`` (ListOffsets by time), or None when there is none."""
+        for segment in self.segments:
+            for i, max_ts in enumerate(segment.max_timestamps):
+                if (
+                    max_ts < timestamp_ms
+                    or segment.last_offsets[i] < self.log_start_offset
+                ):
+                    continue
+                data = segment.read(segment.positions[i], segment.sizes[i])
+                for batch in decode_batches(data):
+                    for record in batch.records:
+                        if (
+                            record.timestamp >= timestamp_ms
+                            and record.offset >= self.log_start_offset
+                        ):
+                            return record.offset, record.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the record with the largest timestamp
+        (ListOffsets MAX_TIMESTAMP, KIP-734), or None for an empty log."""
+        best: tuple[int, int, Segment, int] | None = None
+        for segment in self.segments:
+            for i, max_ts in enumerate(segment.max_timestamps):
+                if segment.last_offsets[i] >= self.log_start_offset and (
+                    best is None or max_ts > best[1]
+                ):
+                    best = (i, max_ts, segment, 0)
+        if best is None:
+            return None
+        i, max_ts, segment, _ = best
+        data = segment.read(segment.positions[i], segment.sizes[i])
+        for batch in decode_batches(data):
+            for record in batch.records:
+                if record.timestamp == max_ts:
+                    return record.offset, max_ts
+            return batch.base_offset + batch.last_offset_delta, max_ts
+        return None
+
+    # --------------------------------------------------------------- deletion
+
+    def delete_records_before(self, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (DeleteRecords) and delete the
+        segments wholly below it; return the new log start offset.
+
+        Raises:
+            LogAppendError: OFFSET_OUT_OF_RANGE (1) when ``offset`` is above the
+                high watermark.
+        """
+        if offset > self.high_watermark:
+            raise LogAppendError(
+                1, f"offset {offset} is above the high watermark {self.high_watermark}"
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self._delete_segments_below(offset)
+        return self.log_start_offset
+
+    def _delete_segments_below(self, offset: int) -> None:
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            segment = self.segments.pop(0)
+            segment.close()
+            segment.path.unlink(missing_ok=True)
+
+    def apply_retention(
+        self, *, retention_ms: int, retention_bytes: int, now_ms: int
+    ) -> None:
+        """Delete whole old segments (never the active one) past ``retention_bytes``
+        (bytes, -1 unlimited) or whose newest record is older than
+        ``retention_ms`` (ms, -1 unlimited), as Kafka's log retention does."""
+        while len(self.segments) > 1:
+            segment = self.segments[0]
+            too_big = (
+                retention_bytes >= 0
+                and self.size_bytes - segment.size >= retention_bytes
+            )
+            newest = max(segment.max_timestamps) if segment.max_timestamps else -1
+            too_old = (
+                retention_ms >= 0 and newest >= 0 and now_ms - newest > retention_ms
+            )
+            if not (too_big or too_old):
+                break
+            self.segments.pop(0)
+            segment.close()
+            segment.path.unlink(missing_ok=True)
+            self.log_start_offset = max(
+                self.log_start_offset, self.segments[0].base_offset
+            )
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    def delete(self) -> None:
+        """Close and remove the whole directory (DeleteTopics)."""
+        self.close()
+        for path in self.directory.glob("*"):
+            path.unlink()
+        self.directory.rmdir()
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.topic}-{self.partition}, log_start_offset={self.log_start_offset}, "
+            f"high_watermark={self.high_watermark}, segments={len(self.segments)})"
+        )

@@ -1,0 +1,472 @@
+"""The shared state of one in-process cluster: nodes, topics, partition logs.
+
+Topic metadata (name, topic id, partition count, leaders, configs) is kept in
+``<data_dir>/kproto-topics.json`` (Kafka keeps it in the KRaft metadata log; this
+broker has none) and each partition's topic id also in ``partition.metadata`` as
+Kafka writes it. Log start offsets raised by DeleteRecords or retention are kept in
+``<data_dir>/log-start-offset-checkpoint`` in Kafka's checkpoint format
+(``OffsetCheckpointFile``: version line, count line, ``topic partition offset``).
+
+Every method runs on the cluster's event-loop thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kproto.broker.log import PartitionLog
+
+__all__ = [
+    "ClusterState",
+    "NodeInfo",
+    "TopicInfo",
+    "TopicError",
+    "TOPIC_CONFIG_DEFAULTS",
+]
+
+log = logging.getLogger("kproto.broker")
+
+#: Topic configs this broker knows, with Kafka's defaults (``TopicConfig``/``LogConfig``).
+#: Those marked in the README are honoured; the others are stored and described.
+TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
+    "cleanup.policy": "delete",
+    "compression.type": "producer",
+    "max.message.bytes": "1048588",
+    "message.timestamp.type": "CreateTime",
+    "retention.bytes": "-1",
+    "retention.ms": "604800000",
+    "segment.bytes": "1073741824",
+    "min.insync.replicas": "1",
+}
+
+_TOPICS_FILE = "kproto-topics.json"
+_CHECKPOINT_FILE = "log-start-offset-checkpoint"
+#: Kafka's Topic.isValid: legal characters and the 249-character bound.
+_LEGAL_TOPIC_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+)
+
+
+class TopicError(Exception):
+    """A topic operation was refused; ``error_code`` is the Kafka error code
+    (TOPIC_ALREADY_EXISTS 36, INVALID_TOPIC_EXCEPTION 17, INVALID_PARTITIONS 37,
+    UNKNOWN_TOPIC_OR_PARTITION 3, INVALID_REPLICATION_FACTOR 38, INVALID_CONFIG 40)."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        self.error_code = error_code
+        super().__init__(message)
+
+
+@attrs.frozen
+class NodeInfo:
+    """One broker node: its id, listener host and port, and rack (``None``)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@attrs.define
+class TopicInfo:
+    """One topic: id (a UUID, Metadata v10+), partition count, the node id of each
+    partition's leader, its explicitly set configs, and whether it is internal."""
+
+    name: str
+    topic_id: uuid.UUID
+    leaders: list[int]
+    configs: dict[str, str] = attrs.field(factory=dict)
+    internal: bool = False
+
+    @property
+    def partitions(self) -> int:
+        return len(self.leaders)
+
+    def config(self, name: str) -> str:
+        """The config value in effect (set, else Kafka's default)."""
+        return self.configs.get(name, TOPIC_CONFIG_DEFAULTS.get(name, ""))
+
+    def int_config(self, name: str) -> int:
+        return int(self.config(name))
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise TopicError(INVALID_TOPIC_EXCEPTION) unless ``name`` is a legal topic
+    name (Kafka's ``Topic.validate``: 1-249 chars of ``[a-zA-Z0-9._-]``, not . or ..).
+    """
+    if (
+        not name
+        or name in (".", "..")
+        or len(name) > 249
+        or not set(name) <= _LEGAL_TOPIC_CHARS
+    ):
+        raise TopicError(17, f"invalid topic name {name!r}")
+
+
+class ClusterState:
+    """Nodes, topics and partition logs of the whole in-process cluster.
+
+    Attributes:
+        nodes: node_id -> NodeInfo (filled as the node servers start).
+        data_dir: the folder holding every partition's log directory.
+        cluster_id: a random 22-character id, as Kafka's (base64 UUID).
+        controller_id: the node reported as controller (the first).
+        groups: the group coordinator, ``GroupCoordinator(self)``.
+        auto_create_topics: Metadata requests create unknown topics.
+        num_partitions: partitions of an auto-created topic.
+        offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
+            ``offsets.topic.num.partitions`` default is 50).
+        segment_bytes: default ``segment.bytes`` of new topics' logs.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        node_ids: list[int],
+        *,
+        auto_create_topics: bool = True,
+        num_partitions: int = 1,
+        offsets_partitions: int = 5,
+        segment_bytes: int = 16 * 1024 * 1024,
+    ) -> None:
+        self.data_dir = data_dir
+        self.node_ids = list(node_ids)
+        self.nodes: dict[int, NodeInfo] = {}
+        self.cluster_id = _cluster_id()
+        self.controller_id = self.node_ids[0]
+        self.auto_create_topics = auto_create_topics
+        self.num_partitions = num_partitions
+        self.offsets_partitions = offsets_partitions
+        self.segment_bytes = segment_bytes
+        self.topics: dict[str, TopicInfo] = {}
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self.next_producer_id = 1000
+        self._appended: asyncio.Event | None = None
+        self._rr = 0
+        from kproto.broker.groups import GroupCoordinator
+
+        self.groups: Any = GroupCoordinator(self)
+
+    # ------------------------------------------------------------ interface
+
+    def now_ms(self) -> int:
+        """Wall clock in ms (the one place; patch in tests)."""
+        return time.time_ns() // 1_000_000
+
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The node id leading ``topic``/``partition``, or None if unknown."""
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            return None
+        return info.leaders[partition]
+
+    def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The log of ``topic``/``partition``, or None if there is no such partition."""
+        return self.logs.get((topic, partition))
+
+    def topic_partitions(self, topic: str) -> int | None:
+        """The partition count of ``topic``, or None if it does not exist."""
+        info = self.topics.get(topic)
+        return None if info is None else info.partitions
+
+    def ensure_internal_topic(self, name: str, partitions: int) -> None:
+        """Create the internal topic ``name`` (e.g. ``__consumer_offsets``) unless it exists."""
+        if name not in self.topics:
+            self.create_topic(
+                name, partitions, configs={"cleanup.policy": "compact"}, internal=True
+            )
+
+    # --------------------------------------------------------------- topics
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        *,
+        configs: dict[str, str] | None = None,
+        internal: bool = False,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        """Create a topic with ``partitions`` (default ``num_partitions``) whose
+        leaders go round-robin over the nodes.
+
+        Raises:
+            TopicError: exists (36), bad name (17), partitions < 1 (37), unknown or
+                invalid config (40).
+        """
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicError(36, f"topic {name!r} already exists")
+        count = (
+            self.num_partitions
+            if partitions is None or partitions == -1
+            else partitions
+        )
+        if count < 1:
+            raise TopicError(
+                37, f"number of partitions must be at least 1, got {count}"
+            )
+        configs = dict(configs or {})
+        for key, value in configs.items():
+            check_config(key, value)
+        n = len(self.node_ids)
+        start = self._rr
+        info = TopicInfo(
+            name,
+            uuid.uuid4(),
+            [self.node_ids[(start + p) % n] for p in range(count)],
+            configs,
+            internal or name.startswith("__"),
+        )
+        if validate_only:
+            return info
+        self._rr = (self._rr + 1) % n
+        self.topics[name] = info
+        for p in range(count):
+            self._open_log(info, p)
+        self.save_topics()
+        return info
+
+    def _open_log(
+        self, info: TopicInfo, partition: int, log_start_offset: int = 0
+    ) -> PartitionLog:
+        directory = self.data_dir / f"{info.name}-{partition}"
+        plog = PartitionLog.open(
+            info.name,
+            partition,
+            directory,
+            segment_bytes=int(info.configs.get("segment.bytes", self.segment_bytes)),
+            log_start_offset=log_start_offset,
+        )
+        meta = directory / "partition.metadata"
+        if not meta.exists():
+            meta.write_text(f"version: 0\ntopic_id: {_kafka_uuid(info.topic_id)}\n")
+        plog.on_append = self.notify_appended
+        self.logs[(info.name, partition)] = plog
+        self.next_producer_id = max(
+            self.next_producer_id, plog.producer_state.max_producer_id + 1
+        )
+        return plog
+
+    def create_partitions(
+        self, name: str, count: int, *, validate_only: bool = False
+    ) -> None:
+        """Grow ``name`` to ``count`` partitions (CreatePartitions).
+
+        Raises:
+            TopicError: unknown topic (3), count not above the current one (37).
+        """
+        info = self.topics.get(name)
+        if info is None:
+            raise TopicError(3, f"unknown topic {name!r}")
+        if count <= info.partitions:
+            raise TopicError(
+                37,
+                f"topic {name!r} has {info.partitions} partitions; {count} does not increase it",
+            )
+        if validate_only:
+            return
+        n = len(self.node_ids)
+        start = (
+            self.node_ids.index(info.leaders[0])
+            if info.leaders[0] in self.node_ids
+            else 0
+        )
+        for p in range(info.partitions, count):
+            info.leaders.append(self.node_ids[(start + p) % n])
+            self._open_log(info, p)
+        self.save_topics()
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        """Delete ``name`` and its log directories.
+
+        Raises:
+            TopicError: unknown topic (3).
+        """
+        info = self.topics.pop(name, None)
+        if info is None:
+            raise TopicError(3, f"unknown topic {name!r}")
+        for p in range(info.partitions):
+            plog = self.logs.pop((name, p), None)
+            if plog is not None:
+                plog.close()
+                shutil.rmtree(plog.directory, ignore_errors=True)
+        self.save_topics()
+        return info
+
+    def set_configs(
+        self, name: str, configs: dict[str, str | None], *, replace: bool
+    ) -> None:
+        """Set (``None``: delete) topic configs; ``replace`` drops the others
+        (AlterConfigs) instead of merging (IncrementalAlterConfigs).
+
+        Raises:
+            TopicError: unknown topic (3), bad value (40).
+        """
+        info = self.topics.get(name)
+        if info is None:
+            raise TopicError(3, f"unknown topic {name!r}")
+        for key, value in configs.items():
+            if value is not None:
+                check_config(key, value)
+        new = {} if replace else dict(info.configs)
+        for key, value in configs.items():
+            if value is None:
+                new.pop(key, None)
+            else:
+                new[key] = value
+        info.configs = new
+        segment_bytes = int(new.get("segment.bytes", self.segment_bytes))
+        for p in range(info.partitions):
+            self.logs[(name, p)].segment_bytes = segment_bytes
+        self.save_topics()
+
+    # ----------------------------------------------------------- produce/fetch
+
+    def notify_appended(self) -> None:
+        """Wake every Fetch long poll waiting for data."""
+        if self._appended is not None:
+            self._appended.set()
+        self._appended = None
+
+    def appended_event(self) -> asyncio.Event:
+        """An event set on the next append (for Fetch ``max_wait_ms``)."""
+        if self._appended is None:
+            self._appended = asyncio.Event()
+        return self._appended
+
+    def apply_retention(self, topic: str, partition: int) -> None:
+        """Apply ``retention.ms`` / ``retention.bytes`` to one partition."""
+        info = self.topics[topic]
+        if info.config("cleanup.policy") == "compact":
+            return
+        plog = self.logs[(topic, partition)]
+        before = plog.log_start_offset
+        plog.apply_retention(
+            retention_ms=info.int_config("retention.ms"),
+            retention_bytes=info.int_config("retention.bytes"),
+            now_ms=self.now_ms(),
+        )
+        if plog.log_start_offset != before:
+            self.save_checkpoint()
+
+    # ------------------------------------------------------------ persistence
+
+    def load(self) -> None:
+        """Recover topics and logs from ``data_dir`` (after a restart)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.data_dir / _TOPICS_FILE
+        if not path.exists():
+            return
+        starts = self._read_checkpoint()
+        saved = json.loads(path.read_text())
+        for entry in saved["topics"]:
+            leaders = [
+                n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]
+                for p, n in enumerate(entry["leaders"])
+            ]
+            info = TopicInfo(
+                entry["name"],
+                uuid.UUID(entry["topic_id"]),
+                leaders,
+                dict(entry["configs"]),
+                bool(entry["internal"]),
+            )
+            self.topics[info.name] = info
+            for p in range(info.partitions):
+                self._open_log(info, p, starts.get((info.name, p), 0))
+        self.cluster_id = saved.get("cluster_id", self.cluster_id)
+        self.next_producer_id = max(
+            self.next_producer_id, int(saved.get("next_producer_id", 0))
+        )
+        log.info("recovered %d topics from %s", len(self.topics), self.data_dir)
+
+    def save_topics(self) -> None:
+        """Write ``kproto-topics.json`` (atomically, through a rename)."""
+        body = {
+            "cluster_id": self.cluster_id,
+            "next_producer_id": self.next_producer_id,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "leaders": t.leaders,
+                    "configs": t.configs,
+                    "internal": t.internal,
+                }
+                for t in self.topics.values()
+            ],
+        }
+        _write_atomic(self.data_dir / _TOPICS_FILE, json.dumps(body, indent=1))
+
+    def save_checkpoint(self) -> None:
+        """Write the log start offsets in Kafka's checkpoint format."""
+        lines = [
+            f"{t} {p} {plog.log_start_offset}"
+            for (t, p), plog in sorted(self.logs.items())
+            if plog.log_start_offset > 0
+        ]
+        _write_atomic(
+            self.data_dir / _CHECKPOINT_FILE,
+            "\n".join(["0", str(len(lines)), *lines]) + "\n",
+        )
+
+    def _read_checkpoint(self) -> dict[tuple[str, int], int]:
+        path = self.data_dir / _CHECKPOINT_FILE
+        if not path.exists():
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        for line in path.read_text().splitlines()[2:]:
+            topic, partition, offset = line.rsplit(" ", 2)
+            out[(topic, int(partition))] = int(offset)
+        return out
+
+    def close(self) -> None:
+        """Persist metadata and close every log file."""
+        self.save_topics()
+        self.save_checkpoint()
+        for plog in self.logs.values():
+            plog.close()
+
+
+def check_config(key: str, value: str) -> None:
+    """Raise TopicError(INVALID_CONFIG 40) for an unknown topic config or a
+    non-numeric value of a numeric one."""
+    if key not in TOPIC_CONFIG_DEFAULTS:
+        raise TopicError(40, f"unknown topic config {key!r}")
+    if TOPIC_CONFIG_DEFAULTS[key].lstrip("-").isdigit():
+        try:
+            int(value)
+        except ValueError:
+            raise TopicError(40, f"config {key}={value!r} is not an integer") from None
+    if key == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
+        raise TopicError(40, f"invalid cleanup.policy {value!r}")
+    if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
+        raise TopicError(40, f"invalid message.timestamp.type {value!r}")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _kafka_uuid(value: uuid.UUID) -> str:
+    """A UUID as Kafka prints it (URL-safe base64 without padding, 22 chars)."""
+    import base64
+
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _cluster_id() -> str:
+    return _kafka_uuid(uuid.uuid4())

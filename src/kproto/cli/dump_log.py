@@ -1,0 +1,504 @@
+"""``kproto dump-log``: the batches and records of Kafka log segment files.
+
+The default layout is the one ``kafka-dump-log.sh --deep-iteration --print-data-log``
+prints (Kafka's ``DumpLogSegments``: ``printBatchLevel``, ``printRecordMetadata``,
+``printControlRecord`` and the ``StringDecoder`` contents), field names and order
+included, so an operator's scripts keep working::
+
+    Dumping 00000000000000000000.log
+    Log starting offset: 0
+    baseOffset: 0 lastOffset: 0 count: 1 ... crc: 990125471 isvalid: true
+    | offset: 0 CreateTime: 1720108310684 keySize: 1 valueSize: 5 sequence: 0 headerKeys: [] key: 1 payload: hello
+
+Unlike the Java tool, a batch that fails its checksum does not stop the dump: it is
+printed in place with ``isvalid: false`` (Kafka's spelling of the batch field; legacy
+record lines carry ``isValid:``), followed by its records when they parse. A batch
+whose records do not parse is printed from its header, followed by
+``| error: <what and where>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import attrs
+
+from kproto.cli._common import read_input
+from kproto.records import (
+    Compression,
+    ControlRecordType,
+    Record,
+    RecordBatch,
+    TimestampType,
+    decode_batches,
+)
+from kproto.records.segments import (
+    batch_crc_valid,
+    parse_topic_partition,
+    read_batch_head,
+)
+
+__all__ = ["BatchView", "batch_json", "cmd_dump_log", "record_json"]
+
+#: Kafka's ``TimestampType.toString()``.
+_TIMESTAMP_NAMES = {
+    TimestampType.NO_TIMESTAMP: "NoTimestampType",
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
+_INT32_MAX = 2**31 - 1
+
+
+@attrs.frozen
+class BatchView:
+    """One batch as printed: decoded fields plus what the dump found out about it.
+
+    ``is_valid`` is the checksum verdict (``None`` when not checked); ``error`` says
+    why the records did not decode (then ``records`` is empty and the other fields
+    come from the raw header).
+    """
+
+    position: int
+    base_offset: int
+    last_offset: int
+    count: int | None
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    is_valid: bool | None
+    attributes: int
+    compression: str
+    timestamp_type: TimestampType
+    is_transactional: bool
+    is_control: bool
+    has_delete_horizon: bool
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records: tuple[Record, ...] = ()
+    error: str | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes of the batch on disk (``sizeInBytes``: length field + 12)."""
+        return self.batch_length + 12
+
+    @property
+    def last_sequence(self) -> int:
+        """``DefaultRecordBatch.lastSequence``: -1 without a producer sequence."""
+        return _sequence_at(self.base_sequence, self.last_offset - self.base_offset)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """The KIP-534 delete horizon (the base timestamp when the flag is set)."""
+        return self.base_timestamp if self.has_delete_horizon else None
+
+
+def _sequence_at(base_sequence: int, delta: int) -> int:
+    """``DefaultRecordBatch.incrementSequence``: sequences wrap at int32 max."""
+    if base_sequence == -1:
+        return -1
+    if base_sequence > _INT32_MAX - delta:
+        return delta - (_INT32_MAX - base_sequence) - 1
+    return base_sequence + delta
+
+
+def _from_batch(data: bytes, b: RecordBatch, check_crc: bool) -> BatchView:
+    valid = batch_crc_valid(data, b.position) if check_crc else None
+    return BatchView(
+        position=b.position,
+        base_offset=b.base_offset,
+        last_offset=b.base_offset + b.last_offset_delta,
+        count=len(b.records),
+        batch_length=b.batch_length,
+        partition_leader_epoch=b.partition_leader_epoch,
+        magic=b.magic,
+        crc=b.crc,
+        is_valid=valid,
+        attributes=b.attributes,
+        compression=b.compression.label,
+        timestamp_type=b.timestamp_type,
+        is_transactional=b.is_transactional,
+        is_control=b.is_control,
+        has_delete_horizon=b.has_delete_horizon,
+        base_timestamp=b.base_timestamp,
+        max_timestamp=b.max_timestamp,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        records=b.records,
+    )
+
+
+def _codec_label(codec: int) -> str:
+    try:
+        return Compression(codec).label
+    except ValueError:
+        return f"unknown({codec})"
+
+
+def _from_header(
+    data: bytes, position: int, error: str, check_crc: bool
+) -> BatchView | None:
+    """A batch whose records did not decode, from its header alone (``None`` when
+    even the header is cut short)."""
+    found = read_batch_head(data, position)
+    if found is None:
+        return None  # no usable length or magic: the rest cannot be framed
+    h, count = found
+    return BatchView(
+        position=position,
+        base_offset=h.base_offset,
+        last_offset=h.base_offset + h.last_offset_delta,
+        count=count,
+        batch_length=h.batch_length,
+        partition_leader_epoch=h.partition_leader_epoch,
+        magic=h.magic,
+        crc=h.crc,
+        is_valid=batch_crc_valid(data, position) if check_crc else None,
+        attributes=h.attributes,
+        compression=_codec_label(h.attributes & 7),
+        timestamp_type=h.timestamp_type,
+        is_transactional=h.is_transactional,
+        is_control=h.is_control,
+        has_delete_horizon=h.has_delete_horizon,
+        base_timestamp=h.base_timestamp,
+        max_timestamp=h.max_timestamp,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        error=error,
+    )
+
+
+def iter_batches(
+    data: bytes, *, check_crc: bool, totals: Counter[str]
+) -> Iterator[BatchView | tuple[int, str]]:
+    """Every batch of ``data`` in file order, corrupt ones in place.
+
+    Yields a :class:`BatchView` per batch, or ``(position, message)`` for input that
+    cannot be framed (a length below the minimum: the rest of the input is lost).
+    Counts ``batches``, ``records``, ``crc_failures``, ``corrupt`` (checksum
+    failures plus undecodable batches) and ``partial_tail_bytes`` into ``totals``.
+    """
+    # Checksums are verified here rather than by the decoder, so that a batch that
+    # fails them still shows its records.
+    it = decode_batches(data, check_crc=False, skip_corrupt=True)
+    seen = 0
+
+    def corrupt_so_far() -> Iterator[BatchView | tuple[int, str]]:
+        nonlocal seen
+        while seen < len(it.corrupt):
+            position, _, message = it.corrupt[seen]
+            seen += 1
+            totals["corrupt"] += 1
+            view = _from_header(data, position, message, check_crc)
+            if view is None:
+                yield position, message
+                continue
+            totals["batches"] += 1
+            if view.is_valid is False:
+                totals["crc_failures"] += 1
+            yield view
+
+    for batch in it:
+        yield from corrupt_so_far()
+        view = _from_batch(data, batch, check_crc)
+        totals["batches"] += 1
+        totals["records"] += len(view.records)
+        if view.is_valid is False:
+            totals["crc_failures"] += 1
+            totals["corrupt"] += 1
+        yield view
+    yield from corrupt_so_far()
+    totals["partial_tail_bytes"] += it.partial_tail_bytes
+
+
+# ----------------------------------------------------------------- kafka layout
+
+
+def _bool(value: bool | None) -> str:
+    return "unchecked" if value is None else str(value).lower()
+
+
+def kafka_batch_line(b: BatchView) -> str:
+    """``DumpLogSegments.printBatchLevel``; ``position`` is the byte position."""
+    if b.magic >= 2:
+        count = "null" if b.count is None else str(b.count)
+        horizon = b.delete_horizon_ms
+        head = (
+            f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {count}"
+            f" baseSequence: {b.base_sequence} lastSequence: {b.last_sequence}"
+            f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch}"
+            f" partitionLeaderEpoch: {b.partition_leader_epoch}"
+            f" isTransactional: {_bool(b.is_transactional)}"
+            f" isControl: {_bool(b.is_control)}"
+            " deleteHorizonMs: "
+            + ("OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]")
+        )
+    else:
+        head = f"offset: {b.last_offset}"
+    return (
+        f"{head} position: {b.position}"
+        f" {_TIMESTAMP_NAMES[b.timestamp_type]}: {b.max_timestamp}"
+        f" size: {b.size} magic: {b.magic} compresscodec: {b.compression}"
+        f" crc: {b.crc} isvalid: {_bool(b.is_valid)}"
+    )
+
+
+def _string(data: bytes) -> str:
+    """Kafka's ``StringDecoder``: UTF-8, malformed input replaced."""
+    return data.decode("utf-8", "replace")
+
+
+def kafka_record_line(b: BatchView, r: Record) -> str:
+    """``printRecordMetadata`` and, outside control batches, the contents."""
+    parts = [
+        f"| offset: {r.offset} {_TIMESTAMP_NAMES[b.timestamp_type]}: {r.timestamp}"
+        f" keySize: {-1 if r.key is None else len(r.key)}"
+        f" valueSize: {-1 if r.value is None else len(r.value)}"
+    ]
+    if b.magic >= 2:
+        sequence = _sequence_at(b.base_sequence, r.offset - b.base_offset)
+        keys = ",".join(name for name, _ in r.headers)
+        parts.append(f" sequence: {sequence} headerKeys: [{keys}]")
+    else:
+        parts.append(f" isValid: {_bool(b.is_valid)}")
+        if b.compression == "none":  # one message: its checksum is the batch's
+            parts.append(f" crc: {b.crc}")
+    if r.control is not None:
+        ctype = r.control.type
+        if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            name = ControlRecordType(ctype).name
+            parts.append(
+                f" endTxnMarker: {name} coordinatorEpoch: {r.control.coordinator_epoch}"
+            )
+        else:
+            name = getattr(ctype, "name", "UNKNOWN")
+            parts.append(f" controlType: {name}({int(ctype)})")
+    elif not b.is_control:
+        if r.key is not None:
+            parts.append(f" key: {_string(r.key)}")
+        if r.value is not None:
+            parts.append(f" payload: {_string(r.value)}")
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------- kproto layout
+
+
+def _text(data: bytes | None) -> str:
+    if data is None:
+        return "null"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + data.hex()
+    return text if text.isprintable() else repr(text)
+
+
+def kproto_batch_line(b: BatchView) -> str:
+    """kproto's own layout (``--format kproto``): snake_case ``name=value``."""
+    parts = [
+        f"batch base_offset={b.base_offset} last_offset={b.last_offset} "
+        f"count={b.count}",
+        f"position={b.position} size={b.size} magic={b.magic}",
+        f"compression={b.compression} timestamp_type={b.timestamp_type.name}",
+        f"crc={b.crc} valid={_bool(b.is_valid)}",
+    ]
+    if b.magic == 2:
+        parts.append(
+            f"producer_id={b.producer_id} producer_epoch={b.producer_epoch} "
+            f"base_sequence={b.base_sequence} leader_epoch={b.partition_leader_epoch} "
+            f"transactional={_bool(b.is_transactional)} "
+            f"control={_bool(b.is_control)}"
+        )
+    return " ".join(parts)
+
+
+def kproto_record_line(r: Record) -> str:
+    text = (
+        f"| offset={r.offset} timestamp={r.timestamp} "
+        f"key_size={-1 if r.key is None else len(r.key)} "
+        f"value_size={-1 if r.value is None else len(r.value)}"
+    )
+    if r.headers:
+        text += " headers=[" + ", ".join(f"{k}={_text(v)}" for k, v in r.headers) + "]"
+    if r.control is not None:
+        ctype = getattr(r.control.type, "name", r.control.type)
+        text += f" control={ctype} coordinator_epoch={r.control.coordinator_epoch}"
+    else:
+        text += f" key={_text(r.key)} value={_text(r.value)}"
+    return text
+
+
+# ----------------------------------------------------------------- JSON
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def batch_json(b: BatchView) -> dict[str, Any]:
+    """Every field of a batch, snake_case, as JSON values (``compression`` as
+    ``none|gzip|snappy|lz4|zstd``, ``timestamp_type`` as ``CREATE_TIME|
+    LOG_APPEND_TIME|NO_TIMESTAMP``, ``is_valid`` null when not checked)."""
+    return {
+        "position": b.position,
+        "base_offset": b.base_offset,
+        "last_offset": b.last_offset,
+        "count": b.count,
+        "batch_length": b.batch_length,
+        "size": b.size,
+        "partition_leader_epoch": b.partition_leader_epoch,
+        "magic": b.magic,
+        "crc": b.crc,
+        "is_valid": b.is_valid,
+        "attributes": b.attributes,
+        "compression": b.compression,
+        "timestamp_type": b.timestamp_type.name,
+        "is_transactional": b.is_transactional,
+        "is_control": b.is_control,
+        "delete_horizon_ms": b.delete_horizon_ms,
+        "base_timestamp": b.base_timestamp,
+        "max_timestamp": b.max_timestamp,
+        "producer_id": b.producer_id,
+        "producer_epoch": b.producer_epoch,
+        "base_sequence": b.base_sequence,
+        "last_sequence": b.last_sequence,
+        "error": b.error,
+    }
+
+
+def record_json(b: BatchView, r: Record | None) -> dict[str, Any]:
+    """One record (or ``None``: the record fields null, for a batch whose records
+    did not decode) with its batch's fields: the contract's keys first."""
+    out: dict[str, Any] = {
+        "offset": None if r is None else r.offset,
+        "timestamp": None if r is None else r.timestamp,
+        "key": None if r is None else _b64(r.key),
+        "value": None if r is None else _b64(r.value),
+        "headers": [] if r is None else [[k, _b64(v)] for k, v in r.headers],
+        "sequence": (
+            None
+            if r is None
+            else (
+                _sequence_at(b.base_sequence, r.offset - b.base_offset)
+                if b.magic >= 2
+                else -1
+            )
+        ),
+        "control": (
+            None
+            if r is None or r.control is None
+            else {
+                "type": getattr(r.control.type, "name", r.control.type),
+                "coordinator_epoch": r.control.coordinator_epoch,
+            }
+        ),
+    }
+    out.update(batch_json(b))
+    return out
+
+
+# ----------------------------------------------------------------- command
+
+
+def topic_partition(path: Path) -> tuple[str | None, int | None]:
+    """Topic and partition from Kafka's layout ``<topic>-<partition>/<base>.log``."""
+    return parse_topic_partition(path.resolve(), segment_name_required=False)
+
+
+def _dump_file(
+    name: str,
+    data: bytes,
+    args: argparse.Namespace,
+    out: IO[str],
+    err: IO[str],
+    totals: Counter[str],
+    codecs: Counter[str],
+) -> None:
+    path = Path(name)
+    fmt = "json" if args.json else args.format
+    topic, partition = topic_partition(path)
+    where = {"file": name, "topic": topic, "partition": partition}
+    if fmt == "kafka":
+        print(f"Dumping {name}", file=out)
+        stem = path.name.split(".")[0]
+        if path.name.endswith(".log") and stem.isdigit():
+            print(f"Log starting offset: {int(stem)}", file=out)
+    elif fmt == "kproto":
+        print(f"Dumping {name} ({len(data)} bytes)", file=out)
+    tail_before = totals["partial_tail_bytes"]
+    for item in iter_batches(data, check_crc=not args.no_crc_check, totals=totals):
+        if isinstance(item, tuple):
+            position, message = item
+            print(
+                f"{name}: cannot frame batch at position {position}: {message}",
+                file=err,
+            )
+            totals["partial_tail_bytes"] += len(data) - position
+            continue
+        b = item
+        codecs[b.compression] += 1
+        if b.error is not None:
+            print(
+                f"{name}: corrupt batch at position {b.position} "
+                f"(base offset {b.base_offset}): {b.error}",
+                file=err,
+            )
+        elif b.is_valid is False:
+            print(
+                f"{name}: batch at position {b.position} (base offset "
+                f"{b.base_offset}) fails its checksum (stored crc {b.crc})",
+                file=err,
+            )
+        if fmt == "json":
+            for r in b.records or (None,):
+                row = {**record_json(b, r), **where}
+                print(json.dumps(row, separators=(",", ":")), file=out)
+            continue
+        kafka = fmt == "kafka"
+        print(kafka_batch_line(b) if kafka else kproto_batch_line(b), file=out)
+        for r in b.records:
+            print(kafka_record_line(b, r) if kafka else kproto_record_line(r), file=out)
+        if b.error is not None:
+            print(f"| error: {b.error}", file=out)
+    tail = totals["partial_tail_bytes"] - tail_before
+    if tail:
+        if fmt == "kafka":
+            print(f"Found {tail} invalid bytes at the end of {path.name}", file=out)
+        print(f"{name}: {tail} bytes at the end do not hold a whole batch", file=err)
+
+
+def cmd_dump_log(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    """``kproto dump-log``: every batch and record of the given files.
+
+    Returns 0, or 1 with ``--fail-on-corrupt`` when a batch failed its checksum or
+    did not decode or a file ended inside a batch.
+    """
+    totals: Counter[str] = Counter()
+    codecs: Counter[str] = Counter()
+    for name in args.files:
+        data = read_input(name)
+        totals["bytes"] += len(data)
+        _dump_file(name, data, args, out, err, totals, codecs)
+    codec_text = ", ".join(f"{c}={n}" for c, n in sorted(codecs.items())) or "-"
+    summary = (
+        f"Summary: files={len(args.files)} batches={totals['batches']} "
+        f"records={totals['records']} bytes={totals['bytes']} codecs: {codec_text} "
+        f"crc_failures={totals['crc_failures']} corrupt_batches={totals['corrupt']} "
+        f"partial_tail_bytes={totals['partial_tail_bytes']}"
+    )
+    print(summary, file=out if args.format == "kproto" and not args.json else err)
+    bad = totals["corrupt"] or totals["partial_tail_bytes"]
+    return 1 if args.fail_on_corrupt and bad else 0

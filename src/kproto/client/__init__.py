@@ -1,0 +1,59 @@
+"""A small Kafka client over :mod:`kproto.connection`: :class:`Client` (blocking)
+and :class:`AsyncClient` (asyncio), with the same methods.
+
+Example::
+
+    from kproto.client import Client
+
+    client = Client("host1:9092,host2:9092")
+    client.produce("orders", [(b"key", b"value"), (None, b"v2")])
+    for record in client.iter_records("orders", 0, 0):
+        print(record.offset, record.key, record.value, record.headers)
+    client.close()
+
+Both are thin shells over the sans-IO operations of :mod:`kproto.client.core`
+and :mod:`kproto.client.admin`. :class:`AsyncClient` is imported lazily, so
+``from kproto.client import Client`` does not import asyncio.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .core import EARLIEST, LATEST
+from .partitioner import murmur2, partition_for_key
+from .results import (
+    BrokerError,
+    ClientError,
+    FetchResult,
+    ListedOffset,
+    ProducedRecord,
+    TopicPartition,
+)
+from .sync import Client
+
+if TYPE_CHECKING:
+    from .aio import AsyncClient
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "AsyncClient",
+    "BrokerError",
+    "Client",
+    "ClientError",
+    "FetchResult",
+    "ListedOffset",
+    "ProducedRecord",
+    "TopicPartition",
+    "murmur2",
+    "partition_for_key",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AsyncClient":
+        from .aio import AsyncClient
+
+        return AsyncClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,282 @@
+"""Topic administration and group offsets, as sans-IO operations over
+:class:`~.core.ClientCore` (see :mod:`kproto.client.protocol`).
+
+CreateTopics and DeleteTopics go to the controller Metadata names (any broker when it
+names none of its brokers: brokers forward them, KIP-590); OffsetCommit and
+OffsetFetch go to the group's coordinator, found with FindCoordinator, as a client
+outside the group (generation -1, no member id; Kafka's
+``AdminClient.alterConsumerGroupOffsets`` / ``listConsumerGroupOffsets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+
+from .core import ClientCore
+from .metadata import ZERO_UUID
+from .protocol import ANY_NODE, COORDINATOR_CODES, Call, Op, check_code
+from .results import BrokerError, TopicPartition
+
+__all__ = [
+    "commit_offsets",
+    "create_topics",
+    "delete_topics",
+    "fetch_offsets",
+    "find_coordinator",
+]
+
+
+def _raise_first(errors: list[BrokerError]) -> None:
+    if errors:
+        first = errors[0]
+        if len(errors) > 1:
+            first.add_note("also: " + "; ".join(str(e) for e in errors[1:]))
+        raise first
+
+
+def _controller(core: ClientCore, fresh: bool) -> Op[int]:
+    """The controller Metadata names; :data:`ANY_NODE` if it names none of the
+    brokers it lists (any broker forwards admin requests to the controller, KIP-590)."""
+    if fresh or core.metadata.controller_id not in core.metadata.brokers:
+        yield from core.refresh([])
+    controller = core.metadata.controller_id
+    return controller if controller in core.metadata.brokers else ANY_NODE
+
+
+def create_topics(
+    core: ClientCore,
+    names: Sequence[str],
+    *,
+    num_partitions: int,
+    replication_factor: int,
+    configs: Mapping[str, str | None],
+    timeout_ms: int,
+    validate_only: bool,
+) -> Op[None]:
+    """CreateTopics to the controller; see :meth:`kproto.client.Client.create_topics`."""
+
+    def build(v: int) -> dict[str, Any]:
+        entry = {
+            "num_partitions": num_partitions,
+            "replication_factor": replication_factor,
+            "assignments": [],
+            "configs": [{"name": k, "value": val} for k, val in configs.items()],
+        }
+        return {
+            "topics": [{"name": n, **entry} for n in names],
+            "timeout_ms": timeout_ms,
+            "validate_only": validate_only,
+        }
+
+    for attempt in range(2):
+        node = yield from _controller(core, fresh=attempt > 0)
+        response = yield Call(node, ApiKey.CREATE_TOPICS, build)
+        codes = [t.error_code for t in response.topics]
+        if attempt == 0 and ErrorCode.NOT_CONTROLLER in codes:
+            continue
+        errors = [
+            BrokerError(
+                t.error_code,
+                f"CreateTopics {t.name}",
+                topic=t.name,
+                error_message=getattr(t, "error_message", None),
+            )
+            for t in response.topics
+            if t.error_code != 0
+        ]
+        _raise_first(errors)
+        return
+
+
+def delete_topics(
+    core: ClientCore, names: Sequence[str], *, timeout_ms: int
+) -> Op[None]:
+    """DeleteTopics to the controller; see :meth:`kproto.client.Client.delete_topics`."""
+
+    def build(v: int) -> dict[str, Any]:
+        return {
+            "topic_names": list(names),
+            "topics": [{"name": n, "topic_id": ZERO_UUID} for n in names],
+            "timeout_ms": timeout_ms,
+        }
+
+    for attempt in range(2):
+        node = yield from _controller(core, fresh=attempt > 0)
+        response = yield Call(node, ApiKey.DELETE_TOPICS, build)
+        codes = [t.error_code for t in response.responses]
+        if attempt == 0 and ErrorCode.NOT_CONTROLLER in codes:
+            continue
+        for n in names:
+            core.metadata.forget(n)
+        _raise_first(
+            [
+                BrokerError(
+                    t.error_code,
+                    f"DeleteTopics {t.name}",
+                    topic=t.name,
+                    error_message=getattr(t, "error_message", None),
+                )
+                for t in response.responses
+                if t.error_code != 0
+            ]
+        )
+        return
+
+
+def find_coordinator(
+    core: ClientCore, group_id: str, *, fresh: bool = False
+) -> Op[int]:
+    """The node id of ``group_id``'s coordinator (cached), from FindCoordinator.
+
+    Raises:
+        BrokerError: FindCoordinator's error (COORDINATOR_NOT_AVAILABLE, ...).
+    """
+    node = None if fresh else core.metadata.coordinators.get(group_id)
+    if node is not None:
+        return node
+
+    def build(v: int) -> dict[str, Any]:
+        return {"key": group_id, "key_type": 0, "coordinator_keys": [group_id]}
+
+    response = yield Call(ANY_NODE, ApiKey.FIND_COORDINATOR, build)
+    found = response.coordinators[0] if hasattr(response, "coordinators") else response
+    check_code(
+        found.error_code,
+        f"FindCoordinator {group_id}",
+        error_message=getattr(found, "error_message", None),
+    )
+    core.metadata.brokers[found.node_id] = (found.host, found.port)
+    core.metadata.coordinators[group_id] = found.node_id
+    return int(found.node_id)
+
+
+def _topics_of(core: ClientCore, names: Iterable[str]) -> Op[dict[str, Any]]:
+    infos = {}
+    for name in sorted(set(names)):
+        infos[name] = yield from core.topic(name)
+    return infos
+
+
+def commit_offsets(
+    core: ClientCore,
+    group_id: str,
+    offsets: Mapping[TopicPartition, int],
+    *,
+    metadata: str | None,
+) -> Op[None]:
+    """OffsetCommit outside the group; see :meth:`kproto.client.Client.commit_offsets`."""
+    infos = yield from _topics_of(core, (tp.topic for tp in offsets))
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for tp, offset in sorted(
+        offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
+    ):
+        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+
+    def build(v: int) -> dict[str, Any]:
+        return {
+            "group_id": group_id,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [
+                {
+                    "name": t,
+                    "topic_id": infos[t].topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": p,
+                            "committed_offset": o,
+                            "committed_leader_epoch": -1,
+                            "commit_timestamp": -1,
+                            "committed_metadata": metadata,
+                        }
+                        for p, o in parts
+                    ],
+                }
+                for t, parts in by_topic.items()
+            ],
+        }
+
+    for attempt in range(2):
+        node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
+        response = yield Call(node, ApiKey.OFFSET_COMMIT, build)
+        errors = []
+        for t in response.topics:
+            name = (
+                t.name if hasattr(t, "name") else core.metadata.topic_by_id(t.topic_id)
+            )
+            for p in t.partitions:
+                if p.error_code != 0:
+                    errors.append(
+                        BrokerError(
+                            p.error_code,
+                            f"OffsetCommit {group_id} {name}-{p.partition_index}",
+                            topic=name,
+                            partition=p.partition_index,
+                        )
+                    )
+        if attempt == 0 and any(e.error_code in COORDINATOR_CODES for e in errors):
+            continue
+        _raise_first(errors)
+        return
+
+
+def fetch_offsets(
+    core: ClientCore, group_id: str, partitions: Sequence[TopicPartition]
+) -> Op[dict[TopicPartition, int]]:
+    """OffsetFetch outside the group; see :meth:`kproto.client.Client.fetch_offsets`."""
+    infos = yield from _topics_of(core, (tp.topic for tp in partitions))
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    topics = [
+        {"name": t, "topic_id": infos[t].topic_id, "partition_indexes": parts}
+        for t, parts in by_topic.items()
+    ]
+
+    def build(v: int) -> dict[str, Any]:
+        if v >= 8:  # KIP-709: a batch of groups
+            group = {
+                "group_id": group_id,
+                "member_id": None,
+                "member_epoch": -1,
+                "topics": topics,
+            }
+            return {"groups": [group], "require_stable": False}
+        return {"group_id": group_id, "topics": topics, "require_stable": False}
+
+    for attempt in range(2):
+        node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
+        response = yield Call(node, ApiKey.OFFSET_FETCH, build)
+        answer = response.groups[0] if hasattr(response, "groups") else response
+        code = getattr(answer, "error_code", 0)
+        if attempt == 0 and code in COORDINATOR_CODES:
+            continue
+        check_code(code, f"OffsetFetch {group_id}")
+        out: dict[TopicPartition, int] = {}
+        errors = []
+        for t in answer.topics:
+            name = (
+                t.name if hasattr(t, "name") else core.metadata.topic_by_id(t.topic_id)
+            )
+            for p in t.partitions:
+                if p.error_code != 0:
+                    errors.append(
+                        BrokerError(
+                            p.error_code,
+                            f"OffsetFetch {group_id} {name}-{p.partition_index}",
+                            topic=name,
+                            partition=p.partition_index,
+                        )
+                    )
+                out[TopicPartition(name, p.partition_index)] = p.committed_offset
+        if attempt == 0 and any(e.error_code in COORDINATOR_CODES for e in errors):
+            continue
+        _raise_first(errors)
+        return out
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,241 @@
+"""The asyncio :class:`AsyncClient`: :class:`kproto.client.Client`'s twin."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TypeVar
+
+from kproto.aio import AsyncConnection
+from kproto.connection import KafkaConnectionError
+from kproto.index import request_type
+from kproto.records import Compression, Record, RecordInput
+
+from . import admin
+from .core import LATEST, ClientCore
+from .protocol import Op, Pager, fit
+from .results import FetchResult, ListedOffset, ProducedRecord, TopicPartition
+from .sync import DEFAULT_FETCH_MAX_BYTES
+
+__all__ = ["AsyncClient"]
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """:class:`kproto.client.Client` for asyncio: the same arguments, methods,
+    results and errors (including: no hidden retries beyond one metadata
+    refresh), with ``async`` methods, ``iter_records`` an async iterator, and
+    ``async with``. Requests are sent one at a time per client."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        client_id: str = "kproto",
+        timeout_s: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        version_caps: Mapping[int, int] | None = None,
+        allow_auto_topic_creation: bool = True,
+        core: ClientCore | None = None,
+    ) -> None:
+        self.core = core or ClientCore(
+            bootstrap_servers, allow_auto_topic_creation=allow_auto_topic_creation
+        )
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.ssl_context = ssl_context
+        self.version_caps = dict(version_caps or {})
+        self._conns: dict[tuple[str, int], AsyncConnection] = {}
+
+    async def connection(self, node: int) -> AsyncConnection:
+        """As :meth:`kproto.client.Client.connection`."""
+        addresses = self.core.addresses(node)
+        for address in addresses:
+            if address in self._conns:
+                return self._conns[address]
+        last: KafkaConnectionError | None = None
+        for host, port in addresses:
+            conn = AsyncConnection(
+                host,
+                port,
+                client_id=self.client_id,
+                timeout_s=self.timeout_s,
+                ssl_context=self.ssl_context,
+            )
+            try:
+                await conn.__aenter__()  # connects (the context-manager surface)
+                await conn.negotiate(caps=self.version_caps)
+            except BaseException as err:
+                await conn.close()
+                if not isinstance(err, KafkaConnectionError):
+                    raise
+                last = err
+                continue
+            self._conns[(host, port)] = conn
+            return conn
+        assert last is not None
+        raise last
+
+    async def run(self, op: Op[T]) -> T:
+        """As :meth:`kproto.client.Client.run`."""
+        try:
+            call = next(op)
+            while True:
+                conn = await self.connection(call.node)
+                version = conn.version_for(call.api_key)
+                fields = fit(request_type(call.api_key, version), call.build(version))
+                try:
+                    response = await conn.send(conn.build_request(call.api_key, fields))
+                except KafkaConnectionError:
+                    await self._drop(conn)
+                    raise
+                call = op.send(response)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        finally:
+            op.close()
+
+    async def _drop(self, conn: AsyncConnection) -> None:
+        await conn.close()
+        self._conns = {a: c for a, c in self._conns.items() if c is not conn}
+
+    async def produce(
+        self,
+        topic: str,
+        records: Sequence[RecordInput],
+        *,
+        partition: int | None = None,
+        acks: int = -1,
+        compression: Compression = Compression.NONE,
+        timeout_ms: int = 30_000,
+    ) -> list[ProducedRecord]:
+        """As :meth:`kproto.client.Client.produce`."""
+        return await self.run(
+            self.core.produce(
+                topic,
+                records,
+                partition=partition,
+                acks=acks,
+                compression=compression,
+                timeout_ms=timeout_ms,
+            )
+        )
+
+    async def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        max_wait_ms: int = 0,
+    ) -> FetchResult:
+        """As :meth:`kproto.client.Client.fetch`."""
+        return await self.run(
+            self.core.fetch(
+                topic, partition, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms
+            )
+        )
+
+    async def iter_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        follow: bool = False,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        max_wait_ms: int = 500,
+    ) -> AsyncIterator[Record]:
+        """As :meth:`kproto.client.Client.iter_records` (``async for``)."""
+        pager = Pager(offset, follow=follow)
+        while not pager.done:
+            result = await self.fetch(
+                topic,
+                partition,
+                pager.offset,
+                max_bytes=max_bytes,
+                max_wait_ms=max_wait_ms if follow else 0,
+            )
+            for record in pager.take(result, f"{topic}-{partition}"):
+                yield record
+
+    async def list_offsets(
+        self,
+        topic: str,
+        partitions: Iterable[int] | None = None,
+        *,
+        timestamp: int = LATEST,
+    ) -> dict[int, ListedOffset]:
+        """As :meth:`kproto.client.Client.list_offsets`."""
+        return await self.run(self.core.list_offsets(topic, partitions, timestamp))
+
+    async def create_topics(
+        self,
+        names: Sequence[str],
+        *,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        timeout_ms: int = 30_000,
+        validate_only: bool = False,
+    ) -> None:
+        """As :meth:`kproto.client.Client.create_topics`."""
+        await self.run(
+            admin.create_topics(
+                self.core,
+                names,
+                num_partitions=num_partitions,
+                replication_factor=replication_factor,
+                configs=configs or {},
+                timeout_ms=timeout_ms,
+                validate_only=validate_only,
+            )
+        )
+
+    async def delete_topics(
+        self, names: Sequence[str], *, timeout_ms: int = 30_000
+    ) -> None:
+        """As :meth:`kproto.client.Client.delete_topics`."""
+        await self.run(admin.delete_topics(self.core, names, timeout_ms=timeout_ms))
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        metadata: str | None = "",
+    ) -> None:
+        """As :meth:`kproto.client.Client.commit_offsets`."""
+        await self.run(
+            admin.commit_offsets(self.core, group_id, offsets, metadata=metadata)
+        )
+
+    async def fetch_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """As :meth:`kproto.client.Client.fetch_offsets`."""
+        return await self.run(admin.fetch_offsets(self.core, group_id, partitions))
+
+    async def close(self) -> None:
+        """Close every connection. Idempotent."""
+        conns, self._conns = self._conns, {}
+        for conn in conns.values():
+            await conn.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<AsyncClient {','.join(f'{h}:{p}' for h, p in self.core.bootstrap)}>"

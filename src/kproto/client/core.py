@@ -1,0 +1,371 @@
+"""The operations of :class:`kproto.client.Client`, as sans-IO generators.
+
+Each public method of :class:`ClientCore` returns an :data:`~.protocol.Op`: see
+:mod:`kproto.client.protocol`. The only retry anywhere is the one after a stale
+metadata answer: a partition error in :data:`~.protocol.REFRESH_CODES` (or
+NOT_CONTROLLER, or NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE) refreshes the
+metadata (or the coordinator) and sends the request once more; any other error,
+and the same error twice, is raised.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+from kproto.records import Compression, RecordInput, encode_batch
+
+from .metadata import ZERO_UUID, MetadataCache, parse_bootstrap
+from .partitioner import StickyPartitioner, partition_for_key
+from .protocol import (
+    ANY_NODE,
+    REFRESH_CODES,
+    Call,
+    Op,
+    check_code,
+    interpret_fetch,
+)
+from .results import (
+    BrokerError,
+    ClientError,
+    FetchResult,
+    ListedOffset,
+    ProducedRecord,
+    TopicInfo,
+)
+
+__all__ = ["EARLIEST", "LATEST", "ClientCore"]
+
+#: ListOffsets timestamps (Kafka's ``ListOffsetsRequest.EARLIEST_TIMESTAMP`` etc.).
+EARLIEST = -2
+LATEST = -1
+
+
+class ClientCore:
+    """Metadata cache, partitioner and the operations; no I/O.
+
+    Args:
+        bootstrap_servers: ``"host1:9092,host2:9092"``.
+        allow_auto_topic_creation: sent in the Metadata requests of :meth:`produce`
+            (the Java producer's default is to allow it).
+        partitioner: the null-key partitioner (tests pass a seeded one).
+
+    Raises:
+        ClientError: a malformed ``bootstrap_servers``.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        allow_auto_topic_creation: bool = True,
+        partitioner: StickyPartitioner | None = None,
+    ) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.metadata = MetadataCache()
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.partitioner = partitioner or StickyPartitioner()
+
+    def addresses(self, node: int) -> list[tuple[str, int]]:
+        """Where to send a call for ``node``: its address, or for :data:`ANY_NODE`
+        the known brokers, then the bootstrap servers."""
+        if node != ANY_NODE:
+            return [self.metadata.address(node)]
+        known = [a for _, a in sorted(self.metadata.brokers.items())]
+        return known + [a for a in self.bootstrap if a not in known]
+
+    # ------------------------------------------------------------------ metadata
+
+    def refresh(self, topics: Sequence[str] | None, *, create: bool = False) -> Op[Any]:
+        """Metadata for ``topics`` (None: every topic; []: brokers only) into the
+        cache; returns the response."""
+
+        def build(v: int) -> dict[str, Any]:
+            wanted = None if topics is None else [{"name": t} for t in topics]
+            return {
+                "topics": [] if wanted is None and v == 0 else wanted,
+                "allow_auto_topic_creation": create,
+            }
+
+        response = yield Call(ANY_NODE, ApiKey.METADATA, build)
+        self.metadata.update(response)
+        return response
+
+    def topic(
+        self, name: str, *, create: bool = False, fresh: bool = False
+    ) -> Op[TopicInfo]:
+        """The cached layout of ``name``, asking Metadata if unknown or ``fresh``.
+
+        Raises:
+            BrokerError: the topic's Metadata error (UNKNOWN_TOPIC_OR_PARTITION...).
+        """
+        info = None if fresh else self.metadata.topics.get(name)
+        if info is None:
+            response = yield from self.refresh([name], create=create)
+            for t in response.topics:
+                if t.name == name:
+                    check_code(t.error_code, f"Metadata {name}", topic=name)
+            info = self.metadata.topics.get(name)
+            if info is None:
+                raise BrokerError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Metadata {name}", topic=name
+                )
+        return info
+
+    def leader(self, topic: str, partition: int, *, create: bool = False) -> Op[int]:
+        """The leader node of a partition, refreshing once if it has none.
+
+        Raises:
+            BrokerError: UNKNOWN_TOPIC_OR_PARTITION (no such partition) or
+                LEADER_NOT_AVAILABLE (none after a refresh).
+        """
+        info = yield from self.topic(topic, create=create)
+        for attempt in range(2):
+            leader = info.leaders.get(partition)
+            where = f"Metadata {topic}-{partition}"
+            if leader is None:
+                raise BrokerError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    where,
+                    topic=topic,
+                    partition=partition,
+                )
+            if leader >= 0:
+                return leader
+            if attempt == 0:
+                info = yield from self.topic(topic, fresh=True)
+        raise BrokerError(
+            ErrorCode.LEADER_NOT_AVAILABLE, where, topic=topic, partition=partition
+        )
+
+    def _stale(self, code: int, attempt: int, topic: str) -> bool:
+        """True (and the topic forgotten) if ``code`` calls for a metadata refresh
+        and this is the first attempt."""
+        if attempt == 0 and code in REFRESH_CODES:
+            self.metadata.forget(topic)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ produce
+
+    def assign(
+        self, info: TopicInfo, records: Sequence[RecordInput], partition: int | None
+    ) -> dict[int, list[int]]:
+        """``{partition: [indexes of records]}``: ``partition`` if given, else the
+        murmur2 partition for keyed records and one sticky partition for the rest.
+
+        Raises:
+            ClientError: a key that is neither bytes-like nor None (named by index).
+        """
+        if partition is not None:
+            return {partition: list(range(len(records)))}
+        out: dict[int, list[int]] = {}
+        count = len(info.leaders)
+        sticky: int | None = None
+        for i, record in enumerate(records):
+            key = record.key if hasattr(record, "key") else record[0]
+            if isinstance(key, bytes | bytearray | memoryview):
+                p = partition_for_key(bytes(key), count)
+            elif key is not None:
+                raise ClientError(
+                    f"records[{i}].key: bytes or None expected, got {type(key).__name__}"
+                )
+            else:
+                if sticky is None:
+                    sticky = self.partitioner.next(info.name, info.available)
+                p = sticky
+            out.setdefault(p, []).append(i)
+        return out
+
+    def produce(
+        self,
+        topic: str,
+        records: Sequence[RecordInput],
+        *,
+        partition: int | None,
+        acks: int,
+        compression: Compression,
+        timeout_ms: int,
+    ) -> Op[list[ProducedRecord]]:
+        """One batch per partition, one Produce request per leader; see
+        :meth:`kproto.client.Client.produce`."""
+        if not records:
+            return []
+        if acks not in (-1, 0, 1):
+            raise ClientError(f"acks must be -1 (all), 0 or 1, got {acks}")
+        info = yield from self.topic(topic, create=self.allow_auto_topic_creation)
+        assignment = self.assign(info, records, partition)
+        batches = {
+            p: encode_batch([records[i] for i in idx], compression=compression)
+            for p, idx in assignment.items()
+        }
+        out: list[ProducedRecord | None] = [None] * len(records)
+        pending = sorted(batches)
+        for attempt in range(2):
+            by_leader: dict[int, list[int]] = {}
+            for p in pending:
+                node = yield from self.leader(topic, p)
+                by_leader.setdefault(node, []).append(p)
+            info = yield from self.topic(topic)
+            retry: list[int] = []
+            for node, parts in sorted(by_leader.items()):
+
+                def build(
+                    v: int,
+                    parts: list[int] = parts,
+                    topic_id: uuid.UUID = info.topic_id,
+                ) -> dict[str, Any]:
+                    return {
+                        "transactional_id": None,
+                        "acks": acks,
+                        "timeout_ms": timeout_ms,
+                        "topic_data": [
+                            {
+                                "name": topic,
+                                "topic_id": topic_id,
+                                "partition_data": [
+                                    {"index": p, "records": batches[p]} for p in parts
+                                ],
+                            }
+                        ],
+                    }
+
+                response = yield Call(node, ApiKey.PRODUCE, build)
+                if response is None:  # acks=0
+                    for p in parts:
+                        for i in assignment[p]:
+                            out[i] = ProducedRecord(topic, p, -1)
+                    continue
+                for pr in response.responses[0].partition_responses:
+                    if self._stale(pr.error_code, attempt, topic):
+                        retry.append(pr.index)
+                        continue
+                    check_code(
+                        pr.error_code,
+                        f"Produce {topic}-{pr.index}",
+                        topic=topic,
+                        partition=pr.index,
+                        error_message=getattr(pr, "error_message", None),
+                    )
+                    append_ms = getattr(pr, "log_append_time_ms", -1)
+                    for n, i in enumerate(assignment[pr.index]):
+                        out[i] = ProducedRecord(
+                            topic, pr.index, pr.base_offset + n, append_ms
+                        )
+            if not retry:
+                break
+            pending = retry
+        missing = [i for i, r in enumerate(out) if r is None]
+        if missing:
+            raise ClientError(f"Produce {topic}: no answer for records {missing}")
+        return [r for r in out if r is not None]
+
+    # ------------------------------------------------------------------ fetch
+
+    def fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        max_bytes: int,
+        max_wait_ms: int,
+    ) -> Op[FetchResult]:
+        """One Fetch of one partition from its leader; see
+        :meth:`kproto.client.Client.fetch`."""
+        where = f"Fetch {topic}-{partition}@{offset}"
+        for attempt in range(2):
+            node = yield from self.leader(topic, partition)
+            info = yield from self.topic(topic)
+
+            def build(v: int, topic_id: uuid.UUID = info.topic_id) -> dict[str, Any]:
+                if v >= 13 and topic_id == ZERO_UUID:
+                    raise ClientError(
+                        f"{where}: Fetch v{v} needs a topic id; Metadata gave none"
+                    )
+                return {
+                    "replica_id": -1,
+                    "max_wait_ms": max_wait_ms,
+                    "min_bytes": 1,
+                    "max_bytes": max_bytes,
+                    "isolation_level": 0,
+                    "session_id": 0,
+                    "session_epoch": -1,
+                    "topics": [
+                        {
+                            "topic": topic,
+                            "topic_id": topic_id,
+                            "partitions": [
+                                {
+                                    "partition": partition,
+                                    "fetch_offset": offset,
+                                    "log_start_offset": -1,
+                                    "partition_max_bytes": max_bytes,
+                                }
+                            ],
+                        }
+                    ],
+                }
+
+            response = yield Call(node, ApiKey.FETCH, build)
+            check_code(getattr(response, "error_code", 0), where, topic=topic)
+            data = response.responses[0].partitions[0]
+            if self._stale(data.error_code, attempt, topic):
+                continue
+            check_code(data.error_code, where, topic=topic, partition=partition)
+            return interpret_fetch(data, offset, max_bytes, where)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def list_offsets(
+        self, topic: str, partitions: Iterable[int] | None, timestamp: int
+    ) -> Op[dict[int, ListedOffset]]:
+        """ListOffsets to each partition's leader; see
+        :meth:`kproto.client.Client.list_offsets`."""
+        info = yield from self.topic(topic)
+        pending = sorted(info.leaders if partitions is None else set(partitions))
+        out: dict[int, ListedOffset] = {}
+        for attempt in range(2):
+            by_leader: dict[int, list[int]] = {}
+            for p in pending:
+                node = yield from self.leader(topic, p)
+                by_leader.setdefault(node, []).append(p)
+            retry: list[int] = []
+            for node, parts in sorted(by_leader.items()):
+
+                def build(v: int, parts: list[int] = parts) -> dict[str, Any]:
+                    entries = [
+                        {
+                            "partition_index": p,
+                            "timestamp": timestamp,
+                            "max_num_offsets": 1,
+                        }
+                        for p in parts
+                    ]
+                    return {
+                        "replica_id": -1,
+                        "isolation_level": 0,
+                        "topics": [{"name": topic, "partitions": entries}],
+                    }
+
+                response = yield Call(node, ApiKey.LIST_OFFSETS, build)
+                for pr in response.topics[0].partitions:
+                    if self._stale(pr.error_code, attempt, topic):
+                        retry.append(pr.partition_index)
+                        continue
+                    where = f"ListOffsets {topic}-{pr.partition_index}"
+                    check_code(
+                        pr.error_code, where, topic=topic, partition=pr.partition_index
+                    )
+                    if hasattr(pr, "offset"):
+                        found = ListedOffset(pr.offset, pr.timestamp)
+                    else:  # v0: a list of offsets
+                        olds = pr.old_style_offsets
+                        found = ListedOffset(olds[0] if olds else -1, -1)
+                    out[pr.partition_index] = found
+            if not retry:
+                break
+            pending = retry
+        return dict(sorted(out.items()))

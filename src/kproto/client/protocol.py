@@ -1,0 +1,201 @@
+"""The sans-IO half of the client: request building and response interpretation.
+
+A client operation is a generator that yields :class:`Call` objects (which node,
+which API, and how to build the request's fields for the version negotiated with
+that node) and receives the decoded responses; its return value is the result.
+:class:`kproto.client.Client` drives these generators over blocking
+:class:`~kproto.connection.Connection` objects and
+:class:`kproto.client.AsyncClient` over :class:`~kproto.aio.AsyncConnection`, so
+the two share every line of protocol logic (and tests can drive them with
+made-up responses, no broker needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from kproto.errors import ErrorCode
+from kproto.meta import wire_fields
+from kproto.records import Record, decode_batches
+
+from .results import BrokerError, ClientError, FetchResult
+
+__all__ = [
+    "ANY_NODE",
+    "Call",
+    "Op",
+    "Pager",
+    "REFRESH_CODES",
+    "check_code",
+    "fit",
+    "interpret_fetch",
+]
+
+T = TypeVar("T")
+
+#: ``Call.node`` for a request any broker can answer (Metadata, FindCoordinator).
+ANY_NODE = -1
+
+#: Partition error codes after which the metadata is refreshed and the request
+#: sent once more (Java's ``InvalidMetadataException`` family).
+REFRESH_CODES = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+    }
+)
+
+#: Coordinator error codes after which FindCoordinator is asked again (once).
+COORDINATOR_CODES = frozenset(
+    {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+)
+
+
+@attrs.frozen
+class Call:
+    """One request an operation wants sent.
+
+    Attributes:
+        node: the broker's node id, or :data:`ANY_NODE`.
+        api_key: the API.
+        build: ``version -> fields`` of the request at the version negotiated with
+            that node (nested structs as mappings, arrays as lists); fields the
+            version lacks may be included and are dropped by :func:`fit`.
+    """
+
+    node: int
+    api_key: int
+    build: Callable[[int], Mapping[str, Any]]
+
+
+#: An operation: yields calls, receives their responses, returns a ``T``.
+Op = Generator[Call, Any, T]
+
+
+def fit(cls: type, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` without the names ``cls`` (a request class of one version) does not
+    have, recursively through nested structs and arrays of structs.
+
+    This is how one set of fields serves every version: e.g. a Produce topic is
+    given both ``name`` (v0-v12) and ``topic_id`` (v13+) and keeps the one its
+    version has.
+    """
+    known = {f.name: w for f, w in wire_fields(cls)}
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        w = known.get(name)
+        if w is None:
+            continue
+        entity = w.element.entity if w.element is not None else w.entity
+        if entity is not None and isinstance(value, Mapping):
+            value = fit(entity, value)
+        elif entity is not None and isinstance(value, list | tuple):
+            value = [fit(entity, v) if isinstance(v, Mapping) else v for v in value]
+        out[name] = value
+    return out
+
+
+def check_code(
+    error_code: int,
+    where: str,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    error_message: str | None = None,
+) -> None:
+    """Raise :class:`BrokerError` unless ``error_code`` is 0 (NONE)."""
+    if error_code != 0:
+        raise BrokerError(
+            error_code,
+            where,
+            topic=topic,
+            partition=partition,
+            error_message=error_message,
+        )
+
+
+def interpret_fetch(
+    partition_data: Any, offset: int, max_bytes: int, where: str
+) -> FetchResult:
+    """Turn a Fetch response's partition (error code already checked) into a
+    :class:`FetchResult`.
+
+    Fetch returns whole batches, so records below ``offset`` are dropped; an
+    incomplete batch at the end (the broker cut the response at ``max_bytes``) is
+    left for the next fetch; control records are left out.
+
+    Raises:
+        ClientError: the response holds only an incomplete batch, which no fetch of
+            ``max_bytes`` can complete (brokers older than Fetch v3).
+        kproto.serial.DecodeError: a batch fails its CRC or does not decode.
+    """
+    data = partition_data.records or b""
+    batches = decode_batches(data)
+    records: list[Record] = []
+    next_offset = offset
+    for batch in batches:
+        next_offset = max(next_offset, batch.base_offset + batch.last_offset_delta + 1)
+        if not batch.is_control:
+            records.extend(r for r in batch.records if r.offset >= offset)
+    if next_offset == offset and batches.partial_tail_position is not None:
+        raise ClientError(
+            f"{where}: the batch at offset {offset} is larger than "
+            f"max_bytes={max_bytes} ({len(data)} bytes returned); fetch with a larger "
+            "max_bytes"
+        )
+    tail = batches.partial_tail_position
+    return FetchResult(
+        tuple(records),
+        next_offset,
+        partition_data.high_watermark,
+        getattr(partition_data, "log_start_offset", -1),
+        bytes(data if tail is None else data[:tail]),
+    )
+
+
+class Pager:
+    """The paging state of ``iter_records``: where to fetch next, and when to stop.
+
+    Without ``follow`` the end is the high watermark of the first fetch: records
+    at or past it are not returned, and paging stops on reaching it.
+
+    Args:
+        offset: the first offset wanted.
+        follow: never stop (keep fetching new data).
+    """
+
+    def __init__(self, offset: int, *, follow: bool) -> None:
+        self.offset = offset
+        self.follow = follow
+        self.end: int | None = None
+        self.done = False
+
+    def take(self, result: FetchResult, where: str) -> list[Record]:
+        """The records of ``result`` to yield; advances :attr:`offset`, sets
+        :attr:`done`.
+
+        Raises:
+            ClientError: without ``follow``, a fetch below the end returned no
+                batch (which would otherwise loop forever).
+        """
+        if self.end is None and not self.follow:
+            self.end = result.high_watermark
+        end = self.end
+        records = [r for r in result.records if end is None or r.offset < end]
+        if end is not None:
+            if result.next_offset >= end:
+                self.done = True
+            elif result.next_offset == self.offset:
+                raise ClientError(
+                    f"Fetch {where}@{self.offset}: no batch returned below the high "
+                    f"watermark {end}"
+                )
+        self.offset = result.next_offset
+        return records

@@ -1,0 +1,152 @@
+"""What :class:`kproto.client.Client` returns, and the errors it raises.
+
+Broker error codes become :class:`BrokerError` (a
+:class:`kproto.errors.KafkaProtocolError`) carrying the :class:`kproto.errors.ErrorCode`,
+its ``retriable`` flag and where it came from. Problems found on the client side
+(a bad bootstrap string, a batch larger than ``max_bytes``) are
+:class:`ClientError`. Connection failures are
+:class:`kproto.connection.KafkaConnectionError`, raised as they are.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import attrs
+
+from kproto.errors import ErrorCode, KafkaProtocolError
+from kproto.records import Record
+
+__all__ = [
+    "BrokerError",
+    "ClientError",
+    "FetchResult",
+    "ListedOffset",
+    "ProducedRecord",
+    "TopicPartition",
+]
+
+
+class ClientError(Exception):
+    """A request the client refuses to send, or a response it cannot use."""
+
+
+class BrokerError(KafkaProtocolError):
+    """An error code in a broker's response.
+
+    Attributes:
+        error_code: the :class:`~kproto.errors.ErrorCode` (an int if unknown).
+        retriable: Kafka's retriable flag for the code (False if unknown).
+        where: the API and place, e.g. ``"Produce orders-3"``.
+        topic, partition: the partition concerned, when there is one.
+        error_message: the broker's ``error_message`` field, when it sent one.
+    """
+
+    def __init__(
+        self,
+        error_code: int,
+        where: str = "",
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        error_message: str | None = None,
+    ) -> None:
+        try:
+            text: str | None = ErrorCode(error_code).message
+        except ValueError:
+            text = None
+        if error_message:
+            text = f"{text} ({error_message})" if text else error_message
+        super().__init__(error_code, where, text)
+        self.topic = topic
+        self.partition = partition
+        self.error_message = error_message
+
+    @property
+    def retriable(self) -> bool:
+        """Kafka's ``RetriableException`` flag for :attr:`error_code`."""
+        code = self.error_code
+        return code.retriable if isinstance(code, ErrorCode) else False
+
+
+@attrs.frozen
+class TopicPartition:
+    """A partition of a topic."""
+
+    topic: str
+    partition: int
+
+
+@attrs.frozen
+class ProducedRecord:
+    """Where one produced record went (Java's ``RecordMetadata``).
+
+    Attributes:
+        topic, partition: the partition the record was written to.
+        offset: its offset (the batch's ``base_offset`` plus its index), or -1
+            with ``acks=0`` (the broker does not answer).
+        log_append_time_ms: the broker's append time when the topic uses
+            ``LogAppendTime``, else -1.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    log_append_time_ms: int = -1
+
+
+@attrs.frozen
+class FetchResult:
+    """One Fetch of one partition.
+
+    Attributes:
+        records: the records at or after the requested offset, in offset order
+            (control records of transaction markers left out).
+        next_offset: the offset to fetch next: one past the last complete batch
+            returned, or the requested offset if there was none.
+        high_watermark: the partition's high watermark (offset of the next record
+            to be committed).
+        log_start_offset: the first offset still in the log (-1 before Fetch v5).
+        raw: the complete record batches as the broker sent them (the whole first
+            batch, even below the requested offset; no partial tail): what a log
+            segment holds, e.g. for :mod:`kproto.spark`.
+    """
+
+    records: tuple[Record, ...]
+    next_offset: int
+    high_watermark: int
+    log_start_offset: int
+    raw: bytes = attrs.field(default=b"", repr=False)
+
+
+@attrs.frozen
+class ListedOffset:
+    """A ListOffsets answer for one partition.
+
+    Attributes:
+        offset: the offset found (-1 if none, e.g. a timestamp past the end).
+        timestamp: the timestamp of that record in ms (-1 for EARLIEST/LATEST).
+    """
+
+    offset: int
+    timestamp: int
+
+
+@attrs.frozen
+class TopicInfo:
+    """A topic as the metadata cache knows it.
+
+    Attributes:
+        name: the topic name.
+        topic_id: its id (Metadata v10+); the zero UUID when unknown.
+        leaders: ``{partition: leader node id}``; -1 when the partition has none.
+    """
+
+    name: str
+    topic_id: uuid.UUID
+    leaders: dict[int, int]
+
+    @property
+    def available(self) -> list[int]:
+        """Partitions with a leader, sorted."""
+        return sorted(p for p, leader in self.leaders.items() if leader >= 0)

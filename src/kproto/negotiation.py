@@ -1,0 +1,420 @@
+"""The client side of a broker connection, without I/O: ApiVersions negotiation,
+correlation ids, and which failures leave the stream in step.
+
+:class:`NegotiationState` is the one core under the blocking
+:class:`kproto.connection.Connection` and the asyncio
+:class:`kproto.aio.AsyncConnection`: they only open sockets, move bytes and wait.
+Everything else (the constructor and its settings, encoding and pairing frames,
+mapping socket errors to :class:`kproto.framing.KafkaConnectionError` subclasses,
+the ApiVersions v3 -> v0 fallback, version arithmetic) is decided here, and can be
+tested without a network.
+
+The negotiation follows Kafka's ``NetworkClient.handleApiVersionsResponse``:
+send ApiVersions v3 (naming the client software, KIP-511); if the broker answers
+UNSUPPORTED_VERSION, retry at the highest ApiVersions version its answer lists
+(or v0); if the answer does not decode or the broker hangs up, retry at v0, which
+every broker answers.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from typing import Any, Final, NamedTuple, TypeVar
+
+from kproto.errors import ErrorCode, KafkaProtocolError
+from kproto.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    ConnectionClosedError,
+    FrameReader,
+    KafkaConnectionError,
+    RequestTimeoutError,
+    ResponseDecodeError,
+    ResponseFrame,
+    decode_response_frame,
+    encode_request,
+    expects_response,
+    response_class_for,
+    warn_trailing,
+)
+from kproto.index import ApiKey, api_versions, request_type
+from kproto.meta import Wire, entity_info, wire_fields
+
+__all__ = [
+    "ApiVersionsNegotiation",
+    "NotNegotiatedError",
+    "api_name",
+    "NegotiationState",
+    "PendingRequest",
+    "api_versions_request",
+    "api_versions_requests",
+    "broker_ranges",
+    "build_entity",
+    "common_versions",
+]
+
+E = TypeVar("E")
+
+_MAX_CORRELATION_ID: Final = 2**31 - 1
+
+#: The ApiVersions version negotiation starts with.
+FIRST_API_VERSIONS_VERSION: Final = 3
+
+
+def _build_value(w: Wire, value: Any, path: str) -> Any:
+    if value is None:
+        return None
+    if w.kind == "struct" and w.entity is not None and isinstance(value, Mapping):
+        return build_entity(w.entity, value, path=path)
+    if w.kind == "array" and isinstance(value, list | tuple):
+        element = w.element
+        if element is None:
+            return tuple(value)
+        return tuple(
+            _build_value(element, v, f"{path}[{i}]") for i, v in enumerate(value)
+        )
+    return value
+
+
+def build_entity(cls: type[E], fields: Mapping[str, Any], *, path: str = "") -> E:
+    """Build an entity of ``cls`` from keyword values, recursively.
+
+    Nested structs may be given as mappings and arrays as lists; both are turned
+    into the nested classes and tuples of ``cls``'s version, so the same call works
+    for every version of a message. Other values are passed through unchanged;
+    fields not given keep their Kafka defaults.
+
+    Raises:
+        TypeError: a name is not a field of ``cls`` at this version (the message
+            names the path and the fields that exist).
+    """
+    known = {f.name: w for f, w in wire_fields(cls)}
+    values: dict[str, Any] = {}
+    for name, value in fields.items():
+        w = known.get(name)
+        where = f"{path}.{name}" if path else f"{cls.__name__}.{name}"
+        if w is None:
+            raise TypeError(
+                f"{where}: no such field in {cls.__qualname__} v{entity_info(cls).version}; "
+                f"fields: {', '.join(known)}"
+            )
+        values[name] = _build_value(w, value, where)
+    return cls(**values)
+
+
+def api_versions_request(version: int) -> Any:
+    """The ApiVersionsRequest of ``version``, naming the client software (``kproto``
+    and its version, KIP-511) from v3 on."""
+    from kproto import __version__
+
+    cls: Any = request_type(ApiKey.API_VERSIONS, version)
+    if version >= 3:
+        return cls(client_software_name="kproto", client_software_version=__version__)
+    return cls()
+
+
+def api_versions_requests() -> tuple[Any, Any]:
+    """The first and the last ApiVersions request negotiation tries: v3 and the v0
+    fallback every broker answers."""
+    return api_versions_request(FIRST_API_VERSIONS_VERSION), api_versions_request(0)
+
+
+def broker_ranges(response: Any) -> dict[int, tuple[int, int]]:
+    """``{api_key: (min_version, max_version)}`` from an ApiVersionsResponse of any
+    version."""
+    return {
+        int(k.api_key): (int(k.min_version), int(k.max_version))
+        for k in response.api_keys
+    }
+
+
+def common_versions(
+    ranges: Mapping[int, tuple[int, int]], *, allow_unstable: bool = False
+) -> dict[int, int]:
+    """For each API both the broker (``ranges``) and kproto know, the highest version
+    both support; APIs with no common version are left out. Versions marked
+    ``latestVersionUnstable`` upstream (``__unstable__``) are never picked unless
+    ``allow_unstable`` is true (see :func:`kproto.index.api_versions`)."""
+    from kproto.index import UnknownMessageError
+
+    out: dict[int, int] = {}
+    for api_key, (lo, hi) in sorted(ranges.items()):
+        try:
+            ours = api_versions(api_key, include_unstable=allow_unstable)
+        except UnknownMessageError:
+            continue
+        top = min(hi, ours.stop - 1)
+        if top >= max(lo, ours.start):
+            out[api_key] = top
+    return out
+
+
+def api_name(api_key: int) -> str:
+    """``"Metadata (api_key 3)"``: the API's name in Kafka's terms with its key, or
+    ``"api_key N"`` for a key kproto does not know."""
+    try:
+        versions = api_versions(api_key)
+    except LookupError:
+        return f"api_key {api_key}"
+    # the JSON message name, as Kafka's ApiKeys enum spells it in its messages
+    name = request_type(api_key, versions.start).__name__.removesuffix("Request")
+    return f"{name} (api_key {api_key})"
+
+
+class NotNegotiatedError(KafkaConnectionError):
+    """:meth:`version_for` was asked before :meth:`negotiate`, or the broker and
+    kproto share no version of the API. The message names the API
+    ("DescribeCluster (api_key 60)").
+
+    Attributes:
+        api_key: the API asked about.
+    """
+
+    def __init__(self, api_key: int, message: str) -> None:
+        self.api_key = api_key
+        super().__init__(message)
+
+
+class ApiVersionsNegotiation:
+    """The ApiVersions exchange as a state machine (sans-IO).
+
+    A shell loops: while :attr:`request` is not ``None``, reconnect if
+    :attr:`reconnect` says so, send :attr:`request`, and hand the outcome to
+    :meth:`receive` (a :class:`kproto.framing.ResponseFrame`) or :meth:`fail` (the
+    connection error). Then :attr:`response` and :attr:`version` hold the answer.
+    At most three requests are sent: v3, a retry at the version the broker's
+    UNSUPPORTED_VERSION answer lists, and v0.
+
+    Raises (from :meth:`receive`):
+        kproto.errors.KafkaProtocolError: the v0 answer carries an error code.
+    """
+
+    def __init__(self) -> None:
+        self.version = FIRST_API_VERSIONS_VERSION
+        self.request: Any = api_versions_request(self.version)
+        self.reconnect = False
+        self.response: Any = None
+
+    def _retry(self, version: int) -> None:
+        self.version = version
+        self.request = api_versions_request(version)
+
+    def receive(self, frame: ResponseFrame) -> None:
+        """Take the decoded answer to :attr:`request`."""
+        response = frame.response
+        self.reconnect = False
+        if response.error_code == 0 and not frame.api_versions_fallback:
+            self.response, self.request = response, None
+            return
+        if self.version == 0:
+            raise KafkaProtocolError(response.error_code, "ApiVersionsResponse v0")
+        retry = 0
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            # the broker lists the ApiVersions versions it supports (Kafka does;
+            # librdkafka's mock cluster lists nothing here)
+            offered = broker_ranges(response).get(ApiKey.API_VERSIONS)
+            if offered is not None and offered[1] < self.version:
+                retry = max(0, offered[1])
+        self._retry(retry)
+
+    def fail(self, error: KafkaConnectionError) -> None:
+        """Take the error the request ended with.
+
+        Raises:
+            KafkaConnectionError: ``error`` itself, at v0 or when it is neither a
+                decode failure nor the broker hanging up.
+        """
+        if self.version == 0 or not isinstance(
+            error, ResponseDecodeError | ConnectionClosedError
+        ):
+            raise error
+        self.reconnect = isinstance(error, ConnectionClosedError)
+        self._retry(0)
+
+
+class PendingRequest(NamedTuple):
+    """An encoded request waiting for its answer."""
+
+    frame: bytes
+    correlation_id: int
+    response_cls: type
+    expects_response: bool
+
+
+class NegotiationState:
+    """Settings, correlation ids and negotiated versions of one broker connection:
+    the core the blocking and asyncio connections share (no I/O here).
+
+    Args:
+        host: broker host name or address.
+        port: broker port.
+        client_id: the ``client_id`` of every request header (v1/v2 headers).
+        ssl_context: wrap the socket in TLS with this context (server name = host).
+        timeout_s: seconds for connecting and for each exchange; on expiry
+            :class:`kproto.framing.RequestTimeoutError` is raised and the
+            connection closed.
+        max_frame_bytes: refuse response frames larger than this many bytes
+            (default 100 MiB) with :class:`kproto.framing.FrameTooLargeError`.
+
+    Attributes:
+        versions: after ``negotiate()``, ``{api_key: version}``, the highest
+            version of each API both sides support.
+        broker_api_versions: after ``negotiate()``, ``{api_key: (min, max)}`` as
+            offered by the broker; ``None`` before.
+        api_versions_version: the ApiVersions version that succeeded.
+        api_versions_response: the decoded ApiVersionsResponse.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "kproto",
+        ssl_context: ssl.SSLContext | None = None,
+        timeout_s: float = 30.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.ssl_context = ssl_context
+        self.timeout_s = timeout_s
+        self.max_frame_bytes = max_frame_bytes
+        self.broker_api_versions: dict[int, tuple[int, int]] | None = None
+        self.versions: dict[int, int] = {}
+        self.api_versions_version: int | None = None
+        self.api_versions_response: Any = None
+        self._correlation_id = 0
+        self._init_transport()
+
+    def _init_transport(self) -> None:
+        """Called at the end of ``__init__``: a shell sets up its transport here."""
+
+    def _abort(self) -> None:
+        """Drop the transport without waiting (the stream is out of step)."""
+        raise NotImplementedError
+
+    def _next_correlation_id(self) -> int:
+        self._correlation_id = self._correlation_id % _MAX_CORRELATION_ID + 1
+        return self._correlation_id
+
+    @property
+    def _where(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _closed_error(self) -> ConnectionClosedError:
+        return ConnectionClosedError(f"connection to {self._where} is closed")
+
+    def _connect_error(self, err: OSError) -> KafkaConnectionError:
+        """The error to raise for a failed connect or TLS handshake."""
+        if isinstance(err, TimeoutError):
+            return RequestTimeoutError(
+                f"connecting to {self._where} timed out after {self.timeout_s} s"
+            )
+        return KafkaConnectionError(f"cannot connect to {self._where}: {err}")
+
+    def _prepare(self, request: Any, api_version: int | None) -> PendingRequest:
+        """Encode ``request`` with a fresh correlation id.
+
+        Raises:
+            TypeError: not a request entity. kproto.serial.EncodeError: a field
+                does not fit.
+        """
+        response_cls = response_class_for(request, api_version)
+        correlation_id = self._next_correlation_id()
+        frame = encode_request(
+            request,
+            correlation_id=correlation_id,
+            client_id=self.client_id,
+            api_version=api_version,
+        )
+        return PendingRequest(
+            frame, correlation_id, response_cls, expects_response(request)
+        )
+
+    def _frame_reader(self) -> FrameReader:
+        """A reader for one response (bounded by ``max_frame_bytes``)."""
+        return FrameReader(max_frame_bytes=self.max_frame_bytes)
+
+    def _complete(
+        self, pending: PendingRequest, payload: bytes, warn_leftover: bool
+    ) -> ResponseFrame:
+        frame = decode_response_frame(
+            pending.response_cls,
+            payload,
+            expected_correlation_id=pending.correlation_id,
+        )
+        if warn_leftover:
+            warn_trailing(frame)
+        return frame
+
+    def _failure(self, err: Exception) -> Exception:
+        """The error to raise for ``err`` from an exchange. Every error but
+        :class:`ResponseDecodeError` (the whole frame was read) leaves the stream
+        out of step, so the transport is dropped first."""
+        if isinstance(err, ResponseDecodeError):
+            return err
+        self._abort()
+        if isinstance(err, TimeoutError):
+            return RequestTimeoutError(
+                f"no response from {self._where} within {self.timeout_s} s"
+            )
+        if isinstance(err, OSError):
+            return ConnectionClosedError(f"connection to {self._where} failed: {err}")
+        return err
+
+    def _store(
+        self,
+        negotiation: ApiVersionsNegotiation,
+        caps: Mapping[int, int] | None,
+        allow_unstable: bool = False,
+    ) -> dict[int, int]:
+        response = negotiation.response
+        self.api_versions_response = response
+        self.api_versions_version = negotiation.version
+        self.broker_api_versions = broker_ranges(response)
+        versions = common_versions(
+            self.broker_api_versions, allow_unstable=allow_unstable
+        )
+        for api_key, cap in (caps or {}).items():
+            if api_key in versions:
+                if cap < self.broker_api_versions[api_key][0]:
+                    del versions[api_key]
+                else:
+                    versions[api_key] = min(versions[api_key], cap)
+        self.versions = versions
+        return dict(self.versions)
+
+    def version_for(self, api_key: int) -> int:
+        """The highest version of ``api_key`` both the broker and kproto support.
+
+        Raises:
+            NotNegotiatedError: ``negotiate()`` has not run, or there is no common
+                version (the broker does not offer the API, or only versions kproto
+                lacks); the message names the API.
+        """
+        if self.broker_api_versions is None:
+            raise NotNegotiatedError(
+                api_key, f"call negotiate() before version_for({api_name(api_key)})"
+            )
+        try:
+            return self.versions[api_key]
+        except KeyError:
+            offered = self.broker_api_versions.get(api_key)
+            raise NotNegotiatedError(
+                api_key,
+                f"no common version for {api_name(api_key)}: broker offers "
+                f"{'nothing' if offered is None else f'v{offered[0]}-v{offered[1]}'}",
+            ) from None
+
+    def build_request(self, api_key: int, fields: Mapping[str, Any]) -> Any:
+        """Build the request class of the negotiated version of ``api_key`` from
+        ``fields`` (nested structs as mappings, arrays as lists; see
+        :func:`build_entity`).
+
+        Raises:
+            NotNegotiatedError: as :meth:`version_for`.
+            TypeError: a field does not exist at the negotiated version.
+        """
+        return build_entity(request_type(api_key, self.version_for(api_key)), fields)

@@ -1,0 +1,56 @@
+"""The README's fixture examples, run as written (through the pytest11 plugin)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("confluent_kafka")
+pytest.importorskip("aiokafka")
+
+
+def test_roundtrip(kafka_cluster: Any) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    servers = kafka_cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": servers})
+    producer.produce("orders", b"v1", key=b"k1")
+    producer.flush(10)
+    consumer = Consumer(
+        {"bootstrap.servers": servers, "group.id": "g", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe(["orders"])
+    msg = consumer.poll(10)
+    assert (msg.key(), msg.value()) == (b"k1", b"v1")
+    consumer.close()
+
+
+def test_aiokafka_roundtrip(kafka_cluster: Any) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def roundtrip(kafka_cluster: Any) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers)
+        await producer.start()
+        await producer.send_and_wait("orders", b"v1")
+        await producer.stop()
+        consumer = AIOKafkaConsumer(
+            "orders",
+            bootstrap_servers=kafka_cluster.bootstrap_servers,
+            group_id="g",
+            auto_offset_reset="earliest",
+        )
+        await consumer.start()
+        assert (await asyncio.wait_for(consumer.getone(), 30)).value == b"v1"
+        await consumer.stop()
+
+    asyncio.run(roundtrip(kafka_cluster))
+
+
+def test_session_fixture_is_shared(
+    kafka_cluster_session: Any, kafka_cluster: Any
+) -> None:
+    assert kafka_cluster_session.bootstrap_servers != kafka_cluster.bootstrap_servers
+    kafka_cluster_session.create_topic("shared", 2)
+    assert kafka_cluster_session.state.topic_partitions("shared") == 2
