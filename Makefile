@@ -4,13 +4,13 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-fast demo bench bench-records bench-spark bench-broker lint clean
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-fast demo bench bench-records bench-spark bench-broker lint clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
 	touch $@
 
@@ -28,10 +28,33 @@ build-schema: $(STAMP)
 check-schema: $(STAMP)
 	$(PY) -m codegen check
 
-## The test suite: property, golden, interop (kafka-python, librdkafka mock cluster), Spark.
+## The test suite: property, golden, interop (kafka-python, librdkafka mock cluster), Spark;
+## then test-pure. (tests/records runs every test on both record-loop paths itself.)
 test: $(STAMP)
+	$(PY) -c "import kproto.speedups as s; print('kproto C extension:', s.reason())"
 	$(PY) -m pytest -n 2 -m "not spark" -p no:cacheprovider --hypothesis-seed=0
 	$(PY) -m pytest -m spark -p no:cacheprovider --hypothesis-seed=0 || [ $$? -eq 5 ]
+	$(MAKE) test-pure
+
+## The records, serial and varint suites with the C extension switched off at import.
+test-pure: $(STAMP)
+	KPROTO_NO_EXTENSIONS=1 $(PY) -m pytest -n 2 -p no:cacheprovider --hypothesis-seed=0 \
+	  tests/records tests/serial tests/test_varint.py
+
+## Rebuild the C extension with AddressSanitizer + UBSan, run the records and serial suites
+## and a long fuzz pass under it, then rebuild it normally. Not run by CI (slow; gcc/clang).
+ASAN_LIB = $(shell $${CC:-cc} -print-file-name=libasan.so)
+asan: $(STAMP)
+	CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1" \
+	  LDFLAGS="-fsanitize=address,undefined" $(PY) setup.py -q build_ext --inplace --force
+	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0 KPROTO_FUZZ_CASES=20000 \
+	  $(PY) -m pytest -p no:cacheprovider --hypothesis-seed=0 tests/records tests/serial; \
+	  rc=$$?; $(PY) setup.py -q build_ext --inplace --force; exit $$rc
+
+## A long mutation-fuzz pass of the C record loops against the Python ones (~1 minute).
+fuzz: $(STAMP)
+	KPROTO_FUZZ_CASES=300000 $(PY) -m pytest -p no:cacheprovider -q \
+	  tests/records/test_records_native.py -k fuzz
 
 ## The main job on an embedded broker (librdkafka's mock cluster), then the Spark pipeline.
 demo: $(STAMP)

@@ -7,8 +7,10 @@ Run from the repository root::
 A batch of 1000 records (16-byte keys, 200-byte values, 2 headers) is decoded
 (iterating every record and touching key, value and headers) and encoded, for
 no compression and each codec. The implementations run in interleaved rounds
-and the median time per operation is reported, in milliseconds. "ratio" is
-kafka-python's time divided by kproto's (higher is better for kproto).
+and the median time per operation is reported, in milliseconds. kproto's decoders
+run on both paths of :mod:`kproto.speedups` (the C record loops and pure Python) when
+the extension is built; "C / aiokafka" is kproto's C-path time divided by aiokafka's
+(target: <= 1.0), "ratio" kafka-python's time divided by kproto's.
 
 kafka-python 3.0.12's ``kafka.record.default_records`` is pure Python;
 aiokafka 0.14.0's ``aiokafka.record.default_records`` resolves to its Cython
@@ -25,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kproto import speedups
 from kproto.records import Compression, decode_batches, decode_columns, encode_batch
 
 CODECS = [
@@ -71,15 +74,17 @@ def run(rounds: int, n: int) -> str:
     assert "_crecords" in aio_batch.__module__, "aiokafka C extension not in use"
 
     records = make_records(n)
+    paths = [True, False] if speedups.available() else [False]
     lines_dec = [
-        "| codec | kproto decode ms | kproto columns ms | kafka-python ms | aiokafka (C) ms "
-        "| ratio (kafka-python / kproto) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| codec | kproto C decode ms | kproto Python decode ms | kproto C columns ms "
+        "| kproto Python columns ms | kafka-python ms | aiokafka (C) ms "
+        "| C / aiokafka | ratio (kafka-python / kproto C) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     lines_enc = [
-        "| codec | kproto encode ms | kafka-python ms | aiokafka (C) ms "
-        "| ratio (kafka-python / kproto) |",
-        "|---|---:|---:|---:|---:|",
+        "| codec | kproto C encode ms | kproto Python encode ms | kafka-python ms "
+        "| aiokafka (C) ms | C / aiokafka | ratio (kafka-python / kproto C) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for codec in CODECS:
         data = encode_batch(records, compression=codec)
@@ -93,6 +98,13 @@ def run(rounds: int, n: int) -> str:
 
         def kproto_columns(data: bytes = data) -> None:
             decode_columns(data)
+
+        def on(native: bool, fn: Callable[[], None]) -> Callable[[], None]:
+            def run() -> None:
+                with speedups.using(native):
+                    fn()
+
+            return run
 
         def kp_decode(data: bytes = data) -> None:
             for r in KpBatch(data):
@@ -122,11 +134,16 @@ def run(rounds: int, n: int) -> str:
             b.build()
 
         fns = {
-            "kproto_decode": kproto_decode,
-            "kproto_columns": kproto_columns,
+            "kproto_decode_c": on(True, kproto_decode) if paths[0] else kproto_decode,
+            "kproto_decode_py": on(False, kproto_decode),
+            "kproto_columns_c": (
+                on(True, kproto_columns) if paths[0] else kproto_columns
+            ),
+            "kproto_columns_py": on(False, kproto_columns),
             "kp_decode": kp_decode,
             "aio_decode": aio_decode,
-            "kproto_encode": kproto_encode,
+            "kproto_encode_c": on(True, kproto_encode) if paths[0] else kproto_encode,
+            "kproto_encode_py": on(False, kproto_encode),
             "kp_encode": kp_encode,
             "aio_encode": aio_encode,
         }
@@ -141,16 +158,26 @@ def run(rounds: int, n: int) -> str:
         finally:
             gc.enable()
         med = {name: statistics.median(v) * 1000 for name, v in times.items()}
+        c = "c" if paths[0] else "py"  # without the extension both columns are Python
         lines_dec.append(
-            f"| {codec.label} | {med['kproto_decode']:.2f} | {med['kproto_columns']:.2f} "
+            f"| {codec.label} | {med['kproto_decode_' + c]:.2f} "
+            f"| {med['kproto_decode_py']:.2f} | {med['kproto_columns_' + c]:.2f} "
+            f"| {med['kproto_columns_py']:.2f} "
             f"| {med['kp_decode']:.2f} | {med['aio_decode']:.2f} "
-            f"| {med['kp_decode'] / med['kproto_decode']:.2f}x |"
+            f"| {med['kproto_decode_' + c] / med['aio_decode']:.2f} "
+            f"| {med['kp_decode'] / med['kproto_decode_' + c]:.2f}x |"
         )
         lines_enc.append(
-            f"| {codec.label} | {med['kproto_encode']:.2f} | {med['kp_encode']:.2f} "
-            f"| {med['aio_encode']:.2f} | {med['kp_encode'] / med['kproto_encode']:.2f}x |"
+            f"| {codec.label} | {med['kproto_encode_' + c]:.2f} "
+            f"| {med['kproto_encode_py']:.2f} | {med['kp_encode']:.2f} "
+            f"| {med['aio_encode']:.2f} "
+            f"| {med['kproto_encode_' + c] / med['aio_encode']:.2f} "
+            f"| {med['kp_encode'] / med['kproto_encode_' + c]:.2f}x |"
         )
-    head = f"{n} records/batch, 16-byte keys, 200-byte values, 2 headers; median of {rounds} interleaved rounds\n"
+    head = (
+        f"{n} records/batch, 16-byte keys, 200-byte values, 2 headers; median of "
+        f"{rounds} interleaved rounds; kproto C extension: {speedups.reason()}\n"
+    )
     return (
         head
         + "\nDecode\n\n"

@@ -228,6 +228,17 @@ def kafka_api_versions() -> Any:
 # --------------------------------------------------------------------------- cases
 
 
+def _python(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` on kproto's pure-Python path (kproto.speedups switched off)."""
+    from kproto import speedups
+
+    def run(*args: Any) -> Any:
+        with speedups.using(False):
+            return fn(*args)
+
+    return run
+
+
 Op = Callable[[], Any]
 
 
@@ -280,6 +291,7 @@ def _large_ops() -> dict[str, dict[str, Op]]:
     print(f"(a) MetadataResponse v12: {len(data):,} bytes encoded", file=sys.stderr)
     return {
         "kproto": {"encode": kproto_enc, "decode": kproto_dec},
+        "kproto-python": {"encode": _python(kproto_enc), "decode": _python(kproto_dec)},
         "kio": {"encode": kio_enc, "decode": kio_dec},
         "kafka-python": {"encode": kafka_enc, "decode": kafka_dec},
     }
@@ -349,6 +361,7 @@ def _tiny_ops() -> dict[str, dict[str, Callable[[int], Any]]]:
     print(f"(b) ApiVersionsRequest v3: {size} bytes per message", file=sys.stderr)
     return {
         "kproto": {"encode": kproto_enc, "decode": kproto_dec},
+        "kproto-python": {"encode": _python(kproto_enc), "decode": _python(kproto_dec)},
         "kio": {"encode": kio_enc, "decode": kio_dec},
         "kafka-python": {"encode": kafka_enc, "decode": kafka_dec},
     }
@@ -400,9 +413,12 @@ def _rounds(
 
 
 def _table(results: dict[tuple[str, str, str], float]) -> str:
+    from kproto import speedups
+
     lines = [
-        "| workload | op | kproto | kio 0.6.5 | kafka-python 3.0.12 | kio / kproto | kafka-python / kproto |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| workload | op | kproto | kproto pure Python | kio 0.6.5 | kafka-python 3.0.12 "
+        "| kproto / kio (time) | kio / kproto | kafka-python / kproto |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     names = {
         "a": "(a) MetadataResponse v12, 1000 topics x 12 partitions",
@@ -411,13 +427,17 @@ def _table(results: dict[tuple[str, str, str], float]) -> str:
     for workload, unit, scale in (("a", "ms", 1e3), ("b", "µs", 1e6)):
         for op in ("encode", "decode"):
             ours = results[(workload, "kproto", op)]
+            pure = results[(workload, "kproto-python", op)]
             kio_t = results[(workload, "kio", op)]
             kafka_t = results[(workload, "kafka-python", op)]
             lines.append(
                 f"| {names[workload]} | {op} | {ours * scale:.2f} {unit} "
+                f"| {pure * scale:.2f} {unit} "
                 f"| {kio_t * scale:.2f} {unit} | {kafka_t * scale:.2f} {unit} "
-                f"| {kio_t / ours:.2f}x | {kafka_t / ours:.2f}x |"
+                f"| {ours / kio_t:.2f} | {kio_t / ours:.2f}x | {kafka_t / ours:.2f}x |"
             )
+    lines.append("")
+    lines.append(f"kproto C extension: {speedups.reason()}")
     return "\n".join(lines)
 
 

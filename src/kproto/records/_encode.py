@@ -16,6 +16,7 @@ import crc32c as _crc32c_module
 
 from kproto.exceptions import EncodeError
 
+from . import _native
 from ._codecs import compress
 from ._header import ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL
 from ._types import Compression, ControlRecordType, Record, TimestampType
@@ -141,6 +142,11 @@ def _v2_records(
     base_ts: int,
 ) -> bytes:
     """The records region (uncompressed) of a magic 2 batch."""
+    native = _native.v2_encoder()  # C, for plain input (see kproto.speedups)
+    if native is not None:
+        region = native(items, base_ts)
+        if isinstance(region, bytes):  # else NotImplemented: not plain input
+            return region
     try:
         return _v2_records_fast(items, base_ts)
     except (TypeError, ValueError, AttributeError):
@@ -312,7 +318,11 @@ def encode_batch(
     codec = int(compression)
     if not 0 <= codec <= 4:
         raise EncodeError(f"unknown compression codec {codec}", path="compression")
-    items = _normalize(records, int(time.time() * 1000), True)
+    plain = _native.v2_plain()  # C: items already as _normalize returns them?
+    if plain is not None and plain(records):
+        items: Any = records
+    else:
+        items = _normalize(records, int(time.time() * 1000), True)
     attributes = codec
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attributes |= ATTR_LOG_APPEND_TIME

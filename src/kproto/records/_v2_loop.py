@@ -21,6 +21,11 @@ The caller then re-reads the batch with the careful decoder
 Each zigzag varint is read inline when it has 1 byte (and, for lengths and offset
 deltas, 2 bytes); zigzag-odd lengths are negative, and 1 (-1) means null.
 
+This module is the reference implementation: ``src/kproto/_speedups.c`` restates both
+loops in C (used when built; see :mod:`kproto.speedups`), accepting exactly the batches
+accepted here and returning equal values, and ``tests/records/test_records_native.py``
+holds the two to that.
+
 Records are built as instances of their slot-storage base (``_RecordSlots``, same
 layout), filled with plain slot stores, then given their frozen class by assigning
 ``__class__``: calling the frozen class's slot descriptors costs ~4x more, attrs'

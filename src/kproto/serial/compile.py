@@ -36,6 +36,7 @@ from typing import Any, Literal
 from kproto.meta import entity_info
 from kproto.serial._decode_gen import build_decoder
 from kproto.serial._encode_gen import build_encoder
+from kproto.serial._native import entity_reader
 
 __all__ = ["Decoder", "Encoder", "decoder", "encoder", "source"]
 
@@ -55,7 +56,9 @@ def decoder(cls: type) -> Decoder:
     fn = _decoders.get(cls)
     if fn is None:
         fn, _sources[cls, "decode"] = build_decoder(cls)
-        _decoders[cls] = fn
+        # The C reader when the extension is there (it calls this decoder for any
+        # input it is not sure of); see kproto.speedups.
+        fn = _decoders[cls] = entity_reader(cls, fn)
     return fn
 
 

@@ -1,0 +1,624 @@
+/*
+ * kproto._entity_reader: a generic C reader for the generated entity classes
+ * (optional; see kproto/speedups.py).
+ *
+ * It is driven by a description of each class built in Python from the same Wire
+ * metadata the compiled Python readers use (kproto/serial/compile.py, the
+ * reference): per field its kind, nullability, compact encoding, tag and default,
+ * and for structs and arrays the description of what they hold.
+ *
+ * Contract: a Reader returns what the class's compiled Python decoder returns
+ * (an equal entity and the position after it) or, for anything it is not sure of
+ * (any malformed or unusual input), calls that decoder itself on the same
+ * arguments. So every DecodeError, path and offset comes from the Python code.
+ *
+ * Safety: every length and count is checked against the bytes left before any
+ * read or allocation (an array's count against the bytes left, so its tuple is
+ * bounded by the input); nesting follows the class graph, which has no cycles.
+ *
+ * Instances are allocated as their class (tp_alloc, no __init__) and their slots
+ * filled by offset, the offsets taken from the member descriptors of the class's
+ * generated slot-storage base (only classes with one are described), the C form
+ * of compile.py's object.__new__(base) + __class__ assignment. UUIDs are built the
+ * same way from uuid.UUID's own slots (int, is_safe).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    K_INT8, K_INT16, K_UINT16, K_INT32, K_UINT32, K_INT64, K_FLOAT64, K_BOOL,
+    K_UUID, K_STRING, K_BYTES, K_STRUCT, K_ARRAY, N_KINDS
+};
+static const char *kind_names[N_KINDS] = {
+    "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
+    "uuid", "string", "bytes", "struct", "array",
+};
+static const int fixed_size[N_KINDS] = {1, 2, 2, 4, 4, 8, 8, 1, 16, 0, 0, 0, 0};
+
+typedef struct Prog Prog;
+typedef struct Op Op;
+
+struct Op {
+    int kind, nullable, compact;
+    Py_ssize_t slot;  /* offset in the instance (-1: array element) */
+    long tag;         /* tagged fields only */
+    PyObject *dflt;   /* tagged fields only: the default (a reference) */
+    Prog *sub;        /* K_STRUCT */
+    Op *elem;         /* K_ARRAY */
+};
+
+struct Prog {
+    PyTypeObject *cls;  /* a reference */
+    int flexible;
+    Py_ssize_t nplain, ntagged;
+    Op *plain, *tagged;
+    Py_ssize_t unknown_slot; /* -1 when not flexible */
+};
+
+/* uuid.UUID and its slots, SafeUUID.unknown (set by setup()). */
+static PyTypeObject *uuid_type = NULL;
+static Py_ssize_t uuid_int_slot = -1, uuid_safe_slot = -1;
+static PyObject *uuid_unknown = NULL;
+static int enabled = 1;
+
+/* ---- descriptions -> programs --------------------------------------------- */
+
+static void prog_free(Prog *p);
+
+static void
+op_clear(Op *op)
+{
+    Py_CLEAR(op->dflt);
+    if (op->sub != NULL) {
+        prog_free(op->sub);
+        op->sub = NULL;
+    }
+    if (op->elem != NULL) {
+        op_clear(op->elem);
+        PyMem_Free(op->elem);
+        op->elem = NULL;
+    }
+}
+
+static void
+prog_free(Prog *p)
+{
+    if (p == NULL)
+        return;
+    for (Py_ssize_t i = 0; i < p->nplain; i++)
+        op_clear(&p->plain[i]);
+    for (Py_ssize_t i = 0; i < p->ntagged; i++)
+        op_clear(&p->tagged[i]);
+    PyMem_Free(p->plain);
+    PyMem_Free(p->tagged);
+    Py_XDECREF(p->cls);
+    PyMem_Free(p);
+}
+
+/* The offset of the object slot `name` of `base` (a member descriptor). */
+static Py_ssize_t
+slot_of(PyTypeObject *base, PyObject *name)
+{
+    PyObject *descr = PyDict_GetItemWithError(base->tp_dict, name);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%R is not a slot of %s", name,
+                         base->tp_name);
+        return -1;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    if (m->type != T_OBJECT_EX || m->offset <= 0 ||
+        m->offset + (Py_ssize_t)sizeof(PyObject *) > base->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError, "%R is not an object slot", name);
+        return -1;
+    }
+    return m->offset;
+}
+
+static Prog *prog_from(PyObject *desc);
+
+/* op description: (name or None, kind, nullable, compact, tag or None, default,
+ * sub) where sub is a class description (struct) or an op description (array). */
+static int
+op_from(PyObject *d, PyTypeObject *base, Op *op)
+{
+    PyObject *name, *kind, *tag, *dflt, *sub;
+    int nullable, compact;
+    memset(op, 0, sizeof(*op));
+    op->slot = -1;
+    if (!PyArg_ParseTuple(d, "OUppOOO", &name, &kind, &nullable, &compact, &tag, &dflt,
+                          &sub))
+        return -1;
+    op->kind = -1;
+    for (int k = 0; k < N_KINDS; k++)
+        if (PyUnicode_CompareWithASCIIString(kind, kind_names[k]) == 0)
+            op->kind = k;
+    if (op->kind < 0) {
+        PyErr_Format(PyExc_ValueError, "unknown kind %R", kind);
+        return -1;
+    }
+    op->nullable = nullable;
+    op->compact = compact;
+    if (name != Py_None && (op->slot = slot_of(base, name)) < 0)
+        return -1;
+    if (tag != Py_None) {
+        op->tag = PyLong_AsLong(tag);
+        if (op->tag == -1 && PyErr_Occurred())
+            return -1;
+        Py_INCREF(dflt);
+        op->dflt = dflt;
+    }
+    if (op->kind == K_STRUCT && (op->sub = prog_from(sub)) == NULL)
+        return -1;
+    if (op->kind == K_ARRAY) {
+        op->elem = PyMem_Calloc(1, sizeof(Op));
+        if (op->elem == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (op_from(sub, NULL, op->elem) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* class description: (cls, base, flexible, plain ops, tagged ops, unknown name). */
+static Prog *
+prog_from(PyObject *desc)
+{
+    PyObject *cls, *base, *plain, *tagged, *unknown;
+    int flexible;
+    if (!PyArg_ParseTuple(desc, "O!O!pO!O!O", &PyType_Type, &cls, &PyType_Type, &base,
+                          &flexible, &PyTuple_Type, &plain, &PyTuple_Type, &tagged,
+                          &unknown))
+        return NULL;
+    PyTypeObject *ct = (PyTypeObject *)cls, *bt = (PyTypeObject *)base;
+    if (!PyType_IsSubtype(ct, bt) || ct->tp_basicsize != bt->tp_basicsize ||
+        ct->tp_itemsize != 0) {
+        PyErr_Format(PyExc_TypeError, "%s's layout is not its base's", ct->tp_name);
+        return NULL;
+    }
+    Prog *p = PyMem_Calloc(1, sizeof(Prog));
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_INCREF(cls);
+    p->cls = ct;
+    p->flexible = flexible;
+    p->unknown_slot = -1;
+    Py_ssize_t np = PyTuple_GET_SIZE(plain), nt = PyTuple_GET_SIZE(tagged);
+    p->plain = PyMem_Calloc(np ? np : 1, sizeof(Op));
+    p->tagged = PyMem_Calloc(nt ? nt : 1, sizeof(Op));
+    if (p->plain == NULL || p->tagged == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < np; i++) {
+        p->nplain = i + 1;
+        if (op_from(PyTuple_GET_ITEM(plain, i), bt, &p->plain[i]) < 0)
+            goto error;
+    }
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        p->ntagged = i + 1;
+        if (op_from(PyTuple_GET_ITEM(tagged, i), bt, &p->tagged[i]) < 0)
+            goto error;
+    }
+    if (unknown != Py_None && (p->unknown_slot = slot_of(bt, unknown)) < 0)
+        goto error;
+    return p;
+error:
+    prog_free(p);
+    return NULL;
+}
+
+/* ---- reading --------------------------------------------------------------- */
+
+typedef struct {
+    const unsigned char *d;
+    Py_ssize_t pos, end;
+} R;
+
+/* Every failure below returns NULL / -1 with or without an exception set; the
+ * Reader then runs the Python decoder, which raises the right error. */
+
+static inline int
+uvarint(R *r, uint64_t *out)
+{
+    uint64_t result = 0;
+    for (int i = 0, shift = 0; i < 5; i++, shift += 7) {
+        if (r->pos >= r->end)
+            return -1;
+        unsigned char b = r->d[r->pos++];
+        result |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            if (result > 0xFFFFFFFFULL)
+                return -1;
+            *out = result;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline uint64_t
+be(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* A length or count (-1 for null) as compile.py's _dec_count reads it, checked
+ * against the bytes left; `classic` is the width of the non-compact form. */
+static int
+read_count(R *r, Op *op, int classic, Py_ssize_t *out)
+{
+    int64_t n;
+    if (op->compact) {
+        uint64_t u;
+        if (uvarint(r, &u) < 0)
+            return -1;
+        n = (int64_t)u - 1;
+    }
+    else {
+        if (r->end - r->pos < classic)
+            return -1;
+        n = classic == 2 ? (int16_t)be(r->d + r->pos, 2) : (int32_t)be(r->d + r->pos, 4);
+        r->pos += classic;
+        if (n < -1)
+            return -1;
+    }
+    if (n > r->end - r->pos || (n < 0 && !op->nullable))
+        return -1;
+    *out = (Py_ssize_t)n;
+    return 0;
+}
+
+static PyObject *read_entity(R *r, Prog *p);
+
+static PyObject *
+read_fixed(R *r, int kind)
+{
+    int size = fixed_size[kind];
+    if (r->end - r->pos < size)
+        return NULL;
+    const unsigned char *p = r->d + r->pos;
+    r->pos += size;
+    switch (kind) {
+    case K_INT8:
+        return PyLong_FromLong((int8_t)p[0]);
+    case K_INT16:
+        return PyLong_FromLong((int16_t)be(p, 2));
+    case K_UINT16:
+        return PyLong_FromLong((long)be(p, 2));
+    case K_INT32:
+        return PyLong_FromLong((int32_t)be(p, 4));
+    case K_UINT32:
+        return PyLong_FromUnsignedLong((unsigned long)be(p, 4));
+    case K_INT64:
+        return PyLong_FromLongLong((int64_t)be(p, 8));
+    case K_FLOAT64: {
+        uint64_t bits = be(p, 8);
+        double v;
+        memcpy(&v, &bits, sizeof(v));
+        return PyFloat_FromDouble(v);
+    }
+    case K_BOOL:
+        return PyBool_FromLong(p[0] != 0);
+    case K_UUID: {
+        PyObject *i = _PyLong_FromByteArray(p, 16, 0, 0);
+        if (i == NULL)
+            return NULL;
+        PyObject *u = uuid_type->tp_alloc(uuid_type, 0);
+        if (u == NULL) {
+            Py_DECREF(i);
+            return NULL;
+        }
+        *(PyObject **)((char *)u + uuid_int_slot) = i;
+        Py_INCREF(uuid_unknown);
+        *(PyObject **)((char *)u + uuid_safe_slot) = uuid_unknown;
+        return u;
+    }
+    }
+    return NULL;
+}
+
+static PyObject *
+read_value(R *r, Op *op)
+{
+    Py_ssize_t n;
+    switch (op->kind) {
+    case K_STRING:
+    case K_BYTES:
+        if (read_count(r, op, op->kind == K_STRING ? 2 : 4, &n) < 0)
+            return NULL;
+        if (n < 0)
+            Py_RETURN_NONE;
+        r->pos += n;
+        if (op->kind == K_STRING)
+            return PyUnicode_DecodeUTF8((const char *)r->d + r->pos - n, n, NULL);
+        return PyBytes_FromStringAndSize((const char *)r->d + r->pos - n, n);
+    case K_STRUCT:
+        if (op->nullable) {
+            if (r->pos >= r->end)
+                return NULL;
+            unsigned char m = r->d[r->pos++];
+            if (m >= 128)
+                Py_RETURN_NONE;
+            if (m != 1)
+                return NULL;
+        }
+        return read_entity(r, op->sub);
+    case K_ARRAY: {
+        if (read_count(r, op, 4, &n) < 0)
+            return NULL;
+        if (n < 0)
+            Py_RETURN_NONE;
+        int size = fixed_size[op->elem->kind];
+        if (size && n > (r->end - r->pos) / size)
+            return NULL;
+        PyObject *t = PyTuple_New(n);
+        if (t == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = read_value(r, op->elem);
+            if (v == NULL) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(t, i, v);
+        }
+        return t;
+    }
+    default:
+        return read_fixed(r, op->kind);
+    }
+}
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static int
+read_tags(R *r, Prog *p, PyObject *obj)
+{
+    uint64_t count;
+    if (uvarint(r, &count) < 0 || count > (uint64_t)(r->end - r->pos))
+        return -1;
+    PyObject *unknown = NULL;
+    int64_t last = -1;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t tag, size;
+        if (uvarint(r, &tag) < 0 || (int64_t)tag <= last)
+            goto error;
+        last = (int64_t)tag;
+        if (uvarint(r, &size) < 0 || size > (uint64_t)(r->end - r->pos))
+            goto error;
+        Py_ssize_t stop = r->pos + (Py_ssize_t)size;
+        Op *known = NULL;
+        for (Py_ssize_t j = 0; j < p->ntagged; j++)
+            if ((uint64_t)p->tagged[j].tag == tag)
+                known = &p->tagged[j];
+        if (known != NULL) {
+            PyObject *v = read_value(r, known);
+            if (v == NULL)
+                goto error;
+            Py_XSETREF(SLOT(obj, known->slot), v);
+            if (r->pos != stop)
+                goto error;
+            continue;
+        }
+        if (unknown == NULL && (unknown = PyList_New(0)) == NULL)
+            goto error;
+        PyObject *pair = Py_BuildValue("(Ky#)", (unsigned long long)tag,
+                                       (const char *)r->d + r->pos, (Py_ssize_t)size);
+        if (pair == NULL || PyList_Append(unknown, pair) < 0) {
+            Py_XDECREF(pair);
+            goto error;
+        }
+        Py_DECREF(pair);
+        r->pos = stop;
+    }
+    if (unknown != NULL) {
+        PyObject *t = PyList_AsTuple(unknown);
+        Py_DECREF(unknown);
+        if (t == NULL)
+            return -1;
+        Py_XSETREF(SLOT(obj, p->unknown_slot), t);
+    }
+    return 0;
+error:
+    Py_XDECREF(unknown);
+    return -1;
+}
+
+static PyObject *
+read_entity(R *r, Prog *p)
+{
+    PyObject *obj = p->cls->tp_alloc(p->cls, 0);
+    if (obj == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < p->nplain; i++) {
+        PyObject *v = read_value(r, &p->plain[i]);
+        if (v == NULL)
+            goto error;
+        SLOT(obj, p->plain[i].slot) = v;
+    }
+    if (p->flexible) {
+        for (Py_ssize_t i = 0; i < p->ntagged; i++) {
+            Py_INCREF(p->tagged[i].dflt);
+            SLOT(obj, p->tagged[i].slot) = p->tagged[i].dflt;
+        }
+        PyObject *empty = PyTuple_New(0);
+        if (empty == NULL)
+            goto error;
+        SLOT(obj, p->unknown_slot) = empty;
+        if (r->pos < r->end && r->d[r->pos] == 0)
+            r->pos++;
+        else if (read_tags(r, p, obj) < 0)
+            goto error;
+    }
+    return obj;
+error:
+    Py_DECREF(obj);
+    return NULL;
+}
+
+/* ---- the Reader object ----------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    Prog *prog;
+    PyObject *fallback;
+    vectorcallfunc vectorcall;
+} Reader;
+
+static PyObject *
+reader_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
+{
+    Reader *rd = (Reader *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!enabled || kw != NULL || nargs != 2 || !PyLong_CheckExact(args[1]))
+        return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+    }
+    PyObject *result = NULL;
+    if (start >= 0 && start <= view.len) {
+        R r = {(const unsigned char *)view.buf, start, view.len};
+        PyObject *obj = read_entity(&r, rd->prog);
+        if (obj != NULL) {
+            result = Py_BuildValue("(Nn)", obj, r.pos);
+        }
+    }
+    PyBuffer_Release(&view);
+    if (result != NULL)
+        return result;
+    PyErr_Clear();
+    return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+}
+
+static void
+reader_dealloc(Reader *self)
+{
+    prog_free(self->prog);
+    Py_XDECREF(self->fallback);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Attributes a Reader lacks come from its fallback (__name__, __code__, ...), so it
+ * stands in for the compiled function; __wrapped__ is the fallback itself. */
+static PyObject *
+reader_getattro(PyObject *self, PyObject *name)
+{
+    Reader *rd = (Reader *)self;
+    if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        Py_INCREF(rd->fallback);
+        return rd->fallback;
+    }
+    PyObject *v = PyObject_GenericGetAttr(self, name);
+    if (v != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return v;
+    PyErr_Clear();
+    return PyObject_GetAttr(rd->fallback, name);
+}
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kproto._entity_reader.Reader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_dealloc = (destructor)reader_dealloc,
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = reader_getattro,
+    .tp_vectorcall_offset = offsetof(Reader, vectorcall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "reader(buf, pos) -> (entity, pos); see kproto.speedups.",
+};
+
+static PyObject *
+make_reader(PyObject *self, PyObject *args)
+{
+    PyObject *desc, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O", &PyTuple_Type, &desc, &fallback))
+        return NULL;
+    Prog *p = prog_from(desc);
+    if (p == NULL)
+        return NULL;
+    Reader *rd = PyObject_New(Reader, &ReaderType);
+    if (rd == NULL) {
+        prog_free(p);
+        return NULL;
+    }
+    rd->prog = p;
+    Py_INCREF(fallback);
+    rd->fallback = fallback;
+    rd->vectorcall = reader_vectorcall;
+    return (PyObject *)rd;
+}
+
+static PyObject *
+setup(PyObject *self, PyObject *args)
+{
+    PyObject *ut, *unknown;
+    if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &ut, &unknown))
+        return NULL;
+    PyObject *int_name = PyUnicode_FromString("int");
+    PyObject *safe_name = PyUnicode_FromString("is_safe");
+    Py_ssize_t a = int_name ? slot_of((PyTypeObject *)ut, int_name) : -1;
+    Py_ssize_t b = safe_name ? slot_of((PyTypeObject *)ut, safe_name) : -1;
+    Py_XDECREF(int_name);
+    Py_XDECREF(safe_name);
+    if (a < 0 || b < 0)
+        return NULL;
+    uuid_int_slot = a;
+    uuid_safe_slot = b;
+    Py_INCREF(ut);
+    Py_XSETREF(uuid_type, (PyTypeObject *)ut);
+    Py_INCREF(unknown);
+    Py_XSETREF(uuid_unknown, unknown);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+set_enabled(PyObject *self, PyObject *arg)
+{
+    int was = enabled;
+    int v = PyObject_IsTrue(arg);
+    if (v < 0)
+        return NULL;
+    enabled = v;
+    return PyBool_FromLong(was);
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(uuid.UUID, uuid.SafeUUID.unknown)"},
+    {"make_reader", make_reader, METH_VARARGS,
+     "make_reader(description, fallback) -> Reader (see kproto.speedups)."},
+    {"set_enabled", set_enabled, METH_O,
+     "set_enabled(bool) -> the previous value: off, every Reader calls its fallback."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kproto._entity_reader",
+    "Native entity reader; use through kproto.speedups.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__entity_reader(void)
+{
+    if (PyType_Ready(&ReaderType) < 0)
+        return NULL;
+    return PyModule_Create(&module);
+}

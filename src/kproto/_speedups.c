@@ -1,0 +1,723 @@
+/*
+ * kproto._speedups: the magic 2 record loops in C (optional; see kproto/speedups.py).
+ *
+ * Layout: Kafka's DefaultRecord.java (KIP-98), as kproto/records/_v2_loop.py, the
+ * reference implementation this file restates:
+ *
+ *   length varint, attributes int8, timestamp_delta varlong, offset_delta varint,
+ *   key (varint length, -1 = null), value (likewise),
+ *   header count varint, then per header: name (varint length, UTF-8), value
+ *
+ * Contract, the same as the Python fast loop's: the functions accept exactly the
+ * batches the Python loop accepts and return equal values; for anything else they
+ * raise the `Bad` exception given to setup(), and the caller re-reads the batch with
+ * the careful Python reader (_v2_checked.py) to name the record, field and byte
+ * offset. So the DecodeError a user sees is produced by Python on both paths.
+ *
+ * Safety: every read is checked against the end of the current record (or batch)
+ * before it happens; the record count is checked against the bytes of the batch
+ * (a record takes at least 7 bytes) before any list is allocated. Reads past the end
+ * of a record can never be accepted by the Python loop either (its position only
+ * grows, and it must end exactly at the record's end), so rejecting them early
+ * keeps the two equal.
+ *
+ * Records are allocated as instances of Record (tp_alloc, no __init__) and their
+ * slots filled by offset, the offsets taken from the member descriptors of
+ * Record's slot-storage base (_RecordSlots) in setup(), the C form of what
+ * _v2_loop.py does with object.__new__ and __class__.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+/* State set by setup(): Record's type, its slot offsets and the Bad exception. */
+static PyTypeObject *record_type = NULL;
+static PyObject *bad_exc = NULL;
+static PyObject *empty_tuple = NULL;
+enum { S_OFFSET, S_TIMESTAMP, S_KEY, S_VALUE, S_HEADERS, S_CONTROL, N_SLOTS };
+static const char *slot_names[N_SLOTS] = {
+    "offset", "timestamp", "key", "value", "headers", "control",
+};
+static Py_ssize_t slot_offset[N_SLOTS];
+
+/* The smallest record: length (1 byte) + attributes, timestamp delta, offset
+ * delta, key length, value length, header count (1 byte each). */
+#define MIN_RECORD_BYTES 7
+
+static int
+fail_bad(void)
+{
+    if (!PyErr_Occurred())
+        PyErr_SetNone(bad_exc);
+    return -1;
+}
+
+/* An unsigned varint of at most max_bytes (5: 32 bits; 10: 64 bits) at d[*pos],
+ * not reading at or past `limit`; as kproto._varint.read_uvarint/read_uvarlong. */
+static inline int
+read_uvar(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
+          uint64_t *out)
+{
+    Py_ssize_t p = *pos;
+    uint64_t result = 0;
+    int shift = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (p >= limit)
+            return -1;
+        unsigned char b = d[p++];
+        uint64_t bits = (uint64_t)(b & 0x7F);
+        if (shift == 63) {
+            if (bits > 1) /* above 2**64 - 1 */
+                return -1;
+        }
+        result |= bits << shift;
+        if (b < 0x80) {
+            if (max_bytes == 5 && result > 0xFFFFFFFFULL)
+                return -1;
+            *out = result;
+            *pos = p;
+            return 0;
+        }
+        shift += 7;
+    }
+    return -1; /* too long */
+}
+
+static inline int64_t
+zigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* base + delta as a Python int, exact even past int64 (Python ints do not wrap). */
+static PyObject *
+add_int(int64_t base, int64_t delta)
+{
+    int64_t sum;
+    if (!__builtin_add_overflow(base, delta, &sum))
+        return PyLong_FromLongLong(sum);
+    PyObject *a = PyLong_FromLongLong(base);
+    PyObject *b = a ? PyLong_FromLongLong(delta) : NULL;
+    PyObject *r = b ? PyNumber_Add(a, b) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+/* Header names of the records read so far, by header index: records of a batch
+ * mostly repeat the same names, and an equal str is reused instead of decoded
+ * again (ASCII names only, compared byte for byte; the values are equal strs
+ * either way). Lives for one call. */
+#define NAME_CACHE 8
+typedef struct {
+    PyObject *names[NAME_CACHE];
+} NameCache;
+
+static void
+name_cache_clear(NameCache *c)
+{
+    for (int i = 0; i < NAME_CACHE; i++)
+        Py_CLEAR(c->names[i]);
+}
+
+/* The header name d[p:p+n] as str, from the cache slot `i` when it holds it. */
+static PyObject *
+header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
+            Py_ssize_t i)
+{
+    PyObject *cached = (c != NULL && i < NAME_CACHE) ? c->names[i] : NULL;
+    if (cached != NULL && PyUnicode_GET_LENGTH(cached) == n &&
+        memcmp(PyUnicode_DATA(cached), d + p, (size_t)n) == 0) {
+        Py_INCREF(cached);
+        return cached;
+    }
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, n, NULL);
+    if (s == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            fail_bad();
+        }
+        return NULL;
+    }
+    if (c != NULL && i < NAME_CACHE && PyUnicode_IS_COMPACT_ASCII(s)) {
+        Py_INCREF(s);
+        Py_XSETREF(c->names[i], s);
+    }
+    return s;
+}
+
+/* A key/value/header-value blob at d[*pos]: bytes, or None for length -1. The
+ * first-byte tests follow _v2_loop.py exactly (a multi-byte encoding of -1 is
+ * rejected there, so it is here). `allow_null` is false for header names. */
+static PyObject *
+read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
+          int is_name, NameCache *cache, Py_ssize_t index)
+{
+    Py_ssize_t p = *pos;
+    if (p >= limit) {
+        fail_bad();
+        return NULL;
+    }
+    unsigned char v = d[p];
+    uint64_t n;
+    if (!(v & 0x81)) {
+        n = v >> 1;
+        p += 1;
+    }
+    else if (v == 1 && allow_null) {
+        *pos = p + 1;
+        Py_RETURN_NONE;
+    }
+    else {
+        if (v & 1) { /* negative (or a null name) */
+            fail_bad();
+            return NULL;
+        }
+        uint64_t raw;
+        if (read_uvar(d, &p, limit, 5, &raw) < 0) {
+            fail_bad();
+            return NULL;
+        }
+        n = raw >> 1;
+    }
+    if ((uint64_t)(limit - p) < n) {
+        fail_bad();
+        return NULL;
+    }
+    *pos = p + (Py_ssize_t)n;
+    if (is_name)
+        return header_name(d, p, (Py_ssize_t)n, cache, index);
+    return PyBytes_FromStringAndSize((const char *)d + p, (Py_ssize_t)n);
+}
+
+/* The headers of one record at d[*pos] as a tuple (as_list: a list) of
+ * (name, value) tuples. */
+static PyObject *
+read_headers(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, int as_list,
+             NameCache *cache)
+{
+    Py_ssize_t p = *pos;
+    if (p >= rec_end) {
+        fail_bad();
+        return NULL;
+    }
+    uint64_t v = d[p];
+    if (v == 0) {
+        *pos = p + 1;
+        if (as_list)
+            return PyList_New(0);
+        Py_INCREF(empty_tuple);
+        return empty_tuple;
+    }
+    if (v < 0x80)
+        p += 1;
+    else if (read_uvar(d, &p, rec_end, 5, &v) < 0) {
+        fail_bad();
+        return NULL;
+    }
+    if ((v & 1) || v > (uint64_t)(rec_end - p)) { /* negative, or more than fit */
+        fail_bad();
+        return NULL;
+    }
+    Py_ssize_t n = (Py_ssize_t)(v >> 1);
+    PyObject *out = as_list ? PyList_New(n) : PyTuple_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = read_blob(d, &p, rec_end, 0, 1, cache, i);
+        if (name == NULL)
+            goto error;
+        PyObject *value = read_blob(d, &p, rec_end, 1, 0, NULL, 0);
+        if (value == NULL) {
+            Py_DECREF(name);
+            goto error;
+        }
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_DECREF(name);
+            Py_DECREF(value);
+            goto error;
+        }
+        PyTuple_SET_ITEM(pair, 0, name);
+        PyTuple_SET_ITEM(pair, 1, value);
+        if (as_list)
+            PyList_SET_ITEM(out, i, pair);
+        else
+            PyTuple_SET_ITEM(out, i, pair);
+    }
+    *pos = p;
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* One record's fields. The objects are new references (all NULL on failure). */
+typedef struct {
+    PyObject *offset, *timestamp, *key, *value, *headers;
+} Fields;
+
+static void
+fields_clear(Fields *f)
+{
+    Py_CLEAR(f->offset);
+    Py_CLEAR(f->timestamp);
+    Py_CLEAR(f->key);
+    Py_CLEAR(f->value);
+    Py_CLEAR(f->headers);
+}
+
+static int
+read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
+            int64_t base_offset, int64_t base_ts, int headers_as_list, NameCache *cache,
+            Fields *f)
+{
+    Py_ssize_t p = *pos;
+    uint64_t v;
+    memset(f, 0, sizeof(*f));
+    /* length: positive, inside the batch */
+    if (read_uvar(d, &p, end, 5, &v) < 0)
+        return fail_bad();
+    int64_t length = zigzag(v);
+    if (length <= 0 || length > (int64_t)(end - p))
+        return fail_bad();
+    Py_ssize_t rec_end = p + (Py_ssize_t)length;
+    /* attributes (int8, unused), then timestamp delta */
+    p += 1;
+    if (read_uvar(d, &p, rec_end, 10, &v) < 0)
+        return fail_bad();
+    if ((f->timestamp = add_int(base_ts, zigzag(v))) == NULL)
+        goto error;
+    /* offset delta */
+    if (read_uvar(d, &p, rec_end, 5, &v) < 0) {
+        fail_bad();
+        goto error;
+    }
+    if ((f->offset = add_int(base_offset, zigzag(v))) == NULL)
+        goto error;
+    /* key, then value: a null value is only the one byte 0x01 (-1) */
+    if ((f->key = read_blob(d, &p, rec_end, 1, 0, NULL, 0)) == NULL)
+        goto error;
+    if ((f->value = read_blob(d, &p, rec_end, 1, 0, NULL, 0)) == NULL)
+        goto error;
+    if ((f->headers = read_headers(d, &p, rec_end, headers_as_list, cache)) == NULL)
+        goto error;
+    if (p != rec_end) {
+        fail_bad();
+        goto error;
+    }
+    *pos = p;
+    return 0;
+error:
+    fields_clear(f);
+    return -1;
+}
+
+typedef struct {
+    PyObject *data;
+    Py_ssize_t pos, end, count;
+    long long base_offset, base_ts;
+} LoopArgs;
+
+/* Parse (data, pos, end, count, base_offset, base_ts) and check what the Python
+ * loop would reject before any record: the bounds, and a count that cannot fit. */
+static int
+loop_args(PyObject *args, LoopArgs *a)
+{
+    if (!PyArg_ParseTuple(args, "SnnnLL", &a->data, &a->pos, &a->end, &a->count,
+                          &a->base_offset, &a->base_ts))
+        return -1;
+    if (!PyBytes_CheckExact(a->data)) { /* slices of a subclass are not bytes */
+        PyErr_SetString(PyExc_TypeError, "data must be bytes");
+        return -1;
+    }
+    if (a->pos < 0 || a->end < a->pos || a->end > PyBytes_GET_SIZE(a->data) ||
+        a->count < 0 || a->count > (a->end - a->pos) / MIN_RECORD_BYTES)
+        return fail_bad();
+    return 0;
+}
+
+static PyObject *
+v2_columns(PyObject *self, PyObject *args)
+{
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL};
+    PyObject *result = NULL;
+    NameCache cache = {{NULL}};
+    for (int c = 0; c < 5; c++)
+        if ((cols[c] = PyList_New(a.count)) == NULL)
+            goto done;
+    Py_ssize_t p = a.pos;
+    for (Py_ssize_t i = 0; i < a.count; i++) {
+        Fields f;
+        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 1, &cache, &f) < 0)
+            goto done;
+        PyList_SET_ITEM(cols[0], i, f.offset);
+        PyList_SET_ITEM(cols[1], i, f.timestamp);
+        PyList_SET_ITEM(cols[2], i, f.key);
+        PyList_SET_ITEM(cols[3], i, f.value);
+        PyList_SET_ITEM(cols[4], i, f.headers);
+    }
+    if (p != a.end) {
+        fail_bad();
+        goto done;
+    }
+    result = PyTuple_Pack(5, cols[0], cols[1], cols[2], cols[3], cols[4]);
+done:
+    for (int c = 0; c < 5; c++)
+        Py_XDECREF(cols[c]);
+    name_cache_clear(&cache);
+    return result;
+}
+
+static PyObject *
+v2_records(PyObject *self, PyObject *args)
+{
+    if (record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
+        return NULL;
+    }
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    NameCache cache = {{NULL}};
+    PyObject *out = PyTuple_New(a.count);
+    if (out == NULL)
+        goto error;
+    Py_ssize_t p = a.pos;
+    for (Py_ssize_t i = 0; i < a.count; i++) {
+        Fields f;
+        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 0, &cache, &f) < 0)
+            goto error;
+        PyObject *rec = record_type->tp_alloc(record_type, 0);
+        if (rec == NULL) {
+            fields_clear(&f);
+            goto error;
+        }
+        char *base = (char *)rec;
+        *(PyObject **)(base + slot_offset[S_OFFSET]) = f.offset;
+        *(PyObject **)(base + slot_offset[S_TIMESTAMP]) = f.timestamp;
+        *(PyObject **)(base + slot_offset[S_KEY]) = f.key;
+        *(PyObject **)(base + slot_offset[S_VALUE]) = f.value;
+        *(PyObject **)(base + slot_offset[S_HEADERS]) = f.headers;
+        Py_INCREF(Py_None);
+        *(PyObject **)(base + slot_offset[S_CONTROL]) = Py_None;
+        PyTuple_SET_ITEM(out, i, rec);
+    }
+    if (p != a.end) {
+        fail_bad();
+        goto error;
+    }
+    name_cache_clear(&cache);
+    return out;
+error:
+    Py_XDECREF(out);
+    name_cache_clear(&cache);
+    return NULL;
+}
+
+/* setup(Record, _RecordSlots, Bad): check that Record is a subclass of its slot
+ * storage with the same layout and take the slot offsets from the storage's
+ * member descriptors. */
+static PyObject *
+setup(PyObject *self, PyObject *args)
+{
+    PyObject *rtype, *stype, *bad;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &rtype, &PyType_Type, &stype,
+                          &bad))
+        return NULL;
+    PyTypeObject *rt = (PyTypeObject *)rtype, *st = (PyTypeObject *)stype;
+    if (!PyType_IsSubtype(rt, st) || rt->tp_basicsize != st->tp_basicsize ||
+        rt->tp_itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "Record's layout is not its slot storage's");
+        return NULL;
+    }
+    if (!PyExceptionClass_Check(bad)) {
+        PyErr_SetString(PyExc_TypeError, "Bad must be an exception class");
+        return NULL;
+    }
+    Py_ssize_t offsets[N_SLOTS];
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *descr = PyDict_GetItemString(st->tp_dict, slot_names[i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyErr_Format(PyExc_TypeError, "slot %s is not a member descriptor",
+                         slot_names[i]);
+            return NULL;
+        }
+        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX || m->offset <= 0 ||
+            m->offset + (Py_ssize_t)sizeof(PyObject *) > st->tp_basicsize) {
+            PyErr_Format(PyExc_TypeError, "slot %s is not an object slot",
+                         slot_names[i]);
+            return NULL;
+        }
+        offsets[i] = m->offset;
+    }
+    memcpy(slot_offset, offsets, sizeof(offsets));
+    Py_INCREF(rt);
+    Py_XSETREF(record_type, rt);
+    Py_INCREF(bad);
+    Py_XSETREF(bad_exc, bad);
+    Py_RETURN_NONE;
+}
+
+/* ---- Encoding: the records region of a magic 2 batch ---------------------- */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Out;
+
+static int
+out_reserve(Out *o, Py_ssize_t n)
+{
+    if (n > PY_SSIZE_T_MAX - o->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (o->len + n <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + n)
+        cap = cap > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : cap * 2;
+    char *b = PyMem_Realloc(o->buf, (size_t)cap);
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->buf = b;
+    o->cap = cap;
+    return 0;
+}
+
+static inline int
+uvar_len(uint64_t u)
+{
+    int n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline void
+put_uvar(Out *o, uint64_t u)
+{
+    while (u >= 0x80) {
+        o->buf[o->len++] = (char)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    o->buf[o->len++] = (char)u;
+}
+
+static inline uint64_t
+zz_encode(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* One header (name, value) as (utf8, len, value bytes or NULL). 0 ok, 1 not the
+ * plain shape (the caller falls back to Python), -1 error. */
+static int
+header_parts(PyObject *h, const char **name, Py_ssize_t *name_len, PyObject **value)
+{
+    if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2)
+        return 1;
+    PyObject *n = PyTuple_GET_ITEM(h, 0), *v = PyTuple_GET_ITEM(h, 1);
+    if (!PyUnicode_CheckExact(n) || !(v == Py_None || PyBytes_CheckExact(v)))
+        return 1;
+    *name = PyUnicode_AsUTF8AndSize(n, name_len);
+    if (*name == NULL) { /* surrogates: Python names the error */
+        PyErr_Clear();
+        return 1;
+    }
+    *value = v == Py_None ? NULL : v;
+    return 0;
+}
+
+/* v2_encode_records(items, base_ts) -> bytes, or NotImplemented when an item is
+ * not of the plain shape (key/value bytes or None, headers a list or tuple of
+ * (str, bytes | None) tuples, timestamp delta within int64): then the Python
+ * encoder (records/_encode.py, the reference) does the work and names errors. */
+static PyObject *
+v2_encode_records(PyObject *self, PyObject *args)
+{
+    PyObject *items;
+    long long base_ts;
+    if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &items, &base_ts))
+        return NULL;
+    Out o = {NULL, 0, 0};
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4)
+            goto fallback;
+        PyObject *key = PyTuple_GET_ITEM(item, 0), *value = PyTuple_GET_ITEM(item, 1);
+        PyObject *headers = PyTuple_GET_ITEM(item, 2), *ts = PyTuple_GET_ITEM(item, 3);
+        if (!(key == Py_None || PyBytes_CheckExact(key)) ||
+            !(value == Py_None || PyBytes_CheckExact(value)) || !PyLong_CheckExact(ts))
+            goto fallback;
+        int overflow;
+        long long t = PyLong_AsLongLongAndOverflow(ts, &overflow);
+        if (overflow || (t == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            goto fallback;
+        }
+        int64_t delta;
+        if (__builtin_sub_overflow((int64_t)t, (int64_t)base_ts, &delta))
+            goto fallback;
+        PyObject *hseq;
+        if (PyList_CheckExact(headers) || PyTuple_CheckExact(headers))
+            hseq = headers;
+        else
+            goto fallback;
+        Py_ssize_t hn = PySequence_Fast_GET_SIZE(hseq);
+        PyObject **hitems = PySequence_Fast_ITEMS(hseq);
+        /* the body's size: attributes, deltas, key, value, headers */
+        uint64_t ts_u = zz_encode(delta), off_u = (uint64_t)i << 1;
+        Py_ssize_t klen = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
+        Py_ssize_t vlen = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
+        uint64_t body = 1 + uvar_len(ts_u) + uvar_len(off_u);
+        body += klen < 0 ? 1 : uvar_len(zz_encode(klen)) + (uint64_t)klen;
+        body += vlen < 0 ? 1 : uvar_len(zz_encode(vlen)) + (uint64_t)vlen;
+        body += uvar_len(zz_encode(hn));
+        for (Py_ssize_t j = 0; j < hn; j++) {
+            const char *name;
+            Py_ssize_t name_len;
+            PyObject *hv;
+            if (header_parts(hitems[j], &name, &name_len, &hv) != 0)
+                goto fallback;
+            body += uvar_len(zz_encode(name_len)) + (uint64_t)name_len;
+            body += hv == NULL ? 1
+                               : uvar_len(zz_encode(PyBytes_GET_SIZE(hv))) +
+                                     (uint64_t)PyBytes_GET_SIZE(hv);
+        }
+        if (body > (uint64_t)INT32_MAX) {
+            goto fallback; /* Python raises the size error */
+        }
+        if (out_reserve(&o, (Py_ssize_t)body + 5) < 0)
+            goto error;
+        put_uvar(&o, zz_encode((int64_t)body));
+        o.buf[o.len++] = 0; /* attributes */
+        put_uvar(&o, ts_u);
+        put_uvar(&o, off_u);
+        if (klen < 0)
+            o.buf[o.len++] = 1;
+        else {
+            put_uvar(&o, zz_encode(klen));
+            memcpy(o.buf + o.len, PyBytes_AS_STRING(key), (size_t)klen);
+            o.len += klen;
+        }
+        if (vlen < 0)
+            o.buf[o.len++] = 1;
+        else {
+            put_uvar(&o, zz_encode(vlen));
+            memcpy(o.buf + o.len, PyBytes_AS_STRING(value), (size_t)vlen);
+            o.len += vlen;
+        }
+        put_uvar(&o, zz_encode(hn));
+        for (Py_ssize_t j = 0; j < hn; j++) {
+            const char *name;
+            Py_ssize_t name_len;
+            PyObject *hv;
+            header_parts(hitems[j], &name, &name_len, &hv); /* checked above */
+            put_uvar(&o, zz_encode(name_len));
+            memcpy(o.buf + o.len, name, (size_t)name_len);
+            o.len += name_len;
+            if (hv == NULL)
+                o.buf[o.len++] = 1;
+            else {
+                Py_ssize_t hl = PyBytes_GET_SIZE(hv);
+                put_uvar(&o, zz_encode(hl));
+                memcpy(o.buf + o.len, PyBytes_AS_STRING(hv), (size_t)hl);
+                o.len += hl;
+            }
+        }
+    }
+    PyObject *result = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    return result;
+fallback:
+    PyMem_Free(o.buf);
+    Py_RETURN_NOTIMPLEMENTED;
+error:
+    PyMem_Free(o.buf);
+    return NULL;
+}
+
+/* v2_plain(records) -> bool: every item of the list `records` is already what
+ * records/_encode.py's _normalize would return for it unchanged: a 4-tuple of key
+ * and value (bytes or None), headers (a list or tuple) and an int64 timestamp. */
+static PyObject *
+v2_plain(PyObject *self, PyObject *records)
+{
+    if (!PyList_CheckExact(records))
+        Py_RETURN_FALSE;
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(records, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4)
+            Py_RETURN_FALSE;
+        PyObject *key = PyTuple_GET_ITEM(item, 0), *value = PyTuple_GET_ITEM(item, 1);
+        PyObject *headers = PyTuple_GET_ITEM(item, 2), *ts = PyTuple_GET_ITEM(item, 3);
+        if (!(key == Py_None || PyBytes_CheckExact(key)) ||
+            !(value == Py_None || PyBytes_CheckExact(value)) ||
+            !(PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) ||
+            !PyLong_CheckExact(ts))
+            Py_RETURN_FALSE;
+        int overflow;
+        long long t = PyLong_AsLongLongAndOverflow(ts, &overflow);
+        if (overflow || (t == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS,
+     "setup(Record, _RecordSlots, Bad): bind the record class and the rejection "
+     "exception."},
+    {"v2_columns", v2_columns, METH_VARARGS,
+     "v2_columns(data, pos, end, count, base_offset, base_ts) -> (offsets, "
+     "timestamps, keys, values, headers); as records._v2_loop.v2_columns_fast."},
+    {"v2_records", v2_records, METH_VARARGS,
+     "v2_records(data, pos, end, count, base_offset, base_ts) -> tuple of Record; "
+     "as records._v2_loop.v2_records_fast."},
+    {"v2_encode_records", v2_encode_records, METH_VARARGS,
+     "v2_encode_records(items, base_ts) -> the records region as bytes, or "
+     "NotImplemented for the Python encoder; as records._encode._v2_records_fast."},
+    {"v2_plain", v2_plain, METH_O,
+     "v2_plain(records) -> True if records is a list of (bytes|None, bytes|None, "
+     "list|tuple, int64) tuples, which records._encode._normalize returns as they are."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    "kproto._speedups",
+    "Native magic 2 record loops; use through kproto.speedups.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    empty_tuple = PyTuple_New(0);
+    if (empty_tuple == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,60 @@
+"""The record-batch side of :mod:`kproto.speedups`: the C loops, or the Python ones.
+
+``kproto._speedups`` restates :func:`~kproto.records._v2_loop.v2_columns_fast`,
+:func:`~kproto.records._v2_loop.v2_records_fast` (the reference) and the records-region
+writer of :mod:`kproto.records._encode`; this module binds it to :class:`Record` and
+hands out whichever path :mod:`kproto.speedups` has switched on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kproto import speedups
+
+from ._types import Record, _RecordSlots
+from ._v2_loop import Bad, v2_columns_fast, v2_records_fast
+
+__all__ = ["v2_encoder", "v2_loops", "v2_plain"]
+
+Loop = Callable[[bytes, int, int, int, int, int], Any]
+Encoder = Callable[[list[Any], int], Any]
+
+_PYTHON_LOOPS: tuple[Loop, Loop] = (v2_columns_fast, v2_records_fast)
+_bound: Any = None
+
+
+def _module() -> Any:
+    """kproto._speedups bound to Record (once), when enabled; else None."""
+    global _bound
+    module = speedups.records_module()
+    if module is not None and _bound is not module:
+        module.setup(Record, _RecordSlots, Bad)  # TypeError if the layouts differ
+        _bound = module
+    return module
+
+
+def v2_loops() -> tuple[Loop, Loop]:
+    """``(columns loop, records loop)`` with the signatures and contract of
+    :func:`~kproto.records._v2_loop.v2_columns_fast` and
+    :func:`~kproto.records._v2_loop.v2_records_fast`: C when enabled, else Python."""
+    module = _module()
+    if module is None:
+        return _PYTHON_LOOPS
+    return module.v2_columns, module.v2_records
+
+
+def v2_encoder() -> Encoder | None:
+    """The C records-region writer ``(items, base_ts) -> bytes | NotImplemented``
+    when enabled, else ``None`` (use the Python writer)."""
+    module = _module()
+    return None if module is None else module.v2_encode_records
+
+
+def v2_plain() -> Callable[[object], bool] | None:
+    """When enabled, the C check ``(records) -> bool`` that ``records`` is a list of
+    ``(bytes | None, bytes | None, list | tuple, int64)`` tuples, which
+    ``_encode._normalize`` would return unchanged; else ``None``."""
+    module = _module()
+    return None if module is None else module.v2_plain
