@@ -11,6 +11,8 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from kproto import _varint
+
 __all__ = [
     "FIXED_FORMATS",
     "FIXED_SIZES",
@@ -72,34 +74,18 @@ class Short(Malformed):
         self.need = need
 
 
-def _read_unsigned(
-    buf: bytes | memoryview, pos: int, bits: int, what: str
-) -> tuple[int, int]:
-    """An unsigned base-128 number of at most ``bits`` bits (``ByteUtils``)."""
-    max_shift = (bits + 6) // 7 * 7
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result >> bits:
-                raise Malformed(f"{what} larger than {bits} bits")
-            return result, pos
-        shift += 7
-        if shift >= max_shift:
-            raise Malformed(f"{what} longer than {max_shift // 7} bytes")
-
-
 def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``.
+    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``
+    (through :mod:`kproto._varint`, the one home of varint reading).
 
     Raises:
         Malformed: more than 5 bytes, or a value over 32 bits.
         IndexError: the input ends inside the varint.
     """
-    return _read_unsigned(buf, pos, 32, "unsigned varint")
+    try:
+        return _varint.read_uvarint(buf, pos)
+    except _varint.VarintError as err:
+        raise Malformed(f"unsigned {err}") from None
 
 
 def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -109,7 +95,10 @@ def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         Malformed: more than 10 bytes, or a value over 64 bits.
         IndexError: the input ends inside the varlong.
     """
-    return _read_unsigned(buf, pos, 64, "unsigned varlong")
+    try:
+        return _varint.read_uvarlong(buf, pos)
+    except _varint.VarintError as err:
+        raise Malformed(f"unsigned {err}") from None
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
