@@ -108,7 +108,7 @@ def consume(bootstrap: str, topic: str, n: int) -> float:
 
 def run_kproto(n: int) -> dict[str, Any]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kproto.cli", "broker", "--partitions", str(PARTITIONS)],
+        [sys.executable, "-m", "kproto", "broker", "--partitions", str(PARTITIONS)],
         stdout=subprocess.PIPE,
         text=True,
     )
