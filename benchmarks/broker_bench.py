@@ -131,11 +131,12 @@ def run_kproto(n: int) -> dict[str, Any]:
 
 
 def run_mock(n: int) -> dict[str, Any]:
-    from demo import MockCluster
+    from demo.cluster import mock_cluster
 
-    with MockCluster(1) as mock:
-        p = produce(mock.bootstrap, "bench", n)
-        c = consume(mock.bootstrap, "bench", n)
+    with mock_cluster(1) as brokers:
+        bootstrap = ",".join(f"{host}:{port}" for host, port in brokers.values())
+        p = produce(bootstrap, "bench", n)
+        c = consume(bootstrap, "bench", n)
     return {"produce_s": p, "consume_s": c}
 
 
