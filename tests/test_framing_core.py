@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from kproto.connection import Connection
 from kproto.errors import ErrorCode, KafkaProtocolError
+from kproto.frame_reader import FrameReader
 from kproto.framing import (
     ConnectionClosedError,
     FrameError,
-    FrameReader,
     FrameTooLargeError,
     ResponseDecodeError,
     ResponseFrame,

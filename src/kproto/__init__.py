@@ -5,7 +5,7 @@
 - :mod:`kproto.index`: look classes up by ``api_key``/version or name; :class:`ApiKey`.
 - :mod:`kproto.serial`: ``entity_reader(cls)`` / ``entity_writer(cls)`` over ``IO[bytes]``.
 - :mod:`kproto.records`: record batches (magic 0, 1, 2; every codec).
-- :mod:`kproto.framing`: the sans-IO frame codec (both directions, ``FrameReader``).
+- :mod:`kproto.framing`: the sans-IO frame codec (both directions; ``kproto.frame_reader`` cuts streams into frames).
 - :mod:`kproto.negotiation`: the ApiVersions state machine under the connections.
 - :mod:`kproto.connection` / :mod:`kproto.aio`: thin blocking and asyncio broker
   connections.

@@ -29,10 +29,10 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from kproto.frame_reader import FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     ConnectionClosedError,
-    FrameReader,
     ResponseDecodeError,
     ResponseFrame,
     decode_response,
@@ -54,7 +54,7 @@ async def read_frame(
 ) -> bytes:
     """Read one frame and return its payload (the bytes after the int32 size).
 
-    Bytes are cut by a :class:`kproto.framing.FrameReader` and read in chunks of
+    Bytes are cut by a :class:`kproto.frame_reader.FrameReader` and read in chunks of
     at most 64 KiB, never past the end of the frame: the buffer grows as the
     payload arrives, whatever size the prefix claims.
 

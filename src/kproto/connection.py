@@ -24,7 +24,7 @@ as a warning on the ``kproto.connection`` logger.
 
 The asyncio counterpart is :class:`kproto.aio.AsyncConnection`. Both are thin
 shells over :class:`kproto.negotiation.NegotiationState` (settings, correlation
-ids, error mapping, the ApiVersions fallback) and :class:`kproto.framing.FrameReader`
+ids, error mapping, the ApiVersions fallback) and :class:`kproto.frame_reader.FrameReader`
 (which buffers a response as it arrives, never the size its prefix claims).
 """
 

@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, TypeVar
 
 from kproto.errors import ErrorCode, KafkaProtocolError
+from kproto.frame_reader import FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     ConnectionClosedError,
-    FrameReader,
     KafkaConnectionError,
     RequestTimeoutError,
     ResponseDecodeError,

@@ -71,11 +71,10 @@ from typing import Any, Final, NamedTuple
 import attrs
 
 from kproto.client.metadata import parse_bootstrap
+from kproto.frame_reader import READ_CHUNK_BYTES, FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
-    READ_CHUNK_BYTES,
     SIZE_PREFIX,
-    FrameReader,
     UnsupportedRequestError,
     decode_request,
     decode_response_frame,

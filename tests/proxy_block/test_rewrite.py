@@ -15,8 +15,8 @@ import attrs
 import pytest
 
 from kproto.aio import read_frame, write_frame
+from kproto.frame_reader import FrameReader
 from kproto.framing import (
-    FrameReader,
     decode_request,
     decode_response_frame,
     encode_request,
