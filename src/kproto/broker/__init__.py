@@ -10,13 +10,13 @@ from __future__ import annotations
 from kproto.broker.cluster import Cluster
 from kproto.broker.errors import BrokerError, TopicError
 from kproto.broker.introspect import RequestLog, RequestRecord
-from kproto.broker.state import ClusterState, NodeInfo, TopicInfo
+from kproto.broker.state import ClusterState, NodeInfo, TopicMetadata
 
 __all__ = [
     "Cluster",
     "ClusterState",
     "NodeInfo",
-    "TopicInfo",
+    "TopicMetadata",
     "BrokerError",
     "TopicError",
     "RequestLog",

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.server import NodeServer
-from kproto.broker.state import ClusterState, TopicInfo
+from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
@@ -245,7 +245,7 @@ class Cluster:
         name: str,
         partitions: int | None = None,
         configs: dict[str, str] | None = None,
-    ) -> TopicInfo:
+    ) -> TopicMetadata:
         """Create a topic without a client (test set-up); ``partitions`` defaults
         to the cluster's ``num_partitions``.
 

@@ -30,7 +30,7 @@ from kproto.errors import ErrorCode
 __all__ = [
     "ClusterState",
     "NodeInfo",
-    "TopicInfo",
+    "TopicMetadata",
     "TopicError",
     "TOPIC_CONFIG_DEFAULTS",
 ]
@@ -69,9 +69,12 @@ class NodeInfo:
 
 
 @attrs.define
-class TopicInfo:
-    """One topic: id (a UUID, Metadata v10+), partition count, the node id of each
-    partition's leader, its explicitly set configs, and whether it is internal."""
+class TopicMetadata:
+    """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
+    ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
+    v10+), partition count, the node id of each partition's leader, its explicitly
+    set configs, and whether it is internal. A client's view of a topic is
+    :class:`kproto.client.results.TopicInfo`, a different thing."""
 
     name: str
     topic_id: uuid.UUID
@@ -140,7 +143,7 @@ class ClusterState:
         self.num_partitions = num_partitions
         self.offsets_partitions = offsets_partitions
         self.segment_bytes = segment_bytes
-        self.topics: dict[str, TopicInfo] = {}
+        self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
         self._appended: asyncio.Event | None = None
@@ -185,7 +188,7 @@ class ClusterState:
         configs: dict[str, str] | None = None,
         internal: bool = False,
         validate_only: bool = False,
-    ) -> TopicInfo:
+    ) -> TopicMetadata:
         """Create a topic with ``partitions`` (default ``num_partitions``) whose
         leaders go round-robin over the nodes.
 
@@ -213,7 +216,7 @@ class ClusterState:
             check_config(key, value)
         n = len(self.node_ids)
         start = self._rr
-        info = TopicInfo(
+        info = TopicMetadata(
             name,
             uuid.uuid4(),
             [self.node_ids[(start + p) % n] for p in range(count)],
@@ -230,7 +233,7 @@ class ClusterState:
         return info
 
     def _open_log(
-        self, info: TopicInfo, partition: int, log_start_offset: int = 0
+        self, info: TopicMetadata, partition: int, log_start_offset: int = 0
     ) -> PartitionLog:
         directory = self.data_dir / f"{info.name}-{partition}"
         plog = PartitionLog.open(
@@ -282,7 +285,7 @@ class ClusterState:
             self._open_log(info, p)
         self.save_topics()
 
-    def delete_topic(self, name: str) -> TopicInfo:
+    def delete_topic(self, name: str) -> TopicMetadata:
         """Delete ``name`` and its log directories.
 
         Raises:
@@ -374,7 +377,7 @@ class ClusterState:
                 n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]
                 for p, n in enumerate(entry["leaders"])
             ]
-            info = TopicInfo(
+            info = TopicMetadata(
                 entry["name"],
                 uuid.UUID(entry["topic_id"]),
                 leaders,

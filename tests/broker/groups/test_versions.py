@@ -157,9 +157,7 @@ def test_join_sync_heartbeat_leave(cluster: Cluster, version: int) -> None:
 def test_requests_to_a_node_that_is_not_the_coordinator(cluster: Cluster) -> None:
     group = "elsewhere"
     other = next(
-        n
-        for n in cluster.state.nodes
-        if n != cluster.groups.coordinator_for(group)
+        n for n in cluster.state.nodes if n != cluster.groups.coordinator_for(group)
     )
     with connect(cluster, other) as conn:
         r = call(
