@@ -17,6 +17,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState, TopicMetadata
+from kproto.broker.txn import TransactionCoordinator
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
@@ -49,6 +50,12 @@ class Cluster:
         port: the first node's port (0: any free port); node i gets ``port + i``.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
             ``offsets.topic.num.partitions`` is 50).
+        transaction_partitions: partitions of ``__transaction_state`` (default 5;
+            Kafka's ``transaction.state.log.num.partitions`` is 50).
+        transaction_abort_interval_ms: how often open transactions are checked
+            against their ``transaction.timeout.ms`` (ms; default 1000, Kafka's
+            ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` is
+            10000).
         segment_bytes: default segment size in bytes before a log rolls (16 MiB;
             Kafka's ``log.segment.bytes`` is 1 GiB); topic config ``segment.bytes``
             overrides it.
@@ -76,6 +83,8 @@ class Cluster:
         *,
         port: int = 0,
         offsets_partitions: int = 5,
+        transaction_partitions: int = 5,
+        transaction_abort_interval_ms: int = 1000,
         segment_bytes: int = 16 * 1024 * 1024,
         socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
@@ -101,12 +110,20 @@ class Cluster:
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(self.state)
+        #: The transaction coordinator (transactional ids, markers).
+        self.txn = TransactionCoordinator(
+            self.state,
+            self.groups,
+            partitions=transaction_partitions,
+            abort_interval_ms=transaction_abort_interval_ms,
+        )
         self.servers = [
             NodeServer(
                 self.state,
                 self.groups,
                 node_id,
                 port=port + i if port else 0,
+                txn=self.txn,
                 socket_request_max_bytes=socket_request_max_bytes,
                 connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
@@ -127,6 +144,7 @@ class Cluster:
         for server in self.servers:
             await server.start()
         await self.groups.start()
+        await self.txn.start()
         self._started = True
         log.info(
             "kproto broker cluster up: %s (data in %s)",
@@ -142,6 +160,7 @@ class Cluster:
         self._started = False
         for server in self.servers:
             await server.stop()
+        await self.txn.stop()
         await self.groups.stop()
         self.state.close()
         if self._temp:

@@ -20,6 +20,7 @@ from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.state import ClusterState
+from kproto.broker.txn import TransactionCoordinator
 from kproto.index import ApiKey
 
 __all__ = [
@@ -44,6 +45,7 @@ class Dispatcher:
     Args:
         state: the cluster's shared state.
         groups: the cluster's group coordinator.
+        txn: the cluster's transaction coordinator.
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
@@ -55,11 +57,13 @@ class Dispatcher:
         groups: GroupCoordinator,
         node_id: int,
         *,
+        txn: TransactionCoordinator,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
     ) -> None:
         self.state = state
         self.groups = groups
+        self.txn = txn
         self.node_id = node_id
         self.request_log = request_log
         self.log_requests = log_requests
@@ -80,6 +84,7 @@ class Dispatcher:
         ctx = RequestContext(
             state=self.state,
             groups=self.groups,
+            txn=self.txn,
             served_apis=SERVED_APIS,
             node_id=self.node_id,
             header=header,

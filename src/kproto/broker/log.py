@@ -32,6 +32,7 @@ import crc32c
 
 from kproto.broker.errors import LogAppendError
 from kproto.broker.producer_state import ProducerStateManager
+from kproto.broker.txn_index import AbortedTxn, TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
@@ -148,6 +149,9 @@ class PartitionLog:
         segment_bytes: roll a new segment when the active one would exceed this.
         producer_state: idempotent producers' epochs and sequences
             (:class:`kproto.broker.producer_state.ProducerStateManager`).
+        txn_index: open and aborted transactions
+            (:class:`kproto.broker.txn_index.TransactionIndex`), for the last
+            stable offset and read-committed fetches.
 
     Only the event-loop thread may call the methods (no locking).
     """
@@ -162,6 +166,7 @@ class PartitionLog:
         self.segments: list[Segment] = []
         self.log_start_offset = 0
         self.producer_state = ProducerStateManager()
+        self.txn_index = TransactionIndex()
         #: called after every successful append (the cluster wakes Fetch long polls)
         self.on_append: Callable[[], None] | None = None
 
@@ -241,14 +246,23 @@ class PartitionLog:
         segment.index(
             batch.base_offset, last, batch.position, size, batch.max_timestamp
         )
-        if batch.producer_id >= 0 and batch.base_sequence >= 0 and not batch.is_control:
+        self._track(batch, batch.base_offset)
+
+    def _track(self, batch: RecordBatch, base: int) -> None:
+        """Producer and transaction state of a batch written at ``base``."""
+        if batch.producer_id < 0:
+            return
+        if batch.is_control:
+            self.producer_state.update_epoch(batch.producer_id, batch.producer_epoch)
+        elif batch.base_sequence >= 0:
             self.producer_state.update(
                 batch.producer_id,
                 batch.producer_epoch,
                 batch.base_sequence,
                 batch.base_sequence + batch.last_offset_delta,
-                batch.base_offset,
+                base,
             )
+        self.txn_index.on_batch(batch, base)
 
     # ------------------------------------------------------------------ facts
 
@@ -256,6 +270,18 @@ class PartitionLog:
     def high_watermark(self) -> int:
         """The log end offset: the offset the next appended record gets."""
         return self.segments[-1].next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which no transaction is open (LSO, KIP-98): the first
+        offset of the oldest open transaction, else the high watermark."""
+        first = self.txn_index.first_unstable_offset
+        hwm = self.high_watermark
+        return hwm if first is None else min(first, hwm)
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping offsets ``[start, end)``."""
+        return self.txn_index.aborted_between(start, end)
 
     @property
     def size_bytes(self) -> int:
@@ -357,7 +383,9 @@ class PartitionLog:
                     f"record batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
                 )
         first = checked[0]
-        if first.producer_id >= 0 and not first.is_control:
+        if first.producer_id >= 0 and not first.is_control and first.base_sequence < 0:
+            self.producer_state.check_epoch(first.producer_id, first.producer_epoch)
+        elif first.producer_id >= 0 and not first.is_control:
             # raises ProducerSequenceError, a LogAppendError
             duplicate = self.producer_state.check(
                 first.producer_id,
@@ -384,14 +412,7 @@ class PartitionLog:
                 max_ts = log_append_time_ms
                 raw = set_log_append_time(raw, log_append_time_ms)
             segment.add(raw, base, last, max_ts)
-            if batch.producer_id >= 0 and batch.base_sequence >= 0:
-                self.producer_state.update(
-                    batch.producer_id,
-                    batch.producer_epoch,
-                    batch.base_sequence,
-                    batch.base_sequence + batch.last_offset_delta,
-                    base,
-                )
+            self._track(batch, base)
         if self.on_append is not None:
             self.on_append()
         return AppendResult(
@@ -408,11 +429,22 @@ class PartitionLog:
 
     # ------------------------------------------------------------------- read
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        max_offset: int | None = None,
+    ) -> bytes:
         """Whole batches from the one containing ``offset``, up to ``max_bytes``
         (bytes) from one segment; with ``min_one`` the first batch is returned even
-        when it is larger (KIP-74). Empty at or past the high watermark.
+        when it is larger (KIP-74). Empty at or past the high watermark; with
+        ``max_offset`` (read_committed: the last stable offset) no batch starting
+        at or after it is returned.
         """
+        if max_offset is not None and offset >= max_offset:
+            return b""
         for segment in self.segments:
             if offset < segment.next_offset and segment.offsets:
                 break
@@ -423,6 +455,8 @@ class PartitionLog:
         end = start
         n = len(segment.offsets)
         while i < n:
+            if max_offset is not None and segment.offsets[i] >= max_offset:
+                break
             size = segment.sizes[i]
             if end - start + size > max_bytes and not (min_one and end == start):
                 break
@@ -489,6 +523,7 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self._delete_segments_below(offset)
+            self.txn_index.truncate_before(offset)
         return self.log_start_offset
 
     def _delete_segments_below(self, offset: int) -> None:

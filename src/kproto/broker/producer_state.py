@@ -89,6 +89,32 @@ class ProducerStateManager:
             )
         return None
 
+    def check_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """Check only the epoch of a batch without sequence numbers (transactional
+        offset commits the group coordinator writes, as Kafka's coordinator-origin
+        appends).
+
+        Raises:
+            ProducerSequenceError: INVALID_PRODUCER_EPOCH for an older epoch.
+        """
+        state = self.producers.get(producer_id)
+        if state is not None and producer_epoch < state.producer_epoch:
+            raise ProducerSequenceError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer {producer_id} epoch {producer_epoch} is older than "
+                f"{state.producer_epoch}",
+            )
+
+    def update_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """Record a transaction marker's epoch: a newer epoch (the coordinator
+        fenced the producer) forgets the cached batches, so the old epoch is
+        refused and the new one starts at sequence 0 (Kafka's
+        ``ProducerAppendInfo.appendEndTxnMarker``)."""
+        self.max_producer_id = max(self.max_producer_id, producer_id)
+        state = self.producers.get(producer_id)
+        if state is None or producer_epoch > state.producer_epoch:
+            self.producers[producer_id] = ProducerState(producer_epoch)
+
     def update(
         self, producer_id: int, epoch: int, first_seq: int, last_seq: int, base: int
     ) -> None:

@@ -30,6 +30,7 @@ from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.state import ClusterState, NodeInfo
+from kproto.broker.txn import TransactionCoordinator
 from kproto.errors import ErrorCode
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -53,6 +54,7 @@ class NodeServer:
     Args:
         state: the cluster's shared state.
         groups: the cluster's group coordinator.
+        txn: the cluster's transaction coordinator.
         node_id: this node's broker id.
         host, port: where to listen (port 0: any free port).
         socket_request_max_bytes: the largest request frame accepted (bytes; Kafka's
@@ -70,6 +72,7 @@ class NodeServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        txn: TransactionCoordinator,
         socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
@@ -85,6 +88,7 @@ class NodeServer:
             state,
             groups,
             node_id,
+            txn=txn,
             request_log=request_log,
             log_requests=log_requests,
         )

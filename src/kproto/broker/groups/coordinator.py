@@ -28,8 +28,10 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.errors import LogAppendError
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
+from kproto.records import ControlRecordType, encode_batch
 from kproto.serial import DecodeError
 
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
@@ -44,6 +46,7 @@ from .records import (
     partition_for,
 )
 from .timers import AsyncioScheduler, Scheduler
+from .txn_offsets import PendingTxnOffsets
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
 
@@ -105,6 +108,8 @@ class GroupCoordinator:
                 f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
             )
         self.groups: dict[str, ClassicGroup] = {}
+        #: TxnOffsetCommit offsets waiting for their transaction's marker
+        self.pending_txn_offsets = PendingTxnOffsets(self.partition_for)
         self.membership = Membership(
             self.groups,
             scheduler or AsyncioScheduler(),
@@ -163,16 +168,27 @@ class GroupCoordinator:
             group.offsets[(topic, partition)] = committed
         self.started = True
 
-    @staticmethod
     def _replay(
+        self,
         batches: Iterable[Any],
         offsets: dict[tuple[str, str, int], CommittedOffset],
         metadata: dict[str, Any],
         partition: int,
     ) -> None:
         """Apply one partition's records in offset order (last write wins;
-        tombstones delete)."""
+        tombstones delete). Transactional offset commits wait for their
+        producer's marker: COMMIT applies them, ABORT drops them; those without a
+        marker stay pending (:attr:`pending_txn_offsets`)."""
         for batch in batches:
+            if batch.is_control:
+                if batch.is_transactional and batch.records:
+                    control = batch.records[0].control
+                    done = self.pending_txn_offsets.complete(
+                        batch.producer_id, partition
+                    )
+                    if control is not None and control.type == ControlRecordType.COMMIT:
+                        offsets.update(done)
+                continue
             for key, value in batch_records(batch):
                 try:
                     record = decode_record(key, value)
@@ -185,7 +201,9 @@ class GroupCoordinator:
                     metadata[record.group_id] = record.value
                     continue
                 k = (record.group_id, record.topic, record.partition)
-                if record.value is None:
+                if batch.is_transactional and record.value is not None:
+                    self.pending_txn_offsets.add(batch.producer_id, k, record.value)
+                elif record.value is None:
                     offsets.pop(k, None)
                 else:
                     offsets[k] = record.value
@@ -265,11 +283,16 @@ class GroupCoordinator:
         offsets: dict[tuple[str, int], tuple[int, int, str | None, int]],
         *,
         retention_ms: int = -1,
+        producer: tuple[int, int] | None = None,
     ) -> dict[tuple[str, int], int]:
         """Commit ``(topic, partition) -> (offset, leader_epoch, metadata,
         commit_timestamp_ms or -1 for now)``; returns an error code per partition.
         ``retention_ms`` (OffsetCommit v2-v4 ``retention_time_ms``; -1: none) sets
         the offsets' expire timestamp to now + retention, as Kafka's ``KafkaApis``.
+        ``producer`` ``(producer_id, producer_epoch)`` makes it a TxnOffsetCommit:
+        the offsets are written in the producer's transactional batch and stay
+        pending until :meth:`complete_transaction` (INVALID_PRODUCER_EPOCH when the
+        partition log knows a newer epoch).
 
         Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
         with no member id commits for a group without membership ("simple" commit);
@@ -279,6 +302,16 @@ class GroupCoordinator:
         error = self._validate_commit(
             group_id, generation_id, member_id, group_instance_id
         )
+        if (
+            producer is not None
+            and error == E.ILLEGAL_GENERATION
+            and generation_id < 0
+            and not member_id
+            and group_instance_id is None
+        ):
+            # TxnOffsetCommit before v3 carries no member (Kafka's
+            # validateOffsetCommit with isTransactional)
+            error = E.NONE
         if error != E.NONE:
             return {tp: error for tp in offsets}
         group = self.groups.get(group_id)
@@ -312,9 +345,17 @@ class GroupCoordinator:
                 offset_commit_record(group_id, t, p, c)
                 for (t, p), c in accepted.items()
             ]
-            if not await self._append(group_id, pairs):
+            try:
+                stored = await self._append(group_id, pairs, producer)
+            except LogAppendError as err:
+                return {tp: err.error_code for tp in offsets}
+            if not stored:
                 return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
-            group.offsets.update(accepted)
+            if producer is None:
+                group.offsets.update(accepted)
+            else:
+                for (t, p), c in accepted.items():
+                    self.pending_txn_offsets.add(producer[0], (group_id, t, p), c)
         if (
             member_id
             and member_id in group.members
@@ -512,18 +553,54 @@ class GroupCoordinator:
             group.group_id, [group_metadata_record(group.group_id, value)]
         )
 
+    def complete_transaction(
+        self, producer_id: int, offsets_partition: int, committed: bool
+    ) -> None:
+        """The transaction of ``producer_id`` ended with a marker written to
+        ``__consumer_offsets`` partition ``offsets_partition``: its pending offsets
+        of the groups there become committed (``committed``) or are dropped
+        (Kafka's ``GroupCoordinator.onTransactionCompleted``)."""
+        done = self.pending_txn_offsets.complete(producer_id, offsets_partition)
+        if not committed:
+            return
+        for (group_id, topic, partition), value in done.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = ClassicGroup(
+                    group_id, state_timestamp_ms=self.now_ms()
+                )
+            group.offsets[(topic, partition)] = value
+
     async def _append(
-        self, group_id: str, pairs: list[tuple[bytes, bytes | None]]
+        self,
+        group_id: str,
+        pairs: list[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
     ) -> bool:
         """Append ``pairs`` as one batch to the group's ``__consumer_offsets``
-        partition; False (logged) when the partition is missing or the write fails."""
+        partition (a transactional batch of ``producer`` = ``(producer_id,
+        producer_epoch)`` if given); False (logged) when the partition is missing
+        or the write fails.
+
+        Raises:
+            LogAppendError: the log refused the producer's epoch."""
         self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
         plog = self.state.partition_log(OFFSETS_TOPIC, self.partition_for(group_id))
         if plog is None:
             log.warning("group %s: %s has no partition log", group_id, OFFSETS_TOPIC)
             return False
         try:
-            await plog.append(encode_records(pairs, self.now_ms()))
+            if producer is None:
+                await plog.append(encode_records(pairs, self.now_ms()))
+            else:
+                await plog.append(
+                    encode_batch(
+                        [(k, v, (), self.now_ms()) for k, v in pairs],
+                        producer_id=producer[0],
+                        producer_epoch=producer[1],
+                        is_transactional=True,
+                    )
+                )
         except OSError as exc:
             log.error(
                 "group %s: appending to %s failed: %s", group_id, OFFSETS_TOPIC, exc

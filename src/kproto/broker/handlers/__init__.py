@@ -5,12 +5,15 @@ one table of what the broker serves.
 module             APIs
 =================  ==========================================================
 ``cluster_info``   ApiVersions, Metadata, DescribeCluster
-``produce``        Produce, InitProducerId
+``produce``        Produce
 ``fetch``          Fetch, ListOffsets, DeleteRecords
 ``admin``          CreateTopics, DeleteTopics, CreatePartitions
 ``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``groups``         FindCoordinator and the classic consumer group APIs (the
                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``transactions``   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+                   TxnOffsetCommit, DescribeTransactions, ListTransactions,
+                   DescribeProducers (the coordinator is :mod:`kproto.broker.txn`)
 =================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -25,7 +28,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from kproto.broker.handlers import admin, cluster_info, configs, fetch, groups, produce
+from kproto.broker.handlers import (
+    admin,
+    cluster_info,
+    configs,
+    fetch,
+    groups,
+    produce,
+    transactions,
+)
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
 
@@ -51,7 +62,11 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.CREATE_TOPICS: admin.create_topics,
         ApiKey.DELETE_TOPICS: admin.delete_topics,
         ApiKey.DELETE_RECORDS: fetch.delete_records,
-        ApiKey.INIT_PRODUCER_ID: produce.init_producer_id,
+        ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
+        ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
+        ApiKey.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
+        ApiKey.END_TXN: transactions.end_txn,
+        ApiKey.TXN_OFFSET_COMMIT: transactions.txn_offset_commit,
         ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
         ApiKey.ALTER_CONFIGS: configs.alter_configs,
         ApiKey.CREATE_PARTITIONS: admin.create_partitions,
@@ -59,5 +74,8 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
+        ApiKey.DESCRIBE_PRODUCERS: transactions.describe_producers,
+        ApiKey.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
+        ApiKey.LIST_TRANSACTIONS: transactions.list_transactions,
     }
 )

@@ -19,6 +19,7 @@ from kproto.index import ApiKey, api_versions
 __all__ = [
     "served_api_ranges",
     "MIN_VERSIONS",
+    "MAX_VERSIONS",
     "api_versions_handler",
     "metadata",
     "describe_cluster",
@@ -28,6 +29,12 @@ __all__ = [
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
 #: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
 MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+
+#: Highest versions served where it is not kproto's newest: InitProducerId v6
+#: (KIP-939 two-phase commit, unstable upstream) and EndTxn v5 (KIP-890 part 2,
+#: an epoch bump per transaction) are transaction version 2 features this broker's
+#: coordinator does not implement.
+MAX_VERSIONS: Mapping[ApiKey, int] = {ApiKey.INIT_PRODUCER_ID: 5, ApiKey.END_TXN: 4}
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -41,7 +48,10 @@ def served_api_ranges(
     out = {}
     for api_key in sorted(handlers):
         versions = api_versions(api_key)
-        out[api_key] = (MIN_VERSIONS.get(api_key, versions.start), versions.stop - 1)
+        out[api_key] = (
+            MIN_VERSIONS.get(api_key, versions.start),
+            MAX_VERSIONS.get(api_key, versions.stop - 1),
+        )
     return out
 
 

@@ -9,6 +9,7 @@ max timestamp), ``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 from kproto.broker.errors import LogAppendError
@@ -19,6 +20,10 @@ from kproto.errors import ErrorCode
 __all__ = ["fetch", "list_offsets", "delete_records"]
 
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+#: ``isolation_level`` (Fetch v4+, ListOffsets v2+; KIP-98).
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
 def _read_all(
@@ -26,6 +31,7 @@ def _read_all(
 ) -> tuple[list[dict[str, Any]], int, bool]:
     """One pass over the requested partitions: ``(topics, bytes read, any error)``."""
     remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     total = 0
     errors = False
     topics = []
@@ -35,12 +41,14 @@ def _read_all(
         for p in t.partitions:
             error = topic_error
             records = b""
-            hwm = start = -1
+            hwm = start = lso = -1
+            aborted: list[dict[str, int]] | None = None
             plog = None
             if not error:
                 plog, error = leader_log(ctx, name, p.partition)
             if plog is not None:
                 hwm, start = plog.high_watermark, plog.log_start_offset
+                lso = plog.last_stable_offset
                 if not start <= p.fetch_offset <= hwm:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif remaining > 0 or total == 0:
@@ -51,7 +59,10 @@ def _read_all(
                         p.fetch_offset,
                         min(p.partition_max_bytes, max(remaining, 0)),
                         min_one=total == 0,
+                        max_offset=lso if committed else None,
                     )
+                    if committed:
+                        aborted = _aborted(plog, p.fetch_offset, records, lso)
                     total += len(records)
                     remaining -= len(records)
             errors = errors or bool(error)
@@ -60,9 +71,9 @@ def _read_all(
                     "partition_index": p.partition,
                     "error_code": error,
                     "high_watermark": hwm,
-                    "last_stable_offset": hwm,
+                    "last_stable_offset": lso,
                     "log_start_offset": start,
-                    "aborted_transactions": [] if ctx.api_version >= 4 else None,
+                    "aborted_transactions": aborted,
                     "preferred_read_replica": -1,
                     "records": records,
                 }
@@ -77,9 +88,39 @@ def _read_all(
     return topics, total, errors
 
 
+def _aborted(
+    plog: Any, fetch_offset: int, records: bytes, lso: int
+) -> list[dict[str, int]] | None:
+    """The aborted transactions a read-committed consumer needs for ``records``
+    (read from ``fetch_offset``): those overlapping the fetched offsets (Kafka's
+    ``LocalLog.collectAbortedTransactions`` up to the end of the fetched data);
+    ``None`` (a null array, as Kafka sends) when there are none."""
+    if not records:
+        return None
+    end = lso
+    position = 0
+    # walk the batch headers (DefaultRecordBatch: base offset at 0, length at 8,
+    # last offset delta at 23) without decoding the records
+    while position + 27 <= len(records):
+        base, length = _BASE_AND_LENGTH.unpack_from(records, position)
+        (delta,) = _INT32.unpack_from(records, position + 23)
+        end = base + delta + 1
+        position += 12 + length
+    found = plog.aborted_transactions(fetch_offset, end)
+    if not found:
+        return None
+    return [
+        {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found
+    ]
+
+
 async def fetch(ctx: RequestContext, request: Any) -> Any:
     """Read from each partition; wait up to ``max_wait_ms`` (ms) for at least
     ``min_bytes`` (bytes), woken by every append (Kafka's ``DelayedFetch``).
+
+    ``isolation_level`` READ_COMMITTED (1) reads only below the last stable offset
+    and lists the aborted transactions of the fetched range, whose records the
+    consumer drops (KIP-98); ``last_stable_offset`` is always reported.
 
     Fetch sessions (KIP-227) are not kept: every response has session id 0, which
     tells the client to keep sending full fetches; an incremental fetch naming a
@@ -120,9 +161,11 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
 
 
 async def list_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest,
+    """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest (the
+    last stable offset under ``isolation_level`` READ_COMMITTED, v2+),
     -3 the record with the largest timestamp (KIP-734), else the first record whose
     timestamp (ms) is at or after the one asked (offset -1 if none)."""
+    committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     topics = []
     for t in request.topics:
         partitions = []
@@ -132,7 +175,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
             if plog is not None:
                 ts = p.timestamp
                 if ts == _LATEST:
-                    offset = plog.high_watermark
+                    offset = (
+                        plog.last_stable_offset if committed else plog.high_watermark
+                    )
                 elif ts in (_EARLIEST, _EARLIEST_LOCAL):
                     offset = plog.log_start_offset
                 elif ts == _MAX_TIMESTAMP:

@@ -53,18 +53,23 @@ def _message(error: int) -> str | None:
 
 # -- FindCoordinator -------------------------------------------------------------
 
+#: FindCoordinator key types (Kafka's ``CoordinatorType``): GROUP 0, TRANSACTION 1.
+_GROUP, _TRANSACTION = 0, 1
+
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
-    if key_type != 0:
-        # No transaction or share coordinator in this broker.
-        error = E.COORDINATOR_NOT_AVAILABLE if key_type == 1 else E.INVALID_REQUEST
+    if key_type not in (_GROUP, _TRANSACTION):
+        # No share coordinator in this broker.
         return {
             **missing,
-            "error_code": error,
+            "error_code": E.INVALID_REQUEST,
             "error_message": f"no coordinator of key type {key_type}",
         }
-    node_id = _coordinator(ctx).coordinator_for(key)
+    if key_type == _TRANSACTION:
+        node_id = ctx.txn.coordinator_for(key)
+    else:
+        node_id = _coordinator(ctx).coordinator_for(key)
     node = None if node_id is None else ctx.state.nodes.get(node_id)
     if node is None:
         return {
@@ -84,8 +89,9 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     """FindCoordinator (FindCoordinatorRequest.json v0-v6): the node leading the
-    group's ``__consumer_offsets`` partition; v4+ answers every ``coordinator_keys``
-    entry (KIP-699). Transaction keys get COORDINATOR_NOT_AVAILABLE, other key types
+    group's ``__consumer_offsets`` partition (key type 0) or the transactional id's
+    ``__transaction_state`` partition (key type 1); v4+ answers every
+    ``coordinator_keys`` entry (KIP-699). Other key types (share groups) get
     INVALID_REQUEST."""
     key_type = getattr(request, "key_type", 0)
     if ctx.api_version >= 4:
@@ -279,7 +285,11 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 
 def _fetch_group(
-    ctx: RequestContext, group_id: str, topics: Any, by_id: bool
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    by_id: bool,
+    require_stable: bool = False,
 ) -> dict[str, Any]:
     """One group of an OffsetFetch answer: ``topics`` and ``error_code``."""
     coordinator = _coordinator(ctx)
@@ -322,6 +332,19 @@ def _fetch_group(
     ).items():
         if by_id and name not in ids:
             continue
+        if require_stable and coordinator.pending_txn_offsets.has_pending(
+            group_id, name, partition
+        ):
+            grouped.setdefault(name, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": E.UNSTABLE_OFFSET_COMMIT,
+                }
+            )
+            continue
         grouped.setdefault(name, []).append(
             {
                 "partition_index": partition,
@@ -358,16 +381,21 @@ def _fetch_group(
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
     every committed partition; v8+ batches ``groups``; v10 names topics by id.
-    Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
-    there are no transactional offset commits here."""
+    Partitions without a commit answer offset -1. With v7+ ``require_stable``
+    (KIP-447) a partition with a transactional commit still pending answers
+    UNSTABLE_OFFSET_COMMIT, so the client retries once the transaction ended."""
     by_id = ctx.api_version >= 10
+    stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version >= 8:
         groups = [
-            {"group_id": g.group_id, **_fetch_group(ctx, g.group_id, g.topics, by_id)}
+            {
+                "group_id": g.group_id,
+                **_fetch_group(ctx, g.group_id, g.topics, by_id, stable),
+            }
             for g in request.groups
         ]
         return respond(ctx, throttle_time_ms=0, groups=groups)
-    answer = _fetch_group(ctx, request.group_id, request.topics, False)
+    answer = _fetch_group(ctx, request.group_id, request.topics, False, stable)
     return respond(ctx, throttle_time_ms=0, **answer)
 
 

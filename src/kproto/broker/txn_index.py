@@ -1,0 +1,86 @@
+"""Transactions seen by one partition log: the last stable offset and the aborted
+transactions index.
+
+Kafka keeps, per partition, the first offset of every open transaction
+(``ProducerStateManager.ongoingTxns``, which gives ``firstUnstableOffset`` and so
+the last stable offset, LSO) and writes each aborted transaction to a ``.txnindex``
+file beside the segment (``TransactionIndex``: producer id, first offset, last
+offset = the abort marker's offset, LSO when aborted). This module keeps the same
+facts in memory; :class:`kproto.broker.log.PartitionLog` feeds it every batch it
+appends and, on open, every batch it recovers, so the index is rebuilt from the
+segments after a restart.
+
+Read-committed Fetch (KIP-98) reads below :attr:`TransactionIndex.first_unstable_offset`
+and reports :meth:`TransactionIndex.aborted_between` so the consumer drops the
+aborted producers' records.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kproto.records import ControlRecordType, RecordBatch
+
+__all__ = ["AbortedTxn", "TransactionIndex"]
+
+
+@attrs.frozen
+class AbortedTxn:
+    """One aborted transaction on a partition (Kafka's ``AbortedTxn``): its
+    producer id, the offset of its first record and the offset of its abort marker
+    (``last_offset``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+class TransactionIndex:
+    """Open and aborted transactions of one partition.
+
+    Attributes:
+        ongoing: producer id -> offset of the first record of its open transaction.
+        aborted: aborted transactions in marker-offset order.
+    """
+
+    def __init__(self) -> None:
+        self.ongoing: dict[int, int] = {}
+        self.aborted: list[AbortedTxn] = []
+
+    def on_batch(self, batch: RecordBatch, base_offset: int) -> None:
+        """Account for a batch written at ``base_offset`` (append or recovery): a
+        transactional data batch opens (or continues) its producer's transaction, a
+        COMMIT/ABORT marker closes it (an ABORT is indexed)."""
+        if not batch.is_transactional or batch.producer_id < 0:
+            return
+        pid = batch.producer_id
+        if not batch.is_control:
+            self.ongoing.setdefault(pid, base_offset)
+            return
+        control = batch.records[0].control if batch.records else None
+        if control is None or control.type not in (
+            ControlRecordType.ABORT,
+            ControlRecordType.COMMIT,
+        ):
+            return
+        first = self.ongoing.pop(pid, None)
+        if control.type == ControlRecordType.ABORT and first is not None:
+            self.aborted.append(AbortedTxn(pid, first, base_offset))
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (None: none is open)."""
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions that overlap the offsets ``[start, end)``: marker at
+        or after ``start`` and first record before ``end`` (Kafka's
+        ``collectAbortedTxns(fetchOffset, upperBoundOffset)``)."""
+        return [
+            a for a in self.aborted if a.last_offset >= start and a.first_offset < end
+        ]
+
+    def truncate_before(self, offset: int) -> None:
+        """Forget aborted transactions whose marker lies below ``offset`` (the log
+        start moved past them)."""
+        self.aborted = [a for a in self.aborted if a.last_offset >= offset]
