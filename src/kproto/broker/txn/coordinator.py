@@ -33,7 +33,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
-from typing import Any
 
 import attrs
 
@@ -549,8 +548,3 @@ class TransactionCoordinator:
             return False
         self.transactions[meta.transactional_id] = meta
         return True
-
-    def producer_of(self, transactional_id: str) -> Any:
-        """``(producer_id, producer_epoch)`` of ``transactional_id`` or None."""
-        meta = self.transactions.get(transactional_id)
-        return None if meta is None else (meta.producer_id, meta.producer_epoch)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import struct
+from typing import Any
 
 import attrs
 
@@ -140,7 +141,7 @@ def decode_record(
     return k.transactional_id, meta
 
 
-def _read(name: str, version: int, data: bytes) -> object:
+def _read(name: str, version: int, data: bytes) -> Any:
     stream = io.BytesIO(data)
     stream.seek(2)
     return entity_reader(data_type(name, version))(stream)
