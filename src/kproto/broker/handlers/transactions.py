@@ -4,7 +4,7 @@ EndTxn, TxnOffsetCommit, DescribeTransactions, ListTransactions, DescribeProduce
 Sources: the JSON definitions of each (``InitProducerIdRequest.json`` v0-v5,
 ``AddPartitionsToTxnRequest.json`` v0-v5 (v4+ batched, with ``verify_only``),
 ``AddOffsetsToTxnRequest.json`` v0-v4, ``EndTxnRequest.json`` v0-v4,
-``TxnOffsetCommitRequest.json`` v0-v5, ``DescribeTransactionsRequest.json``,
+``TxnOffsetCommitRequest.json`` v0-v6, ``DescribeTransactionsRequest.json``,
 ``ListTransactionsRequest.json`` v0-v2, ``DescribeProducersRequest.json``) and
 Kafka's ``KafkaApis`` handlers of them; the state machine is
 :class:`kproto.broker.txn.TransactionCoordinator` (``ctx.txn``).
@@ -202,21 +202,28 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     """Offsets committed inside the transaction, sent to the group coordinator:
     stored pending and visible to OffsetFetch only once the COMMIT marker reaches
     the group's ``__consumer_offsets`` partition. v3+ carries the member's
-    generation, checked as OffsetCommit's (KIP-447)."""
+    generation, checked as OffsetCommit's (KIP-447); v6 names topics by id
+    (KIP-1319; UNKNOWN_TOPIC_ID if unknown)."""
     groups = ctx.groups
+    by_id = ctx.api_version >= 6
+    ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
+    names = [ids.get(t.topic_id) if by_id else t.name for t in request.topics]
     offsets: dict[tuple[str, int], tuple[int, int, str | None, int]] = {
-        (t.name, p.partition_index): (
+        (name, p.partition_index): (
             p.committed_offset,
             getattr(p, "committed_leader_epoch", -1),
             p.committed_metadata,
             -1,
         )
-        for t in request.topics
+        for name, t in zip(names, request.topics)
+        if name is not None
         for p in t.partitions
     }
     error = groups.check_coordinator(request.group_id, ctx.node_id)
     if error != E.NONE:
         results = dict.fromkeys(offsets, error)
+    elif not offsets:
+        results = {}
     else:
         results = await groups.commit_offsets(
             request.group_id,
@@ -231,16 +238,21 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         topics=[
             {
-                "name": t.name,
+                "name": name,
+                "topic_id": getattr(t, "topic_id", None),
                 "partitions": [
                     {
                         "partition_index": p.partition_index,
-                        "error_code": results[(t.name, p.partition_index)],
+                        "error_code": (
+                            E.UNKNOWN_TOPIC_ID
+                            if name is None
+                            else results[(name, p.partition_index)]
+                        ),
                     }
                     for p in t.partitions
                 ],
             }
-            for t in request.topics
+            for name, t in zip(names, request.topics)
         ],
     )
 
