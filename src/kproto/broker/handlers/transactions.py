@@ -215,7 +215,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             p.committed_metadata,
             -1,
         )
-        for name, t in zip(names, request.topics)
+        for name, t in zip(names, request.topics, strict=True)
         if name is not None
         for p in t.partitions
     }
@@ -252,7 +252,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
                     for p in t.partitions
                 ],
             }
-            for name, t in zip(names, request.topics)
+            for name, t in zip(names, request.topics, strict=True)
         ],
     )
 
