@@ -346,7 +346,11 @@ def test_add_partitions_and_end_txn_v0_v3(cluster: Cluster, version: int) -> Non
     assert end(cluster, txn_id, pid, epoch, True, version) == E.NONE  # a retry
     assert end(cluster, txn_id, pid, epoch, False, version) == E.INVALID_TXN_STATE
     after = [len(cluster.records(TOPIC, q)) for q in range(3)]
-    assert [a - b for a, b in zip(after, before, strict=True)] == [1, 0, 1]  # one marker each
+    assert [a - b for a, b in zip(after, before, strict=True)] == [
+        1,
+        0,
+        1,
+    ]  # one marker each
     marker = cluster.records(TOPIC, 0)[-1]
     assert marker.control is not None and marker.control.type == 1  # COMMIT
 
