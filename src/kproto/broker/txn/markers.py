@@ -25,6 +25,9 @@ __all__ = ["write_markers"]
 
 log = logging.getLogger("kproto.broker.txn")
 
+#: The partition leader epoch stamped on markers (Metadata reports leader epoch 0).
+LEADER_EPOCH = 0
+
 
 def write_markers(
     state: ClusterState,
@@ -53,6 +56,7 @@ def write_markers(
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             timestamp=state.now_ms(),
+            partition_leader_epoch=LEADER_EPOCH,
         )
         try:
             plog.append_batches(batch)
