@@ -11,24 +11,41 @@ from typing import Any
 
 from kproto.broker.dispatch import HANDLERS, RequestContext, handles, respond
 from kproto.broker.state import ClusterState, TopicError
-from kproto.index import api_versions
+from kproto.index import ApiKey, api_versions
 
-__all__ = ["served_api_ranges", "MIN_VERSIONS", "topic_metadata"]
+__all__ = [
+    "served_api_ranges",
+    "MIN_VERSIONS",
+    "ADVERTISED_MIN_VERSIONS",
+    "topic_metadata",
+]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
 #: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
-MIN_VERSIONS = {0: 3, 1: 4}
+MIN_VERSIONS = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+
+#: Lowest versions advertised in ApiVersions where they differ from
+#: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
+#: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because librdkafka before
+#: 2.8 compresses only when the broker lists Produce v0 (gzip, snappy, lz4). A
+#: Produce v0-v2 request is answered UNSUPPORTED_VERSION per partition
+#: (:func:`kproto.broker.handlers.produce.produce`).
+ADVERTISED_MIN_VERSIONS = {ApiKey.PRODUCE: 0}
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def served_api_ranges() -> dict[int, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` for every API with a handler:
-    every version kproto generates, from :data:`MIN_VERSIONS` up."""
+    """``{api_key: (min_version, max_version)}`` for every API with a handler, as
+    ApiVersions advertises them: every version kproto generates, from
+    :data:`ADVERTISED_MIN_VERSIONS` or else :data:`MIN_VERSIONS` up."""
     out = {}
     for api_key in sorted(HANDLERS):
         versions = api_versions(api_key)
-        out[api_key] = (MIN_VERSIONS.get(api_key, versions.start), versions.stop - 1)
+        low = ADVERTISED_MIN_VERSIONS.get(
+            api_key, MIN_VERSIONS.get(api_key, versions.start)
+        )
+        out[api_key] = (low, versions.stop - 1)
     return out
 
 
