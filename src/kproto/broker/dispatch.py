@@ -91,6 +91,7 @@ HANDLER_MODULES = (
     "kproto.broker.handlers.configs",
     "kproto.broker.handlers.produce",
     "kproto.broker.handlers.fetch",
+    "kproto.broker.handlers.unsupported",
     "kproto.broker.groups",
 )
 

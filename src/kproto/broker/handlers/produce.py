@@ -14,6 +14,7 @@ from typing import Any
 from kproto.broker.dispatch import RequestContext, handles, respond
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.broker.log import LogAppendError
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -23,7 +24,6 @@ __all__ = ["produce", "init_producer_id"]
 log = logging.getLogger("kproto.broker")
 
 _INVALID_REQUIRED_ACKS = 21
-_COORDINATOR_NOT_AVAILABLE = 15
 
 
 @handles(0)
@@ -131,14 +131,15 @@ def _unsupported_version(ctx: RequestContext, request: Any) -> Any:
 @handles(22)
 async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     """A new producer id at epoch 0 for an idempotent producer (Kafka's
-    ``ProducerIdManager``); transactional producers get COORDINATOR_NOT_AVAILABLE:
-    this broker has no transaction coordinator."""
+    ``ProducerIdManager``); transactional producers get
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction
+    coordinator (:data:`kproto.broker.handlers.unsupported.TRANSACTIONS`)."""
     state = ctx.state
     if request.transactional_id is not None:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=_COORDINATOR_NOT_AVAILABLE,
+            error_code=TRANSACTIONS.error_code,
             producer_id=-1,
             producer_epoch=-1,
         )
