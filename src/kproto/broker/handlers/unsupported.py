@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -34,6 +34,8 @@ __all__ = [
     "TRANSACTIONS",
     "CONSUMER_GROUP_PROTOCOL",
     "SHARE_GROUPS",
+    "consumer_group_heartbeat",
+    "share_group_heartbeat",
 ]
 
 
@@ -92,14 +94,12 @@ def _refuse_heartbeat(ctx: RequestContext, refusal: Refusal) -> Any:
     )
 
 
-@handles(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """ConsumerGroupHeartbeat (ConsumerGroupHeartbeatRequest.json v0-v1): refused,
     see :data:`CONSUMER_GROUP_PROTOCOL`."""
     return _refuse_heartbeat(ctx, CONSUMER_GROUP_PROTOCOL)
 
 
-@handles(ApiKey.SHARE_GROUP_HEARTBEAT)
 async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """ShareGroupHeartbeat (ShareGroupHeartbeatRequest.json v0-v1): refused, see
     :data:`SHARE_GROUPS`."""
