@@ -14,7 +14,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey, request_type as request_class
+from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.records import decode_records, encode_batch, encode_legacy
 
@@ -262,13 +262,13 @@ def test_produce_v0_to_v2_is_advertised_but_refused(
     cluster.create_topic(f"old{version}", 1)
     name = f"old{version}"
     leader = cluster.state.leader(name, 0)
-    request_type = request_class(ApiKey.PRODUCE, version)
+    produce_v = request_type(ApiKey.PRODUCE, version)
     message_set = encode_legacy([(None, b"old")], magic=min(version, 1))
     with connect(cluster, leader) as conn:
         assert conn.broker_api_versions is not None
         assert conn.broker_api_versions[ApiKey.PRODUCE][0] == 0
         request = build_entity(
-            request_type,
+            produce_v,
             {
                 "acks": -1,
                 "timeout_ms": 1000,

@@ -23,6 +23,7 @@ __all__ = ["produce", "init_producer_id"]
 
 log = logging.getLogger("kproto.broker")
 
+
 async def produce(ctx: RequestContext, request: Any) -> Any:
     """Append each partition's batches; with ``acks=0`` answer nothing. ``acks``
     1 and -1 (all) are the same here: there are no followers to wait for.
