@@ -4,16 +4,19 @@ instead of retrying forever.
 
 * Transactions (KIP-98): FindCoordinator for a transactional id (key type 1) and
   InitProducerId with a ``transactional_id`` are answered
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's answer to a client that may not use
-  the transactional id (``KafkaApis.getCoordinator``, ``handleInitProducerIdRequest``).
-  Every client treats it as fatal; COORDINATOR_NOT_AVAILABLE, the answer before, is
-  retriable and ``init_transactions()`` retried it until its timeout.
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with an error message saying why. Kafka has
+  no switch that turns transactions off; this is its answer to a client that may not
+  use the transactional id (``KafkaApis`` FindCoordinator/InitProducerId
+  authorization), and librdkafka, kafka-python and aiokafka all treat it as fatal.
+  COORDINATOR_NOT_AVAILABLE, Kafka's answer while the transaction log is not yet
+  available, is retriable: ``init_transactions()`` retried it until its timeout.
 * The consumer group protocol (KIP-848): ConsumerGroupHeartbeat is advertised and
-  answered UNSUPPORTED_VERSION, as ``KafkaApis.handleConsumerGroupHeartbeat`` does
-  when ``group.coordinator.rebalance.protocols`` lacks ``consumer``.
+  answered UNSUPPORTED_VERSION, as ``KafkaApis.handleConsumerGroupHeartbeat`` does when
+  ``group.coordinator.rebalance.protocols`` lacks ``consumer`` or ``group.version`` is
+  0 (Kafka's ``ConsumerGroupHeartbeatRequestTest``).
 * Share groups (KIP-932): ShareGroupHeartbeat is advertised and answered
-  UNSUPPORTED_VERSION, as ``KafkaApis.handleShareGroupHeartbeat`` does when share
-  groups are not enabled (``share.version`` 0).
+  UNSUPPORTED_VERSION, as Kafka does with ``share.version`` 0
+  (``ShareGroupHeartbeatRequestTest``).
 
 :data:`REFUSALS` names each, with the error code and message clients see.
 """
