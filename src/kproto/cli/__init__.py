@@ -137,7 +137,14 @@ def cmd_describe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         info = entity_info(cls)
         flex = _flexible_from(label, latest, versions)
         title = f"{cls.__name__} v{version}"
-        if info.api_key is not None:
+        if label == "data":  # a record, header or data message: no API key
+            kind = (
+                f"{info.message_type} record type {info.api_key}"
+                if info.api_key is not None
+                else f"{info.message_type} message"
+            )
+            title += f" ({kind}, versions {versions.start}-{versions.stop - 1})"
+        elif info.api_key is not None:
             title += f" (api_key {info.api_key})"
         if info.unstable:
             title += (
