@@ -13,6 +13,9 @@ pytest.importorskip("confluent_kafka")
 
 pytest_plugins = ["pytester"]
 
+# Every run is a subprocess: an in-process run drops the broker modules it imported
+# from sys.modules afterwards, and the outer session's broker would import them anew.
+
 # One project using the fixtures as the README shows; run by pytester.
 PROJECT = """
 import socket
@@ -97,26 +100,28 @@ def test_factory_typo(kafka_cluster_factory):
 
 def test_marker_and_factory(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_project=PROJECT)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly"
+    )
     result.assert_outcomes(passed=4)
 
 
 def test_marker_is_registered(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_strict="def test_nothing():\n    pass\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--markers")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.kafka_cluster(nodes=1, *configs*"])
     pytester.makepyfile(
         test_strict="import pytest\n"
         "@pytest.mark.kafka_cluster(nodes=1)\n"
         "def test_nothing():\n    pass\n"
     )
-    result = pytester.runpytest("-p", "no:cacheprovider", "--strict-markers")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
     result.assert_outcomes(passed=1)
 
 
 def test_bad_settings_are_usage_errors_naming_them(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bad=BAD)
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=4, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -134,8 +139,7 @@ def test_bad_settings_are_usage_errors_naming_them(pytester: pytest.Pytester) ->
 def test_loading_the_plugin_imports_no_broker(pytester: pytest.Pytester) -> None:
     """pytest loads the plugin at every start of every project with kproto
     installed: the broker is imported only when a fixture is used."""
-    pytester.makepyfile(
-        test_modules="""
+    pytester.makepyfile(test_modules="""
         import sys
 
         def test_plugin_loaded_broker_not(request):
@@ -146,22 +150,19 @@ def test_loading_the_plugin_imports_no_broker(pytester: pytest.Pytester) -> None
 
         def test_used_fixture_imports_it(kafka_cluster):
             assert "kproto.broker.cluster" in sys.modules
-        """
-    )
+        """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
 
 
 def test_importing_the_plugin_imports_no_broker() -> None:
-    code = textwrap.dedent(
-        """
+    code = textwrap.dedent("""
         import sys
         import kproto.broker.pytest_plugin
         loaded = "kproto.broker.cluster" in sys.modules
         from kproto.broker import Cluster  # the package's names stay reachable
         print(loaded, Cluster.__module__)
-        """
-    )
+        """)
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

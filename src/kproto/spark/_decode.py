@@ -182,7 +182,9 @@ def _read_value(read: Reader, data: bytes, version: int | None, prefixed: bool) 
     """
     if prefixed:
         if len(data) < 2:
-            raise ValueError(f"value too short for an int16 version ({len(data)} bytes)")
+            raise ValueError(
+                f"value too short for an int16 version ({len(data)} bytes)"
+            )
         found = _VERSION.unpack_from(data)[0]
         if version is not None and found != version:
             raise ValueError(f"version prefix {found}, but decoding as v{version}")
