@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kproto.broker.cluster import Cluster
+    from kproto.broker.errors import BrokerError, TopicError
     from kproto.broker.introspect import RequestLog, RequestRecord
-    from kproto.broker.state import ClusterState, NodeInfo, TopicError, TopicInfo
+    from kproto.broker.state import ClusterState, NodeInfo, TopicMetadata
 
 __all__ = [
     "Cluster",
     "ClusterState",
     "NodeInfo",
-    "TopicInfo",
+    "TopicMetadata",
+    "BrokerError",
     "TopicError",
     "RequestLog",
     "RequestRecord",
@@ -32,8 +34,9 @@ _HOMES = {
     "Cluster": "kproto.broker.cluster",
     "ClusterState": "kproto.broker.state",
     "NodeInfo": "kproto.broker.state",
-    "TopicInfo": "kproto.broker.state",
-    "TopicError": "kproto.broker.state",
+    "TopicMetadata": "kproto.broker.state",
+    "BrokerError": "kproto.broker.errors",
+    "TopicError": "kproto.broker.errors",
     "RequestLog": "kproto.broker.introspect",
     "RequestRecord": "kproto.broker.introspect",
 }
