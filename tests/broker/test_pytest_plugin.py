@@ -3,6 +3,7 @@ loading without the broker (each case run as a project using the plugin would)."
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -171,3 +172,16 @@ def test_importing_the_plugin_imports_no_broker() -> None:
         timeout=60,
     ).stdout.split()
     assert out == ["False", "kproto.broker.cluster"]
+
+
+def test_every_broker_config_names_a_cluster_argument() -> None:
+    from kproto.broker.cluster import Cluster
+    from kproto.broker.pytest_plugin import BROKER_CONFIGS, cluster_kwargs
+
+    params = inspect.signature(Cluster).parameters
+    for name, (arg, kind) in BROKER_CONFIGS.items():
+        assert arg in params, name
+        value = "/tmp/x" if kind is str else "true" if kind is bool else "7"
+        assert cluster_kwargs({"configs": {name: value}}) == {
+            arg: kind(value) if kind is not bool else True
+        }

@@ -55,7 +55,7 @@ BROKER_CONFIGS: dict[str, tuple[str, type]] = {
     "num.partitions": ("num_partitions", int),
     "offsets.topic.num.partitions": ("offsets_partitions", int),
     "log.segment.bytes": ("segment_bytes", int),
-    "socket.request.max.bytes": ("max_frame_bytes", int),
+    "socket.request.max.bytes": ("socket_request_max_bytes", int),
     "connections.max.idle.ms": ("connections_max_idle_ms", int),
     "log.dirs": ("data_dir", str),
     "log.dir": ("data_dir", str),
