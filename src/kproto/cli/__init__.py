@@ -28,7 +28,7 @@ from typing import IO
 
 from kproto.cli._common import CliError, read_input
 from kproto.cli.decode import cmd_decode
-from kproto.cli.dump_log import cmd_dump_log
+from kproto.cli.dump_log import add_dump_arguments, cmd_dump_log
 from kproto.index import (
     ApiKey,
     UnknownMessageError,
@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Decode every batch and record of Kafka .log segment files "
         "(concatenated record batches / legacy message sets).",
     )
-    dump.add_argument("files", nargs="+", metavar="FILE")
+    add_dump_arguments(dump)
     dump.add_argument(
         "--format",
         choices=("kafka", "kproto"),
