@@ -5,6 +5,9 @@
     kproto dump-log [--format kafka|kproto] [--json] [--fail-on-corrupt] FILE...
     kproto decode (--request | --response --api-key K --api-version V) [--records] FILE
     kproto describe NAME [--version V]
+    kproto topics list|describe|create|delete --bootstrap-server HOST:PORT ...
+    kproto groups list|describe --bootstrap-server HOST:PORT ...
+    kproto produce|consume TOPIC --bootstrap-server HOST:PORT ...
     kproto spark ...            (when kproto[spark] is installed)
 
 ``dump-log`` prints every batch and record of Kafka log segment files in
@@ -26,6 +29,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
 
+from kproto.cli import console, groups, topics
 from kproto.cli._common import CliError, read_input
 from kproto.cli.decode import cmd_decode
 from kproto.cli.dump_log import add_dump_arguments, cmd_dump_log
@@ -251,6 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     desc.add_argument("--version", type=int, default=None, help="default: the latest")
     desc.set_defaults(func=cmd_describe)
 
+    topics.add_parsers(sub)
+    groups.add_parsers(sub)
+    console.add_parsers(sub)
     from kproto.broker.cli import add_parsers as add_broker_parsers
 
     add_broker_parsers(sub)
