@@ -237,12 +237,15 @@ def _json_record(topic: str, partition: int, r: Record) -> str:
     )
 
 
-class _Stop(Exception):
-    """SIGTERM while following."""
+class _StopFlag:
+    """Set by SIGTERM while following; the loops check it between fetches and
+    records, so a record is never half printed nor left out of the count."""
 
+    def __init__(self) -> None:
+        self.set = False
 
-def _on_term(signum: int, frame: FrameType | None) -> None:
-    raise _Stop
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.set = True
 
 
 def _start_offsets(client: Client, args: argparse.Namespace, parts: list[int]) -> dict[int, int]:
@@ -265,7 +268,11 @@ def _start_offsets(client: Client, args: argparse.Namespace, parts: list[int]) -
 
 
 def _records(
-    client: Client, args: argparse.Namespace, starts: dict[int, int], deadline: float | None
+    client: Client,
+    args: argparse.Namespace,
+    starts: dict[int, int],
+    deadline: float | None,
+    stop: _StopFlag,
 ) -> Iterator[tuple[int, Record]]:
     """Every partition's records from its start; without ``--follow`` up to the end
     offsets of now, partition by partition; with it, round the partitions until
@@ -288,7 +295,7 @@ def _records(
         return
     positions = dict(starts)
     wait = max(10, _FOLLOW_WAIT_MS // max(1, len(positions)))
-    while deadline is None or time.monotonic() <= deadline:
+    while not stop.set and (deadline is None or time.monotonic() <= deadline):
         for p in sorted(positions):
             result = client.fetch(args.topic, p, positions[p], max_wait_ms=wait)
             for r in result.records:
@@ -306,7 +313,8 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
         raise CliError("--offset and --from-beginning are exclusive")
     deadline = None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
     printed = 0
-    previous = signal.signal(signal.SIGTERM, _on_term) if args.follow else None
+    stop = _StopFlag()
+    previous = signal.signal(signal.SIGTERM, stop) if args.follow else None
     try:
         with client_for(args) as client:
             (topic,) = client.describe_topics([args.topic])
@@ -321,7 +329,7 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
                     if entry.name == "message.timestamp.type" and entry.value:
                         ts_type = entry.value
             starts = _start_offsets(client, args, parts)
-            for p, r in _records(client, args, starts, deadline):
+            for p, r in _records(client, args, starts, deadline, stop):
                 if args.json:
                     out.write(_json_record(args.topic, p, r) + "\n")
                 else:
@@ -330,9 +338,9 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
                 printed += 1
                 if args.max_messages is not None and printed >= args.max_messages:
                     break
-                if deadline is not None and time.monotonic() > deadline:
+                if stop.set or (deadline is not None and time.monotonic() > deadline):
                     break
-    except (KeyboardInterrupt, _Stop):
+    except KeyboardInterrupt:
         pass
     finally:
         if previous is not None:
