@@ -16,8 +16,8 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.cli import main
-from kproto.cli.console import format_record, parse_line
 from kproto.cli._common import CliError
+from kproto.cli.console import format_record, parse_line
 from kproto.records import Compression, Record
 
 
@@ -58,7 +58,8 @@ def test_parse_line_as_line_message_reader() -> None:
 def test_format_record_as_default_message_formatter() -> None:
     r = Record(offset=5, timestamp=1700, key=b"k", value=None, headers=(("h", b"1"),))
     every = {
-        f"print.{n}": "true" for n in ("timestamp", "partition", "offset", "headers", "key")
+        f"print.{n}": "true"
+        for n in ("timestamp", "partition", "offset", "headers", "key")
     }
     assert format_record("t", 2, r, {}, "CreateTime") == "null\n"
     assert format_record("t", 2, r, every, "LogAppendTime") == (
@@ -66,7 +67,9 @@ def test_format_record_as_default_message_formatter() -> None:
     )
     plain = Record(offset=0, timestamp=-1, key=None, value=b"v")
     keyed = {"print.key": "true", "key.separator": " => ", "print.headers": "true"}
-    assert format_record("t", 0, plain, keyed, "CreateTime") == "NO_HEADERS => null => v\n"
+    assert (
+        format_record("t", 0, plain, keyed, "CreateTime") == "NO_HEADERS => null => v\n"
+    )
 
 
 def test_produce_then_consume(
@@ -82,20 +85,31 @@ def test_produce_then_consume(
         stdin="k1:v1\nk2:v2\n",
     ) == (0, "", "")  # fmt: skip
     lines = '{"key":"j","value":"jv","headers":{"h":"x"},"partition":1}\n\n'
-    assert run(capsys, monkeypatch, "produce", bs, "orders", "--json", stdin=lines)[0] == 0
+    assert (
+        run(capsys, monkeypatch, "produce", bs, "orders", "--json", stdin=lines)[0] == 0
+    )
     # An empty line is an empty value (LineMessageReader), a JSON input skips it.
-    assert run(capsys, monkeypatch, "produce", bs, "orders", "--partition", "1", stdin="\n")[0] == 0
+    assert (
+        run(
+            capsys, monkeypatch, "produce", bs, "orders", "--partition", "1", stdin="\n"
+        )[0]
+        == 0
+    )
     records = kafka_cluster.records("orders", 0)
     assert [(r.key, r.value, r.headers) for r in records] == [
         (b"k1", b"v1", (("app", b"cli"),)),
         (b"k2", b"v2", (("app", b"cli"),)),
     ]
-    assert [(r.key, r.value, r.headers) for r in kafka_cluster.records("orders", 1)] == [
+    assert [
+        (r.key, r.value, r.headers) for r in kafka_cluster.records("orders", 1)
+    ] == [
         (b"j", b"jv", (("h", b"x"),)),
         (None, b"", ()),
     ]
 
-    code, out, err = run(capsys, monkeypatch, "consume", bs, "orders", "--from-beginning")
+    code, out, err = run(
+        capsys, monkeypatch, "consume", bs, "orders", "--from-beginning"
+    )
     assert code == 0 and out == "v1\nv2\njv\n\n"
     assert err == "Processed a total of 4 messages\n"
     code, out, _ = run(
@@ -133,9 +147,15 @@ def test_produce_then_consume(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--offset", "3"], "--offset needs --partition (as kafka-console-consumer.sh)"),
+        (
+            ["--offset", "3"],
+            "--offset needs --partition (as kafka-console-consumer.sh)",
+        ),
         (["--partition", "9"], "orders has no partition 9 (partitions 0-0)"),
-        (["--partition", "0", "--offset", "x"], "--offset 'x': a number, earliest or latest"),
+        (
+            ["--partition", "0", "--offset", "x"],
+            "--offset 'x': a number, earliest or latest",
+        ),
     ],
 )
 def test_consume_refuses(

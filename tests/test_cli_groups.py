@@ -116,7 +116,9 @@ def test_describe_live_group_then_dump_offsets(
             ["billing", "orders", "0", "3", "3", "0"],
             ["billing", "orders", "1", "-", "3", "-"],
         ]
-        assert all(r[6].startswith("billing-app-") and r[8] == "billing-app" for r in rows)
+        assert all(
+            r[6].startswith("billing-app-") and r[8] == "billing-app" for r in rows
+        )
         assert all(r[7].endswith("127.0.0.1") for r in rows), lines
     finally:
         c.close()  # type: ignore[attr-defined]

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from kproto.cli import main
-from kproto.cli._log_decoders import decode_record
+from kproto.cli._log_decoders import control_record_text, decode_record
 from kproto.index import data_type
-from kproto.records import Record, encode_batch
+from kproto.records import ControlRecordType, Record, encode_batch
 from kproto.serial import entity_writer
 
 # KAFKA-16733's example: the first record of a __consumer_offsets-0 segment.
@@ -212,7 +212,9 @@ def test_cluster_metadata_parser() -> None:
     assert "unknown frame version 2" in bad
 
 
-def _segment(folder: Path, base: int, pairs: list[tuple[bytes, bytes]], ts: int) -> Path:
+def _segment(
+    folder: Path, base: int, pairs: list[tuple[bytes, bytes]], ts: int
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{base:020d}.log"
     path.write_bytes(
@@ -234,7 +236,10 @@ def test_published_offsets_decoder_line(
     record line equals the one kafka-dump-log.sh printed."""
     folder = tmp_path / "__consumer_offsets-0"
     _segment(folder, 0, [member_metadata()], 1727354207209)
-    for argv in (["dump-log", str(folder)], ["dump-log", "--offsets-decoder", str(folder)]):
+    for argv in (
+        ["dump-log", str(folder)],
+        ["dump-log", "--offsets-decoder", str(folder)],
+    ):
         assert main(argv) == 0
         lines = capsys.readouterr().out.splitlines()
         assert lines[0] == f"Dumping {folder / '00000000000000000000.log'}"
@@ -275,3 +280,21 @@ def test_decoders_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
         main(["dump-log", "--offsets-decoder", "--transaction-log-decoder", "x"])
     assert exc.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_kraft_control_records_print_as_kafka() -> None:
+    """DumpLogSegments.printControlRecord: `` LeaderChange: {json}``."""
+    value = encoded(
+        "LeaderChangeMessage",
+        0,
+        0,
+        leader_id=1,
+        voters=(nested(data_type("LeaderChangeMessage", 0), "Voter")(voter_id=1),),
+        granting_voters=(),
+    )
+    assert control_record_text(ControlRecordType.LEADER_CHANGE, value) == (
+        ' LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],'
+        '"grantingVoters":[]}'
+    )
+    assert control_record_text(ControlRecordType.LEADER_CHANGE, b"\x00") is None
+    assert control_record_text(ControlRecordType.COMMIT, value) is None

@@ -52,8 +52,14 @@ def test_create_list_describe_delete(
     ) == (0, "Created topic orders.\n", "")  # fmt: skip
     code, out, err = run(capsys, "topics", "create", bs, "orders")
     assert code == 2 and out == ""
-    assert err.startswith("kproto: error: TOPIC_ALREADY_EXISTS") and err.count("\n") == 1
-    assert run(capsys, "topics", "create", bs, "orders", "--if-not-exists") == (0, "", "")
+    assert (
+        err.startswith("kproto: error: TOPIC_ALREADY_EXISTS") and err.count("\n") == 1
+    )
+    assert run(capsys, "topics", "create", bs, "orders", "--if-not-exists") == (
+        0,
+        "",
+        "",
+    )
     kafka_cluster.create_topic("a-first", 1)
     assert run(capsys, "topics", "list", bs) == (0, "a-first\norders\n", "")
 
@@ -77,7 +83,9 @@ def test_create_list_describe_delete(
     assert run(capsys, "topics", "delete", bs, "orders") == (0, "", "")
     code, out, err = run(capsys, "topics", "describe", bs, "orders")
     assert code == 2
-    assert err.startswith("kproto: error: UNKNOWN_TOPIC_OR_PARTITION at Metadata orders")
+    assert err.startswith(
+        "kproto: error: UNKNOWN_TOPIC_OR_PARTITION at Metadata orders"
+    )
     assert run(capsys, "topics", "delete", bs, "orders", "--if-exists") == (0, "", "")
 
 

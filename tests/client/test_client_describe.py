@@ -157,10 +157,14 @@ def test_fetch_offsets_of_every_partition_sends_null_topics() -> None:
 def test_against_the_broker_with_both_clients(kafka_cluster: Cluster) -> None:
     bs = kafka_cluster.bootstrap_servers
     with Client(bs, timeout_s=10) as client:
-        client.create_topics(["orders"], num_partitions=2, configs={"retention.ms": "5000"})
+        client.create_topics(
+            ["orders"], num_partitions=2, configs={"retention.ms": "5000"}
+        )
         client.commit_offsets("g", {TopicPartition("orders", 1): 4})
         (topic,) = client.describe_topics(["orders"])
-        assert [(p.partition, p.leader, p.replicas, p.isr) for p in topic.partitions] == [
+        assert [
+            (p.partition, p.leader, p.replicas, p.isr) for p in topic.partitions
+        ] == [
             (0, 1, (1,), (1,)),
             (1, 1, (1,), (1,)),
         ]

@@ -249,7 +249,7 @@ def decode_record(decoder: str, record: Record) -> Decoded:
 
 
 #: Control record type -> (label, message) as ``DumpLogSegments.printControlRecord``.
-_CONTROL_MESSAGES: Final = {
+_CONTROL_MESSAGES: Final[dict[int, tuple[str, str]]] = {
     ControlRecordType.LEADER_CHANGE: (" LeaderChange: ", "LeaderChangeMessage"),
     ControlRecordType.SNAPSHOT_HEADER: (" SnapshotHeader ", "SnapshotHeaderRecord"),
     ControlRecordType.SNAPSHOT_FOOTER: (" SnapshotFooter ", "SnapshotFooterRecord"),
@@ -261,7 +261,7 @@ _CONTROL_MESSAGES: Final = {
 def control_record_text(ctype: int, value: bytes | None) -> str | None:
     """The JSON Kafka prints for a KRaft control record (``LeaderChange: {...}``),
     or ``None`` when ``ctype`` is not one or its value does not decode."""
-    found = _CONTROL_MESSAGES.get(ctype)  # type: ignore[call-overload]
+    found = _CONTROL_MESSAGES.get(int(ctype))
     if found is None or value is None:
         return None
     label, name = found

@@ -28,7 +28,7 @@ from types import FrameType
 from typing import IO, Any
 
 from kproto.cli._common import CliError, add_client_arguments, client_for, positive_int
-from kproto.client import EARLIEST, LATEST, Client, TopicPartition
+from kproto.client import EARLIEST, LATEST, Client
 from kproto.records import Compression, Record
 
 __all__ = ["add_parsers", "format_record", "parse_line"]
@@ -54,7 +54,9 @@ def _bytes(value: Any, where: str) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise CliError(f"{where}: a string or null expected, got {type(value).__name__}")
+        raise CliError(
+            f"{where}: a string or null expected, got {type(value).__name__}"
+        )
     return value.encode()
 
 
@@ -90,7 +92,9 @@ def parse_line(
             isinstance(partition, bool) or not isinstance(partition, int)
         ):
             raise CliError(f"{where}: partition must be an integer")
-        headers = [(k, _bytes(v, f"{where} header {k}")) for k, v in headers_obj.items()]
+        headers = [
+            (k, _bytes(v, f"{where} header {k}")) for k, v in headers_obj.items()
+        ]
         return (
             _bytes(obj.get("key"), f"{where} key"),
             _bytes(obj.get("value"), f"{where} value"),
@@ -111,7 +115,9 @@ def parse_line(
             raise CliError(f"{where}: no headers delimiter {delimiter!r}")
         if block:
             for pair in block.split(props.get("headers.separator", ",")):
-                name, sep, value = pair.partition(props.get("headers.key.separator", ":"))
+                name, sep, value = pair.partition(
+                    props.get("headers.key.separator", ":")
+                )
                 if not sep:
                     raise CliError(f"{where}: header {pair!r} has no key separator")
                 headers.append((name, field(value)))
@@ -187,8 +193,7 @@ def format_record(
     partition, offset, headers, key, value), each followed by ``key.separator``
     but the last, then ``line.separator``."""
     on = {
-        name: props.get(f"print.{name}", "true" if name == "value" else "false")
-        .lower()
+        name: props.get(f"print.{name}", "true" if name == "value" else "false").lower()
         == "true"
         for name in ("timestamp", "partition", "offset", "headers", "key", "value")
     }
@@ -248,7 +253,9 @@ class _StopFlag:
         self.set = True
 
 
-def _start_offsets(client: Client, args: argparse.Namespace, parts: list[int]) -> dict[int, int]:
+def _start_offsets(
+    client: Client, args: argparse.Namespace, parts: list[int]
+) -> dict[int, int]:
     if args.offset is not None:
         if args.offset in ("earliest", "latest"):
             stamp = EARLIEST if args.offset == "earliest" else LATEST
@@ -264,7 +271,10 @@ def _start_offsets(client: Client, args: argparse.Namespace, parts: list[int]) -
             raise CliError(f"--offset {offset}: must be >= 0")
         return {p: offset for p in parts}
     stamp = EARLIEST if args.from_beginning else LATEST
-    return {p: lo.offset for p, lo in client.list_offsets(args.topic, parts, timestamp=stamp).items()}
+    return {
+        p: lo.offset
+        for p, lo in client.list_offsets(args.topic, parts, timestamp=stamp).items()
+    }
 
 
 def _records(
@@ -311,7 +321,9 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
         raise CliError("--offset needs --partition (as kafka-console-consumer.sh)")
     if args.offset is not None and args.from_beginning:
         raise CliError("--offset and --from-beginning are exclusive")
-    deadline = None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
+    deadline = (
+        None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
+    )
     printed = 0
     stop = _StopFlag()
     previous = signal.signal(signal.SIGTERM, stop) if args.follow else None
@@ -321,7 +333,9 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
             parts = [p.partition for p in topic.partitions]
             if args.partition is not None:
                 if args.partition not in parts:
-                    raise CliError(f"{args.topic} has no partition {args.partition} (partitions 0-{len(parts) - 1})")
+                    raise CliError(
+                        f"{args.topic} has no partition {args.partition} (partitions 0-{len(parts) - 1})"
+                    )
                 parts = [args.partition]
             ts_type = "CreateTime"
             if props.get("print.timestamp", "false").lower() == "true":
@@ -376,7 +390,11 @@ def add_parsers(sub: Any) -> None:
         help='lines are {"key":..,"value":..,"headers":{..},"partition":N}',
     )
     prod.add_argument(
-        "--header", action="append", default=[], metavar="NAME=VALUE", help="on every record (repeatable)"
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="on every record (repeatable)",
     )
     prod.add_argument("--partition", type=int, default=None, help="default: by key")
     prod.add_argument("--compression", choices=sorted(_CODECS), default="none")
@@ -393,7 +411,9 @@ def add_parsers(sub: Any) -> None:
     cons.add_argument("--from-beginning", action="store_true", help="default: the end")
     cons.add_argument("--partition", type=int, default=None, help="default: all")
     cons.add_argument(
-        "--offset", default=None, help="a number, earliest or latest (needs --partition)"
+        "--offset",
+        default=None,
+        help="a number, earliest or latest (needs --partition)",
     )
     cons.add_argument("--max-messages", type=positive_int, default=None)
     cons.add_argument(

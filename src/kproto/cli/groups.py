@@ -66,7 +66,15 @@ def rows_of(
 
     def row(tp: TopicPartition | None, member: tuple[str, str, str]) -> Row:
         if tp is None:
-            return (group.group_id, _MISSING, _MISSING, _MISSING, _MISSING, _MISSING, *member)
+            return (
+                group.group_id,
+                _MISSING,
+                _MISSING,
+                _MISSING,
+                _MISSING,
+                _MISSING,
+                *member,
+            )
         offset = committed.get(tp)
         offset = None if offset is None or offset < 0 else offset
         end = log_end.get(tp)
@@ -110,12 +118,16 @@ def offsets_table(rows: list[Row]) -> list[str]:
             widths[i] = max(widths[i], len(r[i]))
 
     def line(r: Row) -> str:
-        return " ".join(f"{v:<{w}}" for v, w in zip(r, widths, strict=False)) + " " + r[8]
+        return (
+            " ".join(f"{v:<{w}}" for v, w in zip(r, widths, strict=False)) + " " + r[8]
+        )
 
     return ["", line(_HEADER)] + [line(r) for r in rows]
 
 
-def _log_end_offsets(client: Client, partitions: set[TopicPartition]) -> dict[TopicPartition, int]:
+def _log_end_offsets(
+    client: Client, partitions: set[TopicPartition]
+) -> dict[TopicPartition, int]:
     out: dict[TopicPartition, int] = {}
     for topic in sorted({tp.topic for tp in partitions}):
         wanted = sorted(tp.partition for tp in partitions if tp.topic == topic)
@@ -130,7 +142,9 @@ def _log_end_offsets(client: Client, partitions: set[TopicPartition]) -> dict[To
 def cmd_list(args: argparse.Namespace) -> int:
     """``kafka-consumer-groups.sh --list`` (``--state``: with each group's state)."""
     with client_for(args) as client:
-        groups = [g for g in client.list_groups() if g.protocol_type in ("consumer", "")]
+        groups = [
+            g for g in client.list_groups() if g.protocol_type in ("consumer", "")
+        ]
     if not args.state:
         for g in groups:
             print(g.group_id)
@@ -162,9 +176,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
             wanted = set(committed) | {tp for m in group.members for tp in m.assignment}
             rows = rows_of(group, committed, _log_end_offsets(client, wanted))
             if group.state == "Empty":
-                print(f"\nConsumer group '{group_id}' has no active members.", file=sys.stderr)
+                print(
+                    f"\nConsumer group '{group_id}' has no active members.",
+                    file=sys.stderr,
+                )
             elif group.state in ("PreparingRebalance", "CompletingRebalance"):
-                print(f"\nWarning: Consumer group '{group_id}' is rebalancing.", file=sys.stderr)
+                print(
+                    f"\nWarning: Consumer group '{group_id}' is rebalancing.",
+                    file=sys.stderr,
+                )
             if rows:
                 for line in offsets_table(rows):
                     print(line)

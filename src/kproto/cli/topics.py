@@ -3,8 +3,8 @@
 
     $ kproto topics describe --bootstrap-server 127.0.0.1:9092 orders
     Topic: orders	TopicId: AqXMjJ8JTm6b4tgBkS7YGA	PartitionCount: 2	ReplicationFactor: 1	Configs: retention.ms=60000
-    	Topic: orders	Partition: 0	Leader: 1	Replicas: 1	Isr: 1	Elr: N/A	LastKnownElr: N/A
-    	Topic: orders	Partition: 1	Leader: 1	Replicas: 1	Isr: 1	Elr: N/A	LastKnownElr: N/A
+        Topic: orders	Partition: 0	Leader: 1	Replicas: 1	Isr: 1	Elr: N/A	LastKnownElr: N/A
+        Topic: orders	Partition: 1	Leader: 1	Replicas: 1	Isr: 1	Elr: N/A	LastKnownElr: N/A
 
 ``Configs`` lists the topic's non-default configs (DescribeConfigs); the partition
 lines come from Metadata, which carries no ELR, hence ``N/A`` as Kafka prints it

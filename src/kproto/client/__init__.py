@@ -29,11 +29,11 @@ from .results import (
     FetchResult,
     GroupDescription,
     GroupListing,
+    ListedOffset,
     MemberDescription,
     PartitionDescription,
-    TopicDescription,
-    ListedOffset,
     ProducedRecord,
+    TopicDescription,
     TopicPartition,
 )
 from .sync import Client

@@ -245,9 +245,7 @@ class AsyncClient:
         """As :meth:`kproto.client.Client.list_groups`."""
         return await self.run(describe.list_groups(self.core))
 
-    async def describe_groups(
-        self, group_ids: Sequence[str]
-    ) -> list[GroupDescription]:
+    async def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
         """As :meth:`kproto.client.Client.describe_groups`."""
         return await self.run(describe.describe_groups(self.core, group_ids))
 

@@ -120,7 +120,9 @@ def describe_configs(
         for c in r.configs:
             source = getattr(c, "config_source", -1)
             is_default = (
-                c.is_default if hasattr(c, "is_default") else source == CONFIG_SOURCE_DEFAULT
+                c.is_default
+                if hasattr(c, "is_default")
+                else source == CONFIG_SOURCE_DEFAULT
             )
             entries.append(
                 ConfigEntry(c.name, c.value, source, bool(is_default), c.is_sensitive)
