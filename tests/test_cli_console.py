@@ -171,13 +171,23 @@ def test_consume_refuses(
     assert (code, err) == (2, f"kproto: error: {message}\n")
 
 
-def test_produce_to_missing_topic_is_one_line(
+def test_produce_to_a_missing_topic(
     kafka_cluster: Cluster,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """As Kafka's producer: the topic is created where the broker auto-creates
+    topics; elsewhere one error line, before stdin is read."""
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
-    code, _, err = run(capsys, monkeypatch, "produce", bs, "nope", stdin="x\n")
+    assert run(capsys, monkeypatch, "produce", bs, "fresh", stdin="x\n")[0] == 0
+    assert [r.value for r in kafka_cluster.records("fresh")] == [b"x"]
+    with Cluster(auto_create_topics=False) as strict:
+        bs = f"--bootstrap-server={strict.bootstrap_servers}"
+        stdin = io.StringIO("x\n")
+        monkeypatch.setattr(sys, "stdin", stdin)
+        code = main(["produce", bs, "nope"])
+        err = capsys.readouterr().err
+        assert stdin.tell() == 0  # nothing read
     assert code == 2
     assert err.startswith("kproto: error: UNKNOWN_TOPIC_OR_PARTITION at Metadata nope")
     assert err.count("\n") == 1

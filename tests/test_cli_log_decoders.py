@@ -9,6 +9,7 @@ with KAFKA-16733 (apache/kafka#17282), rebuilt here byte for byte.
 from __future__ import annotations
 
 import io
+import json
 import struct
 import sys
 import uuid
@@ -213,7 +214,7 @@ def test_cluster_metadata_parser() -> None:
 
 
 def _segment(
-    folder: Path, base: int, pairs: list[tuple[bytes, bytes]], ts: int
+    folder: Path, base: int, pairs: list[tuple[bytes, bytes | None]], ts: int
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{base:020d}.log"
@@ -298,3 +299,35 @@ def test_kraft_control_records_print_as_kafka() -> None:
     )
     assert control_record_text(ControlRecordType.LEADER_CHANGE, b"\x00") is None
     assert control_record_text(ControlRecordType.COMMIT, value) is None
+
+
+def test_json_rows_carry_the_decoded_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "__consumer_offsets-3"
+    key, value = member_metadata()
+    _segment(folder, 0, [(key, value), (key, None)], 1)
+    assert main(["dump-log", "--json", str(folder)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["decoded"] for r in rows] == [
+        {
+            "key": {
+                "type": "10",
+                "data": {
+                    "groupId": "console-share-consumer",
+                    "memberId": "Tsnir8MZRt27WL47QhcKVA",
+                },
+            },
+            "value": {
+                "version": "0",
+                "data": {
+                    "rackId": None,
+                    "clientId": "console-share-consumer",
+                    "clientHost": "/127.0.0.1",
+                    "subscribedTopicNames": ["T1"],
+                },
+            },
+        },
+        {"key": rows[0]["decoded"]["key"], "value": "<DELETE>"},
+    ]
+    assert rows[0]["topic"] == "__consumer_offsets" and rows[0]["partition"] == 3

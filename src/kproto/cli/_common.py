@@ -75,16 +75,19 @@ def positive_int(text: str) -> int:
 
 
 @contextlib.contextmanager
-def client_for(args: argparse.Namespace) -> Iterator[Client]:
+def client_for(
+    args: argparse.Namespace, *, allow_auto_topic_creation: bool = False
+) -> Iterator[Client]:
     """A :class:`kproto.client.Client` for the parsed client arguments, closed on
     exit; a broker error, a connection failure or a client-side refusal becomes a
-    :class:`CliError` (one ``kproto: error:`` line)."""
+    :class:`CliError` (one ``kproto: error:`` line). Only a producer lets its
+    Metadata requests create a missing topic (as Kafka's producer does)."""
     try:
         client = Client(
             args.bootstrap_server,
             client_id="kproto-cli",
             timeout_s=args.request_timeout_ms / 1000,
-            allow_auto_topic_creation=False,
+            allow_auto_topic_creation=allow_auto_topic_creation,
         )
     except ClientError as exc:
         raise CliError(f"--bootstrap-server: {exc}") from None

@@ -47,6 +47,7 @@ __all__ = [
     "Decoded",
     "control_record_text",
     "decode_record",
+    "decoded_json",
 ]
 
 #: A record's printed key and payload (``None``: not printed).
@@ -246,6 +247,20 @@ def decode_record(decoder: str, record: Record) -> Decoded:
     """``(key text, payload text)`` of ``record`` as ``decoder`` prints them
     (one of :data:`DECODERS`); ``None`` parts are not printed."""
     return _PARSERS[decoder](record)
+
+
+def decoded_json(decoder: str, record: Record) -> dict[str, Any]:
+    """``{"key": ..., "value": ...}`` for ``dump-log --json``: what ``decoder``
+    prints, JSON texts as objects, other texts (``<DELETE>``, ``Error at ...``) as
+    strings, a part not printed as null."""
+
+    def parse(text: str | None) -> Any:
+        if text is None or not text.startswith("{"):
+            return text
+        return json.loads(text)
+
+    key, value = decode_record(decoder, record)
+    return {"key": parse(key), "value": parse(value)}
 
 
 #: Control record type -> (label, message) as ``DumpLogSegments.printControlRecord``.

@@ -158,8 +158,10 @@ def cmd_produce(args: argparse.Namespace) -> int:
             raise CliError(f"--header {text!r}: expected NAME=VALUE")
         extra.append((name, value.encode()))
     batch = 1 if sys.stdin.isatty() else _BATCH
-    with client_for(args) as client:
-        client.describe_topics([args.topic])  # a missing topic fails before reading
+    with client_for(args, allow_auto_topic_creation=True) as client:
+        # Before reading stdin: a missing topic is created where the broker
+        # auto-creates topics, else fails now (UNKNOWN_TOPIC_OR_PARTITION).
+        client.run(client.core.topic(args.topic, create=True))
         pending: list[Any] = []
         for number, raw in enumerate(sys.stdin, 1):
             line = raw.rstrip("\n").rstrip("\r")

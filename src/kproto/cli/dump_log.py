@@ -36,6 +36,7 @@ from kproto.cli._log_decoders import (
     Decoded,
     control_record_text,
     decode_record,
+    decoded_json,
 )
 from kproto.records import (
     Compression,
@@ -548,6 +549,8 @@ def _dump_file(
         if fmt == "json":
             for r in b.records or (None,):
                 row = {**record_json(b, r), **where}
+                if decoder is not None and r is not None and not b.is_control:
+                    row["decoded"] = decoded_json(decoder, r)
                 print(json.dumps(row, separators=(",", ":")), file=out)
             continue
         kafka = fmt == "kafka"
