@@ -142,6 +142,8 @@ def test_describe_live_group_then_dump_offsets(
     assert payloads, out
     last = json.loads(payloads[-1])
     assert last["data"]["offset"] == 3 and last["data"]["metadata"] == ""
+    # The user topic in the same data dir keeps the default text decoding.
+    assert "headerKeys: [] payload: v0" in out
     group = [line for line in out.splitlines() if '"type":"2"' in line]
     assert group and '"protocolType":"consumer"' in group[0]
     assert '"assignment":{"assignedPartitions":[{"topic":"orders"' in "".join(group)

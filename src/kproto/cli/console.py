@@ -46,7 +46,7 @@ def _properties(values: list[str]) -> dict[str, str]:
         name, sep, value = text.partition("=")
         if not sep or not name:
             raise CliError(f"--property {text!r}: expected name=value")
-        out[name] = value.encode().decode("unicode_escape")  # "\t" as Kafka reads it
+        out[name] = value  # as given: Kafka does not unescape (bash: $'\t')
     return out
 
 
