@@ -2,7 +2,8 @@
 
 ::
 
-    kproto dump-log [--format kafka|kproto] [--json] [--fail-on-corrupt] FILE...
+    kproto dump-log [--format kafka|kproto] [--json] [--fail-on-corrupt]
+                    [--offsets-decoder|--transaction-log-decoder|...] PATH...
     kproto decode (--request | --response --api-key K --api-version V) [--records] FILE
     kproto describe NAME [--version V]
     kproto topics list|describe|create|delete --bootstrap-server HOST:PORT ...
@@ -177,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dump = sub.add_parser(
         "dump-log",
-        help="print the batches and records of Kafka log segment files",
+        help="print the batches and records of Kafka log segments (files or dirs)",
         description="Decode every batch and record of Kafka .log segment files "
         "(concatenated record batches / legacy message sets).",
     )
