@@ -1,7 +1,7 @@
 """Debian's kcat (librdkafka 2.0.2) against the broker: produce with every codec,
 consume, metadata listing (``-L``) and offsets for times (``-Q``).
 
-librdkafka before 2.8 compresses gzip, snappy and lz4 only when the broker's
+Older librdkafka compresses gzip, snappy and lz4 only when the broker's
 ApiVersions lists Produce v0 (librdkafka issue 4956); the broker advertises Produce
 from v0 as Kafka 4 does (KAFKA-18659), so each batch below is stored compressed.
 """

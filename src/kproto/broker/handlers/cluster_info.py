@@ -32,10 +32,10 @@ MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
 #: Lowest versions advertised in ApiVersions where they differ from
 #: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
-#: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because librdkafka before
-#: 2.8 compresses only when the broker lists Produce v0 (gzip, snappy, lz4). A
-#: Produce v0-v2 request is answered UNSUPPORTED_VERSION per partition
-#: (:func:`kproto.broker.handlers.produce.produce`).
+#: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because older librdkafka
+#: (issue 4956; Debian's 2.0.2) compresses only when the broker lists Produce v0
+#: (gzip, snappy, lz4). A Produce v0-v2 request is answered UNSUPPORTED_VERSION per
+#: partition (:func:`kproto.broker.handlers.produce.produce`).
 ADVERTISED_MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 0}
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
