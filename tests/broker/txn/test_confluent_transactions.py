@@ -5,6 +5,8 @@ timeouts, read_committed / read_uncommitted consumers."""
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -270,3 +272,24 @@ def test_control_batches_have_valid_crcs(cluster: Cluster) -> None:
     assert control[0].records[0].control.type == ControlRecordType.COMMIT
     assert control[0].records[0].control.coordinator_epoch == 0
     assert control[0].producer_id == batches[0].producer_id
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_kcat_transactional_producer(cluster: Cluster) -> None:
+    """Debian's kcat (librdkafka 2.0.2) commits its input as one transaction."""
+    topic = _name("kcat")
+    cluster.create_topic(topic, 1)
+    done = subprocess.run(
+        ["kcat", "-P", "-b", cluster.bootstrap_servers, "-t", topic]
+        + ["-X", "transactional.id=" + _name("kcat-tx")],
+        input="one\ntwo\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Transaction successfully committed" in done.stderr
+    records = cluster.records(topic, 0)
+    assert [r.value for r in records if r.control is None] == [b"one", b"two"]
+    assert records[-1].control is not None
+    assert records[-1].control.type == ControlRecordType.COMMIT

@@ -14,6 +14,9 @@ module             APIs
 ``transactions``   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
                    TxnOffsetCommit, DescribeTransactions, ListTransactions,
                    DescribeProducers (the coordinator is :mod:`kproto.broker.txn`)
+``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
+                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
+                   (KIP-932)
 =================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -36,6 +39,7 @@ from kproto.broker.handlers import (
     groups,
     produce,
     transactions,
+    unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
@@ -77,5 +81,7 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_PRODUCERS: transactions.describe_producers,
         ApiKey.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
         ApiKey.LIST_TRANSACTIONS: transactions.list_transactions,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )

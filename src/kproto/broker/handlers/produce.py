@@ -8,13 +8,16 @@ Kafka's ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``,
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import Any
 
 from kproto.broker.errors import LogAppendError
+from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.errors import ErrorCode
+from kproto.index import ApiKey
 
 __all__ = ["produce"]
 
@@ -48,9 +51,19 @@ def _verify_transaction(
     return error
 
 
+log = logging.getLogger("kproto.broker")
+
+
 async def produce(ctx: RequestContext, request: Any) -> Any:
     """Append each partition's batches; with ``acks=0`` answer nothing. ``acks``
-    1 and -1 (all) are the same here: there are no followers to wait for."""
+    1 and -1 (all) are the same here: there are no followers to wait for.
+
+    Produce v0-v2 (magic 0/1 message sets) is advertised but not served, as Kafka 4
+    (KAFKA-18659): every partition is answered UNSUPPORTED_VERSION and nothing is
+    stored. (Kafka 4 closes the connection instead; a per-partition error tells the
+    client why.)"""
+    if ctx.api_version < MIN_VERSIONS[ApiKey.PRODUCE]:
+        return _unsupported_version(ctx, request)
     state = ctx.state
     acks = request.acks
     topics = []
@@ -116,4 +129,35 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         )
     if acks == 0:
         return None
+    return respond(ctx, responses=topics, throttle_time_ms=0)
+
+
+def _unsupported_version(ctx: RequestContext, request: Any) -> Any:
+    """The Produce v0-v2 answer: UNSUPPORTED_VERSION for every partition (none
+    with ``acks=0``, which has no response: the broker's log says why)."""
+    log.warning(
+        "node %d: Produce v%d from %s refused (UNSUPPORTED_VERSION): this broker"
+        " serves Produce v%d+ (record batches of magic 2)",
+        ctx.node_id,
+        ctx.api_version,
+        ctx.client_id,
+        MIN_VERSIONS[ApiKey.PRODUCE],
+    )
+    if request.acks == 0:
+        return None
+    topics = [
+        {
+            "name": topic_data.name,
+            "partition_responses": [
+                {
+                    "index": pdata.index,
+                    "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                    "base_offset": -1,
+                    "log_append_time_ms": -1,
+                }
+                for pdata in topic_data.partition_data
+            ],
+        }
+        for topic_data in request.topic_data
+    ]
     return respond(ctx, responses=topics, throttle_time_ms=0)
