@@ -61,14 +61,18 @@ def test_dump_log_shows_markers_and_transaction_state(
     assert text.count("endTxnMarker: ABORT coordinatorEpoch: 0") == 1
     assert "isvalid: false" not in text
 
-    state_segments = sorted(data.glob(f"__transaction_state-{txn_partition}/*.log"))
-    assert main(["dump-log", "--json", *map(str, state_segments)]) == 0
+    state_dir = data / f"__transaction_state-{txn_partition}"
+    assert (
+        main(["dump-log", "--json", "--transaction-log-decoder", str(state_dir)]) == 0
+    )
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    states = [
-        decode_record(base64.b64decode(r["key"]), base64.b64decode(r["value"]))[1]
-        for r in rows
-    ]
-    assert [s.state for s in states if s is not None] == [
+    # kafka-dump-log.sh --transaction-log-decoder's shapes: the key type and
+    # TransactionLogKey, the value version and TransactionLogValue
+    assert {json.dumps(r["decoded"]["key"]) for r in rows} == {
+        json.dumps({"type": "0", "data": {"transactionalId": "dumped"}})
+    }
+    statuses = [r["decoded"]["value"]["data"]["transactionStatus"] for r in rows]
+    expected = [
         TransactionState.EMPTY,
         TransactionState.ONGOING,
         TransactionState.PREPARE_COMMIT,
@@ -77,3 +81,10 @@ def test_dump_log_shows_markers_and_transaction_state(
         TransactionState.PREPARE_ABORT,
         TransactionState.COMPLETE_ABORT,
     ]
+    assert statuses == [int(s) for s in expected]
+    # the coordinator's own decoder reads the same records
+    states = [
+        decode_record(base64.b64decode(r["key"]), base64.b64decode(r["value"]))[1]
+        for r in rows
+    ]
+    assert [s.state for s in states if s is not None] == expected
