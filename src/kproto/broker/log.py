@@ -556,6 +556,7 @@ class PartitionLog:
             self.log_start_offset = max(
                 self.log_start_offset, self.segments[0].base_offset
             )
+            self.txn_index.truncate_before(self.log_start_offset)
 
     def close(self) -> None:
         for segment in self.segments:

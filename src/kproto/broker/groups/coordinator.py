@@ -31,7 +31,7 @@ import attrs
 from kproto.broker.errors import LogAppendError
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
-from kproto.records import ControlRecordType, encode_batch
+from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
@@ -181,13 +181,8 @@ class GroupCoordinator:
         marker stay pending (:attr:`pending_txn_offsets`)."""
         for batch in batches:
             if batch.is_control:
-                if batch.is_transactional and batch.records:
-                    control = batch.records[0].control
-                    done = self.pending_txn_offsets.complete(
-                        batch.producer_id, partition
-                    )
-                    if control is not None and control.type == ControlRecordType.COMMIT:
-                        offsets.update(done)
+                done = self.pending_txn_offsets.replay_marker(batch, partition)
+                offsets.update(done)
                 continue
             for key, value in batch_records(batch):
                 try:
@@ -561,14 +556,11 @@ class GroupCoordinator:
         of the groups there become committed (``committed``) or are dropped
         (Kafka's ``GroupCoordinator.onTransactionCompleted``)."""
         done = self.pending_txn_offsets.complete(producer_id, offsets_partition)
-        if not committed:
-            return
-        for (group_id, topic, partition), value in done.items():
-            group = self.groups.get(group_id)
-            if group is None:
-                group = self.groups[group_id] = ClassicGroup(
-                    group_id, state_timestamp_ms=self.now_ms()
-                )
+        for (group_id, topic, partition), value in done.items() if committed else ():
+            now = self.now_ms()
+            group = self.groups.setdefault(
+                group_id, ClassicGroup(group_id, state_timestamp_ms=now)
+            )
             group.offsets[(topic, partition)] = value
 
     async def _append(

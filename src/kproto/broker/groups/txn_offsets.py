@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kproto.records import ControlRecordType, RecordBatch
+
 from .group import CommittedOffset
 
 __all__ = ["PendingTxnOffsets"]
@@ -53,6 +55,19 @@ class PendingTxnOffsets:
             del pending[k]
         if not pending:
             del self.by_producer[producer_id]
+        return done
+
+    def replay_marker(
+        self, batch: RecordBatch, offsets_partition: int
+    ) -> dict[OffsetKey, CommittedOffset]:
+        """A control batch met while replaying ``offsets_partition``: the offsets a
+        COMMIT marker makes committed (an ABORT marker drops them: empty)."""
+        if not batch.is_transactional or not batch.records:
+            return {}
+        control = batch.records[0].control
+        done = self.complete(batch.producer_id, offsets_partition)
+        if control is None or control.type != ControlRecordType.COMMIT:
+            return {}
         return done
 
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
