@@ -451,6 +451,43 @@ def test_add_offsets_and_txn_offset_commit(
     group = f"offs-group-{version}-{commit_version}"
     p = init(cluster, txn_id)
     pid, epoch = p.producer_id, p.producer_epoch
+    group_node = cluster.groups.coordinator_for(group)
+    assert group_node is not None
+    topic: dict[str, Any] = {"name": TOPIC}
+    if commit_version >= 6:
+        topic = {"topic_id": cluster.state.topics[TOPIC].topic_id}
+
+    def commit() -> int:
+        r = call(
+            cluster,
+            group_node,
+            ApiKey.TXN_OFFSET_COMMIT,
+            commit_version,
+            transactional_id=txn_id,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                {
+                    **topic,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 42,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "m",
+                        }
+                    ],
+                }
+            ],
+        )
+        return int(r.topics[0].partitions[0].error_code)
+
+    # KIP-890 part 1: the group's partition must be added first
+    assert commit() == E.INVALID_TXN_STATE
     r = call(
         cluster,
         coordinator(cluster, txn_id),
@@ -462,38 +499,7 @@ def test_add_offsets_and_txn_offset_commit(
         group_id=group,
     )
     assert r.error_code == E.NONE
-    group_node = cluster.groups.coordinator_for(group)
-    assert group_node is not None
-    topic: dict[str, Any] = {"name": TOPIC}
-    if commit_version >= 6:
-        topic = {"topic_id": cluster.state.topics[TOPIC].topic_id}
-    r = call(
-        cluster,
-        group_node,
-        ApiKey.TXN_OFFSET_COMMIT,
-        commit_version,
-        transactional_id=txn_id,
-        group_id=group,
-        producer_id=pid,
-        producer_epoch=epoch,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[
-            {
-                **topic,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": 42,
-                        "committed_leader_epoch": -1,
-                        "committed_metadata": "m",
-                    }
-                ],
-            }
-        ],
-    )
-    assert r.topics[0].partitions[0].error_code == E.NONE
+    assert commit() == E.NONE
     assert (
         cluster.groups.fetch_offsets(group, [(TOPIC, 0)])[(TOPIC, 0)] is None
     )  # pending

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kproto.broker.groups import OFFSETS_TOPIC
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log
 from kproto.broker.txn import TransactionMetadata
@@ -203,7 +204,9 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     stored pending and visible to OffsetFetch only once the COMMIT marker reaches
     the group's ``__consumer_offsets`` partition. v3+ carries the member's
     generation, checked as OffsetCommit's (KIP-447); v6 names topics by id
-    (KIP-1319; UNKNOWN_TOPIC_ID if unknown)."""
+    (KIP-1319; UNKNOWN_TOPIC_ID if unknown). Without AddOffsetsToTxn first the
+    commit gets INVALID_TXN_STATE (KIP-890 part 1 verification), a fenced producer
+    INVALID_PRODUCER_EPOCH."""
     groups = ctx.groups
     by_id = ctx.api_version >= 6
     ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
@@ -220,6 +223,18 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions
     }
     error = groups.check_coordinator(request.group_id, ctx.node_id)
+    if error == E.NONE:
+        # KIP-890 part 1: the group's partition must be in the transaction
+        # (AddOffsetsToTxn), as the coordinator verifies before appending
+        error = ctx.txn.in_transaction(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            OFFSETS_TOPIC,
+            groups.partition_for(request.group_id),
+        )
+        if error == E.PRODUCER_FENCED:
+            error = E.INVALID_PRODUCER_EPOCH
     if error != E.NONE:
         results = dict.fromkeys(offsets, error)
     elif not offsets:

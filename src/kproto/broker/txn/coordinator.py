@@ -515,10 +515,7 @@ class TransactionCoordinator:
                 continue
             if pids and meta.producer_id not in pids:
                 continue
-            if duration_ms >= 0 and (
-                meta.state != S.ONGOING
-                or now - meta.txn_start_timestamp_ms <= duration_ms
-            ):
+            if duration_ms >= 0 and now - meta.txn_start_timestamp_ms <= duration_ms:
                 continue
             if regex is not None and not regex.fullmatch(txn_id):
                 continue
