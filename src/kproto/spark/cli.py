@@ -139,6 +139,10 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _files(n: int) -> str:
+    return f"{n:,} .log file{'' if n == 1 else 's'}"
+
+
 def _check_conf(items: Sequence[str]) -> None:
     for item in items:
         if "=" not in item:
@@ -286,7 +290,7 @@ def run_segments(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
     if args.writer == "arrow" and args.format != "parquet":
         raise CliError("--writer arrow writes Parquet only")
     _check_conf(args.conf)
-    progress(f"{summary.files:,} files, {summary.bytes:,} bytes")
+    progress(f"{_files(summary.files)}, {summary.bytes:,} bytes")
     from kproto.spark._read import read_log_segments
 
     spark, summary.startup_seconds = _start_spark(
@@ -382,7 +386,7 @@ def run_internal_topic(args: argparse.Namespace, *, out: TextIO = sys.stdout) ->
         files = topic_segments(args.input, args.topic)
         if not files:
             raise CliError(f"no .log segments of {args.topic} under {args.input}")
-        progress(f"{len(files):,} segments of {args.topic}")
+        progress(f"reading {args.topic} from {_files(len(files))}")
     elif not _has_dataset_files(args.input):
         raise CliError(f"no .log segments or {fmt} files under {args.input}")
     _check_conf(args.conf)
