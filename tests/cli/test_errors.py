@@ -114,9 +114,9 @@ def test_broker_second_node_port_in_use(
         (["--port", "70000"], "argument --port: 70000 is not a port number (0-65535)"),
         (["--port", "-1"], "argument --port: -1 is not a port number (0-65535)"),
         (["--port", "x"], "argument --port: 'x' is not a port number"),
-        (["--partitions", "0"], "argument --partitions: 0 is below 1"),
-        (["--partitions", "-2"], "argument --partitions: -2 is below 1"),
-        (["--nodes", "0"], "argument --nodes: 0 is below 1"),
+        (["--partitions", "0"], "argument --partitions: must be > 0, got 0"),
+        (["--partitions", "-2"], "argument --partitions: must be > 0, got -2"),
+        (["--nodes", "0"], "argument --nodes: must be > 0, got 0"),
     ],
 )
 def test_broker_arguments_validated(

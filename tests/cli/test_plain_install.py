@@ -186,5 +186,5 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     done = kproto("broker", "--partitions", "0", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == (
-        "kproto: error: broker: argument --partitions: 0 is below 1"
+        "kproto: error: broker: argument --partitions: must be > 0, got 0"
     )

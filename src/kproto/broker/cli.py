@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kproto.cli._common import CliError
+from kproto.cli._common import CliError, positive_int
 
 __all__ = ["add_parsers", "run_broker"]
 
@@ -37,16 +37,6 @@ def _port(text: str) -> int:
     return port
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is below 1")
-    return value
-
-
 def add_parsers(sub: Any) -> None:
     """Add the ``broker`` subcommand to the ``kproto`` parser's subparsers."""
     p = sub.add_parser(
@@ -56,7 +46,7 @@ def add_parsers(sub: Any) -> None:
         "prints the bootstrap servers on stdout once listening.",
     )
     p.add_argument(
-        "--nodes", type=_at_least_one, default=1, help="number of nodes (default 1)"
+        "--nodes", type=positive_int, default=1, help="number of nodes (default 1)"
     )
     p.add_argument(
         "--port",
@@ -73,7 +63,7 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument(
         "--partitions",
-        type=_at_least_one,
+        type=positive_int,
         default=1,
         help="partitions of auto-created topics (default 1)",
     )
