@@ -3,7 +3,8 @@
 Runs only when ``KPROTO_PLAIN_PYTHON`` names the interpreter of such an install
 (``make test-plain-install`` builds one in ``.venv-plain`` and sets it): each test
 runs ``python -m kproto ...`` there as a subprocess, with bounded timeouts; the
-inputs are made here, in the test's own environment.
+inputs are made here, in the test's own environment. The broker test also runs the
+network commands (produce with lz4, consume, topics list) from the plain install.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kproto.connection import Connection
 from kproto.framing import encode_request
-from kproto.index import ApiKey
 from kproto.records import Compression, encode_batch
 from kproto.schema.metadata.v12 import MetadataRequest
 from kproto.schema.metadata.v12.request import MetadataRequestTopic
@@ -148,14 +147,33 @@ def test_broker_start_and_stop(tmp_path: Path) -> None:
         bootstrap = proc.stdout.readline().strip()
         host, _, port = bootstrap.partition(":")
         assert host == "127.0.0.1" and port.isdigit(), bootstrap
-        # a real client talks to it: the topic is auto-created
-        with Connection(host, int(port), client_id="smoke", timeout_s=30) as conn:
-            meta = conn.request(
-                ApiKey.METADATA,
-                topics=[{"name": "smoke"}],
-                allow_auto_topic_creation=True,
-            )
-        assert [t.name for t in meta.topics] == ["smoke"]
+        # the network commands, from the same plain install, against it
+        produced = subprocess.run(
+            [PLAIN_PYTHON, "-m", "kproto", "produce", "smoke", "--compression", "lz4"]
+            + ["--bootstrap-server", bootstrap],
+            input="a\nb\n",
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert produced.returncode == 0, produced.stderr
+        consumed = kproto(
+            "consume",
+            "smoke",
+            "--from-beginning",
+            "--max-messages",
+            "2",
+            "--bootstrap-server",
+            bootstrap,
+            cwd=tmp_path,
+        )
+        assert (consumed.returncode, consumed.stdout) == (0, "a\nb\n"), consumed.stderr
+        listed = kproto("topics", "list", "--bootstrap-server", bootstrap, cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        assert "smoke" in listed.stdout.split()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
@@ -164,6 +182,9 @@ def test_broker_start_and_stop(tmp_path: Path) -> None:
             proc.wait(timeout=10)
     assert (data / "smoke-0").is_dir()
     assert "smoke" in (data / "kproto-topics.json").read_text()
+    dumped = kproto("dump-log", str(data / "smoke-0"), cwd=tmp_path)
+    assert dumped.returncode == 0, dumped.stderr
+    assert "compresscodec: lz4" in dumped.stdout
 
 
 def test_spark_prints_how_to_install_it(tmp_path: Path) -> None:
