@@ -56,7 +56,13 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unknown_command_names_kproto(capsys: pytest.CaptureFixture[str]) -> None:
     line = _usage_error(["no-such-command"], capsys)
+    assert line.startswith("kproto: error: argument {dump-log,decode,describe,")
     assert "invalid choice: 'no-such-command'" in line
+    line = _usage_error(["spark"], capsys)
+    assert line == (
+        "kproto: error: spark: the following arguments are required: "
+        "{segments,internal-topic}"
+    )
 
 
 def test_debug_shows_the_traceback(
@@ -231,6 +237,8 @@ def test_decode_missing_and_garbage(
     assert _error(capsys) == (
         f"kproto: error: cannot read {missing}: No such file or directory"
     )
+    assert main(["decode", "--request", str(tmp_path)]) == 2  # a directory
+    assert _error(capsys) == f"kproto: error: cannot read {tmp_path}: Is a directory"
     garbage = tmp_path / "garbage.bin"
     garbage.write_bytes(bytes(range(7, 200, 3)))
     assert main(["decode", "--request", str(garbage)]) == 2

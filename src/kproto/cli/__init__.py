@@ -220,12 +220,15 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def _add_debug(parser: argparse.ArgumentParser, seen: set[int]) -> None:
+def _finish(parser: argparse.ArgumentParser, seen: set[int]) -> None:
     """Let ``--debug`` also follow a subcommand (``kproto broker --debug``); it is
     shown once, in the top-level help. ``SUPPRESS`` keeps a subcommand from resetting
-    the top-level value."""
+    the top-level value. A missing subcommand is named by its choices (``required:
+    {list,describe}``), not by its ``dest``."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
+            if action.metavar is None:
+                action.metavar = "{" + ",".join(action.choices) + "}"
             for child in action.choices.values():
                 if id(child) not in seen:
                     seen.add(id(child))
@@ -235,7 +238,7 @@ def _add_debug(parser: argparse.ArgumentParser, seen: set[int]) -> None:
                         default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS,
                     )
-                    _add_debug(child, seen)
+                    _finish(child, seen)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -343,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_broker_parsers(sub)
     add_spark_parsers(sub)  # always listed; running it checks for the extra
-    _add_debug(parser, set())
+    _finish(parser, set())
     return parser
 
 
