@@ -17,6 +17,8 @@ aborted producers' records.
 
 from __future__ import annotations
 
+import bisect
+
 import attrs
 
 from kproto.records import ControlRecordType, RecordBatch
@@ -46,6 +48,7 @@ class TransactionIndex:
     def __init__(self) -> None:
         self.ongoing: dict[int, int] = {}
         self.aborted: list[AbortedTxn] = []
+        self._last_offsets: list[int] = []  # aborted[i].last_offset, ascending
 
     def on_batch(self, batch: RecordBatch, base_offset: int) -> None:
         """Account for a batch written at ``base_offset`` (append or recovery): a
@@ -66,6 +69,7 @@ class TransactionIndex:
         first = self.ongoing.pop(pid, None)
         if control.type == ControlRecordType.ABORT and first is not None:
             self.aborted.append(AbortedTxn(pid, first, base_offset))
+            self._last_offsets.append(base_offset)
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -75,12 +79,14 @@ class TransactionIndex:
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
         """Aborted transactions that overlap the offsets ``[start, end)``: marker at
         or after ``start`` and first record before ``end`` (Kafka's
-        ``collectAbortedTxns(fetchOffset, upperBoundOffset)``)."""
-        return [
-            a for a in self.aborted if a.last_offset >= start and a.first_offset < end
-        ]
+        ``collectAbortedTxns(fetchOffset, upperBoundOffset)``); markers are in
+        offset order, so the scan starts at the first marker at or after ``start``."""
+        i = bisect.bisect_left(self._last_offsets, start)
+        return [a for a in self.aborted[i:] if a.first_offset < end]
 
     def truncate_before(self, offset: int) -> None:
         """Forget aborted transactions whose marker lies below ``offset`` (the log
         start moved past them)."""
-        self.aborted = [a for a in self.aborted if a.last_offset >= offset]
+        i = bisect.bisect_left(self._last_offsets, offset)
+        del self.aborted[:i]
+        del self._last_offsets[:i]
