@@ -142,3 +142,70 @@ def test_aiokafka_transactions(kafka_cluster: Cluster) -> None:
     offsets = kafka_cluster.groups.fetch_offsets("ak-group", [("akt-in", 0)])
     assert offsets[("akt-in", 0)] is not None
     assert offsets[("akt-in", 0)].offset == 3
+
+
+def test_kafka_python_second_producer_fences_the_first(kafka_cluster: Cluster) -> None:
+    from kafka import KafkaProducer
+    from kafka.errors import ProducerFencedError
+
+    kafka_cluster.create_topic("kpf", 1)
+    first = KafkaProducer(
+        bootstrap_servers=kafka_cluster.bootstrap_servers, transactional_id="same"
+    )
+    first.init_transactions()
+    first.begin_transaction()
+    first.send("kpf", b"zombie")
+    first.flush()
+    second = KafkaProducer(
+        bootstrap_servers=kafka_cluster.bootstrap_servers, transactional_id="same"
+    )
+    second.init_transactions()
+    second.begin_transaction()
+    second.send("kpf", b"new")
+    second.commit_transaction()
+    try:
+        with pytest.raises(ProducerFencedError):
+            first.send("kpf", b"zombie-2")
+            first.commit_transaction()
+    finally:
+        first.close(timeout=2)
+        second.close(timeout=2)
+    assert _markers(kafka_cluster, "kpf", 0) == [
+        ControlRecordType.ABORT,
+        ControlRecordType.COMMIT,
+    ]
+
+
+def test_aiokafka_second_producer_fences_the_first(kafka_cluster: Cluster) -> None:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError
+
+    kafka_cluster.create_topic("akf", 1)
+
+    async def run() -> KafkaError:
+        servers = kafka_cluster.bootstrap_servers
+        first = AIOKafkaProducer(bootstrap_servers=servers, transactional_id="twin")
+        second = AIOKafkaProducer(bootstrap_servers=servers, transactional_id="twin")
+        await first.start()
+        try:
+            await first.begin_transaction()
+            await first.send_and_wait("akf", b"zombie")
+            await second.start()
+            async with second.transaction():
+                await second.send_and_wait("akf", b"new")
+            try:
+                await first.send_and_wait("akf", b"zombie-2")
+                await first.commit_transaction()
+            except KafkaError as exc:
+                return exc
+            raise AssertionError("the fenced producer committed")
+        finally:
+            await first.stop()
+            await second.stop()
+
+    error = asyncio.run(run())
+    assert type(error).__name__ == "ProducerFenced"
+    assert _markers(kafka_cluster, "akf", 0) == [
+        ControlRecordType.ABORT,
+        ControlRecordType.COMMIT,
+    ]
