@@ -213,3 +213,16 @@ def test_transaction_index() -> None:
     # non-transactional batches are not tracked
     feed(encode_batch([(None, b"x")]), 5)
     assert index.ongoing == {}
+
+
+def test_fencing_at_the_last_epoch_does_not_overflow(h: Harness) -> None:
+    _, pid, _ = h.txn.init_producer_id("old", 1000)
+    h.txn.add_partitions("old", pid, 0, [("t", 1)])
+    h.txn.transactions["old"].producer_epoch = 32767
+    h.clock.now += 2000
+    assert h.txn.abort_timed_out() == ["old"]
+    meta = h.txn.transactions["old"]
+    assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 32767)
+    # the next InitProducerId rotates to a new producer id
+    error, new_pid, epoch = h.txn.init_producer_id("old", 1000)
+    assert (error, epoch) == (E.NONE, 0) and new_pid != pid

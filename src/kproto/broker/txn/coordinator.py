@@ -45,6 +45,7 @@ from kproto.serial import DecodeError
 
 from .markers import write_markers
 from .metadata import (
+    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
     TransactionMetadata,
     TransactionState,
@@ -456,7 +457,8 @@ class TransactionCoordinator:
         """Bump the epoch (fencing the producer) and abort the open transaction with
         it (Kafka's ``prepareFenceProducerEpoch`` then ``endTransaction(ABORT)``)."""
         fenced = attrs.evolve(meta, partitions=set(meta.partitions))
-        fenced.producer_epoch = meta.producer_epoch + 1
+        # int16: at the last epoch the abort keeps it (Kafka refuses to overflow)
+        fenced.producer_epoch = min(meta.producer_epoch + 1, MAX_EPOCH)
         fenced.last_producer_epoch = NO_PRODUCER_EPOCH
         return self._end(fenced, committed=False)
 

@@ -14,6 +14,7 @@ import enum
 import attrs
 
 __all__ = [
+    "MAX_EPOCH",
     "NO_PRODUCER_EPOCH",
     "NO_PRODUCER_ID",
     "TransactionMetadata",
@@ -23,8 +24,8 @@ __all__ = [
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-#: int16 max: epochs above ``_MAX_EPOCH - 1`` are exhausted (Kafka's isEpochExhausted).
-_MAX_EPOCH = 32767
+#: int16 max: epochs from ``MAX_EPOCH - 1`` on are exhausted (Kafka's isEpochExhausted).
+MAX_EPOCH = 32767
 
 
 class TransactionState(enum.IntEnum):
@@ -69,7 +70,7 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
 
 def is_epoch_exhausted(producer_epoch: int) -> bool:
     """Kafka's ``TransactionMetadata.isEpochExhausted``: no epoch left to bump to."""
-    return producer_epoch >= _MAX_EPOCH - 1
+    return producer_epoch >= MAX_EPOCH - 1
 
 
 @attrs.define
