@@ -273,6 +273,7 @@ class ClientCore:
         *,
         max_bytes: int,
         max_wait_ms: int,
+        isolation_level: int = 0,
     ) -> Op[FetchResult]:
         """One Fetch of one partition from its leader; see
         :meth:`kproto.client.Client.fetch`."""
@@ -291,7 +292,7 @@ class ClientCore:
                     "max_wait_ms": max_wait_ms,
                     "min_bytes": 1,
                     "max_bytes": max_bytes,
-                    "isolation_level": 0,
+                    "isolation_level": isolation_level,
                     "session_id": 0,
                     "session_epoch": -1,
                     "topics": [
@@ -320,7 +321,11 @@ class ClientCore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def list_offsets(
-        self, topic: str, partitions: Iterable[int] | None, timestamp: int
+        self,
+        topic: str,
+        partitions: Iterable[int] | None,
+        timestamp: int,
+        isolation_level: int = 0,
     ) -> Op[dict[int, ListedOffset]]:
         """ListOffsets to each partition's leader; see
         :meth:`kproto.client.Client.list_offsets`."""
@@ -346,7 +351,7 @@ class ClientCore:
                     ]
                     return {
                         "replica_id": -1,
-                        "isolation_level": 0,
+                        "isolation_level": isolation_level,
                         "topics": [{"name": topic, "partitions": entries}],
                     }
 
