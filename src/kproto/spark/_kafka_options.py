@@ -359,7 +359,7 @@ def topic_partitions(opts: KafkaOptions, client: Client) -> list[tuple[str, int]
             for t in client.core.metadata.topics
             if not t.startswith("__") and regex.fullmatch(t)
         ]
-    out = []
+    out: list[tuple[str, int]] = []
     for name in names:
         info = client.run(client.core.topic(name, fresh=True))
         out.extend((name, p) for p in info.leaders)
@@ -416,12 +416,10 @@ def resolve_offsets(
             )
         if spec.kind == "offsets":
             found = dict(given)
-            for kind, special in (("earliest", EARLIEST), ("latest", LATEST)):
+            for special in (EARLIEST, LATEST):
                 wanted = [tp for tp, off in given.items() if off == special]
                 if wanted:
-                    found.update(
-                        resolve_offsets(OffsetSpec(kind), wanted, client, opts)
-                    )
+                    found.update(_listed(client, wanted, special, iso))
             return found
         found = {}
         for tp, ts in given.items():

@@ -60,7 +60,7 @@ class SinkSettings:
 
 
 @attrs.frozen
-class KafkaCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+class KafkaCommitMessage(WriterCommitMessage):
     """What one task wrote: ``records`` acknowledged."""
 
     records: int
@@ -116,6 +116,29 @@ def _as_bytes(values: list[Any]) -> list[bytes | None]:
     return [v.encode() if isinstance(v, str) else v for v in values]
 
 
+def _column(batch: pa.RecordBatch, name: str) -> list[Any]:
+    """A column's values by case-insensitive name; nulls if absent."""
+    for i, n in enumerate(batch.schema.names):
+        if n.lower() == name:
+            values: list[Any] = batch.column(i).to_pylist()
+            return values
+    return [None] * batch.num_rows
+
+
+def _columns(batch: pa.RecordBatch, settings: SinkSettings) -> tuple[list[Any], ...]:
+    """``keys, values, topics, partitions, headers`` of one Arrow batch."""
+    topics = (
+        [settings.topic] * batch.num_rows if settings.topic else _column(batch, "topic")
+    )
+    return (
+        _as_bytes(_column(batch, "key")),
+        _as_bytes(_column(batch, "value")),
+        topics,
+        _column(batch, "partition"),
+        _column(batch, "headers"),
+    )
+
+
 def write_batches(
     settings: SinkSettings, batches: Iterator[pa.RecordBatch]
 ) -> KafkaCommitMessage:
@@ -153,18 +176,8 @@ def write_batches(
             done += len(records)
 
         for batch in batches:
-            names = {n.lower(): i for i, n in enumerate(batch.schema.names)}
+            keys, values, topics, parts, headers = _columns(batch, settings)
             n = batch.num_rows
-
-            def col(name: str, default: Any = None) -> list[Any]:
-                i = names.get(name)
-                return [default] * n if i is None else batch.column(i).to_pylist()
-
-            values = _as_bytes(col("value"))
-            keys = _as_bytes(col("key"))
-            topics = [settings.topic] * n if settings.topic else col("topic")
-            parts = col("partition")
-            headers = col("headers")
             for i in range(n):
                 topic = topics[i]
                 if topic is None:
