@@ -133,6 +133,7 @@ class AsyncClient:
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 0,
         isolation_level: int = 0,
+        decode: bool = True,
     ) -> FetchResult:
         """As :meth:`kproto.client.Client.fetch`."""
         return await self.run(
@@ -143,6 +144,7 @@ class AsyncClient:
                 max_bytes=max_bytes,
                 max_wait_ms=max_wait_ms,
                 isolation_level=isolation_level,
+                decode=decode,
             )
         )
 

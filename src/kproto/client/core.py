@@ -274,6 +274,7 @@ class ClientCore:
         max_bytes: int,
         max_wait_ms: int,
         isolation_level: int = 0,
+        decode: bool = True,
     ) -> Op[FetchResult]:
         """One Fetch of one partition from its leader; see
         :meth:`kproto.client.Client.fetch`."""
@@ -317,7 +318,7 @@ class ClientCore:
             if self._stale(data.error_code, attempt, topic):
                 continue
             check_code(data.error_code, where, topic=topic, partition=partition)
-            return interpret_fetch(data, offset, max_bytes, where)
+            return interpret_fetch(data, offset, max_bytes, where, decode=decode)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def list_offsets(

@@ -197,6 +197,7 @@ class Client:
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 0,
         isolation_level: int = 0,
+        decode: bool = True,
     ) -> FetchResult:
         """One Fetch of ``topic``/``partition`` from ``offset``.
 
@@ -212,6 +213,9 @@ class Client:
             isolation_level: Fetch's ``isolation_level`` (v4+, KIP-98): 0
                 read_uncommitted, 1 read_committed (the broker stops at the last
                 stable offset). Aborted transactions' records are not filtered here.
+            decode: False: read only the batch headers (``records`` empty,
+                ``next_offset`` and ``raw`` as usual), for callers that decode
+                ``raw`` themselves (e.g. into columns).
 
         Raises:
             BrokerError: OFFSET_OUT_OF_RANGE and other partition errors.
@@ -224,6 +228,7 @@ class Client:
                 max_bytes=max_bytes,
                 max_wait_ms=max_wait_ms,
                 isolation_level=isolation_level,
+                decode=decode,
             )
         )
 

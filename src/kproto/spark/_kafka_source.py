@@ -175,6 +175,7 @@ def read_range(
                 max_bytes=opts.fetch_max_bytes,
                 max_wait_ms=FETCH_WAIT_MS,
                 isolation_level=opts.isolation_level,
+                decode=False,  # decoded below, once, into columns
             )
         except BrokerError as err:
             if err.error_code != ErrorCode.OFFSET_OUT_OF_RANGE:
