@@ -42,6 +42,13 @@ def test_parse_spark_names_any_case() -> None:
     assert opts.isolation_level == 1
 
 
+def test_options_spark_adds_are_ignored() -> None:
+    opts = parse_options(
+        {**BASE, "subscribe": "t", "checkpointLocation": "/x", "path": "/y"}
+    )
+    assert opts.subscribe == ("t",)
+
+
 def test_by_timestamp_wins_over_offsets() -> None:
     opts = parse_options(
         {
@@ -68,6 +75,7 @@ def test_by_timestamp_wins_over_offsets() -> None:
         ({**BASE, "subscribePattern": "("}, "subscribePattern"),
         ({**BASE, "subscribe": "t", "kafka.sasl.mechanism": "PLAIN"}, "no SASL"),
         ({**BASE, "subscribe": "t", "minOffsetsPerTrigger": "5"}, "minoffsets"),
+        ({**BASE, "subscribe": "t", "kafka.max.poll.records": "5"}, "max.poll"),
         ({**BASE, "subscribe": "t", "kafka.isolation.level": "x"}, "read_committed"),
         (
             {**BASE, "subscribe": "t", "kafka.security.protocol": "SSL"},

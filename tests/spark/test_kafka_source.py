@@ -247,3 +247,46 @@ def test_fail_on_data_loss(spark: SparkSession, cluster: Cluster) -> None:
         options={"failOnDataLoss": "false"},
     ).collect()
     assert sorted(r.offset for r in rows) == list(range(12, 20))
+
+
+def test_stream_copy_between_topics(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    # readStream (subscribePattern) -> writeStream back into Kafka, then a batch read.
+    servers = cluster.bootstrap_servers
+    cluster.create_topic("copy-src-a", 1)
+    cluster.create_topic("copy-src-b", 1)
+    produced = [
+        *_produce(servers, "copy-src-a", 1, 7),
+        *_produce(servers, "copy-src-b", 1, 5),
+    ]
+    cluster.create_topic("copy-dst", 1)
+    register(spark)
+    stream = (
+        spark.readStream.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", servers)
+        .option("subscribePattern", "copy-src-.*")
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+        .select("key", "value", "headers")
+    )
+    query = (
+        stream.writeStream.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", servers)
+        .option("topic", "copy-dst")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    back = read_kafka(spark, servers, "copy-dst", include_headers=True).collect()
+    assert sorted(
+        (
+            bytes(r.key),
+            bytes(r.value),
+            tuple((h.key, bytes(h.value)) for h in r.headers),
+        )
+        for r in back
+    ) == sorted((k, v, h) for _, _, k, v, h in produced)

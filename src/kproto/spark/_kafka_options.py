@@ -81,6 +81,10 @@ _KNOWN: Final = {
 }
 
 
+# Spark Kafka source options this source does not implement (refused, not ignored).
+_UNSUPPORTED: Final = {"minoffsetspertrigger", "maxtriggerdelay"}
+
+
 class KafkaOptionError(ValueError):
     """A ``kproto-kafka`` option is missing, unknown or malformed (named)."""
 
@@ -230,11 +234,19 @@ def parse_options(raw: Mapping[str, str], *, sink: bool = False) -> KafkaOptions
 
     Raises:
         KafkaOptionError: a missing bootstrap or subscription, two subscriptions,
-            an unknown option (``kafka.*`` settings kproto does not pass on
-            included), a bad value.
+            a ``kafka.*`` setting kproto does not pass on, a Spark Kafka option
+            kproto does not implement (``minOffsetsPerTrigger``,
+            ``maxTriggerDelay``), a bad value. Other options are ignored, as Spark
+            does.
     """
     options = {k.lower(): v for k, v in raw.items()}
-    unknown = sorted(set(options) - _KNOWN - {"path"})
+    # Spark adds options of its own (checkpointLocation, path...): only kafka.*
+    # settings and Spark Kafka options kproto does not implement are refused.
+    unknown = sorted(
+        k
+        for k in options
+        if k not in _KNOWN and (k.startswith("kafka.") or k in _UNSUPPORTED)
+    )
     if unknown:
         security = [u for u in unknown if u.startswith(("kafka.ssl", "kafka.sasl"))]
         hint = " (kproto.client has no SASL; TLS only as an SSLContext)" * bool(
