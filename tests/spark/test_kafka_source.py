@@ -12,11 +12,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from kproto.broker import Cluster
 from kproto.client import Client, TopicPartition
+from kproto.index import ApiKey
 from kproto.records import Compression
 from kproto.spark import decode_internal_topic, read_kafka, register
+from kproto.spark._kafka_options import OffsetRange, parse_options
+from kproto.spark._kafka_source import DataLossError, kafka_schema, read_range
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -290,3 +294,41 @@ def test_stream_copy_between_topics(
         )
         for r in back
     ) == sorted((k, v, h) for _, _, k, v, h in produced)
+
+
+# --- read_range in this process (no Spark job) -----------------------------------
+
+
+def _read(servers: str, r: OffsetRange, **options: str) -> list[int]:
+    opts = parse_options(
+        {"kafka.bootstrap.servers": servers, "subscribe": r.topic, **options}
+    )
+    schema = to_arrow_schema(kafka_schema(False, False), timezone="UTC")
+    with opts.client() as client:
+        return [
+            o
+            for b in read_range(client, r, opts, schema)
+            for o in b["offset"].to_pylist()
+        ]
+
+
+def test_read_range_passes_isolation_level_and_client_id(cluster: Cluster) -> None:
+    cluster.create_topic("committed", 1)
+    _produce(cluster.bootstrap_servers, "committed", 1, 6)
+    got = _read(
+        cluster.bootstrap_servers,
+        OffsetRange("committed", 0, 2, 5),
+        **{"kafka.isolation.level": "read_committed", "kafka.client.id": "iso-test"},
+    )
+    assert got == [2, 3, 4]
+    fetches = cluster.requests.filter(api_key=ApiKey.FETCH, client_id="iso-test")
+    assert fetches and {f.request.isolation_level for f in fetches} == {1}
+
+
+def test_read_range_past_the_log_end_is_data_loss_not_a_hang(cluster: Cluster) -> None:
+    cluster.create_topic("short", 1)
+    _produce(cluster.bootstrap_servers, "short", 1, 3)
+    r = OffsetRange("short", 0, 0, 10)  # planned before a truncation, say
+    with pytest.raises(DataLossError, match="the log ends at 3"):
+        _read(cluster.bootstrap_servers, r)
+    assert _read(cluster.bootstrap_servers, r, failOnDataLoss="false") == [0, 1, 2]

@@ -8,7 +8,7 @@ murmur2 of the key, sticky for null keys) and ``headers``
 (``array<struct<key:string,value:binary>>``).
 
 Each task opens one :class:`kproto.client.Client` and produces what it is given in
-batches of about ``kafka.batch.size`` bytes (default 1 MiB) per topic partition,
+batches of about ``kafka.batch.size`` bytes (default 512 KiB) per topic partition,
 with the codec of ``kafka.compression.type`` and ``kafka.acks`` (default all). A
 Produce error fails the task, its message naming the topic partition and how many
 records of the task had been acknowledged.
@@ -44,7 +44,8 @@ from kproto.spark._kafka_options import KafkaOptionError, KafkaOptions, parse_op
 
 __all__ = ["KafkaCommitMessage", "KafkaStreamWriter", "KafkaWriter", "write_batches"]
 
-DEFAULT_BATCH_BYTES: Final = 1 << 20
+#: Below Kafka's default ``message.max.bytes`` (1 MiB + 12) with room to spare.
+DEFAULT_BATCH_BYTES: Final = 512 * 1024
 _ACKS: Final = {"all": -1, "-1": -1, "1": 1, "0": 0}
 
 
