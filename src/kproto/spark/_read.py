@@ -11,7 +11,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from kproto.spark._framing import find_segment_files
-from kproto.spark._kafka_source import KAFKA_FORMAT_NAME, KafkaDataSource
 from kproto.spark._segments import (
     DEFAULT_CHUNK_BYTES,
     DEFAULT_SPLIT_BYTES,
@@ -44,6 +43,10 @@ def register(spark: SparkSession) -> None:
     """
     ensure_python_workers(spark)
     spark.dataSource.register(SegmentDataSource)
+    try:  # kproto-kafka needs pyspark >= 4.2 (streaming admission control)
+        from kproto.spark._kafka_source import KafkaDataSource
+    except ImportError:
+        return
     spark.dataSource.register(KafkaDataSource)
 
 
@@ -82,7 +85,10 @@ def read_kafka(
     Raises:
         kproto.spark._kafka_options.KafkaOptionError: a bad option (raised by
             Spark as an analysis error that carries this message).
+        ImportError: pyspark older than 4.2.
     """
+    from kproto.spark._kafka_source import KAFKA_FORMAT_NAME  # pyspark >= 4.2
+
     register(spark)
     names = [topics] if isinstance(topics, str) else list(topics)
     reader = (
