@@ -228,6 +228,17 @@ def test_write_errors_name_the_topic(spark: SparkSession, cluster: Cluster) -> N
             .mode("append")
             .save()
         )
+    # A task's Produce error fails the job with the partition named.
+    cluster.create_topic("two", 2)
+    bad = spark.createDataFrame([(b"v", 7)], "value binary, partition int")
+    with pytest.raises(Exception, match=r"write to two-7 failed after 0 records"):
+        (
+            bad.write.format("kproto-kafka")
+            .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+            .option("topic", "two")
+            .mode("append")
+            .save()
+        )
 
 
 def test_fail_on_data_loss(spark: SparkSession, cluster: Cluster) -> None:

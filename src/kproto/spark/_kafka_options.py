@@ -136,13 +136,15 @@ class KafkaOptions:
     request_timeout_s: float = 30.0
     fetch_max_bytes: int = 8 * 1024 * 1024
 
-    def client(self) -> Client:
-        """A new :class:`Client` with these settings (the caller closes it)."""
+    def client(self, *, producer: bool = False) -> Client:
+        """A new :class:`Client` with these settings (the caller closes it). A
+        ``producer`` client lets Metadata create missing topics where the broker
+        allows it (as the Java producer); a reading one never does."""
         return Client(
             self.bootstrap_servers,
             client_id=self.client_id,
             timeout_s=self.request_timeout_s,
-            allow_auto_topic_creation=False,
+            allow_auto_topic_creation=producer,
         )
 
 

@@ -153,7 +153,7 @@ def write_batches(
     pending: dict[tuple[str, int | None], list[tuple[Any, ...]]] = {}
     sizes: dict[tuple[str, int | None], int] = {}
     done = 0
-    with settings.opts.client() as client:
+    with settings.opts.client(producer=True) as client:
 
         def flush(target: tuple[str, int | None]) -> None:
             nonlocal done
