@@ -24,7 +24,14 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
 from kproto.broker.log import PartitionLog
+from kproto.broker.topic_config import (
+    TOPIC_CONFIG_DEFAULTS,
+    TopicConfigError,
+    validate_topic_configs,
+)
+from kproto.errors import ErrorCode
 
 __all__ = [
     "ClusterState",
@@ -32,22 +39,13 @@ __all__ = [
     "TopicInfo",
     "TopicError",
     "TOPIC_CONFIG_DEFAULTS",
+    "DEFAULT_MAX_PARTITIONS",
 ]
 
 log = logging.getLogger("kproto.broker")
 
-#: Topic configs this broker knows, with Kafka's defaults (``TopicConfig``/``LogConfig``).
-#: Those marked in the README are honoured; the others are stored and described.
-TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
-    "cleanup.policy": "delete",
-    "compression.type": "producer",
-    "max.message.bytes": "1048588",
-    "message.timestamp.type": "CreateTime",
-    "retention.bytes": "-1",
-    "retention.ms": "604800000",
-    "segment.bytes": "1073741824",
-    "min.insync.replicas": "1",
-}
+#: Partitions a cluster holds at most (all topics, internal ones included).
+DEFAULT_MAX_PARTITIONS = 200_000
 
 _TOPICS_FILE = "kproto-topics.json"
 _CHECKPOINT_FILE = "log-start-offset-checkpoint"
@@ -127,6 +125,10 @@ class ClusterState:
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
             ``offsets.topic.num.partitions`` default is 50).
         segment_bytes: default ``segment.bytes`` of new topics' logs.
+        max_partitions: partitions the cluster may hold in all; creating more is
+            answered POLICY_VIOLATION.
+        files: the bounded cache of open segment files (``max_open_files``).
+        pending_topics: names of topics being created (their logs are opening).
     """
 
     def __init__(
@@ -138,8 +140,14 @@ class ClusterState:
         num_partitions: int = 1,
         offsets_partitions: int = 5,
         segment_bytes: int = 16 * 1024 * 1024,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     ) -> None:
         self.data_dir = data_dir
+        self.max_partitions = max_partitions
+        self.files = FileCache(max_open_files)
+        self.pending_topics: set[str] = set()
+        self.pending_partitions = 0
         self.node_ids = list(node_ids)
         self.nodes: dict[int, NodeInfo] = {}
         self.cluster_id = _cluster_id()
@@ -188,6 +196,106 @@ class ClusterState:
 
     # --------------------------------------------------------------- topics
 
+    def segment_size(self, configs: dict[str, str]) -> int:
+        """The segment size in bytes of a topic with explicit ``configs``:
+        ``internal.segment.bytes``, else ``segment.bytes``, else the cluster's
+        (Kafka's ``LogConfig.segmentSize``)."""
+        for name in ("internal.segment.bytes", "segment.bytes"):
+            if name in configs:
+                return int(configs[name].strip())
+        return self.segment_bytes
+
+    def partition_count(self) -> int:
+        """Partitions the cluster holds, those being created included."""
+        return len(self.logs) + self.pending_partitions
+
+    def plan_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        *,
+        configs: dict[str, str] | None = None,
+        internal: bool = False,
+        also_planned: int = 0,
+    ) -> TopicInfo:
+        """Validate a new topic completely, changing nothing; return the topic it
+        would be (leaders round-robin over the nodes). ``also_planned``: partitions
+        of the same request planned before this topic (for the cluster bound).
+
+        Raises:
+            TopicError: bad name (INVALID_TOPIC_EXCEPTION), exists or is being
+                created (TOPIC_ALREADY_EXISTS), partitions < 1 (INVALID_PARTITIONS),
+                a config Kafka refuses (INVALID_CONFIG, naming it), the cluster's
+                ``max_partitions`` exceeded (POLICY_VIOLATION).
+        """
+        validate_topic_name(name)
+        if name in self.topics or name in self.pending_topics:
+            raise TopicError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
+            )
+        count = (
+            self.num_partitions
+            if partitions is None or partitions == -1
+            else partitions
+        )
+        if count < 1:
+            raise TopicError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"number of partitions must be at least 1, got {count}",
+            )
+        self.check_partition_room(count + also_planned)
+        configs = dict(configs or {})
+        check_configs(configs)
+        n = len(self.node_ids)
+        return TopicInfo(
+            name,
+            uuid.uuid4(),
+            [self.node_ids[(self._rr + p) % n] for p in range(count)],
+            configs,
+            internal or name.startswith("__"),
+        )
+
+    def check_partition_room(self, more: int) -> None:
+        """Raise TopicError(POLICY_VIOLATION) unless ``more`` partitions fit under
+        ``max_partitions``."""
+        have = self.partition_count()
+        if have + more > self.max_partitions:
+            raise TopicError(
+                ErrorCode.POLICY_VIOLATION,
+                f"the cluster holds {have} partitions; {more} more would exceed its "
+                f"limit of {self.max_partitions} (Cluster(max_partitions=...))",
+            )
+
+    def begin_topic(self, info: TopicInfo) -> None:
+        """Reserve ``info.name`` while its logs are opened (see :meth:`open_partition`)."""
+        self.pending_topics.add(info.name)
+        self.pending_partitions += info.partitions
+        self._rr = (self._rr + 1) % len(self.node_ids)
+
+    def open_partition(self, info: TopicInfo, partition: int) -> None:
+        """Create the log directory of one partition of a topic being created.
+
+        Raises:
+            OSError: the directory or its files cannot be created.
+        """
+        self._open_log(info, partition)
+
+    def commit_topic(self, info: TopicInfo) -> None:
+        """Publish a topic whose every partition log is open."""
+        self.pending_topics.discard(info.name)
+        self.pending_partitions -= info.partitions
+        self.topics[info.name] = info
+
+    def abort_topic(self, info: TopicInfo) -> None:
+        """Remove whatever a failed creation left: open logs and directories."""
+        self.pending_topics.discard(info.name)
+        self.pending_partitions -= info.partitions
+        for p in range(info.partitions):
+            plog = self.logs.pop((info.name, p), None)
+            if plog is not None:
+                plog.close()
+            shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
+
     def create_topic(
         self,
         name: str,
@@ -196,45 +304,34 @@ class ClusterState:
         configs: dict[str, str] | None = None,
         internal: bool = False,
         validate_only: bool = False,
+        save: bool = True,
     ) -> TopicInfo:
-        """Create a topic with ``partitions`` (default ``num_partitions``) whose
-        leaders go round-robin over the nodes.
+        """Create a topic at once (internal topics, auto-creation, test set-up):
+        :meth:`plan_topic`, then every partition log, all or nothing; saved to
+        ``kproto-topics.json`` unless ``save`` is False (the caller saves once).
+        CreateTopics goes through :func:`kproto.broker.topic_admin.create_topics`
+        instead, which yields between bounded steps.
 
         Raises:
-            TopicError: exists (36), bad name (17), partitions < 1 (37), unknown or
-                invalid config (40).
+            TopicError: as :meth:`plan_topic`; KAFKA_STORAGE_ERROR when a log
+                cannot be created (nothing of the topic is left behind).
         """
-        validate_topic_name(name)
-        if name in self.topics:
-            raise TopicError(36, f"topic {name!r} already exists")
-        count = (
-            self.num_partitions
-            if partitions is None or partitions == -1
-            else partitions
-        )
-        if count < 1:
-            raise TopicError(
-                37, f"number of partitions must be at least 1, got {count}"
-            )
-        configs = dict(configs or {})
-        for key, value in configs.items():
-            check_config(key, value)
-        n = len(self.node_ids)
-        start = self._rr
-        info = TopicInfo(
-            name,
-            uuid.uuid4(),
-            [self.node_ids[(start + p) % n] for p in range(count)],
-            configs,
-            internal or name.startswith("__"),
-        )
+        info = self.plan_topic(name, partitions, configs=configs, internal=internal)
         if validate_only:
             return info
-        self._rr = (self._rr + 1) % n
-        self.topics[name] = info
-        for p in range(count):
-            self._open_log(info, p)
-        self.save_topics()
+        self.begin_topic(info)
+        try:
+            for p in range(info.partitions):
+                self.open_partition(info, p)
+        except OSError as err:
+            self.abort_topic(info)
+            raise TopicError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"could not create the logs of topic {name!r}: {err}",
+            ) from err
+        self.commit_topic(info)
+        if save:
+            self.save_topics()
         return info
 
     def _open_log(
@@ -245,8 +342,9 @@ class ClusterState:
             info.name,
             partition,
             directory,
-            segment_bytes=int(info.configs.get("segment.bytes", self.segment_bytes)),
+            segment_bytes=self.segment_size(info.configs),
             log_start_offset=log_start_offset,
+            files=self.files,
         )
         meta = directory / "partition.metadata"
         if not meta.exists():
@@ -258,33 +356,82 @@ class ClusterState:
         )
         return plog
 
-    def create_partitions(
-        self, name: str, count: int, *, validate_only: bool = False
-    ) -> None:
-        """Grow ``name`` to ``count`` partitions (CreatePartitions).
+    def check_new_partitions(self, name: str, count: int) -> TopicInfo:
+        """Validate growing ``name`` to ``count`` partitions; change nothing.
 
         Raises:
-            TopicError: unknown topic (3), count not above the current one (37).
+            TopicError: unknown topic (UNKNOWN_TOPIC_OR_PARTITION), count not above
+                the current one (INVALID_PARTITIONS), the cluster's
+                ``max_partitions`` exceeded (POLICY_VIOLATION).
         """
         info = self.topics.get(name)
         if info is None:
-            raise TopicError(3, f"unknown topic {name!r}")
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            )
         if count <= info.partitions:
             raise TopicError(
-                37,
+                ErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} has {info.partitions} partitions; {count} does not increase it",
             )
-        if validate_only:
-            return
+        self.check_partition_room(count - info.partitions)
+        return info
+
+    def add_partition(self, info: TopicInfo) -> None:
+        """Open one more partition of ``info`` (its leader round-robin).
+
+        Raises:
+            OSError: the log cannot be created (the partition is not added).
+        """
         n = len(self.node_ids)
         start = (
             self.node_ids.index(info.leaders[0])
             if info.leaders[0] in self.node_ids
             else 0
         )
-        for p in range(info.partitions, count):
-            info.leaders.append(self.node_ids[(start + p) % n])
+        p = info.partitions
+        try:
             self._open_log(info, p)
+        except OSError:
+            plog = self.logs.pop((info.name, p), None)
+            if plog is not None:
+                plog.close()
+            shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
+            raise
+        info.leaders.append(self.node_ids[(start + p) % n])
+
+    def remove_partitions_from(self, info: TopicInfo, count: int) -> None:
+        """Undo :meth:`add_partition` down to ``count`` partitions."""
+        while info.partitions > count:
+            p = info.partitions - 1
+            plog = self.logs.pop((info.name, p), None)
+            if plog is not None:
+                plog.close()
+            shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
+            info.leaders.pop()
+
+    def create_partitions(
+        self, name: str, count: int, *, validate_only: bool = False
+    ) -> None:
+        """Grow ``name`` to ``count`` partitions at once, all or nothing.
+
+        Raises:
+            TopicError: as :meth:`check_new_partitions`; KAFKA_STORAGE_ERROR when a
+                log cannot be created.
+        """
+        info = self.check_new_partitions(name, count)
+        if validate_only:
+            return
+        before = info.partitions
+        try:
+            while info.partitions < count:
+                self.add_partition(info)
+        except OSError as err:
+            self.remove_partitions_from(info, before)
+            raise TopicError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"could not create partitions of {name!r}: {err}",
+            ) from err
         self.save_topics()
 
     def delete_topic(self, name: str) -> TopicInfo:
@@ -316,17 +463,15 @@ class ClusterState:
         info = self.topics.get(name)
         if info is None:
             raise TopicError(3, f"unknown topic {name!r}")
-        for key, value in configs.items():
-            if value is not None:
-                check_config(key, value)
         new = {} if replace else dict(info.configs)
         for key, value in configs.items():
             if value is None:
                 new.pop(key, None)
             else:
                 new[key] = value
+        check_configs(new)
         info.configs = new
-        segment_bytes = int(new.get("segment.bytes", self.segment_bytes))
+        segment_bytes = self.segment_size(new)
         for p in range(info.partitions):
             self.logs[(name, p)].segment_bytes = segment_bytes
         self.save_topics()
@@ -437,28 +582,31 @@ class ClusterState:
         self.save_checkpoint()
         for plog in self.logs.values():
             plog.close()
+        self.files.close_all()
 
 
-def check_config(key: str, value: str) -> None:
-    """Raise TopicError(INVALID_CONFIG 40) for an unknown topic config or a
-    non-numeric value of a numeric one."""
-    if key not in TOPIC_CONFIG_DEFAULTS:
-        raise TopicError(40, f"unknown topic config {key!r}")
-    if TOPIC_CONFIG_DEFAULTS[key].lstrip("-").isdigit():
-        try:
-            int(value)
-        except ValueError:
-            raise TopicError(40, f"config {key}={value!r} is not an integer") from None
-    if key == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
-        raise TopicError(40, f"invalid cleanup.policy {value!r}")
-    if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-        raise TopicError(40, f"invalid message.timestamp.type {value!r}")
+def check_configs(configs: dict[str, str]) -> None:
+    """Raise TopicError(INVALID_CONFIG) for a topic config Kafka refuses
+    (:func:`kproto.broker.topic_config.validate_topic_configs`)."""
+    try:
+        validate_topic_configs(configs)
+    except TopicConfigError as err:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(err)) from None
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file, fsync it and rename it over ``path``:
+    a crash leaves the old or the new file, never a torn one."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _kafka_uuid(value: uuid.UUID) -> str:

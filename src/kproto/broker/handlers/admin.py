@@ -11,51 +11,46 @@ from __future__ import annotations
 
 from typing import Any
 
+from kproto.broker import topic_admin
 from kproto.broker.dispatch import RequestContext, handles, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.broker.state import TopicError
+from kproto.broker.topic_admin import NewTopic
 
 __all__ = ["create_topics", "delete_topics", "create_partitions"]
-
-_INVALID_REPLICATION_FACTOR = 38
-_INVALID_REQUEST = 42
 
 
 @handles(19)
 async def create_topics(ctx: RequestContext, request: Any) -> Any:
-    """Create each topic (``num_partitions`` -1: the cluster default). Replication
-    factor -1 or 1..nodes is accepted and stored as 1 (no replication);
-    manual ``assignments`` are refused with INVALID_REQUEST."""
-    state = ctx.state
-    validate_only = getattr(request, "validate_only", False)
+    """Create each topic (``num_partitions`` -1: the cluster default) through
+    :func:`kproto.broker.topic_admin.create_topics` (bounded, validated first, all
+    or nothing per topic). Replication factor -1 or 1..nodes is accepted and
+    stored as 1 (no replication); manual ``assignments`` are refused with
+    INVALID_REQUEST."""
+    requested = [
+        NewTopic(
+            t.name,
+            t.num_partitions,
+            t.replication_factor,
+            len(t.assignments or ()),
+            {c.name: c.value for c in t.configs if c.value is not None},
+        )
+        for t in request.topics
+    ]
+    outcomes = await topic_admin.create_topics(
+        ctx.state,
+        requested,
+        validate_only=getattr(request, "validate_only", False),
+    )
     results = []
-    for t in request.topics:
-        error, message, info = 0, None, None
-        rf = t.replication_factor
-        if t.assignments:
-            error, message = (
-                _INVALID_REQUEST,
-                "manual replica assignments are not supported",
-            )
-        elif rf != -1 and not 1 <= rf <= len(state.node_ids):
-            error = _INVALID_REPLICATION_FACTOR
-            message = f"replication factor {rf} is not in 1..{len(state.node_ids)}"
-        else:
-            try:
-                info = state.create_topic(
-                    t.name,
-                    t.num_partitions,
-                    configs={c.name: c.value for c in t.configs if c.value is not None},
-                    validate_only=validate_only,
-                )
-            except TopicError as err:
-                error, message = err.error_code, str(err)
+    for outcome in outcomes:
+        info = outcome.info
         results.append(
             {
-                "name": t.name,
+                "name": outcome.name,
                 "topic_id": info.topic_id if info is not None else None,
-                "error_code": error,
-                "error_message": message,
+                "error_code": outcome.error_code,
+                "error_message": outcome.message,
                 "num_partitions": info.partitions if info is not None else -1,
                 "replication_factor": 1 if info is not None else -1,
                 "configs": (
@@ -111,22 +106,16 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
 
 @handles(37)
 async def create_partitions(ctx: RequestContext, request: Any) -> Any:
-    """Grow topics to ``count`` partitions; manual assignments are refused."""
-    state = ctx.state
-    results = []
-    for t in request.topics:
-        error, message = 0, None
-        if t.assignments:
-            error, message = (
-                _INVALID_REQUEST,
-                "manual replica assignments are not supported",
-            )
-        else:
-            try:
-                state.create_partitions(
-                    t.name, t.count, validate_only=request.validate_only
-                )
-            except TopicError as err:
-                error, message = err.error_code, str(err)
-        results.append({"name": t.name, "error_code": error, "error_message": message})
+    """Grow topics to ``count`` partitions through
+    :func:`kproto.broker.topic_admin.create_partitions`; manual assignments are
+    refused."""
+    answers = await topic_admin.create_partitions(
+        ctx.state,
+        [(t.name, t.count, len(t.assignments or ())) for t in request.topics],
+        validate_only=request.validate_only,
+    )
+    results = [
+        {"name": t.name, "error_code": error, "error_message": message}
+        for t, (error, message) in zip(request.topics, answers, strict=True)
+    ]
     return respond(ctx, throttle_time_ms=0, results=results)

@@ -7,6 +7,7 @@ Response.json`` (KIP-700); Kafka's ``KafkaApis.handleTopicMetadataRequest``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kproto.broker.dispatch import HANDLERS, RequestContext, handles, respond
@@ -95,17 +96,24 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
             names.append(name or "")
     allow = getattr(request, "allow_auto_topic_creation", True)
     topics = []
+    created = 0
     for name in names:
         error = 0
         if name not in state.topics:
             if state.auto_create_topics and allow:
                 try:
-                    state.create_topic(name)
+                    state.create_topic(name, save=False)
                 except TopicError as err:
                     error = err.error_code
+                else:
+                    created += 1
+                    if created % 64 == 0:  # bounded steps: let other clients in
+                        await asyncio.sleep(0)
             else:
                 error = 3
         topics.append(topic_metadata(state, name, error))
+    if created:
+        state.save_topics()  # once per request
     return respond(
         ctx,
         throttle_time_ms=0,

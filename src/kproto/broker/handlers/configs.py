@@ -13,6 +13,7 @@ from typing import Any
 
 from kproto.broker.dispatch import RequestContext, handles, respond
 from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState, TopicError
+from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType
 
 __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 
@@ -22,17 +23,6 @@ _INVALID_REQUEST = 42
 _UNKNOWN_TOPIC_OR_PARTITION = 3
 # ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5.
 _DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT = 1, 4, 5
-# ConfigType (KIP-569): STRING 2, INT 3, LONG 5, LIST 7.
-_TYPES = {
-    "cleanup.policy": 7,
-    "compression.type": 2,
-    "max.message.bytes": 3,
-    "message.timestamp.type": 2,
-    "retention.bytes": 5,
-    "retention.ms": 5,
-    "segment.bytes": 3,
-    "min.insync.replicas": 3,
-}
 
 
 def _broker_configs(state: ClusterState) -> dict[str, str]:
@@ -67,6 +57,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                 for name in sorted(defaults):
                     if keys is not None and name not in keys:
                         continue
+                    if TOPIC_CONFIGS[name].internal and name not in info.configs:
+                        continue
                     dynamic = name in info.configs
                     entries.append(
                         {
@@ -77,8 +69,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "config_source": _DYNAMIC_TOPIC if dynamic else _DEFAULT,
                             "is_sensitive": False,
                             "synonyms": [],
-                            "config_type": _TYPES.get(name, 2),
-                            "documentation": None,
+                            "config_type": TOPIC_CONFIGS[name].type,
+                            "documentation": TOPIC_CONFIGS[name].documentation,
                         }
                     )
         elif r.resource_type == _BROKER:
@@ -93,7 +85,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "config_source": _STATIC_BROKER,
                             "is_sensitive": False,
                             "synonyms": [],
-                            "config_type": 2,
+                            "config_type": ConfigType.STRING,
                             "documentation": None,
                         }
                     )
