@@ -166,13 +166,11 @@ class Segment:
                     )
                 written += n
         except OSError:
-            if written:
-                try:
-                    os.truncate(self.path, self.size)
-                except OSError:
-                    log.exception(
-                        "could not truncate %s after a failed write", self.path
-                    )
+            # a failed pwrite may still have written some bytes: cut them off
+            try:
+                os.truncate(self.path, self.size)
+            except OSError:
+                log.exception("could not truncate %s after a failed write", self.path)
             raise
         self.index(base, last, self.size, total, max_ts)
         self.size += total
