@@ -14,9 +14,9 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kproto.broker.dispatch import load_handlers
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.introspect import RequestLog
 from kproto.broker.server import DEFAULT_MAX_FRAME_BYTES, NodeServer
-from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicInfo
 from kproto.records import Record, decode_batches
 

@@ -256,9 +256,9 @@ class PartitionLog:
             topic, partition, directory, segment_bytes=segment_bytes, files=files
         )
         directory.mkdir(parents=True, exist_ok=True)
-        files = sorted(directory.glob("*.log"))
+        paths = sorted(directory.glob("*.log"))
         truncated = False
-        for path in files:
+        for path in paths:
             try:
                 base = int(path.stem)
             except ValueError:
