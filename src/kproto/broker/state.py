@@ -410,30 +410,6 @@ class ClusterState:
             shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
             info.leaders.pop()
 
-    def create_partitions(
-        self, name: str, count: int, *, validate_only: bool = False
-    ) -> None:
-        """Grow ``name`` to ``count`` partitions at once, all or nothing.
-
-        Raises:
-            TopicError: as :meth:`check_new_partitions`; KAFKA_STORAGE_ERROR when a
-                log cannot be created.
-        """
-        info = self.check_new_partitions(name, count)
-        if validate_only:
-            return
-        before = info.partitions
-        try:
-            while info.partitions < count:
-                self.add_partition(info)
-        except OSError as err:
-            self.remove_partitions_from(info, before)
-            raise TopicError(
-                ErrorCode.KAFKA_STORAGE_ERROR,
-                f"could not create partitions of {name!r}: {err}",
-            ) from err
-        self.save_topics()
-
     def delete_topic(self, name: str) -> TopicInfo:
         """Delete ``name`` and its log directories.
 
