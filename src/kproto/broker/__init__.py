@@ -8,14 +8,16 @@ fixtures are in :mod:`kproto.broker.pytest_plugin`.
 from __future__ import annotations
 
 from kproto.broker.cluster import Cluster
+from kproto.broker.errors import BrokerError, TopicError
 from kproto.broker.introspect import RequestLog, RequestRecord
-from kproto.broker.state import ClusterState, NodeInfo, TopicError, TopicInfo
+from kproto.broker.state import ClusterState, NodeInfo, TopicMetadata
 
 __all__ = [
     "Cluster",
     "ClusterState",
     "NodeInfo",
-    "TopicInfo",
+    "TopicMetadata",
+    "BrokerError",
     "TopicError",
     "RequestLog",
     "RequestRecord",

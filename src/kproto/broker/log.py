@@ -31,14 +31,10 @@ from pathlib import Path
 import attrs
 import crc32c
 
+from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
-from kproto.broker.log_validator import (
-    LogPolicy,
-    RecordValidationError,
-    ValidBatch,
-    validate_batches,
-)
-from kproto.broker.producer_state import ProducerSequenceError, ProducerStateManager
+from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
+from kproto.broker.producer_state import ProducerStateManager
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
@@ -78,23 +74,6 @@ def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
     _BASE_OFFSET.pack_into(out, 35, timestamp_ms)
     _UINT32.pack_into(out, 17, crc32c.crc32c(bytes(out[21:])))
     return bytes(out)
-
-
-class LogAppendError(Exception):
-    """An append was refused; ``error_code`` is the Kafka error code to answer with
-    (e.g. CORRUPT_MESSAGE 2, MESSAGE_TOO_LARGE 10, INVALID_RECORD 87,
-    OUT_OF_ORDER_SEQUENCE_NUMBER 45, INVALID_PRODUCER_EPOCH 47, KAFKA_STORAGE_ERROR
-    56) and ``record_errors`` the ``(batch_index, message)`` of bad records."""
-
-    def __init__(
-        self,
-        error_code: int,
-        message: str,
-        record_errors: tuple[tuple[int, str], ...] = (),
-    ) -> None:
-        self.error_code = error_code
-        self.record_errors = record_errors
-        super().__init__(message)
 
 
 @attrs.frozen
@@ -398,25 +377,21 @@ class PartitionLog:
                 OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA_STORAGE_ERROR (the segment
                 file could not be written: nothing of that batch is indexed).
         """
-        try:
-            checked = validate_batches(
-                records,
-                policy
-                or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
-            )
-        except RecordValidationError as err:
-            raise LogAppendError(err.error_code, str(err), err.record_errors) from err
+        # raises RecordValidationError, a LogAppendError with record_errors
+        checked = validate_batches(
+            records,
+            policy
+            or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
+        )
         first = checked[0]
         if first.producer_id >= 0 and not first.is_control:
-            try:
-                duplicate = self.producer_state.check(
-                    first.producer_id,
-                    first.producer_epoch,
-                    first.base_sequence,
-                    first.base_sequence + first.last_offset_delta,
-                )
-            except ProducerSequenceError as err:
-                raise LogAppendError(err.error_code, str(err)) from err
+            # raises ProducerSequenceError, a LogAppendError
+            duplicate = self.producer_state.check(
+                first.producer_id,
+                first.producer_epoch,
+                first.base_sequence,
+                first.base_sequence + first.last_offset_delta,
+            )
             if duplicate is not None:
                 return AppendResult(duplicate, -1, self.log_start_offset)
         first_offset = self.high_watermark
@@ -541,12 +516,13 @@ class PartitionLog:
         segments wholly below it; return the new log start offset.
 
         Raises:
-            LogAppendError: OFFSET_OUT_OF_RANGE (1) when ``offset`` is above the
+            LogAppendError: OFFSET_OUT_OF_RANGE when ``offset`` is above the
                 high watermark.
         """
         if offset > self.high_watermark:
             raise LogAppendError(
-                1, f"offset {offset} is above the high watermark {self.high_watermark}"
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is above the high watermark {self.high_watermark}",
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset

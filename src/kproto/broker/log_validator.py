@@ -29,6 +29,7 @@ from collections.abc import Callable
 import attrs
 import crc32c
 
+from kproto.broker.errors import LogAppendError
 from kproto.errors import ErrorCode
 from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
@@ -52,9 +53,10 @@ _NO_TIMESTAMP = -1
 _LONG_MAX = 2**63 - 1
 
 
-class RecordValidationError(Exception):
+class RecordValidationError(LogAppendError):
     """Batches refused; ``error_code`` is what Kafka answers and ``record_errors``
-    the ``(batch_index, message)`` of each bad record (may be empty)."""
+    the ``(batch_index, message)`` of each bad record (may be empty; Produce v8+
+    answers them)."""
 
     def __init__(
         self,
@@ -62,8 +64,7 @@ class RecordValidationError(Exception):
         message: str,
         record_errors: tuple[tuple[int, str], ...] = (),
     ) -> None:
-        super().__init__(message)
-        self.error_code = error_code
+        super().__init__(error_code, message)
         self.record_errors = record_errors
 
 

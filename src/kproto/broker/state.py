@@ -20,10 +20,10 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from kproto.broker.errors import TopicError
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
 from kproto.broker.log import PartitionLog
 from kproto.broker.topic_config import (
@@ -36,7 +36,7 @@ from kproto.errors import ErrorCode
 __all__ = [
     "ClusterState",
     "NodeInfo",
-    "TopicInfo",
+    "TopicMetadata",
     "TopicError",
     "TOPIC_CONFIG_DEFAULTS",
     "DEFAULT_MAX_PARTITIONS",
@@ -55,16 +55,6 @@ _LEGAL_TOPIC_CHARS = frozenset(
 )
 
 
-class TopicError(Exception):
-    """A topic operation was refused; ``error_code`` is the Kafka error code
-    (TOPIC_ALREADY_EXISTS 36, INVALID_TOPIC_EXCEPTION 17, INVALID_PARTITIONS 37,
-    UNKNOWN_TOPIC_OR_PARTITION 3, INVALID_REPLICATION_FACTOR 38, INVALID_CONFIG 40)."""
-
-    def __init__(self, error_code: int, message: str) -> None:
-        self.error_code = error_code
-        super().__init__(message)
-
-
 @attrs.frozen
 class NodeInfo:
     """One broker node: its id, listener host and port, and rack (``None``)."""
@@ -76,9 +66,12 @@ class NodeInfo:
 
 
 @attrs.define
-class TopicInfo:
-    """One topic: id (a UUID, Metadata v10+), partition count, the node id of each
-    partition's leader, its explicitly set configs, and whether it is internal."""
+class TopicMetadata:
+    """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
+    ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
+    v10+), partition count, the node id of each partition's leader, its explicitly
+    set configs, and whether it is internal. A client's view of a topic is
+    :class:`kproto.client.results.TopicMetadata`, a different thing."""
 
     name: str
     topic_id: uuid.UUID
@@ -108,7 +101,9 @@ def validate_topic_name(name: str) -> None:
         or len(name) > 249
         or not set(name) <= _LEGAL_TOPIC_CHARS
     ):
-        raise TopicError(17, f"invalid topic name {name!r}")
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"invalid topic name {name!r}"
+        )
 
 
 class ClusterState:
@@ -119,7 +114,6 @@ class ClusterState:
         data_dir: the folder holding every partition's log directory.
         cluster_id: a random 22-character id, as Kafka's (base64 UUID).
         controller_id: the node reported as controller (the first).
-        groups: the group coordinator, ``GroupCoordinator(self)``.
         auto_create_topics: Metadata requests create unknown topics.
         num_partitions: partitions of an auto-created topic.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
@@ -156,14 +150,11 @@ class ClusterState:
         self.num_partitions = num_partitions
         self.offsets_partitions = offsets_partitions
         self.segment_bytes = segment_bytes
-        self.topics: dict[str, TopicInfo] = {}
+        self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
         self._appended: asyncio.Event | None = None
         self._rr = 0
-        from kproto.broker.groups import GroupCoordinator
-
-        self.groups: Any = GroupCoordinator(self)
 
     # ------------------------------------------------------------ interface
 
@@ -217,7 +208,7 @@ class ClusterState:
         configs: dict[str, str] | None = None,
         internal: bool = False,
         also_planned: int = 0,
-    ) -> TopicInfo:
+    ) -> TopicMetadata:
         """Validate a new topic completely, changing nothing; return the topic it
         would be (leaders round-robin over the nodes). ``also_planned``: partitions
         of the same request planned before this topic (for the cluster bound).
@@ -247,7 +238,7 @@ class ClusterState:
         configs = dict(configs or {})
         check_configs(configs)
         n = len(self.node_ids)
-        return TopicInfo(
+        return TopicMetadata(
             name,
             uuid.uuid4(),
             [self.node_ids[(self._rr + p) % n] for p in range(count)],
@@ -266,13 +257,13 @@ class ClusterState:
                 f"limit of {self.max_partitions} (Cluster(max_partitions=...))",
             )
 
-    def begin_topic(self, info: TopicInfo) -> None:
+    def begin_topic(self, info: TopicMetadata) -> None:
         """Reserve ``info.name`` while its logs are opened (see :meth:`open_partition`)."""
         self.pending_topics.add(info.name)
         self.pending_partitions += info.partitions
         self._rr = (self._rr + 1) % len(self.node_ids)
 
-    def open_partition(self, info: TopicInfo, partition: int) -> None:
+    def open_partition(self, info: TopicMetadata, partition: int) -> None:
         """Create the log directory of one partition of a topic being created.
 
         Raises:
@@ -280,13 +271,13 @@ class ClusterState:
         """
         self._open_log(info, partition)
 
-    def commit_topic(self, info: TopicInfo) -> None:
+    def commit_topic(self, info: TopicMetadata) -> None:
         """Publish a topic whose every partition log is open."""
         self.pending_topics.discard(info.name)
         self.pending_partitions -= info.partitions
         self.topics[info.name] = info
 
-    def abort_topic(self, info: TopicInfo) -> None:
+    def abort_topic(self, info: TopicMetadata) -> None:
         """Remove whatever a failed creation left: open logs and directories."""
         self.pending_topics.discard(info.name)
         self.pending_partitions -= info.partitions
@@ -305,7 +296,7 @@ class ClusterState:
         internal: bool = False,
         validate_only: bool = False,
         save: bool = True,
-    ) -> TopicInfo:
+    ) -> TopicMetadata:
         """Create a topic at once (internal topics, auto-creation, test set-up):
         :meth:`plan_topic`, then every partition log, all or nothing; saved to
         ``kproto-topics.json`` unless ``save`` is False (the caller saves once).
@@ -335,7 +326,7 @@ class ClusterState:
         return info
 
     def _open_log(
-        self, info: TopicInfo, partition: int, log_start_offset: int = 0
+        self, info: TopicMetadata, partition: int, log_start_offset: int = 0
     ) -> PartitionLog:
         directory = self.data_dir / f"{info.name}-{partition}"
         plog = PartitionLog.open(
@@ -356,7 +347,7 @@ class ClusterState:
         )
         return plog
 
-    def check_new_partitions(self, name: str, count: int) -> TopicInfo:
+    def check_new_partitions(self, name: str, count: int) -> TopicMetadata:
         """Validate growing ``name`` to ``count`` partitions; change nothing.
 
         Raises:
@@ -377,7 +368,7 @@ class ClusterState:
         self.check_partition_room(count - info.partitions)
         return info
 
-    def add_partition(self, info: TopicInfo) -> None:
+    def add_partition(self, info: TopicMetadata) -> None:
         """Open one more partition of ``info`` (its leader round-robin).
 
         Raises:
@@ -400,7 +391,7 @@ class ClusterState:
             raise
         info.leaders.append(self.node_ids[(start + p) % n])
 
-    def remove_partitions_from(self, info: TopicInfo, count: int) -> None:
+    def remove_partitions_from(self, info: TopicMetadata, count: int) -> None:
         """Undo :meth:`add_partition` down to ``count`` partitions."""
         while info.partitions > count:
             p = info.partitions - 1
@@ -410,15 +401,17 @@ class ClusterState:
             shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
             info.leaders.pop()
 
-    def delete_topic(self, name: str) -> TopicInfo:
+    def delete_topic(self, name: str) -> TopicMetadata:
         """Delete ``name`` and its log directories.
 
         Raises:
-            TopicError: unknown topic (3).
+            TopicError: UNKNOWN_TOPIC_OR_PARTITION.
         """
         info = self.topics.pop(name, None)
         if info is None:
-            raise TopicError(3, f"unknown topic {name!r}")
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            )
         for p in range(info.partitions):
             plog = self.logs.pop((name, p), None)
             if plog is not None:
@@ -434,11 +427,13 @@ class ClusterState:
         (AlterConfigs) instead of merging (IncrementalAlterConfigs).
 
         Raises:
-            TopicError: unknown topic (3), bad value (40).
+            TopicError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (bad value).
         """
         info = self.topics.get(name)
         if info is None:
-            raise TopicError(3, f"unknown topic {name!r}")
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            )
         new = {} if replace else dict(info.configs)
         for key, value in configs.items():
             if value is None:
@@ -496,7 +491,7 @@ class ClusterState:
                 n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]
                 for p, n in enumerate(entry["leaders"])
             ]
-            info = TopicInfo(
+            info = TopicMetadata(
                 entry["name"],
                 uuid.UUID(entry["topic_id"]),
                 leaders,

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from kproto.broker.state import ClusterState, TopicError, TopicInfo
+from kproto.broker.errors import TopicError
+from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -64,7 +65,7 @@ class TopicOutcome:
     name: str
     error_code: ErrorCode = ErrorCode.NONE
     message: str | None = None
-    info: TopicInfo | None = None
+    info: TopicMetadata | None = None
 
 
 def _requested_partitions(topic: NewTopic, default: int) -> int:
@@ -174,7 +175,7 @@ async def create_partitions(
         requests
     )
     names = Counter(name for name, _, _ in requests)
-    plans: list[tuple[int, TopicInfo, int]] = []
+    plans: list[tuple[int, TopicMetadata, int]] = []
     new_total = 0
     for i, (name, count, assignments) in enumerate(requests):
         if names[name] > 1:

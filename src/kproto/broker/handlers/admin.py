@@ -12,15 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from kproto.broker import topic_admin
-from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.errors import TopicError
+from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
-from kproto.broker.state import TopicError
 from kproto.broker.topic_admin import NewTopic
+from kproto.errors import ErrorCode
 
 __all__ = ["create_topics", "delete_topics", "create_partitions"]
 
 
-@handles(19)
 async def create_topics(ctx: RequestContext, request: Any) -> Any:
     """Create each topic (``num_partitions`` -1: the cluster default) through
     :func:`kproto.broker.topic_admin.create_topics` (bounded, validated first, all
@@ -72,16 +72,15 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, topics=results)
 
 
-@handles(20)
 async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     """Delete topics named in ``topic_names`` (v0-5) or ``topics`` by name or id
     (v6+), their log directories, and every group's committed offsets for them."""
     state = ctx.state
-    entries: list[tuple[str, int]] = []
+    entries: list[tuple[str, ErrorCode]] = []
     if ctx.api_version >= 6:
         entries = [topic_name(ctx, t) for t in request.topics]
     else:
-        entries = [(name, 0) for name in request.topic_names]
+        entries = [(name, ErrorCode.NONE) for name in request.topic_names]
     results = []
     for name, error in entries:
         message, topic_id = None, None
@@ -92,7 +91,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 error, message = err.error_code, str(err)
             else:
                 # committed offsets of the topic go too (GroupCoordinator.onPartitionsDeleted)
-                await state.groups.on_topic_deleted(name)
+                await ctx.groups.on_topic_deleted(name)
         results.append(
             {
                 "name": name or None,
@@ -104,7 +103,6 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, responses=results)
 
 
-@handles(37)
 async def create_partitions(ctx: RequestContext, request: Any) -> Any:
     """Grow topics to ``count`` partitions through
     :func:`kproto.broker.topic_admin.create_partitions`; manual assignments are

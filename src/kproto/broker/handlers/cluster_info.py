@@ -8,39 +8,52 @@ Response.json`` (KIP-700); Kafka's ``KafkaApis.handleTopicMetadataRequest``.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
-from kproto.broker.dispatch import HANDLERS, RequestContext, handles, respond
-from kproto.broker.state import ClusterState, TopicError
-from kproto.index import api_versions
+from kproto.broker.errors import TopicError
+from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.state import ClusterState
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey, api_versions
 
-__all__ = ["served_api_ranges", "MIN_VERSIONS", "topic_metadata"]
+__all__ = [
+    "served_api_ranges",
+    "MIN_VERSIONS",
+    "api_versions_handler",
+    "metadata",
+    "describe_cluster",
+    "topic_metadata",
+]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
 #: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
-MIN_VERSIONS = {0: 3, 1: 4}
+MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
-def served_api_ranges() -> dict[int, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` for every API with a handler:
-    every version kproto generates, from :data:`MIN_VERSIONS` up."""
+def served_api_ranges(
+    handlers: Mapping[ApiKey, Handler],
+) -> dict[ApiKey, tuple[int, int]]:
+    """``{api_key: (min_version, max_version)}`` for every API in ``handlers``:
+    every version kproto generates, from :data:`MIN_VERSIONS` up (Kafka's
+    ``ApiVersionManager``)."""
     out = {}
-    for api_key in sorted(HANDLERS):
+    for api_key in sorted(handlers):
         versions = api_versions(api_key)
         out[api_key] = (MIN_VERSIONS.get(api_key, versions.start), versions.stop - 1)
     return out
 
 
-@handles(18)
 async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
+    """Every API served and its version range (``ctx.served_apis``)."""
     return respond(
         ctx,
-        error_code=0,
+        error_code=ErrorCode.NONE,
         api_keys=[
             {"api_key": k, "min_version": lo, "max_version": hi}
-            for k, (lo, hi) in served_api_ranges().items()
+            for k, (lo, hi) in ctx.served_apis.items()
         ],
         throttle_time_ms=0,
     )
@@ -54,20 +67,24 @@ def _brokers(state: ClusterState) -> list[dict[str, Any]]:
 
 
 def topic_metadata(
-    state: ClusterState, name: str, error_code: int = 0
+    state: ClusterState, name: str, error_code: ErrorCode = ErrorCode.NONE
 ) -> dict[str, Any]:
     """One MetadataResponseTopic as a mapping (``error_code`` for unknown topics)."""
     info = state.topics.get(name)
     if info is None:
-        return {"error_code": error_code or 3, "name": name, "partitions": []}
+        return {
+            "error_code": error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "name": name,
+            "partitions": [],
+        }
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "name": name,
         "topic_id": info.topic_id,
         "is_internal": info.internal,
         "partitions": [
             {
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "partition_index": p,
                 "leader_id": leader,
                 "leader_epoch": 0,
@@ -80,7 +97,6 @@ def topic_metadata(
     }
 
 
-@handles(3)
 async def metadata(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
     requested = request.topics
@@ -98,7 +114,7 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
     topics = []
     created = 0
     for name in names:
-        error = 0
+        error = ErrorCode.NONE
         if name not in state.topics:
             if state.auto_create_topics and allow:
                 try:
@@ -110,7 +126,7 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
                     if created % 64 == 0:  # bounded steps: let other clients in
                         await asyncio.sleep(0)
             else:
-                error = 3
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         topics.append(topic_metadata(state, name, error))
     if created:
         state.save_topics()  # once per request
@@ -125,13 +141,12 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-@handles(60)
 async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
     return respond(
         ctx,
         throttle_time_ms=0,
-        error_code=0,
+        error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=getattr(request, "endpoint_type", 1),
         cluster_id=state.cluster_id,

@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.errors import LogAppendError
+from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
-from kproto.broker.log import LogAppendError
-from kproto.broker.log_validator import LogPolicy
+from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.errors import ErrorCode
 
 __all__ = ["produce", "init_producer_id"]
 
-_INVALID_REQUIRED_ACKS = 21
-_COORDINATOR_NOT_AVAILABLE = 15
 
-
-@handles(0)
 async def produce(ctx: RequestContext, request: Any) -> Any:
     """Append each partition's batches; with ``acks=0`` answer nothing. ``acks``
     1 and -1 (all) are the same here: there are no followers to wait for."""
@@ -35,7 +32,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
             error, message, record_errors = topic_error, None, []
             base_offset, append_time, start = -1, -1, -1
             if acks not in (0, 1, -1):
-                error = _INVALID_REQUIRED_ACKS
+                error = ErrorCode.INVALID_REQUIRED_ACKS
             elif not error:
                 plog, error = leader_log(ctx, name, pdata.index)
                 if plog is not None:
@@ -53,7 +50,11 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                         error, message = err.error_code, str(err)
                         record_errors = [
                             {"batch_index": i, "batch_index_error_message": m}
-                            for i, m in err.record_errors
+                            for i, m in (
+                                err.record_errors
+                                if isinstance(err, RecordValidationError)
+                                else ()
+                            )
                         ]
                     else:
                         base_offset = result.base_offset
@@ -86,7 +87,6 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, responses=topics, throttle_time_ms=0)
 
 
-@handles(22)
 async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     """A new producer id at epoch 0 for an idempotent producer (Kafka's
     ``ProducerIdManager``); transactional producers get COORDINATOR_NOT_AVAILABLE:
@@ -96,12 +96,16 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=_COORDINATOR_NOT_AVAILABLE,
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
             producer_id=-1,
             producer_epoch=-1,
         )
     producer_id = state.next_producer_id
     state.next_producer_id += 1
     return respond(
-        ctx, throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=0
+        ctx,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        producer_id=producer_id,
+        producer_epoch=0,
     )
