@@ -29,11 +29,14 @@ from collections.abc import Callable
 import attrs
 import crc32c
 
+from kproto._varint import VarintError
 from kproto.broker.errors import LogAppendError
 from kproto.errors import ErrorCode
 from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
 from kproto.records._codecs import decompress
+from kproto.records._native import v2_loops
+from kproto.records._v2_loop import Bad, v2_columns_fast
 
 __all__ = [
     "LogPolicy",
@@ -51,6 +54,7 @@ _CONTROL = 0x20
 _LOG_APPEND_TIME = 0x08
 _NO_TIMESTAMP = -1
 _LONG_MAX = 2**63 - 1
+_NO_KEY = "Compacted topic cannot accept message without key"
 
 
 class RecordValidationError(LogAppendError):
@@ -244,7 +248,9 @@ def _validate_batch(
                 ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}"
             )
         try:
-            buf = decompress(codec, data[start:end], DEFAULT_MAX_DECOMPRESSED_SIZE)
+            buf = bytes(
+                decompress(codec, data[start:end], DEFAULT_MAX_DECOMPRESSED_SIZE)
+            )
         except DecodeError as err:
             raise RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
@@ -255,7 +261,7 @@ def _validate_batch(
         and not is_control
         and (policy.before_max_ms < _LONG_MAX or policy.after_max_ms < _LONG_MAX)
     )
-    errors = _walk_records(
+    errors = _check_records(
         buf, rpos, rend, count, base_timestamp, policy, check_time, is_control
     )
     if errors:
@@ -282,6 +288,67 @@ def _validate_batch(
     )
 
 
+def _check_records(
+    buf: bytes,
+    p: int,
+    rend: int,
+    count: int,
+    base_timestamp: int,
+    policy: LogPolicy,
+    check_time: bool,
+    is_control: bool,
+) -> list[tuple[ErrorCode, int, str]]:
+    """The per-record checks, by the cheapest means at hand: with kproto's C
+    extension, its record loop (it enforces the same layout, and runs ~5x faster
+    than a varint walk in Python; the columns it returns are then compared as
+    whole lists); without it, :func:`_walk_records`, which builds no objects. A
+    batch the C loop rejects is walked again to name what is wrong."""
+    columns_loop = v2_loops()[0]
+    if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
+        return _walk_records(
+            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+        )
+    try:
+        offsets, timestamps, keys, _, _ = columns_loop(
+            buf, p, rend, count, 0, base_timestamp
+        )
+    except (Bad, IndexError, VarintError, UnicodeDecodeError):
+        return _walk_records(
+            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+        )
+    if offsets != list(range(count)):
+        i = next(i for i, delta in enumerate(offsets) if delta != i)
+        raise _invalid(
+            f"record {i} has offset delta {offsets[i]}; offset deltas "
+            "must run 0, 1, 2 ... (this broker does not rewrite batches)"
+        )
+    errors: list[tuple[ErrorCode, int, str]] = []
+    if policy.compacted and not is_control and None in keys:
+        errors.extend(
+            (ErrorCode.INVALID_RECORD, i, _NO_KEY)
+            for i, key in enumerate(keys)
+            if key is None
+        )
+    if check_time and timestamps:
+        low = policy.now_ms - policy.before_max_ms
+        high = policy.now_ms + policy.after_max_ms
+        if min(timestamps) < low or max(timestamps) > high:
+            errors.extend(
+                (ErrorCode.INVALID_TIMESTAMP, i, _bad_time(ts, i, low, high))
+                for i, ts in enumerate(timestamps)
+                if ts != _NO_TIMESTAMP and not low <= ts <= high
+            )
+            errors.sort(key=lambda e: e[1])
+    return errors
+
+
+def _bad_time(ts: int, i: int, low: int, high: int) -> str:
+    return (
+        f"Timestamp {ts} of message with offset {i} is out of range. The timestamp "
+        f"should be within [{low}, {high}]"
+    )
+
+
 def _walk_records(
     buf: bytes,
     p: int,
@@ -293,14 +360,22 @@ def _walk_records(
     is_control: bool,
 ) -> list[tuple[ErrorCode, int, str]]:
     """Walk ``count`` records in ``buf[p:rend]`` (``DefaultRecord`` layout) and
-    return the per-record errors; raise for a malformed body."""
+    return the per-record errors; raise for a malformed body.
+
+    One-byte varints (the common case for lengths and deltas) are read inline.
+    """
     errors: list[tuple[ErrorCode, int, str]] = []
     compacted = policy.compacted and not is_control
     low = policy.now_ms - policy.before_max_ms
     high = policy.now_ms + policy.after_max_ms
+    varint = _varint
     try:
         for i in range(count):
-            length, p = _varint(buf, p)
+            b = buf[p]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                length, p = varint(buf, p)
             body = p
             record_end = p + length
             if length <= 0 or record_end > rend:
@@ -308,39 +383,51 @@ def _walk_records(
                     "Incorrect declared batch size, premature EOF reached "
                     f"(record {i} of length {length})"
                 )
-            p += 1  # attributes
-            ts_delta, p = _varint(buf, p)
-            offset_delta, p = _varint(buf, p)
+            b = buf[p + 1]  # after the attributes byte: the timestamp delta
+            if b < 0x80:
+                ts_delta, p = (b >> 1) ^ -(b & 1), p + 2
+            else:
+                ts_delta, p = varint(buf, p + 1)
+            b = buf[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                offset_delta, p = varint(buf, p)
             if offset_delta != i:
                 raise _invalid(
                     f"record {i} has offset delta {offset_delta}; offset deltas "
                     "must run 0, 1, 2 ... (this broker does not rewrite batches)"
                 )
-            key_length, p = _varint(buf, p)
-            if key_length < -1:
+            b = buf[p]
+            if b < 0x80:
+                key_length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                key_length, p = varint(buf, p)
+            if key_length >= 0:
+                p += key_length
+            elif key_length == -1:
+                if compacted:
+                    errors.append((ErrorCode.INVALID_RECORD, i, _NO_KEY))
+            else:
                 raise _invalid(f"record {i} has key length {key_length}")
-            if key_length == -1 and compacted:
-                errors.append(
-                    (
-                        ErrorCode.INVALID_RECORD,
-                        i,
-                        "Compacted topic cannot accept message without key",
-                    )
-                )
-            p += max(key_length, 0)
-            value_length, p = _varint(buf, p)
-            if value_length < -1:
+            b = buf[p]
+            if b < 0x80:
+                value_length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                value_length, p = varint(buf, p)
+            if value_length >= 0:
+                p += value_length
+            elif value_length != -1:
                 raise _invalid(f"record {i} has value length {value_length}")
-            p += max(value_length, 0)
-            headers, p = _varint(buf, p)
+            headers, p = varint(buf, p)
             if headers < 0:
                 raise _invalid(f"Found invalid number of record headers {headers}")
             for _ in range(headers):
-                key_len, p = _varint(buf, p)
+                key_len, p = varint(buf, p)
                 if key_len < 0:
                     raise _invalid(f"record {i} has a header key of length {key_len}")
                 p += key_len
-                value_len, p = _varint(buf, p)
+                value_len, p = varint(buf, p)
                 if value_len < -1:
                     raise _invalid(f"record {i} has a header of length {value_len}")
                 p += max(value_len, 0)
@@ -353,12 +440,7 @@ def _walk_records(
                 ts = base_timestamp + ts_delta
                 if ts != _NO_TIMESTAMP and not low <= ts <= high:
                     errors.append(
-                        (
-                            ErrorCode.INVALID_TIMESTAMP,
-                            i,
-                            f"Timestamp {ts} of message with offset {i} is out of "
-                            f"range. The timestamp should be within [{low}, {high}]",
-                        )
+                        (ErrorCode.INVALID_TIMESTAMP, i, _bad_time(ts, i, low, high))
                     )
     except IndexError:
         raise _invalid("Incorrect declared batch size, premature EOF reached") from None
