@@ -198,8 +198,34 @@ def test_a_full_disk_is_answered_and_the_broker_keeps_serving(
         assert "No space left" in answer.error_message
         monkeypatch.setattr(os, "pwrite", real)
         assert produce(conn, cluster, "disk", 0).base_offset == 0
+        monkeypatch.setattr(
+            os, "pread", lambda *a: (_ for _ in ()).throw(OSError(5, "EIO"))
+        )
+        fetched = conn.request(
+            ApiKey.FETCH,
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=[
+                {
+                    "topic_id": cluster.state.topics["disk"].topic_id,
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "fetch_offset": 0,
+                            "partition_max_bytes": 1 << 20,
+                        }
+                    ],
+                }
+            ],
+        )
+        assert fetched.responses[0].partitions[0].error_code == (
+            ErrorCode.KAFKA_STORAGE_ERROR
+        )
+        monkeypatch.undo()
+        assert produce(conn, cluster, "disk", 0).base_offset == 1
     with Cluster(nodes=1, data_dir=tmp_path) as cluster:
-        assert cluster.state.logs[("disk", 0)].high_watermark == 1
+        assert cluster.state.logs[("disk", 0)].high_watermark == 2
 
 
 def test_idle_partitions_hold_no_open_files(tmp_path: Path) -> None:
