@@ -151,6 +151,19 @@ def test_ten_thousand_topics_in_one_request_without_starving_others(
     with Cluster(nodes=1, data_dir=tmp_path) as cluster:  # and it reopens
         assert len(cluster.state.topics) >= 10_000
         assert len(cluster.state.files) <= cluster.state.files.max_open
+        saves = 0
+        real_save = cluster.state.save_topics
+        cluster.state.save_topics = counting_save  # type: ignore[method-assign]
+        with connect(cluster, timeout_s=300) as conn:
+            deleted = conn.request(
+                ApiKey.DELETE_TOPICS,
+                topics=[{"name": n} for n in names],
+                timeout_ms=60_000,
+            )
+        assert all(r.error_code == ErrorCode.NONE for r in deleted.responses)
+        assert saves == 1
+    assert not saved_topics(tmp_path) & set(names)
+    assert not topic_dirs(tmp_path, "many")
 
 
 def test_a_topic_whose_logs_fail_leaves_nothing_behind(

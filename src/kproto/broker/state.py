@@ -401,8 +401,9 @@ class ClusterState:
             shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
             info.leaders.pop()
 
-    def delete_topic(self, name: str) -> TopicMetadata:
-        """Delete ``name`` and its log directories.
+    def delete_topic(self, name: str, *, save: bool = True) -> TopicMetadata:
+        """Delete ``name`` and its log directories; ``save=False`` leaves the
+        metadata file to the caller (one save per request).
 
         Raises:
             TopicError: UNKNOWN_TOPIC_OR_PARTITION.
@@ -417,7 +418,8 @@ class ClusterState:
             if plog is not None:
                 plog.close()
                 shutil.rmtree(plog.directory, ignore_errors=True)
-        self.save_topics()
+        if save:
+            self.save_topics()
         return info
 
     def set_configs(

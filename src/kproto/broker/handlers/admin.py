@@ -9,6 +9,7 @@ is no separate controller).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kproto.broker import topic_admin
@@ -82,16 +83,20 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     else:
         entries = [(name, ErrorCode.NONE) for name in request.topic_names]
     results = []
+    deleted = 0
     for name, error in entries:
         message, topic_id = None, None
         if not error:
             try:
-                topic_id = state.delete_topic(name).topic_id
+                topic_id = state.delete_topic(name, save=False).topic_id
             except TopicError as err:
                 error, message = err.error_code, str(err)
             else:
                 # committed offsets of the topic go too (GroupCoordinator.onPartitionsDeleted)
                 await ctx.groups.on_topic_deleted(name)
+                deleted += 1
+                if deleted % 64 == 0:  # bounded steps: let other clients in
+                    await asyncio.sleep(0)
         results.append(
             {
                 "name": name or None,
@@ -100,6 +105,8 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 "error_message": message,
             }
         )
+    if deleted:
+        state.save_topics()  # once per request
     return respond(ctx, throttle_time_ms=0, responses=results)
 
 
