@@ -2,9 +2,13 @@
 
 ::
 
-    kproto dump-log [--format kafka|kproto] [--json] [--fail-on-corrupt] FILE...
+    kproto dump-log [--format kafka|kproto] [--json] [--fail-on-corrupt]
+                    [--offsets-decoder|--transaction-log-decoder|...] PATH...
     kproto decode (--request | --response --api-key K --api-version V) [--records] FILE
     kproto describe NAME [--version V]
+    kproto topics list|describe|create|delete --bootstrap-server HOST:PORT ...
+    kproto groups list|describe --bootstrap-server HOST:PORT ...
+    kproto produce|consume TOPIC --bootstrap-server HOST:PORT ...
     kproto spark ...            (when kproto[spark] is installed)
 
 ``dump-log`` prints every batch and record of Kafka log segment files in
@@ -26,9 +30,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import IO
 
+from kproto.cli import console, groups, topics
 from kproto.cli._common import CliError, read_input
 from kproto.cli.decode import cmd_decode
-from kproto.cli.dump_log import cmd_dump_log
+from kproto.cli.dump_log import add_dump_arguments, cmd_dump_log
 from kproto.index import (
     ApiKey,
     UnknownMessageError,
@@ -137,7 +142,14 @@ def cmd_describe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         info = entity_info(cls)
         flex = _flexible_from(label, latest, versions)
         title = f"{cls.__name__} v{version}"
-        if info.api_key is not None:
+        if label == "data":  # a record, header or data message: no API key
+            kind = (
+                f"{info.message_type} record type {info.api_key}"
+                if info.api_key is not None
+                else f"{info.message_type} message"
+            )
+            title += f" ({kind}, versions {versions.start}-{versions.stop - 1})"
+        elif info.api_key is not None:
             title += f" (api_key {info.api_key})"
         if info.unstable:
             title += (
@@ -173,11 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     dump = sub.add_parser(
         "dump-log",
-        help="print the batches and records of Kafka log segment files",
+        help="print the batches and records of Kafka log segments (files or dirs)",
         description="Decode every batch and record of Kafka .log segment files "
         "(concatenated record batches / legacy message sets).",
     )
-    dump.add_argument("files", nargs="+", metavar="FILE")
+    add_dump_arguments(dump)
     dump.add_argument(
         "--format",
         choices=("kafka", "kproto"),
@@ -251,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     desc.add_argument("--version", type=int, default=None, help="default: the latest")
     desc.set_defaults(func=cmd_describe)
 
+    topics.add_parsers(sub)
+    groups.add_parsers(sub)
+    console.add_parsers(sub)
     from kproto.broker.cli import add_parsers as add_broker_parsers
 
     add_broker_parsers(sub)
