@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kproto.broker import Cluster
+from kproto.broker import Cluster, topic_admin
 from kproto.broker.file_cache import FileCache
 from kproto.broker.topic_admin import MAX_PARTITIONS_PER_REQUEST
 from kproto.connection import Connection
@@ -275,3 +275,39 @@ def test_file_cache_evicts_and_retries_when_out_of_descriptors(
     assert len(cache) <= 4
     cache.close_all()
     assert len(cache) == 0
+
+
+def test_metadata_auto_creation_is_bounded_per_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(topic_admin, "MAX_PARTITIONS_PER_REQUEST", 6)
+    with (
+        Cluster(nodes=1, data_dir=tmp_path, num_partitions=2) as cluster,
+        connect(cluster) as conn,
+    ):
+        names = [f"auto{i}" for i in range(5)]
+        saves = 0
+        real_save = cluster.state.save_topics
+
+        def counting_save() -> None:
+            nonlocal saves
+            saves += 1
+            real_save()
+
+        cluster.state.save_topics = counting_save  # type: ignore[method-assign]
+        answer = conn.request(
+            ApiKey.METADATA,
+            topics=[{"name": n} for n in names],
+            allow_auto_topic_creation=True,
+        )
+        codes = [t.error_code for t in answer.topics]
+        assert (
+            codes == [ErrorCode.NONE] * 3 + [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 2
+        )
+        assert saves == 1
+        again = conn.request(
+            ApiKey.METADATA,
+            topics=[{"name": n} for n in names],
+            allow_auto_topic_creation=True,
+        )
+        assert [t.error_code for t in again.topics] == [ErrorCode.NONE] * 5

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from kproto.broker import topic_admin
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.state import ClusterState
@@ -126,10 +127,14 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
     allow = getattr(request, "allow_auto_topic_creation", True)
     topics = []
     created = 0
+    # auto-creation is bounded per request as CreateTopics is; the rest of the
+    # unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION (the client retries)
+    budget = topic_admin.MAX_PARTITIONS_PER_REQUEST
     for name in names:
         error = ErrorCode.NONE
         if name not in state.topics:
-            if state.auto_create_topics and allow:
+            if state.auto_create_topics and allow and budget >= state.num_partitions:
+                budget -= state.num_partitions
                 try:
                     state.create_topic(name, save=False)
                 except TopicError as err:
