@@ -28,7 +28,6 @@ from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
 from kproto.broker.log import PartitionLog
 from kproto.broker.topic_config import (
     TOPIC_CONFIG_DEFAULTS,
-    TopicConfigError,
     validate_topic_configs,
 )
 from kproto.errors import ErrorCode
@@ -245,7 +244,7 @@ class ClusterState:
             )
         self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
-        check_configs(configs)
+        validate_topic_configs(configs)
         n = len(self.node_ids)
         return TopicMetadata(
             name,
@@ -291,10 +290,7 @@ class ClusterState:
         self.pending_topics.discard(info.name)
         self.pending_partitions -= info.partitions
         for p in range(info.partitions):
-            plog = self.logs.pop((info.name, p), None)
-            if plog is not None:
-                plog.close()
-            shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
+            self._drop_partition(info.name, p)
 
     def create_topic(
         self,
@@ -393,22 +389,22 @@ class ClusterState:
         try:
             self._open_log(info, p)
         except OSError:
-            plog = self.logs.pop((info.name, p), None)
-            if plog is not None:
-                plog.close()
-            shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
+            self._drop_partition(info.name, p)
             raise
         info.leaders.append(self.node_ids[(start + p) % n])
 
     def remove_partitions_from(self, info: TopicMetadata, count: int) -> None:
         """Undo :meth:`add_partition` down to ``count`` partitions."""
         while info.partitions > count:
-            p = info.partitions - 1
-            plog = self.logs.pop((info.name, p), None)
-            if plog is not None:
-                plog.close()
-            shutil.rmtree(self.data_dir / f"{info.name}-{p}", ignore_errors=True)
+            self._drop_partition(info.name, info.partitions - 1)
             info.leaders.pop()
+
+    def _drop_partition(self, topic: str, partition: int) -> None:
+        """Close and remove one partition's log and directory."""
+        plog = self.logs.pop((topic, partition), None)
+        if plog is not None:
+            plog.close()
+        shutil.rmtree(self.data_dir / f"{topic}-{partition}", ignore_errors=True)
 
     def delete_topic(self, name: str, *, save: bool = True) -> TopicMetadata:
         """Delete ``name`` and its log directories; ``save=False`` leaves the
@@ -451,7 +447,7 @@ class ClusterState:
                 new.pop(key, None)
             else:
                 new[key] = value
-        check_configs(new)
+        validate_topic_configs(new)
         info.configs = new
         segment_bytes = self.segment_size(new)
         for p in range(info.partitions):
@@ -576,15 +572,6 @@ class ClusterState:
         for plog in self.logs.values():
             plog.close()
         self.files.close_all()
-
-
-def check_configs(configs: dict[str, str]) -> None:
-    """Raise TopicError(INVALID_CONFIG) for a topic config Kafka refuses
-    (:func:`kproto.broker.topic_config.validate_topic_configs`)."""
-    try:
-        validate_topic_configs(configs)
-    except TopicConfigError as err:
-        raise TopicError(ErrorCode.INVALID_CONFIG, str(err)) from None
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from kproto.broker.errors import TopicError
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -54,12 +55,13 @@ class ConfigType(enum.IntEnum):
     PASSWORD = 9
 
 
-class TopicConfigError(ValueError):
-    """A topic config name or value Kafka would refuse; ``error_code`` is
-    INVALID_CONFIG and the message names the config (Kafka's ``ConfigException``
-    wording: ``Invalid value V for configuration N: reason``)."""
+class TopicConfigError(TopicError):
+    """A topic config name or value Kafka would refuse: a :class:`TopicError` with
+    ``error_code`` INVALID_CONFIG and a message naming the config (Kafka's
+    ``ConfigException`` wording: ``Invalid value V for configuration N: reason``)."""
 
-    error_code = ErrorCode.INVALID_CONFIG
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INVALID_CONFIG, message)
 
 
 Validator = Callable[[object], str | None]
