@@ -56,20 +56,26 @@ class TransactionIndex:
         COMMIT/ABORT marker closes it (an ABORT is indexed)."""
         if not batch.is_transactional or batch.producer_id < 0:
             return
-        pid = batch.producer_id
         if not batch.is_control:
-            self.ongoing.setdefault(pid, base_offset)
+            self.on_data(batch.producer_id, base_offset)
             return
         control = batch.records[0].control if batch.records else None
-        if control is None or control.type not in (
-            ControlRecordType.ABORT,
-            ControlRecordType.COMMIT,
-        ):
+        if control is not None:
+            self.on_marker(batch.producer_id, control.type, base_offset)
+
+    def on_data(self, producer_id: int, base_offset: int) -> None:
+        """A transactional data batch of ``producer_id`` at ``base_offset``."""
+        self.ongoing.setdefault(producer_id, base_offset)
+
+    def on_marker(self, producer_id: int, control_type: int, offset: int) -> None:
+        """A control record of ``producer_id`` at ``offset``: COMMIT or ABORT ends
+        its transaction (an ABORT is indexed); other control types are ignored."""
+        if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return
-        first = self.ongoing.pop(pid, None)
-        if control.type == ControlRecordType.ABORT and first is not None:
-            self.aborted.append(AbortedTxn(pid, first, base_offset))
-            self._last_offsets.append(base_offset)
+        first = self.ongoing.pop(producer_id, None)
+        if control_type == ControlRecordType.ABORT and first is not None:
+            self.aborted.append(AbortedTxn(producer_id, first, offset))
+            self._last_offsets.append(offset)
 
     @property
     def first_unstable_offset(self) -> int | None:

@@ -55,13 +55,16 @@ def _read_all(
                     # KIP-74: the first batch of the first non-empty partition is
                     # returned whole even above the limits, so a fetch always
                     # makes progress.
-                    records = plog.read(
-                        p.fetch_offset,
-                        min(p.partition_max_bytes, max(remaining, 0)),
-                        min_one=total == 0,
-                        max_offset=lso if committed else None,
-                    )
-                    if committed:
+                    try:
+                        records = plog.read(
+                            p.fetch_offset,
+                            min(p.partition_max_bytes, max(remaining, 0)),
+                            min_one=total == 0,
+                            max_offset=lso if committed else None,
+                        )
+                    except OSError:  # EMFILE, EIO: this partition only
+                        error = ErrorCode.KAFKA_STORAGE_ERROR
+                    if committed and not error:
                         aborted = _aborted(plog, p.fetch_offset, records, lso)
                     total += len(records)
                     remaining -= len(records)

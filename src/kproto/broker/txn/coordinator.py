@@ -43,7 +43,7 @@ from kproto.errors import ErrorCode
 from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
-from .markers import write_markers
+from .markers import COORDINATOR, write_markers
 from .metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -537,7 +537,9 @@ class TransactionCoordinator:
             return False
         key, value = transaction_record(meta.transactional_id, meta)
         try:
-            plog.append_batches(encode_batch([(key, value, (), self.state.now_ms())]))
+            plog.append_batches(
+                encode_batch([(key, value, (), self.state.now_ms())]), COORDINATOR
+            )
         except OSError as exc:
             log.error(
                 "transaction %s: cannot append its state: %s",

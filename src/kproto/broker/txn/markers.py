@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from kproto.broker.errors import LogAppendError
 from kproto.broker.groups import OFFSETS_TOPIC, GroupCoordinator
+from kproto.broker.log_validator import LogPolicy
 from kproto.broker.state import ClusterState
 from kproto.records import ControlRecordType, encode_control_batch
 
@@ -25,6 +26,9 @@ __all__ = ["write_markers"]
 
 log = logging.getLogger("kproto.broker.txn")
 
+#: Appends of the coordinator itself (Kafka's ``AppendOrigin.COORDINATOR``: control
+#: batches allowed, no client checks).
+COORDINATOR = LogPolicy(client=False)
 #: The partition leader epoch stamped on markers (Metadata reports leader epoch 0).
 LEADER_EPOCH = 0
 
@@ -59,7 +63,7 @@ def write_markers(
             partition_leader_epoch=LEADER_EPOCH,
         )
         try:
-            plog.append_batches(batch)
+            plog.append_batches(batch, COORDINATOR)
         except (LogAppendError, OSError) as exc:
             log.error("marker for %s-%d not written: %s", topic, partition, exc)
             continue
