@@ -35,7 +35,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
 from kproto.broker.producer_state import ProducerStateManager
-from kproto.broker.txn_index import AbortedTxn, TransactionIndex
+from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
@@ -55,8 +55,6 @@ _LOG_OVERHEAD = 12
 _BASE_OFFSET = struct.Struct(">q")
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
-#: attributes bit 4: the batch belongs to a transaction (KIP-98).
-_TRANSACTIONAL = 0x10
 
 
 def segment_file_name(base_offset: int) -> str:
@@ -301,9 +299,11 @@ class PartitionLog:
             batch.base_offset, last, batch.position, size, batch.max_timestamp
         )
         self._track(batch, batch.base_offset)
+        self.txn_index.on_batch(batch, batch.base_offset)
 
-    def _track(self, batch: RecordBatch, base: int) -> None:
-        """Producer and transaction state of a batch written at ``base``."""
+    def _track(self, batch: RecordBatch | ValidBatch, base: int) -> None:
+        """Producer state of a batch written at ``base`` (recovered or appended):
+        a marker's epoch, an idempotent batch's sequences."""
         if batch.producer_id < 0:
             return
         if batch.is_control:
@@ -316,7 +316,6 @@ class PartitionLog:
                 batch.base_sequence + batch.last_offset_delta,
                 base,
             )
-        self.txn_index.on_batch(batch, base)
 
     # ------------------------------------------------------------------ facts
 
@@ -332,10 +331,6 @@ class PartitionLog:
         first = self.txn_index.first_unstable_offset
         hwm = self.high_watermark
         return hwm if first is None else min(first, hwm)
-
-    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping offsets ``[start, end)``."""
-        return self.txn_index.aborted_between(start, end)
 
     @property
     def size_bytes(self) -> int:
@@ -459,29 +454,8 @@ class PartitionLog:
             max_ts = log_append_time_ms
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
-        self._track_appended(raw, batch, base)
-
-    def _track_appended(self, raw: bytes, batch: ValidBatch, base: int) -> None:
-        """Producer and transaction state of a batch just written at ``base``
-        (``raw``: its bytes as stored)."""
-        if batch.producer_id < 0:
-            return
-        if batch.is_control:  # a transaction marker: rare, decoded whole
-            self.producer_state.update_epoch(batch.producer_id, batch.producer_epoch)
-            for decoded in decode_batches(raw):
-                self.txn_index.on_batch(decoded, base)
-            return
-        if batch.base_sequence >= 0:
-            self.producer_state.update(
-                batch.producer_id,
-                batch.producer_epoch,
-                batch.base_sequence,
-                batch.base_sequence + batch.last_offset_delta,
-                base,
-            )
-        (attributes,) = _INT16.unpack_from(raw, 21)
-        if attributes & _TRANSACTIONAL:
-            self.txn_index.on_data(batch.producer_id, base)
+        self._track(batch, base)
+        self.txn_index.on_stored(raw, base)
 
     def _roll(self, base: int) -> Segment:
         segment = Segment(self.directory / segment_file_name(base), base, self.files)

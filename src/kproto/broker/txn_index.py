@@ -18,12 +18,19 @@ aborted producers' records.
 from __future__ import annotations
 
 import bisect
+import struct
 
 import attrs
 
-from kproto.records import ControlRecordType, RecordBatch
+from kproto.records import ControlRecordType, RecordBatch, decode_batches
 
 __all__ = ["AbortedTxn", "TransactionIndex"]
+
+#: DefaultRecordBatch: attributes (int16) at byte 21, producer id (int64) at 43;
+#: attribute bits 4 (transactional) and 5 (control).
+_ATTRIBUTES = struct.Struct(">h")
+_PRODUCER_ID = struct.Struct(">q")
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20
 
 
 @attrs.frozen
@@ -62,6 +69,18 @@ class TransactionIndex:
         control = batch.records[0].control if batch.records else None
         if control is not None:
             self.on_marker(batch.producer_id, control.type, base_offset)
+
+    def on_stored(self, batch: bytes, base_offset: int) -> None:
+        """As :meth:`on_batch`, from a stored magic 2 batch's bytes: the header
+        says whether it is transactional; only a marker (rare) is decoded."""
+        (attributes,) = _ATTRIBUTES.unpack_from(batch, 21)
+        if not attributes & _TRANSACTIONAL:
+            return
+        if attributes & _CONTROL:
+            for decoded in decode_batches(batch):
+                self.on_batch(decoded, base_offset)
+        else:
+            self.on_data(_PRODUCER_ID.unpack_from(batch, 43)[0], base_offset)
 
     def on_data(self, producer_id: int, base_offset: int) -> None:
         """A transactional data batch of ``producer_id`` at ``base_offset``."""

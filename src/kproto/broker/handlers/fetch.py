@@ -109,7 +109,7 @@ def _aborted(
         (delta,) = _INT32.unpack_from(records, position + 23)
         end = base + delta + 1
         position += 12 + length
-    found = plog.aborted_transactions(fetch_offset, end)
+    found = plog.txn_index.aborted_between(fetch_offset, end)
     if not found:
         return None
     return [
