@@ -306,15 +306,21 @@ class PartitionLog:
         a marker's epoch, an idempotent batch's sequences."""
         if batch.producer_id < 0:
             return
-        if batch.is_control:
-            self.producer_state.update_epoch(batch.producer_id, batch.producer_epoch)
-        elif batch.base_sequence >= 0:
+        if isinstance(batch, RecordBatch) and batch.is_control:
+            control = batch.records[0].control if batch.records else None
+            self.producer_state.update_epoch(
+                batch.producer_id,
+                batch.producer_epoch,
+                -1 if control is None else control.coordinator_epoch,
+            )
+        elif batch.base_sequence >= 0 and not batch.is_control:
             self.producer_state.update(
                 batch.producer_id,
                 batch.producer_epoch,
                 batch.base_sequence,
                 batch.base_sequence + batch.last_offset_delta,
                 base,
+                batch.max_timestamp,
             )
 
     # ------------------------------------------------------------------ facts
@@ -454,8 +460,13 @@ class PartitionLog:
             max_ts = log_append_time_ms
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
-        self._track(batch, base)
-        self.txn_index.on_stored(raw, base)
+        if batch.is_control:  # a transaction marker (rare): decoded whole
+            for decoded in decode_batches(raw):
+                self._track(decoded, base)
+                self.txn_index.on_batch(decoded, base)
+        else:
+            self._track(batch, base)
+            self.txn_index.on_stored(raw, base)
 
     def _roll(self, base: int) -> Segment:
         segment = Segment(self.directory / segment_file_name(base), base, self.files)

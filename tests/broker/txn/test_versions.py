@@ -595,7 +595,19 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
     assert len(mine_p) == 1
     assert (mine_p[0].producer_epoch, mine_p[0].last_sequence) == (epoch, 0)
     assert mine_p[0].current_txn_start_offset >= 0
+    assert mine_p[0].last_timestamp > 0 and mine_p[0].coordinator_epoch == -1
     assert end(cluster, txn_id, pid, epoch, True) == E.NONE
+    r = call(
+        cluster,
+        leader,
+        ApiKey.DESCRIBE_PRODUCERS,
+        0,
+        topics=[{"name": TOPIC, "partition_indexes": [0]}],
+    )
+    after = [
+        a for a in r.topics[0].partitions[0].active_producers if a.producer_id == pid
+    ]
+    assert (after[0].coordinator_epoch, after[0].current_txn_start_offset) == (0, -1)
     r = call(cluster, node, ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=[txn_id])
     assert (
         r.transaction_states[0].transaction_state,

@@ -356,8 +356,9 @@ async def list_transactions(ctx: RequestContext, request: Any) -> Any:
 
 async def describe_producers(ctx: RequestContext, request: Any) -> Any:
     """DescribeProducers (KIP-664): the producers a partition's leader knows, with
-    their epoch, last sequence and the first offset of their open transaction
-    (-1: none). ``last_timestamp`` is not tracked (-1)."""
+    their epoch, last sequence, last batch's max timestamp (ms), the coordinator
+    epoch of their last marker and the first offset of their open transaction
+    (-1: none)."""
     topics = []
     for t in request.topics:
         partitions = []
@@ -372,8 +373,8 @@ async def describe_producers(ctx: RequestContext, request: Any) -> Any:
                             "producer_id": pid,
                             "producer_epoch": entry.producer_epoch,
                             "last_sequence": entry.last_sequence,
-                            "last_timestamp": -1,
-                            "coordinator_epoch": -1,
+                            "last_timestamp": entry.last_timestamp,
+                            "coordinator_epoch": entry.coordinator_epoch,
                             "current_txn_start_offset": ongoing.get(pid, -1),
                         }
                     )
