@@ -62,6 +62,12 @@ class Cluster:
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        consumer_session_timeout_ms: KIP-848 consumer group session timeout (ms;
+            Kafka's ``group.consumer.session.timeout.ms``, 45 s).
+        consumer_heartbeat_interval_ms: the ``heartbeat_interval_ms`` given to
+            KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
+        consumer_assignors: KIP-848 server assignors, the first the default
+            (Kafka's ``group.consumer.assignors``, ``uniform,range``).
 
     Raises:
         ValueError: ``nodes`` < 1.
@@ -81,6 +87,9 @@ class Cluster:
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
+        consumer_session_timeout_ms: int = 45_000,
+        consumer_heartbeat_interval_ms: int = 5_000,
+        consumer_assignors: tuple[str, ...] = ("uniform", "range"),
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -100,7 +109,12 @@ class Cluster:
             segment_bytes=segment_bytes,
         )
         #: The group coordinator (consumer groups and committed offsets).
-        self.groups = GroupCoordinator(self.state)
+        self.groups = GroupCoordinator(
+            self.state,
+            consumer_session_timeout_ms=consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
+            consumer_assignors=consumer_assignors,
+        )
         self.servers = [
             NodeServer(
                 self.state,

@@ -1,21 +1,22 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-=================  ==========================================================
-module             APIs
-=================  ==========================================================
-``cluster_info``   ApiVersions, Metadata, DescribeCluster
-``produce``        Produce, InitProducerId
-``fetch``          Fetch, ListOffsets, DeleteRecords
-``admin``          CreateTopics, DeleteTopics, CreatePartitions
-``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-``groups``         FindCoordinator and the classic consumer group APIs (the
-                   coordinator's state machine is :mod:`kproto.broker.groups`)
-``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
-                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
-                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
-                   transaction refusals of FindCoordinator and InitProducerId
-=================  ==========================================================
+==================  =========================================================
+module              APIs
+==================  =========================================================
+``cluster_info``    ApiVersions, Metadata, DescribeCluster
+``produce``         Produce, InitProducerId
+``fetch``           Fetch, ListOffsets, DeleteRecords
+``admin``           CreateTopics, DeleteTopics, CreatePartitions
+``configs``         DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+``groups``          FindCoordinator and the classic consumer group APIs (the
+                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``consumer_groups`` ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
+``unsupported``     what the broker lacks, refused as Kafka refuses a disabled
+                    feature: ShareGroupHeartbeat (KIP-932); its
+                    :data:`~.unsupported.REFUSALS` also names the transaction
+                    refusals of FindCoordinator and InitProducerId
+==================  =========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
@@ -33,6 +34,7 @@ from kproto.broker.handlers import (
     admin,
     cluster_info,
     configs,
+    consumer_groups,
     fetch,
     groups,
     produce,
@@ -71,7 +73,8 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )
