@@ -366,8 +366,9 @@ def _fetch_group(
 
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
-    every committed partition; v8+ batches ``groups``; v10 names topics by id.
-    Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
+    every committed partition; v8+ batches ``groups``; v9+ checks a KIP-848
+    member's ``member_epoch`` (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); v10 names
+    topics by id. Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
     there are no transactional offset commits here."""
     by_id = ctx.api_version >= 10
     if ctx.api_version >= 8:
@@ -375,6 +376,15 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
             {"group_id": g.group_id, **_fetch_group(ctx, g.group_id, g.topics, by_id)}
             for g in request.groups
         ]
+        for asked, answer in zip(request.groups, groups, strict=True):
+            # v9+: a KIP-848 member's fetch is checked against its member epoch
+            error = ctx.groups.consumer.validate_fetch(
+                asked.group_id,
+                getattr(asked, "member_id", None),
+                getattr(asked, "member_epoch", -1),
+            )
+            if error != E.NONE and answer["error_code"] == E.NONE:
+                answer.update(topics=[], error_code=error)
         return respond(ctx, throttle_time_ms=0, groups=groups)
     answer = _fetch_group(ctx, request.group_id, request.topics, False)
     return respond(ctx, throttle_time_ms=0, **answer)
