@@ -77,8 +77,14 @@ class Members:
     def assignments(self) -> list[set[tuple[str, int]]]:
         return [{(tp.topic, tp.partition) for tp in c.assignment()} for _, c in self.live()]
 
-    def converged(self, wanted: set[tuple[str, int]]) -> bool:
+    def converged(
+        self, wanted: set[tuple[str, int]], sizes: list[int] | None = None
+    ) -> bool:
+        """Each wanted partition owned by exactly one member (and the members'
+        partition counts, sorted, are ``sizes``: the balanced end state)."""
         owned = self.assignments()
+        if sizes is not None and sorted(map(len, owned)) != sizes:
+            return False
         return all(owned) and sum(map(len, owned)) == len(wanted) and (
             set().union(*owned) == wanted
         )
@@ -100,20 +106,17 @@ def test_members_share_partitions_as_they_join_and_leave() -> None:
                 members.add(consumer(cluster, "sharers", ["shared"]))
             produce(cluster, "shared", batches[0], partitions)
             members.poll_until(lambda: len(members.total()) >= 60)
-            members.poll_until(lambda: members.converged(wanted))
-            assert [len(a) for a in members.assignments()] == [3, 3]
+            members.poll_until(lambda: members.converged(wanted, [3, 3]))
             assert all(members.got)  # both members consumed
             # a third member joins: partitions move to it
             members.add(consumer(cluster, "sharers", ["shared"]))
-            members.poll_until(lambda: members.converged(wanted))
-            assert [len(a) for a in members.assignments()] == [2, 2, 2]
+            members.poll_until(lambda: members.converged(wanted, [2, 2, 2]))
             produce(cluster, "shared", batches[1], partitions)
             members.poll_until(lambda: len(members.total()) >= 120)
             assert members.got[2]
             # one leaves: its partitions go to the other two
             members.close(0)
-            members.poll_until(lambda: members.converged(wanted))
-            assert sorted(len(a) for a in members.assignments()) == [3, 3]
+            members.poll_until(lambda: members.converged(wanted, [3, 3]))
             produce(cluster, "shared", batches[2], partitions)
             members.poll_until(lambda: len(members.total()) >= 180)
             time.sleep(0.5)
