@@ -75,7 +75,9 @@ class Members:
         return [v for values in self.got for v in values]
 
     def assignments(self) -> list[set[tuple[str, int]]]:
-        return [{(tp.topic, tp.partition) for tp in c.assignment()} for _, c in self.live()]
+        return [
+            {(tp.topic, tp.partition) for tp in c.assignment()} for _, c in self.live()
+        ]
 
     def converged(
         self, wanted: set[tuple[str, int]], sizes: list[int] | None = None
@@ -85,8 +87,10 @@ class Members:
         owned = self.assignments()
         if sizes is not None and sorted(map(len, owned)) != sizes:
             return False
-        return all(owned) and sum(map(len, owned)) == len(wanted) and (
-            set().union(*owned) == wanted
+        return (
+            all(owned)
+            and sum(map(len, owned)) == len(wanted)
+            and (set().union(*owned) == wanted)
         )
 
     def close_all(self) -> None:

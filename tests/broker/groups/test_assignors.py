@@ -111,9 +111,7 @@ def test_every_subscribed_partition_has_exactly_one_subscribed_owner(
             for p in ps:
                 assert (topic, p) not in owners
                 owners[(topic, p)] = m
-    wanted = {
-        (t, p) for s in subs for t in s for p in range(partitions[t])
-    }
+    wanted = {(t, p) for s in subs for t in s for p in range(partitions[t])}
     assert set(owners) == wanted
     if assignor == "uniform" and len({frozenset(s) for s in subs}) == 1:
         assert max(counts(result).values()) - min(counts(result).values()) <= 1

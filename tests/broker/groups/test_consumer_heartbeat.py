@@ -29,7 +29,9 @@ CAPS = {ApiKey.JOIN_GROUP: 3, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     with Cluster(
-        nodes=1, consumer_heartbeat_interval_ms=100, consumer_session_timeout_ms=SESSION_MS
+        nodes=1,
+        consumer_heartbeat_interval_ms=100,
+        consumer_session_timeout_ms=SESSION_MS,
     ) as c:
         yield c
 
@@ -85,7 +87,10 @@ def test_revocation_before_assignment(conn: Connection, fresh: Any) -> None:
     a = join(conn, group, "m1", subscribed_topic_names=[topic])
     assert (a.error_code, a.member_epoch, parts(a)) == (0, 1, {0, 1, 2, 3})
     assert a.heartbeat_interval_ms == 100
-    assert hb(conn, group, "m1", 1, topic_partitions=owned(tid, 0, 1, 2, 3)).error_code == 0
+    assert (
+        hb(conn, group, "m1", 1, topic_partitions=owned(tid, 0, 1, 2, 3)).error_code
+        == 0
+    )
     b = join(conn, group, "m2", subscribed_topic_names=[topic])
     # m2 is at the new epoch but gets nothing m1 still holds
     assert (b.error_code, b.member_epoch, parts(b)) == (0, 2, set())
@@ -108,7 +113,10 @@ def test_revocation_before_assignment(conn: Connection, fresh: Any) -> None:
     ).groups
     assert described.group_state == "Stable"
     assert described.assignor_name == "uniform"
-    assert {m.member_id: m.member_epoch for m in described.members} == {"m1": 2, "m2": 2}
+    assert {m.member_id: m.member_epoch for m in described.members} == {
+        "m1": 2,
+        "m2": 2,
+    }
     for m in described.members:
         (tp,) = m.assignment.topic_partitions
         assert tp.topic_name == topic
@@ -127,10 +135,14 @@ def test_fencing_and_validation(conn: Connection, fresh: Any) -> None:
     assert hb(conn, "no-such-group", "m1", 1).error_code == E.GROUP_ID_NOT_FOUND
     bad_regex = join(conn, group, "m2", subscribed_topic_regex="(unclosed")
     assert bad_regex.error_code == E.INVALID_REGULAR_EXPRESSION
-    assignor = join(conn, group, "m2", subscribed_topic_names=[topic], server_assignor="x")
+    assignor = join(
+        conn, group, "m2", subscribed_topic_names=[topic], server_assignor="x"
+    )
     assert assignor.error_code == E.UNSUPPORTED_ASSIGNOR
     assert "uniform" in assignor.error_message
-    no_timeout = hb(conn, group, "m2", 0, topic_partitions=[], subscribed_topic_names=[])
+    no_timeout = hb(
+        conn, group, "m2", 0, topic_partitions=[], subscribed_topic_names=[]
+    )
     assert no_timeout.error_code == E.INVALID_REQUEST
     assert hb(conn, "", "m1", 1).error_code == E.INVALID_REQUEST
     # a rejoin with epoch 0 after fencing is accepted
@@ -145,7 +157,9 @@ def test_range_assignor_chosen_by_members(conn: Connection, fresh: Any) -> None:
     b = hb(conn, group, "b", 1, topic_partitions=owned(tid, *parts(b)))
     a = hb(conn, group, "a", 2, topic_partitions=[])
     assert (parts(a), parts(b)) == ({0, 1, 2}, {3, 4})
-    (described,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]).groups
+    (described,) = conn.request(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]
+    ).groups
     assert described.assignor_name == "range"
 
 
@@ -194,7 +208,9 @@ def test_offsets_check_member_epochs(conn: Connection, fresh: Any) -> None:
         assert (g.error_code, g.topics[0].partitions[0].committed_offset) == (0, 7)
 
 
-def test_static_member_rejoins_with_its_assignment(conn: Connection, fresh: Any) -> None:
+def test_static_member_rejoins_with_its_assignment(
+    conn: Connection, fresh: Any
+) -> None:
     group, topic, tid = fresh(2)
     a = join(conn, group, "s1", instance_id="i1", subscribed_topic_names=[topic])
     assert parts(a) == {0, 1}
@@ -204,7 +220,9 @@ def test_static_member_rejoins_with_its_assignment(conn: Connection, fresh: Any)
     assert (left.error_code, left.member_epoch) == (0, -2)
     back = join(conn, group, "s2", instance_id="i1", subscribed_topic_names=[topic])
     assert (back.error_code, back.member_epoch, parts(back)) == (0, 1, {0, 1})
-    (described,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]).groups
+    (described,) = conn.request(
+        ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]
+    ).groups
     assert [m.member_id for m in described.members] == ["s2"]
     assert described.group_epoch == 1  # no rebalance
 
@@ -249,7 +267,9 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke(
 def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:
     group, topic, _ = fresh(1)
     join(conn, group, "m1", subscribed_topic_names=[topic])
-    listed = conn.request(ApiKey.LIST_GROUPS, states_filter=[], types_filter=["consumer"])
+    listed = conn.request(
+        ApiKey.LIST_GROUPS, states_filter=[], types_filter=["consumer"]
+    )
     assert (group, "consumer", "consumer") in {
         (g.group_id, g.group_type, g.protocol_type) for g in listed.groups
     }
@@ -330,7 +350,6 @@ def test_group_recovered_after_restart(tmp_path: Path) -> None:
             m2 = hb(conn, "rg", "m2", 2, topic_partitions=[])
             assert m2.error_code == 0
             (records,) = {
-                name
-                for name in c.groups.consumer.groups["rg"].subscription_metadata
+                name for name in c.groups.consumer.groups["rg"].subscription_metadata
             }
             assert records == "r"

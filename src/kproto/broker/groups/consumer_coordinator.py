@@ -29,7 +29,7 @@ import collections
 import logging
 import re
 import uuid
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -38,9 +38,9 @@ from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, reconcile
+from .consumer_lifecycle import load_groups
 from .consumer_records import (
     ConsumerRecord,
-    assignment_from,
     current_assignment_record,
     group_epoch_record,
     member_metadata_record,
@@ -566,76 +566,10 @@ class ConsumerGroups:
     # -- recovery --------------------------------------------------------------------
 
     def load(self, records: dict[tuple[str, str, str], ConsumerRecord]) -> None:
-        """Rebuild the groups from the last record of each key (``(name, group_id,
-        member_id or "")``); members get fresh session timers, as Kafka's loader."""
-        by_group: dict[str, dict[str, Any]] = {}
-        for (name, group_id, member_id), rec in records.items():
-            if rec.value is None:
-                continue
-            entry = by_group.setdefault(group_id, {"members": {}})
-            if member_id:
-                entry["members"].setdefault(member_id, {})[name] = rec.value
-            else:
-                entry[name] = rec.value
-        for group_id, entry in by_group.items():
-            meta = entry.get("ConsumerGroupMetadata")
-            if meta is None:
-                continue
-            group = ConsumerGroup(group_id, group_epoch=meta.epoch)
-            target_meta = entry.get("ConsumerGroupTargetAssignmentMetadata")
-            group.assignment_epoch = (
-                0 if target_meta is None else target_meta.assignment_epoch
-            )
-            partitions = entry.get("ConsumerGroupPartitionMetadata")
-            for t in () if partitions is None else partitions.topics:
-                group.subscription_metadata[t.topic_name] = (
-                    t.topic_id,
-                    t.num_partitions,
-                )
-            for member_id, values in entry["members"].items():
-                self._load_member(group, member_id, values)
+        """Rebuild the groups from the last record of each key
+        (:func:`.consumer_lifecycle.load_groups`); members get fresh session
+        timers, as Kafka's loader gives them."""
+        for group_id, group in load_groups(records).items():
             self.groups[group_id] = group
-
-    def _load_member(
-        self, group: ConsumerGroup, member_id: str, values: dict[str, Any]
-    ) -> None:
-        sub = values.get("ConsumerGroupMemberMetadata")
-        if sub is None:
-            return
-        member = ConsumerGroupMember(
-            member_id,
-            instance_id=sub.instance_id,
-            rack_id=sub.rack_id,
-            client_id=sub.client_id,
-            client_host=sub.client_host,
-            rebalance_timeout_ms=sub.rebalance_timeout_ms,
-            subscribed_topic_names=tuple(sub.subscribed_topic_names or ()),
-            subscribed_topic_regex=sub.subscribed_topic_regex or None,
-            server_assignor=sub.server_assignor,
-        )
-        current = values.get("ConsumerGroupCurrentMemberAssignment")
-        if current is not None:
-            member.member_epoch = current.member_epoch
-            member.previous_member_epoch = current.previous_member_epoch
-            try:
-                member.state = MemberState(current.state)
-            except ValueError:
-                member.state = MemberState.UNKNOWN
-            member.assigned = assignment_from(current.assigned_partitions)
-            member.pending_revocation = assignment_from(
-                current.partitions_pending_revocation
-            )
-        target = values.get("ConsumerGroupTargetAssignmentMember")
-        if target is not None:
-            group.target[member_id] = assignment_from(target.topic_partitions)
-        group.add_member(member)
-        group.hold(member)
-        self._arm_timers(group, member)
-
-
-def record_key(rec: ConsumerRecord) -> tuple[str, str, str]:
-    """The replay key of a consumer record: ``(name, group_id, member_id or "")``."""
-    return rec.name, rec.group_id, str(getattr(rec.key, "member_id", ""))
-
-
-Expire = Callable[[], None]
+            for member in group.members.values():
+                self._arm_timers(group, member)

@@ -32,10 +32,11 @@ from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
-from .consumer_coordinator import ConsumerGroups, record_key
+from .consumer_coordinator import ConsumerGroups
 from .consumer_group import ConsumerGroup
+from .consumer_lifecycle import classic_join, delete_group, delete_offsets, record_key
 from .consumer_records import ConsumerRecord, decode_consumer_record
-from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, Member
+from .group import ClassicGroup, CommittedOffset, GroupState, Member
 from .membership import Membership
 from .records import (
     GroupRecord,
@@ -404,7 +405,7 @@ class GroupCoordinator:
         group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
         of topics an active consumer group subscribes to."""
         if group_id in self.consumer.groups:
-            return await self._delete_consumer_offsets(group_id, partitions)
+            return await delete_offsets(self, group_id, partitions)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return E.GROUP_ID_NOT_FOUND, {}
@@ -514,7 +515,7 @@ class GroupCoordinator:
         result: dict[str, int] = {}
         for group_id in group_ids:
             if group_id in self.consumer.groups:
-                result[group_id] = await self._delete_consumer_group(group_id)
+                result[group_id] = await delete_group(self, group_id)
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
@@ -538,58 +539,8 @@ class GroupCoordinator:
     # -- KIP-848 consumer groups (state in .consumer_coordinator) ---------------------
 
     async def _join_group(self, group_id: str, *args: Any, **kwargs: Any) -> Any:
-        """JoinGroup: a classic join to a consumer group is refused while it has
-        members (INCONSISTENT_GROUP_PROTOCOL); an empty one is converted back to a
-        classic group, keeping its offsets (Kafka's online downgrade)."""
-        modern = self.consumer.groups.get(group_id)
-        if modern is not None:
-            if not modern.is_empty():
-                return JoinResult(
-                    E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
-                )
-            if not await self._append(group_id, self.consumer.delete_records(modern)):
-                return JoinResult(E.COORDINATOR_NOT_AVAILABLE)
-            del self.consumer.groups[group_id]
-            modern.dead = True
-            classic = self.groups[group_id] = ClassicGroup(
-                group_id, state_timestamp_ms=self.now_ms()
-            )
-            classic.offsets = modern.offsets
-        return await self.membership.join_group(group_id, *args, **kwargs)
-
-    async def _delete_consumer_group(self, group_id: str) -> int:
-        modern = self.consumer.groups[group_id]
-        if not modern.is_empty():
-            return E.NON_EMPTY_GROUP
-        pairs = [offset_commit_record(group_id, t, p, None) for t, p in modern.offsets]
-        pairs += self.consumer.delete_records(modern)
-        if not await self._append(group_id, pairs):
-            return E.COORDINATOR_NOT_AVAILABLE
-        modern.dead = True
-        del self.consumer.groups[group_id]
-        return E.NONE
-
-    async def _delete_consumer_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> tuple[int, dict[tuple[str, int], int]]:
-        modern = self.consumer.groups[group_id]
-        subscribed = set(modern.subscription_metadata)
-        result: dict[tuple[str, int], int] = {}
-        deleted = []
-        for tp in partitions:
-            if tp[0] in subscribed and not modern.is_empty():
-                result[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                result[tp] = E.NONE
-                if tp in modern.offsets:
-                    deleted.append(tp)
-        if deleted:
-            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
-            if not await self._append(group_id, pairs):
-                return E.COORDINATOR_NOT_AVAILABLE, {}
-            for tp in deleted:
-                modern.offsets.pop(tp, None)
-        return E.NONE, result
+        """JoinGroup, converting an empty consumer group (see :func:`classic_join`)."""
+        return await classic_join(self, group_id, *args, **kwargs)
 
     # -- persistence -----------------------------------------------------------------
 
