@@ -15,6 +15,10 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.groups.consumer_records import (
+    CONSUMER_KEY_TYPES,
+    decode_consumer_record,
+)
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey
@@ -342,6 +346,13 @@ def test_group_recovered_after_restart(tmp_path: Path) -> None:
             join(conn, "rg", "m2", subscribed_topic_regex="r")
             hb(conn, "rg", "m1", 1, topic_partitions=owned(tid, *parts(a)))
             before = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=["rg"])
+        partition = c.groups.partition_for("rg")
+        written = {
+            decoded.name
+            for r in c.records("__consumer_offsets", partition)
+            if (decoded := decode_consumer_record(r.key or b"", r.value)) is not None
+        }
+        assert written == set(CONSUMER_KEY_TYPES.values())
     with Cluster(nodes=1, data_dir=tmp_path, consumer_session_timeout_ms=30_000) as c:
         with connect(c) as conn:
             after = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=["rg"])
