@@ -368,12 +368,8 @@ class ConsumerGroups:
         subscribes to; regexes do not match internal topics."""
         out: dict[str, tuple[uuid.UUID, int]] = {}
         for name, info in self.coordinator.state.topics.items():
-            for member in group.members.values():
-                if name in member.subscribed_topic_names or (
-                    not info.internal and member.subscribes(name)
-                ):
-                    out[name] = (info.topic_id, info.partitions)
-                    break
+            if any(m.subscribes(name, info.internal) for m in group.members.values()):
+                out[name] = (info.topic_id, info.partitions)
         return out
 
     def _refresh_metadata(self, group: ConsumerGroup, records: list[Pair]) -> bool:
@@ -400,9 +396,11 @@ class ConsumerGroups:
         ``TargetAssignmentBuilder``); records for the members whose target changed."""
         ids = {name: tid for name, (tid, _) in group.subscription_metadata.items()}
         counts = {tid: n for tid, n in group.subscription_metadata.values()}
+        topics = self.coordinator.state.topics
+        internal = {t for t in ids if t in topics and topics[t].internal}
         specs = {
             member_id: MemberSpec(
-                frozenset(ids[t] for t in ids if m.subscribes(t)),
+                frozenset(ids[t] for t in ids if m.subscribes(t, t in internal)),
                 group.target.get(member_id, {}),
             )
             for member_id, m in group.members.items()

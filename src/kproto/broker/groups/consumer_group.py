@@ -19,7 +19,7 @@ from __future__ import annotations
 import enum
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import attrs
 
@@ -81,12 +81,13 @@ class ConsumerGroupMember:
     session_timer: TimerHandle | None = None
     rebalance_timer: TimerHandle | None = None
 
-    def subscribes(self, topic: str) -> bool:
+    def subscribes(self, topic: str, internal: bool = False) -> bool:
         """Whether ``topic`` is in the subscribed names or fully matches the regex
-        (Python's ``re``: Kafka uses RE2/J, see the README for the difference)."""
+        (Python's ``re``: Kafka uses RE2/J, see the README for the difference); an
+        ``internal`` topic is subscribed to only by name."""
         if topic in self.subscribed_topic_names:
             return True
-        if self.subscribed_topic_regex:
+        if self.subscribed_topic_regex and not internal:
             try:
                 return re.fullmatch(self.subscribed_topic_regex, topic) is not None
             except re.error:
@@ -167,8 +168,7 @@ class ConsumerGroup:
         for assignment in (member.assigned, member.pending_revocation):
             for topic, parts in assignment.items():
                 for p in parts:
-                    if self.partition_epochs.get((topic, p)) is not None:
-                        self.partition_epochs.pop((topic, p), None)
+                    self.partition_epochs.pop((topic, p), None)
 
     def hold(self, member: ConsumerGroupMember) -> None:
         """Record the partitions ``member`` holds at its epoch."""
@@ -176,12 +176,6 @@ class ConsumerGroup:
             for topic, parts in assignment.items():
                 for p in parts:
                     self.partition_epochs[(topic, p)] = member.member_epoch
-
-    def subscribed_topic_names(self, topics: Iterable[str]) -> set[str]:
-        """The topics among ``topics`` that some member subscribes to."""
-        return {
-            t for t in topics if any(m.subscribes(t) for m in self.members.values())
-        }
 
 
 def reconcile(
