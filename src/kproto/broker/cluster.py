@@ -13,10 +13,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.server import NodeServer
-from kproto.broker.state import ClusterState, TopicMetadata
+from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
@@ -62,6 +63,12 @@ class Cluster:
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        max_partitions: partitions the cluster may hold in all (internal topics
+            included); CreateTopics/CreatePartitions beyond it are answered
+            POLICY_VIOLATION. One request may create at most 10,000 (Kafka's
+            ``QuorumController.MAX_RECORDS_PER_USER_OP``).
+        max_open_files: segment files kept open at once (a least-recently-used
+            cache; idle partitions hold no file descriptor).
         consumer_session_timeout_ms: KIP-848 consumer group session timeout (ms;
             Kafka's ``group.consumer.session.timeout.ms``, 45 s).
         consumer_heartbeat_interval_ms: the ``heartbeat_interval_ms`` given to
@@ -87,6 +94,8 @@ class Cluster:
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
@@ -107,6 +116,8 @@ class Cluster:
             num_partitions=num_partitions,
             offsets_partitions=offsets_partitions,
             segment_bytes=segment_bytes,
+            max_partitions=max_partitions,
+            max_open_files=max_open_files,
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(
@@ -135,12 +146,29 @@ class Cluster:
     # --------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Recover the data directory, start every node and the group coordinator."""
+        """Recover the data directory, start every node and the group coordinator.
+
+        On failure (a port in use, a data directory that does not load) what did
+        start is stopped and nothing is saved: the data directory stays as it was.
+
+        Raises:
+            OSError: a node cannot listen, or the data directory cannot be read.
+            kproto.broker.state.CorruptStateError: a state file does not parse.
+        """
         self._loop = asyncio.get_running_loop()
-        self.state.load()
-        for server in self.servers:
-            await server.start()
-        await self.groups.start()
+        try:
+            self.state.load()
+            for server in self.servers:
+                await server.start()
+            await self.groups.start()
+        except BaseException:
+            for server in self.servers:
+                await server.stop()
+            for plog in self.state.logs.values():
+                plog.close()
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise
         self._started = True
         log.info(
             "kproto broker cluster up: %s (data in %s)",
@@ -176,9 +204,7 @@ class Cluster:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # e.g. the port is taken
-                self._started = True  # so stop() closes what did start
-                loop.run_until_complete(self.stop())
+            except BaseException as exc:  # e.g. the port is taken: start() undid itself
                 loop.close()
                 ready.set_exception(exc)
                 return
