@@ -139,6 +139,9 @@ def test_fencing_and_validation(conn: Connection, fresh: Any) -> None:
     assert hb(conn, "no-such-group", "m1", 1).error_code == E.GROUP_ID_NOT_FOUND
     bad_regex = join(conn, group, "m2", subscribed_topic_regex="(unclosed")
     assert bad_regex.error_code == E.INVALID_REGULAR_EXPRESSION
+    backref = join(conn, group, "m2", subscribed_topic_regex=r"(a)\1")
+    assert backref.error_code == E.INVALID_REGULAR_EXPRESSION
+    assert "backreferences" in backref.error_message
     assignor = join(
         conn, group, "m2", subscribed_topic_names=[topic], server_assignor="x"
     )

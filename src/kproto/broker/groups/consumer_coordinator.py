@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import re
 import uuid
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,13 @@ import attrs
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
-from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState, reconcile
+from .consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    compile_regex,
+    reconcile,
+)
 from .consumer_lifecycle import load_groups
 from .consumer_records import (
     ConsumerRecord,
@@ -180,8 +185,8 @@ class ConsumerGroups:
             raise invalid("MemberId can't be empty.")
         if r.subscribed_topic_regex is not None:
             try:
-                re.compile(r.subscribed_topic_regex)
-            except re.error as exc:
+                compile_regex(r.subscribed_topic_regex)
+            except ValueError as exc:
                 raise _Error(
                     E.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is not a"

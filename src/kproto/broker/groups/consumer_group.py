@@ -17,7 +17,7 @@ and ``CurrentAssignmentBuilder`` (group-coordinator module, ``modern.consumer``)
 from __future__ import annotations
 
 import enum
-import re
+import functools
 import uuid
 from collections.abc import Mapping
 
@@ -26,6 +26,7 @@ import attrs
 from .assignors import Assignment
 from .group import CommittedOffset
 from .timers import TimerHandle
+from .topic_regex import TopicRegex
 
 __all__ = [
     "ConsumerGroup",
@@ -33,7 +34,25 @@ __all__ = [
     "ConsumerGroupState",
     "MemberState",
     "reconcile",
+    "regex_matches",
 ]
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_regex(pattern: str) -> TopicRegex:
+    """The compiled subscription regex (cached). Raises ValueError as
+    :class:`TopicRegex`."""
+    return TopicRegex(pattern)
+
+
+@functools.lru_cache(maxsize=65536)
+def regex_matches(pattern: str, topic: str) -> bool:
+    """Whether ``topic`` fully matches ``pattern`` (False for an invalid pattern);
+    cached, as every heartbeat asks again."""
+    try:
+        return compile_regex(pattern).fullmatch(topic)
+    except ValueError:
+        return False
 
 
 class MemberState(enum.IntEnum):
@@ -83,15 +102,12 @@ class ConsumerGroupMember:
 
     def subscribes(self, topic: str, internal: bool = False) -> bool:
         """Whether ``topic`` is in the subscribed names or fully matches the regex
-        (Python's ``re``: Kafka uses RE2/J, see the README for the difference); an
+        (:class:`.topic_regex.TopicRegex`, linear time, RE2 constructs only); an
         ``internal`` topic is subscribed to only by name."""
         if topic in self.subscribed_topic_names:
             return True
         if self.subscribed_topic_regex and not internal:
-            try:
-                return re.fullmatch(self.subscribed_topic_regex, topic) is not None
-            except re.error:
-                return False
+            return regex_matches(self.subscribed_topic_regex, topic)
         return False
 
     def cancel_timers(self) -> None:
