@@ -179,3 +179,41 @@ def test_commits_survive_a_restart(tmp_path: Path) -> None:
             assert cluster.groups.consumer.groups["keepers"].group_epoch >= 2
         finally:
             again.close_all()
+
+
+def test_admin_client_describes_lists_and_deletes_the_group() -> None:
+    from confluent_kafka.admin import AdminClient
+
+    members = Members()
+    with Cluster(**FAST) as cluster:
+        cluster.create_topic("watched", 2)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        try:
+            members.add(consumer(cluster, "watchers", ["watched"]))
+            members.poll_until(
+                lambda: members.converged({("watched", 0), ("watched", 1)})
+            )
+            # ConsumerGroupDescribe (KIP-848) answers the group's type and assignor
+            described = admin.describe_consumer_groups(["watchers"])["watchers"]
+            group = described.result(10)
+            assert group.type == ck.ConsumerGroupType.CONSUMER
+            assert group.state == ck.ConsumerGroupState.STABLE
+            assert group.partition_assignor == "uniform"
+            (member,) = group.members
+            assigned = {
+                (tp.topic, tp.partition) for tp in member.assignment.topic_partitions
+            }
+            assert assigned == {("watched", 0), ("watched", 1)}
+            listed = admin.list_consumer_groups().result(10).valid
+            assert ("watchers", ck.ConsumerGroupType.CONSUMER) in {
+                (g.group_id, g.type) for g in listed
+            }
+            busy = admin.delete_consumer_groups(["watchers"])["watchers"]
+            with pytest.raises(ck.KafkaException) as raised:
+                busy.result(10)
+            assert raised.value.args[0].code() == ck.KafkaError.NON_EMPTY_GROUP
+        finally:
+            members.close_all()
+        # empty now: deletable
+        assert admin.delete_consumer_groups(["watchers"])["watchers"].result(10) is None
+        assert "watchers" not in cluster.groups.consumer.groups

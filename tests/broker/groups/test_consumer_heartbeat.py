@@ -193,6 +193,22 @@ def test_offsets_check_member_epochs(conn: Connection, fresh: Any) -> None:
     assert commit("m9", 1) == E.UNKNOWN_MEMBER_ID
     assert commit("", -1) == E.UNKNOWN_MEMBER_ID  # admin commit to a non-empty group
     assert commit("m1", 1) == E.NONE
+    info = conn.host, conn.port
+    with Connection(*info, timeout_s=20) as old:
+        old.negotiate(caps={ApiKey.OFFSET_COMMIT: 8})
+        answer = old.request(
+            ApiKey.OFFSET_COMMIT,
+            group_id=group,
+            generation_id_or_member_epoch=1,
+            member_id="m1",
+            topics=[
+                {
+                    "name": topic,
+                    "partitions": [{"partition_index": 0, "committed_offset": 9}],
+                }
+            ],
+        )
+        assert answer.topics[0].partitions[0].error_code == E.UNSUPPORTED_VERSION
 
     def fetch(member: str | None, epoch: int) -> Any:
         (g,) = conn.request(

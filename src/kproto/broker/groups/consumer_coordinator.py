@@ -538,6 +538,11 @@ class ConsumerGroups:
             return E.STALE_MEMBER_EPOCH
         return E.NONE
 
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        """Whether ``member_id`` is a member of the consumer group ``group_id``."""
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
     def validate_fetch(
         self, group_id: str, member_id: str | None, member_epoch: int
     ) -> int:

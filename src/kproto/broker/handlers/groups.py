@@ -233,7 +233,8 @@ def _topic_names(ctx: RequestContext) -> dict[Any, str]:
 
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """OffsetCommit (OffsetCommitRequest.json v0-v10): v0 (no generation) is a
-    commit without membership; v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
+    commit without membership; v9+ is needed by KIP-848 members (UNSUPPORTED_VERSION
+    below); v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
     coordinator = _coordinator(ctx)
     by_id = ctx.api_version >= 10
     names = _topic_names(ctx) if by_id else {}
@@ -252,6 +253,11 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
                 getattr(p, "commit_timestamp", -1),
             )
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    member_id = getattr(request, "member_id", "")
+    if error == E.NONE and ctx.api_version < 9:
+        # KIP-848 members commit with v9+ (their member epoch), as Kafka requires
+        if coordinator.consumer.is_member(request.group_id, member_id):
+            error = E.UNSUPPORTED_VERSION
     if error != E.NONE:
         results = dict.fromkeys(offsets, error)
     else:
