@@ -301,7 +301,9 @@ def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:
     )
     assert group not in {g.group_id for g in classic_only.groups}
     (described,) = conn.request(ApiKey.DESCRIBE_GROUPS, groups=[group]).groups
-    assert described.error_code == E.GROUP_ID_NOT_FOUND  # not a classic group
+    assert described.error_code == E.GROUP_ID_NOT_FOUND  # as Kafka 4 answers v6
+    assert described.error_message == f"Group {group} is not a classic group."
+    assert described.group_state == "Dead"
     (missing,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=["nope"]).groups
     assert missing.error_code == E.GROUP_ID_NOT_FOUND
 

@@ -449,10 +449,13 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
     if description is None:
         # KIP-1043: v6 reports GROUP_ID_NOT_FOUND; earlier versions a Dead group.
         error = E.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else E.NONE
+        message = _message(error)
+        if error != E.NONE and group_id in coordinator.consumer.groups:
+            message = f"Group {group_id} is not a classic group."  # KIP-848 group
         return {
             **empty,
             "error_code": error,
-            "error_message": _message(error),
+            "error_message": message,
             "group_state": "Dead",
         }
     return {
