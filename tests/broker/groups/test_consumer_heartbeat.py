@@ -274,17 +274,28 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke(
 ) -> None:
     group, topic, tid = fresh(2)
     join(conn, group, "slow", subscribed_topic_names=[topic])
-    join(conn, group, "new", subscribed_topic_names=[topic])
+    new = join(conn, group, "new", subscribed_topic_names=[topic])
     # 'slow' is asked to revoke and never acknowledges (rebalance timeout 2 s)
     asked = hb(conn, group, "slow", 1, topic_partitions=owned(tid, 0, 1))
     assert len(parts(asked)) == 1
     deadline = time.monotonic() + 8
+    got: set[int] = set()
     while time.monotonic() < deadline:
         answer = hb(conn, group, "slow", 1, topic_partitions=owned(tid, 0, 1))
+        fresh_answer = hb(conn, group, "new", new.member_epoch, topic_partitions=[])
+        assert fresh_answer.error_code == 0  # 'new' stays alive meanwhile
+        new = fresh_answer
         if answer.error_code == E.UNKNOWN_MEMBER_ID:
             break
         time.sleep(0.2)
     assert answer.error_code == E.UNKNOWN_MEMBER_ID
+    # the fenced member's partitions go to the one that stayed
+    while got != {0, 1} and time.monotonic() < deadline:
+        answer = hb(conn, group, "new", new.member_epoch, topic_partitions=[])
+        new = answer
+        if answer.assignment is not None:
+            got = parts(answer)
+    assert got == {0, 1}
 
 
 def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:
