@@ -86,6 +86,16 @@ def test_range_gives_contiguous_ranges_in_member_order() -> None:
     assert result["m1"][B] == {0} and result["m2"][B] == {1} and B not in result["m3"]
 
 
+def test_range_is_sticky_within_quotas() -> None:
+    before = range_assign({m: MemberSpec(frozenset({A})) for m in ("m1", "m2")}, {A: 6})
+    assert (before["m1"][A], before["m2"][A]) == ({0, 1, 2}, {3, 4, 5})
+    specs = {m: MemberSpec(frozenset({A}), before[m]) for m in ("m1", "m2")}
+    specs["m0"] = MemberSpec(frozenset({A}))  # sorts first, owns nothing
+    after = range_assign(specs, {A: 6})
+    # m1 and m2 keep the lowest of theirs; the newcomer gets what they released
+    assert after == {"m0": {A: {2, 5}}, "m1": {A: {0, 1}}, "m2": {A: {3, 4}}}
+
+
 def test_registered_names() -> None:
     assert set(ASSIGNORS) == {"uniform", "range"}
 

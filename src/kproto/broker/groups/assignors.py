@@ -13,10 +13,9 @@ being the default when a member names none (``server_assignor``).
   greedy algorithm covers both: keep, fill the least loaded, then move partitions
   from the most to the least loaded eligible member until no move helps.
 - :func:`range_assign` follows Kafka's server-side ``RangeAssignor``: per topic,
-  the subscribed members in member id order get contiguous ranges, the first
-  ``partitions % members`` one partition more (so co-partitioned topics line up).
-  Kafka's version also keeps a member's partitions when its quota allows; this one
-  recomputes the ranges (deterministic, not sticky).
+  quotas of ``partitions // members`` (the remainder one more each), a member keeps
+  its current partitions within its quota, the rest go out as ascending ranges in
+  member id order (so co-partitioned topics line up).
 """
 
 from __future__ import annotations
@@ -122,8 +121,11 @@ def _move_one(
 def range_assign(
     members: GroupSpec, partitions: Mapping[uuid.UUID, int]
 ) -> dict[str, Assignment]:
-    """Kafka's ``RangeAssignor`` (server side): per topic, members subscribed to it
-    in member id order get contiguous ranges; the first ``count % n`` get one more."""
+    """Kafka's server-side ``RangeAssignor``, per topic: each subscribed member's
+    quota is ``count // n``, ``count % n`` of them one more; a member keeps its
+    lowest current partitions up to its quota (sticky), and the members still short
+    get the remaining partitions as ascending ranges, in member id order (so
+    co-partitioned topics line up when nothing was assigned before)."""
     out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
     for topic, count in partitions.items():
         subscribers = sorted(
@@ -132,14 +134,35 @@ def range_assign(
         if not subscribers:
             continue
         quota, extra = divmod(count, len(subscribers))
+        kept: set[int] = set()
+        short: list[tuple[str, int]] = []
+        for member_id in subscribers:
+            current = sorted(
+                p for p in members[member_id].current.get(topic, ()) if p < count
+            )
+            keep = current[:quota]
+            remaining = quota - len(current)
+            if remaining < 0 and extra > 0:
+                extra -= 1
+                keep = current[: quota + 1]
+            else:
+                short.append((member_id, remaining))
+            if keep:
+                out[member_id][topic] = set(keep)
+                kept.update(keep)
+        free = [p for p in range(count) if p not in kept]
         start = 0
-        for i, member_id in enumerate(subscribers):
-            size = quota + (1 if i < extra else 0)
-            if size:
-                out[member_id][topic] = set(range(start, start + size))
-            start += size
+        for member_id, remaining in short:
+            if extra > 0:
+                remaining += 1
+                extra -= 1
+            if remaining > 0:
+                taken = free[start : start + remaining]
+                start += remaining
+                out[member_id].setdefault(topic, set()).update(taken)
     return {
-        m: {t: frozenset(ps) for t, ps in topics.items()} for m, topics in out.items()
+        m: {t: frozenset(ps) for t, ps in topics.items() if ps}
+        for m, topics in out.items()
     }
 
 
