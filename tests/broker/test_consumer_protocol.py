@@ -217,3 +217,47 @@ def test_admin_client_describes_lists_and_deletes_the_group() -> None:
         # empty now: deletable
         assert admin.delete_consumer_groups(["watchers"])["watchers"].result(10) is None
         assert "watchers" not in cluster.groups.consumer.groups
+
+
+def test_an_empty_classic_group_is_upgraded_with_its_offsets() -> None:
+    members = Members()
+    with Cluster(**FAST) as cluster:
+        cluster.create_topic("moved", 1)
+        produce(cluster, "moved", [b"c%d" % i for i in range(5)], 1)
+        classic = ck.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "movers",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "log_level": 2,
+            }
+        )
+        classic.subscribe(["moved"])
+        try:
+            got = 0
+            deadline = time.monotonic() + 30
+            while got < 5 and time.monotonic() < deadline:
+                m = classic.poll(0.1)
+                if m is not None and m.error() is None:
+                    got += 1
+                    classic.commit(message=m, asynchronous=False)
+            assert got == 5
+        finally:
+            classic.close()
+        assert cluster.groups.list_groups() == [
+            ("movers", "consumer", "Empty", "classic")
+        ]
+        produce(cluster, "moved", [b"n%d" % i for i in range(3)], 1)
+        try:
+            members.add(consumer(cluster, "movers", ["moved"]))
+            members.poll_until(lambda: len(members.total()) >= 3)
+            time.sleep(0.5)
+            members.poll_until(lambda: True)
+            # resumed from the classic group's commit: only the new records
+            assert members.total() == [b"n0", b"n1", b"n2"]
+            assert cluster.groups.list_groups() == [
+                ("movers", "consumer", "Stable", "consumer")
+            ]
+        finally:
+            members.close_all()
