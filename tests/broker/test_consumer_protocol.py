@@ -103,7 +103,7 @@ def test_members_share_partitions_as_they_join_and_leave() -> None:
     wanted = {("shared", p) for p in range(partitions)}
     batches = [[b"%d-%d" % (n, i) for i in range(60)] for n in range(3)]
     members = Members()
-    with Cluster(**FAST) as cluster:
+    with Cluster(nodes=3, **FAST) as cluster:  # coordinator and leaders spread
         cluster.create_topic("shared", partitions)
         try:
             for _ in range(2):
