@@ -152,6 +152,12 @@ def test_fencing_and_validation(conn: Connection, fresh: Any) -> None:
     )
     assert no_timeout.error_code == E.INVALID_REQUEST
     assert hb(conn, "", "m1", 1).error_code == E.INVALID_REQUEST
+    no_id = join(conn, group, "", subscribed_topic_names=[topic])  # v1: KIP-1082
+    assert no_id.error_code == E.INVALID_REQUEST
+    with Connection(conn.host, conn.port, timeout_s=20) as v0:
+        v0.negotiate(caps={ApiKey.CONSUMER_GROUP_HEARTBEAT: 0})
+        generated = join(v0, group, "", subscribed_topic_names=[topic])
+        assert generated.error_code == 0 and len(generated.member_id) > 0
     # a rejoin with epoch 0 after fencing is accepted
     assert join(conn, group, "m1", subscribed_topic_names=[topic]).error_code == 0
 

@@ -87,6 +87,7 @@ class HeartbeatRequest:
     owned: Assignment | None = None
     client_id: str = ""
     client_host: str = ""
+    api_version: int = 1
 
 
 @attrs.frozen
@@ -181,7 +182,8 @@ class ConsumerGroups:
                 raise invalid("InstanceId can't be null.")
         elif r.member_epoch < STATIC_LEAVE_EPOCH:
             raise invalid(f"MemberEpoch is invalid: {r.member_epoch}.")
-        if r.member_epoch != 0 and not r.member_id:
+        if (r.member_epoch != 0 or r.api_version >= 1) and not r.member_id:
+            # v1+ members generate their own id (KIP-1082); v0 joins get one
             raise invalid("MemberId can't be empty.")
         if r.subscribed_topic_regex is not None:
             try:

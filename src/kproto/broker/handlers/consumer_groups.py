@@ -36,8 +36,8 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """ConsumerGroupHeartbeat (ConsumerGroupHeartbeatRequest.json v0-v1, KIP-848):
     join (epoch 0), heartbeat, leave (-1) or static leave (-2); answers the member
     epoch, ``heartbeat_interval_ms`` and, when it changed, the assignment. v0 lacks
-    ``subscribed_topic_regex``; an empty member id is given a generated one (v0
-    semantics; v1 clients generate their own)."""
+    ``subscribed_topic_regex``; a v0 join with an empty member id is given a
+    generated one, v1 members must bring their own (KIP-1082: INVALID_REQUEST)."""
     coordinator = ctx.groups
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != E.NONE:
@@ -66,6 +66,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
             owned=None if owned is None else assignment_from(owned),
             client_id=ctx.client_id or "",
             client_host=ctx.client_host,
+            api_version=ctx.api_version,
         )
     )
     return respond(
