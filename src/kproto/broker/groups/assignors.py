@@ -104,6 +104,9 @@ def _move_one(
     eligible: dict[uuid.UUID, list[str]],
 ) -> bool:
     """Move one partition to improve balance; False when none can move."""
+    loads = [len(tps) for tps in owned.values()]
+    if not loads or max(loads) - min(loads) <= 1:
+        return False
     for donor in sorted(owned, key=lambda m: (-len(owned[m]), m)):
         for tp in sorted(owned[donor], key=lambda tp: (str(tp[0]), -tp[1])):
             takers = [
