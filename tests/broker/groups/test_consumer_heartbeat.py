@@ -403,3 +403,31 @@ def test_group_recovered_after_restart(tmp_path: Path) -> None:
                 name for name in c.groups.consumer.groups["rg"].subscription_metadata
             }
             assert records == "r"
+
+
+def test_new_partitions_and_topics_bump_the_group_epoch(
+    conn: Connection, fresh: Any, cluster: Cluster
+) -> None:
+    group, topic, tid = fresh(1)
+    a = join(conn, group, "m1", subscribed_topic_names=[topic, f"{topic}-later"])
+    assert (a.member_epoch, parts(a)) == (1, {0})
+    grown = conn.request(
+        ApiKey.CREATE_PARTITIONS,
+        topics=[{"name": topic, "count": 3, "assignments": None}],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    assert grown.results[0].error_code == 0
+    a = hb(conn, group, "m1", 1, topic_partitions=owned(tid, 0))
+    assert (a.member_epoch, parts(a)) == (2, {0, 1, 2})
+    # a topic subscribed by name that did not exist yet is picked up once created
+    cluster.create_topic(f"{topic}-later", 1)
+    a = hb(conn, group, "m1", 2, topic_partitions=owned(tid, 0, 1, 2))
+    assert a.member_epoch == 3
+    later = cluster.state.topics[f"{topic}-later"].topic_id
+    assert {
+        tp.topic_id: set(tp.partitions) for tp in a.assignment.topic_partitions
+    } == {
+        tid: {0, 1, 2},
+        later: {0},
+    }
