@@ -142,10 +142,10 @@ def test_api_not_served_is_logged_and_closes(
 ) -> None:
     with caplog.at_level("WARNING", logger="kproto.broker"), connect(cluster) as s:
         s.sendall(
-            frame(17, 1, 9, b"\x00\x05PLAIN")
-        )  # SaslHandshake v1: decodes, not served
+            frame(41, 1, 9, b"\xff\xff\xff\xff")
+        )  # DescribeDelegationToken v1 (owners null): decodes, not served
         assert closed_by_broker(s)
-    assert "api_key 17 v1 is not served" in caplog.text
+    assert "api_key 41 v1 is not served" in caplog.text
     still_serves(cluster)
 
 

@@ -19,6 +19,7 @@ from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -47,6 +48,8 @@ class Dispatcher:
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        security: the listener's security settings (users, for the SCRAM
+            credential APIs).
     """
 
     def __init__(
@@ -57,7 +60,9 @@ class Dispatcher:
         *,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        security: ListenerSecurity | None = None,
     ) -> None:
+        self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
         self.node_id = node_id
@@ -69,8 +74,11 @@ class Dispatcher:
         """Whether the broker has a handler for ``api_key``."""
         return api_key in HANDLERS
 
-    async def handle(self, header: Any, request: Any, client_host: str) -> Any:
-        """The response entity to ``request`` (``None``: Kafka sends none).
+    async def handle(
+        self, header: Any, request: Any, client_host: str, principal: str = ANONYMOUS
+    ) -> Any:
+        """The response entity to ``request`` (``None``: Kafka sends none), for a
+        connection authenticated as ``principal``.
 
         Raises:
             KeyError: the api_key is not served (check :meth:`serves` first).
@@ -86,6 +94,8 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            principal=principal,
+            security=self.security,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()

@@ -11,6 +11,8 @@ module             APIs
 ``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``groups``         FindCoordinator and the classic consumer group APIs (the
                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``security``       SaslHandshake/SaslAuthenticate outside an exchange,
+                   Describe/AlterUserScramCredentials
 =================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -25,7 +27,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from kproto.broker.handlers import admin, cluster_info, configs, fetch, groups, produce
+from kproto.broker.handlers import (
+    admin,
+    cluster_info,
+    configs,
+    fetch,
+    groups,
+    produce,
+    security,
+)
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
 
@@ -59,5 +69,9 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
+        ApiKey.SASL_HANDSHAKE: security.sasl_handshake,
+        ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
     }
 )
