@@ -318,8 +318,8 @@ class Cluster:
 
     def client_certificate(self, common_name: str) -> tuple[Path, Path]:
         """``(certfile, keyfile)`` of a client certificate for mutual TLS, signed
-        by the cluster's own CA (principal ``User:CN=<common_name>,O=kproto test
-        client``).
+        by the cluster's own CA (principal ``User:CN=<common_name>,OU=clients,O=kproto
+        test client``).
 
         Raises:
             RuntimeError: the cluster did not make its own certificates.

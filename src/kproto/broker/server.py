@@ -161,7 +161,7 @@ class NodeServer:
             writer.close()
             try:
                 await writer.wait_closed()
-            except (ConnectionError, asyncio.CancelledError):
+            except (OSError, asyncio.CancelledError):  # ssl.SSLError is an OSError
                 pass
 
     async def _serve(
@@ -252,11 +252,11 @@ class NodeServer:
                 return
             verdict = auth.admit(header.request_api_key)
             if verdict != Verdict.DISPATCH:
-                close = True
-                if verdict == Verdict.SASL:
-                    response, close = auth.handle(header, request)
-                    writer.write(encode_response(header, response))
-                    await writer.drain()
+                response, close = (
+                    auth.handle(header, request)
+                    if verdict == Verdict.SASL
+                    else (None, True)
+                )
                 if close:
                     log.warning(
                         "node %d: closing connection from %s: %s",
@@ -264,6 +264,10 @@ class NodeServer:
                         client_host,
                         auth.reason,
                     )
+                if response is not None:
+                    writer.write(encode_response(header, response))
+                    await writer.drain()
+                if close:
                     return
                 continue
             response = await self.dispatcher.handle(

@@ -84,11 +84,12 @@ class TestCertificates:
 
     def client_certificate(self, common_name: str) -> tuple[Path, Path]:
         """``(certfile, keyfile)`` of a client certificate for mutual TLS whose
-        subject is ``CN=<common_name>,O=kproto test client``."""
+        subject is ``CN=<common_name>,OU=clients,O=kproto test client``."""
         cert = self._ca.issue_cert(
             f"{common_name}.client.invalid",
             common_name=common_name,
             organization_name="kproto test client",
+            organization_unit_name="clients",
         )
         certfile = self._directory / f"client-{common_name}.pem"
         keyfile = self._directory / f"client-{common_name}.key"
@@ -101,7 +102,7 @@ def ssl_principal(peercert: dict[str, Any] | None) -> str | None:
     """Kafka's principal of a verified client certificate (``DefaultKafkaPrincipal
     Builder`` with no ``ssl.principal.mapping.rules``): ``User:`` and the subject as
     an RFC 2253 distinguished name, most specific first
-    (``User:CN=alice,O=kproto test client``); ``None`` without a certificate."""
+    (``User:CN=alice,OU=clients,O=kproto test client``); ``None`` without a certificate."""
     if not peercert or not peercert.get("subject"):
         return None
     parts = []
