@@ -145,7 +145,11 @@ def test_credentials_are_redacted() -> None:
     alter = AlterUserScramCredentialsRequest(
         upsertions=(
             ScramCredentialUpsertion(
-                name="bob", mechanism=1, iterations=4096, salt=b"s", salted_password=b"p"
+                name="bob",
+                mechanism=1,
+                iterations=4096,
+                salt=b"s",
+                salted_password=b"p",
             ),
         )
     )

@@ -77,9 +77,7 @@ def test_scram_client_rfc_vectors(
     [(RFC7677, "SCRAM-SHA-256", "sha256"), (RFC5802, "SCRAM-SHA-256", "sha1")],
     ids=["rfc7677-sha256", "rfc5802-sha1"],
 )
-def test_scram_server_rfc_vectors(
-    vector: dict, mechanism: str, hash_name: str
-) -> None:
+def test_scram_server_rfc_vectors(vector: dict, mechanism: str, hash_name: str) -> None:
     import hashlib
 
     salt = base64.b64decode(vector["salt"])
@@ -199,7 +197,9 @@ def test_scram_server_not_holding_the_credential() -> None:
         (b"r=NONCEx,i=4096", "lacks"),
     ],
 )
-def test_scram_client_rejects_bad_server_first(server_first: bytes, reason: str) -> None:
+def test_scram_client_rejects_bad_server_first(
+    server_first: bytes, reason: str
+) -> None:
     client = ScramClient("SCRAM-SHA-256", "u", "p", nonce="NONCE")
     client.initial_response()
     with pytest.raises(SaslAuthenticationError, match=reason):

@@ -241,7 +241,9 @@ class PlainClient:
 
     def initial_response(self) -> bytes:
         self.complete = True
-        return b"\0" + self._username.encode() + b"\0" + self._password.reveal().encode()
+        return (
+            b"\0" + self._username.encode() + b"\0" + self._password.reveal().encode()
+        )
 
     def evaluate(self, challenge: bytes) -> bytes | None:
         if challenge:
@@ -294,7 +296,9 @@ def _xor(a: bytes, b: bytes) -> bytes:
     return bytes(x ^ y for x, y in zip(a, b, strict=True))
 
 
-def _salted_password(password: str, salt: bytes, iterations: int, hash_name: str) -> bytes:
+def _salted_password(
+    password: str, salt: bytes, iterations: int, hash_name: str
+) -> bytes:
     return hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
 
 
@@ -453,11 +457,13 @@ class ScramClient:
         attrs_ = _attributes(m, server_first, "server-first message")
         if "e" in attrs_:
             raise SaslAuthenticationError(m, f"server error {attrs_['e']}")
-        nonce, salt_b64, iterations_text = attrs_.get("r"), attrs_.get("s"), attrs_.get("i")
+        nonce, salt_b64, iterations_text = (
+            attrs_.get("r"),
+            attrs_.get("s"),
+            attrs_.get("i"),
+        )
         if nonce is None or salt_b64 is None or iterations_text is None:
-            raise SaslAuthenticationError(
-                m, "server-first message lacks r=, s= or i="
-            )
+            raise SaslAuthenticationError(m, "server-first message lacks r=, s= or i=")
         if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
             raise SaslAuthenticationError(
                 m, "server nonce does not extend the client nonce"
@@ -493,8 +499,9 @@ class ScramClient:
         signature = _b64decode(m, attrs_.get("v", ""), "server signature")
         if not hmac.compare_digest(signature, self._server_signature):
             raise SaslAuthenticationError(
-                m, "the server's signature does not verify (not the server holding "
-                "this user's credential)"
+                m,
+                "the server's signature does not verify (not the server holding "
+                "this user's credential)",
             )
         self.complete = True
 
@@ -551,8 +558,9 @@ class ScramServer:
         gs2 = text.split(",", 2)
         if len(gs2) != 3 or gs2[0] not in ("n", "y") or gs2[1] not in ("",):
             raise SaslAuthenticationError(
-                m, "client-first message: unsupported GS2 header (channel binding "
-                "or authorization id)"
+                m,
+                "client-first message: unsupported GS2 header (channel binding "
+                "or authorization id)",
             )
         self._first_bare = gs2[2]
         attrs_ = _attributes(m, self._first_bare.encode(), "client-first message")
@@ -565,9 +573,7 @@ class ScramServer:
             raise SaslAuthenticationError(m, "invalid credentials")
         self._nonce = client_nonce + self._server_nonce
         salt = base64.b64encode(self._credential.salt).decode()
-        self._server_first = (
-            f"r={self._nonce},s={salt},i={self._credential.iterations}"
-        )
+        self._server_first = f"r={self._nonce},s={salt},i={self._credential.iterations}"
         return self._server_first.encode()
 
     def _final(self, client_final: bytes) -> bytes:
@@ -730,11 +736,13 @@ class OAuthBearerServer:
         except UnicodeDecodeError:
             raise SaslAuthenticationError(m, "invalid UTF-8") from None
         head, sep, rest = text.partition("\x01")
-        if not sep or not head.startswith(("n,", "y,")) or not rest.endswith("\x01\x01"):
+        if (
+            not sep
+            or not head.startswith(("n,", "y,"))
+            or not rest.endswith("\x01\x01")
+        ):
             raise SaslAuthenticationError(m, "invalid client first message")
-        fields = dict(
-            kv.split("=", 1) for kv in rest[:-2].split("\x01") if "=" in kv
-        )
+        fields = dict(kv.split("=", 1) for kv in rest[:-2].split("\x01") if "=" in kv)
         auth = fields.get("auth", "")
         if not auth.lower().startswith("bearer "):
             raise SaslAuthenticationError(m, "invalid client first message: no auth")

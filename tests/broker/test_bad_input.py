@@ -107,7 +107,7 @@ def test_unsupported_api_versions_version_gets_the_v0_body(cluster: Cluster) -> 
     [
         pytest.param(frame(9999, 0, 1), id="unknown-api-key"),
         pytest.param(frame(3, 99, 1), id="unknown-version"),
-        pytest.param(frame(17, 1, 1, b"\x00\x05PLAIN"), id="api-not-served"),
+        pytest.param(frame(41, 1, 1, b"\xff\xff\xff\xff"), id="api-not-served"),
         pytest.param(frame(3, 12, 1, b"\x05"), id="truncated-body"),
         pytest.param(struct.pack(">i", 1 << 20) + b"x" * 16, id="over-size-limit"),
         pytest.param(struct.pack(">i", -1), id="negative-size"),

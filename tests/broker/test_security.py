@@ -140,7 +140,9 @@ def test_confluent_untrusted_certificate(
 
 
 @pytest.fixture(scope="module")
-def wrong_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, str]]:
+def wrong_host(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Cluster, str]]:
     """A SASL_SSL cluster whose certificate (given as ssl_context) names another
     host; its CA file."""
     ca = trustme.CA()
@@ -173,7 +175,9 @@ def test_hostname_mismatch(
             assert time.monotonic() < deadline, errors
             producer.poll(0.2)
         port = cluster.servers[0].port
-        with pytest.raises(KafkaConnectionError, match="address mismatch, certificate is not valid"):
+        with pytest.raises(
+            KafkaConnectionError, match="address mismatch, certificate is not valid"
+        ):
             Connection("127.0.0.1", port, ssl_context=client_ssl_context(ca_file))
         deadline = time.monotonic() + 5
         while "TLS handshake from 127.0.0.1 failed" not in caplog.text:
@@ -225,7 +229,9 @@ def test_request_before_authentication_closes(
             assert b"SCRAM-SHA-512" in body
             assert _closed(sock)
         # a healthy client still gets in
-        sasl = SaslConfig(mechanism="SCRAM-SHA-256", username="alice", password="alice-secret")
+        sasl = SaslConfig(
+            mechanism="SCRAM-SHA-256", username="alice", password="alice-secret"
+        )
         with Connection("127.0.0.1", port, sasl=sasl) as conn:
             conn.negotiate()
             assert conn.authenticated
@@ -430,7 +436,9 @@ def test_reauthentication(caplog: pytest.LogCaptureFixture) -> None:
         security_protocol="SASL_PLAINTEXT", users=USERS, connections_max_reauth_ms=600
     ) as cluster:
         port = cluster.servers[0].port
-        sasl = SaslConfig(mechanism="SCRAM-SHA-256", username="alice", password="alice-secret")
+        sasl = SaslConfig(
+            mechanism="SCRAM-SHA-256", username="alice", password="alice-secret"
+        )
         with Connection("127.0.0.1", port, sasl=sasl) as conn:
             conn.negotiate()
             assert 0 < conn.session_lifetime_ms <= 600
@@ -479,5 +487,7 @@ def test_configuration_errors(tmp_path: Path) -> None:
 
 
 def test_credentials_never_in_repr(sasl_ssl: Cluster) -> None:
-    text = repr(sasl_ssl.security) + repr(sasl_ssl.security.credentials.scram("SCRAM-SHA-256", "alice"))
+    text = repr(sasl_ssl.security) + repr(
+        sasl_ssl.security.credentials.scram("SCRAM-SHA-256", "alice")
+    )
     assert "alice-secret" not in text

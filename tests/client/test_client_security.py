@@ -40,9 +40,13 @@ def cluster() -> Iterator[Cluster]:
         yield c
 
 
-def sasl_for(mechanism: str, password: str = PASSWORD, user: str = "alice") -> SaslConfig:
+def sasl_for(
+    mechanism: str, password: str = PASSWORD, user: str = "alice"
+) -> SaslConfig:
     if mechanism == "OAUTHBEARER":
-        return SaslConfig(mechanism=mechanism, token_provider=lambda: unsecured_jws(user))
+        return SaslConfig(
+            mechanism=mechanism, token_provider=lambda: unsecured_jws(user)
+        )
     return SaslConfig(mechanism=mechanism, username=user, password=password)
 
 
@@ -89,7 +93,9 @@ def test_client_and_async_client(cluster: Cluster, mechanism: str) -> None:
 
     async def run() -> list[bytes]:
         async with AsyncClient(
-            cluster.bootstrap_servers, ssl_context=tls(cluster), sasl=sasl_for(mechanism)
+            cluster.bootstrap_servers,
+            ssl_context=tls(cluster),
+            sasl=sasl_for(mechanism),
         ) as client:
             await client.produce(topic, [(b"k", b"async")])
             return [r.value async for r in client.iter_records(topic, 0, 0)]
@@ -115,7 +121,9 @@ def test_proxy_upstream(cluster: Cluster, mechanism: str) -> None:
     assert asyncio.run(run()) == [b"via proxy"]
 
 
-def test_proxy_upstream_refused(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+def test_proxy_upstream_refused(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     async def run() -> None:
         async with Proxy(
             cluster.bootstrap_servers,
@@ -133,16 +141,23 @@ def test_proxy_upstream_refused(cluster: Cluster, caplog: pytest.LogCaptureFixtu
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-@pytest.mark.parametrize(("user", "password"), [("alice", "wrong-pw"), ("eve", PASSWORD)])
+@pytest.mark.parametrize(
+    ("user", "password"), [("alice", "wrong-pw"), ("eve", PASSWORD)]
+)
 def test_refused(cluster: Cluster, mechanism: str, user: str, password: str) -> None:
     port = cluster.servers[0].port
     conn = Connection(
-        "127.0.0.1", port, ssl_context=tls(cluster), sasl=sasl_for(mechanism, password, user)
+        "127.0.0.1",
+        port,
+        ssl_context=tls(cluster),
+        sasl=sasl_for(mechanism, password, user),
     )
     with pytest.raises(SaslAuthenticationError) as info:
         conn.negotiate()
     message = str(info.value)
-    assert message.startswith(f"{mechanism} authentication failed: Authentication failed")
+    assert message.startswith(
+        f"{mechanism} authentication failed: Authentication failed"
+    )
     assert "invalid credentials" in message and password not in message
     assert conn.closed
     with pytest.raises(SaslAuthenticationError):
@@ -154,9 +169,15 @@ def test_refused(cluster: Cluster, mechanism: str, user: str, password: str) -> 
 
 
 def test_mechanism_not_enabled() -> None:
-    with Cluster(security_protocol="SASL_PLAINTEXT", sasl_mechanisms=["PLAIN"], users={"a": "b"}) as c:
-        conn = Connection("127.0.0.1", c.servers[0].port, sasl=sasl_for("SCRAM-SHA-512", "b", "a"))
-        with pytest.raises(SaslAuthenticationError, match=r"does not enable it \(enabled: PLAIN\)"):
+    with Cluster(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanisms=["PLAIN"], users={"a": "b"}
+    ) as c:
+        conn = Connection(
+            "127.0.0.1", c.servers[0].port, sasl=sasl_for("SCRAM-SHA-512", "b", "a")
+        )
+        with pytest.raises(
+            SaslAuthenticationError, match=r"does not enable it \(enabled: PLAIN\)"
+        ):
             conn.negotiate()
 
 
@@ -181,7 +202,9 @@ def test_tampered_server_signature(
 
             def forged(response: bytes) -> bytes:
                 signature = final(response)
-                return signature[:-6] + (b"AAAA==" if signature[-6:] != b"AAAA==" else b"BBBB==")
+                return signature[:-6] + (
+                    b"AAAA==" if signature[-6:] != b"AAAA==" else b"BBBB=="
+                )
 
             mechanism._final = forged  # type: ignore[method-assign]
         return mechanism

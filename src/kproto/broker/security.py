@@ -124,7 +124,12 @@ class CredentialStore:
         return sorted({u for creds in self._scram.values() for u in creds})
 
     def upsert(
-        self, user: str, mechanism_type: int, iterations: int, salt: bytes, salted: bytes
+        self,
+        user: str,
+        mechanism_type: int,
+        iterations: int,
+        salt: bytes,
+        salted: bytes,
     ) -> tuple[ErrorCode, str | None]:
         """Store a credential from AlterUserScramCredentials (KIP-554): the error
         code and message Kafka's ``ControllerApis`` would answer."""

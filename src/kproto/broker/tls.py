@@ -67,7 +67,9 @@ class TestCertificates:
         directory.mkdir(parents=True, exist_ok=True)
         self.ca_file = directory / "ca.pem"
         self._ca.cert_pem.write_to_path(str(self.ca_file))
-        self._server = self._ca.issue_cert(*SERVER_IDENTITIES, common_name="kproto-broker")
+        self._server = self._ca.issue_cert(
+            *SERVER_IDENTITIES, common_name="kproto-broker"
+        )
 
     def server_context(self, client_auth: str = "none") -> ssl.SSLContext:
         """The listener's context: the server certificate; client certificates
@@ -102,7 +104,8 @@ def ssl_principal(peercert: dict[str, Any] | None) -> str | None:
     """Kafka's principal of a verified client certificate (``DefaultKafkaPrincipal
     Builder`` with no ``ssl.principal.mapping.rules``): ``User:`` and the subject as
     an RFC 2253 distinguished name, most specific first
-    (``User:CN=alice,OU=clients,O=kproto test client``); ``None`` without a certificate."""
+    (``User:CN=alice,OU=clients,O=kproto test client``); ``None`` without a certificate.
+    """
     if not peercert or not peercert.get("subject"):
         return None
     parts = []

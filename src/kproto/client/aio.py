@@ -10,8 +10,8 @@ from typing import TypeVar
 from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
-from kproto.sasl import SaslConfig
 from kproto.records import Compression, Record, RecordInput
+from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import LATEST, ClientCore

@@ -9,8 +9,8 @@ from typing import TypeVar
 
 from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import request_type
-from kproto.sasl import SaslConfig
 from kproto.records import Compression, Record, RecordInput
+from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import EARLIEST, LATEST, ClientCore

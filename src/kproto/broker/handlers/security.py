@@ -52,9 +52,15 @@ async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> 
     for user in store.scram_users() if named is None else list(dict.fromkeys(named)):
         infos = store.describe(user)
         if counts[user] > 1:
-            code, message = ErrorCode.DUPLICATE_RESOURCE, f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}"
+            code, message = (
+                ErrorCode.DUPLICATE_RESOURCE,
+                f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}",
+            )
         elif not infos:
-            code, message = ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {user}"
+            code, message = (
+                ErrorCode.RESOURCE_NOT_FOUND,
+                f"Attempt to describe a user credential that does not exist: {user}",
+            )
         else:
             code, message = ErrorCode.NONE, None
         results.append(
@@ -62,16 +68,14 @@ async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> 
                 "user": user,
                 "error_code": code,
                 "error_message": message,
-                "credential_infos": [
-                    {"mechanism": m, "iterations": i} for m, i in infos
-                ]
-                if code == ErrorCode.NONE
-                else [],
+                "credential_infos": (
+                    [{"mechanism": m, "iterations": i} for m, i in infos]
+                    if code == ErrorCode.NONE
+                    else []
+                ),
             }
         )
-    return respond(
-        ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, results=results
-    )
+    return respond(ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)
 
 
 async def alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
