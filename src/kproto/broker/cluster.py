@@ -14,11 +14,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
-from kproto.broker.state import ClusterState, TopicMetadata
+from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
@@ -81,6 +82,12 @@ class Cluster:
             subject becomes the principal (``User:CN=...``).
         connections_max_reauth_ms: SASL session lifetime (ms; KIP-368,
             ``connections.max.reauth.ms``; 0: sessions never expire).
+        max_partitions: partitions the cluster may hold in all (internal topics
+            included); CreateTopics/CreatePartitions beyond it are answered
+            POLICY_VIOLATION. One request may create at most 10,000 (Kafka's
+            ``QuorumController.MAX_RECORDS_PER_USER_OP``).
+        max_open_files: segment files kept open at once (a least-recently-used
+            cache; idle partitions hold no file descriptor).
 
     Raises:
         ValueError: ``nodes`` < 1, or a security argument out of place.
@@ -109,6 +116,8 @@ class Cluster:
         ssl_context: ssl.SSLContext | None = None,
         ssl_client_auth: str = "none",
         connections_max_reauth_ms: int = 0,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -143,6 +152,8 @@ class Cluster:
             num_partitions=num_partitions,
             offsets_partitions=offsets_partitions,
             segment_bytes=segment_bytes,
+            max_partitions=max_partitions,
+            max_open_files=max_open_files,
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(self.state)
@@ -167,12 +178,29 @@ class Cluster:
     # --------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Recover the data directory, start every node and the group coordinator."""
+        """Recover the data directory, start every node and the group coordinator.
+
+        On failure (a port in use, a data directory that does not load) what did
+        start is stopped and nothing is saved: the data directory stays as it was.
+
+        Raises:
+            OSError: a node cannot listen, or the data directory cannot be read.
+            kproto.broker.state.CorruptStateError: a state file does not parse.
+        """
         self._loop = asyncio.get_running_loop()
-        self.state.load()
-        for server in self.servers:
-            await server.start()
-        await self.groups.start()
+        try:
+            self.state.load()
+            for server in self.servers:
+                await server.start()
+            await self.groups.start()
+        except BaseException:
+            for server in self.servers:
+                await server.stop()
+            for plog in self.state.logs.values():
+                plog.close()
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise
         self._started = True
         log.info(
             "kproto broker cluster up: %s (data in %s)",
@@ -208,9 +236,7 @@ class Cluster:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # e.g. the port is taken
-                self._started = True  # so stop() closes what did start
-                loop.run_until_complete(self.stop())
+            except BaseException as exc:  # e.g. the port is taken: start() undid itself
                 loop.close()
                 ready.set_exception(exc)
                 return

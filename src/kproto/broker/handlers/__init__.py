@@ -13,6 +13,10 @@ module             APIs
                    coordinator's state machine is :mod:`kproto.broker.groups`)
 ``security``       SaslHandshake/SaslAuthenticate outside an exchange,
                    Describe/AlterUserScramCredentials
+``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
+                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
+                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
+                   transaction refusals of FindCoordinator and InitProducerId
 =================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -35,6 +39,7 @@ from kproto.broker.handlers import (
     groups,
     produce,
     security,
+    unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
@@ -73,5 +78,7 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )

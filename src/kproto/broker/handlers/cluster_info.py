@@ -7,9 +7,11 @@ Response.json`` (KIP-700); Kafka's ``KafkaApis.handleTopicMetadataRequest``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from kproto.broker import topic_admin
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.state import ClusterState
@@ -19,6 +21,7 @@ from kproto.index import ApiKey, api_versions
 __all__ = [
     "served_api_ranges",
     "MIN_VERSIONS",
+    "ADVERTISED_MIN_VERSIONS",
     "api_versions_handler",
     "metadata",
     "describe_cluster",
@@ -29,19 +32,31 @@ __all__ = [
 #: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
 MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
+#: Lowest versions advertised in ApiVersions where they differ from
+#: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
+#: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because older librdkafka
+#: (issue 4956; Debian's 2.0.2) compresses only when the broker lists Produce v0
+#: (gzip, snappy, lz4). A Produce v0-v2 request is answered UNSUPPORTED_VERSION per
+#: partition (:func:`kproto.broker.handlers.produce.produce`).
+ADVERTISED_MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 0}
+
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def served_api_ranges(
     handlers: Mapping[ApiKey, Handler],
 ) -> dict[ApiKey, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` for every API in ``handlers``:
-    every version kproto generates, from :data:`MIN_VERSIONS` up (Kafka's
+    """``{api_key: (min_version, max_version)}`` for every API in ``handlers``, as
+    ApiVersions advertises them: every version kproto generates, from
+    :data:`ADVERTISED_MIN_VERSIONS` or else :data:`MIN_VERSIONS` up (Kafka's
     ``ApiVersionManager``)."""
     out = {}
     for api_key in sorted(handlers):
         versions = api_versions(api_key)
-        out[api_key] = (MIN_VERSIONS.get(api_key, versions.start), versions.stop - 1)
+        low = ADVERTISED_MIN_VERSIONS.get(
+            api_key, MIN_VERSIONS.get(api_key, versions.start)
+        )
+        out[api_key] = (low, versions.stop - 1)
     return out
 
 
@@ -111,17 +126,28 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
             names.append(name or "")
     allow = getattr(request, "allow_auto_topic_creation", True)
     topics = []
+    created = 0
+    # auto-creation is bounded per request as CreateTopics is; the rest of the
+    # unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION (the client retries)
+    budget = topic_admin.MAX_PARTITIONS_PER_REQUEST
     for name in names:
         error = ErrorCode.NONE
         if name not in state.topics:
-            if state.auto_create_topics and allow:
+            if state.auto_create_topics and allow and budget >= state.num_partitions:
+                budget -= state.num_partitions
                 try:
-                    state.create_topic(name)
+                    state.create_topic(name, save=False)
                 except TopicError as err:
                     error = err.error_code
+                else:
+                    created += 1
+                    if created % 64 == 0:  # bounded steps: let other clients in
+                        await asyncio.sleep(0)
             else:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         topics.append(topic_metadata(state, name, error))
+    if created:
+        state.save_topics()  # once per request
     return respond(
         ctx,
         throttle_time_ms=0,
