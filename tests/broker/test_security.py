@@ -477,8 +477,6 @@ def test_configuration_errors(tmp_path: Path) -> None:
         Cluster(security_protocol="TLS")
     with pytest.raises(ValueError, match="GSSAPI not served"):
         Cluster(security_protocol="SASL_PLAINTEXT", sasl_mechanisms=["GSSAPI"])
-    with pytest.raises(ValueError, match="does not enforce ACLs"):
-        Cluster(acls_enabled=True)
     cluster = Cluster(security_protocol="SASL_PLAINTEXT", users=USERS)
     with pytest.raises(ValueError, match="needs user="):
         cluster.client_config()

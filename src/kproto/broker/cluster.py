@@ -73,7 +73,8 @@ class Cluster:
             tokens, as Kafka's default validator).
         users: ``{user: password}``; SCRAM credentials are stored salted.
         super_users: users (or ``User:`` principals) Kafka's ``super.users`` names.
-        acls_enabled: enforce ACLs (not served yet: True raises ValueError).
+        acls_enabled: enforce ACLs (CreateAcls/DescribeAcls/DeleteAcls; see
+            :mod:`kproto.broker.handlers.authorize`); super users pass every check.
         ssl_context: the listeners' server-side TLS context; ``None`` on SSL and
             SASL_SSL makes a CA and a certificate for 127.0.0.1/localhost (needs
             ``kproto[broker-tls]``), the CA written to ``<data_dir>/tls/ca.pem``.

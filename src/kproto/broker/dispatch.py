@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
+from kproto.broker.handlers.authorize import guarded
 from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
@@ -99,7 +100,11 @@ class Dispatcher:
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        response = await handler(ctx, request)
+        response = await (
+            handler(ctx, request)
+            if self.security.acls is None
+            else guarded(ctx, handler, request)
+        )
         if self.log_requests:
             log.info(
                 "node %d: %s v%d from %s (correlation id %d)",

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.acl import CHECKED_APIS, AclStore
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.meta import build_entity
@@ -179,6 +180,7 @@ class ListenerSecurity:
         ca_file: the CA of the certificates the cluster made itself, if it did.
         certificates: the :class:`kproto.broker.tls.TestCertificates` that made
             them (client certificates for mutual TLS), if any.
+        acls: the ACLs when they are enforced (``acls_enabled``), else ``None``.
     """
 
     protocol: str = "PLAINTEXT"
@@ -189,6 +191,7 @@ class ListenerSecurity:
     connections_max_reauth_ms: int = 0
     ca_file: Path | None = None
     certificates: Any = None
+    acls: AclStore | None = None
 
     @property
     def uses_sasl(self) -> bool:
@@ -219,8 +222,8 @@ class ListenerSecurity:
         without an ``ssl_context``.
 
         Raises:
-            ValueError: an unknown protocol, mechanism or ``ssl_client_auth``; ACLs
-                (not served yet); a negative ``connections_max_reauth_ms``.
+            ValueError: an unknown protocol, mechanism or ``ssl_client_auth``; a
+                negative ``connections_max_reauth_ms``.
             RuntimeError: certificates are needed and trustme is not installed.
         """
         if protocol not in SECURITY_PROTOCOLS:
@@ -244,11 +247,6 @@ class ListenerSecurity:
                 "ssl_client_auth must be none, requested or required, "
                 f"got {ssl_client_auth!r}"
             )
-        if acls_enabled:
-            raise ValueError(
-                "acls_enabled=True: the broker does not enforce ACLs yet "
-                "(CreateAcls/DescribeAcls/DeleteAcls are not served)"
-            )
         if connections_max_reauth_ms < 0:
             raise ValueError("connections_max_reauth_ms must be >= 0")
         ca_file = certificates = None
@@ -258,6 +256,7 @@ class ListenerSecurity:
             certificates = TestCertificates(data_dir / "tls")
             ssl_context = certificates.server_context(ssl_client_auth)
             ca_file = certificates.ca_file
+        supers = frozenset(_user_principal(u) for u in super_users)
         return cls(
             protocol=protocol,
             mechanisms=mechanisms,
@@ -265,10 +264,11 @@ class ListenerSecurity:
                 users or {}, [m for m in mechanisms if m in SCRAM_MECHANISMS]
             ),
             ssl_context=ssl_context if protocol.endswith("SSL") else None,
-            super_users=frozenset(_user_principal(u) for u in super_users),
+            super_users=supers,
             connections_max_reauth_ms=connections_max_reauth_ms,
             ca_file=ca_file,
             certificates=certificates if ca_file is not None else None,
+            acls=AclStore(supers) if acls_enabled else None,
         )
 
     def connection(self, tls_principal: str | None = None) -> ConnectionAuth:
@@ -329,6 +329,22 @@ class ConnectionAuth:
 
     def admit(self, api_key: int) -> str:
         """The :class:`Verdict` for a request of ``api_key``."""
+        verdict = self._admit(api_key)
+        acls = self.security.acls
+        if (
+            verdict == Verdict.DISPATCH
+            and acls is not None
+            and api_key not in CHECKED_APIS
+            and self.principal not in acls.super_users
+        ):
+            self.reason = (
+                f"api_key {api_key} from {self.principal}: with ACLs enabled this "
+                "broker serves it to super users only (no ACL check for it)"
+            )
+            return Verdict.CLOSE
+        return verdict
+
+    def _admit(self, api_key: int) -> str:
         if not self.security.uses_sasl:
             return Verdict.DISPATCH
         if api_key == ApiKey.SASL_HANDSHAKE and self._mechanism is None:

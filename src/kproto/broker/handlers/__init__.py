@@ -13,6 +13,8 @@ module             APIs
                    coordinator's state machine is :mod:`kproto.broker.groups`)
 ``security``       SaslHandshake/SaslAuthenticate outside an exchange,
                    Describe/AlterUserScramCredentials
+``acls``           CreateAcls, DescribeAcls, DeleteAcls (enforcement:
+                   :mod:`.authorize`, called by the dispatcher)
 ``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
                    feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
                    (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
@@ -32,6 +34,7 @@ from types import MappingProxyType
 from typing import Final
 
 from kproto.broker.handlers import (
+    acls,
     admin,
     cluster_info,
     configs,
@@ -74,6 +77,9 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
+        ApiKey.CREATE_ACLS: acls.create_acls,
+        ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+        ApiKey.DELETE_ACLS: acls.delete_acls,
         ApiKey.SASL_HANDSHAKE: security.sasl_handshake,
         ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
