@@ -489,3 +489,22 @@ def test_credentials_never_in_repr(sasl_ssl: Cluster) -> None:
         sasl_ssl.security.credentials.scram("SCRAM-SHA-256", "alice")
     )
     assert "alice-secret" not in text
+
+
+def test_confluent_oauthbearer_unsecured_jws() -> None:
+    """librdkafka's unsecured JWT (``sasl.oauthbearer.config=principal=...``) is
+    accepted by the broker's OAUTHBEARER (Kafka's default unsecured validator)."""
+    with Cluster(security_protocol="SASL_SSL", sasl_mechanisms=["OAUTHBEARER"]) as c:
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": c.bootstrap_servers,
+                "security.protocol": "SASL_SSL",
+                "ssl.ca.location": str(c.ca_file),
+                "sasl.mechanism": "OAUTHBEARER",
+                "sasl.oauthbearer.config": "principal=alice",
+                "enable.sasl.oauthbearer.unsecure.jwt": True,
+            }
+        )
+        producer.produce("oauth", b"token-holder")
+        assert producer.flush(30) == 0
+        assert [r.value for r in c.records("oauth")] == [b"token-holder"]
