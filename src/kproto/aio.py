@@ -114,6 +114,7 @@ class AsyncConnection(NegotiationState):
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
+        self._auth_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, host: str, port: int, **settings: Any) -> AsyncConnection:
@@ -219,11 +220,13 @@ class AsyncConnection(NegotiationState):
         warn_leftover: bool = True,
     ) -> ResponseFrame | None:
         """As :meth:`send`, but return the whole :class:`kproto.framing.ResponseFrame`."""
-        need = self._needs_auth(request)
-        if need == "negotiate":
-            await self.negotiate()
-        elif need == "authenticate":
-            await self.authenticate()
+        if self._needs_auth(request) is not None:
+            async with self._auth_lock:  # one task runs SASL; the others wait for it
+                need = self._needs_auth(request)
+                if need == "negotiate":
+                    await self.negotiate()
+                elif need == "authenticate":
+                    await self.authenticate()
         async with self._lock:
             reader, writer = self._reader, self._writer
             if reader is None or writer is None:

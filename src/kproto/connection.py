@@ -90,6 +90,7 @@ class Connection(NegotiationState):
 
     def _init_transport(self) -> None:
         self._lock = threading.Lock()
+        self._auth_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._connect()
 
@@ -183,11 +184,13 @@ class Connection(NegotiationState):
     ) -> ResponseFrame | None:
         """As :meth:`send`, but return the whole :class:`kproto.framing.ResponseFrame`
         (header, body, trailing bytes, ApiVersions fallback flag)."""
-        need = self._needs_auth(request)
-        if need == "negotiate":
-            self.negotiate()
-        elif need == "authenticate":
-            self.authenticate()
+        if self._needs_auth(request) is not None:
+            with self._auth_lock:  # one thread runs SASL; the others wait for it
+                need = self._needs_auth(request)
+                if need == "negotiate":
+                    self.negotiate()
+                elif need == "authenticate":
+                    self.authenticate()
         with self._lock:
             sock = self._sock
             if sock is None:

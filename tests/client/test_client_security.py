@@ -248,3 +248,24 @@ def test_credentials_stay_hidden(cluster: Cluster) -> None:
     assert base64.b64encode(request.auth_bytes).decode() not in rendered
     assert PASSWORD not in rendered
     client.close()
+
+
+def test_concurrent_first_requests_authenticate_once(cluster: Cluster) -> None:
+    """Tasks that send at once on a fresh AsyncConnection share one SASL exchange
+    (two interleaved exchanges would make the broker close the connection)."""
+
+    async def run() -> int:
+        async with AsyncConnection(
+            "127.0.0.1",
+            cluster.servers[0].port,
+            ssl_context=tls(cluster),
+            sasl=sasl_for("SCRAM-SHA-256"),
+        ) as conn:
+            from kproto.schema.metadata.v12 import MetadataRequest
+
+            answers = await asyncio.gather(
+                *(conn.send(MetadataRequest(topics=())) for _ in range(5))
+            )
+            return sum(1 for a in answers if a.brokers)
+
+    assert asyncio.run(run()) == 5
