@@ -290,8 +290,15 @@ def test_acl_admin(cluster: Cluster) -> None:
 
 
 def test_unchecked_api_is_for_super_users_only(
-    cluster: Cluster, caplog: pytest.LogCaptureFixture
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """An API the authorizer has no check for (here: ListGroups, taken out of the
+    list) is served to super users only; anyone else's connection is closed."""
+    import kproto.broker.security as security
+
+    monkeypatch.setattr(
+        security, "CHECKED_APIS", security.CHECKED_APIS - {ApiKey.LIST_GROUPS}
+    )
     port = cluster.servers[0].port
     alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
     with (
@@ -304,6 +311,77 @@ def test_unchecked_api_is_for_super_users_only(
     admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
     with Connection("127.0.0.1", port, sasl=admin) as conn:
         assert conn.request(ApiKey.LIST_GROUPS).error_code == 0
+
+
+def test_admin_apis_refused_per_resource(cluster: Cluster) -> None:
+    """Configs, partitions, records and groups: alice gets Kafka's authorization
+    error for what is not hers, and her own resources are served in the same
+    request."""
+    from kproto.client import BrokerError, Client, TopicPartition
+
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    with Client(cluster.bootstrap_servers, sasl=admin) as client:
+        client.commit_offsets("admins-only", {TopicPartition("bob-orders", 0): 0})
+    with Client(cluster.bootstrap_servers, sasl=alice) as client:
+        client.commit_offsets("alice-group", {TopicPartition("alice-orders", 0): 0})
+        with pytest.raises(BrokerError) as refused:
+            client.commit_offsets("alice-group", {TopicPartition("bob-orders", 0): 0})
+        assert refused.value.error_code == 29  # TOPIC_AUTHORIZATION_FAILED
+        with pytest.raises(BrokerError) as refused:
+            client.commit_offsets("admins-only", {TopicPartition("alice-orders", 0): 0})
+        assert refused.value.error_code == 30  # GROUP_AUTHORIZATION_FAILED
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        described = conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            resources=[
+                {
+                    "resource_type": 2,
+                    "resource_name": "alice-orders",
+                    "configuration_keys": None,
+                },
+                {
+                    "resource_type": 2,
+                    "resource_name": "bob-orders",
+                    "configuration_keys": None,
+                },
+                {"resource_type": 4, "resource_name": "1", "configuration_keys": None},
+            ],
+        )
+        codes = {r.resource_name: r.error_code for r in described.results}
+        assert codes == {"alice-orders": 0, "bob-orders": 29, "1": 31}
+        assert [r for r in described.results if r.resource_name == "alice-orders"][
+            0
+        ].configs
+        created = conn.request(
+            ApiKey.CREATE_PARTITIONS,
+            topics=[{"name": "bob-orders", "count": 2, "assignments": None}],
+            timeout_ms=5000,
+        )
+        assert [(r.name, r.error_code) for r in created.results] == [("bob-orders", 29)]
+        deleted = conn.request(
+            ApiKey.DELETE_RECORDS,
+            topics=[
+                {
+                    "name": "bob-orders",
+                    "partitions": [{"partition_index": 0, "offset": 0}],
+                }
+            ],
+            timeout_ms=5000,
+        )
+        assert deleted.topics[0].partitions[0].error_code == 29
+        groups = conn.request(
+            ApiKey.DESCRIBE_GROUPS, groups=["alice-group", "bob-group"]
+        )
+        codes = {g.group_id: g.error_code for g in groups.groups}
+        assert codes["bob-group"] == 30 and codes["alice-group"] != 30
+        listed = conn.request(ApiKey.LIST_GROUPS)
+        assert [g.group_id for g in listed.groups] == ["alice-group"]
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        listed = conn.request(ApiKey.LIST_GROUPS)
+        assert {"admins-only", "alice-group"} <= {g.group_id for g in listed.groups}
+    assert cluster.state.topic_partitions("bob-orders") == 1
 
 
 def test_acl_apis_without_authorizer() -> None:

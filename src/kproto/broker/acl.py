@@ -62,6 +62,17 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
         ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.DELETE_RECORDS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.DESCRIBE_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.LIST_GROUPS,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.DELETE_GROUPS,
+        ApiKey.OFFSET_DELETE,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,  # refused to everyone (not served)
+        ApiKey.SHARE_GROUP_HEARTBEAT,  # refused to everyone (not served)
     }
 )
 

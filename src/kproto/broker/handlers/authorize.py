@@ -8,14 +8,20 @@ API                         check (resource, operation) and answer when refused
 Produce                     topic WRITE: its partitions TOPIC_AUTHORIZATION_FAILED
 Fetch                       topic READ: its partitions TOPIC_AUTHORIZATION_FAILED
 ListOffsets                 topic DESCRIBE: its partitions TOPIC_AUTHORIZATION_FAILED
+DeleteRecords               topic DELETE: its partitions TOPIC_AUTHORIZATION_FAILED
 Metadata                    topic DESCRIBE: hidden from "all topics", a named one
                             answered TOPIC_AUTHORIZATION_FAILED; auto-creation needs
                             CREATE on the cluster or the topic
 CreateTopics, DeleteTopics  topic CREATE (or cluster CREATE), topic DELETE
-FindCoordinator             group DESCRIBE: GROUP_AUTHORIZATION_FAILED
+CreatePartitions            topic ALTER
+DescribeConfigs, (Incre-    topic (or, for broker resources, cluster) DESCRIBE_CONFIGS /
+mental)AlterConfigs         ALTER_CONFIGS: TOPIC_ / CLUSTER_AUTHORIZATION_FAILED
+FindCoordinator,            group DESCRIBE: GROUP_AUTHORIZATION_FAILED (ListGroups
+DescribeGroups, ListGroups  leaves the group out)
 JoinGroup, SyncGroup,       group READ: GROUP_AUTHORIZATION_FAILED
 Heartbeat, LeaveGroup,
 OffsetFetch
+DeleteGroups, OffsetDelete  group DELETE: GROUP_AUTHORIZATION_FAILED
 OffsetCommit                group READ (every partition GROUP_AUTHORIZATION_FAILED),
                             then topic READ (TOPIC_AUTHORIZATION_FAILED)
 InitProducerId              cluster IDEMPOTENT_WRITE or WRITE on some topic:
@@ -24,11 +30,11 @@ ACL and SCRAM APIs          cluster ALTER (create, delete, alter) or DESCRIBE:
                             CLUSTER_AUTHORIZATION_FAILED
 ==========================  ===========================================================
 
-Other APIs (configs, partitions, records deletion, group listing and deletion) have
-no check written: with ACLs on, only super users may send them and anyone else's
-connection is closed (:data:`kproto.broker.acl.CHECKED_APIS` is what
-:mod:`kproto.broker.security` lets through). Sources: Kafka's ``KafkaApis``
-``authHelper.authorize`` calls per API.
+An API with no check here (one added to the broker later) is served to super users
+only when ACLs are on: anyone else's connection is closed
+(:data:`kproto.broker.acl.CHECKED_APIS` is what :mod:`kproto.broker.security` lets
+through). OffsetFetch and OffsetDelete check the group, not each topic. Sources:
+Kafka's ``KafkaApis`` ``authHelper.authorize`` calls per API.
 """
 
 from __future__ import annotations
@@ -112,6 +118,16 @@ _SPLITS = {
         "partitions",
         "partition_index",
         {"timestamp": -1, "offset": -1},
+    ),
+    ApiKey.DELETE_RECORDS: _TopicSplit(
+        AclOperation.DELETE,
+        "topics",
+        "partitions",
+        "partition_index",
+        "topics",
+        "partitions",
+        "partition_index",
+        {"low_watermark": -1},
     ),
     ApiKey.OFFSET_COMMIT: _TopicSplit(
         AclOperation.READ,
@@ -210,59 +226,162 @@ async def _metadata(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     return attrs.evolve(response, topics=tuple(kept))
 
 
+async def _entries(
+    ctx: RequestContext,
+    handler: Handler,
+    request: Any,
+    field: str,
+    permitted: Callable[[Any], bool],
+    out_field: str,
+    refusal: Callable[[Any], dict[str, Any]],
+) -> Any:
+    """Run ``handler`` on the entries of ``request.<field>`` the principal may use;
+    answer each other one ``refusal(entry)`` in ``response.<out_field>``."""
+    entries = getattr(request, field)
+    verdicts = [permitted(e) for e in entries]
+    if all(verdicts):
+        return await handler(ctx, request)
+    refused = [refusal(e) for e, ok in zip(entries, verdicts, strict=True) if not ok]
+    if not any(verdicts):
+        return respond(
+            ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, **{out_field: refused}
+        )
+    allowed = tuple(e for e, ok in zip(entries, verdicts, strict=True) if ok)
+    response = await _call(handler, ctx, attrs.evolve(request, **{field: allowed}))
+    extra = getattr(respond(ctx, **{out_field: refused}), out_field)
+    return attrs.evolve(response, **{out_field: getattr(response, out_field) + extra})
+
+
+def _group_ok(ctx: RequestContext, op: AclOperation) -> Callable[[Any], bool]:
+    def check(entry: Any) -> bool:
+        group = entry if isinstance(entry, str) else entry.group_id
+        return _ok(ctx, op, ResourceType.GROUP, group)
+
+    return check
+
+
 async def _create_topics(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     cluster = _ok(ctx, AclOperation.CREATE, ResourceType.CLUSTER, _CLUSTER)
-    allowed = [
-        t
-        for t in request.topics
-        if cluster or _ok(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name)
-    ]
-    denied = [
-        {
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        "topics",
+        lambda t: cluster or _ok(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name),
+        "topics",
+        lambda t: {
             "name": t.name,
             "error_code": _TOPIC_DENIED,
             "num_partitions": -1,
             "replication_factor": -1,
-        }
-        for t in request.topics
-        if t not in allowed
-    ]
-    if not denied:
-        return await handler(ctx, request)
-    response = await _call(handler, ctx, attrs.evolve(request, topics=tuple(allowed)))
-    extra = respond(ctx, topics=denied).topics
-    return attrs.evolve(response, topics=response.topics + extra)
+        },
+    )
 
 
 async def _delete_topics(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     field = "topic_names" if hasattr(request, "topic_names") else "topics"
-    allowed, denied = [], []
-    for t in getattr(request, field):
-        name, error = (t, ErrorCode.NONE) if isinstance(t, str) else topic_name(ctx, t)
-        if error or _ok(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
-            allowed.append(t)
-        else:
-            denied.append(
-                {
-                    "name": name,
-                    "topic_id": getattr(t, "topic_id", None),
-                    "error_code": _TOPIC_DENIED,
-                }
-            )
-    if not denied:
-        return await handler(ctx, request)
-    response = await _call(
-        handler, ctx, attrs.evolve(request, **{field: tuple(allowed)})
+
+    def name(t: Any) -> tuple[str, ErrorCode]:
+        return (t, ErrorCode.NONE) if isinstance(t, str) else topic_name(ctx, t)
+
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        field,
+        lambda t: bool(name(t)[1])
+        or _ok(ctx, AclOperation.DELETE, ResourceType.TOPIC, name(t)[0]),
+        "responses",
+        lambda t: {
+            "name": name(t)[0],
+            "topic_id": getattr(t, "topic_id", None),
+            "error_code": _TOPIC_DENIED,
+        },
     )
-    extra = respond(ctx, responses=denied).responses
-    return attrs.evolve(response, responses=response.responses + extra)
 
 
-_GROUP_READ = {
-    ApiKey.JOIN_GROUP,
-    ApiKey.SYNC_GROUP,
-    ApiKey.HEARTBEAT,
-    ApiKey.LEAVE_GROUP,
+async def _create_partitions(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        "topics",
+        lambda t: _ok(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name),
+        "results",
+        lambda t: {"name": t.name, "error_code": _TOPIC_DENIED},
+    )
+
+
+#: Kafka's ``ConfigResource.Type`` code of a topic.
+_CONFIG_TOPIC = 2
+
+
+async def _configs(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    """DescribeConfigs (DESCRIBE_CONFIGS), AlterConfigs and IncrementalAlterConfigs
+    (ALTER_CONFIGS): on the topic, or on the cluster for broker resources."""
+    describe = ctx.header.request_api_key == ApiKey.DESCRIBE_CONFIGS
+    op = AclOperation.DESCRIBE_CONFIGS if describe else AclOperation.ALTER_CONFIGS
+
+    def permitted(r: Any) -> bool:
+        if r.resource_type == _CONFIG_TOPIC:
+            return _ok(ctx, op, ResourceType.TOPIC, r.resource_name)
+        return _ok(ctx, op, ResourceType.CLUSTER, _CLUSTER)
+
+    def refusal(r: Any) -> dict[str, Any]:
+        topic = r.resource_type == _CONFIG_TOPIC
+        return {
+            "error_code": _TOPIC_DENIED if topic else _CLUSTER_DENIED,
+            "error_message": None,
+            "resource_type": r.resource_type,
+            "resource_name": r.resource_name,
+            "configs": [],
+        }
+
+    out = "results" if describe else "responses"
+    return await _entries(ctx, handler, request, "resources", permitted, out, refusal)
+
+
+async def _list_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    response = await _call(handler, ctx, request)
+    check = _group_ok(ctx, AclOperation.DESCRIBE)
+    return attrs.evolve(
+        response, groups=tuple(g for g in response.groups if check(g.group_id))
+    )
+
+
+async def _describe_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        "groups",
+        _group_ok(ctx, AclOperation.DESCRIBE),
+        "groups",
+        lambda g: {"group_id": g, "error_code": _GROUP_DENIED},
+    )
+
+
+async def _delete_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        "groups_names",
+        _group_ok(ctx, AclOperation.DELETE),
+        "results",
+        lambda g: {"group_id": g, "error_code": _GROUP_DENIED},
+    )
+
+
+#: Group APIs answered whole with a top-level GROUP_AUTHORIZATION_FAILED.
+_GROUP_OPS = {
+    ApiKey.JOIN_GROUP: AclOperation.READ,
+    ApiKey.SYNC_GROUP: AclOperation.READ,
+    ApiKey.HEARTBEAT: AclOperation.READ,
+    ApiKey.LEAVE_GROUP: AclOperation.READ,
+    ApiKey.OFFSET_DELETE: AclOperation.DELETE,
 }
 
 
@@ -271,23 +390,14 @@ async def _offset_fetch(ctx: RequestContext, handler: Handler, request: Any) -> 
         if _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             return await handler(ctx, request)
         return respond(ctx, throttle_time_ms=0, error_code=_GROUP_DENIED, topics=[])
-    allowed = [
-        g
-        for g in request.groups
-        if _ok(ctx, AclOperation.READ, ResourceType.GROUP, g.group_id)
-    ]
-    denied = [
-        {"group_id": g.group_id, "error_code": _GROUP_DENIED, "topics": []}
-        for g in request.groups
-        if g not in allowed
-    ]
-    if not denied:
-        return await handler(ctx, request)
-    if not allowed:
-        return respond(ctx, throttle_time_ms=0, groups=denied)
-    response = await _call(handler, ctx, attrs.evolve(request, groups=tuple(allowed)))
-    return attrs.evolve(
-        response, groups=response.groups + respond(ctx, groups=denied).groups
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        "groups",
+        _group_ok(ctx, AclOperation.READ),
+        "groups",
+        lambda g: {"group_id": g.group_id, "error_code": _GROUP_DENIED, "topics": []},
     )
 
 
@@ -305,25 +415,21 @@ async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any)
             host="",
             port=-1,
         )
-    allowed = [
-        k
-        for k in request.coordinator_keys
-        if _ok(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, k)
-    ]
-    denied = [
-        {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": _GROUP_DENIED}
-        for k in request.coordinator_keys
-        if k not in allowed
-    ]
-    if not denied:
-        return await handler(ctx, request)
-    if not allowed:
-        return respond(ctx, throttle_time_ms=0, coordinators=denied)
-    response = await _call(
-        handler, ctx, attrs.evolve(request, coordinator_keys=tuple(allowed))
+    return await _entries(
+        ctx,
+        handler,
+        request,
+        "coordinator_keys",
+        _group_ok(ctx, AclOperation.DESCRIBE),
+        "coordinators",
+        lambda k: {
+            "key": k,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": _GROUP_DENIED,
+        },
     )
-    extra = respond(ctx, coordinators=denied).coordinators
-    return attrs.evolve(response, coordinators=response.coordinators + extra)
 
 
 def _cluster_denied(ctx: RequestContext, request: Any) -> Any:
@@ -388,6 +494,22 @@ def _may_write_idempotently(ctx: RequestContext) -> bool:
     )
 
 
+_SPECIAL: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
+    ApiKey.METADATA: _metadata,
+    ApiKey.CREATE_TOPICS: _create_topics,
+    ApiKey.DELETE_TOPICS: _delete_topics,
+    ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: _configs,
+    ApiKey.ALTER_CONFIGS: _configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _configs,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.LIST_GROUPS: _list_groups,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups,
+    ApiKey.DELETE_GROUPS: _delete_groups,
+}
+
+
 async def guarded(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """``handler``'s answer to ``request`` with the ACL checks of its API (see the
     module table); a super user passes unchecked."""
@@ -401,17 +523,10 @@ async def guarded(ctx: RequestContext, handler: Handler, request: Any) -> Any:
         return await _split(ctx, handler, request, _SPLITS[api_key], _GROUP_DENIED)
     if api_key in _SPLITS:
         return await _split(ctx, handler, request, _SPLITS[api_key])
-    special: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
-        ApiKey.METADATA: _metadata,
-        ApiKey.CREATE_TOPICS: _create_topics,
-        ApiKey.DELETE_TOPICS: _delete_topics,
-        ApiKey.OFFSET_FETCH: _offset_fetch,
-        ApiKey.FIND_COORDINATOR: _find_coordinator,
-    }
-    if api_key in special:
-        return await special[api_key](ctx, handler, request)
-    if api_key in _GROUP_READ:
-        if _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+    if api_key in _SPECIAL:
+        return await _SPECIAL[api_key](ctx, handler, request)
+    if api_key in _GROUP_OPS:
+        if _ok(ctx, _GROUP_OPS[api_key], ResourceType.GROUP, request.group_id):
             return await handler(ctx, request)
         return respond(ctx, throttle_time_ms=0, error_code=_GROUP_DENIED)
     if api_key in _CLUSTER_OPS:
