@@ -508,3 +508,65 @@ def test_confluent_oauthbearer_unsecured_jws() -> None:
         producer.produce("oauth", b"token-holder")
         assert producer.flush(30) == 0
         assert [r.value for r in c.records("oauth")] == [b"token-holder"]
+
+
+def test_cli_broker_sasl_ssl(tmp_path: Path) -> None:
+    """``kproto broker --security-protocol SASL_SSL --user ...``: the CA file on
+    stderr, SCRAM users; a bad setting is one ``kproto: error:`` line."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kproto",
+            "broker",
+            "--security-protocol",
+            "SASL_SSL",
+            "--sasl-mechanism",
+            "SCRAM-SHA-512",
+            "--user",
+            "alice:pa:ss",
+            "--data-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        host, port = proc.stdout.readline().strip().split(":")
+        ca_line = proc.stderr.readline().strip()
+        assert ca_line == f"ssl.ca.location={tmp_path / 'tls' / 'ca.pem'}"
+        sasl = SaslConfig(mechanism="SCRAM-SHA-512", username="alice", password="pa:ss")
+        context = client_ssl_context(ca_line.split("=", 1)[1])
+        with Connection(host, int(port), ssl_context=context, sasl=sasl) as conn:
+            assert conn.request(ApiKey.METADATA, topics=[]).brokers
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kproto",
+            "broker",
+            "--security-protocol",
+            "SASL_PLAINTEXT",
+            "--sasl-mechanism",
+            "OAUTHBEARER",
+            "--user",
+            "nocolon",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith("kproto: error:")
+    assert "NAME:PASSWORD" in bad.stderr
