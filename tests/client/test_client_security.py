@@ -269,3 +269,32 @@ def test_concurrent_first_requests_authenticate_once(cluster: Cluster) -> None:
             return sum(1 for a in answers if a.brokers)
 
     assert asyncio.run(run()) == 5
+
+
+def test_proxy_upstream_tls_only_and_request_log_redaction() -> None:
+    """A Proxy reaching an SSL cluster (no SASL) over TLS; a SASL token sent to a
+    listener without SASL is answered ILLEGAL_SASL_STATE and kept out of the
+    cluster's request log."""
+    with Cluster(security_protocol="SSL") as ssl_cluster:
+
+        async def run() -> list[bytes]:
+            async with Proxy(
+                ssl_cluster.bootstrap_servers, upstream_ssl_context=tls(ssl_cluster)
+            ) as proxy:
+                async with AsyncClient(proxy.bootstrap_servers) as client:
+                    await client.produce("tls-only", [(None, b"over tls")])
+                    return [
+                        r.value async for r in client.iter_records("tls-only", 0, 0)
+                    ]
+
+        assert asyncio.run(run()) == [b"over tls"]
+        from kproto.schema.sasl_authenticate.v2 import SaslAuthenticateRequest
+
+        with Connection(
+            "127.0.0.1", ssl_cluster.servers[0].port, ssl_context=tls(ssl_cluster)
+        ) as conn:
+            token = b"\0alice\0" + PASSWORD.encode()
+            answer = conn.send(SaslAuthenticateRequest(auth_bytes=token))
+            assert answer.error_code == 34  # ILLEGAL_SASL_STATE
+        (logged,) = ssl_cluster.requests.filter(api_key=ApiKey.SASL_AUTHENTICATE)
+        assert logged.request.auth_bytes == b""
