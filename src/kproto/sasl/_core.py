@@ -127,7 +127,7 @@ class SaslConfig:
     token_provider: Callable[[], str] | None = attrs.field(
         default=None, repr=False, eq=False
     )
-    extensions: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    extensions: Mapping[str, str] = attrs.field(factory=dict, repr=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
         if self.mechanism == "OAUTHBEARER":
