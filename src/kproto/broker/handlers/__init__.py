@@ -12,6 +12,10 @@ module              APIs
 ``groups``          FindCoordinator and the classic consumer group APIs (the
                     coordinator's state machine is :mod:`kproto.broker.groups`)
 ``consumer_groups`` ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
+``security``        SaslHandshake/SaslAuthenticate outside an exchange,
+                    Describe/AlterUserScramCredentials
+``acls``            CreateAcls, DescribeAcls, DeleteAcls (enforcement:
+                    :mod:`.authorize`, called by the dispatcher)
 ``unsupported``     what the broker lacks, refused as Kafka refuses a disabled
                     feature: ShareGroupHeartbeat (KIP-932); its
                     :data:`~.unsupported.REFUSALS` also names the transaction
@@ -31,6 +35,7 @@ from types import MappingProxyType
 from typing import Final
 
 from kproto.broker.handlers import (
+    acls,
     admin,
     cluster_info,
     configs,
@@ -38,6 +43,7 @@ from kproto.broker.handlers import (
     fetch,
     groups,
     produce,
+    security,
     unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -75,6 +81,13 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
         ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+        ApiKey.CREATE_ACLS: acls.create_acls,
+        ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+        ApiKey.DELETE_ACLS: acls.delete_acls,
+        ApiKey.SASL_HANDSHAKE: security.sasl_handshake,
+        ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )
