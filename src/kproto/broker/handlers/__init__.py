@@ -1,23 +1,27 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-=================  ==========================================================
-module             APIs
-=================  ==========================================================
-``cluster_info``   ApiVersions, Metadata, DescribeCluster
-``produce``        Produce
-``fetch``          Fetch, ListOffsets, DeleteRecords
-``admin``          CreateTopics, DeleteTopics, CreatePartitions
-``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-``groups``         FindCoordinator and the classic consumer group APIs (the
-                   coordinator's state machine is :mod:`kproto.broker.groups`)
-``transactions``   InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-                   TxnOffsetCommit, DescribeTransactions, ListTransactions,
-                   DescribeProducers (the coordinator is :mod:`kproto.broker.txn`)
-``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
-                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
-                   (KIP-932)
-=================  ==========================================================
+==================  =========================================================
+module              APIs
+==================  =========================================================
+``cluster_info``    ApiVersions, Metadata, DescribeCluster
+``produce``         Produce
+``fetch``           Fetch, ListOffsets, DeleteRecords
+``admin``           CreateTopics, DeleteTopics, CreatePartitions
+``configs``         DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+``groups``          FindCoordinator and the classic consumer group APIs (the
+                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``consumer_groups`` ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
+``security``        SaslHandshake/SaslAuthenticate outside an exchange,
+                    Describe/AlterUserScramCredentials
+``acls``            CreateAcls, DescribeAcls, DeleteAcls (enforcement:
+                    :mod:`.authorize`, called by the dispatcher)
+``transactions``    InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+                    TxnOffsetCommit, DescribeTransactions, ListTransactions,
+                    DescribeProducers (the coordinator is :mod:`kproto.broker.txn`)
+``unsupported``     what the broker lacks, refused as Kafka refuses a disabled
+                    feature: ShareGroupHeartbeat (KIP-932)
+==================  =========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
@@ -32,12 +36,15 @@ from types import MappingProxyType
 from typing import Final
 
 from kproto.broker.handlers import (
+    acls,
     admin,
     cluster_info,
     configs,
+    consumer_groups,
     fetch,
     groups,
     produce,
+    security,
     transactions,
     unsupported,
 )
@@ -81,7 +88,15 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_PRODUCERS: transactions.describe_producers,
         ApiKey.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
         ApiKey.LIST_TRANSACTIONS: transactions.list_transactions,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+        ApiKey.CREATE_ACLS: acls.create_acls,
+        ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+        ApiKey.DELETE_ACLS: acls.delete_acls,
+        ApiKey.SASL_HANDSHAKE: security.sasl_handshake,
+        ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )

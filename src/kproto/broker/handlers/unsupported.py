@@ -2,10 +2,6 @@
 when they are switched off, so that clients fail fast with a non-retriable error
 instead of retrying forever.
 
-* The consumer group protocol (KIP-848): ConsumerGroupHeartbeat is advertised and
-  answered UNSUPPORTED_VERSION, as ``KafkaApis.handleConsumerGroupHeartbeat`` does when
-  ``group.coordinator.rebalance.protocols`` lacks ``consumer`` or ``group.version`` is
-  0 (Kafka's ``ConsumerGroupHeartbeatRequestTest``).
 * Share groups (KIP-932): ShareGroupHeartbeat is advertised and answered
   UNSUPPORTED_VERSION, as Kafka does with ``share.version`` 0
   (``ShareGroupHeartbeatRequestTest``).
@@ -26,9 +22,7 @@ from kproto.index import ApiKey
 __all__ = [
     "Refusal",
     "REFUSALS",
-    "CONSUMER_GROUP_PROTOCOL",
     "SHARE_GROUPS",
-    "consumer_group_heartbeat",
     "share_group_heartbeat",
 ]
 
@@ -48,12 +42,6 @@ class Refusal:
     message: str
 
 
-CONSUMER_GROUP_PROTOCOL = Refusal(
-    "the consumer group protocol (KIP-848, group.protocol=consumer)",
-    ErrorCode.UNSUPPORTED_VERSION,
-    "kproto broker: the consumer group protocol (KIP-848) is not supported;"
-    " use group.protocol=classic",
-)
 SHARE_GROUPS = Refusal(
     "share groups (KIP-932)",
     ErrorCode.UNSUPPORTED_VERSION,
@@ -62,7 +50,6 @@ SHARE_GROUPS = Refusal(
 
 #: Every feature refused, by the API that asks for it.
 REFUSALS: dict[ApiKey, Refusal] = {
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: CONSUMER_GROUP_PROTOCOL,
     ApiKey.SHARE_GROUP_HEARTBEAT: SHARE_GROUPS,
 }
 
@@ -78,12 +65,6 @@ def _refuse_heartbeat(ctx: RequestContext, refusal: Refusal) -> Any:
         heartbeat_interval_ms=0,
         assignment=None,
     )
-
-
-async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    """ConsumerGroupHeartbeat (ConsumerGroupHeartbeatRequest.json v0-v1): refused,
-    see :data:`CONSUMER_GROUP_PROTOCOL`."""
-    return _refuse_heartbeat(ctx, CONSUMER_GROUP_PROTOCOL)
 
 
 async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
