@@ -72,7 +72,13 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.DELETE_GROUPS,
         ApiKey.OFFSET_DELETE,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,  # refused to everyone (not served)
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        ApiKey.LIST_TRANSACTIONS,
+        ApiKey.DESCRIBE_PRODUCERS,
         ApiKey.SHARE_GROUP_HEARTBEAT,  # refused to everyone (not served)
     }
 )

@@ -28,6 +28,7 @@ InitProducerId              cluster IDEMPOTENT_WRITE or WRITE on some topic:
                             CLUSTER_AUTHORIZATION_FAILED
 ACL and SCRAM APIs          cluster ALTER (create, delete, alter) or DESCRIBE:
                             CLUSTER_AUTHORIZATION_FAILED
+transaction APIs            the transactional id: see :mod:`.authorize_txn`
 ==========================  ===========================================================
 
 An API with no check here (one added to the broker later) is served to super users
@@ -45,6 +46,10 @@ from typing import Any
 import attrs
 
 from kproto.broker.acl import AclOperation, AclStore, ResourceType
+from kproto.broker.handlers.authorize_txn import (
+    TXN_CHECKS,
+    transactional_produce_denied,
+)
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.errors import ErrorCode
@@ -403,7 +408,7 @@ async def _offset_fetch(ctx: RequestContext, handler: Handler, request: Any) -> 
 
 
 async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    if request.key_type != 0:  # transactions: refused by the handler itself
+    if request.key_type != 0:  # share coordinators: refused by the handler itself
         return await handler(ctx, request)
     if not hasattr(request, "coordinator_keys"):
         if _ok(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.key):
@@ -511,6 +516,15 @@ _SPECIAL: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
 }
 
 
+def _names_transaction(api_key: int, request: Any) -> bool:
+    """A transaction API, or FindCoordinator / InitProducerId for a transactional id."""
+    if api_key == ApiKey.FIND_COORDINATOR:
+        return bool(getattr(request, "key_type", 0) == 1)
+    if api_key == ApiKey.INIT_PRODUCER_ID:
+        return request.transactional_id is not None
+    return api_key in TXN_CHECKS
+
+
 async def guarded(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """``handler``'s answer to ``request`` with the ACL checks of its API (see the
     module table); a super user passes unchecked."""
@@ -518,6 +532,13 @@ async def guarded(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     if store is None or ctx.principal in store.super_users:
         return await handler(ctx, request)
     api_key = ctx.header.request_api_key
+    if _names_transaction(api_key, request):
+        return await TXN_CHECKS[api_key](ctx, handler, request)
+    if api_key == ApiKey.PRODUCE and transactional_produce_denied(ctx, request):
+        spec = _SPLITS[api_key]
+        return await _split(
+            ctx, handler, request, spec, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        )
     if api_key == ApiKey.OFFSET_COMMIT and not _ok(
         ctx, AclOperation.READ, ResourceType.GROUP, request.group_id
     ):
