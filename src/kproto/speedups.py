@@ -131,5 +131,5 @@ def using(native: bool) -> Iterator[None]:
         yield
     finally:
         _on = saved
-        for module, was in zip(entity_modules, were):
+        for module, was in zip(entity_modules, were, strict=True):
             module.set_enabled(was)
