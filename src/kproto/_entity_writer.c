@@ -536,7 +536,11 @@ writer_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
     Py_RETURN_NONE;
 }
 
-/* writer.to_bytes(entity) -> bytes: the same, returned (the fallback's chunks joined). */
+/* Interned "append" and "join", and b"" (set at import). */
+static PyObject *append_name, *join_name, *empty_bytes;
+
+/* writer.to_bytes(entity) -> bytes: the same, returned (the fallback's chunks joined,
+ * as kproto.serial's pure-Python writer joins them). */
 static PyObject *
 writer_to_bytes(PyObject *self, PyObject *obj)
 {
@@ -547,21 +551,17 @@ writer_to_bytes(PyObject *self, PyObject *obj)
             return data;
         PyErr_Clear();
     }
-    PyObject *parts = PyList_New(0), *append = NULL, *r = NULL, *empty = NULL;
-    PyObject *result = NULL;
-    if (parts == NULL || (append = PyObject_GetAttrString(parts, "append")) == NULL)
+    PyObject *parts = PyList_New(0), *append = NULL, *r = NULL, *result = NULL;
+    if (parts == NULL || (append = PyObject_GetAttr(parts, append_name)) == NULL)
         goto done;
     PyObject *args[2] = {obj, append};
     if ((r = PyObject_Vectorcall(wr->fallback, args, 2, NULL)) == NULL)
         goto done;
-    if ((empty = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
-        goto done;
-    result = PyObject_CallMethod(empty, "join", "O", parts);
+    result = PyObject_CallMethodOneArg(empty_bytes, join_name, parts);
 done:
     Py_XDECREF(parts);
     Py_XDECREF(append);
     Py_XDECREF(r);
-    Py_XDECREF(empty);
     return result;
 }
 
@@ -649,6 +649,12 @@ PyMODINIT_FUNC
 PyInit__entity_writer(void)
 {
     if (PyType_Ready(&WriterType) < 0)
+        return NULL;
+    if (append_name == NULL && (append_name = PyUnicode_InternFromString("append")) == NULL)
+        return NULL;
+    if (join_name == NULL && (join_name = PyUnicode_InternFromString("join")) == NULL)
+        return NULL;
+    if (empty_bytes == NULL && (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }
