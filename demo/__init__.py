@@ -22,7 +22,7 @@ from typing import IO
 from kproto.client import Client
 
 from .broker import broker_step
-from .cluster import MOCK_VERSION_CAPS, mock_cluster
+from .cluster import MOCK_VERSION_CAPS, StrayByteNote, mock_cluster
 from .sections import SECTIONS, Tour
 from .spark import spark_step
 from .tables import Printer
@@ -31,13 +31,21 @@ from .tables import Printer
 def run_demo(out_dir: str | os.PathLike[str], *, out: IO[str] = sys.stdout) -> Path:
     """Run the sections against a fresh mock cluster; return ``out_dir/segments``."""
     p, segments, started = Printer(out), Path(out_dir) / "segments", time.monotonic()
-    with mock_cluster(3) as brokers:
-        servers = ",".join(f"{host}:{port}" for host, port in brokers.values())
-        with Client(servers, version_caps=MOCK_VERSION_CAPS) as client:
-            tour = Tour(p, client, brokers, segments)
-            for section in SECTIONS:
-                section(tour)
-    p.line(f"\nmock cluster stopped; done in {time.monotonic() - started:.1f} s")
+    note, logger = StrayByteNote(), logging.getLogger("kproto.connection")
+    logger.addFilter(note)
+    try:
+        with mock_cluster(3) as brokers:
+            servers = ",".join(f"{host}:{port}" for host, port in brokers.values())
+            with Client(servers, version_caps=MOCK_VERSION_CAPS) as client:
+                tour = Tour(p, client, brokers, segments)
+                for section in SECTIONS:
+                    section(tour)
+    finally:
+        logger.removeFilter(note)
+    p.line(
+        f"\nmock cluster stopped; done in {time.monotonic() - started:.1f} s"
+        f" ({note.count} stray Metadata bytes ignored)"
+    )
     return segments
 
 

@@ -16,6 +16,7 @@ from kproto.client.protocol import ANY_NODE, check_code
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, data_type
 from kproto.meta import build_entity
+from kproto.negotiation import FIRST_API_VERSIONS_VERSION
 from kproto.records import Compression, decode_batches
 from kproto.serial import decode, encode
 
@@ -53,7 +54,10 @@ def name(error_code: int) -> str:
 def api_versions_section(t: Tour) -> None:
     conn, rows = t.client.connection(ANY_NODE), []
     assert conn.broker_api_versions is not None
-    t.p.section(f"ApiVersions (answered at v{conn.api_versions_version})")
+    first, got = FIRST_API_VERSIONS_VERSION, conn.api_versions_version
+    handshake = f"v{got}" if got == first else f"v{first} refused, v{got}"
+    using = conn.versions.get(ApiKey.API_VERSIONS)
+    t.p.section(f"ApiVersions (handshake {handshake} answered; later ones v{using})")
     for key, (lo, hi) in conn.broker_api_versions.items():
         try:
             api, ours = ApiKey(key).name, api_versions(key)

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from kproto.meta import Wire, entity_info, wire_fields
 
-__all__ = ["to_json", "from_json", "JsonValueError"]
+__all__ = ["to_json", "to_kafka_json", "from_json", "JsonValueError", "kafka_uuid"]
 
 E = TypeVar("E")
 
@@ -85,6 +85,54 @@ def to_json(entity: Any) -> dict[str, Any]:
         f.name: _value_to_json(w, getattr(entity, f.name))
         for f, w in wire_fields(type(entity))
     }
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString()``: the 16 bytes in URL-safe base64, no padding
+    (``"xfugYJTERGetNxY2KH_JFA"``)."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def _kafka_value(w: Wire, value: Any) -> Any:
+    if value is None:
+        return None
+    if w.kind == "struct":
+        return to_kafka_json(value)
+    if w.kind == "array":
+        assert w.element is not None
+        element = w.element
+        return [_kafka_value(element, v) for v in value]
+    if w.type in ("bytes", "records"):
+        return _b64(bytes(value))
+    if w.type == "uuid":
+        return kafka_uuid(value)
+    return value
+
+
+def to_kafka_json(entity: Any) -> dict[str, Any]:
+    """An entity as Kafka's generated ``<Message>JsonConverter.write`` shapes it.
+
+    That is the JSON ``kafka-dump-log.sh`` decoders and ``kafka-console-consumer.sh``
+    formatters print: keys are the Kafka field names with a lower-case first letter
+    (``protocolType``), in schema order; tagged fields equal to their default and
+    unknown tagged fields are left out; bytes are standard base64, uuids Kafka's
+    URL-safe base64 (:func:`kafka_uuid`), int64 plain numbers. Source: Kafka's
+    ``generator/.../JsonConverterGenerator.java``.
+
+    Raises:
+        TypeError: ``entity`` is not a generated kproto entity.
+    """
+    entity_info(entity)
+    out: dict[str, Any] = {}
+    for f, w in wire_fields(type(entity)):
+        if w.kind == "unknown_tags":
+            continue
+        value = getattr(entity, f.name)
+        if w.tag is not None and value == w.default:
+            continue
+        name = w.name[:1].lower() + w.name[1:] if w.name else f.name
+        out[name] = _kafka_value(w, value)
+    return out
 
 
 def _unb64(value: Any, path: str) -> bytes:

@@ -22,7 +22,7 @@ from kproto.serial import entity_reader
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1, max_frame_bytes=1 << 16) as c:
+    with Cluster(nodes=1, socket_request_max_bytes=1 << 16) as c:
         yield c
 
 

@@ -85,7 +85,7 @@ def test_delete_topics_drops_committed_offsets() -> None:
         c = member(cluster)
         drain([c], 8)
         c.close()  # type: ignore[attr-defined]
-        group = cluster.state.groups.groups["billing"]
+        group = cluster.groups.groups["billing"]
         assert any(t == "orders" for t, _ in group.offsets)
         a = admin.AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         assert a.delete_topics(["orders"])["orders"].result(10) is None

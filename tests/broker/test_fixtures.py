@@ -54,3 +54,17 @@ def test_session_fixture_is_shared(
     assert kafka_cluster_session.bootstrap_servers != kafka_cluster.bootstrap_servers
     kafka_cluster_session.create_topic("shared", 2)
     assert kafka_cluster_session.state.topic_partitions("shared") == 2
+
+
+@pytest.mark.kafka_cluster(
+    nodes=3, auto_create_topics=False, configs={"num.partitions": "6"}
+)
+def test_three_nodes(kafka_cluster: Any, kafka_cluster_factory: Any) -> None:
+    """The README's marker example (the plugin runs in this suite too)."""
+    orders = kafka_cluster.create_topic("orders")  # 6 partitions over 3 leaders
+    assert orders.partitions == 6 and set(orders.leaders) == {1, 2, 3}
+    assert kafka_cluster.state.auto_create_topics is False
+    other = kafka_cluster_factory(configs={"log.segment.bytes": 1 << 20})
+    assert other.state.segment_bytes == 1 << 20
+    assert len(other.servers) == 1
+    assert other.bootstrap_servers != kafka_cluster.bootstrap_servers

@@ -99,6 +99,31 @@ def _kv(version: int, entity: Any) -> bytes:
     return struct.pack(">h", version) + serial.encode(entity)
 
 
+def test_decode_column_version_prefix(spark: SparkSession) -> None:
+    """Internal-topic values carry an int16 version first: bare decoding fails with
+    a hint naming ``version_prefix``; with it the prefix is checked and skipped."""
+    cls = index.data_type("OffsetCommitValue", 3)
+    value = cls(offset=42, leader_epoch=7, metadata="m", commit_timestamp=1_700)
+    rows = [
+        (0, _kv(3, value)),
+        (1, _kv(1, value)),  # another version's prefix
+        (2, b"\x00"),  # too short for a version
+        (3, None),
+    ]
+    df = spark.createDataFrame(rows, BIN)
+    bare = {r.id: r.decode_error for r in decode_column(df, "payload", cls).collect()}
+    assert "pass version_prefix=True" in bare[0]  # whatever the failure
+    got = {
+        r.id: r.asDict(recursive=True)
+        for r in decode_column(df, "payload", cls, version_prefix=True).collect()
+    }
+    assert got[0]["payload"] == to_plain(value) and got[0]["decode_error"] is None
+    assert got[1]["payload"] is None
+    assert "version prefix 1, but decoding as v3" in got[1]["decode_error"]
+    assert "too short" in got[2]["decode_error"]
+    assert got[3]["payload"] is None and got[3]["decode_error"] is None
+
+
 def _consumer_offsets_records() -> list[tuple[bytes | None, bytes | None, str]]:
     """(key, value, what) for __consumer_offsets, incl. tombstones and bad versions."""
     dt = index.data_type

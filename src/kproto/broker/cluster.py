@@ -13,10 +13,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kproto.broker.dispatch import load_handlers
+from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
-from kproto.broker.server import DEFAULT_MAX_FRAME_BYTES, NodeServer
-from kproto.broker.state import ClusterState, TopicInfo
+from kproto.broker.server import NodeServer
+from kproto.broker.state import ClusterState, TopicMetadata
+from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
 __all__ = ["Cluster"]
@@ -51,8 +52,9 @@ class Cluster:
         segment_bytes: default segment size in bytes before a log rolls (16 MiB;
             Kafka's ``log.segment.bytes`` is 1 GiB); topic config ``segment.bytes``
             overrides it.
-        max_frame_bytes: request frames above this many bytes close the
-            connection (Kafka's ``socket.request.max.bytes``, 100 MiB).
+        socket_request_max_bytes: request frames above this many bytes close the
+            connection (Kafka's ``socket.request.max.bytes``, default 104857600 =
+            100 MiB).
         connections_max_idle_ms: close a connection that sends nothing, or stalls
             in the middle of a frame, for this long (ms; Kafka's
             ``connections.max.idle.ms``, 10 minutes).
@@ -75,14 +77,13 @@ class Cluster:
         port: int = 0,
         offsets_partitions: int = 5,
         segment_bytes: int = 16 * 1024 * 1024,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
-        load_handlers()
         self._temp = data_dir is None
         self.data_dir = (
             Path(tempfile.mkdtemp(prefix="kproto-broker-"))
@@ -98,12 +99,15 @@ class Cluster:
             offsets_partitions=offsets_partitions,
             segment_bytes=segment_bytes,
         )
+        #: The group coordinator (consumer groups and committed offsets).
+        self.groups = GroupCoordinator(self.state)
         self.servers = [
             NodeServer(
                 self.state,
+                self.groups,
                 node_id,
                 port=port + i if port else 0,
-                max_frame_bytes=max_frame_bytes,
+                socket_request_max_bytes=socket_request_max_bytes,
                 connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
@@ -117,12 +121,29 @@ class Cluster:
     # --------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Recover the data directory, start every node and the group coordinator."""
+        """Recover the data directory, start every node and the group coordinator.
+
+        On failure (a port in use, a data directory that does not load) what did
+        start is stopped and nothing is saved: the data directory stays as it was.
+
+        Raises:
+            OSError: a node cannot listen, or the data directory cannot be read.
+            kproto.broker.state.CorruptStateError: a state file does not parse.
+        """
         self._loop = asyncio.get_running_loop()
-        self.state.load()
-        for server in self.servers:
-            await server.start()
-        await self.state.groups.start()
+        try:
+            self.state.load()
+            for server in self.servers:
+                await server.start()
+            await self.groups.start()
+        except BaseException:
+            for server in self.servers:
+                await server.stop()
+            for plog in self.state.logs.values():
+                plog.close()
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise
         self._started = True
         log.info(
             "kproto broker cluster up: %s (data in %s)",
@@ -138,7 +159,7 @@ class Cluster:
         self._started = False
         for server in self.servers:
             await server.stop()
-        await self.state.groups.stop()
+        await self.groups.stop()
         self.state.close()
         if self._temp:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -158,9 +179,7 @@ class Cluster:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # e.g. the port is taken
-                self._started = True  # so stop() closes what did start
-                loop.run_until_complete(self.stop())
+            except BaseException as exc:  # e.g. the port is taken: start() undid itself
                 loop.close()
                 ready.set_exception(exc)
                 return
@@ -241,12 +260,12 @@ class Cluster:
         name: str,
         partitions: int | None = None,
         configs: dict[str, str] | None = None,
-    ) -> TopicInfo:
+    ) -> TopicMetadata:
         """Create a topic without a client (test set-up); ``partitions`` defaults
         to the cluster's ``num_partitions``.
 
         Raises:
-            kproto.broker.state.TopicError: as CreateTopics would answer.
+            kproto.broker.TopicError: as CreateTopics would answer.
         """
         return self._on_loop(
             lambda: self.state.create_topic(name, partitions, configs=configs)

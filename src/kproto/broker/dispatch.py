@@ -1,115 +1,115 @@
-"""Dispatch of decoded requests to handlers: the table every broker API registers in.
+"""Dispatch of decoded requests to the handler of their api_key.
 
-A handler is ``async def handler(ctx: RequestContext, request) -> response | None``:
-it receives the decoded request entity and returns the response entity of the
-request's version (``kproto.index.response_type(api_key, ctx.api_version)``), or
-``None`` when Kafka sends no response (Produce with ``acks=0``). The connection
-layer (:mod:`kproto.broker.server`) encodes the response with
-:func:`kproto.framing.encode_response` and writes responses in request order.
-
-Handler modules register themselves at import with :func:`handles`;
-:func:`load_handlers` imports all of them (the group coordinator's too).
+:class:`Dispatcher` is the layer between a node's connections
+(:mod:`kproto.broker.server`, which cuts and decodes frames and encodes responses)
+and the handlers (:data:`kproto.broker.handlers.HANDLERS`): it builds the
+:class:`~kproto.broker.handlers.context.RequestContext` of each request, calls the
+handler and records the exchange in the cluster's request log (Kafka's
+``KafkaApis.handle`` with ``RequestChannel``'s request logging).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
 
-import attrs
-
-from kproto.index import response_type
-from kproto.meta import build_entity
-
-if TYPE_CHECKING:
-    from kproto.broker.state import ClusterState
+from kproto.broker.groups import GroupCoordinator
+from kproto.broker.handlers import HANDLERS
+from kproto.broker.handlers.cluster_info import served_api_ranges
+from kproto.broker.handlers.context import Handler, RequestContext, build, respond
+from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.state import ClusterState
+from kproto.index import ApiKey
 
 __all__ = [
-    "RequestContext",
-    "Handler",
+    "Dispatcher",
     "HANDLERS",
-    "handles",
-    "load_handlers",
+    "SERVED_APIS",
+    "Handler",
+    "RequestContext",
     "build",
     "respond",
 ]
 
+log = logging.getLogger("kproto.broker")
 
-@attrs.define
-class RequestContext:
-    """What a handler knows about the request besides its body.
+#: ``{api_key: (min_version, max_version)}`` of every API served (ApiVersions).
+SERVED_APIS: Final[Mapping[ApiKey, tuple[int, int]]] = served_api_ranges(HANDLERS)
 
-    Attributes:
-        state: the shared state of the whole in-process cluster.
-        node_id: the node (broker id) that received the request.
-        header: the decoded ``RequestHeader`` entity (v0, v1 or v2).
-        api_version: the request's api_version.
-        client_id: the header's client_id (``None`` for header v0 or a null id).
-        client_host: the peer's address, for DescribeGroups ``client_host``.
+
+class Dispatcher:
+    """Runs the requests one node receives through :data:`HANDLERS`.
+
+    Args:
+        state: the cluster's shared state.
+        groups: the cluster's group coordinator.
+        node_id: the node whose requests these are.
+        request_log: where each request and its response are recorded (``None``: not).
+        log_requests: log every request at INFO on the ``kproto.broker`` logger.
     """
 
-    state: ClusterState
-    node_id: int
-    header: Any
-    api_version: int
-    client_id: str | None
-    client_host: str
+    def __init__(
+        self,
+        state: ClusterState,
+        groups: GroupCoordinator,
+        node_id: int,
+        *,
+        request_log: RequestLog | None = None,
+        log_requests: bool = False,
+    ) -> None:
+        self.state = state
+        self.groups = groups
+        self.node_id = node_id
+        self.request_log = request_log
+        self.log_requests = log_requests
 
+    @staticmethod
+    def serves(api_key: int) -> bool:
+        """Whether the broker has a handler for ``api_key``."""
+        return api_key in HANDLERS
 
-#: A request handler: request entity -> response entity (``None``: no response).
-Handler = Callable[[RequestContext, Any], Awaitable[Any | None]]
+    async def handle(self, header: Any, request: Any, client_host: str) -> Any:
+        """The response entity to ``request`` (``None``: Kafka sends none).
 
-#: api_key -> handler, filled by :func:`handles` as handler modules are imported.
-HANDLERS: dict[int, Handler] = {}
-
-
-def handles(*api_keys: int) -> Callable[[Handler], Handler]:
-    """Decorator registering a handler for ``api_keys`` in :data:`HANDLERS`.
-
-    Raises:
-        ValueError: an api_key already has a handler (two modules claiming one API).
-    """
-
-    def register(handler: Handler) -> Handler:
-        for api_key in api_keys:
-            other = HANDLERS.get(api_key)
-            if other is not None and other is not handler:
-                raise ValueError(
-                    f"api_key {api_key} already handled by {other.__module__}.{other.__qualname__}"
+        Raises:
+            KeyError: the api_key is not served (check :meth:`serves` first).
+        """
+        api_key = header.request_api_key
+        client_id = getattr(header, "client_id", None)
+        ctx = RequestContext(
+            state=self.state,
+            groups=self.groups,
+            served_apis=SERVED_APIS,
+            node_id=self.node_id,
+            header=header,
+            api_version=header.request_api_version,
+            client_id=client_id,
+            client_host=client_host,
+        )
+        handler = HANDLERS[api_key]
+        time_ms = self.state.now_ms()
+        response = await handler(ctx, request)
+        if self.log_requests:
+            log.info(
+                "node %d: %s v%d from %s (correlation id %d)",
+                self.node_id,
+                type(request).__name__,
+                ctx.api_version,
+                client_id,
+                header.correlation_id,
+            )
+        if self.request_log is not None:
+            self.request_log.append(
+                RequestRecord(
+                    self.node_id,
+                    client_id,
+                    api_key,
+                    ctx.api_version,
+                    header.correlation_id,
+                    request,
+                    response,
+                    time_ms,
                 )
-            HANDLERS[api_key] = handler
-        return handler
-
-    return register
-
-
-#: The modules whose import registers handlers (10a's, then the group coordinator's).
-HANDLER_MODULES = (
-    "kproto.broker.handlers.cluster_info",
-    "kproto.broker.handlers.admin",
-    "kproto.broker.handlers.configs",
-    "kproto.broker.handlers.produce",
-    "kproto.broker.handlers.fetch",
-    "kproto.broker.groups",
-)
-
-
-def load_handlers() -> dict[int, Handler]:
-    """Import every handler module (idempotent) and return :data:`HANDLERS`."""
-    for name in HANDLER_MODULES:
-        importlib.import_module(name)
-    return HANDLERS
-
-
-def build(cls: type, fields: Mapping[str, Any]) -> Any:
-    """Build an entity of ``cls`` from ``fields``, dropping the fields ``cls``'s
-    version does not have, so one handler answers every version of its API
-    (:func:`kproto.meta.build_entity` with ``drop_absent``)."""
-    return build_entity(cls, fields, drop_absent=True)
-
-
-def respond(ctx: RequestContext, **fields: Any) -> Any:
-    """The response entity of the request's api_key and version, built from
-    ``fields`` with :func:`build` (fields the version lacks are dropped)."""
-    return build(response_type(ctx.header.request_api_key, ctx.api_version), fields)
+            )
+        return response

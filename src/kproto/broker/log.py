@@ -30,7 +30,9 @@ from pathlib import Path
 import attrs
 import crc32c
 
-from kproto.broker.producer_state import ProducerSequenceError, ProducerStateManager
+from kproto.broker.errors import LogAppendError
+from kproto.broker.producer_state import ProducerStateManager
+from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
 
@@ -69,16 +71,6 @@ def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
     _BASE_OFFSET.pack_into(out, 35, timestamp_ms)
     _UINT32.pack_into(out, 17, crc32c.crc32c(bytes(out[21:])))
     return bytes(out)
-
-
-class LogAppendError(Exception):
-    """An append was refused; ``error_code`` is the Kafka error code to answer with
-    (e.g. CORRUPT_MESSAGE 2, MESSAGE_TOO_LARGE 10, INVALID_RECORD 87,
-    OUT_OF_ORDER_SEQUENCE_NUMBER 45, INVALID_PRODUCER_EPOCH 47)."""
-
-    def __init__(self, error_code: int, message: str) -> None:
-        self.error_code = error_code
-        super().__init__(message)
 
 
 @attrs.frozen
@@ -334,41 +326,45 @@ class PartitionLog:
             for batch in iterator:
                 checked.append(batch)
         except DecodeError as err:
-            raise LogAppendError(2, f"corrupt record batch: {err}") from err
+            raise LogAppendError(
+                ErrorCode.CORRUPT_MESSAGE, f"corrupt record batch: {err}"
+            ) from err
         if iterator.partial_tail_bytes:
             raise LogAppendError(
-                87, f"partial record batch of {iterator.partial_tail_bytes} bytes"
+                ErrorCode.INVALID_RECORD,
+                f"partial record batch of {iterator.partial_tail_bytes} bytes",
             )
         if not checked:
-            raise LogAppendError(87, "no record batches in the produce request")
+            raise LogAppendError(
+                ErrorCode.INVALID_RECORD, "no record batches in the produce request"
+            )
         if one_batch and len(checked) > 1:
             raise LogAppendError(
-                87,
+                ErrorCode.INVALID_RECORD,
                 f"{len(checked)} record batches for one partition: Produce v3+ allows "
                 "exactly one (Kafka's ProduceRequest.validateRecords)",
             )
         for batch in checked:
             if batch.magic != 2:
                 raise LogAppendError(
-                    87, f"record batch magic {batch.magic}: only magic 2 is accepted"
+                    ErrorCode.INVALID_RECORD,
+                    f"record batch magic {batch.magic}: only magic 2 is accepted",
                 )
             size = _LOG_OVERHEAD + batch.batch_length
             if max_message_bytes is not None and size > max_message_bytes:
                 raise LogAppendError(
-                    10,
+                    ErrorCode.MESSAGE_TOO_LARGE,
                     f"record batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
                 )
         first = checked[0]
         if first.producer_id >= 0 and not first.is_control:
-            try:
-                duplicate = self.producer_state.check(
-                    first.producer_id,
-                    first.producer_epoch,
-                    first.base_sequence,
-                    first.base_sequence + first.last_offset_delta,
-                )
-            except ProducerSequenceError as err:
-                raise LogAppendError(err.error_code, str(err)) from err
+            # raises ProducerSequenceError, a LogAppendError
+            duplicate = self.producer_state.check(
+                first.producer_id,
+                first.producer_epoch,
+                first.base_sequence,
+                first.base_sequence + first.last_offset_delta,
+            )
             if duplicate is not None:
                 return AppendResult(duplicate, -1, self.log_start_offset)
         first_offset = self.high_watermark
@@ -482,12 +478,13 @@ class PartitionLog:
         segments wholly below it; return the new log start offset.
 
         Raises:
-            LogAppendError: OFFSET_OUT_OF_RANGE (1) when ``offset`` is above the
+            LogAppendError: OFFSET_OUT_OF_RANGE when ``offset`` is above the
                 high watermark.
         """
         if offset > self.high_watermark:
             raise LogAppendError(
-                1, f"offset {offset} is above the high watermark {self.high_watermark}"
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is above the high watermark {self.high_watermark}",
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset

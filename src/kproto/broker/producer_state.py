@@ -12,21 +12,13 @@ from __future__ import annotations
 
 import attrs
 
+from kproto.broker.errors import ProducerSequenceError
+from kproto.errors import ErrorCode
+
 __all__ = ["ProducerState", "ProducerStateManager", "ProducerSequenceError"]
 
 #: Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN.
 NUM_BATCHES_TO_RETAIN = 5
-_OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-_INVALID_PRODUCER_EPOCH = 47
-
-
-class ProducerSequenceError(Exception):
-    """A batch's producer epoch or sequence is refused; ``error_code`` is
-    OUT_OF_ORDER_SEQUENCE_NUMBER (45) or INVALID_PRODUCER_EPOCH (47)."""
-
-    def __init__(self, error_code: int, message: str) -> None:
-        self.error_code = error_code
-        super().__init__(message)
 
 
 @attrs.define
@@ -62,8 +54,9 @@ class ProducerStateManager:
         batch appended before (a retry), else None.
 
         Raises:
-            ProducerSequenceError: an older epoch (47), a new epoch not starting at
-                sequence 0 (45), or a sequence that does not follow the last (45).
+            ProducerSequenceError: an older epoch (INVALID_PRODUCER_EPOCH), a new
+                epoch not starting at sequence 0 or a sequence that does not follow
+                the last (OUT_OF_ORDER_SEQUENCE_NUMBER).
         """
         state = self.producers.get(producer_id)
         if state is None:
@@ -72,14 +65,14 @@ class ProducerStateManager:
             return None
         if producer_epoch < state.producer_epoch:
             raise ProducerSequenceError(
-                _INVALID_PRODUCER_EPOCH,
+                ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {producer_id} epoch {producer_epoch} is older than "
                 f"{state.producer_epoch}",
             )
         if producer_epoch > state.producer_epoch:
             if first_seq != 0:
                 raise ProducerSequenceError(
-                    _OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"sequence {first_seq} for a new epoch of producer {producer_id} "
                     "(expected 0)",
                 )
@@ -90,7 +83,7 @@ class ProducerStateManager:
         expected = (state.last_sequence + 1) & 0x7FFFFFFF  # wraps to 0 after int32 max
         if first_seq != expected:
             raise ProducerSequenceError(
-                _OUT_OF_ORDER_SEQUENCE_NUMBER,
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"out of order sequence {first_seq} from producer {producer_id} "
                 f"(expected {expected})",
             )

@@ -1,9 +1,9 @@
 """One broker node: an asyncio server on 127.0.0.1 and its connections.
 
-Per connection one task reads frames (``readexactly`` on the int32 size prefix, then
-on the body, both bounded by ``max_frame_bytes``), decodes each with
-:func:`kproto.framing.decode_request_frame`, dispatches it by api_key to
-:data:`kproto.broker.dispatch.HANDLERS` and writes the response before reading the
+Per connection one task reads frames with :func:`kproto.aio.read_frame` (a
+:class:`kproto.frame_reader.FrameReader` bounded by ``socket_request_max_bytes``),
+decodes each with :func:`kproto.framing.decode_request_frame`, hands it to the node's
+:class:`~kproto.broker.dispatch.Dispatcher` and writes the response before reading the
 next request, so responses go out in request order (Kafka mutes a connection while
 one of its requests is in flight, with the same effect).
 
@@ -12,8 +12,8 @@ Bad input never stops the node or other connections (Kafka's ``SocketServer`` /
 
 * an ApiVersions request of a version kproto lacks is answered with
   UNSUPPORTED_VERSION and the ApiVersions v0 body listing what the broker serves;
-* any other unknown api_key or version, a malformed or truncated body, bytes left
-  over, a negative size or one over ``max_frame_bytes``: the error is logged and that
+* any other unknown api_key or version, a malformed or truncated body, a size
+  prefix below 4 or over ``socket_request_max_bytes``: the error is logged and that
   connection closed;
 * a client disconnecting mid-frame ends its task quietly.
 * a connection silent (or stalled mid-frame) for ``connections_max_idle_ms`` is
@@ -24,38 +24,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
-from kproto.broker.dispatch import HANDLERS, RequestContext, build
-from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.aio import read_frame
+from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.groups import GroupCoordinator
+from kproto.broker.introspect import RequestLog
 from kproto.broker.state import ClusterState, NodeInfo
+from kproto.errors import ErrorCode
 from kproto.framing import (
-    SIZE_PREFIX,
+    DEFAULT_MAX_FRAME_BYTES,
+    ConnectionClosedError,
+    FrameError,
     RequestDecodeError,
     UnsupportedRequestError,
     decode_request_frame,
     encode_response,
 )
+from kproto.index import ApiKey
 
-__all__ = ["NodeServer", "DEFAULT_MAX_FRAME_BYTES"]
+__all__ = ["NodeServer"]
 
 log = logging.getLogger("kproto.broker")
 
-#: Kafka's ``socket.request.max.bytes`` default: 100 MiB.
-DEFAULT_MAX_FRAME_BYTES = 104857600
-
 
 class NodeServer:
-    """The listener of one node and the tasks of its connections."""
+    """The listener of one node and the tasks of its connections.
+
+    Args:
+        state: the cluster's shared state.
+        groups: the cluster's group coordinator.
+        node_id: this node's broker id.
+        host, port: where to listen (port 0: any free port).
+        socket_request_max_bytes: the largest request frame accepted (bytes; Kafka's
+            ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
+            size prefix closes the connection before its body is read.
+        connections_max_idle_ms: close a connection idle this long (ms).
+        request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
+    """
 
     def __init__(
         self,
         state: ClusterState,
+        groups: GroupCoordinator,
         node_id: int,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
@@ -64,10 +79,15 @@ class NodeServer:
         self.node_id = node_id
         self.host = host
         self.port = port
-        self.max_frame_bytes = max_frame_bytes
+        self.socket_request_max_bytes = socket_request_max_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
-        self.request_log = request_log
-        self.log_requests = log_requests
+        self.dispatcher = Dispatcher(
+            state,
+            groups,
+            node_id,
+            request_log=request_log,
+            log_requests=log_requests,
+        )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
 
@@ -133,10 +153,9 @@ class NodeServer:
                 # Kafka's connections.max.idle.ms: a connection that sends nothing
                 # (or stalls mid-frame) that long is closed
                 async with asyncio.timeout(idle_s):
-                    head = await reader.readexactly(SIZE_PREFIX.size)
-                    (size,) = SIZE_PREFIX.unpack(head)
-                    if 8 <= size <= self.max_frame_bytes:
-                        frame = await reader.readexactly(size)
+                    frame = await read_frame(
+                        reader, max_frame_bytes=self.socket_request_max_bytes
+                    )
             except TimeoutError:
                 log.info(
                     "node %d: closing connection from %s: idle for %d ms",
@@ -145,13 +164,14 @@ class NodeServer:
                     self.connections_max_idle_ms,
                 )
                 return
-            if size < 8 or size > self.max_frame_bytes:
+            except ConnectionClosedError:
+                return  # the client went away, possibly mid-frame
+            except FrameError as err:  # a size prefix below 4 or too large
                 log.warning(
-                    "node %d: closing connection from %s: request frame size %d outside 8..%d bytes",
+                    "node %d: closing connection from %s: %s",
                     self.node_id,
                     client_host,
-                    size,
-                    self.max_frame_bytes,
+                    err,
                 )
                 return
             try:
@@ -159,7 +179,10 @@ class NodeServer:
                 # does (librdkafka 2.x sends Metadata v13 with 3 extra bytes)
                 header, request, _ = decode_request_frame(frame)
             except UnsupportedRequestError as err:
-                if err.api_key == 18 and err.correlation_id is not None:
+                if (
+                    err.api_key == ApiKey.API_VERSIONS
+                    and err.correlation_id is not None
+                ):
                     writer.write(unsupported_api_versions_frame(err.correlation_id))
                     await writer.drain()
                     continue
@@ -178,7 +201,7 @@ class NodeServer:
                     err,
                 )
                 return
-            if header.request_api_key not in HANDLERS:
+            if not self.dispatcher.serves(header.request_api_key):
                 # an API kproto decodes but this broker does not serve (SASL, ACLs,
                 # transactions, ...): Kafka closes the connection likewise
                 log.warning(
@@ -189,64 +212,25 @@ class NodeServer:
                     header.request_api_version,
                 )
                 return
-            response = await self._handle(header, request, client_host)
+            response = await self.dispatcher.handle(header, request, client_host)
             if response is not None:
                 writer.write(encode_response(header, response))
                 await writer.drain()
 
-    async def _handle(self, header: Any, request: Any, client_host: str) -> Any:
-        api_key = header.request_api_key
-        client_id = getattr(header, "client_id", None)
-        ctx = RequestContext(
-            state=self.state,
-            node_id=self.node_id,
-            header=header,
-            api_version=header.request_api_version,
-            client_id=client_id,
-            client_host=client_host,
-        )
-        handler = HANDLERS[api_key]
-        time_ms = self.state.now_ms()
-        response = await handler(ctx, request)
-        if self.log_requests:
-            log.info(
-                "node %d: %s v%d from %s (correlation id %d)",
-                self.node_id,
-                type(request).__name__,
-                ctx.api_version,
-                client_id,
-                header.correlation_id,
-            )
-        if self.request_log is not None:
-            self.request_log.append(
-                RequestRecord(
-                    self.node_id,
-                    client_id,
-                    api_key,
-                    ctx.api_version,
-                    header.correlation_id,
-                    request,
-                    response,
-                    time_ms,
-                )
-            )
-        return response
-
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:
     """The response Kafka gives an ApiVersions request of a version it lacks:
-    UNSUPPORTED_VERSION (35) with the v0 body listing the APIs served (KIP-511)."""
-    from kproto.broker.handlers.cluster_info import served_api_ranges
+    UNSUPPORTED_VERSION with the v0 body listing the APIs served (KIP-511)."""
     from kproto.schema.api_versions.v0 import ApiVersionsResponse
     from kproto.schema.response_header.v0 import ResponseHeader
 
     body = build(
         ApiVersionsResponse,
         {
-            "error_code": 35,
+            "error_code": ErrorCode.UNSUPPORTED_VERSION,
             "api_keys": [
                 {"api_key": k, "min_version": lo, "max_version": hi}
-                for k, (lo, hi) in served_api_ranges().items()
+                for k, (lo, hi) in SERVED_APIS.items()
             ],
         },
     )

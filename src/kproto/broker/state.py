@@ -20,17 +20,19 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import attrs
 
+from kproto.broker.errors import TopicError
 from kproto.broker.log import PartitionLog
+from kproto.errors import ErrorCode
 
 __all__ = [
     "ClusterState",
     "NodeInfo",
-    "TopicInfo",
+    "TopicMetadata",
     "TopicError",
+    "CorruptStateError",
     "TOPIC_CONFIG_DEFAULTS",
 ]
 
@@ -57,14 +59,12 @@ _LEGAL_TOPIC_CHARS = frozenset(
 )
 
 
-class TopicError(Exception):
-    """A topic operation was refused; ``error_code`` is the Kafka error code
-    (TOPIC_ALREADY_EXISTS 36, INVALID_TOPIC_EXCEPTION 17, INVALID_PARTITIONS 37,
-    UNKNOWN_TOPIC_OR_PARTITION 3, INVALID_REPLICATION_FACTOR 38, INVALID_CONFIG 40)."""
+class CorruptStateError(ValueError):
+    """A state file of the data directory does not parse; ``path`` names it."""
 
-    def __init__(self, error_code: int, message: str) -> None:
-        self.error_code = error_code
-        super().__init__(message)
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {reason}")
 
 
 @attrs.frozen
@@ -78,9 +78,12 @@ class NodeInfo:
 
 
 @attrs.define
-class TopicInfo:
-    """One topic: id (a UUID, Metadata v10+), partition count, the node id of each
-    partition's leader, its explicitly set configs, and whether it is internal."""
+class TopicMetadata:
+    """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
+    ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
+    v10+), partition count, the node id of each partition's leader, its explicitly
+    set configs, and whether it is internal. A client's view of a topic is
+    :class:`kproto.client.results.TopicInfo`, a different thing."""
 
     name: str
     topic_id: uuid.UUID
@@ -110,7 +113,9 @@ def validate_topic_name(name: str) -> None:
         or len(name) > 249
         or not set(name) <= _LEGAL_TOPIC_CHARS
     ):
-        raise TopicError(17, f"invalid topic name {name!r}")
+        raise TopicError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION, f"invalid topic name {name!r}"
+        )
 
 
 class ClusterState:
@@ -121,7 +126,6 @@ class ClusterState:
         data_dir: the folder holding every partition's log directory.
         cluster_id: a random 22-character id, as Kafka's (base64 UUID).
         controller_id: the node reported as controller (the first).
-        groups: the group coordinator, ``GroupCoordinator(self)``.
         auto_create_topics: Metadata requests create unknown topics.
         num_partitions: partitions of an auto-created topic.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
@@ -148,14 +152,11 @@ class ClusterState:
         self.num_partitions = num_partitions
         self.offsets_partitions = offsets_partitions
         self.segment_bytes = segment_bytes
-        self.topics: dict[str, TopicInfo] = {}
+        self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
         self._appended: asyncio.Event | None = None
         self._rr = 0
-        from kproto.broker.groups import GroupCoordinator
-
-        self.groups: Any = GroupCoordinator(self)
 
     # ------------------------------------------------------------ interface
 
@@ -196,17 +197,19 @@ class ClusterState:
         configs: dict[str, str] | None = None,
         internal: bool = False,
         validate_only: bool = False,
-    ) -> TopicInfo:
+    ) -> TopicMetadata:
         """Create a topic with ``partitions`` (default ``num_partitions``) whose
         leaders go round-robin over the nodes.
 
         Raises:
-            TopicError: exists (36), bad name (17), partitions < 1 (37), unknown or
-                invalid config (40).
+            TopicError: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION (bad name),
+                INVALID_PARTITIONS (fewer than 1), INVALID_CONFIG.
         """
         validate_topic_name(name)
         if name in self.topics:
-            raise TopicError(36, f"topic {name!r} already exists")
+            raise TopicError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
+            )
         count = (
             self.num_partitions
             if partitions is None or partitions == -1
@@ -214,14 +217,15 @@ class ClusterState:
         )
         if count < 1:
             raise TopicError(
-                37, f"number of partitions must be at least 1, got {count}"
+                ErrorCode.INVALID_PARTITIONS,
+                f"number of partitions must be at least 1, got {count}",
             )
         configs = dict(configs or {})
         for key, value in configs.items():
             check_config(key, value)
         n = len(self.node_ids)
         start = self._rr
-        info = TopicInfo(
+        info = TopicMetadata(
             name,
             uuid.uuid4(),
             [self.node_ids[(start + p) % n] for p in range(count)],
@@ -238,7 +242,7 @@ class ClusterState:
         return info
 
     def _open_log(
-        self, info: TopicInfo, partition: int, log_start_offset: int = 0
+        self, info: TopicMetadata, partition: int, log_start_offset: int = 0
     ) -> PartitionLog:
         directory = self.data_dir / f"{info.name}-{partition}"
         plog = PartitionLog.open(
@@ -264,14 +268,17 @@ class ClusterState:
         """Grow ``name`` to ``count`` partitions (CreatePartitions).
 
         Raises:
-            TopicError: unknown topic (3), count not above the current one (37).
+            TopicError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not above
+                the current count).
         """
         info = self.topics.get(name)
         if info is None:
-            raise TopicError(3, f"unknown topic {name!r}")
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            )
         if count <= info.partitions:
             raise TopicError(
-                37,
+                ErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} has {info.partitions} partitions; {count} does not increase it",
             )
         if validate_only:
@@ -287,15 +294,17 @@ class ClusterState:
             self._open_log(info, p)
         self.save_topics()
 
-    def delete_topic(self, name: str) -> TopicInfo:
+    def delete_topic(self, name: str) -> TopicMetadata:
         """Delete ``name`` and its log directories.
 
         Raises:
-            TopicError: unknown topic (3).
+            TopicError: UNKNOWN_TOPIC_OR_PARTITION.
         """
         info = self.topics.pop(name, None)
         if info is None:
-            raise TopicError(3, f"unknown topic {name!r}")
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            )
         for p in range(info.partitions):
             plog = self.logs.pop((name, p), None)
             if plog is not None:
@@ -311,11 +320,13 @@ class ClusterState:
         (AlterConfigs) instead of merging (IncrementalAlterConfigs).
 
         Raises:
-            TopicError: unknown topic (3), bad value (40).
+            TopicError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (bad value).
         """
         info = self.topics.get(name)
         if info is None:
-            raise TopicError(3, f"unknown topic {name!r}")
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+            )
         for key, value in configs.items():
             if value is not None:
                 check_config(key, value)
@@ -363,19 +374,30 @@ class ClusterState:
     # ------------------------------------------------------------ persistence
 
     def load(self) -> None:
-        """Recover topics and logs from ``data_dir`` (after a restart)."""
+        """Recover topics and logs from ``data_dir`` (after a restart).
+
+        Raises:
+            CorruptStateError: ``kproto-topics.json`` is not a JSON object with a
+                ``topics`` list.
+            OSError: the directory or a file in it cannot be created or read.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         path = self.data_dir / _TOPICS_FILE
         if not path.exists():
             return
         starts = self._read_checkpoint()
-        saved = json.loads(path.read_text())
+        try:
+            saved = json.loads(path.read_text())
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise CorruptStateError(path, f"not a kproto topics file: {exc}") from exc
+        if not isinstance(saved, dict) or not isinstance(saved.get("topics"), list):
+            raise CorruptStateError(path, "not a kproto topics file: no topics list")
         for entry in saved["topics"]:
             leaders = [
                 n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]
                 for p, n in enumerate(entry["leaders"])
             ]
-            info = TopicInfo(
+            info = TopicMetadata(
                 entry["name"],
                 uuid.UUID(entry["topic_id"]),
                 leaders,
@@ -440,19 +462,23 @@ class ClusterState:
 
 
 def check_config(key: str, value: str) -> None:
-    """Raise TopicError(INVALID_CONFIG 40) for an unknown topic config or a
+    """Raise TopicError(INVALID_CONFIG) for an unknown topic config or a
     non-numeric value of a numeric one."""
     if key not in TOPIC_CONFIG_DEFAULTS:
-        raise TopicError(40, f"unknown topic config {key!r}")
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r}")
     if TOPIC_CONFIG_DEFAULTS[key].lstrip("-").isdigit():
         try:
             int(value)
         except ValueError:
-            raise TopicError(40, f"config {key}={value!r} is not an integer") from None
+            raise TopicError(
+                ErrorCode.INVALID_CONFIG, f"config {key}={value!r} is not an integer"
+            ) from None
     if key == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
-        raise TopicError(40, f"invalid cleanup.policy {value!r}")
+        raise TopicError(ErrorCode.INVALID_CONFIG, f"invalid cleanup.policy {value!r}")
     if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-        raise TopicError(40, f"invalid message.timestamp.type {value!r}")
+        raise TopicError(
+            ErrorCode.INVALID_CONFIG, f"invalid message.timestamp.type {value!r}"
+        )
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -29,7 +29,15 @@ from typing import IO, Any
 
 import attrs
 
-from kproto.cli._common import read_input
+from kproto.cli._common import CliError, read_input
+from kproto.cli._log_decoders import (
+    DECODER_FOR_TOPIC,
+    DECODERS,
+    Decoded,
+    control_record_text,
+    decode_record,
+    decoded_json,
+)
 from kproto.records import (
     Compression,
     ControlRecordType,
@@ -42,9 +50,17 @@ from kproto.records.segments import (
     batch_crc_valid,
     parse_topic_partition,
     read_batch_head,
+    segment_files,
 )
 
-__all__ = ["BatchView", "batch_json", "cmd_dump_log", "record_json"]
+__all__ = [
+    "BatchView",
+    "add_dump_arguments",
+    "batch_json",
+    "cmd_dump_log",
+    "expand_paths",
+    "record_json",
+]
 
 #: Kafka's ``TimestampType.toString()``.
 _TIMESTAMP_NAMES = {
@@ -260,8 +276,10 @@ def _string(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def kafka_record_line(b: BatchView, r: Record) -> str:
-    """``printRecordMetadata`` and, outside control batches, the contents."""
+def kafka_record_line(b: BatchView, r: Record, decoder: str | None = None) -> str:
+    """``printRecordMetadata`` and, outside control batches, the contents: UTF-8
+    text, or what ``decoder`` (one of :data:`~kproto.cli._log_decoders.DECODERS`)
+    prints for them."""
     parts = [
         f"| offset: {r.offset} {_TIMESTAMP_NAMES[b.timestamp_type]}: {r.timestamp}"
         f" keySize: {-1 if r.key is None else len(r.key)}"
@@ -283,14 +301,27 @@ def kafka_record_line(b: BatchView, r: Record) -> str:
                 f" endTxnMarker: {name} coordinatorEpoch: {r.control.coordinator_epoch}"
             )
         else:
-            name = getattr(ctype, "name", "UNKNOWN")
-            parts.append(f" controlType: {name}({int(ctype)})")
+            text = control_record_text(ctype, r.value)
+            if text is None:
+                name = getattr(ctype, "name", "UNKNOWN")
+                text = f" controlType: {name}({int(ctype)})"
+            parts.append(text)
     elif not b.is_control:
-        if r.key is not None:
-            parts.append(f" key: {_string(r.key)}")
-        if r.value is not None:
-            parts.append(f" payload: {_string(r.value)}")
+        key, payload = _contents(r, decoder)
+        if key is not None:
+            parts.append(f" key: {key}")
+        if payload is not None:
+            parts.append(f" payload: {payload}")
     return "".join(parts)
+
+
+def _contents(r: Record, decoder: str | None) -> Decoded:
+    if decoder is not None:
+        return decode_record(decoder, r)
+    return (
+        None if r.key is None else _string(r.key),
+        None if r.value is None else _string(r.value),
+    )
 
 
 # ----------------------------------------------------------------- kproto layout
@@ -325,7 +356,7 @@ def kproto_batch_line(b: BatchView) -> str:
     return " ".join(parts)
 
 
-def kproto_record_line(r: Record) -> str:
+def kproto_record_line(r: Record, decoder: str | None = None) -> str:
     text = (
         f"| offset={r.offset} timestamp={r.timestamp} "
         f"key_size={-1 if r.key is None else len(r.key)} "
@@ -336,6 +367,9 @@ def kproto_record_line(r: Record) -> str:
     if r.control is not None:
         ctype = getattr(r.control.type, "name", r.control.type)
         text += f" control={ctype} coordinator_epoch={r.control.coordinator_epoch}"
+    elif decoder is not None:
+        key, payload = decode_record(decoder, r)
+        text += f" key={key or 'null'} value={payload or 'null'}"
     else:
         text += f" key={_text(r.key)} value={_text(r.value)}"
     return text
@@ -413,6 +447,53 @@ def record_json(b: BatchView, r: Record | None) -> dict[str, Any]:
 # ----------------------------------------------------------------- command
 
 
+def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
+    """The path arguments and the four ``kafka-dump-log.sh`` decoder flags."""
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="PATH",
+        help="a .log segment file, a partition directory <topic>-<partition> (its "
+        "segments by base offset) or a data directory (every partition directory in "
+        "it, by topic then partition)",
+    )
+    chosen = parser.add_mutually_exclusive_group()
+    for name in DECODERS:
+        topic = next(t for t, d in DECODER_FOR_TOPIC.items() if d == name)
+        chosen.add_argument(
+            f"--{name}-decoder",
+            dest="decoder",
+            action="store_const",
+            const=name,
+            help=f"decode keys and values as {topic} records (kafka-dump-log.sh's "
+            f"--{name}-decoder; chosen by itself for a {topic}-N directory)",
+        )
+    chosen.add_argument(
+        "--no-decoder",
+        action="store_true",
+        help="print keys and values as UTF-8 text, internal topics included",
+    )
+
+
+def expand_paths(names: list[str]) -> list[str]:
+    """Files to dump, in Kafka's order (a file as given, a directory through
+    :func:`kproto.records.segments.segment_files`).
+
+    Raises:
+        CliError: a directory holding no ``.log`` segment.
+    """
+    out: list[str] = []
+    for name in names:
+        if name == "-" or not Path(name).is_dir():
+            out.append(name)
+            continue
+        try:
+            out.extend(str(p) for p in segment_files(Path(name)))
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    return out
+
+
 def topic_partition(path: Path) -> tuple[str | None, int | None]:
     """Topic and partition from Kafka's layout ``<topic>-<partition>/<base>.log``."""
     return parse_topic_partition(path.resolve(), segment_name_required=False)
@@ -431,6 +512,9 @@ def _dump_file(
     fmt = "json" if args.json else args.format
     topic, partition = topic_partition(path)
     where = {"file": name, "topic": topic, "partition": partition}
+    decoder = args.decoder
+    if decoder is None and not args.no_decoder and topic is not None:
+        decoder = DECODER_FOR_TOPIC.get(topic)
     if fmt == "kafka":
         print(f"Dumping {name}", file=out)
         stem = path.name.split(".")[0]
@@ -465,12 +549,19 @@ def _dump_file(
         if fmt == "json":
             for r in b.records or (None,):
                 row = {**record_json(b, r), **where}
+                if decoder is not None and r is not None and not b.is_control:
+                    row["decoded"] = decoded_json(decoder, r)
                 print(json.dumps(row, separators=(",", ":")), file=out)
             continue
         kafka = fmt == "kafka"
         print(kafka_batch_line(b) if kafka else kproto_batch_line(b), file=out)
         for r in b.records:
-            print(kafka_record_line(b, r) if kafka else kproto_record_line(r), file=out)
+            line = (
+                kafka_record_line(b, r, decoder)
+                if kafka
+                else kproto_record_line(r, None if b.is_control else decoder)
+            )
+            print(line, file=out)
         if b.error is not None:
             print(f"| error: {b.error}", file=out)
     tail = totals["partial_tail_bytes"] - tail_before
@@ -488,13 +579,14 @@ def cmd_dump_log(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """
     totals: Counter[str] = Counter()
     codecs: Counter[str] = Counter()
-    for name in args.files:
+    files = expand_paths(args.files)
+    for name in files:
         data = read_input(name)
         totals["bytes"] += len(data)
         _dump_file(name, data, args, out, err, totals, codecs)
     codec_text = ", ".join(f"{c}={n}" for c, n in sorted(codecs.items())) or "-"
     summary = (
-        f"Summary: files={len(args.files)} batches={totals['batches']} "
+        f"Summary: files={len(files)} batches={totals['batches']} "
         f"records={totals['records']} bytes={totals['bytes']} codecs: {codec_text} "
         f"crc_failures={totals['crc_failures']} corrupt_batches={totals['corrupt']} "
         f"partial_tail_bytes={totals['partial_tail_bytes']}"

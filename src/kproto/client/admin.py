@@ -227,17 +227,24 @@ def commit_offsets(
 
 
 def fetch_offsets(
-    core: ClientCore, group_id: str, partitions: Sequence[TopicPartition]
+    core: ClientCore, group_id: str, partitions: Sequence[TopicPartition] | None
 ) -> Op[dict[TopicPartition, int]]:
-    """OffsetFetch outside the group; see :meth:`kproto.client.Client.fetch_offsets`."""
-    infos = yield from _topics_of(core, (tp.topic for tp in partitions))
-    by_topic: dict[str, list[int]] = {}
-    for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    topics = [
-        {"name": t, "topic_id": infos[t].topic_id, "partition_indexes": parts}
-        for t, parts in by_topic.items()
-    ]
+    """OffsetFetch outside the group; see :meth:`kproto.client.Client.fetch_offsets`.
+    ``partitions`` None asks for every committed offset of the group (null topics,
+    OffsetFetch v2+)."""
+    topics: list[dict[str, Any]] | None
+    if partitions is None:
+        yield from core.refresh(None)  # names for the topic ids of OffsetFetch v10+
+        topics = None
+    else:
+        infos = yield from _topics_of(core, (tp.topic for tp in partitions))
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(partitions, key=lambda tp: (tp.topic, tp.partition)):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        topics = [
+            {"name": t, "topic_id": infos[t].topic_id, "partition_indexes": parts}
+            for t, parts in by_topic.items()
+        ]
 
     def build(v: int) -> dict[str, Any]:
         if v >= 8:  # KIP-709: a batch of groups

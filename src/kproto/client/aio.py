@@ -12,10 +12,19 @@ from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
 from kproto.records import Compression, Record, RecordInput
 
-from . import admin
+from . import admin, describe
 from .core import LATEST, ClientCore
 from .protocol import Op, Pager, fit
-from .results import FetchResult, ListedOffset, ProducedRecord, TopicPartition
+from .results import (
+    ConfigEntry,
+    FetchResult,
+    GroupDescription,
+    GroupListing,
+    ListedOffset,
+    ProducedRecord,
+    TopicDescription,
+    TopicPartition,
+)
 from .sync import DEFAULT_FETCH_MAX_BYTES
 
 __all__ = ["AsyncClient"]
@@ -215,10 +224,30 @@ class AsyncClient:
         )
 
     async def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition]
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
     ) -> dict[TopicPartition, int]:
         """As :meth:`kproto.client.Client.fetch_offsets`."""
         return await self.run(admin.fetch_offsets(self.core, group_id, partitions))
+
+    async def describe_topics(
+        self, names: Sequence[str] | None = None
+    ) -> list[TopicDescription]:
+        """As :meth:`kproto.client.Client.describe_topics`."""
+        return await self.run(describe.describe_topics(self.core, names))
+
+    async def describe_configs(
+        self, topics: Sequence[str]
+    ) -> dict[str, list[ConfigEntry]]:
+        """As :meth:`kproto.client.Client.describe_configs`."""
+        return await self.run(describe.describe_configs(self.core, topics))
+
+    async def list_groups(self) -> list[GroupListing]:
+        """As :meth:`kproto.client.Client.list_groups`."""
+        return await self.run(describe.list_groups(self.core))
+
+    async def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """As :meth:`kproto.client.Client.describe_groups`."""
+        return await self.run(describe.describe_groups(self.core, group_ids))
 
     async def close(self) -> None:
         """Close every connection. Idempotent."""

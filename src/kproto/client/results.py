@@ -20,6 +20,12 @@ from kproto.records import Record
 __all__ = [
     "BrokerError",
     "ClientError",
+    "ConfigEntry",
+    "GroupDescription",
+    "GroupListing",
+    "MemberDescription",
+    "PartitionDescription",
+    "TopicDescription",
     "FetchResult",
     "ListedOffset",
     "ProducedRecord",
@@ -150,3 +156,110 @@ class TopicInfo:
     def available(self) -> list[int]:
         """Partitions with a leader, sorted."""
         return sorted(p for p, leader in self.leaders.items() if leader >= 0)
+
+
+@attrs.frozen
+class PartitionDescription:
+    """A partition as Metadata describes it (Java's ``TopicPartitionInfo``).
+
+    Attributes:
+        partition: its index.
+        leader: the leader's node id, -1 when it has none.
+        replicas, isr, offline: node ids (assigned replicas, in-sync replicas,
+            offline replicas).
+    """
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...] = ()
+
+
+@attrs.frozen
+class TopicDescription:
+    """A topic as Metadata describes it (Java's ``TopicDescription``).
+
+    Attributes:
+        name, topic_id: its name and id (the zero UUID before Metadata v10).
+        is_internal: ``__consumer_offsets`` and the like.
+        partitions: by partition index.
+    """
+
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: tuple[PartitionDescription, ...]
+
+
+@attrs.frozen
+class ConfigEntry:
+    """One config of a DescribeConfigs answer (Java's ``ConfigEntry``).
+
+    Attributes:
+        name, value: the config (value ``None`` when sensitive or unset).
+        source: Kafka's ``ConfigSource`` id (1 dynamic topic config, 5 default,
+            ...; -1 before DescribeConfigs v1).
+        is_default: the value is the default (source DEFAULT_CONFIG).
+        is_sensitive: the broker hides its value.
+    """
+
+    name: str
+    value: str | None
+    source: int
+    is_default: bool
+    is_sensitive: bool
+
+
+@attrs.frozen
+class GroupListing:
+    """One group of a ListGroups answer.
+
+    Attributes:
+        group_id, protocol_type: e.g. ``"my-group"``, ``"consumer"``.
+        state: ``Stable``, ``Empty``, ... (ListGroups v4+; ``""`` before).
+        group_type: ``classic``, ``consumer``, ... (v5+; ``""`` before).
+    """
+
+    group_id: str
+    protocol_type: str
+    state: str = ""
+    group_type: str = ""
+
+
+@attrs.frozen
+class MemberDescription:
+    """A member of a described group.
+
+    Attributes:
+        member_id, group_instance_id, client_id, client_host: as DescribeGroups
+            gives them (``client_host`` like ``"/127.0.0.1"``).
+        assignment: its partitions, decoded from the consumer protocol's
+            assignment bytes (empty for other protocol types).
+    """
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[TopicPartition, ...] = ()
+
+
+@attrs.frozen
+class GroupDescription:
+    """A group as DescribeGroups describes it.
+
+    Attributes:
+        group_id, state, protocol_type: ``state`` is ``Stable``, ``Empty``,
+            ``Dead`` (unknown group), ...
+        protocol: the chosen assignor (``range``, ...), ``""`` when none.
+        members: the members, as the coordinator lists them.
+        coordinator: the node id that answered.
+    """
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...]
+    coordinator: int

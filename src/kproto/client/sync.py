@@ -11,10 +11,19 @@ from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import request_type
 from kproto.records import Compression, Record, RecordInput
 
-from . import admin
+from . import admin, describe
 from .core import EARLIEST, LATEST, ClientCore
 from .protocol import Op, Pager, fit
-from .results import FetchResult, ListedOffset, ProducedRecord, TopicPartition
+from .results import (
+    ConfigEntry,
+    FetchResult,
+    GroupDescription,
+    GroupListing,
+    ListedOffset,
+    ProducedRecord,
+    TopicDescription,
+    TopicPartition,
+)
 
 __all__ = ["EARLIEST", "LATEST", "Client"]
 
@@ -320,11 +329,46 @@ class Client:
         self.run(admin.commit_offsets(self.core, group_id, offsets, metadata=metadata))
 
     def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition]
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
     ) -> dict[TopicPartition, int]:
         """The committed offsets of ``group_id`` (-1 where none), via OffsetFetch
-        to the group's coordinator."""
+        to the group's coordinator; ``partitions`` None: every partition the group
+        has committed (OffsetFetch v2+)."""
         return self.run(admin.fetch_offsets(self.core, group_id, partitions))
+
+    def describe_topics(
+        self, names: Sequence[str] | None = None
+    ) -> list[TopicDescription]:
+        """Metadata of ``names`` (None: every topic, internal ones included), sorted
+        by name: partitions with leader, replicas, ISR.
+
+        Raises:
+            BrokerError: a named topic's error (UNKNOWN_TOPIC_OR_PARTITION, ...).
+        """
+        return self.run(describe.describe_topics(self.core, names))
+
+    def describe_configs(self, topics: Sequence[str]) -> dict[str, list[ConfigEntry]]:
+        """DescribeConfigs: every config of each topic, with its source and whether
+        it is the default.
+
+        Raises:
+            BrokerError: a topic's error (UNKNOWN_TOPIC_OR_PARTITION, ...).
+        """
+        return self.run(describe.describe_configs(self.core, topics))
+
+    def list_groups(self) -> list[GroupListing]:
+        """ListGroups on every broker, sorted by group id."""
+        return self.run(describe.list_groups(self.core))
+
+    def describe_groups(self, group_ids: Sequence[str]) -> list[GroupDescription]:
+        """DescribeGroups, each to its coordinator: state, protocol, members and
+        (consumer groups) their assigned partitions.
+
+        Raises:
+            BrokerError: GROUP_ID_NOT_FOUND for an unknown group (DescribeGroups
+                v6+, KIP-1043; older versions answer it in state ``Dead``).
+        """
+        return self.run(describe.describe_groups(self.core, group_ids))
 
     # ------------------------------------------------------------------ lifetime
 

@@ -57,6 +57,7 @@ __all__ = [
     "next_frame",
     "parse_topic_partition",
     "read_batch_head",
+    "segment_files",
 ]
 
 #: ``>qi``: base offset and batch length, the 12 bytes that start every batch.
@@ -301,3 +302,42 @@ def parse_topic_partition(
     if m is None:
         return None, None
     return m.group("topic"), int(m.group("partition"))
+
+
+def _base_offset(path: Path) -> int:
+    stem = path.name.split(".")[0]
+    return int(stem) if stem.isdigit() else -1
+
+
+def _partition_dirs(folder: Path) -> list[Path]:
+    """The ``<topic>-<partition>`` directories of a data directory, by topic then
+    partition number."""
+    found = []
+    for child in folder.iterdir():
+        topic, _, part = child.name.rpartition("-")
+        if topic and part.isdigit() and child.is_dir():
+            found.append((topic, int(part), child))
+    return [p for _, _, p in sorted(found)]
+
+
+def segment_files(folder: Path) -> list[Path]:
+    """The ``.log`` segments under ``folder`` in Kafka's order: a partition
+    directory's by base offset (the number in the file name); for a data directory,
+    every ``<topic>-<partition>`` directory's so, by topic then partition number.
+
+    Raises:
+        ValueError: no ``.log`` file there (the folder is named).
+    """
+    logs = sorted(folder.glob("*.log"), key=_base_offset)
+    if not logs:
+        logs = [
+            log
+            for part in _partition_dirs(folder)
+            for log in sorted(part.glob("*.log"), key=_base_offset)
+        ]
+    if not logs:
+        raise ValueError(
+            f"{folder}: no .log segment files in this directory or its "
+            "<topic>-<partition> directories"
+        )
+    return logs

@@ -80,11 +80,12 @@ def decode_column(
     *,
     error_column: str | None = "decode_error",
     reader: Reader | None = None,
+    version_prefix: bool = False,
 ) -> DataFrame:
     """Replace binary ``column`` of ``df`` by its decoded struct.
 
     Every non-null value must be exactly one encoded ``entity_cls`` (no length
-    prefix); it is decoded with ``kproto.serial.entity_reader(entity_cls)`` (or
+    prefix; with ``version_prefix``, after an int16 version); it is decoded with ``kproto.serial.entity_reader(entity_cls)`` (or
     ``reader``) in a ``mapInArrow`` task and converted column by column to the Arrow
     form of :func:`~kproto.spark.spark_schema`. Null values stay null.
 
@@ -98,6 +99,14 @@ def decode_column(
             fail the Spark job on the first bad value instead.
         reader: ``read(stream) -> entity`` to use instead of
             ``kproto.serial.entity_reader(entity_cls)``; must be picklable.
+        version_prefix: each value starts with the big-endian int16 version of
+            ``entity_cls``, as the keys and values of internal topics
+            (``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``
+            records) do; it is checked against ``entity_cls.__version__`` (a
+            mismatch is that row's error) and skipped. Default ``False``: values
+            are the bare entity, as before. A value that fails to decode without
+            this option but starts with ``entity_cls``'s version gets an error
+            naming the option. Mixed versions: use :func:`decode_internal_topic`.
 
     Returns:
         A lazy DataFrame: ``df``'s columns with ``column`` decoded, plus
@@ -128,6 +137,7 @@ def decode_column(
         fields.append(StructField(error_column, StringType(), True))
     out_schema = StructType(fields)
     index = names.index(column)
+    version: int | None = getattr(entity_cls, "__version__", None)
     target = to_arrow_type(target_spark, timezone="UTC")
     out_names = out_schema.fieldNames()
 
@@ -144,7 +154,7 @@ def decode_column(
                     errors.append(None)
                     continue
                 try:
-                    entities.append(_read_whole(read, v))
+                    entities.append(_read_value(read, v, version, version_prefix))
                     errors.append(None)
                 except Exception as exc:
                     if error_column is None:
@@ -159,6 +169,35 @@ def decode_column(
 
     ensure_python_workers(df.sparkSession)
     return df.mapInArrow(run, out_schema)
+
+
+def _read_value(read: Reader, data: bytes, version: int | None, prefixed: bool) -> Any:
+    """One :func:`decode_column` value: the entity, after the int16 ``version``
+    prefix when ``prefixed``.
+
+    Raises:
+        ValueError: a missing or different version prefix; trailing bytes (with a
+            hint at ``version_prefix=True`` when the value starts with ``version``).
+        kproto.serial.DecodeError: the bytes do not decode.
+    """
+    if prefixed:
+        if len(data) < 2:
+            raise ValueError(
+                f"value too short for an int16 version ({len(data)} bytes)"
+            )
+        found = _VERSION.unpack_from(data)[0]
+        if version is not None and found != version:
+            raise ValueError(f"version prefix {found}, but decoding as v{version}")
+        return _read_whole(read, data, 2)
+    try:
+        return _read_whole(read, data)
+    except Exception as exc:
+        if version is None or len(data) < 2 or _VERSION.unpack_from(data)[0] != version:
+            raise
+        raise ValueError(
+            f"{exc} (the value starts with int16 {version}, this class's version, "
+            "as internal-topic records do: pass version_prefix=True)"
+        ) from exc
 
 
 # --- internal topics --------------------------------------------------------------

@@ -152,7 +152,7 @@ def test_confluent_static_member_restart_keeps_its_partitions() -> None:
             return len(leader.assignment()) == len(static.assignment()) == 1
 
         _until(split, "the two members to share the partitions")
-        group = cluster.state.groups.groups["static-g"]
+        group = cluster.groups.groups["static-g"]
         generation = group.generation_id
         (owned,) = static.assignment()
         old_member = group.static_members["i-1"]
@@ -354,11 +354,11 @@ def test_confluent_consumer_rides_through_a_broker_restart(tmp_path: Path) -> No
         )
         consumer.subscribe(["ride"])
         _drain({"c": consumer}, seen, 20)
-        before = cluster.state.groups.groups["ride-g"]
+        before = cluster.groups.groups["ride-g"]
         generation, members = before.generation_id, list(before.members)
     with Cluster(nodes=1, data_dir=tmp_path, port=port) as cluster:
         try:
-            after = cluster.state.groups.groups["ride-g"]
+            after = cluster.groups.groups["ride-g"]
             assert (after.state.value, after.generation_id) == ("Stable", generation)
             assert list(after.members) == members
             _produce(cluster.bootstrap_servers, "ride", range(20, 30))

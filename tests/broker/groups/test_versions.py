@@ -15,6 +15,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.dispatch import build
+from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import api_versions, request_type
@@ -39,17 +40,17 @@ def call(conn: Connection, api_key: int, version: int, **fields: Any) -> Any:
 
 
 def coordinator(cluster: Cluster, group_id: str) -> Connection:
-    node_id = cluster.state.groups.coordinator_for(group_id)
+    node_id = cluster.groups.coordinator_for(group_id)
     return connect(cluster, node_id)
 
 
 def neighbour(cluster: Cluster, group_id: str) -> str:
     """Another group id with the same coordinator as ``group_id``."""
-    node = cluster.state.groups.coordinator_for(group_id)
+    node = cluster.groups.coordinator_for(group_id)
     return next(
         name
         for name in (f"{group_id}-other-{i}" for i in range(1000))
-        if cluster.state.groups.coordinator_for(name) == node
+        if cluster.groups.coordinator_for(name) == node
     )
 
 
@@ -59,7 +60,7 @@ def versions(api_key: int) -> list[int]:
 
 @pytest.mark.parametrize("version", versions(10))
 def test_find_coordinator(cluster: Cluster, version: int) -> None:
-    expected = cluster.state.nodes[cluster.state.groups.coordinator_for("g-find")]
+    expected = cluster.state.nodes[cluster.groups.coordinator_for("g-find")]
     with connect(cluster, 1) as conn:
         if version >= 4:
             r = call(
@@ -72,11 +73,12 @@ def test_find_coordinator(cluster: Cluster, version: int) -> None:
                 expected.host,
                 expected.port,
             )
-            assert second.node_id == cluster.state.groups.coordinator_for("g-other")
+            assert second.node_id == cluster.groups.coordinator_for("g-other")
             txn = call(
                 conn, 10, version, key_type=1, coordinator_keys=["txn"]
             ).coordinators
-            assert txn[0].error_code == E.COORDINATOR_NOT_AVAILABLE
+            # no transaction coordinator (tests/broker/test_unsupported_features.py)
+            assert txn[0].error_code == TRANSACTIONS.error_code
         else:
             r = call(conn, 10, version, key="g-find", key_type=0)
             assert (r.error_code, r.node_id, r.port) == (
@@ -86,10 +88,7 @@ def test_find_coordinator(cluster: Cluster, version: int) -> None:
             )
             if version >= 1:
                 txn = call(conn, 10, version, key="txn", key_type=1)
-                assert (txn.error_code, txn.node_id) == (
-                    E.COORDINATOR_NOT_AVAILABLE,
-                    -1,
-                )
+                assert (txn.error_code, txn.node_id) == (TRANSACTIONS.error_code, -1)
 
 
 def _protocols() -> list[dict[str, Any]]:
@@ -151,15 +150,13 @@ def test_join_sync_heartbeat_leave(cluster: Cluster, version: int) -> None:
             assert lv.error_code == 0
             again = call(conn, 13, leave_v, group_id=group, member_id=member)
             assert again.error_code == E.UNKNOWN_MEMBER_ID
-        assert cluster.state.groups.describe_group(group).state == "Empty"
+        assert cluster.groups.describe_group(group).state == "Empty"
 
 
 def test_requests_to_a_node_that_is_not_the_coordinator(cluster: Cluster) -> None:
     group = "elsewhere"
     other = next(
-        n
-        for n in cluster.state.nodes
-        if n != cluster.state.groups.coordinator_for(group)
+        n for n in cluster.state.nodes if n != cluster.groups.coordinator_for(group)
     )
     with connect(cluster, other) as conn:
         r = call(
@@ -255,7 +252,7 @@ def test_offset_commit_then_fetch_all_topics(cluster: Cluster, version: int) -> 
         assert (
             missing.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
         )
-    committed = cluster.state.groups.fetch_offsets(group, None)
+    committed = cluster.groups.fetch_offsets(group, None)
     assert {tp: c.offset for tp, c in committed.items()} == {
         (TOPIC, 0): 10 * version,
         (TOPIC, 1): 10 * version + 1,
@@ -321,7 +318,7 @@ def test_offset_fetch(cluster: Cluster, version: int) -> None:
 @pytest.mark.parametrize("version", versions(15))
 def test_describe_groups(cluster: Cluster, version: int) -> None:
     group = f"dg-{version}"
-    cluster.state.groups.coordinator_for(group)
+    cluster.groups.coordinator_for(group)
     with coordinator(cluster, group) as conn:
         call(
             conn,
@@ -362,12 +359,12 @@ def test_list_groups_each_node_lists_the_groups_it_coordinates(
             r = call(conn, 16, version, **fields)
             assert r.error_code == 0
             for g in r.groups:
-                assert cluster.state.groups.coordinator_for(g.group_id) == node_id
+                assert cluster.groups.coordinator_for(g.group_id) == node_id
                 if version >= 4:
                     assert g.group_state == "Empty"
                 listed.append(g.group_id)
     assert sorted(listed) == sorted(
-        g for g, *_ in cluster.state.groups.list_groups(["Empty"])
+        g for g, *_ in cluster.groups.list_groups(["Empty"])
     )
 
 
@@ -392,7 +389,7 @@ def test_delete_groups_and_offset_delete(cluster: Cluster, version: int) -> None
             topics=[{"name": TOPIC, "partitions": [{"partition_index": 1}]}],
         )
         assert (od.error_code, od.topics[0].partitions[0].error_code) == (0, 0)
-        assert list(cluster.state.groups.fetch_offsets(group, None)) == [(TOPIC, 0)]
+        assert list(cluster.groups.fetch_offsets(group, None)) == [(TOPIC, 0)]
         r = call(conn, 42, version, groups_names=[group])
         assert [(x.group_id, x.error_code) for x in r.results] == [(group, 0)]
         again = call(conn, 42, version, groups_names=[group])

@@ -2,15 +2,13 @@
 
 :class:`GroupCoordinator` (constructed by the cluster state as
 ``GroupCoordinator(state)``) holds every group and its committed offsets and persists
-them to ``__consumer_offsets``; :mod:`.handlers` registers the request handlers of
-FindCoordinator, OffsetCommit, OffsetFetch, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete with the
-broker's dispatch table on import.
+them to ``__consumer_offsets``. The request handlers of FindCoordinator, OffsetCommit,
+OffsetFetch, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups,
+DeleteGroups and OffsetDelete that drive it are in :mod:`kproto.broker.handlers.groups`.
 """
 
 from __future__ import annotations
 
-from . import handlers  # noqa: F401,E402  (registers the handlers)
 from .coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupDescription
 from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, SyncResult
 from .records import java_string_hashcode, partition_for

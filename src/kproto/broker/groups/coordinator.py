@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
@@ -81,7 +82,7 @@ class GroupCoordinator:
 
     def __init__(
         self,
-        state: Any,
+        state: ClusterState,
         *,
         scheduler: Scheduler | None = None,
         offsets_partitions: int | None = None,

@@ -1,2 +1,77 @@
-"""The broker's API handlers, one module per concern; importing a module registers
-its handlers in :data:`kproto.broker.dispatch.HANDLERS`."""
+"""The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
+one table of what the broker serves.
+
+=================  ==========================================================
+module             APIs
+=================  ==========================================================
+``cluster_info``   ApiVersions, Metadata, DescribeCluster
+``produce``        Produce, InitProducerId
+``fetch``          Fetch, ListOffsets, DeleteRecords
+``admin``          CreateTopics, DeleteTopics, CreatePartitions
+``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+``groups``         FindCoordinator and the classic consumer group APIs (the
+                   coordinator's state machine is :mod:`kproto.broker.groups`)
+``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
+                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
+                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
+                   transaction refusals of FindCoordinator and InitProducerId
+=================  ==========================================================
+
+:mod:`.context` holds what every handler is given (:class:`RequestContext`) and
+:mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
+from :data:`HANDLERS` is not served: the connection that asks for it is closed, as
+Kafka does for an API it does not enable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from kproto.broker.handlers import (
+    admin,
+    cluster_info,
+    configs,
+    fetch,
+    groups,
+    produce,
+    unsupported,
+)
+from kproto.broker.handlers.context import Handler, RequestContext
+from kproto.index import ApiKey
+
+__all__ = ["HANDLERS", "Handler", "RequestContext"]
+
+#: Every API the broker serves and its handler.
+HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
+    {
+        ApiKey.PRODUCE: produce.produce,
+        ApiKey.FETCH: fetch.fetch,
+        ApiKey.LIST_OFFSETS: fetch.list_offsets,
+        ApiKey.METADATA: cluster_info.metadata,
+        ApiKey.OFFSET_COMMIT: groups.offset_commit,
+        ApiKey.OFFSET_FETCH: groups.offset_fetch,
+        ApiKey.FIND_COORDINATOR: groups.find_coordinator,
+        ApiKey.JOIN_GROUP: groups.join_group,
+        ApiKey.HEARTBEAT: groups.heartbeat,
+        ApiKey.LEAVE_GROUP: groups.leave_group,
+        ApiKey.SYNC_GROUP: groups.sync_group,
+        ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
+        ApiKey.LIST_GROUPS: groups.list_groups,
+        ApiKey.API_VERSIONS: cluster_info.api_versions_handler,
+        ApiKey.CREATE_TOPICS: admin.create_topics,
+        ApiKey.DELETE_TOPICS: admin.delete_topics,
+        ApiKey.DELETE_RECORDS: fetch.delete_records,
+        ApiKey.INIT_PRODUCER_ID: produce.init_producer_id,
+        ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
+        ApiKey.ALTER_CONFIGS: configs.alter_configs,
+        ApiKey.CREATE_PARTITIONS: admin.create_partitions,
+        ApiKey.DELETE_GROUPS: groups.delete_groups,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+        ApiKey.OFFSET_DELETE: groups.offset_delete,
+        ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
+    }
+)

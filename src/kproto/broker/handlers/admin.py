@@ -11,17 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.errors import TopicError
+from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
-from kproto.broker.state import TopicError
+from kproto.errors import ErrorCode
 
 __all__ = ["create_topics", "delete_topics", "create_partitions"]
 
-_INVALID_REPLICATION_FACTOR = 38
-_INVALID_REQUEST = 42
 
-
-@handles(19)
 async def create_topics(ctx: RequestContext, request: Any) -> Any:
     """Create each topic (``num_partitions`` -1: the cluster default). Replication
     factor -1 or 1..nodes is accepted and stored as 1 (no replication);
@@ -30,15 +27,15 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
     validate_only = getattr(request, "validate_only", False)
     results = []
     for t in request.topics:
-        error, message, info = 0, None, None
+        error, message, info = ErrorCode.NONE, None, None
         rf = t.replication_factor
         if t.assignments:
             error, message = (
-                _INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 "manual replica assignments are not supported",
             )
         elif rf != -1 and not 1 <= rf <= len(state.node_ids):
-            error = _INVALID_REPLICATION_FACTOR
+            error = ErrorCode.INVALID_REPLICATION_FACTOR
             message = f"replication factor {rf} is not in 1..{len(state.node_ids)}"
         else:
             try:
@@ -77,16 +74,15 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, topics=results)
 
 
-@handles(20)
 async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     """Delete topics named in ``topic_names`` (v0-5) or ``topics`` by name or id
     (v6+), their log directories, and every group's committed offsets for them."""
     state = ctx.state
-    entries: list[tuple[str, int]] = []
+    entries: list[tuple[str, ErrorCode]] = []
     if ctx.api_version >= 6:
         entries = [topic_name(ctx, t) for t in request.topics]
     else:
-        entries = [(name, 0) for name in request.topic_names]
+        entries = [(name, ErrorCode.NONE) for name in request.topic_names]
     results = []
     for name, error in entries:
         message, topic_id = None, None
@@ -97,7 +93,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 error, message = err.error_code, str(err)
             else:
                 # committed offsets of the topic go too (GroupCoordinator.onPartitionsDeleted)
-                await state.groups.on_topic_deleted(name)
+                await ctx.groups.on_topic_deleted(name)
         results.append(
             {
                 "name": name or None,
@@ -109,16 +105,15 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, responses=results)
 
 
-@handles(37)
 async def create_partitions(ctx: RequestContext, request: Any) -> Any:
     """Grow topics to ``count`` partitions; manual assignments are refused."""
     state = ctx.state
     results = []
     for t in request.topics:
-        error, message = 0, None
+        error, message = ErrorCode.NONE, None
         if t.assignments:
             error, message = (
-                _INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 "manual replica assignments are not supported",
             )
         else:

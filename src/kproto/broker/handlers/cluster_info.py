@@ -7,39 +7,65 @@ Response.json`` (KIP-700); Kafka's ``KafkaApis.handleTopicMetadataRequest``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from kproto.broker.dispatch import HANDLERS, RequestContext, handles, respond
-from kproto.broker.state import ClusterState, TopicError
-from kproto.index import api_versions
+from kproto.broker.errors import TopicError
+from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.state import ClusterState
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey, api_versions
 
-__all__ = ["served_api_ranges", "MIN_VERSIONS", "topic_metadata"]
+__all__ = [
+    "served_api_ranges",
+    "MIN_VERSIONS",
+    "ADVERTISED_MIN_VERSIONS",
+    "api_versions_handler",
+    "metadata",
+    "describe_cluster",
+    "topic_metadata",
+]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
 #: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
-MIN_VERSIONS = {0: 3, 1: 4}
+MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+
+#: Lowest versions advertised in ApiVersions where they differ from
+#: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
+#: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because older librdkafka
+#: (issue 4956; Debian's 2.0.2) compresses only when the broker lists Produce v0
+#: (gzip, snappy, lz4). A Produce v0-v2 request is answered UNSUPPORTED_VERSION per
+#: partition (:func:`kproto.broker.handlers.produce.produce`).
+ADVERTISED_MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 0}
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
-def served_api_ranges() -> dict[int, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` for every API with a handler:
-    every version kproto generates, from :data:`MIN_VERSIONS` up."""
+def served_api_ranges(
+    handlers: Mapping[ApiKey, Handler],
+) -> dict[ApiKey, tuple[int, int]]:
+    """``{api_key: (min_version, max_version)}`` for every API in ``handlers``, as
+    ApiVersions advertises them: every version kproto generates, from
+    :data:`ADVERTISED_MIN_VERSIONS` or else :data:`MIN_VERSIONS` up (Kafka's
+    ``ApiVersionManager``)."""
     out = {}
-    for api_key in sorted(HANDLERS):
+    for api_key in sorted(handlers):
         versions = api_versions(api_key)
-        out[api_key] = (MIN_VERSIONS.get(api_key, versions.start), versions.stop - 1)
+        low = ADVERTISED_MIN_VERSIONS.get(
+            api_key, MIN_VERSIONS.get(api_key, versions.start)
+        )
+        out[api_key] = (low, versions.stop - 1)
     return out
 
 
-@handles(18)
 async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
+    """Every API served and its version range (``ctx.served_apis``)."""
     return respond(
         ctx,
-        error_code=0,
+        error_code=ErrorCode.NONE,
         api_keys=[
             {"api_key": k, "min_version": lo, "max_version": hi}
-            for k, (lo, hi) in served_api_ranges().items()
+            for k, (lo, hi) in ctx.served_apis.items()
         ],
         throttle_time_ms=0,
     )
@@ -53,20 +79,24 @@ def _brokers(state: ClusterState) -> list[dict[str, Any]]:
 
 
 def topic_metadata(
-    state: ClusterState, name: str, error_code: int = 0
+    state: ClusterState, name: str, error_code: ErrorCode = ErrorCode.NONE
 ) -> dict[str, Any]:
     """One MetadataResponseTopic as a mapping (``error_code`` for unknown topics)."""
     info = state.topics.get(name)
     if info is None:
-        return {"error_code": error_code or 3, "name": name, "partitions": []}
+        return {
+            "error_code": error_code or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "name": name,
+            "partitions": [],
+        }
     return {
-        "error_code": 0,
+        "error_code": ErrorCode.NONE,
         "name": name,
         "topic_id": info.topic_id,
         "is_internal": info.internal,
         "partitions": [
             {
-                "error_code": 0,
+                "error_code": ErrorCode.NONE,
                 "partition_index": p,
                 "leader_id": leader,
                 "leader_epoch": 0,
@@ -79,7 +109,6 @@ def topic_metadata(
     }
 
 
-@handles(3)
 async def metadata(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
     requested = request.topics
@@ -96,7 +125,7 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
     allow = getattr(request, "allow_auto_topic_creation", True)
     topics = []
     for name in names:
-        error = 0
+        error = ErrorCode.NONE
         if name not in state.topics:
             if state.auto_create_topics and allow:
                 try:
@@ -104,7 +133,7 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
                 except TopicError as err:
                     error = err.error_code
             else:
-                error = 3
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         topics.append(topic_metadata(state, name, error))
     return respond(
         ctx,
@@ -117,13 +146,12 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-@handles(60)
 async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
     return respond(
         ctx,
         throttle_time_ms=0,
-        error_code=0,
+        error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=getattr(request, "endpoint_type", 1),
         cluster_id=state.cluster_id,

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kproto.broker.dispatch import RequestContext, handles, respond
-from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState, TopicError
+from kproto.broker.errors import TopicError
+from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
+from kproto.errors import ErrorCode
 
 __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 
 _TOPIC, _BROKER = 2, 4
-_INVALID_CONFIG = 40
-_INVALID_REQUEST = 42
-_UNKNOWN_TOPIC_OR_PARTITION = 3
 # ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5.
 _DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT = 1, 4, 5
 # ConfigType (KIP-569): STRING 2, INT 3, LONG 5, LIST 7.
@@ -44,18 +43,17 @@ def _broker_configs(state: ClusterState) -> dict[str, str]:
     }
 
 
-@handles(32)
 async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
     results = []
     for r in request.resources:
-        error, message, entries = 0, None, []
+        error, message, entries = ErrorCode.NONE, None, []
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
         if r.resource_type == _TOPIC:
             info = state.topics.get(r.resource_name)
             if info is None:
                 error, message = (
-                    _UNKNOWN_TOPIC_OR_PARTITION,
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     f"unknown topic {r.resource_name!r}",
                 )
             else:
@@ -99,7 +97,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                     )
         else:
             error, message = (
-                _INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 f"resource type {r.resource_type} is not supported",
             )
         results.append(
@@ -119,16 +117,19 @@ def _alter(
 ) -> list[dict[str, Any]]:
     responses = []
     for r in request.resources:
-        error, message = 0, None
+        error, message = ErrorCode.NONE, None
         if r.resource_type != _TOPIC:
-            error, message = _INVALID_REQUEST, "only topic configs can be altered"
+            error, message = (
+                ErrorCode.INVALID_REQUEST,
+                "only topic configs can be altered",
+            )
         else:
             try:
                 changes = changes_of(r)
                 if request.validate_only:
                     if r.resource_name not in ctx.state.topics:
                         raise TopicError(
-                            _UNKNOWN_TOPIC_OR_PARTITION,
+                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                             f"unknown topic {r.resource_name!r}",
                         )
                 else:
@@ -146,7 +147,6 @@ def _alter(
     return responses
 
 
-@handles(33)
 async def alter_configs(ctx: RequestContext, request: Any) -> Any:
     """Replace a topic's configs with those given (Kafka's legacy AlterConfigs)."""
     responses = _alter(
@@ -164,13 +164,12 @@ def _incremental_changes(resource: Any) -> dict[str, str | None]:
             changes[c.name] = None
         else:  # APPEND / SUBTRACT apply to list configs only
             raise TopicError(
-                _INVALID_CONFIG,
+                ErrorCode.INVALID_CONFIG,
                 f"operation {c.config_operation} on {c.name} is not supported",
             )
     return changes
 
 
-@handles(44)
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
     """SET and DELETE operations on topic configs (KIP-339)."""
     responses = _alter(ctx, request, _incremental_changes, False)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.errors import LogAppendError
+from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
-from kproto.broker.log import LogAppendError
+from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]
 
-_OFFSET_OUT_OF_RANGE = 1
-_FETCH_SESSION_ID_NOT_FOUND = 70
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
 
 
@@ -43,7 +42,7 @@ def _read_all(
             if plog is not None:
                 hwm, start = plog.high_watermark, plog.log_start_offset
                 if not start <= p.fetch_offset <= hwm:
-                    error = _OFFSET_OUT_OF_RANGE
+                    error = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif remaining > 0 or total == 0:
                     # KIP-74: the first batch of the first non-empty partition is
                     # returned whole even above the limits, so a fetch always
@@ -78,7 +77,6 @@ def _read_all(
     return topics, total, errors
 
 
-@handles(1)
 async def fetch(ctx: RequestContext, request: Any) -> Any:
     """Read from each partition; wait up to ``max_wait_ms`` (ms) for at least
     ``min_bytes`` (bytes), woken by every append (Kafka's ``DelayedFetch``).
@@ -92,7 +90,7 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=_FETCH_SESSION_ID_NOT_FOUND,
+            error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             session_id=0,
             responses=[],
         )
@@ -113,11 +111,14 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
             topics, total, errors = _read_all(ctx, request)
             break
     return respond(
-        ctx, throttle_time_ms=0, error_code=0, session_id=0, responses=topics
+        ctx,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        session_id=0,
+        responses=topics,
     )
 
 
-@handles(2)
 async def list_offsets(ctx: RequestContext, request: Any) -> Any:
     """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest,
     -3 the record with the largest timestamp (KIP-734), else the first record whose
@@ -156,7 +157,6 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, topics=topics)
 
 
-@handles(21)
 async def delete_records(ctx: RequestContext, request: Any) -> Any:
     """Raise each partition's log start offset to ``offset`` (-1: the high
     watermark); OFFSET_OUT_OF_RANGE above the high watermark."""

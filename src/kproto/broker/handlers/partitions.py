@@ -5,53 +5,44 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kproto.broker.dispatch import RequestContext
+from kproto.broker.handlers.context import RequestContext
 from kproto.broker.log import PartitionLog
+from kproto.errors import ErrorCode
 
-__all__ = [
-    "topic_name",
-    "leader_log",
-    "NONE",
-    "UNKNOWN_TOPIC_OR_PARTITION",
-    "NOT_LEADER",
-]
+__all__ = ["topic_name", "leader_log"]
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER = 6  # NOT_LEADER_OR_FOLLOWER
-UNKNOWN_TOPIC_ID = 100
 _ZERO = uuid.UUID(int=0)
 
 
 def topic_name(
     ctx: RequestContext, entry: Any, name_field: str = "name"
-) -> tuple[str, int]:
+) -> tuple[str, ErrorCode]:
     """``(topic name, error code)`` of a request's topic entry, which names the
     topic by ``name_field`` or (Fetch v13+, Produce v13) by ``topic_id``: an
     unknown id gives UNKNOWN_TOPIC_ID."""
     name = getattr(entry, name_field, None)
     if name:
-        return name, NONE
+        return name, ErrorCode.NONE
     topic_id = getattr(entry, "topic_id", None)
     if topic_id is not None and topic_id != _ZERO:
         for info in ctx.state.topics.values():
             if info.topic_id == topic_id:
-                return info.name, NONE
-        return "", UNKNOWN_TOPIC_ID
-    return "", UNKNOWN_TOPIC_OR_PARTITION
+                return info.name, ErrorCode.NONE
+        return "", ErrorCode.UNKNOWN_TOPIC_ID
+    return "", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def leader_log(
     ctx: RequestContext, topic: str, partition: int
-) -> tuple[PartitionLog | None, int]:
+) -> tuple[PartitionLog | None, ErrorCode]:
     """The partition's log if this node leads it, else ``(None, error code)``:
     UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER (as Kafka's ReplicaManager)."""
     leader = ctx.state.leader(topic, partition)
     if leader is None:
-        return None, UNKNOWN_TOPIC_OR_PARTITION
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if leader != ctx.node_id:
-        return None, NOT_LEADER
+        return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     plog = ctx.state.partition_log(topic, partition)
     if plog is None:
-        return None, UNKNOWN_TOPIC_OR_PARTITION
-    return plog, NONE
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return plog, ErrorCode.NONE

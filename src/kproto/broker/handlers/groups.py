@@ -3,8 +3,8 @@
 FindCoordinator (10), OffsetCommit (8), OffsetFetch (9), JoinGroup (11), Heartbeat
 (12), LeaveGroup (13), SyncGroup (14), DescribeGroups (15), ListGroups (16),
 DeleteGroups (42), OffsetDelete (47). Each handler reads the request entity of its
-version, asks :class:`~kproto.broker.groups.GroupCoordinator` (``ctx.state.groups``)
-and builds the response of the same version with :func:`kproto.broker.dispatch.respond`
+version, asks :class:`~kproto.broker.groups.GroupCoordinator` (``ctx.groups``)
+and builds the response of the same version with :func:`kproto.broker.handlers.context.respond`
 (fields a version lacks are dropped). Version differences follow the JSON
 definitions (``kafka-4.1-subset``) and Kafka's ``KafkaApis`` / ``GroupCoordinatorService``:
 single-key FindCoordinator before v4, batched ``coordinator_keys`` from v4; single-group
@@ -17,12 +17,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from kproto.broker.dispatch import RequestContext, handles, respond
+from kproto.broker.groups import GroupCoordinator
+from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.errors import ErrorCode
 
-from .coordinator import GroupCoordinator
-
-__all__: list[str] = []
+__all__ = [
+    "find_coordinator",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "leave_group",
+    "offset_commit",
+    "offset_fetch",
+    "offset_delete",
+    "describe_groups",
+    "list_groups",
+    "delete_groups",
+]
 
 E = ErrorCode
 
@@ -33,8 +45,7 @@ _OPERATIONS_NOT_ASKED = -(2**31)
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
-    groups: GroupCoordinator = ctx.state.groups
-    return groups
+    return ctx.groups
 
 
 def _message(error: int) -> str | None:
@@ -46,12 +57,19 @@ def _message(error: int) -> str | None:
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
-    if key_type != 0:
-        # No transaction or share coordinator in this broker.
-        error = E.COORDINATOR_NOT_AVAILABLE if key_type == 1 else E.INVALID_REQUEST
+    if key_type == 1:
+        # No transaction coordinator: refused as Kafka refuses a transactional id
+        # the client may not use, a fatal error for clients (see unsupported.py)
         return {
             **missing,
-            "error_code": error,
+            "error_code": TRANSACTIONS.error_code,
+            "error_message": TRANSACTIONS.message,
+        }
+    if key_type != 0:
+        # share-state coordinators (key type 2) serve brokers only
+        return {
+            **missing,
+            "error_code": E.INVALID_REQUEST,
             "error_message": f"no coordinator of key type {key_type}",
         }
     node_id = _coordinator(ctx).coordinator_for(key)
@@ -67,16 +85,16 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
         "node_id": node.node_id,
         "host": node.host,
         "port": node.port,
-        "error_code": 0,
+        "error_code": E.NONE,
         "error_message": None,
     }
 
 
-@handles(10)
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     """FindCoordinator (FindCoordinatorRequest.json v0-v6): the node leading the
     group's ``__consumer_offsets`` partition; v4+ answers every ``coordinator_keys``
-    entry (KIP-699). Transaction keys get COORDINATOR_NOT_AVAILABLE, other key types
+    entry (KIP-699). Transaction keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    (:data:`kproto.broker.handlers.unsupported.TRANSACTIONS`), other key types
     INVALID_REQUEST."""
     key_type = getattr(request, "key_type", 0)
     if ctx.api_version >= 4:
@@ -90,7 +108,6 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
 # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup ---------------------------------
 
 
-@handles(11)
 async def join_group(ctx: RequestContext, request: Any) -> Any:
     """JoinGroup (JoinGroupRequest.json v0-v9); waits for the rebalance. v4+ needs
     a known member id (KIP-394); v0 has no rebalance timeout (the session timeout
@@ -136,7 +153,6 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-@handles(14)
 async def sync_group(ctx: RequestContext, request: Any) -> Any:
     """SyncGroup (SyncGroupRequest.json v0-v5); v5 checks protocol type and name."""
     coordinator = _coordinator(ctx)
@@ -162,7 +178,6 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-@handles(12)
 async def heartbeat(ctx: RequestContext, request: Any) -> Any:
     """Heartbeat (HeartbeatRequest.json v0-v4)."""
     coordinator = _coordinator(ctx)
@@ -177,7 +192,6 @@ async def heartbeat(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, error_code=error)
 
 
-@handles(13)
 async def leave_group(ctx: RequestContext, request: Any) -> Any:
     """LeaveGroup (LeaveGroupRequest.json v0-v5): one member before v3, a batch of
     ``members`` (member id and/or ``group.instance.id``) from v3."""
@@ -217,7 +231,6 @@ def _topic_names(ctx: RequestContext) -> dict[Any, str]:
     return {info.topic_id: name for name, info in ctx.state.topics.items()}
 
 
-@handles(8)
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """OffsetCommit (OffsetCommitRequest.json v0-v10): v0 (no generation) is a
     commit without membership; v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
@@ -351,7 +364,6 @@ def _fetch_group(
     return {"topics": out, "error_code": E.NONE}
 
 
-@handles(9)
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
     every committed partition; v8+ batches ``groups``; v10 names topics by id.
@@ -368,7 +380,6 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, **answer)
 
 
-@handles(47)
 async def offset_delete(ctx: RequestContext, request: Any) -> Any:
     """OffsetDelete (OffsetDeleteRequest.json v0, KIP-496)."""
     coordinator = _coordinator(ctx)
@@ -450,7 +461,6 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
     }
 
 
-@handles(15)
 async def describe_groups(ctx: RequestContext, request: Any) -> Any:
     """DescribeGroups (DescribeGroupsRequest.json v0-v6); v3+ reports the group
     operations allowed (all: no ACLs) when asked."""
@@ -460,7 +470,6 @@ async def describe_groups(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, groups=groups)
 
 
-@handles(16)
 async def list_groups(ctx: RequestContext, request: Any) -> Any:
     """ListGroups (ListGroupsRequest.json v0-v5); v4 states filter, v5 types filter."""
     coordinator = _coordinator(ctx)
@@ -476,7 +485,6 @@ async def list_groups(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, error_code=E.NONE, groups=groups)
 
 
-@handles(42)
 async def delete_groups(ctx: RequestContext, request: Any) -> Any:
     """DeleteGroups (DeleteGroupsRequest.json v0-v2)."""
     coordinator = _coordinator(ctx)

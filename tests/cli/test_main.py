@@ -210,6 +210,27 @@ def test_describe(
         assert "MetadataResponse" not in out
 
 
+@pytest.mark.parametrize(
+    ("argv", "title"),
+    [
+        (
+            ["OffsetCommitValue", "--version", "3"],
+            "OffsetCommitValue v3 (coordinator-value record type 1, versions 0-4)",
+        ),
+        (["PartitionRecord"], "PartitionRecord v2 (metadata record type 3, versions"),
+        (["LeaderChangeMessage"], "LeaderChangeMessage v1 (data message, versions 0-"),
+    ],
+)
+def test_describe_names_record_types_not_api_keys(
+    argv: list[str], title: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record or data message has no API key: its title says what it is."""
+    assert main(["describe", *argv]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(title)
+    assert "api_key" not in first
+
+
 def test_describe_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["describe", "NoSuchThing"]) == 2
     assert main(["describe", "Metadata", "--version", "99"]) == 2

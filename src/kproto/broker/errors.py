@@ -1,0 +1,46 @@
+"""The broker's one error type: a refusal carrying the Kafka error code to answer with.
+
+Handlers turn a :class:`BrokerError` into the ``error_code`` / ``error_message`` of
+the response entry it concerns (Kafka's ``ApiException`` subclasses, each mapped to
+one ``Errors`` code). The subclasses only say which layer refused: the cluster state
+(:class:`TopicError`), a partition log (:class:`LogAppendError`) or a producer's
+idempotence state (:class:`ProducerSequenceError`).
+"""
+
+from __future__ import annotations
+
+from kproto.errors import ErrorCode
+
+__all__ = ["BrokerError", "TopicError", "LogAppendError", "ProducerSequenceError"]
+
+
+class BrokerError(Exception):
+    """A request (or one entry of it) was refused.
+
+    Args:
+        error_code: the Kafka error code to answer with.
+        message: what was wrong, for ``error_message`` and logs.
+    """
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        self.error_code = ErrorCode(error_code)
+        self.message = message
+        super().__init__(message)
+
+
+class TopicError(BrokerError):
+    """A topic operation was refused (TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION,
+    INVALID_PARTITIONS, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICATION_FACTOR,
+    INVALID_CONFIG)."""
+
+
+class LogAppendError(BrokerError):
+    """A partition log refused an append or a DeleteRecords (CORRUPT_MESSAGE,
+    MESSAGE_TOO_LARGE, INVALID_RECORD, OFFSET_OUT_OF_RANGE, and the producer
+    errors of :class:`ProducerSequenceError`)."""
+
+
+class ProducerSequenceError(LogAppendError):
+    """An idempotent batch's producer epoch or sequence was refused
+    (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH), as Kafka's
+    ``ProducerAppendInfo.checkSequence``."""

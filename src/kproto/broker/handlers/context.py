@@ -1,0 +1,65 @@
+"""What every handler is given and how it answers: :class:`RequestContext`,
+:data:`Handler`, :func:`respond`.
+
+A handler is ``async def handler(ctx: RequestContext, request) -> response | None``:
+it receives the decoded request entity and returns the response entity of the
+request's version (``kproto.index.response_type(api_key, ctx.api_version)``), or
+``None`` when Kafka sends no response (Produce with ``acks=0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import attrs
+
+from kproto.broker.groups import GroupCoordinator
+from kproto.broker.state import ClusterState
+from kproto.index import ApiKey, response_type
+from kproto.meta import build_entity
+
+__all__ = ["RequestContext", "Handler", "build", "respond"]
+
+
+@attrs.define
+class RequestContext:
+    """What a handler knows about the request besides its body.
+
+    Attributes:
+        state: the shared state of the whole in-process cluster.
+        groups: the group coordinator of the cluster.
+        served_apis: ``{api_key: (min_version, max_version)}`` of every API the
+            broker serves (what ApiVersions answers; Kafka's ``ApiVersionManager``).
+        node_id: the node (broker id) that received the request.
+        header: the decoded ``RequestHeader`` entity (v0, v1 or v2).
+        api_version: the request's api_version.
+        client_id: the header's client_id (``None`` for header v0 or a null id).
+        client_host: the peer's address, for DescribeGroups ``client_host``.
+    """
+
+    state: ClusterState
+    groups: GroupCoordinator
+    served_apis: Mapping[ApiKey, tuple[int, int]]
+    node_id: int
+    header: Any
+    api_version: int
+    client_id: str | None
+    client_host: str
+
+
+#: A request handler: request entity -> response entity (``None``: no response).
+Handler = Callable[[RequestContext, Any], Awaitable[Any | None]]
+
+
+def build(cls: type, fields: Mapping[str, Any]) -> Any:
+    """Build an entity of ``cls`` from ``fields``, dropping the fields ``cls``'s
+    version does not have, so one handler answers every version of its API
+    (:func:`kproto.meta.build_entity` with ``drop_absent``)."""
+    return build_entity(cls, fields, drop_absent=True)
+
+
+def respond(ctx: RequestContext, **fields: Any) -> Any:
+    """The response entity of the request's api_key and version, built from
+    ``fields`` with :func:`build` (fields the version lacks are dropped)."""
+    return build(response_type(ctx.header.request_api_key, ctx.api_version), fields)

@@ -1,0 +1,437 @@
+"""``kproto produce TOPIC`` and ``kproto consume TOPIC``: ``kafka-console-producer.sh``
+and ``kafka-console-consumer.sh`` on :mod:`kproto.client`.
+
+``produce`` sends one record per line of standard input: the line is the value, or
+with ``--property parse.key=true`` (or ``--key-separator SEP``) ``KEY<SEP>VALUE``
+(separator default a tab, as Kafka's ``LineMessageReader``); ``--json`` reads one
+object a line, ``{"key": ..., "value": ..., "headers": {...}, "partition": N}``
+(strings or null). ``--header NAME=VALUE`` adds a header to every record.
+
+``consume`` prints each record's value, one a line (``null`` for none), as
+Kafka's ``DefaultMessageFormatter``; ``--property print.key=true`` and the other
+``print.*`` properties add Kafka's columns (``CreateTime:...``, ``Partition:...``,
+``Offset:...``, headers, key, tab-separated); ``--json`` prints one object a line.
+Without ``--follow`` it reads up to the end offsets found at start and exits, and
+``--timeout-ms`` bounds the whole run; with ``--follow`` it waits for new records
+until interrupted (Ctrl-C or SIGTERM end it cleanly, exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from types import FrameType
+from typing import IO, Any
+
+from kproto.cli._common import CliError, add_client_arguments, client_for, positive_int
+from kproto.client import EARLIEST, LATEST, Client
+from kproto.records import Compression, Record
+
+__all__ = ["add_parsers", "format_record", "parse_line"]
+
+_CODECS = {c.label: c for c in Compression}
+#: Records sent per Produce request when standard input is not a terminal.
+_BATCH = 500
+#: Fetch wait per partition while following (ms).
+_FOLLOW_WAIT_MS = 200
+
+
+def _properties(values: list[str]) -> dict[str, str]:
+    out = {}
+    for text in values:
+        name, sep, value = text.partition("=")
+        if not sep or not name:
+            raise CliError(f"--property {text!r}: expected name=value")
+        out[name] = value  # as given: Kafka does not unescape (bash: $'\t')
+    return out
+
+
+def _bytes(value: Any, where: str) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise CliError(
+            f"{where}: a string or null expected, got {type(value).__name__}"
+        )
+    return value.encode()
+
+
+def parse_line(
+    line: str, number: int, props: dict[str, str], json_input: bool
+) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]], int | None]:
+    """One input line as ``(key, value, headers, partition)``, as Kafka's
+    ``LineMessageReader`` reads it (``parse.key``, ``key.separator``,
+    ``parse.headers``, ``headers.delimiter``, ``headers.separator``,
+    ``headers.key.separator``, ``null.marker``) or, with ``json_input``, from an
+    object.
+
+    Raises:
+        CliError: the line lacks a separator it needs, or is not such an object
+            (the line number is named).
+    """
+    where = f"stdin line {number}"
+    if json_input:
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{where}: not JSON: {exc.msg}") from None
+        if not isinstance(obj, dict):
+            raise CliError(f"{where}: a JSON object expected")
+        unknown = set(obj) - {"key", "value", "headers", "partition"}
+        if unknown:
+            raise CliError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        headers_obj = obj.get("headers") or {}
+        if not isinstance(headers_obj, dict):
+            raise CliError(f"{where}: headers must be an object")
+        partition = obj.get("partition")
+        if partition is not None and (
+            isinstance(partition, bool) or not isinstance(partition, int)
+        ):
+            raise CliError(f"{where}: partition must be an integer")
+        headers = [
+            (k, _bytes(v, f"{where} header {k}")) for k, v in headers_obj.items()
+        ]
+        return (
+            _bytes(obj.get("key"), f"{where} key"),
+            _bytes(obj.get("value"), f"{where} value"),
+            headers,
+            partition,
+        )
+    null = props.get("null.marker")
+
+    def field(text: str) -> bytes | None:
+        return None if null is not None and text == null else text.encode()
+
+    headers = []
+    rest = line
+    if props.get("parse.headers", "false").lower() == "true":
+        delimiter = props.get("headers.delimiter", "\t")
+        block, sep, rest = rest.partition(delimiter)
+        if not sep:
+            raise CliError(f"{where}: no headers delimiter {delimiter!r}")
+        if block:
+            for pair in block.split(props.get("headers.separator", ",")):
+                name, sep, value = pair.partition(
+                    props.get("headers.key.separator", ":")
+                )
+                if not sep:
+                    raise CliError(f"{where}: header {pair!r} has no key separator")
+                headers.append((name, field(value)))
+    if props.get("parse.key", "false").lower() == "true":
+        separator = props.get("key.separator", "\t")
+        key, sep, value = rest.partition(separator)
+        if not sep:
+            raise CliError(f"{where}: no key separator {separator!r} found")
+        return field(key), field(value), headers, None
+    return None, field(rest), headers, None
+
+
+def _send(client: Client, args: argparse.Namespace, pending: list[Any]) -> None:
+    by_partition: dict[int | None, list[Any]] = {}
+    for key, value, headers, partition in pending:
+        chosen = args.partition if partition is None else partition
+        by_partition.setdefault(chosen, []).append((key, value, headers))
+    for partition, records in by_partition.items():
+        client.produce(
+            args.topic,
+            records,
+            partition=partition,
+            acks=args.acks,
+            compression=_CODECS[args.compression],
+            timeout_ms=args.request_timeout_ms,
+        )
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    """``kproto produce``: standard input's lines to ``args.topic``."""
+    props = _properties(args.property)
+    if args.key_separator is not None:
+        props.update({"parse.key": "true", "key.separator": args.key_separator})
+    extra = []
+    for text in args.header:
+        name, sep, value = text.partition("=")
+        if not sep or not name:
+            raise CliError(f"--header {text!r}: expected NAME=VALUE")
+        extra.append((name, value.encode()))
+    batch = 1 if sys.stdin.isatty() else _BATCH
+    with client_for(args, allow_auto_topic_creation=True) as client:
+        # Before reading stdin: a missing topic is created where the broker
+        # auto-creates topics, else fails now (UNKNOWN_TOPIC_OR_PARTITION).
+        client.run(client.core.topic(args.topic, create=True))
+        pending: list[Any] = []
+        for number, raw in enumerate(sys.stdin, 1):
+            line = raw.rstrip("\n").rstrip("\r")
+            if not line and args.json:
+                continue  # an empty line is an empty value, but not a JSON object
+            key, value, headers, partition = parse_line(line, number, props, args.json)
+            pending.append((key, value, headers + extra, partition))
+            if len(pending) >= batch:
+                _send(client, args, pending)
+                pending = []
+        if pending:
+            _send(client, args, pending)
+    return 0
+
+
+# --------------------------------------------------------------------------- consume
+
+
+def _text(data: bytes | None, null: str) -> str:
+    return null if data is None else data.decode("utf-8", "replace")
+
+
+def format_record(
+    topic: str,
+    partition: int,
+    r: Record,
+    props: dict[str, str],
+    timestamp_type: str,
+) -> str:
+    """``DefaultMessageFormatter.writeTo``: the enabled columns (timestamp,
+    partition, offset, headers, key, value), each followed by ``key.separator``
+    but the last, then ``line.separator``."""
+    on = {
+        name: props.get(f"print.{name}", "true" if name == "value" else "false").lower()
+        == "true"
+        for name in ("timestamp", "partition", "offset", "headers", "key", "value")
+    }
+    null = props.get("null.literal", "null")
+    columns = []
+    if on["timestamp"]:
+        columns.append(
+            "NO_TIMESTAMP" if r.timestamp < 0 else f"{timestamp_type}:{r.timestamp}"
+        )
+    if on["partition"]:
+        columns.append(f"Partition:{partition}")
+    if on["offset"]:
+        columns.append(f"Offset:{r.offset}")
+    if on["headers"]:
+        sep = props.get("headers.key.separator", ":")
+        columns.append(
+            props.get("headers.separator", ",").join(
+                f"{k}{sep}{_text(v, null)}" for k, v in r.headers
+            )
+            or "NO_HEADERS"
+        )
+    if on["key"]:
+        columns.append(_text(r.key, null))
+    if on["value"]:
+        columns.append(_text(r.value, null))
+    return props.get("key.separator", "\t").join(columns) + props.get(
+        "line.separator", "\n"
+    )
+
+
+def _json_record(topic: str, partition: int, r: Record) -> str:
+    def text(data: bytes | None) -> str | None:
+        return None if data is None else data.decode("utf-8", "replace")
+
+    return json.dumps(
+        {
+            "topic": topic,
+            "partition": partition,
+            "offset": r.offset,
+            "timestamp": r.timestamp,
+            "key": text(r.key),
+            "value": text(r.value),
+            "headers": {k: text(v) for k, v in r.headers},
+        },
+        ensure_ascii=False,
+    )
+
+
+class _StopFlag:
+    """Set by SIGTERM while following; the loops check it between fetches and
+    records, so a record is never half printed nor left out of the count."""
+
+    def __init__(self) -> None:
+        self.set = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.set = True
+
+
+def _start_offsets(
+    client: Client, args: argparse.Namespace, parts: list[int]
+) -> dict[int, int]:
+    if args.offset is not None:
+        if args.offset in ("earliest", "latest"):
+            stamp = EARLIEST if args.offset == "earliest" else LATEST
+            found = client.list_offsets(args.topic, parts, timestamp=stamp)
+            return {p: lo.offset for p, lo in found.items()}
+        try:
+            offset = int(args.offset)
+        except ValueError:
+            raise CliError(
+                f"--offset {args.offset!r}: a number, earliest or latest"
+            ) from None
+        if offset < 0:
+            raise CliError(f"--offset {offset}: must be >= 0")
+        return {p: offset for p in parts}
+    stamp = EARLIEST if args.from_beginning else LATEST
+    return {
+        p: lo.offset
+        for p, lo in client.list_offsets(args.topic, parts, timestamp=stamp).items()
+    }
+
+
+def _records(
+    client: Client,
+    args: argparse.Namespace,
+    starts: dict[int, int],
+    deadline: float | None,
+    stop: _StopFlag,
+) -> Iterator[tuple[int, Record]]:
+    """Every partition's records from its start; without ``--follow`` up to the end
+    offsets of now, partition by partition; with it, round the partitions until
+    ``deadline`` (``time.monotonic()``; None: until interrupted)."""
+    if not args.follow:
+        ends = client.list_offsets(args.topic, list(starts), timestamp=LATEST)
+        for p, start in sorted(starts.items()):
+            end = ends[p].offset
+            offset = start
+            while offset < end:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+                result = client.fetch(args.topic, p, offset)
+                for r in result.records:
+                    if r.offset < end:
+                        yield p, r
+                if result.next_offset <= offset:
+                    raise CliError(f"{args.topic}-{p}: no progress at offset {offset}")
+                offset = result.next_offset
+        return
+    positions = dict(starts)
+    wait = max(10, _FOLLOW_WAIT_MS // max(1, len(positions)))
+    while not stop.set and (deadline is None or time.monotonic() <= deadline):
+        for p in sorted(positions):
+            result = client.fetch(args.topic, p, positions[p], max_wait_ms=wait)
+            for r in result.records:
+                yield p, r
+            positions[p] = max(positions[p], result.next_offset)
+
+
+def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
+    """``kproto consume``: print records of ``args.topic``; see the module doc."""
+    out = out or sys.stdout
+    props = _properties(args.property)
+    if args.offset is not None and args.partition is None:
+        raise CliError("--offset needs --partition (as kafka-console-consumer.sh)")
+    if args.offset is not None and args.from_beginning:
+        raise CliError("--offset and --from-beginning are exclusive")
+    deadline = (
+        None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
+    )
+    printed = 0
+    stop = _StopFlag()
+    previous = signal.signal(signal.SIGTERM, stop) if args.follow else None
+    try:
+        with client_for(args) as client:
+            (topic,) = client.describe_topics([args.topic])
+            parts = [p.partition for p in topic.partitions]
+            if args.partition is not None:
+                if args.partition not in parts:
+                    raise CliError(
+                        f"{args.topic} has no partition {args.partition} (partitions 0-{len(parts) - 1})"
+                    )
+                parts = [args.partition]
+            ts_type = "CreateTime"
+            if props.get("print.timestamp", "false").lower() == "true":
+                for entry in client.describe_configs([args.topic]).get(args.topic, []):
+                    if entry.name == "message.timestamp.type" and entry.value:
+                        ts_type = entry.value
+            starts = _start_offsets(client, args, parts)
+            for p, r in _records(client, args, starts, deadline, stop):
+                if args.json:
+                    out.write(_json_record(args.topic, p, r) + "\n")
+                else:
+                    out.write(format_record(args.topic, p, r, props, ts_type))
+                out.flush()
+                printed += 1
+                if args.max_messages is not None and printed >= args.max_messages:
+                    break
+                if stop.set or (deadline is not None and time.monotonic() > deadline):
+                    break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    print(f"Processed a total of {printed} messages", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``kproto produce`` and ``kproto consume`` on ``sub``."""
+    prod = sub.add_parser(
+        "produce",
+        help="send standard input's lines as records (kafka-console-producer.sh)",
+        description="One record per line of standard input (see --property, "
+        "--key-separator, --json).",
+    )
+    add_client_arguments(prod)
+    prod.add_argument("topic", metavar="TOPIC")
+    prod.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="LineMessageReader properties: parse.key, key.separator, parse.headers, "
+        "headers.delimiter, headers.separator, headers.key.separator, null.marker",
+    )
+    prod.add_argument(
+        "--key-separator", default=None, metavar="SEP", help="KEY<SEP>VALUE lines"
+    )
+    prod.add_argument(
+        "--json",
+        action="store_true",
+        help='lines are {"key":..,"value":..,"headers":{..},"partition":N}',
+    )
+    prod.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="on every record (repeatable)",
+    )
+    prod.add_argument("--partition", type=int, default=None, help="default: by key")
+    prod.add_argument("--compression", choices=sorted(_CODECS), default="none")
+    prod.add_argument("--acks", type=int, choices=(-1, 0, 1), default=-1)
+    prod.set_defaults(func=cmd_produce)
+
+    cons = sub.add_parser(
+        "consume",
+        help="print a topic's records (kafka-console-consumer.sh)",
+        description="Print records of TOPIC, one a line (the value by default).",
+    )
+    add_client_arguments(cons)
+    cons.add_argument("topic", metavar="TOPIC")
+    cons.add_argument("--from-beginning", action="store_true", help="default: the end")
+    cons.add_argument("--partition", type=int, default=None, help="default: all")
+    cons.add_argument(
+        "--offset",
+        default=None,
+        help="a number, earliest or latest (needs --partition)",
+    )
+    cons.add_argument("--max-messages", type=positive_int, default=None)
+    cons.add_argument(
+        "--follow", action="store_true", help="wait for new records until interrupted"
+    )
+    cons.add_argument(
+        "--timeout-ms", type=positive_int, default=None, help="stop after this long"
+    )
+    cons.add_argument("--json", action="store_true", help="one JSON object a line")
+    cons.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="DefaultMessageFormatter properties: print.key, print.timestamp, "
+        "print.partition, print.offset, print.headers, print.value, key.separator, "
+        "line.separator, headers.separator, headers.key.separator, null.literal",
+    )
+    cons.set_defaults(func=cmd_consume)

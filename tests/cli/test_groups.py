@@ -1,0 +1,149 @@
+"""``kproto groups`` against the in-process broker with a live confluent-kafka
+consumer, the describe table's layout, and ``dump-log`` of the broker's
+``__consumer_offsets`` partitions decoded as kafka-dump-log.sh --offsets-decoder."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from kproto.broker import Cluster
+from kproto.cli import main
+from kproto.cli.groups import offsets_table, rows_of
+from kproto.client import GroupDescription, MemberDescription, TopicPartition
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_table_layout() -> None:
+    """Widths as ConsumerGroupCommand: 15 at least, GROUP/TOPIC/CONSUMER-ID/HOST
+    widened to their longest value, PARTITION 10, CLIENT-ID unpadded."""
+    group = GroupDescription(
+        "g",
+        "Stable",
+        "consumer",
+        "range",
+        (
+            MemberDescription(
+                "consumer-1-0123456789abcdef",
+                None,
+                "consumer-1",
+                "/127.0.0.1",
+                (TopicPartition("orders", 1), TopicPartition("orders", 0)),
+            ),
+            MemberDescription("idle", None, "c2", "/10.0.0.2"),
+        ),
+        1,
+    )
+    committed = {
+        TopicPartition("orders", 0): 3,
+        TopicPartition("orders", 1): -1,
+        TopicPartition("old-topic-name", 0): 7,
+    }
+    ends = {TopicPartition("orders", 0): 5, TopicPartition("orders", 1): 4}
+    assert offsets_table(rows_of(group, committed, ends)) == [
+        "",
+        "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  "
+        "LAG             CONSUMER-ID                 HOST            CLIENT-ID",
+        "g               orders          0          3               5               "
+        "2               consumer-1-0123456789abcdef /127.0.0.1      consumer-1",
+        "g               orders          1          -               4               "
+        "-               consumer-1-0123456789abcdef /127.0.0.1      consumer-1",
+        "g               -               -          -               -               "
+        "-               idle                        /10.0.0.2       c2",
+        "g               old-topic-name  0          7               -               "
+        "-               -                           -               -",
+    ]
+
+
+def _consumer(cluster: Cluster) -> object:
+    c = ck.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "billing",
+            "client.id": "billing-app",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            "log_level": 2,
+        }
+    )
+    c.subscribe(["orders"])
+    return c
+
+
+def test_describe_live_group_then_dump_offsets(
+    kafka_cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
+    kafka_cluster.create_topic("orders", 2)
+    p = ck.Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+    for i in range(6):
+        p.produce("orders", b"v%d" % i, partition=i % 2)
+    assert p.flush(30) == 0
+    c = _consumer(kafka_cluster)
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < 6 and time.monotonic() < deadline:
+        m = c.poll(0.2)  # type: ignore[attr-defined]
+        if m is not None and m.error() is None and m.partition() == 0:
+            got += 1
+            c.commit(message=m, asynchronous=False)  # type: ignore[attr-defined]
+        elif m is not None and m.error() is None:
+            got += 1
+    try:
+        code, out, err = run(capsys, "groups", "list", bs)
+        assert (code, out, err) == (0, "billing\n", "")
+        code, out, err = run(capsys, "groups", "describe", bs, "--group", "billing")
+        assert code == 0 and err == ""
+        lines = out.splitlines()
+        assert lines[0] == "" and lines[1].split() == [
+            "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET",
+            "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID",
+        ]  # fmt: skip
+        rows = [line.split() for line in lines[2:]]
+        assert [r[:6] for r in rows] == [
+            ["billing", "orders", "0", "3", "3", "0"],
+            ["billing", "orders", "1", "-", "3", "-"],
+        ]
+        assert all(
+            r[6].startswith("billing-app-") and r[8] == "billing-app" for r in rows
+        )
+        assert all(r[7].endswith("127.0.0.1") for r in rows), lines
+    finally:
+        c.close()  # type: ignore[attr-defined]
+    code, out, err = run(capsys, "groups", "describe", bs, "--group", "billing")
+    assert err == "\nConsumer group 'billing' has no active members.\n"
+    assert [line.split()[:7] for line in out.splitlines()[2:]] == [
+        ["billing", "orders", "0", "3", "3", "0", "-"]
+    ]
+    code, out, err = run(capsys, "groups", "describe", bs, "--group", "nobody")
+    assert code == 2
+    assert err == "kproto: error: Consumer group 'nobody' does not exist.\n"
+
+    # The broker's __consumer_offsets partitions, decoded as Kafka's tool does.
+    code, out, err = run(capsys, "dump-log", str(kafka_cluster.data_dir))
+    assert code == 0
+    commit = re.compile(
+        r'key: \{"type":"1","data":\{"group":"billing","topic":"orders",'
+        r'"partition":0\}\} payload: (\{.*\})$'
+    )
+    payloads = [m.group(1) for line in out.splitlines() if (m := commit.search(line))]
+    assert payloads, out
+    last = json.loads(payloads[-1])
+    assert last["data"]["offset"] == 3 and last["data"]["metadata"] == ""
+    # The user topic in the same data dir keeps the default text decoding.
+    assert "headerKeys: [] payload: v0" in out
+    group = [line for line in out.splitlines() if '"type":"2"' in line]
+    assert group and '"protocolType":"consumer"' in group[0]
+    assert '"assignment":{"assignedPartitions":[{"topic":"orders"' in "".join(group)
