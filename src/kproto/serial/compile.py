@@ -71,7 +71,7 @@ def encoder(cls: type) -> Encoder:
         # The C writer when the extension is there (it calls this encoder for any
         # value it is not sure of); see kproto.speedups.
         fn = _encoders[cls] = entity_writer(cls, compiled)
-        _to_bytes[cls] = fn.to_bytes if fn is not compiled else None  # type: ignore[attr-defined]
+        _to_bytes[cls] = fn.to_bytes if fn is not compiled else None
     return fn
 
 
