@@ -26,6 +26,10 @@ slicing or allocating, negative lengths, tag order) and otherwise lets Python fa
 fast: any failure sends the same input through :mod:`kproto.serial.interpret`, which
 names the field path and byte offset (the compiled error is kept as ``__cause__``
 when the environment has ``KPROTO_DEBUG=1``).
+
+With the C extensions (:mod:`kproto.speedups`), :func:`decoder` and :func:`encoder`
+return the C reader and writer of :mod:`kproto.serial._native` wrapped around these
+functions, which they call for any input or value they are not sure of.
 """
 
 from __future__ import annotations
