@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -69,6 +70,8 @@ class Cluster:
             ``QuorumController.MAX_RECORDS_PER_USER_OP``).
         max_open_files: segment files kept open at once (a least-recently-used
             cache; idle partitions hold no file descriptor).
+        log_cleaner_backoff_ms: pause between the log cleaner's passes over
+            the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
 
     Raises:
         ValueError: ``nodes`` < 1.
@@ -90,6 +93,7 @@ class Cluster:
         log_requests: bool = False,
         max_partitions: int = DEFAULT_MAX_PARTITIONS,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        log_cleaner_backoff_ms: int = 15_000,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -112,6 +116,8 @@ class Cluster:
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(self.state)
+        #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
+        self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)
         self.servers = [
             NodeServer(
                 self.state,
@@ -147,7 +153,9 @@ class Cluster:
             for server in self.servers:
                 await server.start()
             await self.groups.start()
+            self.cleaner.start()
         except BaseException:
+            await self.cleaner.stop()
             for server in self.servers:
                 await server.stop()
             for plog in self.state.logs.values():
@@ -168,6 +176,7 @@ class Cluster:
         if not self._started:
             return
         self._started = False
+        await self.cleaner.stop()
         for server in self.servers:
             await server.stop()
         await self.groups.stop()
@@ -306,3 +315,20 @@ class Cluster:
             for record in batch.records
             if record.offset >= start
         ]
+
+    def compact(self, topic: str | None = None, *, force: bool = False) -> CleanerStats:
+        """Run one log-cleaner pass now over the compacted topics (``topic``
+        only, if given), honouring their compaction configs (``force``: clean
+        whatever ``min.cleanable.dirty.ratio`` says); wait for it to finish.
+        Callable from any thread but the cluster's loop (there: :meth:`async_compact`).
+
+        Raises:
+            KeyError: ``topic`` does not exist.
+        """
+        return self._call(self.cleaner.clean_once(topic, force=force))
+
+    async def async_compact(
+        self, topic: str | None = None, *, force: bool = False
+    ) -> CleanerStats:
+        """:meth:`compact` on the cluster's own loop."""
+        return await self.cleaner.clean_once(topic, force=force)
