@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.cluster_info import served_api_ranges
@@ -63,6 +64,8 @@ class Dispatcher:
         self.node_id = node_id
         self.request_log = request_log
         self.log_requests = log_requests
+        #: this node's incremental fetch sessions (KIP-227)
+        self.fetch_sessions = FetchSessionCache()
 
     @staticmethod
     def serves(api_key: int) -> bool:
@@ -86,6 +89,7 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            fetch_sessions=self.fetch_sessions,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()

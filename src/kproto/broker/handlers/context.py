@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey, response_type
@@ -36,6 +37,8 @@ class RequestContext:
         api_version: the request's api_version.
         client_id: the header's client_id (``None`` for header v0 or a null id).
         client_host: the peer's address, for DescribeGroups ``client_host``.
+        fetch_sessions: the node's fetch session cache (KIP-227; ``None``:
+            every Fetch is sessionless).
     """
 
     state: ClusterState
@@ -46,6 +49,7 @@ class RequestContext:
     api_version: int
     client_id: str | None
     client_host: str
+    fetch_sessions: FetchSessionCache | None = None
 
 
 #: A request handler: request entity -> response entity (``None``: no response).
