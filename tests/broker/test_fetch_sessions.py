@@ -234,12 +234,18 @@ def test_cache_eviction_as_kafka() -> None:
     now[0] = 10
     b = open_session(1)
     assert a and b and len(cache.sessions) == 2
-    # full: a new session of 3 partitions evicts the smallest (b, 1 partition)
+    # full, every session created less than eviction_ms ago: none created
+    assert open_session(3) is None
+    # sessions older than eviction_ms but used recently: the smallest goes for a
+    # larger new one
+    now[0] = 2000
+    for session in cache.sessions.values():
+        session.last_used_ms = 1900
     c = open_session(3)
     assert c and set(cache.sessions) == {a, c}
-    # full, none smaller, none stale: not created
+    # none smaller than the new one: not created
     assert open_session(2) is None
-    # after the eviction time the least recently used goes, whatever its size
-    now[0] = 5000
+    # a session idle for eviction_ms goes, whatever its size
+    now[0] = 3000
     d = open_session(1)
     assert d and set(cache.sessions) == {c, d}

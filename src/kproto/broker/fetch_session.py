@@ -18,8 +18,11 @@ Follows Kafka's ``FetchSession.scala`` (``FetchManager.newContext``,
   id 0 and no partitions.
 * The cache holds ``max.incremental.fetch.session.cache.slots`` sessions (1000).
   When full, a new session evicts the least recently used session idle for
-  ``eviction_ms`` (120 s, Kafka's), else the smallest session if the new one is
-  larger, else it is not created.
+  ``eviction_ms`` (120 s, Kafka's), else the smallest session created more than
+  ``eviction_ms`` ago if the new one is larger, else it is not created. An
+  incremental fetch that forgets every partition closes its session. Partitions
+  answered by an incremental fetch move to the end of the session's order, so
+  ``max_bytes`` is shared fairly across fetches.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ class FetchSession:
     partitions: dict[Key, tuple[FetchTopic, FetchPartition]]
     uses_topic_ids: bool
     last_used_ms: int
+    creation_ms: int
 
 
 @attrs.define
@@ -107,7 +111,7 @@ class FetchPlan:
         return self.session.session_id if self.session is not None else 0
 
 
-def _key(topic: Any, uses_ids: bool) -> str | uuid.UUID:
+def _key(topic: Any, uses_ids: bool) -> Any:
     return topic.topic_id if uses_ids else topic.topic
 
 
@@ -185,6 +189,9 @@ class FetchSessionCache:
             name = _key(t, uses_ids)
             for p in t.partitions:
                 session.partitions.pop((name, p), None)
+        if not session.partitions:  # nothing left: closed, answered sessionless
+            del self.sessions[session_id]
+            return FetchPlan(ErrorCode.NONE, [])
         session.epoch = session.epoch + 1 if session.epoch < 2**31 - 1 else 1
         session.last_used_ms = self.clock()
         return FetchPlan(
@@ -207,6 +214,11 @@ class FetchSessionCache:
                 part.high_watermark, part.last_stable_offset, part.log_start_offset = new
                 if p["records"] or p["error_code"] or new != old:
                     kept.append(p)
+                    if plan.session is not None:  # answered ones go last (fairness)
+                        key = (_key(view, plan.session.uses_topic_ids), part.partition)
+                        entry = plan.session.partitions.pop(key, None)
+                        if entry is not None:
+                            plan.session.partitions[key] = entry
             if kept or not plan.incremental:
                 changed.append({**response, "partitions": kept if plan.incremental else response["partitions"]})
         if plan.full:
@@ -227,7 +239,7 @@ class FetchSessionCache:
             assert name is not None
             for part in view.partitions:
                 partitions[(name, part.partition)] = (view, part)
-        session = FetchSession(session_id, 1, partitions, uses_ids, now)
+        session = FetchSession(session_id, 1, partitions, uses_ids, now, now)
         self.sessions[session_id] = session
         return session
 
@@ -239,9 +251,10 @@ class FetchSessionCache:
         if now - oldest.last_used_ms > self.eviction_ms:
             del self.sessions[oldest.session_id]
             return True
-        smallest = min(
-            self.sessions.values(), key=lambda s: (len(s.partitions), s.last_used_ms)
-        )
+        settled = [s for s in self.sessions.values() if now - s.creation_ms > self.eviction_ms]
+        if not settled:
+            return False
+        smallest = min(settled, key=lambda s: (len(s.partitions), s.session_id))
         if len(smallest.partitions) < size:
             del self.sessions[smallest.session_id]
             return True
