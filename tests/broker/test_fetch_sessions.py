@@ -22,7 +22,9 @@ ck = pytest.importorskip("confluent_kafka")
 
 def _produce_300(cluster: Cluster) -> None:
     cluster.create_topic("many", 100)
-    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 2})
+    producer = ck.Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "log_level": 2}
+    )
     for i in range(300):
         producer.produce("many", b"v%d" % i, key=b"k%d" % i, partition=i % 100)
     assert producer.flush(30) == 0
@@ -121,7 +123,9 @@ def _fetch_type(version: int) -> type:
     return request_type(ApiKey.FETCH, version)
 
 
-def topics(names: dict[str, list[tuple[int, int]]], version: int, ids: dict[str, Any]) -> list[dict[str, Any]]:
+def topics(
+    names: dict[str, list[tuple[int, int]]], version: int, ids: dict[str, Any]
+) -> list[dict[str, Any]]:
     return [
         {
             "topic": name,
@@ -161,13 +165,25 @@ def test_session_protocol(version: int) -> None:
             for p in range(3):
                 produce(conn, info.topic_id, p)
             parts = [(0, 0), (1, 0), (2, 0)]
-            full = fetch(conn, version, session_id=0, session_epoch=0, topics=topics({"s": parts}, version, ids))
+            full = fetch(
+                conn,
+                version,
+                session_id=0,
+                session_epoch=0,
+                topics=topics({"s": parts}, version, ids),
+            )
             assert full.error_code == ErrorCode.NONE
             sid = full.session_id
             assert sid > 0
             assert answered(full) == {0: 1, 1: 1, 2: 1}
             # incremental: every partition advanced past its record; nothing new
-            inc = fetch(conn, version, session_id=sid, session_epoch=1, topics=topics({"s": [(0, 1), (1, 1), (2, 1)]}, version, ids))
+            inc = fetch(
+                conn,
+                version,
+                session_id=sid,
+                session_epoch=1,
+                topics=topics({"s": [(0, 1), (1, 1), (2, 1)]}, version, ids),
+            )
             assert (inc.error_code, inc.session_id) == (ErrorCode.NONE, sid)
             assert answered(inc) == {}
             # new data on partition 2: only partition 2 answered, from the cached offset
@@ -176,12 +192,22 @@ def test_session_protocol(version: int) -> None:
             assert answered(inc) == {2: 1}
             # a wrong epoch, an unknown session
             bad = fetch(conn, version, session_id=sid, session_epoch=7, topics=[])
-            assert (bad.error_code, bad.session_id) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, 0)
+            assert (bad.error_code, bad.session_id) == (
+                ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                0,
+            )
             bad = fetch(conn, version, session_id=sid + 1, session_epoch=1, topics=[])
             assert bad.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
             # partition 2 moves on, partition 1 is forgotten
             forgotten = [{"topic": "s", "topic_id": info.topic_id, "partitions": [1]}]
-            inc = fetch(conn, version, session_id=sid, session_epoch=3, topics=topics({"s": [(2, 2)]}, version, ids), forgotten_topics_data=forgotten)
+            inc = fetch(
+                conn,
+                version,
+                session_id=sid,
+                session_epoch=3,
+                topics=topics({"s": [(2, 2)]}, version, ids),
+                forgotten_topics_data=forgotten,
+            )
             assert answered(inc) == {}
             produce(conn, info.topic_id, 1)  # not in the session any more
             inc = fetch(conn, version, session_id=sid, session_epoch=4, topics=[])
@@ -189,7 +215,13 @@ def test_session_protocol(version: int) -> None:
             cache = cluster.servers[0].dispatcher.fetch_sessions
             assert sorted(k[1] for k in cache.sessions[sid].partitions) == [0, 2]
             # closing the session: a sessionless full answer
-            closed = fetch(conn, version, session_id=sid, session_epoch=-1, topics=topics({"s": [(1, 0)]}, version, ids))
+            closed = fetch(
+                conn,
+                version,
+                session_id=sid,
+                session_epoch=-1,
+                topics=topics({"s": [(1, 0)]}, version, ids),
+            )
             assert (closed.error_code, closed.session_id) == (ErrorCode.NONE, 0)
             assert answered(closed) == {1: 2}
             assert sid not in cache.sessions
@@ -227,7 +259,14 @@ def test_cache_eviction_as_kafka() -> None:
 
         view = FetchTopic("t", None, [FetchPartition(p, 0, 1) for p in range(size)])
         plan = FetchPlan(ErrorCode.NONE, [view], full=True)
-        cache.finish(plan, [view], [{"topic": "t", "partitions": []}])
+        answer = {
+            "high_watermark": 0,
+            "last_stable_offset": 0,
+            "log_start_offset": 0,
+            "records": b"",
+            "error_code": ErrorCode.NONE,
+        }
+        cache.finish(plan, [view], [{"topic": "t", "partitions": [answer] * size}])
         return plan.session.session_id if plan.session else None
 
     a = open_session(5)

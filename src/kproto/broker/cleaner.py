@@ -43,7 +43,7 @@ from pathlib import Path
 import attrs
 import crc32c
 
-from kproto._varint import read_uvarint, read_varint, read_varlong
+from kproto._varint import read_varint, read_varlong
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, ControlRecordType
 from kproto.records._codecs import compress, decompress
 from kproto.records._header import (
@@ -230,7 +230,8 @@ def _control_type(data: bytes, head: V2Header, pos: int) -> int | None:
     records = _records(data, head, pos)
     if not records or records[0].key is None or len(records[0].key) < 4:
         return None
-    return _CONTROL_KEY.unpack_from(records[0].key)[1]
+    kind: int = _CONTROL_KEY.unpack_from(records[0].key)[1]
+    return kind
 
 
 # ----------------------------------------------------------------- the passes
@@ -455,7 +456,13 @@ def clean_segment(
         (last_delta,) = struct.unpack_from(">i", batch, 23)
         (max_ts,) = struct.unpack_from(">q", batch, 35)
         index.append(
-            (head.base_offset, head.base_offset + last_delta, written, len(batch), max_ts)
+            (
+                head.base_offset,
+                head.base_offset + last_delta,
+                written,
+                len(batch),
+                max_ts,
+            )
         )
         out.append(batch)
         written += len(batch)

@@ -10,8 +10,8 @@ the cleanable range and ``grabFilthiestCompactedLog``):
   offset: the active segment, the first segment holding a record younger than
   ``min.compaction.lag.ms``, the last stable offset when the log has one;
 * it is cleaned when dirty bytes / (clean + dirty bytes) reaches
-  ``min.cleanable.dirty.ratio``, or its first dirty record is older than
-  ``max.compaction.lag.ms``, or a delete horizon this cleaner wrote has passed
+  ``min.cleanable.dirty.ratio``, or the first batch of a dirty segment is older
+  than ``max.compaction.lag.ms``, or a delete horizon this cleaner wrote has passed
   (KIP-534: tombstones are due to go);
 * a pass cleans every segment from the log start to the end of the offset map,
   then checkpoints that end, in Kafka's checkpoint file format.
@@ -172,7 +172,10 @@ class LogCleaner:
         total = sum(s.size for s in cleanable)
         ratio = dirty_bytes / total if total else 0.0
         max_lag = info.int_config("max.compaction.lag.ms")
-        oldest = min(dirty[0].max_timestamps, default=now) if dirty else now
+        # maxCompactionDelay: the earliest first-batch timestamp of the dirty segments
+        oldest = min(
+            (s.max_timestamps[0] for s in dirty if s.max_timestamps[0] > 0), default=now
+        )
         due = (
             dirty_bytes > 0
             and (
@@ -219,9 +222,7 @@ class LogCleaner:
             if self.state.logs.get(key) is not plog:  # deleted meanwhile
                 result.path.unlink(missing_ok=True)
                 return
-            if plog.replace_segment(
-                segment, result.path, result.batches, result.size
-            ):
+            if plog.replace_segment(segment, result.path, result.batches, result.size):
                 stats.segments += 1
                 stats.kept += result.kept
                 stats.removed += result.removed

@@ -115,10 +115,14 @@ def _key(topic: Any, uses_ids: bool) -> Any:
     return topic.topic_id if uses_ids else topic.topic
 
 
-def _entries(request: Any, uses_ids: bool) -> list[tuple[Key, FetchTopic, FetchPartition]]:
+def _entries(
+    request: Any, uses_ids: bool
+) -> list[tuple[Key, FetchTopic, FetchPartition]]:
     out = []
     for t in request.topics:
-        view = FetchTopic(None if uses_ids else t.topic, getattr(t, "topic_id", None), [])
+        view = FetchTopic(
+            None if uses_ids else t.topic, getattr(t, "topic_id", None), []
+        )
         for p in t.partitions:
             part = FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes)
             out.append(((_key(t, uses_ids), p.partition), view, part))
@@ -201,17 +205,29 @@ class FetchSessionCache:
             incremental=True,
         )
 
-    def finish(self, plan: FetchPlan, topics: list[FetchTopic], responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def finish(
+        self, plan: FetchPlan, topics: list[FetchTopic], responses: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         """Record what was answered and shape the response's topics: an
         incremental response keeps only the changed partitions; a full fetch
         opens a session (``plan.session``) if the cache has room."""
         changed = []
-        for view, response in zip(topics, responses):
+        for view, response in zip(topics, responses, strict=True):
             kept = []
-            for part, p in zip(view.partitions, response["partitions"]):
-                new = (p["high_watermark"], p["last_stable_offset"], p["log_start_offset"])
-                old = (part.high_watermark, part.last_stable_offset, part.log_start_offset)
-                part.high_watermark, part.last_stable_offset, part.log_start_offset = new
+            for part, p in zip(view.partitions, response["partitions"], strict=True):
+                new = (
+                    p["high_watermark"],
+                    p["last_stable_offset"],
+                    p["log_start_offset"],
+                )
+                old = (
+                    part.high_watermark,
+                    part.last_stable_offset,
+                    part.log_start_offset,
+                )
+                part.high_watermark, part.last_stable_offset, part.log_start_offset = (
+                    new
+                )
                 if p["records"] or p["error_code"] or new != old:
                     kept.append(p)
                     if plan.session is not None:  # answered ones go last (fairness)
@@ -220,12 +236,21 @@ class FetchSessionCache:
                         if entry is not None:
                             plan.session.partitions[key] = entry
             if kept or not plan.incremental:
-                changed.append({**response, "partitions": kept if plan.incremental else response["partitions"]})
+                changed.append(
+                    {
+                        **response,
+                        "partitions": (
+                            kept if plan.incremental else response["partitions"]
+                        ),
+                    }
+                )
         if plan.full:
             plan.session = self._create(topics, uses_ids=plan.uses_topic_ids)
         return changed
 
-    def _create(self, topics: list[FetchTopic], *, uses_ids: bool) -> FetchSession | None:
+    def _create(
+        self, topics: list[FetchTopic], *, uses_ids: bool
+    ) -> FetchSession | None:
         size = sum(len(t.partitions) for t in topics)
         now = self.clock()
         if len(self.sessions) >= self.max_slots and not self._evict(size, now):
@@ -251,7 +276,9 @@ class FetchSessionCache:
         if now - oldest.last_used_ms > self.eviction_ms:
             del self.sessions[oldest.session_id]
             return True
-        settled = [s for s in self.sessions.values() if now - s.creation_ms > self.eviction_ms]
+        settled = [
+            s for s in self.sessions.values() if now - s.creation_ms > self.eviction_ms
+        ]
         if not settled:
             return False
         smallest = min(settled, key=lambda s: (len(s.partitions), s.session_id))
