@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from kproto.broker import Cluster
+from kproto.broker import Cluster, cleaner_manager
 from kproto.broker.cleaner_manager import CHECKPOINT_FILE
-from kproto.broker.log import PartitionLog
 from kproto.records import (
     ControlRecordType,
     decode_batches,
@@ -206,7 +205,7 @@ def test_restart_in_the_middle_of_a_swap(tmp_path: Path, monkeypatch: Any) -> No
         def crash(swap: Path, target: Path) -> None:
             raise OSError("crash after the .swap rename")
 
-        monkeypatch.setattr(PartitionLog, "_complete_swap", staticmethod(crash))
+        monkeypatch.setattr(cleaner_manager, "_complete_swap", crash)
         cluster.compact()  # the error is logged; the .swap stays
         directory = cluster.state.partition_log("swap", 0).directory  # type: ignore[union-attr]
         assert list(directory.glob("*.log.swap"))

@@ -35,6 +35,7 @@ the swap is done on the event loop (:meth:`PartitionLog.replace_segment`).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import struct
 from collections.abc import Iterator
@@ -69,7 +70,10 @@ __all__ = [
     "clean_segment",
     "find_aborted",
     "key_digest",
+    "recover_swaps",
 ]
+
+log = logging.getLogger("kproto.broker")
 
 #: Keys one cleaning pass maps (Kafka's 128 MiB ``log.cleaner.dedupe.buffer.size``
 #: holds about 5.5 million 24-byte entries).
@@ -484,3 +488,19 @@ def clean_segment(
 def _read(path: Path, size: int) -> bytes:
     with open(path, "rb") as f:
         return f.read(size)
+
+
+def recover_swaps(directory: Path) -> None:
+    """Finish or roll back a compaction cut short, before a log is opened
+    (Kafka's ``LogLoader``): a ``<base>.log.cleaned`` was not yet committed and
+    is deleted; a ``<base>.log.swap`` is complete and replaces ``<base>.log``.
+
+    Raises:
+        OSError: a file cannot be deleted or renamed.
+    """
+    for path in directory.glob("*.log.cleaned"):
+        log.warning("recovery: deleting the unfinished cleaning %s", path)
+        path.unlink()
+    for path in directory.glob("*.log.swap"):
+        log.warning("recovery: completing the swap of %s", path)
+        os.replace(path, path.with_suffix(""))

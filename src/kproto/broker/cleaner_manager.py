@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+from array import array
 from pathlib import Path
 
 import attrs
@@ -40,11 +42,11 @@ from kproto.broker.cleaner import (
     clean_segment,
     find_aborted,
 )
-from kproto.broker.log import PartitionLog
+from kproto.broker.log import PartitionLog, Segment
 from kproto.broker.state import ClusterState, TopicMetadata, _write_atomic
 from kproto.serial import DecodeError
 
-__all__ = ["CHECKPOINT_FILE", "CleanerStats", "LogCleaner"]
+__all__ = ["CHECKPOINT_FILE", "CleanerStats", "LogCleaner", "replace_segment"]
 
 log = logging.getLogger("kproto.broker")
 
@@ -222,7 +224,7 @@ class LogCleaner:
             if self.state.logs.get(key) is not plog:  # deleted meanwhile
                 result.path.unlink(missing_ok=True)
                 return
-            if plog.replace_segment(segment, result.path, result.batches, result.size):
+            if replace_segment(plog, segment, result.path, result.batches, result.size):
                 stats.segments += 1
                 stats.kept += result.kept
                 stats.removed += result.removed
@@ -269,3 +271,46 @@ class LogCleaner:
             if (t, p) in self.state.logs
         ]
         _write_atomic(self._path(), "\n".join(["0", str(len(lines)), *lines]) + "\n")
+
+
+def replace_segment(
+    plog: PartitionLog,
+    segment: Segment,
+    cleaned: Path,
+    batches: list[tuple[int, int, int, int, int]],
+    size: int,
+) -> bool:
+    """Swap ``segment`` of ``plog`` for its cleaned twin ``cleaned``
+    (``<base>.log.cleaned``, fsynced) holding ``batches`` (``(base, last,
+    position, size, max timestamp)``) in ``size`` bytes, as Kafka's
+    ``UnifiedLog.replaceSegments``: ``.cleaned`` is renamed ``.swap`` (from then
+    on recovery completes the swap, :func:`kproto.broker.cleaner.recover_swaps`),
+    then the swap replaces the ``.log`` in one rename. A segment left empty is
+    deleted, unless it is the first. Return False (and delete ``cleaned``) when
+    ``segment`` is no longer a non-active segment of ``plog``. Event loop only.
+
+    Raises:
+        OSError: a rename failed (the old segment is still in place).
+    """
+    if not any(s is segment for s in plog.segments[:-1]):
+        cleaned.unlink(missing_ok=True)
+        return False
+    swap = segment.path.with_name(segment.path.name + ".swap")
+    os.replace(cleaned, swap)
+    segment.close()
+    if not batches and segment is not plog.segments[0]:
+        segment.path.unlink(missing_ok=True)
+        swap.unlink()
+        plog.segments.remove(segment)
+        return True
+    _complete_swap(swap, segment.path)
+    for name in ("offsets", "last_offsets", "positions", "sizes", "max_timestamps"):
+        setattr(segment, name, array("q"))
+    for base, last, position, length, max_ts in batches:
+        segment.index(base, last, position, length, max_ts)
+    segment.size = size
+    return True
+
+
+def _complete_swap(swap: Path, target: Path) -> None:
+    os.replace(swap, target)

@@ -31,6 +31,7 @@ from pathlib import Path
 import attrs
 import crc32c
 
+from kproto.broker.cleaner import recover_swaps
 from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
@@ -175,21 +176,6 @@ class Segment:
         return self.read(0, self.size) if self.size else b""
 
 
-_CLEANED, _SWAP = ".cleaned", ".swap"
-
-
-def _recover_swaps(directory: Path) -> None:
-    """Finish or roll back a compaction cut short (Kafka's ``LogLoader``): a
-    ``.cleaned`` file was not yet committed and is deleted; a ``.swap`` file is
-    complete and replaces its segment."""
-    for path in directory.glob("*.log" + _CLEANED):
-        log.warning("recovery: deleting the unfinished cleaning %s", path)
-        path.unlink()
-    for path in directory.glob("*.log" + _SWAP):
-        log.warning("recovery: completing the swap of %s", path)
-        os.replace(path, path.with_suffix(""))
-
-
 class PartitionLog:
     """One Kafka log directory ``<topic>-<partition>/``: append, read, recover.
 
@@ -250,7 +236,7 @@ class PartitionLog:
             topic, partition, directory, segment_bytes=segment_bytes, files=files
         )
         directory.mkdir(parents=True, exist_ok=True)
-        _recover_swaps(directory)
+        recover_swaps(directory)  # a compaction cut short
         paths = sorted(directory.glob("*.log"))
         truncated = False
         for path in paths:
@@ -527,49 +513,6 @@ class PartitionLog:
             return batch.base_offset + batch.last_offset_delta, max_ts
         return None
 
-    # ------------------------------------------------------------- compaction
-
-    def replace_segment(
-        self,
-        segment: Segment,
-        cleaned: Path,
-        batches: list[tuple[int, int, int, int, int]],
-        size: int,
-    ) -> bool:
-        """Swap ``segment`` for its cleaned twin ``cleaned`` (``<base>.log.cleaned``,
-        fsynced) holding ``batches`` (``(base, last, position, size, max
-        timestamp)``) in ``size`` bytes, as Kafka's ``UnifiedLog.replaceSegments``:
-        ``.cleaned`` is renamed ``.swap`` (from then on recovery completes the
-        swap), then the swap replaces the ``.log`` in one rename. A cleaned
-        segment left empty is deleted, unless it is the first. Return False (and
-        delete ``cleaned``) when ``segment`` is no longer in this log.
-
-        Raises:
-            OSError: a rename failed (the old segment is still in place).
-        """
-        if not any(s is segment for s in self.segments[:-1]):
-            cleaned.unlink(missing_ok=True)
-            return False
-        swap = segment.path.with_name(segment.path.name + _SWAP)
-        os.replace(cleaned, swap)
-        segment.close()
-        if not batches and segment is not self.segments[0]:
-            segment.path.unlink(missing_ok=True)
-            swap.unlink()
-            self.segments.remove(segment)
-            return True
-        self._complete_swap(swap, segment.path)
-        for name in ("offsets", "last_offsets", "positions", "sizes", "max_timestamps"):
-            setattr(segment, name, array("q"))
-        for base, last, position, length, max_ts in batches:
-            segment.index(base, last, position, length, max_ts)
-        segment.size = size
-        return True
-
-    @staticmethod
-    def _complete_swap(swap: Path, target: Path) -> None:
-        os.replace(swap, target)
-
     # --------------------------------------------------------------- deletion
 
     def delete_records_before(self, offset: int) -> int:
@@ -628,9 +571,15 @@ class PartitionLog:
     def delete(self) -> None:
         """Close and remove the whole directory (DeleteTopics)."""
         self.close()
-        for path in self.directory.glob("*"):
-            path.unlink()
-        self.directory.rmdir()
+        for attempt in range(3):  # the log cleaner's thread may add a .cleaned file
+            for path in self.directory.glob("*"):
+                path.unlink(missing_ok=True)
+            try:
+                self.directory.rmdir()
+                return
+            except OSError as err:
+                if err.errno != errno.ENOTEMPTY or attempt == 2:
+                    raise
 
     def __repr__(self) -> str:
         return (
