@@ -15,6 +15,7 @@ import pytest
 from kproto.broker import Cluster, cleaner_manager
 from kproto.broker.cleaner_manager import CHECKPOINT_FILE
 from kproto.records import (
+    Compression,
     ControlRecordType,
     decode_batches,
     encode_batch,
@@ -230,9 +231,12 @@ def test_restart_in_the_middle_of_a_swap(tmp_path: Path, monkeypatch: Any) -> No
         assert set(keys) == set(expected)
 
 
-def test_consumer_offsets_compacts() -> None:
+def test_consumer_offsets_compacts(tmp_path: Path) -> None:
     with Cluster(
-        offsets_partitions=1, segment_bytes=600, log_cleaner_backoff_ms=3_600_000
+        data_dir=tmp_path,
+        offsets_partitions=1,
+        segment_bytes=600,
+        log_cleaner_backoff_ms=3_600_000,
     ) as cluster:
         cluster.create_topic("in", 1)
         produce(cluster, "in", [(b"k", b"v")])
@@ -267,6 +271,97 @@ def test_consumer_offsets_compacts() -> None:
         committed = consumer.committed([ck.TopicPartition("in", 0)], timeout=10)
         consumer.close()
         assert committed[0].offset == 29
+    # the group coordinator recovers the commit from the compacted log
+    with Cluster(data_dir=tmp_path, offsets_partitions=1) as cluster:
+        consumer = ck.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "committer",
+                "log_level": 2,
+            }
+        )
+        committed = consumer.committed([ck.TopicPartition("in", 0)], timeout=10)
+        consumer.close()
+        assert committed[0].offset == 29
+
+
+def test_compressed_batches_keep_their_codec_and_valid_crcs() -> None:
+    with Cluster(log_cleaner_backoff_ms=3_600_000) as cluster:
+        cluster.create_topic("zipped", 1, configs=COMPACTED)
+        producer = ck.Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "compression.type": "lz4",
+                "linger.ms": 0,
+                "log_level": 2,
+            }
+        )
+        for i in range(160):
+            producer.produce("zipped", b"value-%d" % i * 3, key=b"k%d" % (i % 5))
+            if i % 8 == 7:
+                producer.flush(10)
+        assert producer.flush(30) == 0
+        before = {(r.offset, r.key, r.value) for r in cluster.records("zipped")}
+        codecs = {
+            b.base_offset: b.compression for b in stored_batches(cluster, "zipped")
+        }
+        assert Compression.LZ4 in codecs.values()
+        assert cluster.compact().removed > 0
+        batches = stored_batches(cluster, "zipped")  # CRCs checked
+        assert any(b.compression == Compression.LZ4 for b in batches)
+        assert all(b.compression == codecs[b.base_offset] for b in batches)
+        rewritten = [b for b in batches if len(b.records) < b.last_offset_delta + 1]
+        assert rewritten, "some batches lost records in the middle"
+        for batch in batches:  # the last offset delta names the last record kept
+            assert (
+                batch.records[-1].offset == batch.base_offset + batch.last_offset_delta
+            )
+        got = consume_all(cluster, "zipped")
+        assert set(got) <= before
+        assert {k: v for _, k, v in got} == {k: v for _, k, v in sorted(before)}
+
+
+def test_last_batch_of_an_idempotent_producer_stays_as_an_empty_header(
+    tmp_path: Path,
+) -> None:
+    with Cluster(data_dir=tmp_path, log_cleaner_backoff_ms=3_600_000) as cluster:
+        cluster.create_topic("idem", 1, configs=COMPACTED)
+        plog = cluster.state.partition_log("idem", 0)
+        assert plog is not None
+
+        def write(batch: bytes) -> None:
+            plog.append_batches(batch)  # type: ignore[union-attr]
+
+        def idem(seq: int, value: bytes) -> bytes:
+            return encode_batch(
+                [(b"k", value)], producer_id=42, producer_epoch=0, base_sequence=seq
+            )
+
+        cluster._on_loop(lambda: write(idem(0, b"first")))
+        cluster._on_loop(lambda: write(idem(1, b"second")))
+        cluster._on_loop(lambda: write(encode_batch([(b"k", b"newest")])))
+        for i in range(40):
+            batch = encode_batch([(b"f%d" % i, b"x" * 60)])
+            cluster._on_loop(lambda batch=batch: write(batch))
+        cluster.compact()
+        batches = [b for b in stored_batches(cluster, "idem") if b.producer_id == 42]
+        # the first batch went; the producer's last is an empty header, sequence kept
+        assert [(b.base_offset, b.base_sequence, len(b.records)) for b in batches] == [
+            (1, 1, 0)
+        ]
+        assert [r.value for r in cluster.records("idem") if r.key == b"k"] == [
+            b"newest"
+        ]
+    with Cluster(data_dir=tmp_path, log_cleaner_backoff_ms=3_600_000) as cluster:
+        plog = cluster.state.partition_log("idem", 0)
+        assert plog is not None
+        # the producer's sequence survived compaction and restart: a retry of
+        # sequence 1 is a duplicate, sequence 2 follows
+        retry = cluster._on_loop(lambda: plog.append_batches(idem(1, b"second")))  # type: ignore[union-attr]
+        assert retry.base_offset == 1
+        with pytest.raises(Exception, match="sequence"):
+            cluster._on_loop(lambda: plog.append_batches(idem(5, b"gap")))  # type: ignore[union-attr]
+        cluster._on_loop(lambda: plog.append_batches(idem(2, b"third")))  # type: ignore[union-attr]
 
 
 def test_aborted_transaction_data_removed_and_markers_kept_then_dropped() -> None:
