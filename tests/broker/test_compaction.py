@@ -144,24 +144,27 @@ def test_compacted_topic_keeps_latest_value_and_drops_expired_tombstones() -> No
         assert checkpoint[:2] == ["0", "1"] and checkpoint[2].startswith("changelog 0 ")
 
 
-def test_background_cleaner_compacts_without_being_asked() -> None:
-    with Cluster(log_cleaner_backoff_ms=50) as cluster:
-        cluster.create_topic("bg", 1, configs=COMPACTED)
-        produce(cluster, "bg", [(b"k%d" % (i % 2), b"v%d" % i) for i in range(80)])
-        plog = cluster.state.partition_log("bg", 0)
-        assert plog is not None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            below = [
-                r.key
-                for r in cluster.records("bg")
-                if r.offset < plog.segments[-1].base_offset
-            ]
-            if len(below) == len(set(below)):
-                break
-            time.sleep(0.05)
-        assert len(below) == len(set(below))
-        assert consume_all(cluster, "bg")[-1][2] == b"v79"
+@pytest.mark.kafka_cluster(configs={"log.cleaner.backoff.ms": "50"})
+def test_background_cleaner_compacts_without_being_asked(
+    kafka_cluster: Cluster,
+) -> None:
+    cluster = kafka_cluster
+    cluster.create_topic("bg", 1, configs=COMPACTED)
+    produce(cluster, "bg", [(b"k%d" % (i % 2), b"v%d" % i) for i in range(80)])
+    plog = cluster.state.partition_log("bg", 0)
+    assert plog is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        below = [
+            r.key
+            for r in cluster.records("bg")
+            if r.offset < plog.segments[-1].base_offset
+        ]
+        if len(below) == len(set(below)):
+            break
+        time.sleep(0.05)
+    assert len(below) == len(set(below))
+    assert consume_all(cluster, "bg")[-1][2] == b"v79"
 
 
 def test_dirty_ratio_and_compaction_lags_honoured() -> None:
