@@ -288,3 +288,50 @@ def test_cache_eviction_as_kafka() -> None:
     now[0] = 3000
     d = open_session(1)
     assert d and set(cache.sessions) == {c, d}
+
+
+def test_sessions_are_per_node() -> None:
+    with Cluster(nodes=2) as cluster:
+        info = cluster.create_topic("s", 2)  # partition 0 on node 1, 1 on node 2
+        ids = {"s": info.topic_id}
+        first, second = cluster.bootstrap_servers.split(",")
+        with (
+            Connection(*_host_port(first)) as one,
+            Connection(*_host_port(second)) as two,
+        ):
+            full = fetch(
+                one,
+                12,
+                session_id=0,
+                session_epoch=0,
+                topics=topics({"s": [(0, 0)]}, 12, ids),
+            )
+            assert full.session_id > 0
+            elsewhere = fetch(
+                two, 12, session_id=full.session_id, session_epoch=1, topics=[]
+            )
+            assert elsewhere.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+            same = fetch(
+                one, 12, session_id=full.session_id, session_epoch=1, topics=[]
+            )
+            assert (same.error_code, same.session_id) == (
+                ErrorCode.NONE,
+                full.session_id,
+            )
+            # forgetting every partition closes the session (Kafka: sessionless)
+            forget = [{"topic": "s", "partitions": [0]}]
+            closed = fetch(
+                one,
+                12,
+                session_id=full.session_id,
+                session_epoch=2,
+                topics=[],
+                forgotten_topics_data=forget,
+            )
+            assert (closed.error_code, closed.session_id) == (ErrorCode.NONE, 0)
+            assert not cluster.servers[0].dispatcher.fetch_sessions.sessions
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, port = address.split(":")
+    return host, int(port)

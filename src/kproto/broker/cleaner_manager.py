@@ -144,15 +144,22 @@ class LogCleaner:
                     log.error("cleaning %s-%d failed: %s", name, partition, err)
         return stats
 
-    def _first_uncleanable(self, info: TopicMetadata, plog: PartitionLog) -> int:
-        """How many segments (from the first) may be cleaned."""
+    def _first_uncleanable(
+        self, info: TopicMetadata, plog: PartitionLog, first_dirty: int
+    ) -> int:
+        """How many segments (from the first) may be cleaned (Kafka's
+        ``cleanableOffsets``: the active segment, the last stable offset, the
+        first dirty segment with a record younger than ``min.compaction.lag.ms``)."""
         now = self.state.now_ms()
         min_lag = info.int_config("min.compaction.lag.ms")
         lso = getattr(plog, "last_stable_offset", plog.high_watermark)
         segments = plog.segments
         for i, segment in enumerate(segments[:-1]):
             newest = max(segment.max_timestamps, default=-1)
-            if segment.next_offset > lso or (min_lag > 0 and newest > now - min_lag):
+            young = min_lag > 0 and newest > now - min_lag
+            if segment.next_offset > lso or (
+                young and segment.next_offset > first_dirty
+            ):
                 return i
         return len(segments) - 1
 
@@ -165,10 +172,10 @@ class LogCleaner:
     ) -> None:
         key = (plog.topic, plog.partition)
         now = self.state.now_ms()
-        cleanable = plog.segments[: self._first_uncleanable(info, plog)]
         first_dirty = self.checkpoints.get(key, 0)
         if not plog.log_start_offset <= first_dirty <= plog.high_watermark:
             first_dirty = plog.log_start_offset
+        cleanable = plog.segments[: self._first_uncleanable(info, plog, first_dirty)]
         dirty = [s for s in cleanable if s.next_offset > first_dirty and s.size]
         dirty_bytes = sum(s.size for s in dirty)
         total = sum(s.size for s in cleanable)
