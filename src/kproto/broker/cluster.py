@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -95,6 +96,8 @@ class Cluster:
             KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
         consumer_assignors: KIP-848 server assignors, the first the default
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
+        log_cleaner_backoff_ms: pause between the log cleaner's passes over
+            the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
 
     Raises:
         ValueError: ``nodes`` < 1, or a security argument out of place.
@@ -128,6 +131,7 @@ class Cluster:
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        log_cleaner_backoff_ms: int = 15_000,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -172,6 +176,8 @@ class Cluster:
             consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             consumer_assignors=consumer_assignors,
         )
+        #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
+        self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)
         self.servers = [
             NodeServer(
                 self.state,
@@ -208,7 +214,9 @@ class Cluster:
             for server in self.servers:
                 await server.start()
             await self.groups.start()
+            self.cleaner.start()
         except BaseException:
+            await self.cleaner.stop()
             for server in self.servers:
                 await server.stop()
             for plog in self.state.logs.values():
@@ -229,6 +237,7 @@ class Cluster:
         if not self._started:
             return
         self._started = False
+        await self.cleaner.stop()
         for server in self.servers:
             await server.stop()
         await self.groups.stop()
@@ -425,3 +434,20 @@ class Cluster:
             for record in batch.records
             if record.offset >= start
         ]
+
+    def compact(self, topic: str | None = None, *, force: bool = False) -> CleanerStats:
+        """Run one log-cleaner pass now over the compacted topics (``topic``
+        only, if given), honouring their compaction configs (``force``: clean
+        whatever ``min.cleanable.dirty.ratio`` says); wait for it to finish.
+        Callable from any thread but the cluster's loop (there: :meth:`async_compact`).
+
+        Raises:
+            KeyError: ``topic`` does not exist.
+        """
+        return self._call(self.cleaner.clean_once(topic, force=force))
+
+    async def async_compact(
+        self, topic: str | None = None, *, force: bool = False
+    ) -> CleanerStats:
+        """:meth:`compact` on the cluster's own loop."""
+        return await self.cleaner.clean_once(topic, force=force)

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.authorize import guarded
@@ -71,6 +72,8 @@ class Dispatcher:
         self.node_id = node_id
         self.request_log = request_log
         self.log_requests = log_requests
+        #: this node's incremental fetch sessions (KIP-227)
+        self.fetch_sessions = FetchSessionCache()
 
     @staticmethod
     def serves(api_key: int) -> bool:
@@ -97,6 +100,7 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            fetch_sessions=self.fetch_sessions,
             principal=principal,
             security=self.security,
         )

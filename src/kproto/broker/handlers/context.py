@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.state import ClusterState
@@ -40,6 +41,8 @@ class RequestContext:
         principal: who the connection authenticated as (``User:alice``;
             ``User:ANONYMOUS`` without authentication).
         security: the listener's security settings and users.
+        fetch_sessions: the node's fetch session cache (KIP-227; ``None``:
+            every Fetch is sessionless).
     """
 
     state: ClusterState
@@ -52,6 +55,7 @@ class RequestContext:
     client_host: str
     principal: str = ANONYMOUS
     security: ListenerSecurity = attrs.field(factory=ListenerSecurity)
+    fetch_sessions: FetchSessionCache | None = None
 
 
 #: A request handler: request entity -> response entity (``None``: no response).
