@@ -8,7 +8,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.server import NodeServer
+from kproto.broker.share import ShareConfig, ShareCoordinator
 from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
@@ -62,9 +63,12 @@ class Cluster:
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
+            ``{"group.share.record.lock.duration.ms": 500}``
+            (:class:`kproto.broker.share.ShareConfig`).
 
     Raises:
-        ValueError: ``nodes`` < 1.
+        ValueError: ``nodes`` < 1, or an unknown or invalid share-group setting.
     """
 
     def __init__(
@@ -81,6 +85,7 @@ class Cluster:
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
+        share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -101,6 +106,10 @@ class Cluster:
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(self.state)
+        #: The share-group coordinator (KIP-932).
+        self.share = ShareCoordinator(
+            self.state, ShareConfig.from_properties(share_configs or {})
+        )
         self.servers = [
             NodeServer(
                 self.state,
@@ -111,6 +120,7 @@ class Cluster:
                 connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
+                share=self.share,
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]
@@ -136,6 +146,7 @@ class Cluster:
             for server in self.servers:
                 await server.start()
             await self.groups.start()
+            await self.share.start()
         except BaseException:
             for server in self.servers:
                 await server.stop()
@@ -160,6 +171,7 @@ class Cluster:
         for server in self.servers:
             await server.stop()
         await self.groups.stop()
+        await self.share.stop()
         self.state.close()
         if self._temp:
             shutil.rmtree(self.data_dir, ignore_errors=True)

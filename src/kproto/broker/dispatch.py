@@ -19,6 +19,7 @@ from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -47,6 +48,7 @@ class Dispatcher:
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        share: the cluster's share-group coordinator (``None``: share groups refused).
     """
 
     def __init__(
@@ -57,7 +59,9 @@ class Dispatcher:
         *,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        share: ShareCoordinator | None = None,
     ) -> None:
+        self.share = share
         self.state = state
         self.groups = groups
         self.node_id = node_id
@@ -86,6 +90,7 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            share=self.share,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()

@@ -28,6 +28,7 @@ import logging
 from kproto.aio import read_frame
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
@@ -59,7 +60,7 @@ class NodeServer:
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
-        request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class NodeServer:
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        share: ShareCoordinator | None = None,
     ) -> None:
         self.state = state
         self.node_id = node_id
@@ -87,6 +89,7 @@ class NodeServer:
             node_id,
             request_log=request_log,
             log_requests=log_requests,
+            share=share,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()

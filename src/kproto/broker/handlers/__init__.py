@@ -11,9 +11,11 @@ module             APIs
 ``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``groups``         FindCoordinator and the classic consumer group APIs (the
                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``share``          share groups (KIP-932): ShareGroupHeartbeat, ShareFetch,
+                   ShareAcknowledge, ShareGroupDescribe and the share-group
+                   offset APIs (state machine: :mod:`kproto.broker.share`)
 ``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
-                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
-                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
+                   feature: ConsumerGroupHeartbeat (KIP-848); its :data:`~.unsupported.REFUSALS` also names the
                    transaction refusals of FindCoordinator and InitProducerId
 =================  ==========================================================
 
@@ -36,6 +38,7 @@ from kproto.broker.handlers import (
     fetch,
     groups,
     produce,
+    share,
     unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -72,6 +75,12 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
-        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: share.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_DESCRIBE: share.share_group_describe,
+        ApiKey.SHARE_FETCH: share.share_fetch,
+        ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share.describe_share_group_offsets,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: share.alter_share_group_offsets,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: share.delete_share_group_offsets,
     }
 )

@@ -14,9 +14,6 @@ instead of retrying forever.
   answered UNSUPPORTED_VERSION, as ``KafkaApis.handleConsumerGroupHeartbeat`` does when
   ``group.coordinator.rebalance.protocols`` lacks ``consumer`` or ``group.version`` is
   0 (Kafka's ``ConsumerGroupHeartbeatRequestTest``).
-* Share groups (KIP-932): ShareGroupHeartbeat is advertised and answered
-  UNSUPPORTED_VERSION, as Kafka does with ``share.version`` 0
-  (``ShareGroupHeartbeatRequestTest``).
 
 :data:`REFUSALS` names each, with the error code and message clients see.
 """
@@ -36,9 +33,7 @@ __all__ = [
     "REFUSALS",
     "TRANSACTIONS",
     "CONSUMER_GROUP_PROTOCOL",
-    "SHARE_GROUPS",
     "consumer_group_heartbeat",
-    "share_group_heartbeat",
 ]
 
 
@@ -69,18 +64,12 @@ CONSUMER_GROUP_PROTOCOL = Refusal(
     "kproto broker: the consumer group protocol (KIP-848) is not supported;"
     " use group.protocol=classic",
 )
-SHARE_GROUPS = Refusal(
-    "share groups (KIP-932)",
-    ErrorCode.UNSUPPORTED_VERSION,
-    "kproto broker: share groups (KIP-932) are not supported",
-)
 
 #: Every feature refused, by the API that asks for it.
 REFUSALS: dict[ApiKey, Refusal] = {
     ApiKey.FIND_COORDINATOR: TRANSACTIONS,  # key type 1 only
     ApiKey.INIT_PRODUCER_ID: TRANSACTIONS,  # with a transactional_id only
     ApiKey.CONSUMER_GROUP_HEARTBEAT: CONSUMER_GROUP_PROTOCOL,
-    ApiKey.SHARE_GROUP_HEARTBEAT: SHARE_GROUPS,
 }
 
 
@@ -101,9 +90,3 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """ConsumerGroupHeartbeat (ConsumerGroupHeartbeatRequest.json v0-v1): refused,
     see :data:`CONSUMER_GROUP_PROTOCOL`."""
     return _refuse_heartbeat(ctx, CONSUMER_GROUP_PROTOCOL)
-
-
-async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    """ShareGroupHeartbeat (ShareGroupHeartbeatRequest.json v0-v1): refused, see
-    :data:`SHARE_GROUPS`."""
-    return _refuse_heartbeat(ctx, SHARE_GROUPS)

@@ -1,0 +1,520 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareFetch, ShareAcknowledge,
+ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets and
+DeleteShareGroupOffsets.
+
+Sources: the JSON files of those APIs (ShareGroupHeartbeat, ShareFetch,
+ShareAcknowledge, ShareGroupDescribe v1, the stable versions, and v2 of ShareFetch
+and ShareAcknowledge with KIP-1222 renew acknowledgements; the offset APIs v0, and
+DescribeShareGroupOffsets v1 with KIP-1226 lag); Kafka's ``KafkaApis``
+``handleShareFetchRequest`` / ``handleShareAcknowledgeRequest`` and
+``SharePartitionManager.newContext`` / ``acknowledgeSessionUpdate`` for the share
+session rules. The state machine is :mod:`kproto.broker.share`.
+
+Share sessions: epoch 0 opens one (acknowledgements in it are INVALID_REQUEST),
+-1 closes it (acknowledgements applied, nothing fetched, the member's acquired
+records on this node released), anything else must be the session's next epoch
+(INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a session). A
+ShareFetch fetches from every partition of its session, not only those it names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.share import ShareCoordinator
+from kproto.errors import ErrorCode
+
+__all__ = [
+    "share_group_heartbeat",
+    "share_fetch",
+    "share_acknowledge",
+    "share_group_describe",
+    "describe_share_group_offsets",
+    "alter_share_group_offsets",
+    "delete_share_group_offsets",
+]
+
+E = ErrorCode
+_DEFAULT_MAX_RECORDS = 500
+_NO_SHARE = "kproto broker: this node has no share coordinator"
+
+
+def _coordinator(ctx: RequestContext) -> ShareCoordinator:
+    if ctx.share is None:  # a Dispatcher built without one (not Cluster's)
+        raise RuntimeError(_NO_SHARE)
+    return ctx.share
+
+
+def _group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
+    """The coordinator checks of the group APIs, and GROUP_ID_NOT_FOUND for a
+    classic group of that id (Kafka: ``Group X is not a share group``)."""
+    error = ErrorCode(ctx.groups.check_coordinator(group_id, ctx.node_id))
+    if error != E.NONE:
+        return error, None
+    if ctx.groups.describe_group(group_id) is not None:
+        return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    return E.NONE, None
+
+
+def _topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
+    return {info.topic_id: name for name, info in ctx.state.topics.items()}
+
+
+# -- ShareGroupHeartbeat -----------------------------------------------------------
+
+
+async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    """Join (epoch 0), heartbeat, or leave (epoch -1) a share group; the answer
+    carries the member's epoch, the heartbeat interval (ms) and, when it changed,
+    its assignment (topic ids and partitions)."""
+    share = _coordinator(ctx)
+    interval = share.config.heartbeat_interval_ms
+    error, message = _group_error(ctx, request.group_id)
+    if error != E.NONE:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=message,
+            member_id=None,
+            member_epoch=-1,
+            heartbeat_interval_ms=interval,
+            assignment=None,
+        )
+    result = share.heartbeat(
+        request.group_id,
+        request.member_id,
+        request.member_epoch,
+        request.rack_id,
+        request.subscribed_topic_names,
+        ctx.client_id or "",
+        ctx.client_host,
+    )
+    assignment = None
+    if result.assignment is not None:
+        topics = ctx.state.topics
+        assignment = {
+            "topic_partitions": [
+                {"topic_id": topics[t].topic_id, "partitions": sorted(ps)}
+                for t, ps in sorted(result.assignment.items())
+                if t in topics
+            ]
+        }
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=result.error_code,
+        error_message=result.error_message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=interval,
+        assignment=assignment,
+    )
+
+
+# -- ShareFetch and ShareAcknowledge ---------------------------------------------
+
+
+def _session_error(
+    share: ShareCoordinator, ctx: RequestContext, request: Any, fetch: bool
+) -> tuple[ErrorCode, str | None]:
+    """Check and advance the share session (``SharePartitionManager.newContext``
+    for ShareFetch, ``acknowledgeSessionUpdate`` for ShareAcknowledge)."""
+    group_id, member_id = request.group_id, request.member_id
+    epoch = request.share_session_epoch
+    if not group_id or not member_id:
+        return E.INVALID_REQUEST, "GroupId and MemberId must be set."
+    if epoch == 0:
+        if not fetch:
+            return E.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session."
+        share.open_session(ctx.node_id, group_id, member_id)
+        return E.NONE, None
+    session = share.session(ctx.node_id, group_id, member_id)
+    if session is None:
+        return E.SHARE_SESSION_NOT_FOUND, f"No share session for member {member_id}."
+    if epoch == -1:
+        return E.NONE, None
+    if epoch != session.epoch:
+        return (
+            E.INVALID_SHARE_SESSION_EPOCH,
+            f"Expected share session epoch {session.epoch}, got {epoch}.",
+        )
+    share.next_epoch(session)
+    return E.NONE, None
+
+
+def _leader(ctx: RequestContext, topic: str, partition: int) -> ErrorCode:
+    leader = ctx.state.leader(topic, partition)
+    if leader is None or ctx.state.partition_log(topic, partition) is None:
+        return E.UNKNOWN_TOPIC_OR_PARTITION
+    return E.NONE if leader == ctx.node_id else E.NOT_LEADER_OR_FOLLOWER
+
+
+def _requested(
+    ctx: RequestContext, request: Any
+) -> list[tuple[uuid.UUID, str | None, int, list[tuple[int, int, list[int]]]]]:
+    """``(topic id, topic name or None if unknown, partition, acknowledgements)``
+    of every partition a request names."""
+    names = _topic_ids(ctx)
+    return [
+        (
+            t.topic_id,
+            names.get(t.topic_id),
+            p.partition_index,
+            [
+                (b.first_offset, b.last_offset, list(b.acknowledge_types))
+                for b in p.acknowledgement_batches
+            ],
+        )
+        for t in request.topics
+        for p in t.partitions
+    ]
+
+
+async def _acknowledge_all(
+    share: ShareCoordinator,
+    ctx: RequestContext,
+    request: Any,
+    partitions: list[tuple[uuid.UUID, str | None, int, list[tuple[int, int, list[int]]]]],
+) -> dict[tuple[uuid.UUID, int], ErrorCode]:
+    out: dict[tuple[uuid.UUID, int], ErrorCode] = {}
+    for topic_id, name, partition, acks in partitions:
+        if not acks:
+            continue
+        if name is None:
+            out[(topic_id, partition)] = E.UNKNOWN_TOPIC_ID
+            continue
+        error = _leader(ctx, name, partition)
+        if error == E.NONE:
+            error = await share.acknowledge(
+                request.group_id, request.member_id, name, partition, acks
+            )
+        out[(topic_id, partition)] = error
+    return out
+
+
+def _node_endpoints(ctx: RequestContext, leaders: set[int]) -> list[dict[str, Any]]:
+    return [
+        {"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+        for n in ctx.state.nodes.values()
+        if n.node_id in leaders
+    ]
+
+
+def _current_leader(ctx: RequestContext, topic: str | None, partition: int) -> dict[str, int]:
+    leader = None if topic is None else ctx.state.leader(topic, partition)
+    return {"leader_id": -1 if leader is None else leader, "leader_epoch": 0}
+
+
+async def share_fetch(ctx: RequestContext, request: Any) -> Any:
+    """Apply piggybacked acknowledgements, then acquire records for the member from
+    every partition of its share session, waiting up to ``max_wait_ms`` (ms) for
+    some (woken by appends and releases). Each partition answers the stored batches
+    holding its acquired records and the ``acquired_records`` ranges with their
+    delivery counts; ``acquisition_lock_timeout_ms`` is the lock duration."""
+    share = _coordinator(ctx)
+    lock_ms = share.config.record_lock_duration_ms
+    partitions = _requested(ctx, request)
+
+    def answer(error: ErrorCode, message: str | None, responses: Any = (), endpoints: Any = ()) -> Any:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=message,
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=list(responses),
+            node_endpoints=list(endpoints),
+        )
+
+    epoch = request.share_session_epoch
+    if epoch == 0 and any(acks for *_, acks in partitions):
+        return answer(E.INVALID_REQUEST, "Acknowledge data present in the initial ShareFetch.")
+    error, message = _session_error(share, ctx, request, fetch=True)
+    if error != E.NONE:
+        return answer(error, message)
+    group_id, member_id = request.group_id, request.member_id
+    ack_errors = await _acknowledge_all(share, ctx, request, partitions)
+    results: dict[tuple[uuid.UUID, int], dict[str, Any]] = {}
+    names = _topic_ids(ctx)
+    for topic_id, name, partition, _acks in partitions:
+        results[(topic_id, partition)] = {
+            "partition_index": partition,
+            "error_code": E.NONE if name is not None else E.UNKNOWN_TOPIC_ID,
+            "acknowledge_error_code": ack_errors.get((topic_id, partition), E.NONE),
+            "current_leader": _current_leader(ctx, name, partition),
+            "records": b"",
+            "acquired_records": [],
+        }
+    if epoch == -1:
+        share.close_session(ctx.node_id, group_id, member_id)
+        return answer(E.NONE, None, _by_topic(results))
+    session = share.session(ctx.node_id, group_id, member_id)
+    assert session is not None  # opened or checked by _session_error
+    for topic_id, name, partition, _acks in partitions:
+        if name is not None:
+            session.partitions[(name, partition)] = None
+    for forgotten in request.forgotten_topics_data:
+        name = names.get(forgotten.topic_id)
+        for partition in forgotten.partitions:
+            session.partitions.pop((name or "", partition), None)
+    max_records = request.max_records if request.max_records > 0 else _DEFAULT_MAX_RECORDS
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
+    leaders: set[int] = set()
+    while True:
+        wake = ctx.state.appended_event()
+        got = 0
+        budget = max(request.max_bytes, 1)
+        for topic, partition in list(session.partitions):
+            info = ctx.state.topics.get(topic)
+            if info is None:
+                continue
+            key = (info.topic_id, partition)
+            entry = results.get(key)
+            error = _leader(ctx, topic, partition)
+            if error != E.NONE:
+                if entry is None:
+                    entry = results[key] = {
+                        "partition_index": partition,
+                        "acknowledge_error_code": E.NONE,
+                        "records": b"",
+                        "acquired_records": [],
+                    }
+                entry["error_code"] = error
+                entry["current_leader"] = _current_leader(ctx, topic, partition)
+                if entry["current_leader"]["leader_id"] >= 0:
+                    leaders.add(entry["current_leader"]["leader_id"])
+                continue
+            if got >= max_records or budget <= 0:
+                continue
+            plog = ctx.state.partition_log(topic, partition)
+            assert plog is not None
+            ranges, data = share.share_partition(group_id, topic, partition).acquire(
+                member_id, plog, max_records - got, budget
+            )
+            if not ranges:
+                continue
+            got += sum(r.last_offset - r.first_offset + 1 for r in ranges)
+            budget -= len(data)
+            if entry is None:
+                entry = results[key] = {
+                    "partition_index": partition,
+                    "error_code": E.NONE,
+                    "acknowledge_error_code": E.NONE,
+                    "current_leader": _current_leader(ctx, topic, partition),
+                }
+            entry["records"] = data
+            entry["acquired_records"] = [
+                {
+                    "first_offset": r.first_offset,
+                    "last_offset": r.last_offset,
+                    "delivery_count": r.delivery_count,
+                }
+                for r in ranges
+            ]
+        left = deadline - loop.time()
+        if got or leaders or left <= 0:
+            break
+        try:
+            async with asyncio.timeout(left):
+                await wake.wait()
+        except TimeoutError:
+            continue  # one last pass; left <= 0 then ends the loop
+    return answer(E.NONE, None, _by_topic(results), _node_endpoints(ctx, leaders))
+
+
+def _by_topic(results: dict[tuple[uuid.UUID, int], dict[str, Any]]) -> list[dict[str, Any]]:
+    topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for (topic_id, _), entry in sorted(results.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        topics.setdefault(topic_id, []).append(entry)
+    return [{"topic_id": t, "partitions": ps} for t, ps in topics.items()]
+
+
+async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
+    """Acknowledge records outside a ShareFetch (accept, release, reject; renew from
+    v2). Epoch -1 acknowledges and closes the share session."""
+    share = _coordinator(ctx)
+    lock_ms = share.config.record_lock_duration_ms
+    error, message = _session_error(share, ctx, request, fetch=False)
+    if error != E.NONE:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=message,
+            acquisition_lock_timeout_ms=lock_ms,
+            responses=[],
+            node_endpoints=[],
+        )
+    partitions = _requested(ctx, request)
+    ack_errors = await _acknowledge_all(share, ctx, request, partitions)
+    if request.share_session_epoch == -1:
+        share.close_session(ctx.node_id, request.group_id, request.member_id)
+    results = {
+        (topic_id, partition): {
+            "partition_index": partition,
+            "error_code": ack_errors.get((topic_id, partition), E.NONE),
+            "current_leader": _current_leader(ctx, name, partition),
+        }
+        for topic_id, name, partition, _acks in partitions
+    }
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=E.NONE,
+        error_message=None,
+        acquisition_lock_timeout_ms=lock_ms,
+        responses=_by_topic(results),
+        node_endpoints=[],
+    )
+
+
+# -- describe and offsets ------------------------------------------------------------
+
+
+async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
+    """Each group's state (``Empty``/``Stable``), epochs, assignor (``simple``) and
+    members with their subscriptions and assignments; GROUP_ID_NOT_FOUND for an
+    unknown group or a classic group."""
+    share = _coordinator(ctx)
+    topics = ctx.state.topics
+    groups = []
+    for group_id in request.group_ids:
+        error, message = _group_error(ctx, group_id)
+        group = share.groups.get(group_id)
+        if error == E.NONE and group is None:
+            error, message = E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        if error != E.NONE or group is None:
+            groups.append({"error_code": error, "error_message": message, "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []})
+            continue
+        members = [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topics),
+                "assignment": {
+                    "topic_partitions": [
+                        {"topic_id": topics[t].topic_id, "topic_name": t, "partitions": sorted(ps)}
+                        for t, ps in sorted(m.assignment.items())
+                        if t in topics
+                    ]
+                },
+            }
+            for m in group.members.values()
+        ]
+        groups.append(
+            {
+                "error_code": E.NONE,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": group.state,
+                "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch,
+                "assignor_name": "simple",
+                "members": members,
+            }
+        )
+    return respond(ctx, throttle_time_ms=0, groups=groups)
+
+
+async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
+    """Each share partition's start offset (SPSO; -1 if never started) and, from
+    v1, its lag (records from the SPSO to the log end not yet acknowledged or
+    archived)."""
+    share = _coordinator(ctx)
+    out = []
+    for g in request.groups:
+        error, message = _group_error(ctx, g.group_id)
+        if error == E.NONE and g.group_id not in share.groups and not share.start_offsets(g.group_id):
+            error, message = E.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
+        if error != E.NONE:
+            out.append({"group_id": g.group_id, "topics": [], "error_code": error, "error_message": message})
+            continue
+        starts = share.start_offsets(g.group_id)
+        if g.topics is None:
+            wanted: dict[str, list[int]] = {}
+            for t, p in starts:
+                wanted.setdefault(t, []).append(p)
+        else:
+            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+        topics = []
+        for name, partitions in wanted.items():
+            info = ctx.state.topics.get(name)
+            rows = []
+            for p in partitions:
+                known = info is not None and 0 <= p < info.partitions
+                start = starts.get((name, p), -1)
+                lag = -1
+                share_partition = share.partitions.get((g.group_id, name, p))
+                plog = ctx.state.partition_log(name, p)
+                if share_partition is not None and plog is not None:
+                    done = sum(1 for r in share_partition.records.values() if r.state in (2, 4))
+                    lag = max(plog.high_watermark - share_partition.start_offset - done, 0)
+                rows.append(
+                    {
+                        "partition_index": p,
+                        "start_offset": start,
+                        "leader_epoch": 0,
+                        "lag": lag,
+                        "error_code": E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_message": None,
+                    }
+                )
+            topics.append({"topic_name": name, "topic_id": info.topic_id if info else uuid.UUID(int=0), "partitions": rows})
+        out.append({"group_id": g.group_id, "topics": topics, "error_code": E.NONE, "error_message": None})
+    return respond(ctx, throttle_time_ms=0, groups=out)
+
+
+def _empty_group_error(ctx: RequestContext, share: ShareCoordinator, group_id: str) -> tuple[ErrorCode, str | None]:
+    error, message = _group_error(ctx, group_id)
+    if error != E.NONE:
+        return error, message
+    group = share.groups.get(group_id)
+    if group is not None and group.members:
+        return E.NON_EMPTY_GROUP, f"Share group {group_id} has members; offsets can only be changed when it is empty."
+    return E.NONE, None
+
+
+async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
+    """Set share partitions' start offsets (nothing in flight after); only for an
+    empty group (NON_EMPTY_GROUP otherwise); an offset outside the log's
+    [log start, log end] is OFFSET_OUT_OF_RANGE."""
+    share = _coordinator(ctx)
+    error, message = _empty_group_error(ctx, share, request.group_id)
+    responses = []
+    if error == E.NONE:
+        for t in request.topics:
+            info = ctx.state.topics.get(t.topic_name)
+            rows = []
+            for p in t.partitions:
+                plog = ctx.state.partition_log(t.topic_name, p.partition_index)
+                if plog is None:
+                    code = E.UNKNOWN_TOPIC_OR_PARTITION
+                elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
+                    code = E.OFFSET_OUT_OF_RANGE
+                else:
+                    code = await share.alter_offset(request.group_id, t.topic_name, p.partition_index, p.start_offset)
+                rows.append({"partition_index": p.partition_index, "error_code": code, "error_message": None})
+            responses.append({"topic_name": t.topic_name, "topic_id": info.topic_id if info else uuid.UUID(int=0), "partitions": rows})
+    return respond(ctx, throttle_time_ms=0, error_code=error, error_message=message, responses=responses)
+
+
+async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
+    """Delete the share partitions of the named topics (their state gets
+    tombstones); only for an empty group."""
+    share = _coordinator(ctx)
+    error, message = _empty_group_error(ctx, share, request.group_id)
+    responses = []
+    if error == E.NONE:
+        for t in request.topics:
+            info = ctx.state.topics.get(t.topic_name)
+            code = E.UNKNOWN_TOPIC_OR_PARTITION if info is None else await share.delete_offsets(request.group_id, t.topic_name)
+            responses.append({"topic_name": t.topic_name, "topic_id": info.topic_id if info else uuid.UUID(int=0), "error_code": code, "error_message": None})
+    return respond(ctx, throttle_time_ms=0, error_code=error, error_message=message, responses=responses)

@@ -1,0 +1,361 @@
+"""The share coordinator of one in-process cluster: share groups, share partitions,
+share sessions, and their persistence in ``__share_group_state``.
+
+Kafka splits this over the group coordinator (``GroupMetadataManager``'s share-group
+part: membership and assignment, here :mod:`.group`), the share-partition leader
+(``SharePartitionManager``/``SharePartition``: acquisition and acknowledgement,
+here :mod:`.partition`) and the share coordinator (``ShareCoordinatorShard``:
+durable share-partition state). In one process they are one object:
+
+- a share partition starts when it is first assigned, at the log end offset or the
+  log start offset (``share.auto.offset.reset`` latest/earliest);
+- every acknowledgement, release, lock expiry and offset reset appends a
+  ``ShareSnapshot`` record of the partition's state (SPSO and in-flight records) to
+  ``__share_group_state`` before the request is answered; :meth:`start` replays
+  them, so a restarted cluster resumes each share partition where it was (acquired
+  records become AVAILABLE again: locks are not persisted, as in Kafka);
+- share sessions (KIP-932's ShareFetch sessions, Kafka's ``ShareSessionCache``)
+  are kept per node, group and member: :meth:`open_session` and friends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from kproto.broker.groups.records import batch_records, encode_records
+from kproto.broker.groups.timers import AsyncioScheduler, Scheduler, TimerHandle
+from kproto.broker.state import ClusterState
+from kproto.errors import ErrorCode
+from kproto.serial import DecodeError
+
+from .config import ShareConfig
+from .group import Assignment, HeartbeatResult, ShareGroup, ShareGroups
+from .partition import SharePartition
+from .records import (
+    SHARE_STATE_TOPIC,
+    decode_state_record,
+    snapshot_record,
+    state_batches,
+    state_partition_for,
+)
+
+__all__ = ["ShareCoordinator", "ShareSession", "SHARE_STATE_TOPIC"]
+
+log = logging.getLogger("kproto.broker.share")
+E = ErrorCode
+_EPOCH_MAX = 2**31 - 1
+
+#: (group id, topic, partition)
+Key = tuple[str, str, int]
+
+
+@attrs.define
+class ShareSession:
+    """A member's share session on one node: the partitions it fetches and the
+    epoch its next request must carry (Kafka's ``ShareSession``)."""
+
+    epoch: int
+    partitions: dict[tuple[str, int], None] = attrs.field(factory=dict)
+
+
+class ShareCoordinator:
+    """Share groups and share partitions of one in-process cluster.
+
+    Args:
+        state: the cluster state (topics, logs, leaders, the clock).
+        config: the share-group settings.
+        scheduler: runs lock expiries and session timeouts (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        state: ClusterState,
+        config: ShareConfig | None = None,
+        *,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        self.state = state
+        self.config = config or ShareConfig()
+        self.scheduler = scheduler or AsyncioScheduler()
+        self.membership = ShareGroups(
+            state.topic_partitions, self._on_assigned, self._on_member_gone
+        )
+        self.partitions: dict[Key, SharePartition] = {}
+        self.sessions: dict[tuple[int, str, str], ShareSession] = {}
+        self._member_timers: dict[tuple[str, str], TimerHandle] = {}
+        self._pending: set[asyncio.Task[bool]] = set()
+        self.started = False
+
+    @property
+    def groups(self) -> dict[str, ShareGroup]:
+        return self.membership.groups
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Replay ``__share_group_state`` (every partition that exists): the last
+        snapshot of each share partition, with later updates applied, wins; a
+        tombstone deletes. Records that do not decode are logged and skipped."""
+        found: dict[tuple[str, uuid.UUID, int], Any] = {}
+        for p in range(self.config.state_topic_partitions):
+            plog = self.state.partition_log(SHARE_STATE_TOPIC, p)
+            if plog is None:
+                continue
+            try:
+                for batch in plog.batches(0):
+                    for key, value in batch_records(batch):
+                        try:
+                            record = decode_state_record(key, value)
+                        except DecodeError as exc:
+                            log.warning("%s-%d: skipping: %s", SHARE_STATE_TOPIC, p, exc)
+                            continue
+                        k = (record.group_id, record.topic_id, record.partition)
+                        if record.value is None:
+                            found.pop(k, None)
+                        elif record.snapshot or k not in found:
+                            found[k] = (record.value.start_offset, state_batches(record.value), getattr(record.value, "state_epoch", 0))
+                        else:
+                            start, batches, epoch = found[k]
+                            found[k] = (max(start, record.value.start_offset), batches + state_batches(record.value), epoch)
+            except DecodeError as exc:
+                log.error("%s-%d: cannot replay: %s", SHARE_STATE_TOPIC, p, exc)
+        names = {info.topic_id: name for name, info in self.state.topics.items()}
+        for (group_id, topic_id, partition), (start, batches, epoch) in found.items():
+            topic = names.get(topic_id)
+            if topic is None:
+                continue  # the topic was deleted
+            share = self._new_partition(group_id, topic, partition, start, epoch)
+            share.restore(start, batches)
+        self.started = True
+
+    async def stop(self) -> None:
+        """Cancel every timer and wait for pending state writes."""
+        for share in self.partitions.values():
+            share.cancel_timers()
+        for handle in self._member_timers.values():
+            handle.cancel()
+        self._member_timers.clear()
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        self.started = False
+
+    # -- membership ------------------------------------------------------------
+
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed: tuple[str, ...] | None,
+        client_id: str,
+        client_host: str,
+    ) -> HeartbeatResult:
+        """ShareGroupHeartbeat (see :meth:`.group.ShareGroups.heartbeat`); (re)arms
+        the member's session timeout."""
+        result = self.membership.heartbeat(
+            group_id, member_id, member_epoch, rack_id, subscribed, client_id, client_host
+        )
+        key = (group_id, member_id)
+        handle = self._member_timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+        if result.error_code == E.NONE and result.member_epoch >= 0:
+            self._member_timers[key] = self.scheduler.call_later(
+                self.config.session_timeout_ms, lambda: self._expire_member(key)
+            )
+        return result
+
+    def _expire_member(self, key: tuple[str, str]) -> None:
+        self._member_timers.pop(key, None)
+        if self.membership.remove_member(*key):
+            log.info("share group %s: member %s timed out", *key)
+
+    def _on_assigned(self, group_id: str, assignment: Assignment) -> None:
+        for topic, partitions in assignment.items():
+            for partition in partitions:
+                if (group_id, topic, partition) not in self.partitions:
+                    self._initialize(group_id, topic, partition)
+
+    def _initialize(self, group_id: str, topic: str, partition: int) -> SharePartition:
+        plog = self.state.partition_log(topic, partition)
+        start = 0
+        if plog is not None:
+            earliest = self.config.auto_offset_reset == "earliest"
+            start = plog.log_start_offset if earliest else plog.high_watermark
+        share = self._new_partition(group_id, topic, partition, start, 0)
+        self._persist(share)
+        return share
+
+    def _new_partition(
+        self, group_id: str, topic: str, partition: int, start: int, epoch: int
+    ) -> SharePartition:
+        share = SharePartition(
+            group_id,
+            topic,
+            partition,
+            start,
+            lock_duration_ms=self.config.record_lock_duration_ms,
+            delivery_count_limit=self.config.delivery_count_limit,
+            max_record_locks=self.config.partition_max_record_locks,
+            scheduler=self.scheduler,
+            on_released=self._on_released,
+            state_epoch=epoch,
+        )
+        self.partitions[(group_id, topic, partition)] = share
+        return share
+
+    def _on_member_gone(self, group_id: str, member_id: str) -> None:
+        for key in [k for k in self.sessions if k[1:] == (group_id, member_id)]:
+            del self.sessions[key]
+        self.release_member(group_id, member_id)
+
+    def release_member(self, group_id: str, member_id: str, node_id: int | None = None) -> None:
+        """Release the records ``member_id`` holds (on ``node_id``'s partitions
+        only, when given) and persist the partitions that changed."""
+        for (g, topic, p), share in self.partitions.items():
+            if g != group_id:
+                continue
+            if node_id is not None and self.state.leader(topic, p) != node_id:
+                continue
+            if share.release_member(member_id):
+                self._on_released(share)
+
+    def _on_released(self, share: SharePartition) -> None:
+        self._persist(share)
+        self.state.notify_appended()  # wake ShareFetch long polls
+
+    # -- share partitions ------------------------------------------------------
+
+    def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
+        """The share partition, started now (``share.auto.offset.reset``) if the
+        group never had it assigned."""
+        share = self.partitions.get((group_id, topic, partition))
+        return share if share is not None else self._initialize(group_id, topic, partition)
+
+    async def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic: str,
+        partition: int,
+        batches: Iterable[tuple[int, int, list[int]]],
+    ) -> ErrorCode:
+        """Apply acknowledgements and persist the state before answering: NONE,
+        INVALID_RECORD_STATE, INVALID_REQUEST or KAFKA_STORAGE_ERROR (the state
+        could not be written)."""
+        share = self.partitions.get((group_id, topic, partition))
+        if share is None:
+            return E.INVALID_RECORD_STATE
+        error = share.acknowledge(member_id, batches)
+        if error != E.NONE:
+            return error
+        self.state.notify_appended()
+        if not await self._write(share):
+            return E.KAFKA_STORAGE_ERROR
+        return E.NONE
+
+    # -- sessions --------------------------------------------------------------
+
+    def session(self, node_id: int, group_id: str, member_id: str) -> ShareSession | None:
+        return self.sessions.get((node_id, group_id, member_id))
+
+    def open_session(self, node_id: int, group_id: str, member_id: str) -> ShareSession:
+        """A new session (epoch 0 requests), replacing the member's old one; its
+        next request carries epoch 1."""
+        session = self.sessions[(node_id, group_id, member_id)] = ShareSession(1)
+        return session
+
+    def close_session(self, node_id: int, group_id: str, member_id: str) -> None:
+        """Forget the session (epoch -1) and release what the member holds there."""
+        self.sessions.pop((node_id, group_id, member_id), None)
+        self.release_member(group_id, member_id, node_id)
+
+    @staticmethod
+    def next_epoch(session: ShareSession) -> None:
+        session.epoch = 1 if session.epoch >= _EPOCH_MAX else session.epoch + 1
+
+    # -- offsets admin ---------------------------------------------------------
+
+    def start_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """The SPSO of every share partition of ``group_id``."""
+        return {
+            (t, p): share.start_offset
+            for (g, t, p), share in sorted(self.partitions.items())
+            if g == group_id
+        }
+
+    async def alter_offset(self, group_id: str, topic: str, partition: int, offset: int) -> ErrorCode:
+        """Reset a share partition's SPSO (AlterShareGroupOffsets; the caller checks
+        the group is empty)."""
+        share = self.partitions.get((group_id, topic, partition))
+        if share is None:
+            share = self._new_partition(group_id, topic, partition, offset, 0)
+        share.reset(offset)
+        return E.NONE if await self._write(share) else E.KAFKA_STORAGE_ERROR
+
+    async def delete_offsets(self, group_id: str, topic: str) -> ErrorCode:
+        """Delete every share partition of ``topic`` in ``group_id``
+        (DeleteShareGroupOffsets): tombstones appended."""
+        info = self.state.topics.get(topic)
+        for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic]:
+            share = self.partitions.pop(key)
+            share.cancel_timers()
+            if info is not None:
+                pairs = [snapshot_record(group_id, info.topic_id, key[2], None)]
+                p = state_partition_for(group_id, info.topic_id, key[2], self.config.state_topic_partitions)
+                if not await self._append(p, pairs):
+                    return E.KAFKA_STORAGE_ERROR
+        return E.NONE
+
+    # -- persistence -----------------------------------------------------------
+
+    def _persist(self, share: SharePartition) -> None:
+        """Write the state in the background (timer callbacks cannot wait)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._write(share))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _write(self, share: SharePartition) -> bool:
+        info = self.state.topics.get(share.topic)
+        if info is None:
+            return False
+        now = self.state.now_ms()
+        value = {
+            "snapshot_epoch": 0,
+            "state_epoch": share.state_epoch,
+            "leader_epoch": 0,
+            "start_offset": share.start_offset,
+            "create_timestamp": now,
+            "write_timestamp": now,
+            "state_batches": share.state_batches(),
+        }
+        pair = snapshot_record(share.group_id, info.topic_id, share.partition, value)
+        p = state_partition_for(
+            share.group_id, info.topic_id, share.partition, self.config.state_topic_partitions
+        )
+        return await self._append(p, [pair])
+
+    async def _append(self, partition: int, pairs: list[tuple[bytes, bytes | None]]) -> bool:
+        self.state.ensure_internal_topic(SHARE_STATE_TOPIC, self.config.state_topic_partitions)
+        plog = self.state.partition_log(SHARE_STATE_TOPIC, partition)
+        if plog is None:
+            log.warning("%s-%d has no partition log", SHARE_STATE_TOPIC, partition)
+            return False
+        try:
+            await plog.append(encode_records(pairs, self.state.now_ms()))
+        except OSError as exc:
+            log.error("appending to %s-%d failed: %s", SHARE_STATE_TOPIC, partition, exc)
+            return False
+        return True
+
