@@ -10,7 +10,6 @@ itself in its own module.
 | --- | --- | --- | --- | --- | --- |
 | transactions | FindCoordinator key type 1 / transactional InitProducerId: TRANSACTIONAL_ID_AUTHORIZATION_FAILED | fatal KafkaException from ``init_transactions()`` | ``TransactionalIdAuthorizationFailedError`` | ``TransactionalIdAuthorizationFailed`` from ``start()`` | exit 1 |
 | KIP-848 consumer | ConsumerGroupHeartbeat: UNSUPPORTED_VERSION | ``_FATAL`` error from ``poll()`` | (no KIP-848) | (no KIP-848) | - |
-| KIP-932 share consumer | ShareGroupHeartbeat: UNSUPPORTED_VERSION | fatal KafkaException from ``ShareConsumer.poll()`` | (no share groups) | (no share groups) | - |
 
 Each client is run against its own deadline of :data:`DEADLINE_S` (the time it may
 take to give up; before this behaviour the transactional producers retried until
@@ -31,7 +30,6 @@ from kproto.broker import Cluster
 from kproto.broker.handlers.unsupported import (
     CONSUMER_GROUP_PROTOCOL,
     REFUSALS,
-    SHARE_GROUPS,
     TRANSACTIONS,
 )
 from kproto.connection import Connection
@@ -87,15 +85,13 @@ def test_refusals_at_the_protocol_level(cluster: Cluster) -> None:
             rebalance_timeout_ms=30000,
             subscribed_topic_names=["plain"],
         )
+        assert consumer.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert consumer.error_message == CONSUMER_GROUP_PROTOCOL.message
+        # share groups (KIP-932) are served: tests/broker/test_share_groups.py
         share = conn.request(
             ApiKey.SHARE_GROUP_HEARTBEAT, **member, subscribed_topic_names=["plain"]
         )
-        for answer, refusal in [
-            (consumer, CONSUMER_GROUP_PROTOCOL),
-            (share, SHARE_GROUPS),
-        ]:
-            assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
-            assert answer.error_message == refusal.message
+        assert (share.error_code, share.member_epoch) == (ErrorCode.NONE, 1)
 
 
 # -- transactions ------------------------------------------------------------------
@@ -169,7 +165,7 @@ def test_kcat_transactional_producer(cluster: Cluster) -> None:
     assert cluster.records("plain", 0) == []
 
 
-# -- KIP-848 consumers and KIP-932 share consumers (confluent-kafka only) ----------
+# -- KIP-848 consumers (confluent-kafka only) ----------------------------------------
 
 
 def test_confluent_consumer_group_protocol(cluster: Cluster) -> None:
@@ -197,29 +193,3 @@ def test_confluent_consumer_group_protocol(cluster: Cluster) -> None:
     assert error.code() == ck.KafkaError._FATAL
     assert "ConsumerGroupHeartbeat" in error.str()
     assert "API version not supported" in error.str()
-
-
-def test_confluent_share_consumer(cluster: Cluster) -> None:
-    ck = pytest.importorskip("confluent_kafka")
-    if not hasattr(ck, "ShareConsumer"):
-        pytest.skip("this confluent-kafka has no ShareConsumer (2.16+)")
-    consumer = ck.ShareConsumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "kip932",
-            "log_level": 0,
-        }
-    )
-    consumer.subscribe(["plain"])
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        with pytest.raises(ck.KafkaException) as raised:
-            while time.monotonic() < deadline:
-                for message in consumer.poll(0.5):
-                    assert message.error() is None
-    finally:
-        consumer.close()
-    error = raised.value.args[0]
-    assert error.code() == ck.KafkaError.UNSUPPORTED_VERSION
-    assert error.fatal()
-    assert "ShareGroupHeartbeat" in error.str()

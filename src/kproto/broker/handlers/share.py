@@ -129,7 +129,10 @@ def _session_error(
         return E.INVALID_REQUEST, "GroupId and MemberId must be set."
     if epoch == 0:
         if not fetch:
-            return E.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session."
+            return (
+                E.INVALID_SHARE_SESSION_EPOCH,
+                "ShareAcknowledge cannot open a session.",
+            )
         share.open_session(ctx.node_id, group_id, member_id)
         return E.NONE, None
     session = share.session(ctx.node_id, group_id, member_id)
@@ -178,7 +181,9 @@ async def _acknowledge_all(
     share: ShareCoordinator,
     ctx: RequestContext,
     request: Any,
-    partitions: list[tuple[uuid.UUID, str | None, int, list[tuple[int, int, list[int]]]]],
+    partitions: list[
+        tuple[uuid.UUID, str | None, int, list[tuple[int, int, list[int]]]]
+    ],
 ) -> dict[tuple[uuid.UUID, int], ErrorCode]:
     out: dict[tuple[uuid.UUID, int], ErrorCode] = {}
     for topic_id, name, partition, acks in partitions:
@@ -204,7 +209,9 @@ def _node_endpoints(ctx: RequestContext, leaders: set[int]) -> list[dict[str, An
     ]
 
 
-def _current_leader(ctx: RequestContext, topic: str | None, partition: int) -> dict[str, int]:
+def _current_leader(
+    ctx: RequestContext, topic: str | None, partition: int
+) -> dict[str, int]:
     leader = None if topic is None else ctx.state.leader(topic, partition)
     return {"leader_id": -1 if leader is None else leader, "leader_epoch": 0}
 
@@ -219,7 +226,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     lock_ms = share.config.record_lock_duration_ms
     partitions = _requested(ctx, request)
 
-    def answer(error: ErrorCode, message: str | None, responses: Any = (), endpoints: Any = ()) -> Any:
+    def answer(
+        error: ErrorCode, message: str | None, responses: Any = (), endpoints: Any = ()
+    ) -> Any:
         return respond(
             ctx,
             throttle_time_ms=0,
@@ -232,7 +241,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
 
     epoch = request.share_session_epoch
     if epoch == 0 and any(acks for *_, acks in partitions):
-        return answer(E.INVALID_REQUEST, "Acknowledge data present in the initial ShareFetch.")
+        return answer(
+            E.INVALID_REQUEST, "Acknowledge data present in the initial ShareFetch."
+        )
     error, message = _session_error(share, ctx, request, fetch=True)
     if error != E.NONE:
         return answer(error, message)
@@ -261,7 +272,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
         name = names.get(forgotten.topic_id)
         for partition in forgotten.partitions:
             session.partitions.pop((name or "", partition), None)
-    max_records = request.max_records if request.max_records > 0 else _DEFAULT_MAX_RECORDS
+    max_records = (
+        request.max_records if request.max_records > 0 else _DEFAULT_MAX_RECORDS
+    )
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     leaders: set[int] = set()
@@ -327,9 +340,13 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     return answer(E.NONE, None, _by_topic(results), _node_endpoints(ctx, leaders))
 
 
-def _by_topic(results: dict[tuple[uuid.UUID, int], dict[str, Any]]) -> list[dict[str, Any]]:
+def _by_topic(
+    results: dict[tuple[uuid.UUID, int], dict[str, Any]],
+) -> list[dict[str, Any]]:
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
-    for (topic_id, _), entry in sorted(results.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+    for (topic_id, _), entry in sorted(
+        results.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])
+    ):
         topics.setdefault(topic_id, []).append(entry)
     return [{"topic_id": t, "partitions": ps} for t, ps in topics.items()]
 
@@ -389,7 +406,18 @@ async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
         if error == E.NONE and group is None:
             error, message = E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
         if error != E.NONE or group is None:
-            groups.append({"error_code": error, "error_message": message, "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "", "members": []})
+            groups.append(
+                {
+                    "error_code": error,
+                    "error_message": message,
+                    "group_id": group_id,
+                    "group_state": "Dead",
+                    "group_epoch": -1,
+                    "assignment_epoch": -1,
+                    "assignor_name": "",
+                    "members": [],
+                }
+            )
             continue
         members = [
             {
@@ -401,7 +429,11 @@ async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
                 "subscribed_topic_names": list(m.subscribed_topics),
                 "assignment": {
                     "topic_partitions": [
-                        {"topic_id": topics[t].topic_id, "topic_name": t, "partitions": sorted(ps)}
+                        {
+                            "topic_id": topics[t].topic_id,
+                            "topic_name": t,
+                            "partitions": sorted(ps),
+                        }
                         for t, ps in sorted(m.assignment.items())
                         if t in topics
                     ]
@@ -432,10 +464,21 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
     out = []
     for g in request.groups:
         error, message = _group_error(ctx, g.group_id)
-        if error == E.NONE and g.group_id not in share.groups and not share.start_offsets(g.group_id):
+        if (
+            error == E.NONE
+            and g.group_id not in share.groups
+            and not share.start_offsets(g.group_id)
+        ):
             error, message = E.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
         if error != E.NONE:
-            out.append({"group_id": g.group_id, "topics": [], "error_code": error, "error_message": message})
+            out.append(
+                {
+                    "group_id": g.group_id,
+                    "topics": [],
+                    "error_code": error,
+                    "error_message": message,
+                }
+            )
             continue
         starts = share.start_offsets(g.group_id)
         if g.topics is None:
@@ -455,8 +498,12 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
                 share_partition = share.partitions.get((g.group_id, name, p))
                 plog = ctx.state.partition_log(name, p)
                 if share_partition is not None and plog is not None:
-                    done = sum(1 for r in share_partition.records.values() if r.state in (2, 4))
-                    lag = max(plog.high_watermark - share_partition.start_offset - done, 0)
+                    done = sum(
+                        1 for r in share_partition.records.values() if r.state in (2, 4)
+                    )
+                    lag = max(
+                        plog.high_watermark - share_partition.start_offset - done, 0
+                    )
                 rows.append(
                     {
                         "partition_index": p,
@@ -467,18 +514,36 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
                         "error_message": None,
                     }
                 )
-            topics.append({"topic_name": name, "topic_id": info.topic_id if info else uuid.UUID(int=0), "partitions": rows})
-        out.append({"group_id": g.group_id, "topics": topics, "error_code": E.NONE, "error_message": None})
+            topics.append(
+                {
+                    "topic_name": name,
+                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
+                    "partitions": rows,
+                }
+            )
+        out.append(
+            {
+                "group_id": g.group_id,
+                "topics": topics,
+                "error_code": E.NONE,
+                "error_message": None,
+            }
+        )
     return respond(ctx, throttle_time_ms=0, groups=out)
 
 
-def _empty_group_error(ctx: RequestContext, share: ShareCoordinator, group_id: str) -> tuple[ErrorCode, str | None]:
+def _empty_group_error(
+    ctx: RequestContext, share: ShareCoordinator, group_id: str
+) -> tuple[ErrorCode, str | None]:
     error, message = _group_error(ctx, group_id)
     if error != E.NONE:
         return error, message
     group = share.groups.get(group_id)
     if group is not None and group.members:
-        return E.NON_EMPTY_GROUP, f"Share group {group_id} has members; offsets can only be changed when it is empty."
+        return (
+            E.NON_EMPTY_GROUP,
+            f"Share group {group_id} has members; offsets can only be changed when it is empty.",
+        )
     return E.NONE, None
 
 
@@ -500,10 +565,33 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
                 elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
                     code = E.OFFSET_OUT_OF_RANGE
                 else:
-                    code = await share.alter_offset(request.group_id, t.topic_name, p.partition_index, p.start_offset)
-                rows.append({"partition_index": p.partition_index, "error_code": code, "error_message": None})
-            responses.append({"topic_name": t.topic_name, "topic_id": info.topic_id if info else uuid.UUID(int=0), "partitions": rows})
-    return respond(ctx, throttle_time_ms=0, error_code=error, error_message=message, responses=responses)
+                    code = await share.alter_offset(
+                        request.group_id,
+                        t.topic_name,
+                        p.partition_index,
+                        p.start_offset,
+                    )
+                rows.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": code,
+                        "error_message": None,
+                    }
+                )
+            responses.append(
+                {
+                    "topic_name": t.topic_name,
+                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
+                    "partitions": rows,
+                }
+            )
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        responses=responses,
+    )
 
 
 async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
@@ -515,6 +603,23 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     if error == E.NONE:
         for t in request.topics:
             info = ctx.state.topics.get(t.topic_name)
-            code = E.UNKNOWN_TOPIC_OR_PARTITION if info is None else await share.delete_offsets(request.group_id, t.topic_name)
-            responses.append({"topic_name": t.topic_name, "topic_id": info.topic_id if info else uuid.UUID(int=0), "error_code": code, "error_message": None})
-    return respond(ctx, throttle_time_ms=0, error_code=error, error_message=message, responses=responses)
+            code = (
+                E.UNKNOWN_TOPIC_OR_PARTITION
+                if info is None
+                else await share.delete_offsets(request.group_id, t.topic_name)
+            )
+            responses.append(
+                {
+                    "topic_name": t.topic_name,
+                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
+                    "error_code": code,
+                    "error_message": None,
+                }
+            )
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        responses=responses,
+    )

@@ -113,16 +113,26 @@ class ShareCoordinator:
                         try:
                             record = decode_state_record(key, value)
                         except DecodeError as exc:
-                            log.warning("%s-%d: skipping: %s", SHARE_STATE_TOPIC, p, exc)
+                            log.warning(
+                                "%s-%d: skipping: %s", SHARE_STATE_TOPIC, p, exc
+                            )
                             continue
                         k = (record.group_id, record.topic_id, record.partition)
                         if record.value is None:
                             found.pop(k, None)
                         elif record.snapshot or k not in found:
-                            found[k] = (record.value.start_offset, state_batches(record.value), getattr(record.value, "state_epoch", 0))
+                            found[k] = (
+                                record.value.start_offset,
+                                state_batches(record.value),
+                                getattr(record.value, "state_epoch", 0),
+                            )
                         else:
                             start, batches, epoch = found[k]
-                            found[k] = (max(start, record.value.start_offset), batches + state_batches(record.value), epoch)
+                            found[k] = (
+                                max(start, record.value.start_offset),
+                                batches + state_batches(record.value),
+                                epoch,
+                            )
             except DecodeError as exc:
                 log.error("%s-%d: cannot replay: %s", SHARE_STATE_TOPIC, p, exc)
         names = {info.topic_id: name for name, info in self.state.topics.items()}
@@ -160,7 +170,13 @@ class ShareCoordinator:
         """ShareGroupHeartbeat (see :meth:`.group.ShareGroups.heartbeat`); (re)arms
         the member's session timeout."""
         result = self.membership.heartbeat(
-            group_id, member_id, member_epoch, rack_id, subscribed, client_id, client_host
+            group_id,
+            member_id,
+            member_epoch,
+            rack_id,
+            subscribed,
+            client_id,
+            client_host,
         )
         key = (group_id, member_id)
         handle = self._member_timers.pop(key, None)
@@ -216,7 +232,9 @@ class ShareCoordinator:
             del self.sessions[key]
         self.release_member(group_id, member_id)
 
-    def release_member(self, group_id: str, member_id: str, node_id: int | None = None) -> None:
+    def release_member(
+        self, group_id: str, member_id: str, node_id: int | None = None
+    ) -> None:
         """Release the records ``member_id`` holds (on ``node_id``'s partitions
         only, when given) and persist the partitions that changed."""
         for (g, topic, p), share in self.partitions.items():
@@ -233,11 +251,15 @@ class ShareCoordinator:
 
     # -- share partitions ------------------------------------------------------
 
-    def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
+    def share_partition(
+        self, group_id: str, topic: str, partition: int
+    ) -> SharePartition:
         """The share partition, started now (``share.auto.offset.reset``) if the
         group never had it assigned."""
         share = self.partitions.get((group_id, topic, partition))
-        return share if share is not None else self._initialize(group_id, topic, partition)
+        return (
+            share if share is not None else self._initialize(group_id, topic, partition)
+        )
 
     async def acknowledge(
         self,
@@ -263,7 +285,9 @@ class ShareCoordinator:
 
     # -- sessions --------------------------------------------------------------
 
-    def session(self, node_id: int, group_id: str, member_id: str) -> ShareSession | None:
+    def session(
+        self, node_id: int, group_id: str, member_id: str
+    ) -> ShareSession | None:
         return self.sessions.get((node_id, group_id, member_id))
 
     def open_session(self, node_id: int, group_id: str, member_id: str) -> ShareSession:
@@ -291,7 +315,9 @@ class ShareCoordinator:
             if g == group_id
         }
 
-    async def alter_offset(self, group_id: str, topic: str, partition: int, offset: int) -> ErrorCode:
+    async def alter_offset(
+        self, group_id: str, topic: str, partition: int, offset: int
+    ) -> ErrorCode:
         """Reset a share partition's SPSO (AlterShareGroupOffsets; the caller checks
         the group is empty)."""
         share = self.partitions.get((group_id, topic, partition))
@@ -309,7 +335,9 @@ class ShareCoordinator:
             share.cancel_timers()
             if info is not None:
                 pairs = [snapshot_record(group_id, info.topic_id, key[2], None)]
-                p = state_partition_for(group_id, info.topic_id, key[2], self.config.state_topic_partitions)
+                p = state_partition_for(
+                    group_id, info.topic_id, key[2], self.config.state_topic_partitions
+                )
                 if not await self._append(p, pairs):
                     return E.KAFKA_STORAGE_ERROR
         return E.NONE
@@ -342,12 +370,19 @@ class ShareCoordinator:
         }
         pair = snapshot_record(share.group_id, info.topic_id, share.partition, value)
         p = state_partition_for(
-            share.group_id, info.topic_id, share.partition, self.config.state_topic_partitions
+            share.group_id,
+            info.topic_id,
+            share.partition,
+            self.config.state_topic_partitions,
         )
         return await self._append(p, [pair])
 
-    async def _append(self, partition: int, pairs: list[tuple[bytes, bytes | None]]) -> bool:
-        self.state.ensure_internal_topic(SHARE_STATE_TOPIC, self.config.state_topic_partitions)
+    async def _append(
+        self, partition: int, pairs: list[tuple[bytes, bytes | None]]
+    ) -> bool:
+        self.state.ensure_internal_topic(
+            SHARE_STATE_TOPIC, self.config.state_topic_partitions
+        )
         plog = self.state.partition_log(SHARE_STATE_TOPIC, partition)
         if plog is None:
             log.warning("%s-%d has no partition log", SHARE_STATE_TOPIC, partition)
@@ -355,7 +390,8 @@ class ShareCoordinator:
         try:
             await plog.append(encode_records(pairs, self.state.now_ms()))
         except OSError as exc:
-            log.error("appending to %s-%d failed: %s", SHARE_STATE_TOPIC, partition, exc)
+            log.error(
+                "appending to %s-%d failed: %s", SHARE_STATE_TOPIC, partition, exc
+            )
             return False
         return True
-

@@ -149,7 +149,9 @@ class ShareGroups:
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
-            return HeartbeatResult(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+            return HeartbeatResult(
+                ErrorCode.INVALID_REQUEST, "MemberId can't be empty."
+            )
         group = self.groups.get(group_id)
         if member_epoch == -1:
             # Leaving does not end the member's share sessions: its client closes
@@ -221,7 +223,9 @@ class ShareGroups:
         )
         if target == group.target and group.group_epoch:
             return
-        before = {(t, p) for a in group.target.values() for t, ps in a.items() for p in ps}
+        before = {
+            (t, p) for a in group.target.values() for t, ps in a.items() for p in ps
+        }
         group.target = target
         group.group_epoch += 1
         group.assignment_epoch = group.group_epoch

@@ -194,9 +194,7 @@ class SharePartition:
         high = min(plog.high_watermark, limit) - 1
         size = 0
         if len(acquired) < max_records and self.end_offset <= high:
-            for base, last, control, data in read_batches(
-                plog, self.end_offset, high
-            ):
+            for base, last, control, data in read_batches(plog, self.end_offset, high):
                 if len(acquired) >= max_records or (acquired and size >= max_bytes):
                     break
                 for offset in range(max(base, self.end_offset), last + 1):
@@ -226,7 +224,11 @@ class SharePartition:
         out: list[AcquiredRange] = []
         for offset in sorted(offsets):
             count = self.records[offset].delivery_count
-            if out and out[-1].last_offset == offset - 1 and out[-1].delivery_count == count:
+            if (
+                out
+                and out[-1].last_offset == offset - 1
+                and out[-1].delivery_count == count
+            ):
                 out[-1] = AcquiredRange(out[-1].first_offset, offset, count)
             else:
                 out.append(AcquiredRange(offset, offset, count))
@@ -408,7 +410,9 @@ class SharePartition:
             state = RecordState(batch.delivery_state)
             if state == RecordState.ACQUIRED:
                 state = RecordState.AVAILABLE
-            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
+            for offset in range(
+                max(batch.first_offset, start_offset), batch.last_offset + 1
+            ):
                 self.records[offset] = _InFlight(state, batch.delivery_count)
                 self.end_offset = max(self.end_offset, offset + 1)
         self._advance()
