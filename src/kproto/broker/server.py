@@ -28,8 +28,8 @@ import logging
 from kproto.aio import read_frame
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
-from kproto.broker.share import ShareCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
 from kproto.framing import (

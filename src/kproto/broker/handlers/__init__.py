@@ -12,8 +12,8 @@ module             APIs
 ``groups``         FindCoordinator and the classic consumer group APIs (the
                    coordinator's state machine is :mod:`kproto.broker.groups`)
 ``share``          share groups (KIP-932): ShareGroupHeartbeat, ShareFetch,
-                   ShareAcknowledge, ShareGroupDescribe and the share-group
-                   offset APIs (state machine: :mod:`kproto.broker.share`)
+                   ShareAcknowledge (state machine: :mod:`kproto.broker.share`)
+``share_admin``    ShareGroupDescribe and the share-group offset APIs
 ``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
                    feature: ConsumerGroupHeartbeat (KIP-848); its :data:`~.unsupported.REFUSALS` also names the
                    transaction refusals of FindCoordinator and InitProducerId
@@ -39,6 +39,7 @@ from kproto.broker.handlers import (
     groups,
     produce,
     share,
+    share_admin,
     unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -76,11 +77,11 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
         ApiKey.SHARE_GROUP_HEARTBEAT: share.share_group_heartbeat,
-        ApiKey.SHARE_GROUP_DESCRIBE: share.share_group_describe,
+        ApiKey.SHARE_GROUP_DESCRIBE: share_admin.share_group_describe,
         ApiKey.SHARE_FETCH: share.share_fetch,
         ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
-        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share.describe_share_group_offsets,
-        ApiKey.ALTER_SHARE_GROUP_OFFSETS: share.alter_share_group_offsets,
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS: share.delete_share_group_offsets,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_admin.describe_share_group_offsets,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_admin.alter_share_group_offsets,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_admin.delete_share_group_offsets,
     }
 )

@@ -1,6 +1,5 @@
-"""Share groups (KIP-932): ShareGroupHeartbeat, ShareFetch, ShareAcknowledge,
-ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets and
-DeleteShareGroupOffsets.
+"""Share groups (KIP-932): ShareGroupHeartbeat, ShareFetch and ShareAcknowledge
+(ShareGroupDescribe and the share-group offset APIs are in :mod:`.share_admin`).
 
 Sources: the JSON files of those APIs (ShareGroupHeartbeat, ShareFetch,
 ShareAcknowledge, ShareGroupDescribe v1, the stable versions, and v2 of ShareFetch
@@ -31,10 +30,8 @@ __all__ = [
     "share_group_heartbeat",
     "share_fetch",
     "share_acknowledge",
-    "share_group_describe",
-    "describe_share_group_offsets",
-    "alter_share_group_offsets",
-    "delete_share_group_offsets",
+    "coordinator",
+    "group_error",
 ]
 
 E = ErrorCode
@@ -42,13 +39,14 @@ _DEFAULT_MAX_RECORDS = 500
 _NO_SHARE = "kproto broker: this node has no share coordinator"
 
 
-def _coordinator(ctx: RequestContext) -> ShareCoordinator:
+def coordinator(ctx: RequestContext) -> ShareCoordinator:
+    """The cluster's share coordinator (RuntimeError when the dispatcher has none)."""
     if ctx.share is None:  # a Dispatcher built without one (not Cluster's)
         raise RuntimeError(_NO_SHARE)
     return ctx.share
 
 
-def _group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
+def group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
     """The coordinator checks of the group APIs, and GROUP_ID_NOT_FOUND for a
     classic group of that id (Kafka: ``Group X is not a share group``)."""
     error = ErrorCode(ctx.groups.check_coordinator(group_id, ctx.node_id))
@@ -70,9 +68,9 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """Join (epoch 0), heartbeat, or leave (epoch -1) a share group; the answer
     carries the member's epoch, the heartbeat interval (ms) and, when it changed,
     its assignment (topic ids and partitions)."""
-    share = _coordinator(ctx)
+    share = coordinator(ctx)
     interval = share.config.heartbeat_interval_ms
-    error, message = _group_error(ctx, request.group_id)
+    error, message = group_error(ctx, request.group_id)
     if error != E.NONE:
         return respond(
             ctx,
@@ -222,7 +220,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     some (woken by appends and releases). Each partition answers the stored batches
     holding its acquired records and the ``acquired_records`` ranges with their
     delivery counts; ``acquisition_lock_timeout_ms`` is the lock duration."""
-    share = _coordinator(ctx)
+    share = coordinator(ctx)
     lock_ms = share.config.record_lock_duration_ms
     partitions = _requested(ctx, request)
 
@@ -265,7 +263,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
         return answer(E.NONE, None, _by_topic(results))
     session = share.session(ctx.node_id, group_id, member_id)
     assert session is not None  # opened or checked by _session_error
-    for topic_id, name, partition, _acks in partitions:
+    for _topic_id, name, partition, _acks in partitions:
         if name is not None:
             session.partitions[(name, partition)] = None
     for forgotten in request.forgotten_topics_data:
@@ -354,7 +352,7 @@ def _by_topic(
 async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     """Acknowledge records outside a ShareFetch (accept, release, reject; renew from
     v2). Epoch -1 acknowledges and closes the share session."""
-    share = _coordinator(ctx)
+    share = coordinator(ctx)
     lock_ms = share.config.record_lock_duration_ms
     error, message = _session_error(share, ctx, request, fetch=False)
     if error != E.NONE:
@@ -387,239 +385,4 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
         acquisition_lock_timeout_ms=lock_ms,
         responses=_by_topic(results),
         node_endpoints=[],
-    )
-
-
-# -- describe and offsets ------------------------------------------------------------
-
-
-async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
-    """Each group's state (``Empty``/``Stable``), epochs, assignor (``simple``) and
-    members with their subscriptions and assignments; GROUP_ID_NOT_FOUND for an
-    unknown group or a classic group."""
-    share = _coordinator(ctx)
-    topics = ctx.state.topics
-    groups = []
-    for group_id in request.group_ids:
-        error, message = _group_error(ctx, group_id)
-        group = share.groups.get(group_id)
-        if error == E.NONE and group is None:
-            error, message = E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-        if error != E.NONE or group is None:
-            groups.append(
-                {
-                    "error_code": error,
-                    "error_message": message,
-                    "group_id": group_id,
-                    "group_state": "Dead",
-                    "group_epoch": -1,
-                    "assignment_epoch": -1,
-                    "assignor_name": "",
-                    "members": [],
-                }
-            )
-            continue
-        members = [
-            {
-                "member_id": m.member_id,
-                "rack_id": m.rack_id,
-                "member_epoch": m.member_epoch,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "subscribed_topic_names": list(m.subscribed_topics),
-                "assignment": {
-                    "topic_partitions": [
-                        {
-                            "topic_id": topics[t].topic_id,
-                            "topic_name": t,
-                            "partitions": sorted(ps),
-                        }
-                        for t, ps in sorted(m.assignment.items())
-                        if t in topics
-                    ]
-                },
-            }
-            for m in group.members.values()
-        ]
-        groups.append(
-            {
-                "error_code": E.NONE,
-                "error_message": None,
-                "group_id": group_id,
-                "group_state": group.state,
-                "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": "simple",
-                "members": members,
-            }
-        )
-    return respond(ctx, throttle_time_ms=0, groups=groups)
-
-
-async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Each share partition's start offset (SPSO; -1 if never started) and, from
-    v1, its lag (records from the SPSO to the log end not yet acknowledged or
-    archived)."""
-    share = _coordinator(ctx)
-    out = []
-    for g in request.groups:
-        error, message = _group_error(ctx, g.group_id)
-        if (
-            error == E.NONE
-            and g.group_id not in share.groups
-            and not share.start_offsets(g.group_id)
-        ):
-            error, message = E.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
-        if error != E.NONE:
-            out.append(
-                {
-                    "group_id": g.group_id,
-                    "topics": [],
-                    "error_code": error,
-                    "error_message": message,
-                }
-            )
-            continue
-        starts = share.start_offsets(g.group_id)
-        if g.topics is None:
-            wanted: dict[str, list[int]] = {}
-            for t, p in starts:
-                wanted.setdefault(t, []).append(p)
-        else:
-            wanted = {t.topic_name: list(t.partitions) for t in g.topics}
-        topics = []
-        for name, partitions in wanted.items():
-            info = ctx.state.topics.get(name)
-            rows = []
-            for p in partitions:
-                known = info is not None and 0 <= p < info.partitions
-                start = starts.get((name, p), -1)
-                lag = -1
-                share_partition = share.partitions.get((g.group_id, name, p))
-                plog = ctx.state.partition_log(name, p)
-                if share_partition is not None and plog is not None:
-                    done = sum(
-                        1 for r in share_partition.records.values() if r.state in (2, 4)
-                    )
-                    lag = max(
-                        plog.high_watermark - share_partition.start_offset - done, 0
-                    )
-                rows.append(
-                    {
-                        "partition_index": p,
-                        "start_offset": start,
-                        "leader_epoch": 0,
-                        "lag": lag,
-                        "error_code": E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
-                    }
-                )
-            topics.append(
-                {
-                    "topic_name": name,
-                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                    "partitions": rows,
-                }
-            )
-        out.append(
-            {
-                "group_id": g.group_id,
-                "topics": topics,
-                "error_code": E.NONE,
-                "error_message": None,
-            }
-        )
-    return respond(ctx, throttle_time_ms=0, groups=out)
-
-
-def _empty_group_error(
-    ctx: RequestContext, share: ShareCoordinator, group_id: str
-) -> tuple[ErrorCode, str | None]:
-    error, message = _group_error(ctx, group_id)
-    if error != E.NONE:
-        return error, message
-    group = share.groups.get(group_id)
-    if group is not None and group.members:
-        return (
-            E.NON_EMPTY_GROUP,
-            f"Share group {group_id} has members; offsets can only be changed when it is empty.",
-        )
-    return E.NONE, None
-
-
-async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Set share partitions' start offsets (nothing in flight after); only for an
-    empty group (NON_EMPTY_GROUP otherwise); an offset outside the log's
-    [log start, log end] is OFFSET_OUT_OF_RANGE."""
-    share = _coordinator(ctx)
-    error, message = _empty_group_error(ctx, share, request.group_id)
-    responses = []
-    if error == E.NONE:
-        for t in request.topics:
-            info = ctx.state.topics.get(t.topic_name)
-            rows = []
-            for p in t.partitions:
-                plog = ctx.state.partition_log(t.topic_name, p.partition_index)
-                if plog is None:
-                    code = E.UNKNOWN_TOPIC_OR_PARTITION
-                elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
-                    code = E.OFFSET_OUT_OF_RANGE
-                else:
-                    code = await share.alter_offset(
-                        request.group_id,
-                        t.topic_name,
-                        p.partition_index,
-                        p.start_offset,
-                    )
-                rows.append(
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": code,
-                        "error_message": None,
-                    }
-                )
-            responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                    "partitions": rows,
-                }
-            )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        responses=responses,
-    )
-
-
-async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Delete the share partitions of the named topics (their state gets
-    tombstones); only for an empty group."""
-    share = _coordinator(ctx)
-    error, message = _empty_group_error(ctx, share, request.group_id)
-    responses = []
-    if error == E.NONE:
-        for t in request.topics:
-            info = ctx.state.topics.get(t.topic_name)
-            code = (
-                E.UNKNOWN_TOPIC_OR_PARTITION
-                if info is None
-                else await share.delete_offsets(request.group_id, t.topic_name)
-            )
-            responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                    "error_code": code,
-                    "error_message": None,
-                }
-            )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        responses=responses,
     )
