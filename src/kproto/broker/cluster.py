@@ -13,11 +13,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
-from kproto.broker.state import ClusterState, TopicMetadata
+from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
@@ -63,6 +64,12 @@ class Cluster:
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        max_partitions: partitions the cluster may hold in all (internal topics
+            included); CreateTopics/CreatePartitions beyond it are answered
+            POLICY_VIOLATION. One request may create at most 10,000 (Kafka's
+            ``QuorumController.MAX_RECORDS_PER_USER_OP``).
+        max_open_files: segment files kept open at once (a least-recently-used
+            cache; idle partitions hold no file descriptor).
         share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
             ``{"group.share.record.lock.duration.ms": 500}``
             (:class:`kproto.broker.share.ShareConfig`).
@@ -85,6 +92,8 @@ class Cluster:
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
         share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
         if nodes < 1:
@@ -103,6 +112,8 @@ class Cluster:
             num_partitions=num_partitions,
             offsets_partitions=offsets_partitions,
             segment_bytes=segment_bytes,
+            max_partitions=max_partitions,
+            max_open_files=max_open_files,
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(self.state)

@@ -47,11 +47,14 @@ def _read_all(
                     # KIP-74: the first batch of the first non-empty partition is
                     # returned whole even above the limits, so a fetch always
                     # makes progress.
-                    records = plog.read(
-                        p.fetch_offset,
-                        min(p.partition_max_bytes, max(remaining, 0)),
-                        min_one=total == 0,
-                    )
+                    try:
+                        records = plog.read(
+                            p.fetch_offset,
+                            min(p.partition_max_bytes, max(remaining, 0)),
+                            min_one=total == 0,
+                        )
+                    except OSError:  # EMFILE, EIO: this partition only
+                        error = ErrorCode.KAFKA_STORAGE_ERROR
                     total += len(records)
                     remaining -= len(records)
             errors = errors or bool(error)
