@@ -474,3 +474,124 @@ def test_state_records_are_kafkas(cluster: Cluster) -> None:
     p, record = found[-1]
     assert record.snapshot and record.topic_id == topic_id and record.partition == 0
     assert record.value.start_offset == 0 and isinstance(topic_id, uuid.UUID)
+
+
+def test_auto_offset_reset_latest_by_default_and_earliest_as_a_group_config() -> None:
+    """``share.auto.offset.reset`` defaults to latest; an AdminClient sets it per
+    group (IncrementalAlterConfigs on a GROUP resource), as with Kafka."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    with Cluster(share_configs={"group.share.heartbeat.interval.ms": 200}) as cluster:
+        cluster.create_topic("reset", 1)
+        produce(cluster, "reset", 3)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        resource = ConfigResource(
+            ResourceType.GROUP,
+            "early",
+            incremental_configs=[
+                ConfigEntry(
+                    "share.auto.offset.reset",
+                    "earliest",
+                    incremental_operation=AlterConfigOpType.SET,
+                )
+            ],
+        )
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(10)
+        described = admin.describe_configs(
+            [ConfigResource(ResourceType.GROUP, "early")]
+        )
+        (configs,) = [f.result(10) for f in described.values()]
+        assert configs["share.auto.offset.reset"].value == "earliest"
+        bad = ConfigResource(
+            ResourceType.GROUP,
+            "early",
+            incremental_configs=[
+                ConfigEntry(
+                    "share.auto.offset.reset",
+                    "sometimes",
+                    incremental_operation=AlterConfigOpType.SET,
+                )
+            ],
+        )
+        with pytest.raises(ck.KafkaException):
+            for future in admin.incremental_alter_configs([bad]).values():
+                future.result(10)
+        early = share_consumer(cluster, "early")
+        late = share_consumer(cluster, "late")
+        early.subscribe(["reset"])
+        late.subscribe(["reset"])
+        try:
+            got = poll_until(early, lambda got: len(got) >= 3)
+            assert [m.offset() for m in got] == [0, 1, 2]
+            # "late" starts at the log end: it waits for the share partition to
+            # start (its first heartbeat), then sees only what comes after
+            deadline = time.monotonic() + DEADLINE_S
+            while (
+                "late",
+                "reset",
+                0,
+            ) not in cluster.share.partitions and time.monotonic() < deadline:
+                late.poll(0.1)
+            produce(cluster, "reset", 1)
+            after = poll_until(late, lambda got: len(got) >= 1)
+            assert [m.offset() for m in after] == [3]
+            early.commit_sync(10)
+            late.commit_sync(10)
+        finally:
+            early.close()
+            late.close()
+
+
+def test_member_session_timeout_and_three_nodes() -> None:
+    """On three nodes each partition's leader serves its share partition (one
+    share session per node); a member that stops heartbeating is removed after
+    ``group.share.session.timeout.ms`` and the others get its partitions."""
+    configs = dict(SHARE_CONFIGS, **{"group.share.session.timeout.ms": 1000})
+    with Cluster(nodes=3, share_configs=configs) as cluster:
+        cluster.create_topic("spread", 3)
+        produce(cluster, "spread", 30, partitions=3)
+        consumer = share_consumer(cluster, "g3")
+        consumer.subscribe(["spread"])
+        try:
+            got = poll_until(consumer, lambda got: len(got) >= 30)
+            assert sorted((m.partition(), m.offset()) for m in got) == sorted(
+                (i % 3, i // 3) for i in range(30)
+            )
+            consumer.commit_sync(10)
+        finally:
+            consumer.close()
+        sessions = {node for node, group, _ in cluster.share.sessions if group == "g3"}
+        assert sessions == set()  # closed by the consumer on each node
+        coordinator = cluster.groups.coordinator_for("ghost")
+        info = cluster.state.nodes[coordinator]
+        with Connection(info.host, info.port, timeout_s=10) as conn:
+
+            def beat(member: str, epoch: int) -> Any:
+                return conn.request(
+                    ApiKey.SHARE_GROUP_HEARTBEAT,
+                    group_id="ghost",
+                    member_id=member,
+                    member_epoch=epoch,
+                    subscribed_topic_names=["spread"] if epoch == 0 else None,
+                )
+
+            assert beat("quiet", 0).member_epoch == 1
+            live = beat("live", 0)
+            assert list(live.assignment.topic_partitions[0].partitions) == [0, 2]
+            epoch = live.member_epoch
+            deadline = time.monotonic() + DEADLINE_S
+            answer = beat("live", epoch)
+            while answer.assignment is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+                answer = beat("live", epoch)
+                epoch = answer.member_epoch
+            # "quiet" missed its 1 s session timeout: "live" has every partition
+            assert list(answer.assignment.topic_partitions[0].partitions) == [0, 1, 2]
+            assert beat("quiet", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID

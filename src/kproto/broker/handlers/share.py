@@ -69,7 +69,7 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     carries the member's epoch, the heartbeat interval (ms) and, when it changed,
     its assignment (topic ids and partitions)."""
     share = coordinator(ctx)
-    interval = share.config.heartbeat_interval_ms
+    interval = share.config_for(request.group_id).heartbeat_interval_ms
     error, message = group_error(ctx, request.group_id)
     if error != E.NONE:
         return respond(
@@ -221,7 +221,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     holding its acquired records and the ``acquired_records`` ranges with their
     delivery counts; ``acquisition_lock_timeout_ms`` is the lock duration."""
     share = coordinator(ctx)
-    lock_ms = share.config.record_lock_duration_ms
+    lock_ms = share.config_for(request.group_id or "").record_lock_duration_ms
     partitions = _requested(ctx, request)
 
     def answer(
@@ -353,7 +353,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     """Acknowledge records outside a ShareFetch (accept, release, reject; renew from
     v2). Epoch -1 acknowledges and closes the share session."""
     share = coordinator(ctx)
-    lock_ms = share.config.record_lock_duration_ms
+    lock_ms = share.config_for(request.group_id or "").record_lock_duration_ms
     error, message = _session_error(share, ctx, request, fetch=False)
     if error != E.NONE:
         return respond(

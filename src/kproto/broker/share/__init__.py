@@ -11,12 +11,13 @@ share-group offset APIs are in :mod:`kproto.broker.handlers.share`.
 
 from __future__ import annotations
 
-from .config import PROPERTIES, ShareConfig
+from .config import GROUP_PROPERTIES, PROPERTIES, ShareConfig
 from .coordinator import SHARE_STATE_TOPIC, ShareCoordinator, ShareSession
 from .group import HeartbeatResult, ShareGroup, ShareMember, simple_assign
 from .partition import AcknowledgeType, AcquiredRange, RecordState, SharePartition
 
 __all__ = [
+    "GROUP_PROPERTIES",
     "PROPERTIES",
     "SHARE_STATE_TOPIC",
     "AcknowledgeType",

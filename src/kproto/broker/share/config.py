@@ -13,7 +13,7 @@ from typing import Final
 
 import attrs
 
-__all__ = ["ShareConfig", "PROPERTIES"]
+__all__ = ["ShareConfig", "PROPERTIES", "GROUP_PROPERTIES"]
 
 #: Kafka property name -> :class:`ShareConfig` attribute.
 PROPERTIES: Final[Mapping[str, str]] = {
@@ -24,6 +24,16 @@ PROPERTIES: Final[Mapping[str, str]] = {
     "group.share.session.timeout.ms": "session_timeout_ms",
     "share.auto.offset.reset": "auto_offset_reset",
     "share.coordinator.state.topic.num.partitions": "state_topic_partitions",
+}
+
+#: Group config name (IncrementalAlterConfigs on a GROUP resource, Kafka's
+#: ``GroupConfig``) -> :class:`ShareConfig` attribute it overrides for one group.
+GROUP_PROPERTIES: Final[Mapping[str, str]] = {
+    "share.record.lock.duration.ms": "record_lock_duration_ms",
+    "share.delivery.count.limit": "delivery_count_limit",
+    "share.heartbeat.interval.ms": "heartbeat_interval_ms",
+    "share.session.timeout.ms": "session_timeout_ms",
+    "share.auto.offset.reset": "auto_offset_reset",
 }
 
 
@@ -72,18 +82,29 @@ class ShareConfig:
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str | int]) -> ShareConfig:
-        """A config from Kafka property names (values as strings or ints).
+        """A config from Kafka broker property names (values as strings or ints).
+
+        Raises:
+            ValueError: an unknown property, or a value out of range.
+        """
+        return cls().with_properties(properties, PROPERTIES)
+
+    def with_properties(
+        self, properties: Mapping[str, str | int], names: Mapping[str, str]
+    ) -> ShareConfig:
+        """This config with ``properties`` (named as in ``names``: :data:`PROPERTIES`
+        or :data:`GROUP_PROPERTIES`) applied.
 
         Raises:
             ValueError: an unknown property, or a value out of range.
         """
         fields: dict[str, str | int] = {}
         for name, value in properties.items():
-            attribute = PROPERTIES.get(name)
+            attribute = names.get(name)
             if attribute is None:
                 raise ValueError(
                     f"unknown share-group property {name!r} (known: "
-                    f"{', '.join(sorted(PROPERTIES))})"
+                    f"{', '.join(sorted(names))})"
                 )
             if attribute == "auto_offset_reset":
                 fields[attribute] = str(value)
@@ -94,4 +115,4 @@ class ShareConfig:
                     raise ValueError(
                         f"{name} must be an integer, got {value!r}"
                     ) from None
-        return cls(**fields)  # type: ignore[arg-type]
+        return attrs.evolve(self, **fields)  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
-from .config import ShareConfig
+from .config import GROUP_PROPERTIES, ShareConfig
 from .group import Assignment, HeartbeatResult, ShareGroup, ShareGroups
 from .partition import SharePartition
 from .records import (
@@ -87,9 +87,14 @@ class ShareCoordinator:
             state.topic_partitions, self._on_assigned, self._on_member_gone
         )
         self.partitions: dict[Key, SharePartition] = {}
+        #: the topic id each share partition was started for (a topic deleted and
+        #: created again under its name starts its share partitions over)
+        self._topic_ids: dict[Key, uuid.UUID | None] = {}
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
         self._member_timers: dict[tuple[str, str], TimerHandle] = {}
         self._pending: set[asyncio.Task[bool]] = set()
+        #: group id -> group configs set on it (``share.*``, Kafka's ``GroupConfig``)
+        self.group_configs: dict[str, dict[str, str]] = {}
         self.started = False
 
     @property
@@ -155,6 +160,38 @@ class ShareCoordinator:
             await asyncio.gather(*self._pending, return_exceptions=True)
         self.started = False
 
+    # -- group configs ---------------------------------------------------------
+
+    def config_for(self, group_id: str) -> ShareConfig:
+        """The settings in effect for ``group_id``: the cluster's, overridden by the
+        group's configs (:data:`.config.GROUP_PROPERTIES`)."""
+        overrides = self.group_configs.get(group_id)
+        if not overrides:
+            return self.config
+        return self.config.with_properties(overrides, GROUP_PROPERTIES)
+
+    def set_group_configs(self, group_id: str, changes: dict[str, str | None]) -> None:
+        """Set (a value) or delete (``None``) group configs of ``group_id``
+        (IncrementalAlterConfigs SET/DELETE on a GROUP resource). New lock
+        durations and delivery limits apply to its share partitions at once; a new
+        ``share.auto.offset.reset`` to partitions started later.
+
+        Raises:
+            ValueError: an unknown config or an invalid value (nothing changed).
+        """
+        configs = dict(self.group_configs.get(group_id, {}))
+        for name, value in changes.items():
+            if value is None:
+                configs.pop(name, None)
+            else:
+                configs[name] = value
+        effective = self.config.with_properties(configs, GROUP_PROPERTIES)
+        self.group_configs[group_id] = configs
+        for (g, _, _), share in self.partitions.items():
+            if g == group_id:
+                share.lock_duration_ms = effective.record_lock_duration_ms
+                share.delivery_count_limit = effective.delivery_count_limit
+
     # -- membership ------------------------------------------------------------
 
     def heartbeat(
@@ -184,7 +221,8 @@ class ShareCoordinator:
             handle.cancel()
         if result.error_code == E.NONE and result.member_epoch >= 0:
             self._member_timers[key] = self.scheduler.call_later(
-                self.config.session_timeout_ms, lambda: self._expire_member(key)
+                self.config_for(group_id).session_timeout_ms,
+                lambda: self._expire_member(key),
             )
         return result
 
@@ -203,7 +241,7 @@ class ShareCoordinator:
         plog = self.state.partition_log(topic, partition)
         start = 0
         if plog is not None:
-            earliest = self.config.auto_offset_reset == "earliest"
+            earliest = self.config_for(group_id).auto_offset_reset == "earliest"
             start = plog.log_start_offset if earliest else plog.high_watermark
         share = self._new_partition(group_id, topic, partition, start, 0)
         self._persist(share)
@@ -212,19 +250,24 @@ class ShareCoordinator:
     def _new_partition(
         self, group_id: str, topic: str, partition: int, start: int, epoch: int
     ) -> SharePartition:
+        config = self.config_for(group_id)
         share = SharePartition(
             group_id,
             topic,
             partition,
             start,
-            lock_duration_ms=self.config.record_lock_duration_ms,
-            delivery_count_limit=self.config.delivery_count_limit,
-            max_record_locks=self.config.partition_max_record_locks,
+            lock_duration_ms=config.record_lock_duration_ms,
+            delivery_count_limit=config.delivery_count_limit,
+            max_record_locks=config.partition_max_record_locks,
             scheduler=self.scheduler,
             on_released=self._on_released,
             state_epoch=epoch,
         )
         self.partitions[(group_id, topic, partition)] = share
+        info = self.state.topics.get(topic)
+        self._topic_ids[(group_id, topic, partition)] = (
+            None if info is None else info.topic_id
+        )
         return share
 
     def _on_member_gone(self, group_id: str, member_id: str) -> None:
@@ -256,10 +299,16 @@ class ShareCoordinator:
     ) -> SharePartition:
         """The share partition, started now (``share.auto.offset.reset``) if the
         group never had it assigned."""
-        share = self.partitions.get((group_id, topic, partition))
-        return (
-            share if share is not None else self._initialize(group_id, topic, partition)
-        )
+        key = (group_id, topic, partition)
+        share = self.partitions.get(key)
+        info = self.state.topics.get(topic)
+        if share is not None and info is not None:
+            if self._topic_ids.get(key) not in (None, info.topic_id):
+                share.cancel_timers()  # the topic was deleted and created again
+                share = None
+        if share is None:
+            share = self._initialize(group_id, topic, partition)
+        return share
 
     async def acknowledge(
         self,
