@@ -595,3 +595,29 @@ def test_member_session_timeout_and_three_nodes() -> None:
             # "quiet" missed its 1 s session timeout: "live" has every partition
             assert list(answer.assignment.topic_partitions[0].partitions) == [0, 1, 2]
             assert beat("quiet", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_share_session_limit() -> None:
+    configs = dict(SHARE_CONFIGS, **{"group.share.max.share.sessions": 1})
+    with Cluster(share_configs=configs) as cluster:
+        info = cluster.state.nodes[1]
+        with Connection(info.host, info.port, timeout_s=10) as conn:
+
+            def open_session(member: str) -> Any:
+                return conn.request(
+                    ApiKey.SHARE_FETCH,
+                    group_id="g",
+                    member_id=member,
+                    share_session_epoch=0,
+                    max_wait_ms=0,
+                    min_bytes=1,
+                    max_bytes=1024,
+                    max_records=10,
+                    batch_size=10,
+                    topics=[],
+                )
+
+            assert open_session("a").error_code == 0
+            assert open_session("a").error_code == 0  # replacing its own
+            refused = open_session("b")
+            assert refused.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED

@@ -217,3 +217,14 @@ def test_simple_assignor() -> None:
     assert got == {"a": {"t": [0]}, "b": {"t": [1]}, "c": {"t": [0]}}
     # unknown topics are left out
     assert simple_assign({"a": ("nope",)}, {}) == {"a": {}}
+
+
+def test_acknowledgements_outside_the_window_are_refused_unwalked(
+    plog: PartitionLog,
+) -> None:
+    produce(plog, b"a")
+    share, _ = make(ManualScheduler())
+    share.acquire("m", plog, 10, 1 << 20)
+    huge = [(0, 2**62, [A.ACCEPT])]
+    assert share.acknowledge("m", huge) == ErrorCode.INVALID_RECORD_STATE
+    assert share.records[0].state == RecordState.ACQUIRED

@@ -131,7 +131,11 @@ def _session_error(
                 E.INVALID_SHARE_SESSION_EPOCH,
                 "ShareAcknowledge cannot open a session.",
             )
-        share.open_session(ctx.node_id, group_id, member_id)
+        if share.open_session(ctx.node_id, group_id, member_id) is None:
+            return (
+                E.SHARE_SESSION_LIMIT_REACHED,
+                "Too many share sessions on this node.",
+            )
         return E.NONE, None
     session = share.session(ctx.node_id, group_id, member_id)
     if session is None:

@@ -24,6 +24,7 @@ PROPERTIES: Final[Mapping[str, str]] = {
     "group.share.session.timeout.ms": "session_timeout_ms",
     "share.auto.offset.reset": "auto_offset_reset",
     "share.coordinator.state.topic.num.partitions": "state_topic_partitions",
+    "group.share.max.share.sessions": "max_share_sessions",
 }
 
 #: Group config name (IncrementalAlterConfigs on a GROUP resource, Kafka's
@@ -70,6 +71,8 @@ class ShareConfig:
             ``latest`` or ``earliest`` (group config ``share.auto.offset.reset``).
         state_topic_partitions: partitions of ``__share_group_state``
             (``share.coordinator.state.topic.num.partitions``; 5 here, Kafka 50).
+        max_share_sessions: share sessions kept per node; a new one beyond it is
+            SHARE_SESSION_LIMIT_REACHED (``group.share.max.share.sessions``, 2000).
     """
 
     record_lock_duration_ms: int = attrs.field(default=30_000, validator=_positive)
@@ -79,6 +82,7 @@ class ShareConfig:
     session_timeout_ms: int = attrs.field(default=45_000, validator=_positive)
     auto_offset_reset: str = attrs.field(default="latest", validator=_reset)
     state_topic_partitions: int = attrs.field(default=5, validator=_positive)
+    max_share_sessions: int = attrs.field(default=2000, validator=_positive)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str | int]) -> ShareConfig:

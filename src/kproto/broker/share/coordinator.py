@@ -339,10 +339,18 @@ class ShareCoordinator:
     ) -> ShareSession | None:
         return self.sessions.get((node_id, group_id, member_id))
 
-    def open_session(self, node_id: int, group_id: str, member_id: str) -> ShareSession:
+    def open_session(
+        self, node_id: int, group_id: str, member_id: str
+    ) -> ShareSession | None:
         """A new session (epoch 0 requests), replacing the member's old one; its
-        next request carries epoch 1."""
-        session = self.sessions[(node_id, group_id, member_id)] = ShareSession(1)
+        next request carries epoch 1. ``None`` when the node already keeps
+        ``max_share_sessions`` sessions (SHARE_SESSION_LIMIT_REACHED)."""
+        key = (node_id, group_id, member_id)
+        if key not in self.sessions:
+            on_node = sum(1 for k in self.sessions if k[0] == node_id)
+            if on_node >= self.config.max_share_sessions:
+                return None
+        session = self.sessions[key] = ShareSession(1)
         return session
 
     def close_session(self, node_id: int, group_id: str, member_id: str) -> None:
@@ -358,11 +366,13 @@ class ShareCoordinator:
 
     def start_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """The SPSO of every share partition of ``group_id``."""
-        return {
-            (t, p): share.start_offset
-            for (g, t, p), share in sorted(self.partitions.items())
-            if g == group_id
-        }
+        out = {}
+        for (g, t, p), share in sorted(self.partitions.items()):
+            info = self.state.topics.get(t)
+            if g == group_id and info is not None:
+                if self._topic_ids.get((g, t, p)) in (None, info.topic_id):
+                    out[(t, p)] = share.start_offset
+        return out
 
     async def alter_offset(
         self, group_id: str, topic: str, partition: int, offset: int

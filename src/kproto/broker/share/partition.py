@@ -278,6 +278,10 @@ class SharePartition:
             count = last - first + 1
             if count < 1 or len(types) not in (1, count):
                 return ErrorCode.INVALID_REQUEST
+            if first < self.start_offset or last >= self.end_offset:
+                # outside the in-flight window nothing is acquired (and a huge
+                # range is refused before it is walked)
+                return ErrorCode.INVALID_RECORD_STATE
             try:
                 kinds = [AcknowledgeType(t) for t in types]
             except ValueError:
@@ -410,9 +414,10 @@ class SharePartition:
             state = RecordState(batch.delivery_state)
             if state == RecordState.ACQUIRED:
                 state = RecordState.AVAILABLE
-            for offset in range(
-                max(batch.first_offset, start_offset), batch.last_offset + 1
-            ):
+            # a state batch never spans more than the in-flight window (bounded,
+            # whatever the file says)
+            last = min(batch.last_offset, start_offset + 2 * self.max_record_locks)
+            for offset in range(max(batch.first_offset, start_offset), last + 1):
                 self.records[offset] = _InFlight(state, batch.delivery_count)
                 self.end_offset = max(self.end_offset, offset + 1)
         self._advance()
