@@ -32,6 +32,7 @@ PROPERTIES: Final[Mapping[str, str]] = {
 GROUP_PROPERTIES: Final[Mapping[str, str]] = {
     "share.record.lock.duration.ms": "record_lock_duration_ms",
     "share.delivery.count.limit": "delivery_count_limit",
+    "share.partition.max.record.locks": "partition_max_record_locks",
     "share.heartbeat.interval.ms": "heartbeat_interval_ms",
     "share.session.timeout.ms": "session_timeout_ms",
     "share.auto.offset.reset": "auto_offset_reset",

@@ -173,7 +173,8 @@ class ShareCoordinator:
     def set_group_configs(self, group_id: str, changes: dict[str, str | None]) -> None:
         """Set (a value) or delete (``None``) group configs of ``group_id``
         (IncrementalAlterConfigs SET/DELETE on a GROUP resource). New lock
-        durations and delivery limits apply to its share partitions at once; a new
+        durations, delivery limits and in-flight limits apply to its share
+        partitions at once; a new
         ``share.auto.offset.reset`` to partitions started later.
 
         Raises:
@@ -191,6 +192,7 @@ class ShareCoordinator:
             if g == group_id:
                 share.lock_duration_ms = effective.record_lock_duration_ms
                 share.delivery_count_limit = effective.delivery_count_limit
+                share.max_record_locks = effective.partition_max_record_locks
 
     # -- membership ------------------------------------------------------------
 
