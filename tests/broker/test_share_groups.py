@@ -474,6 +474,30 @@ def test_state_records_are_kafkas(cluster: Cluster) -> None:
     p, record = found[-1]
     assert record.snapshot and record.topic_id == topic_id and record.partition == 0
     assert record.value.start_offset == 0 and isinstance(topic_id, uuid.UUID)
+    # kproto dump-log --share-group-state-decoder prints them as Kafka's tool does
+    from kproto.cli._log_decoders import decode_record
+
+    last = [
+        r for r in cluster.records("__share_group_state", p) if group.encode() in r.key
+    ][-1]
+    key_text, value_text = decode_record("share-group-state", last)
+    assert f'"groupId":"{group}"' in key_text and '"type":"0"' in key_text
+    assert '"startOffset":0' in value_text and '"stateBatches":[]' in value_text
+
+
+def test_api_versions_advertise_the_stable_share_versions(cluster: Cluster) -> None:
+    info = cluster.state.nodes[1]
+    with Connection(info.host, info.port, timeout_s=10) as conn:
+        conn.negotiate()
+        versions = conn.broker_api_versions
+    assert versions is not None
+    assert versions[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1)
+    assert versions[ApiKey.SHARE_GROUP_DESCRIBE] == (1, 1)
+    assert versions[ApiKey.SHARE_FETCH] == (1, 2)
+    assert versions[ApiKey.SHARE_ACKNOWLEDGE] == (1, 2)
+    assert versions[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS] == (0, 1)
+    assert versions[ApiKey.ALTER_SHARE_GROUP_OFFSETS] == (0, 0)
+    assert versions[ApiKey.DELETE_SHARE_GROUP_OFFSETS] == (0, 0)
 
 
 def test_auto_offset_reset_latest_by_default_and_earliest_as_a_group_config() -> None:
