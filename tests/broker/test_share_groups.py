@@ -323,6 +323,44 @@ def test_two_share_consumers_get_every_record_once(cluster: Cluster) -> None:
     assert start_offsets(cluster, group, topic) == {0: 30, 1: 30}
 
 
+def test_two_share_consumers_share_one_partition(cluster: Cluster) -> None:
+    """Both members are assigned the one partition; records one member holds
+    (acquired, not yet acknowledged) go to the other only when released."""
+    topic, group = fresh("one"), fresh("g")
+    cluster.create_topic(topic, 1)
+    a = share_consumer(cluster, group, explicit=True)
+    b = share_consumer(cluster, group, explicit=True)
+    a.subscribe([topic])
+    b.subscribe([topic])
+    try:
+        produce(cluster, topic, 10)
+        held = poll_until(a, lambda got: len(got) >= 10)
+        assert [m.offset() for m in held] == list(range(10))
+        produce(cluster, topic, 10)
+        other = poll_until(b, lambda got: len(got) >= 10)
+        # a holds 0-9 under its acquisition lock: b gets only the new records
+        assert [m.offset() for m in other] == list(range(10, 20))
+        for consumer, messages in ((a, held), (b, other)):
+            for m in messages:
+                consumer.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+            consumer.commit_sync(10)
+        assert poll_until(b, lambda got: False, seconds=0.5) == []
+        info = cluster.state.nodes[1]
+        with Connection(info.host, info.port, timeout_s=10) as conn:
+            (described,) = conn.request(
+                ApiKey.SHARE_GROUP_DESCRIBE, group_ids=[group]
+            ).groups
+        assignments = [
+            [list(tp.partitions) for tp in m.assignment.topic_partitions]
+            for m in described.members
+        ]
+        assert assignments == [[[0]], [[0]]]
+    finally:
+        a.close()
+        b.close()
+    assert start_offsets(cluster, group, topic) == {0: 20}
+
+
 def test_released_record_is_redelivered_and_rejected_never(cluster: Cluster) -> None:
     topic, group = fresh("rel"), fresh("g")
     cluster.create_topic(topic, 1)
