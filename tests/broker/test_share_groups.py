@@ -286,6 +286,22 @@ def test_share_group_offsets_admin(cluster: Cluster) -> None:
         )
         assert (deleted.error_code, deleted.responses[0].error_code) == (0, 0)
         assert start_offsets(cluster, group, topic) == {}
+        # ListGroups lists share groups (type "share"); DeleteGroups deletes them
+        listed = conn.request(
+            ApiKey.LIST_GROUPS, states_filter=[], types_filter=["share"]
+        )
+        entry = [g for g in listed.groups if g.group_id == group]
+        assert [(g.protocol_type, g.group_state, g.group_type) for g in entry] == [
+            ("share", "Empty", "share")
+        ]
+        classic_only = conn.request(
+            ApiKey.LIST_GROUPS, states_filter=[], types_filter=["classic"]
+        )
+        assert group not in {g.group_id for g in classic_only.groups}
+        gone = conn.request(ApiKey.DELETE_GROUPS, groups_names=[group])
+        assert gone.results[0].error_code == 0
+        again = conn.request(ApiKey.DELETE_GROUPS, groups_names=[group])
+        assert again.results[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 # -- confluent-kafka's ShareConsumer --------------------------------------------------

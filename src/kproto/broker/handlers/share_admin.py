@@ -19,6 +19,8 @@ from kproto.errors import ErrorCode
 
 __all__ = [
     "GROUP",
+    "delete_share_groups",
+    "list_share_groups",
     "alter_group_configs",
     "group_configs",
     "share_group_describe",
@@ -328,3 +330,45 @@ def alter_group_configs(
     except ValueError as exc:
         return E.INVALID_CONFIG, str(exc)
     return E.NONE, None
+
+
+# -- ListGroups and DeleteGroups (the classic handlers call these) ------------------
+
+
+def list_share_groups(ctx: RequestContext, request: Any) -> list[dict[str, Any]]:
+    """The share groups this node coordinates as ListGroups entries (protocol type
+    and group type ``share``), filtered by ``states_filter`` (v4+, case-insensitive)
+    and ``types_filter`` (v5+), as Kafka's ``GroupCoordinatorService.listGroups``."""
+    if ctx.share is None:
+        return []
+    states = {s.lower() for s in getattr(request, "states_filter", None) or ()}
+    types = {t.lower() for t in getattr(request, "types_filter", None) or ()}
+    if types and "share" not in types:
+        return []
+    out = []
+    for group_id, group in sorted(ctx.share.groups.items()):
+        if states and group.state.lower() not in states:
+            continue
+        if ctx.groups.coordinator_for(group_id) != ctx.node_id:
+            continue
+        out.append(
+            {
+                "group_id": group_id,
+                "protocol_type": "share",
+                "group_state": group.state,
+                "group_type": "share",
+            }
+        )
+    return out
+
+
+async def delete_share_groups(ctx: RequestContext, results: dict[str, int]) -> None:
+    """DeleteGroups for share groups: ``results`` (group id -> error) holds the
+    classic answer; a share group there as GROUP_ID_NOT_FOUND is deleted instead
+    (its share partitions' state gets tombstones) when it has no members, else
+    NON_EMPTY_GROUP."""
+    if ctx.share is None:
+        return
+    for group_id, error in results.items():
+        if error == E.GROUP_ID_NOT_FOUND and group_id in ctx.share.groups:
+            results[group_id] = await ctx.share.delete_group(group_id)

@@ -403,6 +403,23 @@ class ShareCoordinator:
                     return E.KAFKA_STORAGE_ERROR
         return E.NONE
 
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        """Delete an empty share group, its configs and its share partitions'
+        state (DeleteGroups): NON_EMPTY_GROUP while it has members,
+        GROUP_ID_NOT_FOUND if unknown."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.GROUP_ID_NOT_FOUND
+        if group.members:
+            return E.NON_EMPTY_GROUP
+        for topic in sorted({t for g, t, _ in self.partitions if g == group_id}):
+            error = await self.delete_offsets(group_id, topic)
+            if error != E.NONE:
+                return error
+        del self.groups[group_id]
+        self.group_configs.pop(group_id, None)
+        return E.NONE
+
     # -- persistence -----------------------------------------------------------
 
     def _persist(self, share: SharePartition) -> None:
