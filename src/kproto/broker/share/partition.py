@@ -123,7 +123,7 @@ def read_batches(
                 return
             if batch_last >= offset:
                 yield base, batch_last, bool(attributes & _CONTROL), data[pos:end]
-            offset = batch_last + 1
+            offset = max(offset, batch_last + 1)
             pos = end
         if pos == 0:
             return  # nothing whole decoded: stop rather than loop
