@@ -699,3 +699,96 @@ def test_share_session_limit() -> None:
             assert open_session("a").error_code == 0  # replacing its own
             refused = open_session("b")
             assert refused.error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+
+
+def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None:
+    """Kafka's share coordinator writes ShareUpdate deltas between snapshots; a
+    restart applies them on top of the last ShareSnapshot."""
+    import io
+
+    import attrs
+
+    from kproto.broker.groups.records import encode_records
+    from kproto.broker.share.records import (
+        SHARE_STATE_TOPIC,
+        UPDATE_TYPE,
+        state_partition_for,
+    )
+    from kproto.index import data_type
+    from kproto.meta import WIRE
+    from kproto.serial import entity_writer
+
+    with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:
+        cluster.create_topic("upd", 1)
+        produce(cluster, "upd", 6)
+        info = cluster.state.nodes[1]
+        with Connection(info.host, info.port, timeout_s=10) as conn:
+            conn.request(
+                ApiKey.SHARE_GROUP_HEARTBEAT,
+                group_id="gu",
+                member_id="m",
+                member_epoch=0,
+                subscribed_topic_names=["upd"],
+            )
+        topic_id = cluster.state.topics["upd"].topic_id
+        partition = state_partition_for("gu", topic_id, 0, 5)
+        # the initial snapshot (SPSO 0) is written in the background: wait for it
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            try:
+                if cluster.records(SHARE_STATE_TOPIC, partition):
+                    break
+            except KeyError:
+                pass
+            time.sleep(0.05)
+
+        def encoded(name: str, version: int, **fields: Any) -> bytes:
+            cls = data_type(name, version)
+            buf = io.BytesIO()
+            buf.write(version.to_bytes(2, "big"))
+            entity_writer(cls)(buf, cls(**fields))
+            return buf.getvalue()
+
+        key = encoded(
+            "ShareUpdateKey", UPDATE_TYPE, group_id="gu", topic_id=topic_id, partition=0
+        )
+        value_cls = data_type("ShareUpdateValue", 0)
+        element = (
+            attrs.fields_dict(value_cls)["state_batches"].metadata[WIRE].element.entity
+        )
+        value = encoded(
+            "ShareUpdateValue",
+            0,
+            snapshot_epoch=0,
+            leader_epoch=0,
+            start_offset=2,
+            state_batches=(
+                element(
+                    first_offset=2, last_offset=2, delivery_state=2, delivery_count=1
+                ),
+                element(
+                    first_offset=3, last_offset=3, delivery_state=0, delivery_count=3
+                ),
+            ),
+        )
+
+        def append() -> None:
+            plog = cluster.state.partition_log(SHARE_STATE_TOPIC, partition)
+            assert plog is not None
+            plog.append_batches(encode_records([(key, value)], 0))
+
+        cluster._on_loop(append)
+    with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:
+        assert start_offsets(cluster, "gu", "upd") == {0: 3}  # 2 was acknowledged
+        consumer = share_consumer(cluster, "gu")
+        consumer.subscribe(["upd"])
+        try:
+            got = poll_until(consumer, lambda got: len(got) >= 3)
+            assert [(m.offset(), m.delivery_count()) for m in got] == [
+                (3, 4),
+                (4, 1),
+                (5, 1),
+            ]
+            consumer.commit_sync(10)
+        finally:
+            consumer.close()
