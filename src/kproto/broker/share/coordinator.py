@@ -24,7 +24,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable
-from typing import Any
 
 import attrs
 
@@ -36,7 +35,7 @@ from kproto.serial import DecodeError
 
 from .config import GROUP_PROPERTIES, ShareConfig
 from .group import Assignment, HeartbeatResult, ShareGroup, ShareGroups
-from .partition import SharePartition
+from .partition import SharePartition, StateBatch
 from .records import (
     SHARE_STATE_TOPIC,
     decode_state_record,
@@ -53,6 +52,15 @@ _EPOCH_MAX = 2**31 - 1
 
 #: (group id, topic, partition)
 Key = tuple[str, str, int]
+
+
+@attrs.define
+class _Loaded:
+    """A share partition's state as replayed from ``__share_group_state``."""
+
+    start_offset: int
+    state_epoch: int
+    batches: list[StateBatch]
 
 
 @attrs.define
@@ -107,47 +115,56 @@ class ShareCoordinator:
         """Replay ``__share_group_state`` (every partition that exists): the last
         snapshot of each share partition, with later updates applied, wins; a
         tombstone deletes. Records that do not decode are logged and skipped."""
-        found: dict[tuple[str, uuid.UUID, int], Any] = {}
+        found: dict[tuple[str, uuid.UUID, int], _Loaded] = {}
         for p in range(self.config.state_topic_partitions):
             plog = self.state.partition_log(SHARE_STATE_TOPIC, p)
             if plog is None:
                 continue
             try:
                 for batch in plog.batches(0):
-                    for key, value in batch_records(batch):
-                        try:
-                            record = decode_state_record(key, value)
-                        except DecodeError as exc:
-                            log.warning(
-                                "%s-%d: skipping: %s", SHARE_STATE_TOPIC, p, exc
-                            )
-                            continue
-                        k = (record.group_id, record.topic_id, record.partition)
-                        if record.value is None:
-                            found.pop(k, None)
-                        elif record.snapshot or k not in found:
-                            found[k] = (
-                                record.value.start_offset,
-                                state_batches(record.value),
-                                getattr(record.value, "state_epoch", 0),
-                            )
-                        else:
-                            start, batches, epoch = found[k]
-                            found[k] = (
-                                max(start, record.value.start_offset),
-                                batches + state_batches(record.value),
-                                epoch,
-                            )
+                    self._replay(batch_records(batch), found, p)
             except DecodeError as exc:
                 log.error("%s-%d: cannot replay: %s", SHARE_STATE_TOPIC, p, exc)
         names = {info.topic_id: name for name, info in self.state.topics.items()}
-        for (group_id, topic_id, partition), (start, batches, epoch) in found.items():
+        for (group_id, topic_id, partition), loaded in found.items():
             topic = names.get(topic_id)
             if topic is None:
                 continue  # the topic was deleted
-            share = self._new_partition(group_id, topic, partition, start, epoch)
-            share.restore(start, batches)
+            share = self._new_partition(
+                group_id, topic, partition, loaded.start_offset, loaded.state_epoch
+            )
+            share.restore(loaded.start_offset, loaded.batches)
         self.started = True
+
+    @staticmethod
+    def _replay(
+        pairs: Iterable[tuple[bytes | None, bytes | None]],
+        found: dict[tuple[str, uuid.UUID, int], _Loaded],
+        partition: int,
+    ) -> None:
+        """Apply one batch's records in offset order (Kafka's
+        ``ShareCoordinatorShard.replay``: a snapshot replaces, an update adds)."""
+        for key, value in pairs:
+            try:
+                record = decode_state_record(key, value)
+            except DecodeError as exc:
+                log.warning("%s-%d: skipping: %s", SHARE_STATE_TOPIC, partition, exc)
+                continue
+            k = (record.group_id, record.topic_id, record.partition)
+            loaded = found.get(k)
+            if record.value is None:
+                found.pop(k, None)
+            elif record.snapshot or loaded is None:
+                found[k] = _Loaded(
+                    record.value.start_offset,
+                    getattr(record.value, "state_epoch", 0),
+                    state_batches(record.value),
+                )
+            else:
+                loaded.start_offset = max(
+                    loaded.start_offset, record.value.start_offset
+                )
+                loaded.batches.extend(state_batches(record.value))
 
     async def stop(self) -> None:
         """Cancel every timer and wait for pending state writes."""
