@@ -217,6 +217,16 @@ def test_simple_assignor() -> None:
     assert got == {"a": {"t": [0]}, "b": {"t": [1]}, "c": {"t": [0]}}
     # unknown topics are left out
     assert simple_assign({"a": ("nope",)}, {}) == {"a": {}}
+    # one subscription: the partitions of all its topics are spread together
+    assert simple_assign({"a": ("t", "u"), "b": ("u", "t")}, {"t": 1, "u": 1}) == {
+        "a": {"t": [0]},
+        "b": {"u": [0]},
+    }
+    # different subscriptions: each topic over its own subscribers
+    assert simple_assign({"a": ("t", "u"), "b": ("u",)}, {"t": 1, "u": 1}) == {
+        "a": {"t": [0], "u": [0]},
+        "b": {"u": [0]},
+    }
 
 
 def test_acknowledgements_outside_the_window_are_refused_unwalked(

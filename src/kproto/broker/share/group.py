@@ -23,7 +23,7 @@ after a restart (their next heartbeat gets UNKNOWN_MEMBER_ID and they rejoin).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
@@ -86,10 +86,13 @@ class HeartbeatResult:
 def simple_assign(
     members: Mapping[str, tuple[str, ...]], partitions: Mapping[str, int]
 ) -> dict[str, Assignment]:
-    """Kafka's ``SimpleAssignor``, per topic: with at least as many partitions as
-    subscribed members, partitions go round-robin over the members (sorted by id);
-    with more members than partitions, member ``i`` gets partition ``i % n``, so
-    every member gets one and every partition at least one member.
+    """Kafka's ``SimpleAssignor`` balance rules, without its stickiness: with at
+    least as many partitions as members, the partitions go round-robin over the
+    members (sorted by id); with more members than partitions, member ``i`` gets
+    partition ``i % n``, so every member has one and every partition is shared by
+    ``ceil(members / partitions)`` or one fewer. Members with the same subscription
+    share the partitions of all their topics (``SimpleHomogeneousAssignmentBuilder``);
+    otherwise each topic is spread over the members subscribed to it.
 
     Args:
         members: member id -> subscribed topic names.
@@ -97,17 +100,30 @@ def simple_assign(
             left out).
     """
     out: dict[str, Assignment] = {m: {} for m in members}
-    for topic in sorted({t for ts in members.values() for t in ts}):
-        count = partitions.get(topic)
-        if not count:
-            continue
-        subscribed = sorted(m for m, ts in members.items() if topic in ts)
-        if len(subscribed) <= count:
-            for p in range(count):
-                out[subscribed[p % len(subscribed)]].setdefault(topic, []).append(p)
+
+    def spread(member_ids: list[str], targets: list[tuple[str, int]]) -> None:
+        if not member_ids or not targets:
+            return
+        if len(member_ids) <= len(targets):
+            pairs = [
+                (member_ids[i % len(member_ids)], t) for i, t in enumerate(targets)
+            ]
         else:
-            for i, member in enumerate(subscribed):
-                out[member][topic] = [i % count]
+            pairs = [(m, targets[i % len(targets)]) for i, m in enumerate(member_ids)]
+        for member, (topic, partition) in pairs:
+            out[member].setdefault(topic, []).append(partition)
+
+    def targets_of(topics: Iterable[str]) -> list[tuple[str, int]]:
+        return [(t, p) for t in sorted(topics) for p in range(partitions.get(t) or 0)]
+
+    if len({frozenset(ts) for ts in members.values()}) == 1:
+        spread(sorted(members), targets_of(next(iter(members.values()))))
+    else:
+        for topic in sorted({t for ts in members.values() for t in ts}):
+            spread(
+                sorted(m for m, ts in members.items() if topic in ts),
+                targets_of([topic]),
+            )
     return out
 
 
