@@ -238,3 +238,30 @@ def test_acknowledgements_outside_the_window_are_refused_unwalked(
     huge = [(0, 2**62, [A.ACCEPT])]
     assert share.acknowledge("m", huge) == ErrorCode.INVALID_RECORD_STATE
     assert share.records[0].state == RecordState.ACQUIRED
+
+
+def test_a_log_read_failure_leaves_nothing_acquired(
+    plog: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    produce(plog, b"a", b"b")
+    scheduler = ManualScheduler()
+    share, _ = make(scheduler)
+    share.acquire("m", plog, 10, 1 << 20)
+    assert share.acknowledge("m", [(0, 1, [A.RELEASE])]) == 0
+
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(plog, "read", broken)
+    with pytest.raises(OSError):
+        share.acquire("m", plog, 10, 1 << 20)
+    assert [(r.state, r.delivery_count) for r in share.records.values()] == [
+        (RecordState.AVAILABLE, 1),
+        (RecordState.AVAILABLE, 1),
+    ]
+    assert scheduler.pending() == 0
+    monkeypatch.undo()
+    ranges, _ = share.acquire("m", plog, 10, 1 << 20)
+    assert [(r.first_offset, r.last_offset, r.delivery_count) for r in ranges] == [
+        (0, 1, 2)
+    ]

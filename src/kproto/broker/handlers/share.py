@@ -282,7 +282,10 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     leaders: set[int] = set()
     while True:
         wake = ctx.state.appended_event()
+        if share.session(ctx.node_id, group_id, member_id) is not session:
+            break  # closed or replaced meanwhile: acquire nothing more for it
         got = 0
+        errors = False
         budget = max(request.max_bytes, 1)
         for topic, partition in list(session.partitions):
             info = ctx.state.topics.get(topic)
@@ -308,9 +311,22 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
                 continue
             plog = ctx.state.partition_log(topic, partition)
             assert plog is not None
-            ranges, data = share.share_partition(group_id, topic, partition).acquire(
-                member_id, plog, max_records - got, budget
-            )
+            try:
+                ranges, data = share.share_partition(
+                    group_id, topic, partition
+                ).acquire(member_id, plog, max_records - got, budget)
+            except OSError as exc:  # EIO, EMFILE: this partition only
+                entry = results.setdefault(key, {"partition_index": partition})
+                entry.update(
+                    error_code=E.KAFKA_STORAGE_ERROR,
+                    error_message=f"cannot read {topic}-{partition}: {exc}",
+                    acknowledge_error_code=entry.get("acknowledge_error_code", E.NONE),
+                    current_leader=_current_leader(ctx, topic, partition),
+                    records=b"",
+                    acquired_records=[],
+                )
+                errors = True
+                continue
             if not ranges:
                 continue
             got += sum(r.last_offset - r.first_offset + 1 for r in ranges)
@@ -332,7 +348,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
                 for r in ranges
             ]
         left = deadline - loop.time()
-        if got or leaders or left <= 0:
+        if got or leaders or errors or left <= 0:
             break
         try:
             async with asyncio.timeout(left):

@@ -181,11 +181,46 @@ class SharePartition:
         records) for ``member_id``: AVAILABLE in-flight records first, then new
         ones from the log. Returns the acquired ranges and the stored batches that
         hold them (whole batches, as Kafka returns them; the client keeps only the
-        acquired offsets)."""
+        acquired offsets).
+
+        Raises:
+            OSError: the log could not be read (nothing stays acquired).
+        """
         self._follow_log_start(plog)
         lock = next(self._lock_ids)
         acquired: list[int] = []
-        for offset in sorted(o for o, r in self.records.items() if r.state == 0):
+        try:
+            self._acquire(member_id, plog, max_records, max_bytes, lock, acquired)
+            self._advance()
+            data = self._read(plog, acquired) if acquired else b""
+        except OSError:
+            # the log could not be read: what this call took is AVAILABLE again,
+            # undelivered (the caller answers KAFKA_STORAGE_ERROR)
+            for offset in acquired:
+                record = self.records[offset]
+                record.delivery_count -= 1
+                self._settle(record, RecordState.AVAILABLE)
+            raise
+        if not acquired:
+            return [], b""
+        self._locks[lock] = self._scheduler.call_later(
+            self.lock_duration_ms, lambda: self._expire(lock)
+        )
+        return self._ranges(acquired), data
+
+    def _acquire(
+        self,
+        member_id: str,
+        plog: PartitionLog,
+        max_records: int,
+        max_bytes: int,
+        lock: int,
+        acquired: list[int],
+    ) -> None:
+        available = sorted(
+            o for o, r in self.records.items() if r.state == RecordState.AVAILABLE
+        )
+        for offset in available:
             if len(acquired) >= max_records:
                 break
             self._take(self.records[offset], member_id, lock)
@@ -206,13 +241,6 @@ class SharePartition:
                         acquired.append(offset)
                 self.end_offset = last + 1
                 size += len(data)
-        self._advance()
-        if not acquired:
-            return [], b""
-        self._locks[lock] = self._scheduler.call_later(
-            self.lock_duration_ms, lambda: self._expire(lock)
-        )
-        return self._ranges(acquired), self._read(plog, acquired)
 
     def _take(self, record: _InFlight, member_id: str, lock: int) -> None:
         record.state = RecordState.ACQUIRED
