@@ -9,7 +9,6 @@ itself in its own module.
 | feature | broker answer | confluent-kafka | kafka-python | aiokafka | kcat |
 | --- | --- | --- | --- | --- | --- |
 | transactions | FindCoordinator key type 1 / transactional InitProducerId: TRANSACTIONAL_ID_AUTHORIZATION_FAILED | fatal KafkaException from ``init_transactions()`` | ``TransactionalIdAuthorizationFailedError`` | ``TransactionalIdAuthorizationFailed`` from ``start()`` | exit 1 |
-| KIP-848 consumer | ConsumerGroupHeartbeat: UNSUPPORTED_VERSION | ``_FATAL`` error from ``poll()`` | (no KIP-848) | (no KIP-848) | - |
 
 Each client is run against its own deadline of :data:`DEADLINE_S` (the time it may
 take to give up; before this behaviour the transactional producers retried until
@@ -21,14 +20,12 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.handlers.unsupported import (
-    CONSUMER_GROUP_PROTOCOL,
     REFUSALS,
     TRANSACTIONS,
 )
@@ -79,15 +76,10 @@ def test_refusals_at_the_protocol_level(cluster: Cluster) -> None:
         )
         assert (idempotent.error_code, idempotent.producer_epoch) == (0, 0)
         member = {"group_id": "g", "member_id": "m", "member_epoch": 0}
-        consumer = conn.request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            **member,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=["plain"],
-        )
-        assert consumer.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert consumer.error_message == CONSUMER_GROUP_PROTOCOL.message
-        # share groups (KIP-932) are served: tests/broker/test_share_groups.py
+        # KIP-848 consumer groups and KIP-932 share groups are served
+        # (tests/broker/test_consumer_protocol.py, tests/broker/test_share_groups.py)
+        assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in REFUSALS
+        assert ApiKey.SHARE_GROUP_HEARTBEAT not in REFUSALS
         share = conn.request(
             ApiKey.SHARE_GROUP_HEARTBEAT, **member, subscribed_topic_names=["plain"]
         )
@@ -163,33 +155,3 @@ def test_kcat_transactional_producer(cluster: Cluster) -> None:
     assert "Transactional Id authorization failed" in done.stderr
     assert "transactions are not supported" in done.stderr
     assert cluster.records("plain", 0) == []
-
-
-# -- KIP-848 consumers (confluent-kafka only) ----------------------------------------
-
-
-def test_confluent_consumer_group_protocol(cluster: Cluster) -> None:
-    ck = pytest.importorskip("confluent_kafka")
-    consumer = ck.Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "kip848",
-            "group.protocol": "consumer",
-            "log_level": 0,
-        }
-    )
-    consumer.subscribe(["plain"])
-    error = None
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        while error is None and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is not None:
-                error = message.error()
-    finally:
-        consumer.close()
-    assert error is not None, f"no error within {DEADLINE_S} s"
-    # librdkafka raises a fatal error naming the request and the broker's answer
-    assert error.code() == ck.KafkaError._FATAL
-    assert "ConsumerGroupHeartbeat" in error.str()
-    assert "API version not supported" in error.str()

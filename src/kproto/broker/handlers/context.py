@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey, response_type
@@ -37,6 +38,9 @@ class RequestContext:
         api_version: the request's api_version.
         client_id: the header's client_id (``None`` for header v0 or a null id).
         client_host: the peer's address, for DescribeGroups ``client_host``.
+        principal: who the connection authenticated as (``User:alice``;
+            ``User:ANONYMOUS`` without authentication).
+        security: the listener's security settings and users.
         share: the share-group coordinator (KIP-932), if the cluster has one.
     """
 
@@ -48,6 +52,8 @@ class RequestContext:
     api_version: int
     client_id: str | None
     client_host: str
+    principal: str = ANONYMOUS
+    security: ListenerSecurity = attrs.field(factory=ListenerSecurity)
     share: ShareCoordinator | None = None
 
 

@@ -10,21 +10,14 @@ instead of retrying forever.
   authorization), and librdkafka, kafka-python and aiokafka all treat it as fatal.
   COORDINATOR_NOT_AVAILABLE, Kafka's answer while the transaction log is not yet
   available, is retriable: ``init_transactions()`` retried it until its timeout.
-* The consumer group protocol (KIP-848): ConsumerGroupHeartbeat is advertised and
-  answered UNSUPPORTED_VERSION, as ``KafkaApis.handleConsumerGroupHeartbeat`` does when
-  ``group.coordinator.rebalance.protocols`` lacks ``consumer`` or ``group.version`` is
-  0 (Kafka's ``ConsumerGroupHeartbeatRequestTest``).
 
 :data:`REFUSALS` names each, with the error code and message clients see.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
-from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -32,8 +25,6 @@ __all__ = [
     "Refusal",
     "REFUSALS",
     "TRANSACTIONS",
-    "CONSUMER_GROUP_PROTOCOL",
-    "consumer_group_heartbeat",
 ]
 
 
@@ -58,35 +49,9 @@ TRANSACTIONS = Refusal(
     "kproto broker: transactions are not supported (no transaction coordinator);"
     " use an idempotent producer without transactional.id",
 )
-CONSUMER_GROUP_PROTOCOL = Refusal(
-    "the consumer group protocol (KIP-848, group.protocol=consumer)",
-    ErrorCode.UNSUPPORTED_VERSION,
-    "kproto broker: the consumer group protocol (KIP-848) is not supported;"
-    " use group.protocol=classic",
-)
 
 #: Every feature refused, by the API that asks for it.
 REFUSALS: dict[ApiKey, Refusal] = {
     ApiKey.FIND_COORDINATOR: TRANSACTIONS,  # key type 1 only
     ApiKey.INIT_PRODUCER_ID: TRANSACTIONS,  # with a transactional_id only
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: CONSUMER_GROUP_PROTOCOL,
 }
-
-
-def _refuse_heartbeat(ctx: RequestContext, refusal: Refusal) -> Any:
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=refusal.error_code,
-        error_message=refusal.message,
-        member_id=None,
-        member_epoch=-1,
-        heartbeat_interval_ms=0,
-        assignment=None,
-    )
-
-
-async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    """ConsumerGroupHeartbeat (ConsumerGroupHeartbeatRequest.json v0-v1): refused,
-    see :data:`CONSUMER_GROUP_PROTOCOL`."""
-    return _refuse_heartbeat(ctx, CONSUMER_GROUP_PROTOCOL)
