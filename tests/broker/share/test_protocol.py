@@ -422,3 +422,40 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
             consumer.commit_sync(10)
         finally:
             consumer.close()
+
+
+def test_a_classic_group_id_is_not_a_share_group(cluster: Cluster) -> None:
+    topic, group = fresh("cls"), fresh("g")
+    cluster.create_topic(topic, 1)
+    info = cluster.state.nodes[1]
+    with Connection(info.host, info.port, timeout_s=10) as conn:
+        committed = conn.request(
+            ApiKey.OFFSET_COMMIT,
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                {
+                    "topic_id": cluster.state.topics[topic].topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 0,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": None,
+                        }
+                    ],
+                }
+            ],
+        )
+        assert committed.topics[0].partitions[0].error_code == 0
+        answer = conn.request(
+            ApiKey.SHARE_GROUP_HEARTBEAT,
+            group_id=group,
+            member_id="m",
+            member_epoch=0,
+            subscribed_topic_names=[topic],
+        )
+    assert answer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert answer.error_message == f"Group {group} is not a share group."

@@ -48,11 +48,13 @@ def coordinator(ctx: RequestContext) -> ShareCoordinator:
 
 def group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | None]:
     """The coordinator checks of the group APIs, and GROUP_ID_NOT_FOUND for a
-    classic group of that id (Kafka: ``Group X is not a share group``)."""
+    classic or consumer (KIP-848) group of that id (Kafka: ``Group X is not a share
+    group``)."""
     error = ErrorCode(ctx.groups.check_coordinator(group_id, ctx.node_id))
     if error != E.NONE:
         return error, None
-    if ctx.groups.describe_group(group_id) is not None:
+    classic = ctx.groups.describe_group(group_id) is not None
+    if classic or group_id in ctx.groups.consumer.groups:
         return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     return E.NONE, None
 
