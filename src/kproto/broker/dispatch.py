@@ -24,6 +24,7 @@ from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -54,6 +55,7 @@ class Dispatcher:
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
         security: the listener's security settings (users, for the SCRAM
             credential APIs).
+        share: the cluster's share-group coordinator (``None``: share groups refused).
     """
 
     def __init__(
@@ -65,7 +67,9 @@ class Dispatcher:
         request_log: RequestLog | None = None,
         log_requests: bool = False,
         security: ListenerSecurity | None = None,
+        share: ShareCoordinator | None = None,
     ) -> None:
+        self.share = share
         self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
@@ -103,6 +107,7 @@ class Dispatcher:
             fetch_sessions=self.fetch_sessions,
             principal=principal,
             security=self.security,
+            share=self.share,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
