@@ -19,8 +19,9 @@ module              APIs
 ``transactions``    InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
                     TxnOffsetCommit, DescribeTransactions, ListTransactions,
                     DescribeProducers (the coordinator is :mod:`kproto.broker.txn`)
-``unsupported``     what the broker lacks, refused as Kafka refuses a disabled
-                    feature: ShareGroupHeartbeat (KIP-932)
+``share``           share groups (KIP-932): ShareGroupHeartbeat, ShareFetch,
+                    ShareAcknowledge (state machine: :mod:`kproto.broker.share`)
+``share_admin``     ShareGroupDescribe and the share-group offset APIs
 ==================  =========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -45,8 +46,9 @@ from kproto.broker.handlers import (
     groups,
     produce,
     security,
+    share,
+    share_admin,
     transactions,
-    unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
@@ -97,6 +99,12 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
-        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: share.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_DESCRIBE: share_admin.share_group_describe,
+        ApiKey.SHARE_FETCH: share.share_fetch,
+        ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_admin.describe_share_group_offsets,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_admin.alter_share_group_offsets,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_admin.delete_share_group_offsets,
     }
 )
