@@ -13,13 +13,15 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from kproto.broker import Cluster
 from kproto.client import Client, TopicPartition
 from kproto.index import ApiKey
 from kproto.records import Compression
 from kproto.spark import decode_internal_topic, read_kafka, register
-from kproto.spark._kafka_options import OffsetRange, parse_options
+from kproto.spark._kafka_options import KafkaOptionError, OffsetRange, parse_options
+from kproto.spark._kafka_sink import sink_settings
 from kproto.spark._kafka_source import DataLossError, kafka_schema, read_range
 
 ck = pytest.importorskip("confluent_kafka")
@@ -216,6 +218,29 @@ def test_write_then_read_round_trip(spark: SparkSession, cluster: Cluster) -> No
         for r in back
     ) == sorted((k, v, p, [(hk, hv) for hk, hv in h]) for k, v, p, h in rows)
     assert {r.compression for r in back} == {"lz4"}
+    # One idempotent producer per task: every batch carries a producer id and
+    # its partition's sequence, which start at 0 and follow each other.
+    assert all(r.producer_id >= 0 and r.base_sequence >= 0 for r in back)
+    for p in (0, 1):
+        starts = sorted(
+            {(r.producer_id, r.base_sequence) for r in back if r.partition == p}
+        )
+        assert starts[0][1] == 0
+
+
+def test_sink_idempotence_follows_acks() -> None:
+    schema = StructType([StructField("value", BinaryType())])
+    base = {"kafka.bootstrap.servers": "b:9092", "topic": "t"}
+    assert sink_settings(base, schema).idempotent
+    assert not sink_settings({**base, "kafka.acks": "1"}, schema).idempotent
+    off = {**base, "kafka.enable.idempotence": "false"}
+    assert not sink_settings(off, schema).idempotent
+    with pytest.raises(KafkaOptionError, match="needs kafka.acks=all"):
+        sink_settings(
+            {**base, "kafka.acks": "0", "kafka.enable.idempotence": "true"}, schema
+        )
+    with pytest.raises(KafkaOptionError, match="true or false"):
+        sink_settings({**base, "kafka.enable.idempotence": "yes"}, schema)
 
 
 def test_write_errors_name_the_topic(spark: SparkSession, cluster: Cluster) -> None:

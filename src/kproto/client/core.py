@@ -248,9 +248,17 @@ class ClientCore:
         idem = self.idempotence
 
         def encode(p: int) -> bytes:
-            header = {} if idem is None else idem.batch_fields(topic, p)
             chosen = [records[i] for i in assignment[p]]
-            return encode_batch(chosen, compression=compression, **header)
+            if idem is None:
+                return encode_batch(chosen, compression=compression)
+            producer_id, epoch, sequence = idem.batch_header(topic, p)
+            return encode_batch(
+                chosen,
+                compression=compression,
+                producer_id=producer_id,
+                producer_epoch=epoch,
+                base_sequence=sequence,
+            )
 
         batches = {p: encode(p) for p in assignment}
         out: list[ProducedRecord | None] = [None] * len(records)

@@ -105,13 +105,14 @@ class Idempotence:
         response = yield Call(ANY_NODE, ApiKey.INIT_PRODUCER_ID, build)
         return response
 
-    def batch_fields(self, topic: str, partition: int) -> dict[str, int]:
-        """The batch header fields of the next batch for a partition."""
-        return {
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "base_sequence": self.sequences.get((topic, partition), 0),
-        }
+    def batch_header(self, topic: str, partition: int) -> tuple[int, int, int]:
+        """``(producer_id, producer_epoch, base_sequence)`` of the next batch for
+        a partition."""
+        return (
+            self.producer_id,
+            self.producer_epoch,
+            self.sequences.get((topic, partition), 0),
+        )
 
     def acknowledged(self, topic: str, partition: int, count: int) -> None:
         """A batch of ``count`` records was stored: advance the sequence (it wraps

@@ -78,6 +78,7 @@ _KNOWN: Final = {
     "kafka.compression.type",
     "kafka.acks",
     "kafka.batch.size",
+    "kafka.enable.idempotence",
 }
 
 
@@ -136,15 +137,17 @@ class KafkaOptions:
     request_timeout_s: float = 30.0
     fetch_max_bytes: int = 8 * 1024 * 1024
 
-    def client(self, *, producer: bool = False) -> Client:
+    def client(self, *, producer: bool = False, idempotent: bool = False) -> Client:
         """A new :class:`Client` with these settings (the caller closes it). A
         ``producer`` client lets Metadata create missing topics where the broker
-        allows it (as the Java producer); a reading one never does."""
+        allows it (as the Java producer); a reading one never does; ``idempotent``
+        makes it an idempotent producer (``enable_idempotence``)."""
         return Client(
             self.bootstrap_servers,
             client_id=self.client_id,
             timeout_s=self.request_timeout_s,
             allow_auto_topic_creation=producer,
+            enable_idempotence=idempotent,
         )
 
 
