@@ -18,7 +18,9 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from kproto.broker import Cluster
 from kproto.client import Client, TopicPartition
 from kproto.index import ApiKey
+from kproto.negotiation import client_ssl_context
 from kproto.records import Compression
+from kproto.sasl import SaslConfig
 from kproto.spark import decode_internal_topic, read_kafka, register
 from kproto.spark._kafka_options import KafkaOptionError, OffsetRange, parse_options
 from kproto.spark._kafka_sink import sink_settings
@@ -368,3 +370,41 @@ def test_read_range_past_the_log_end_is_data_loss_not_a_hang(cluster: Cluster) -
     with pytest.raises(DataLossError, match="the log ends at 3"):
         _read(cluster.bootstrap_servers, r)
     assert _read(cluster.bootstrap_servers, r, failOnDataLoss="false") == [0, 1, 2]
+
+
+def test_batch_read_over_sasl_ssl(spark: SparkSession) -> None:
+    """Spark's TLS and SASL options as Spark users write them (a JAAS login
+    module line, a PEM trust store) reach the client: one read job over a
+    SASL_SSL SCRAM listener."""
+    pytest.importorskip("trustme")
+    with Cluster(
+        security_protocol="SASL_SSL",
+        sasl_mechanisms=["SCRAM-SHA-256"],
+        users={"alice": 'al "ice" pw'},
+    ) as secure:
+        config = secure.client_config("alice")
+        with Client(
+            secure.bootstrap_servers,
+            ssl_context=client_ssl_context(str(secure.ca_file)),
+            sasl=SaslConfig.from_client_config(config),
+        ) as client:
+            client.create_topics(["secure"])
+            client.produce("secure", [(b"k%d" % i, b"v%d" % i) for i in range(5)])
+        jaas = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="alice" password="al \\"ice\\" pw";'
+        )
+        df = read_kafka(
+            spark,
+            secure.bootstrap_servers,
+            "secure",
+            options={
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "SCRAM-SHA-256",
+                "kafka.sasl.jaas.config": jaas,
+                "kafka.ssl.truststore.location": str(secure.ca_file),
+                "kafka.ssl.truststore.type": "PEM",
+            },
+        )
+        rows = sorted((r.offset, bytes(r.value)) for r in df.collect())
+    assert rows == [(i, b"v%d" % i) for i in range(5)]
