@@ -13,9 +13,11 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.client import AsyncClient, Client, ClientError, ProducerSequenceError
+from kproto.client.core import ClientCore
 from kproto.client.protocol import Op, fit
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey, request_type
+from kproto.index import ApiKey, request_type, response_type
+from kproto.meta import build_entity
 from kproto.records import Compression, RecordBatch, decode_batches
 
 T = TypeVar("T")
@@ -192,3 +194,100 @@ def test_async_client_idempotent(cluster: Cluster) -> None:
             return [b.base_sequence for b in decode_batches(raw)]
 
     assert asyncio.run(main()) == [0, 2]
+
+
+# Scripted (no broker): what InitProducerId asks for an epoch bump (KIP-360).
+
+INIT = ApiKey.INIT_PRODUCER_ID
+
+
+def init_answer(producer_id: int, epoch: int, error: int = 0) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error,
+        "producer_id": producer_id,
+        "producer_epoch": epoch,
+    }
+
+
+def test_epoch_bump_sends_the_current_id_and_epoch() -> None:
+    from .test_client_core import Script, metadata, produce_answer
+
+    core = ClientCore("b1:9001", enable_idempotence=True)
+    versions = {ApiKey.METADATA: 12, INIT: 5, ApiKey.PRODUCE: 11}
+    script = Script(
+        versions,
+        (ApiKey.METADATA, metadata({0: 1})),
+        (INIT, init_answer(4000, 0)),
+        (ApiKey.PRODUCE, produce_answer({0: (ErrorCode.UNKNOWN_PRODUCER_ID, -1)})),
+        (INIT, init_answer(4000, 1)),
+        (ApiKey.PRODUCE, produce_answer({0: (0, 10)})),
+    )
+    op = core.produce(
+        "orders",
+        [(b"k", b"v")],
+        partition=0,
+        acks=-1,
+        compression=Compression.NONE,
+        timeout_ms=1000,
+    )
+    assert [r.offset for r in script.run(op)] == [10]
+    first, bump = (r for _, r in script.requests(INIT))
+    assert (first.producer_id, first.producer_epoch) == (-1, -1)
+    assert (bump.producer_id, bump.producer_epoch) == (4000, 0)
+    sent = [r for _, r in script.requests(ApiKey.PRODUCE)]
+    headers = [
+        (b.producer_id, b.producer_epoch, b.base_sequence)
+        for r in sent
+        for b in decode_batches(r.topic_data[0].partition_data[0].records)
+    ]
+    assert headers == [(4000, 0, 0), (4000, 1, 0)]
+    idem = core.idempotence
+    assert idem is not None and idem.sequences == {("orders", 0): 1}
+
+
+def test_refused_bump_asks_a_new_id() -> None:
+    from .test_client_core import Script
+
+    core = ClientCore("b1:9001", enable_idempotence=True)
+    idem = core.idempotence
+    assert idem is not None
+    idem.producer_id, idem.producer_epoch, idem.bump_needed = 7, 3, True
+    script = Script(
+        {INIT: 4},
+        (INIT, init_answer(-1, -1, ErrorCode.INVALID_PRODUCER_EPOCH)),
+        (INIT, init_answer(8, 0)),
+    )
+    script.run(idem.ensure())
+    asked = [(r.producer_id, r.producer_epoch) for _, r in script.requests(INIT)]
+    assert asked == [(7, 3), (-1, -1)]
+    assert (idem.producer_id, idem.producer_epoch, idem.bump_needed) == (8, 0, False)
+
+
+def test_a_produce_left_unanswered_bumps_the_epoch_next_time() -> None:
+    """A connection lost after the Produce went out (the driver closes the
+    operation): the batch may be stored, so the next produce starts a new epoch."""
+    from .test_client_core import metadata
+
+    core = ClientCore("b1:9001", enable_idempotence=True)
+    idem = core.idempotence
+    assert idem is not None
+    idem.producer_id, idem.producer_epoch = 9, 0
+    core.metadata.update(
+        build_entity(
+            response_type(ApiKey.METADATA, 12),
+            fit(response_type(ApiKey.METADATA, 12), metadata({0: 1})),
+        )
+    )
+    op = core.produce(
+        "orders",
+        [(None, b"v")],
+        partition=0,
+        acks=-1,
+        compression=Compression.NONE,
+        timeout_ms=1000,
+    )
+    call = next(op)
+    assert call.api_key == ApiKey.PRODUCE and not idem.bump_needed
+    op.close()  # what Client.run does when the connection fails
+    assert idem.bump_needed
