@@ -214,7 +214,7 @@ def test_epoch_bump_sends_the_current_id_and_epoch() -> None:
     from .test_client_core import Script, metadata, produce_answer
 
     core = ClientCore("b1:9001", enable_idempotence=True)
-    versions = {ApiKey.METADATA: 12, INIT: 5, ApiKey.PRODUCE: 11}
+    versions: dict[int, int] = {ApiKey.METADATA: 12, INIT: 5, ApiKey.PRODUCE: 11}
     script = Script(
         versions,
         (ApiKey.METADATA, metadata({0: 1})),
