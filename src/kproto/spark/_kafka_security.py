@@ -24,7 +24,13 @@ import attrs
 from kproto.negotiation import client_ssl_context
 from kproto.sasl import SaslConfig, Secret
 
-__all__ = ["KafkaSecurity", "SECURITY_OPTIONS", "parse_security"]
+__all__ = [
+    "KafkaSecurity",
+    "KafkaSecurityError",
+    "SECURITY_OPTIONS",
+    "parse_jaas",
+    "parse_security",
+]
 
 #: The ``kafka.*`` security options understood (lower case).
 SECURITY_OPTIONS: Final = frozenset(
