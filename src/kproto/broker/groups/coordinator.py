@@ -38,6 +38,8 @@ from .consumer_lifecycle import classic_join, delete_group, delete_offsets, reco
 from .consumer_records import ConsumerRecord, decode_consumer_record
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
 from .membership import Membership
+from .streams_coordinator import StreamsGroups
+from .streams_group import StreamsGroup
 from .records import (
     GroupRecord,
     batch_records,
@@ -96,6 +98,8 @@ class GroupCoordinator:
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        streams_session_timeout_ms: int = 45_000,
+        streams_heartbeat_interval_ms: int = 5_000,
     ) -> None:
         def option(value: int | None, name: str, default: int) -> int:
             if value is not None:
@@ -140,6 +144,12 @@ class GroupCoordinator:
             session_timeout_ms=consumer_session_timeout_ms,
             heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             assignors=consumer_assignors,
+        )
+        #: KIP-1071 streams groups (:mod:`.streams_coordinator`; in memory only).
+        self.streams = StreamsGroups(
+            self,
+            session_timeout_ms=streams_session_timeout_ms,
+            heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
         self.join_group = self._join_group
         self.sync_group = self.membership.sync_group
@@ -254,6 +264,7 @@ class GroupCoordinator:
         self.membership.cancel_timers()
         await self.membership.drain()
         await self.consumer.stop()
+        self.streams.stop()
         self.started = False
 
     # -- coordinator lookup ----------------------------------------------------------
@@ -304,17 +315,22 @@ class GroupCoordinator:
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
         Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
         modern = self.consumer.groups.get(group_id)
+        streams = self.streams.groups.get(group_id)
         if modern is not None:
             error = self.consumer.validate_commit(
                 modern, generation_id, member_id, group_instance_id
             )
+        elif streams is not None:
+            error = self.streams.validate_commit(streams, generation_id, member_id)
         else:
             error = self._validate_commit(
                 group_id, generation_id, member_id, group_instance_id
             )
         if error != E.NONE:
             return {tp: error for tp in offsets}
-        group: ClassicGroup | ConsumerGroup | None = modern or self.groups.get(group_id)
+        group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
+            modern or streams or self.groups.get(group_id)
+        )
         if group is None:
             group = self.groups[group_id] = ClassicGroup(
                 group_id, state_timestamp_ms=self.now_ms()
@@ -392,6 +408,8 @@ class GroupCoordinator:
         committed = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
         if group_id in self.consumer.groups:
             committed = self.consumer.groups[group_id].offsets
+        if group_id in self.streams.groups:
+            committed = self.streams.groups[group_id].offsets
         if partitions is None:
             return dict(sorted(committed.items()))
         return {tp: committed.get(tp) for tp in partitions}
@@ -437,10 +455,11 @@ class GroupCoordinator:
         again under the same name starts without stale offsets. Returns how many
         offsets were removed. For DeleteTopics to call after deleting ``topic``."""
         removed = 0
-        every: list[tuple[str, ClassicGroup | ConsumerGroup]] = list(
+        every: list[tuple[str, ClassicGroup | ConsumerGroup | StreamsGroup]] = list(
             self.groups.items()
         )
         every += list(self.consumer.groups.items())
+        every += list(self.streams.groups.items())
         for group_id, group in every:
             stale = [tp for tp in group.offsets if tp[0] == topic]
             if not stale:
@@ -506,6 +525,7 @@ class GroupCoordinator:
             if wanted_types and "consumer" not in wanted_types:
                 continue
             out.append((group_id, "consumer", state, "consumer"))
+        out += self.streams.list_groups(wanted_states, wanted_types)
         return sorted(out)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
@@ -517,6 +537,16 @@ class GroupCoordinator:
             if group_id in self.consumer.groups:
                 result[group_id] = await delete_group(self, group_id)
                 continue
+            streams = self.streams.groups.get(group_id)
+            if streams is not None and streams.members:
+                result[group_id] = E.NON_EMPTY_GROUP
+                continue
+            if streams is not None:  # its offsets go below, as a classic group's
+                del self.streams.groups[group_id]
+                self.groups[group_id] = ClassicGroup(
+                    group_id, state_timestamp_ms=self.now_ms()
+                )
+                self.groups[group_id].offsets = streams.offsets
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 result[group_id] = E.GROUP_ID_NOT_FOUND
