@@ -38,8 +38,6 @@ from .consumer_lifecycle import classic_join, delete_group, delete_offsets, reco
 from .consumer_records import ConsumerRecord, decode_consumer_record
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
 from .membership import Membership
-from .streams_coordinator import StreamsGroups
-from .streams_group import StreamsGroup
 from .records import (
     GroupRecord,
     batch_records,
@@ -49,6 +47,8 @@ from .records import (
     offset_commit_record,
     partition_for,
 )
+from .streams_coordinator import StreamsGroups
+from .streams_group import StreamsGroup
 from .timers import AsyncioScheduler, Scheduler
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
