@@ -2,11 +2,12 @@
 Streams client exists): StreamsGroupHeartbeat joins with a topology, tasks split
 and move after revocation, MISSING_SOURCE_TOPICS, internal topics created,
 StreamsGroupDescribe, ListGroups/DescribeGroups/DeleteGroups, offsets committed
-with member epochs, and the offsets (only) surviving a restart."""
+with member epochs, and the the group and its offsets recovered after a restart."""
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from kproto.index import ApiKey
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
-CAPS = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+CAPS = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9, ApiKey.JOIN_GROUP: 3}
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, STALE_TOPOLOGY = 1, 3, 0
 
 
@@ -208,6 +209,29 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     (d,) = conn.request(ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[app]).groups
     assert d.error_code == E.GROUP_ID_NOT_FOUND
     assert "not a streams group" in d.error_message
+    # and the other way round: a streams group is not a consumer or classic group
+    other, _ = fresh(1)
+    assert join(conn, other, "m1", topology(src, other)).error_code == 0
+    consumer = conn.request(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        group_id=other,
+        member_id="c1",
+        member_epoch=0,
+        rebalance_timeout_ms=1000,
+        subscribed_topic_names=[src],
+        topic_partitions=[],
+    )
+    assert consumer.error_code == E.GROUP_ID_NOT_FOUND
+    classic = conn.request(
+        ApiKey.JOIN_GROUP,
+        group_id=other,
+        session_timeout_ms=6000,
+        rebalance_timeout_ms=6000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[{"name": "range", "metadata": b""}],
+    )
+    assert classic.error_code == E.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) -> None:
@@ -320,12 +344,13 @@ def test_topology_description_update_and_describe(conn: Connection, fresh: Any) 
 def test_session_timeout_removes_a_member(conn: Connection, fresh: Any) -> None:
     app, src = fresh(2)
     join(conn, app, "m1", topology(src, app))
-    deadline_answers = []
-    import time
-
-    time.sleep(2.0)  # session timeout 1.5 s
-    deadline_answers.append(hb(conn, app, "m1", 1).error_code)
-    assert deadline_answers == [E.UNKNOWN_MEMBER_ID]
+    b = join(conn, app, "m2", topology(src, app))
+    time.sleep(1.0)
+    assert hb(conn, app, "m2", b.member_epoch).error_code == 0  # m2 stays alive
+    time.sleep(1.0)  # m1 was silent longer than the 1.5 s session timeout
+    assert hb(conn, app, "m1", 1).error_code == E.UNKNOWN_MEMBER_ID
+    b = hb(conn, app, "m2", b.member_epoch, active_tasks=[])
+    assert (b.member_epoch, tasks(b)) == (3, {(s, p) for s in "01" for p in range(2)})
 
 
 def test_sticky_assign_keeps_tasks_and_balances() -> None:
@@ -348,13 +373,15 @@ def test_sticky_assign_keeps_tasks_and_balances() -> None:
         assert len(had & has) >= 2
 
 
-def test_offsets_survive_a_restart_state_does_not(tmp_path: Path) -> None:
+def test_group_and_offsets_recovered_after_restart(tmp_path: Path) -> None:
     with Cluster(nodes=1, data_dir=tmp_path) as c:
         c.create_topic("in", 2)
         info = c.state.nodes[1]
         with Connection(info.host, info.port, timeout_s=20) as conn:
             conn.negotiate(caps=CAPS)
             a = join(conn, "app", "m1", topology("in", "app"))
+            held = tasks(a)
+            assert len(held) == 4
             answer = conn.request(
                 ApiKey.OFFSET_COMMIT,
                 group_id="app",
@@ -368,16 +395,21 @@ def test_offsets_survive_a_restart_state_does_not(tmp_path: Path) -> None:
                 ],
             )
             assert answer.topics[0].partitions[0].error_code == 0
+            b = join(conn, "app", "m2", topology("in", "app"))
+            assert (b.member_epoch, tasks(b)) == (2, set())
+            assert hb(conn, "app", "m2", -1).error_code == 0  # epoch 3
     with Cluster(nodes=1, data_dir=tmp_path) as c:
         info = c.state.nodes[1]
         with Connection(info.host, info.port, timeout_s=20) as conn:
             conn.negotiate(caps=CAPS)
-            # soft state: the member must rejoin, and gets its offsets back
-            assert hb(conn, "app", "m1", a.member_epoch).error_code == (
-                E.GROUP_ID_NOT_FOUND
-            )
-            a = join(conn, "app", "m1", topology("in", "app"))
-            assert a.error_code == 0 and len(tasks(a)) == 4
+            # the member, its epoch and tasks come back; no new group epoch
+            back = hb(conn, "app", "m1", a.member_epoch, active_tasks=owned(*held))
+            assert back.error_code == 0, back.error_message
+            assert (back.member_epoch, tasks(back)) == (3, held)
+            (d,) = conn.request(ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=["app"]).groups
+            assert (d.group_state, d.group_epoch, d.topology.epoch) == ("Stable", 3, 1)
+            assert [m.member_id for m in d.members] == ["m1"]
+            assert d.members[0].process_id == "process-m1"
             (g,) = conn.request(
                 ApiKey.OFFSET_FETCH, groups=[{"group_id": "app", "topics": None}]
             ).groups
@@ -386,3 +418,11 @@ def test_offsets_survive_a_restart_state_does_not(tmp_path: Path) -> None:
                 for t in g.topics
                 for p in t.partitions
             ] == [(0, 7)]
+            assert hb(conn, "app", "m1", 3).error_code == 0
+            assert hb(conn, "app", "m1", -1).error_code == 0
+            deleted = conn.request(ApiKey.DELETE_GROUPS, groups_names=["app"]).results
+            assert deleted[0].error_code == 0
+    with Cluster(nodes=1, data_dir=tmp_path) as c:
+        # deleted: its tombstones leave nothing to recover
+        assert "app" not in c.groups.streams.groups
+        assert "app" not in c.groups.groups

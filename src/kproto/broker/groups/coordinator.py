@@ -36,7 +36,7 @@ from .consumer_coordinator import ConsumerGroups
 from .consumer_group import ConsumerGroup
 from .consumer_lifecycle import classic_join, delete_group, delete_offsets, record_key
 from .consumer_records import ConsumerRecord, decode_consumer_record
-from .group import ClassicGroup, CommittedOffset, GroupState, Member
+from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, Member
 from .membership import Membership
 from .records import (
     GroupRecord,
@@ -49,6 +49,7 @@ from .records import (
 )
 from .streams_coordinator import StreamsGroups
 from .streams_group import StreamsGroup
+from .streams_records import StreamsRecord, decode_streams_record, group_tombstones
 from .timers import AsyncioScheduler, Scheduler
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
@@ -145,7 +146,7 @@ class GroupCoordinator:
             heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             assignors=consumer_assignors,
         )
-        #: KIP-1071 streams groups (:mod:`.streams_coordinator`; in memory only).
+        #: KIP-1071 streams groups (:mod:`.streams_coordinator`).
         self.streams = StreamsGroups(
             self,
             session_timeout_ms=streams_session_timeout_ms,
@@ -169,12 +170,15 @@ class GroupCoordinator:
         offsets: dict[tuple[str, str, int], CommittedOffset] = {}
         metadata: dict[str, Any] = {}
         consumer: dict[tuple[str, str, str], ConsumerRecord] = {}
+        streams: dict[tuple[str, str, str], StreamsRecord] = {}
         for partition in range(self.offsets_partitions):
             plog = self.state.partition_log(OFFSETS_TOPIC, partition)
             if plog is None:
                 continue
             try:
-                self._replay(plog.batches(0), offsets, metadata, partition, consumer)
+                self._replay(
+                    plog.batches(0), offsets, metadata, partition, consumer, streams
+                )
             except DecodeError as exc:
                 # The log's own recovery truncates torn tails; corruption inside a
                 # segment is reported and the rest of that partition skipped.
@@ -183,7 +187,11 @@ class GroupCoordinator:
             if value is not None:
                 self._load_group(group_id, value)
         self.consumer.load(consumer)
+        self.streams.load(streams)
         for (group_id, topic, partition), committed in offsets.items():
+            if group_id in self.streams.groups:
+                self.streams.groups[group_id].offsets[(topic, partition)] = committed
+                continue
             if group_id in self.consumer.groups:
                 self.consumer.groups[group_id].offsets[(topic, partition)] = committed
                 continue
@@ -200,12 +208,19 @@ class GroupCoordinator:
         metadata: dict[str, Any],
         partition: int,
         consumer: dict[tuple[str, str, str], ConsumerRecord] | None = None,
+        streams: dict[tuple[str, str, str], StreamsRecord] | None = None,
     ) -> None:
         """Apply one partition's records in offset order (last write wins;
-        tombstones delete); KIP-848 consumer group records go to ``consumer``."""
+        tombstones delete); KIP-848 consumer group records go to ``consumer``, KIP-1071
+        streams group records to ``streams``."""
         for batch in batches:
             for key, value in batch_records(batch):
                 try:
+                    kip1071 = decode_streams_record(key or b"", value)
+                    if kip1071 is not None:
+                        if streams is not None:
+                            streams[kip1071.replay_key] = kip1071
+                        continue
                     modern = decode_consumer_record(key or b"", value)
                     if modern is not None:
                         if consumer is not None:
@@ -264,7 +279,7 @@ class GroupCoordinator:
         self.membership.cancel_timers()
         await self.membership.drain()
         await self.consumer.stop()
-        self.streams.stop()
+        await self.streams.stop()
         self.started = False
 
     # -- coordinator lookup ----------------------------------------------------------
@@ -542,6 +557,9 @@ class GroupCoordinator:
                 result[group_id] = E.NON_EMPTY_GROUP
                 continue
             if streams is not None:  # its offsets go below, as a classic group's
+                if not await self._append(group_id, group_tombstones(group_id)):
+                    result[group_id] = E.COORDINATOR_NOT_AVAILABLE
+                    continue
                 del self.streams.groups[group_id]
                 self.groups[group_id] = ClassicGroup(
                     group_id, state_timestamp_ms=self.now_ms()
@@ -569,7 +587,10 @@ class GroupCoordinator:
     # -- KIP-848 consumer groups (state in .consumer_coordinator) ---------------------
 
     async def _join_group(self, group_id: str, *args: Any, **kwargs: Any) -> Any:
-        """JoinGroup, converting an empty consumer group (see :func:`classic_join`)."""
+        """JoinGroup, converting an empty consumer group (see :func:`classic_join`);
+        INCONSISTENT_GROUP_PROTOCOL for a streams group."""
+        if group_id in self.streams.groups:
+            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
         return await classic_join(self, group_id, *args, **kwargs)
 
     # -- persistence -----------------------------------------------------------------

@@ -19,15 +19,17 @@
    (:func:`.streams_group.reconcile_tasks`) and (re)arm its session timer and,
    while it must revoke tasks, its rebalance timer.
 
-The state is held in memory only (no ``StreamsGroup*`` records are written to
-``__consumer_offsets``): after a restart members rejoin with epoch 0 (their
-heartbeats get UNKNOWN_MEMBER_ID / GROUP_ID_NOT_FOUND); committed offsets are
-records and survive.
+Changes are appended to ``__consumer_offsets`` as the ``StreamsGroup*`` records
+(:mod:`.streams_records`) and replayed on start. State changes are applied in memory
+before the append; a failed append answers COORDINATOR_NOT_AVAILABLE (Kafka would
+roll the in-memory state back).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -47,6 +49,14 @@ from .streams_group import (
     reconcile_tasks,
     sticky_assign,
 )
+from .streams_records import (
+    StreamsRecord,
+    group_records,
+    load_streams_groups,
+    member_records,
+    member_tombstones,
+    metadata_hash,
+)
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -55,6 +65,7 @@ __all__ = ["Status", "StreamsGroups", "StreamsHeartbeatResult", "task_set"]
 
 log = logging.getLogger("kproto.broker.groups")
 E = ErrorCode
+Pair = tuple[bytes, bytes | None]
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -151,22 +162,32 @@ class StreamsGroups:
         self.groups: dict[str, StreamsGroup] = {}
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- heartbeat -------------------------------------------------------------------
 
-    def heartbeat(
+    async def heartbeat(
         self, request: Any, client_id: str, client_host: str
     ) -> StreamsHeartbeatResult:
         """Serve one StreamsGroupHeartbeat (see the module docstring)."""
+        records: list[Pair] = []
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave(request)
-            return self._heartbeat(request, client_id, client_host)
+                result = self._leave(request, records)
+            else:
+                result = self._heartbeat(request, client_id, client_host, records)
         except BrokerError as error:
             return StreamsHeartbeatResult(
-                error.error_code, str(error), request.member_id
+                error.error_code, error.message, request.member_id
             )
+        if records and not await self.coordinator._append(request.group_id, records):
+            return StreamsHeartbeatResult(
+                E.COORDINATOR_NOT_AVAILABLE,
+                "cannot write to __consumer_offsets",
+                request.member_id,
+            )
+        return result
 
     @staticmethod
     def _validate(r: Any) -> None:
@@ -213,7 +234,7 @@ class StreamsGroups:
         return group
 
     def _heartbeat(
-        self, r: Any, client_id: str, client_host: str
+        self, r: Any, client_id: str, client_host: str, records: list[Pair]
     ) -> StreamsHeartbeatResult:
         if r.member_epoch == 0:
             group = self._group_for_join(r.group_id)
@@ -245,7 +266,7 @@ class StreamsGroups:
             )
         else:
             self._check_epoch(member, r.member_epoch, task_set(r.active_tasks))
-        self._update_member(member, r, client_id, client_host)
+        updated = self._update_member(member, r, client_id, client_host)
         if member.topology_epoch != group.topology_epoch:
             status.append(
                 (
@@ -258,8 +279,11 @@ class StreamsGroups:
         if bump:
             group.group_epoch += 1
         status += self._configure(group)
-        if group.group_epoch > group.assignment_epoch:
+        assigned = group.group_epoch > group.assignment_epoch
+        if assigned:
             self._assign(group)
+        if bump or assigned:
+            records += group_records(group, targets=assigned)
         owned = task_set(r.active_tasks)
         group.release(member)
         changed = reconcile_tasks(
@@ -270,6 +294,8 @@ class StreamsGroups:
             group.task_epochs,
         )
         group.hold(member)
+        if changed or updated or r.member_epoch == 0:
+            records += member_records(group.group_id, member)
         self._arm_timers(group, member)
         send = changed or r.member_epoch == 0 or owned is not None
         return StreamsHeartbeatResult(
@@ -327,7 +353,10 @@ class StreamsGroups:
     @staticmethod
     def _update_member(
         member: StreamsGroupMember, r: Any, client_id: str, client_host: str
-    ) -> None:
+    ) -> bool:
+        """Apply the request's non-null fields; True if the member's metadata
+        changed."""
+        before = attrs.astuple(member, recurse=False)
         if r.instance_id is not None:
             member.instance_id = r.instance_id
         if r.rack_id is not None:
@@ -341,6 +370,7 @@ class StreamsGroups:
         if r.client_tags is not None:
             member.client_tags = tuple((t.key, t.value) for t in r.client_tags)
         member.client_id, member.client_host = client_id, client_host
+        return attrs.astuple(member, recurse=False) != before
 
     # -- topology, metadata, assignment ----------------------------------------------
 
@@ -352,6 +382,10 @@ class StreamsGroups:
             if count is not None:
                 current[name] = count
         if current == group.metadata and group.configured is not None:
+            return False
+        loaded, group.loaded_hash = group.loaded_hash, None
+        if loaded is not None and loaded == metadata_hash(current):
+            group.metadata = current  # recovered: the same metadata, no new epoch
             return False
         group.metadata = current
         group.configured = None
@@ -414,7 +448,7 @@ class StreamsGroups:
 
     # -- leaving, fencing, timers ----------------------------------------------------
 
-    def _leave(self, r: Any) -> StreamsHeartbeatResult:
+    def _leave(self, r: Any, records: list[Pair]) -> StreamsHeartbeatResult:
         group = self.groups.get(r.group_id)
         if group is None:
             raise BrokerError(E.GROUP_ID_NOT_FOUND, f"Group {r.group_id} not found.")
@@ -424,12 +458,16 @@ class StreamsGroups:
                 E.UNKNOWN_MEMBER_ID,
                 f"Member {r.member_id} is not a member of group {r.group_id}.",
             )
-        self._remove(group, member)
+        self._remove(group, member, records)
         return StreamsHeartbeatResult(E.NONE, None, r.member_id, r.member_epoch)
 
-    def _remove(self, group: StreamsGroup, member: StreamsGroupMember) -> None:
+    def _remove(
+        self, group: StreamsGroup, member: StreamsGroupMember, records: list[Pair]
+    ) -> None:
         group.remove_member(member.member_id)
         group.group_epoch += 1
+        records += member_tombstones(group.group_id, member.member_id)
+        records += group_records(group, targets=False)
 
     def _arm_timers(self, group: StreamsGroup, member: StreamsGroupMember) -> None:
         scheduler = self.coordinator.scheduler
@@ -472,13 +510,31 @@ class StreamsGroups:
             member.member_id,
             why,
         )
-        self._remove(group, member)
+        records: list[Pair] = []
+        self._remove(group, member, records)
+        self._spawn(self.coordinator._append(group.group_id, records))
 
-    def stop(self) -> None:
-        """Cancel every timer."""
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def stop(self) -> None:
+        """Cancel every timer and wait for pending appends."""
         for group in self.groups.values():
             for member in group.members.values():
                 member.cancel_timers()
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def load(self, records: dict[tuple[str, str, str], StreamsRecord]) -> None:
+        """Rebuild the groups from the last record of each key
+        (:func:`.streams_records.load_streams_groups`); members get fresh session
+        timers, as Kafka's loader gives them."""
+        for group_id, group in load_streams_groups(records).items():
+            self.groups[group_id] = group
+            for member in group.members.values():
+                self._arm_timers(group, member)
 
     # -- offsets, list, delete -------------------------------------------------------
 

@@ -182,7 +182,8 @@ class StreamsGroup:
     ``configured`` its :func:`configure_topology` result at the group epoch,
     ``target`` the target active tasks per member, ``task_epochs`` maps
     ``(subtopology, partition)`` to the epoch of the member holding it and
-    ``offsets`` the committed offsets (shared with OffsetCommit/OffsetFetch).
+    ``offsets`` the committed offsets (shared with OffsetCommit/OffsetFetch);
+    ``loaded_hash`` the metadata hash of a group recovered from its records.
     """
 
     group_id: str
@@ -197,6 +198,7 @@ class StreamsGroup:
     task_epochs: dict[tuple[str, int], int] = attrs.field(factory=dict)
     offsets: dict[tuple[str, int], CommittedOffset] = attrs.field(factory=dict)
     topology_description: dict[str, Any] | None = None
+    loaded_hash: int | None = None
     dead: bool = False
 
     @property

@@ -70,7 +70,7 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
             heartbeat_interval_ms=0,
             status=None,
         )
-    result = coordinator.streams.heartbeat(
+    result = await coordinator.streams.heartbeat(
         request, ctx.client_id or "", ctx.client_host
     )
     group = coordinator.streams.groups.get(request.group_id)
