@@ -311,10 +311,10 @@ def load_streams_groups(
         group = groups.get(group_id)
         if name != "StreamsGroupCurrentMemberAssignment" or group is None:
             continue
-        member = group.members.get(member_id)
-        if member is None:
+        found = group.members.get(member_id)
+        if found is None:
             continue
-        v = rec.value
+        member, v = found, rec.value
         member.member_epoch = v.member_epoch
         member.previous_member_epoch = v.previous_member_epoch
         member.state = StreamsMemberState(v.state)
