@@ -15,7 +15,23 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.groups.streams_group import sticky_assign
+from kproto.broker.groups.streams_group import (
+    StreamsGroup,
+    StreamsGroupMember,
+    StreamsMemberState,
+    Subtopology,
+    TopicInfo,
+    configure_topology,
+    reconcile_tasks,
+    sticky_assign,
+)
+from kproto.broker.groups.streams_records import (
+    decode_streams_record,
+    group_records,
+    load_streams_groups,
+    member_records,
+    member_tombstones,
+)
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey
@@ -426,3 +442,93 @@ def test_group_and_offsets_recovered_after_restart(tmp_path: Path) -> None:
         # deleted: its tombstones leave nothing to recover
         assert "app" not in c.groups.streams.groups
         assert "app" not in c.groups.groups
+
+
+def test_configure_topology_sizes_internal_topics() -> None:
+    subs = (
+        Subtopology("0", ("a", "b"), ("r",)),
+        Subtopology(
+            "1",
+            repartition_source_topics=(TopicInfo("r"),),
+            state_changelog_topics=(TopicInfo("c"),),
+        ),
+        Subtopology("2", ("a",), repartition_source_topics=(TopicInfo("fixed", 5),)),
+    )
+    configured = configure_topology(subs, {"a": 2, "b": 3})
+    # the widest source topic numbers the tasks; "r" is as wide as its writer
+    assert configured.tasks == {"0": 3, "1": 3, "2": 5}
+    assert {i.name: n for i, n in configured.internal_topics} == {
+        "r": 3,
+        "c": 3,
+        "fixed": 5,
+    }
+    missing = configure_topology(subs, {"a": 2})
+    assert (missing.tasks, missing.missing_source_topics) == (None, ("b",))
+
+
+def test_reconcile_revokes_before_assigning() -> None:
+    m = StreamsGroupMember("m", member_epoch=1, active={"0": frozenset({0, 1})})
+    # target moves task 1 away and adds task 2, held by another member
+    target = {"0": frozenset({0, 2})}
+    assert reconcile_tasks(m, 2, target, {"0": frozenset({0, 1})}, {("0", 2): 1})
+    assert (m.member_epoch, m.state, m.active, m.pending_revocation) == (
+        1,
+        StreamsMemberState.UNREVOKED_TASKS,
+        {"0": frozenset({0})},
+        {"0": frozenset({1})},
+    )
+    # still reporting task 1: nothing changes
+    assert not reconcile_tasks(m, 2, target, {"0": frozenset({0, 1})}, {("0", 2): 1})
+    # revoked, but task 2 is still held elsewhere
+    assert reconcile_tasks(m, 2, target, {"0": frozenset({0})}, {("0", 2): 1})
+    assert (m.member_epoch, m.state, m.active) == (
+        2,
+        StreamsMemberState.UNRELEASED_TASKS,
+        {"0": frozenset({0})},
+    )
+    assert reconcile_tasks(m, 2, target, {"0": frozenset({0})}, {})
+    assert (m.state, m.active) == (StreamsMemberState.STABLE, target)
+
+
+def test_records_roundtrip() -> None:
+    group = StreamsGroup(
+        "app",
+        group_epoch=4,
+        assignment_epoch=4,
+        topology_epoch=2,
+        topology=(Subtopology("0", ("in",), state_changelog_topics=(TopicInfo("c"),)),),
+        metadata={"in": 2},
+    )
+    member = StreamsGroupMember(
+        "m1",
+        process_id="p",
+        user_endpoint=("localhost", 8080),
+        member_epoch=4,
+        previous_member_epoch=3,
+        active={"0": frozenset({0, 1})},
+        topology_epoch=2,
+    )
+    group.members["m1"] = member
+    group.target["m1"] = {"0": frozenset({0, 1})}
+    pairs = group_records(group, targets=True) + member_records("app", member)
+    decoded = [decode_streams_record(k, v) for k, v in pairs]
+    records = {r.replay_key: r for r in decoded if r is not None}
+    assert len(records) == len(pairs) == 6
+    (loaded,) = load_streams_groups(records).values()
+    assert (loaded.group_epoch, loaded.assignment_epoch) == (4, 4)
+    assert (loaded.topology, loaded.topology_epoch) == (group.topology, 2)
+    assert loaded.target == group.target
+    back = loaded.members["m1"]
+    assert (back.member_epoch, back.previous_member_epoch, back.active) == (
+        4,
+        3,
+        member.active,
+    )
+    assert (back.process_id, back.user_endpoint) == ("p", ("localhost", 8080))
+    assert loaded.task_epochs == {("0", 0): 4, ("0", 1): 4}
+    # tombstones remove the member
+    for k, v in member_tombstones("app", "m1"):
+        rec = decode_streams_record(k, v)
+        assert rec is not None and rec.value is None
+        records[rec.replay_key] = rec
+    assert load_streams_groups(records)["app"].members == {}
