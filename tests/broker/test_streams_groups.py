@@ -203,6 +203,22 @@ def test_missing_source_topic_status(cluster: Cluster, conn: Connection) -> None
     assert tasks(a) == {(s, p) for s in "01" for p in range(2)}
 
 
+def test_internal_topic_that_cannot_be_created(
+    cluster: Cluster, conn: Connection, fresh: Any
+) -> None:
+    app, src = fresh(2)
+    topo = topology(src, app)
+    huge = {"name": f"{app}-huge", "partitions": 2**31 - 1}
+    topo["subtopologies"][1]["repartition_source_topics"].append(huge)
+    a = join(conn, app, "m1", topo)
+    assert [s.status_code for s in a.status] == [MISSING_INTERNAL_TOPICS]
+    assert f"{app}-huge" in a.status[0].status_detail
+    assert tasks(a) == set()
+    assert cluster.state.topic_partitions(f"{app}-huge") is None
+    (d,) = conn.request(ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[app]).groups
+    assert d.group_state == "NotReady"
+
+
 def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     app, src = fresh(1)
     no_topology = hb(conn, app, "m1", 0, rebalance_timeout_ms=1000)

@@ -425,7 +425,8 @@ class StreamsGroups:
                     "group %s: cannot create %s: %s", group.group_id, info.name, exc
                 )
                 missing.append(info.name)
-        if missing:
+        if missing:  # not ready until they exist (no tasks sized by them)
+            group.configured = attrs.evolve(configured, tasks=None)
             return [
                 (
                     Status.MISSING_INTERNAL_TOPICS,

@@ -121,6 +121,7 @@ def configure_topology(
                 repartition[info.name] = info.partitions
     tasks: dict[str, int] = {}
     for _ in range(len(subtopologies) + 1):  # a fixpoint over repartition chains
+        before = (dict(tasks), len(repartition))
         for s in subtopologies:
             counts = [partitions_of[t] for t in s.source_topics]
             counts += [
@@ -132,6 +133,8 @@ def configure_topology(
                 tasks[s.subtopology_id] = max(counts)
                 for sink in s.repartition_sink_topics:
                     repartition.setdefault(sink, tasks[s.subtopology_id])
+        if (tasks, len(repartition)) == before:
+            break
     for s in subtopologies:
         tasks.setdefault(s.subtopology_id, 0)
     created: list[tuple[TopicInfo, int]] = []
