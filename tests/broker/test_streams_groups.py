@@ -7,6 +7,7 @@ with member epochs, and the the group and its offsets recovered after a restart.
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -548,3 +549,23 @@ def test_records_roundtrip() -> None:
         assert rec is not None and rec.value is None
         records[rec.replay_key] = rec
     assert load_streams_groups(records)["app"].members == {}
+
+
+def test_sticky_assign_is_balanced_and_complete_from_any_start() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        tasks = {str(s): rng.randint(0, 6) for s in range(rng.randint(1, 3))}
+        every = {(s, p) for s, n in tasks.items() for p in range(n)}
+        previous: dict[str, dict[str, frozenset[int]]] = {}
+        for m in range(rng.randint(1, 5)):
+            held = [t for t in every if rng.random() < 0.5]
+            held += [("9", 0), ("0", 99)]  # tasks that no longer exist
+            grouped: dict[str, set[int]] = {}
+            for s, p in held:
+                grouped.setdefault(s, set()).add(p)
+            previous[f"m{m}"] = {s: frozenset(ps) for s, ps in grouped.items()}
+        out = sticky_assign(previous, tasks)
+        flat = [(s, p) for t in out.values() for s, ps in t.items() for p in ps]
+        assert sorted(flat) == sorted(every)  # each task exactly once
+        loads = [sum(len(ps) for ps in t.values()) for t in out.values()]
+        assert max(loads) - min(loads) <= 1

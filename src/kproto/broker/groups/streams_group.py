@@ -18,6 +18,7 @@ drives it. Follows Kafka's group-coordinator ``streams`` package: ``StreamsGroup
 from __future__ import annotations
 
 import enum
+import heapq
 from collections.abc import Mapping
 from typing import Any
 
@@ -333,39 +334,45 @@ def sticky_assign(
     members: Mapping[str, TaskSet], tasks: Mapping[str, int]
 ) -> dict[str, TaskSet]:
     """Active tasks per member, balanced and sticky (the active-task part of Kafka's
-    ``StickyTaskAssignor``): each member keeps the tasks it was assigned up to its
-    share (``ceil(tasks / members)``), the rest go to the least-loaded member,
-    ties broken by member id. ``members`` maps member ids to their current target;
-    ``tasks`` maps subtopology ids to their task counts."""
+    ``StickyTaskAssignor``): with ``T`` tasks and ``M`` members every member gets
+    ``T // M`` or one more; each keeps the tasks it had up to that share (the
+    extra one to the first members by id that had more), and the rest go to the
+    least-loaded member, ties broken by member id. ``members`` maps member ids to
+    their current target; ``tasks`` maps subtopology ids to their task counts.
+    O((T + M) log M)."""
     if not members:
         return {}
     every = [(sub, p) for sub in sorted(tasks) for p in range(tasks[sub])]
-    quota = -(-len(every) // len(members))
-    owned: dict[str, set[tuple[str, int]]] = {m: set() for m in members}
+    floor, extra = divmod(len(every), len(members))
+    owned: dict[str, list[tuple[str, int]]] = {m: [] for m in sorted(members)}
     taken: set[tuple[str, int]] = set()
-    for member_id in sorted(members):
-        for sub, parts in sorted(members[member_id].items()):
-            for p in sorted(parts):
-                task = (sub, p)
-                if p < tasks.get(sub, 0) and task not in taken:
-                    if len(owned[member_id]) < quota:
-                        owned[member_id].add(task)
-                        taken.add(task)
-    # a member over the floor gives way to one below it, so that loads differ by 1
-    floor = len(every) // len(members)
+    previous: dict[str, list[tuple[str, int]]] = {
+        m: [
+            (sub, p)
+            for sub, parts in sorted(members[m].items())
+            for p in sorted(parts)
+            if p < tasks.get(sub, 0)
+        ]
+        for m in owned
+    }
+    for share in (floor, floor + 1):
+        for member_id, held in owned.items():
+            for task in previous[member_id]:
+                if len(held) >= share or (share > floor and extra == 0):
+                    break
+                if task not in taken:
+                    held.append(task)
+                    taken.add(task)
+                    if share > floor:
+                        extra -= 1
+    heap = [(len(held), member_id) for member_id, held in owned.items()]
+    heapq.heapify(heap)
     for task in every:
         if task in taken:
             continue
-        member_id = min(owned, key=lambda m: (len(owned[m]), m))
-        owned[member_id].add(task)
-        taken.add(task)
-    low = [m for m in sorted(owned) if len(owned[m]) < floor]
-    for member_id in low:
-        while len(owned[member_id]) < floor:
-            donor = max(owned, key=lambda m: (len(owned[m]), m))
-            task = max(owned[donor])
-            owned[donor].discard(task)
-            owned[member_id].add(task)
+        load, member_id = heapq.heappop(heap)
+        owned[member_id].append(task)
+        heapq.heappush(heap, (load + 1, member_id))
     out: dict[str, TaskSet] = {}
     for member_id, held in owned.items():
         grouped: dict[str, set[int]] = {}
