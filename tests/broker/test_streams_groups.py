@@ -221,6 +221,13 @@ def test_internal_topic_that_cannot_be_created(
 
 
 def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
+    versions = conn.request(
+        ApiKey.API_VERSIONS, client_software_name="t", client_software_version="1"
+    ).api_keys
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in versions}
+    assert advertised[ApiKey.STREAMS_GROUP_HEARTBEAT] == (0, 1)
+    assert advertised[ApiKey.STREAMS_GROUP_DESCRIBE] == (0, 1)
+    assert advertised[ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE] == (0, 0)
     app, src = fresh(1)
     no_topology = hb(conn, app, "m1", 0, rebalance_timeout_ms=1000)
     assert no_topology.error_code == E.INVALID_REQUEST
