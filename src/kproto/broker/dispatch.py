@@ -5,15 +5,24 @@
 and the handlers (:data:`kproto.broker.handlers.HANDLERS`): it builds the
 :class:`~kproto.broker.handlers.context.RequestContext` of each request, calls the
 handler and records the exchange in the cluster's request log (Kafka's
-``KafkaApis.handle`` with ``RequestChannel``'s request logging).
+``KafkaApis.handle`` with ``RequestChannel``'s request logging). Faults a test set
+(:mod:`kproto.broker.faults`) apply here, in this order: request hooks, then the
+queued error or disconnect (instead of the handler), then the node's latency.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kproto.broker.faults import (
+    DISCONNECT,
+    FaultInjector,
+    InjectedDisconnect,
+    error_response,
+)
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.cluster_info import served_api_ranges
@@ -47,6 +56,7 @@ class Dispatcher:
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        faults: the cluster's injected faults (``None``: none).
     """
 
     def __init__(
@@ -57,7 +67,9 @@ class Dispatcher:
         *,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        faults: FaultInjector | None = None,
     ) -> None:
+        self.faults = faults
         self.state = state
         self.groups = groups
         self.node_id = node_id
@@ -74,6 +86,7 @@ class Dispatcher:
 
         Raises:
             KeyError: the api_key is not served (check :meth:`serves` first).
+            InjectedDisconnect: a fault says to close the connection unanswered.
         """
         api_key = header.request_api_key
         client_id = getattr(header, "client_id", None)
@@ -89,7 +102,38 @@ class Dispatcher:
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        response = await handler(ctx, request)
+        faults = self.faults
+        if faults is None:
+            response = await handler(ctx, request)
+        else:
+            delay_ms = faults.latency_ms(self.node_id)
+            response = await faults.run_hooks(ctx, request)
+            fault = (
+                None
+                if response is not None
+                else faults.pop_error(api_key, self.node_id)
+            )
+            if fault is not None:
+                delay_ms += fault.rtt_ms
+                if fault.error_code is not None:
+                    response = error_response(ctx, request, fault.error_code)
+                    if api_key == ApiKey.PRODUCE and request.acks == 0:
+                        response = None
+            elif response is None:
+                response = await handler(ctx, request)
+            if delay_ms:
+                await asyncio.sleep(delay_ms / 1000)
+            if (isinstance(response, str) and response == DISCONNECT) or (
+                fault is not None and fault.error_code is None
+            ):
+                log.info(
+                    "node %d: injected disconnect of %s v%d (correlation id %d)",
+                    self.node_id,
+                    type(request).__name__,
+                    ctx.api_version,
+                    header.correlation_id,
+                )
+                raise InjectedDisconnect(header.correlation_id)
         if self.log_requests:
             log.info(
                 "node %d: %s v%d from %s (correlation id %d)",

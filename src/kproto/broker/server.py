@@ -27,6 +27,7 @@ import logging
 
 from kproto.aio import read_frame
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.faults import FaultInjector, InjectedDisconnect
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.state import ClusterState, NodeInfo
@@ -59,7 +60,7 @@ class NodeServer:
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
-        request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
     """
 
     def __init__(
@@ -74,6 +75,7 @@ class NodeServer:
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        faults: FaultInjector | None = None,
     ) -> None:
         self.state = state
         self.node_id = node_id
@@ -87,6 +89,7 @@ class NodeServer:
             node_id,
             request_log=request_log,
             log_requests=log_requests,
+            faults=faults,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
@@ -98,6 +101,19 @@ class NodeServer:
         info = NodeInfo(self.node_id, self.host, self.port)
         self.state.nodes[self.node_id] = info
         return info
+
+    @property
+    def running(self) -> bool:
+        """Whether the node listens (between :meth:`start` and :meth:`stop`)."""
+        return self.server is not None
+
+    def drop_connections(self) -> int:
+        """Close every connection of this node now (their tasks are cancelled; a
+        request being handled is not answered); return how many."""
+        tasks = list(self.connections)
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
 
     async def stop(self) -> None:
         """Stop listening, cancel every connection task and wait for them."""
@@ -212,7 +228,10 @@ class NodeServer:
                     header.request_api_version,
                 )
                 return
-            response = await self.dispatcher.handle(header, request, client_host)
+            try:
+                response = await self.dispatcher.handle(header, request, client_host)
+            except InjectedDisconnect:
+                return
             if response is not None:
                 writer.write(encode_response(header, response))
                 await writer.drain()

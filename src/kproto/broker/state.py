@@ -146,6 +146,9 @@ class ClusterState:
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
+        #: (topic id, partition) -> leader epoch, bumped by every leader change
+        #: (absent: 0; not persisted: a restarted cluster starts at 0 again).
+        self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self._appended: asyncio.Event | None = None
         self._rr = 0
 
@@ -161,6 +164,38 @@ class ClusterState:
         if info is None or not 0 <= partition < info.partitions:
             return None
         return info.leaders[partition]
+
+    def live_node_ids(self) -> list[int]:
+        """The ids of the nodes listening (all of them before any has started):
+        new topics' leaders are chosen among these, as Kafka's controller places
+        partitions on unfenced brokers only."""
+        return [n for n in self.node_ids if n in self.nodes] or list(self.node_ids)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The leader epoch of ``topic``/``partition`` (-1 if there is no such topic)."""
+        info = self.topics.get(topic)
+        if info is None:
+            return -1
+        return self.leader_epochs.get((info.topic_id, partition), 0)
+
+    def set_leader(self, topic: str, partition: int, node_id: int) -> int:
+        """Make ``node_id`` (-1: no leader, the partition is offline) lead
+        ``topic``/``partition`` and bump its leader epoch, as Kafka's controller
+        does on every leader election (``PartitionChangeBuilder``); return the new
+        epoch. The caller saves the topics (:meth:`save_topics`).
+
+        Raises:
+            KeyError: no such partition, or ``node_id`` is not a node of the cluster.
+        """
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            raise KeyError(f"no partition {topic}-{partition}")
+        if node_id != -1 and node_id not in self.node_ids:
+            raise KeyError(f"no node {node_id} (nodes: {self.node_ids})")
+        info.leaders[partition] = node_id
+        key = (info.topic_id, partition)
+        self.leader_epochs[key] = epoch = self.leader_epochs.get(key, 0) + 1
+        return epoch
 
     def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
         """The log of ``topic``/``partition``, or None if there is no such partition."""
@@ -214,12 +249,13 @@ class ClusterState:
         configs = dict(configs or {})
         for key, value in configs.items():
             check_config(key, value)
-        n = len(self.node_ids)
+        live = self.live_node_ids()
+        n = len(live)
         start = self._rr
         info = TopicMetadata(
             name,
             uuid.uuid4(),
-            [self.node_ids[(start + p) % n] for p in range(count)],
+            [live[(start + p) % n] for p in range(count)],
             configs,
             internal or name.startswith("__"),
         )

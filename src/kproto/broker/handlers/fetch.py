@@ -38,7 +38,9 @@ def _read_all(
             hwm = start = -1
             plog = None
             if not error:
-                plog, error = leader_log(ctx, name, p.partition)
+                plog, error = leader_log(
+                    ctx, name, p.partition, getattr(p, "current_leader_epoch", -1)
+                )
             if plog is not None:
                 hwm, start = plog.high_watermark, plog.log_start_offset
                 if not start <= p.fetch_offset <= hwm:
@@ -127,7 +129,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            plog, error = leader_log(ctx, t.name, p.partition_index)
+            plog, error = leader_log(
+                ctx, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
+            )
             offset, timestamp = -1, -1
             if plog is not None:
                 ts = p.timestamp
@@ -150,7 +154,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     "old_style_offsets": [offset] if offset >= 0 else [],
                     "timestamp": timestamp,
                     "offset": offset,
-                    "leader_epoch": 0,
+                    "leader_epoch": max(
+                        ctx.state.leader_epoch(t.name, p.partition_index), 0
+                    ),
                 }
             )
         topics.append({"name": t.name, "partitions": partitions})

@@ -33,13 +33,23 @@ def topic_name(
 
 
 def leader_log(
-    ctx: RequestContext, topic: str, partition: int
+    ctx: RequestContext, topic: str, partition: int, current_leader_epoch: int = -1
 ) -> tuple[PartitionLog | None, ErrorCode]:
     """The partition's log if this node leads it, else ``(None, error code)``:
-    UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER (as Kafka's ReplicaManager)."""
+    UNKNOWN_TOPIC_OR_PARTITION; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the
+    client's ``current_leader_epoch`` (-1: not checked) is older / newer than the
+    partition's; NOT_LEADER_OR_FOLLOWER when another node (or none) leads it (Kafka's
+    ``ReplicaManager.getPartitionOrException`` and
+    ``Partition.localLogWithEpochOrThrow``)."""
     leader = ctx.state.leader(topic, partition)
     if leader is None:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if current_leader_epoch >= 0:
+        epoch = ctx.state.leader_epoch(topic, partition)
+        if current_leader_epoch < epoch:
+            return None, ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > epoch:
+            return None, ErrorCode.UNKNOWN_LEADER_EPOCH
     if leader != ctx.node_id:
         return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     plog = ctx.state.partition_log(topic, partition)
