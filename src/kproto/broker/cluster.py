@@ -214,12 +214,14 @@ class Cluster:
         """Run ``coro`` on the cluster's loop from any thread."""
         loop = self._loop
         if loop is None:
+            coro.close()
             raise RuntimeError("the cluster is not running")
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
+            coro.close()
             raise RuntimeError(
                 "call the async_* method from the cluster's own event loop"
             )
