@@ -203,11 +203,12 @@ def test_latency_delays_only_that_node(cluster: Cluster) -> None:
 
 def test_injected_error_with_rtt(cluster: Cluster) -> None:
     cluster.inject_errors(ApiKey.API_VERSIONS, [(E.NONE, 400)], node=1)
-    with connect(cluster, 2) as conn:
-        pass
+    with connect(cluster, 2):
+        assert cluster.faults.pending() == 1  # node 1's queue, untouched by node 2
     started = time.monotonic()
     with connect(cluster, 1):
         assert time.monotonic() - started >= 0.4
+    assert cluster.faults.pending() == 0
 
 
 def test_drop_connections(cluster: Cluster) -> None:
