@@ -13,8 +13,10 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.connection import Connection
-from kproto.index import ApiKey
-from kproto.records import decode_records, encode_batch
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey, request_type
+from kproto.meta import build_entity
+from kproto.records import decode_records, encode_batch, encode_legacy
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +250,42 @@ def test_request_log_is_bounded() -> None:
         assert len(cluster.requests) == 3
         assert [r.api_key for r in cluster.requests] == [3, 3, 3]
         assert cluster.requests.filter(api_key=18) == []  # ApiVersions fell out
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_produce_v0_to_v2_is_advertised_but_refused(
+    cluster: Cluster, version: int
+) -> None:
+    """Kafka 4 (KAFKA-18659): ApiVersions lists Produce from v0 so that older
+    librdkafka compresses, while a v0-v2 request (magic 0/1 message sets) stores
+    nothing; here each partition is answered UNSUPPORTED_VERSION."""
+    cluster.create_topic(f"old{version}", 1)
+    name = f"old{version}"
+    leader = cluster.state.leader(name, 0)
+    produce_v = request_type(ApiKey.PRODUCE, version)
+    message_set = encode_legacy([(None, b"old")], magic=min(version, 1))
+    with connect(cluster, leader) as conn:
+        assert conn.broker_api_versions is not None
+        assert conn.broker_api_versions[ApiKey.PRODUCE][0] == 0
+        request = build_entity(
+            produce_v,
+            {
+                "acks": -1,
+                "timeout_ms": 1000,
+                "topic_data": [
+                    {
+                        "name": name,
+                        "partition_data": [{"index": 0, "records": message_set}],
+                    }
+                ],
+            },
+        )
+        response = conn.send(request)
+        (topic,) = response.responses
+        (partition,) = topic.partition_responses
+        assert (topic.name, partition.index) == (name, 0)
+        assert partition.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert partition.base_offset == -1
+        # the connection stays open and in step, and a v3+ produce still works
+        produce(conn, cluster, name, 0, encode_batch([(None, b"new")]))
+    assert [r.value for r in cluster.records(name, 0)] == [b"new"]

@@ -11,6 +11,10 @@ module             APIs
 ``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``groups``         FindCoordinator and the classic consumer group APIs (the
                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
+                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
+                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
+                   transaction refusals of FindCoordinator and InitProducerId
 =================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -25,7 +29,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from kproto.broker.handlers import admin, cluster_info, configs, fetch, groups, produce
+from kproto.broker.handlers import (
+    admin,
+    cluster_info,
+    configs,
+    fetch,
+    groups,
+    produce,
+    unsupported,
+)
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
 
@@ -59,5 +71,7 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )

@@ -19,6 +19,7 @@ from kproto.index import ApiKey, api_versions
 __all__ = [
     "served_api_ranges",
     "MIN_VERSIONS",
+    "ADVERTISED_MIN_VERSIONS",
     "api_versions_handler",
     "metadata",
     "describe_cluster",
@@ -29,19 +30,31 @@ __all__ = [
 #: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
 MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
+#: Lowest versions advertised in ApiVersions where they differ from
+#: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
+#: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because older librdkafka
+#: (issue 4956; Debian's 2.0.2) compresses only when the broker lists Produce v0
+#: (gzip, snappy, lz4). A Produce v0-v2 request is answered UNSUPPORTED_VERSION per
+#: partition (:func:`kproto.broker.handlers.produce.produce`).
+ADVERTISED_MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 0}
+
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def served_api_ranges(
     handlers: Mapping[ApiKey, Handler],
 ) -> dict[ApiKey, tuple[int, int]]:
-    """``{api_key: (min_version, max_version)}`` for every API in ``handlers``:
-    every version kproto generates, from :data:`MIN_VERSIONS` up (Kafka's
+    """``{api_key: (min_version, max_version)}`` for every API in ``handlers``, as
+    ApiVersions advertises them: every version kproto generates, from
+    :data:`ADVERTISED_MIN_VERSIONS` or else :data:`MIN_VERSIONS` up (Kafka's
     ``ApiVersionManager``)."""
     out = {}
     for api_key in sorted(handlers):
         versions = api_versions(api_key)
-        out[api_key] = (MIN_VERSIONS.get(api_key, versions.start), versions.stop - 1)
+        low = ADVERTISED_MIN_VERSIONS.get(
+            api_key, MIN_VERSIONS.get(api_key, versions.start)
+        )
+        out[api_key] = (low, versions.stop - 1)
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -56,12 +57,19 @@ def _message(error: int) -> str | None:
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
-    if key_type != 0:
-        # No transaction or share coordinator in this broker.
-        error = E.COORDINATOR_NOT_AVAILABLE if key_type == 1 else E.INVALID_REQUEST
+    if key_type == 1:
+        # No transaction coordinator: refused as Kafka refuses a transactional id
+        # the client may not use, a fatal error for clients (see unsupported.py)
         return {
             **missing,
-            "error_code": error,
+            "error_code": TRANSACTIONS.error_code,
+            "error_message": TRANSACTIONS.message,
+        }
+    if key_type != 0:
+        # share-state coordinators (key type 2) serve brokers only
+        return {
+            **missing,
+            "error_code": E.INVALID_REQUEST,
             "error_message": f"no coordinator of key type {key_type}",
         }
     node_id = _coordinator(ctx).coordinator_for(key)
@@ -85,7 +93,8 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     """FindCoordinator (FindCoordinatorRequest.json v0-v6): the node leading the
     group's ``__consumer_offsets`` partition; v4+ answers every ``coordinator_keys``
-    entry (KIP-699). Transaction keys get COORDINATOR_NOT_AVAILABLE, other key types
+    entry (KIP-699). Transaction keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    (:data:`kproto.broker.handlers.unsupported.TRANSACTIONS`), other key types
     INVALID_REQUEST."""
     key_type = getattr(request, "key_type", 0)
     if ctx.api_version >= 4:

@@ -8,19 +8,32 @@ Kafka's ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``,
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kproto.broker.errors import LogAppendError
+from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.errors import ErrorCode
+from kproto.index import ApiKey
 
 __all__ = ["produce", "init_producer_id"]
+
+log = logging.getLogger("kproto.broker")
 
 
 async def produce(ctx: RequestContext, request: Any) -> Any:
     """Append each partition's batches; with ``acks=0`` answer nothing. ``acks``
-    1 and -1 (all) are the same here: there are no followers to wait for."""
+    1 and -1 (all) are the same here: there are no followers to wait for.
+
+    Produce v0-v2 (magic 0/1 message sets) is advertised but not served, as Kafka 4
+    (KAFKA-18659): every partition is answered UNSUPPORTED_VERSION and nothing is
+    stored. (Kafka 4 closes the connection instead; a per-partition error tells the
+    client why.)"""
+    if ctx.api_version < MIN_VERSIONS[ApiKey.PRODUCE]:
+        return _unsupported_version(ctx, request)
     state = ctx.state
     acks = request.acks
     topics = []
@@ -81,16 +94,48 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, responses=topics, throttle_time_ms=0)
 
 
+def _unsupported_version(ctx: RequestContext, request: Any) -> Any:
+    """The Produce v0-v2 answer: UNSUPPORTED_VERSION for every partition (none
+    with ``acks=0``, which has no response: the broker's log says why)."""
+    log.warning(
+        "node %d: Produce v%d from %s refused (UNSUPPORTED_VERSION): this broker"
+        " serves Produce v%d+ (record batches of magic 2)",
+        ctx.node_id,
+        ctx.api_version,
+        ctx.client_id,
+        MIN_VERSIONS[ApiKey.PRODUCE],
+    )
+    if request.acks == 0:
+        return None
+    topics = [
+        {
+            "name": topic_data.name,
+            "partition_responses": [
+                {
+                    "index": pdata.index,
+                    "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                    "base_offset": -1,
+                    "log_append_time_ms": -1,
+                }
+                for pdata in topic_data.partition_data
+            ],
+        }
+        for topic_data in request.topic_data
+    ]
+    return respond(ctx, responses=topics, throttle_time_ms=0)
+
+
 async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     """A new producer id at epoch 0 for an idempotent producer (Kafka's
-    ``ProducerIdManager``); transactional producers get COORDINATOR_NOT_AVAILABLE:
-    this broker has no transaction coordinator."""
+    ``ProducerIdManager``); transactional producers get
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction
+    coordinator (:data:`kproto.broker.handlers.unsupported.TRANSACTIONS`)."""
     state = ctx.state
     if request.transactional_id is not None:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            error_code=TRANSACTIONS.error_code,
             producer_id=-1,
             producer_epoch=-1,
         )

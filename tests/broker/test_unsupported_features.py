@@ -1,0 +1,225 @@
+"""A client asking for a feature the broker does not serve fails fast: a
+non-retriable error, surfaced within seconds, that names the problem.
+
+THE EXPECTATIONS LIVE HERE AND IN :mod:`kproto.broker.handlers.unsupported`. When a
+feature lands (transactions are next), delete its refusal there and its tests here
+(they assert the refusal, so they will fail until then), and test the feature
+itself in its own module.
+
+| feature | broker answer | confluent-kafka | kafka-python | aiokafka | kcat |
+| --- | --- | --- | --- | --- | --- |
+| transactions | FindCoordinator key type 1 / transactional InitProducerId: TRANSACTIONAL_ID_AUTHORIZATION_FAILED | fatal KafkaException from ``init_transactions()`` | ``TransactionalIdAuthorizationFailedError`` | ``TransactionalIdAuthorizationFailed`` from ``start()`` | exit 1 |
+| KIP-848 consumer | ConsumerGroupHeartbeat: UNSUPPORTED_VERSION | ``_FATAL`` error from ``poll()`` | (no KIP-848) | (no KIP-848) | - |
+| KIP-932 share consumer | ShareGroupHeartbeat: UNSUPPORTED_VERSION | fatal KafkaException from ``ShareConsumer.poll()`` | (no share groups) | (no share groups) | - |
+
+Each client is run against its own deadline of :data:`DEADLINE_S` (the time it may
+take to give up; before this behaviour the transactional producers retried until
+their timeout and the consumers polled forever without an error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kproto.broker import Cluster
+from kproto.broker.handlers.unsupported import (
+    CONSUMER_GROUP_PROTOCOL,
+    REFUSALS,
+    SHARE_GROUPS,
+    TRANSACTIONS,
+)
+from kproto.connection import Connection
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+
+#: How long a client may take to surface the error (s); pytest's timeout is the
+#: backstop for a client that ignores its own deadline.
+DEADLINE_S = 15.0
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with Cluster(nodes=1) as c:
+        c.create_topic("plain", 1)
+        yield c
+
+
+# -- the broker's answers, at the protocol level -----------------------------------
+
+
+def test_refusals_at_the_protocol_level(cluster: Cluster) -> None:
+    info = cluster.state.nodes[1]
+    with Connection(info.host, info.port, timeout_s=30) as conn:
+        conn.negotiate()
+        assert conn.broker_api_versions is not None
+        # every API that refuses is advertised, so that clients ask and get a
+        # non-retriable answer rather than give up silently or keep waiting
+        assert set(REFUSALS) <= set(conn.broker_api_versions)
+        found = conn.request(
+            ApiKey.FIND_COORDINATOR, key_type=1, coordinator_keys=["tx"]
+        )
+        (coordinator,) = found.coordinators
+        assert coordinator.error_code == TRANSACTIONS.error_code
+        assert coordinator.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert "transactions are not supported" in coordinator.error_message
+        pid = conn.request(
+            ApiKey.INIT_PRODUCER_ID, transactional_id="tx", transaction_timeout_ms=60000
+        )
+        assert pid.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert pid.producer_id == -1
+        # an idempotent producer (no transactional id) is still served
+        idempotent = conn.request(
+            ApiKey.INIT_PRODUCER_ID, transactional_id=None, transaction_timeout_ms=-1
+        )
+        assert (idempotent.error_code, idempotent.producer_epoch) == (0, 0)
+        member = {"group_id": "g", "member_id": "m", "member_epoch": 0}
+        consumer = conn.request(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            **member,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["plain"],
+        )
+        share = conn.request(
+            ApiKey.SHARE_GROUP_HEARTBEAT, **member, subscribed_topic_names=["plain"]
+        )
+        for answer, refusal in [
+            (consumer, CONSUMER_GROUP_PROTOCOL),
+            (share, SHARE_GROUPS),
+        ]:
+            assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
+            assert answer.error_message == refusal.message
+
+
+# -- transactions ------------------------------------------------------------------
+
+
+def test_confluent_transactional_producer(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    producer = ck.Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "transactional.id": "ck-tx",
+            "log_level": 0,
+        }
+    )
+    with pytest.raises(ck.KafkaException) as raised:
+        producer.init_transactions(DEADLINE_S)
+    error = raised.value.args[0]
+    assert error.code() == ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert error.fatal() and not error.retriable()
+    assert "transactions are not supported" in error.str()
+
+
+def test_kafka_python_transactional_producer(cluster: Cluster) -> None:
+    kafka = pytest.importorskip("kafka")
+    from kafka.errors import TransactionalIdAuthorizationFailedError
+
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        transactional_id="kp-tx",
+        max_block_ms=int(DEADLINE_S * 1000),
+    )
+    try:
+        with pytest.raises(TransactionalIdAuthorizationFailedError) as raised:
+            producer.init_transactions()
+        assert not raised.value.retriable
+    finally:
+        producer.close(timeout=5)
+
+
+def test_aiokafka_transactional_producer(cluster: Cluster) -> None:
+    aiokafka = pytest.importorskip("aiokafka")
+    from aiokafka.errors import TransactionalIdAuthorizationFailed
+
+    async def start() -> None:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers, transactional_id="ak-tx"
+        )
+        try:
+            await asyncio.wait_for(producer.start(), DEADLINE_S)
+        finally:
+            await producer.stop()
+
+    with pytest.raises(TransactionalIdAuthorizationFailed) as raised:
+        asyncio.run(start())
+    assert not raised.value.retriable
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_kcat_transactional_producer(cluster: Cluster) -> None:
+    done = subprocess.run(
+        ["kcat", "-P", "-b", cluster.bootstrap_servers, "-t", "plain"]
+        + ["-X", "transactional.id=kcat-tx"],
+        input="one\n",
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+    assert done.returncode != 0
+    assert "Transactional Id authorization failed" in done.stderr
+    assert "transactions are not supported" in done.stderr
+    assert cluster.records("plain", 0) == []
+
+
+# -- KIP-848 consumers and KIP-932 share consumers (confluent-kafka only) ----------
+
+
+def test_confluent_consumer_group_protocol(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "kip848",
+            "group.protocol": "consumer",
+            "log_level": 0,
+        }
+    )
+    consumer.subscribe(["plain"])
+    error = None
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        while error is None and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                error = message.error()
+    finally:
+        consumer.close()
+    assert error is not None, f"no error within {DEADLINE_S} s"
+    # librdkafka raises a fatal error naming the request and the broker's answer
+    assert error.code() == ck.KafkaError._FATAL
+    assert "ConsumerGroupHeartbeat" in error.str()
+    assert "API version not supported" in error.str()
+
+
+def test_confluent_share_consumer(cluster: Cluster) -> None:
+    ck = pytest.importorskip("confluent_kafka")
+    if not hasattr(ck, "ShareConsumer"):
+        pytest.skip("this confluent-kafka has no ShareConsumer (2.16+)")
+    consumer = ck.ShareConsumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "kip932",
+            "log_level": 0,
+        }
+    )
+    consumer.subscribe(["plain"])
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        with pytest.raises(ck.KafkaException) as raised:
+            while time.monotonic() < deadline:
+                for message in consumer.poll(0.5):
+                    assert message.error() is None
+    finally:
+        consumer.close()
+    error = raised.value.args[0]
+    assert error.code() == ck.KafkaError.UNSUPPORTED_VERSION
+    assert error.fatal()
+    assert "ShareGroupHeartbeat" in error.str()
