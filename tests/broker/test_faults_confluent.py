@@ -230,3 +230,48 @@ def test_consumer_group_rides_through_a_coordinator_move() -> None:
         assert {(tp.topic, tp.partition): o for tp, o in offsets.items()} == {
             ("t", p): 100 for p in range(3)
         }
+
+
+def test_consumer_follows_leader_moves_through_a_fenced_epoch() -> None:
+    """A leader moved away and back (epoch 0 -> 2) fences the consumer's Fetch at
+    the same node: librdkafka refreshes its metadata and goes on."""
+    with Cluster(nodes=2, request_log_size=20_000) as cluster:
+        cluster.create_topic("t", 1)
+        home = cluster.leader("t", 0)
+        with Client(cluster.bootstrap_servers) as client:
+            client.produce("t", [(None, b"%d" % i) for i in range(100)], partition=0)
+        consumer = ck.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "g",
+                "fetch.wait.max.ms": 100,
+                "log_level": 2,
+            }
+        )
+        consumer.assign([ck.TopicPartition("t", 0, 0)])
+        seen: list[int] = []
+
+        def consume_until(n: int) -> None:
+            deadline = time.monotonic() + 30
+            while len(seen) < n and time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    seen.append(int(msg.value()))
+
+        consume_until(100)
+        cluster.move_leader("t", 0, home % 2 + 1)
+        assert cluster.move_leader("t", 0, home) == 2
+        with Client(cluster.bootstrap_servers) as client:
+            client.produce(
+                "t", [(None, b"%d" % i) for i in range(100, 200)], partition=0
+            )
+        consume_until(200)
+        consumer.close()
+        assert seen == list(range(200))
+        fetch_errors = [
+            p.error_code
+            for r in cluster.requests.filter(api_key=ApiKey.FETCH, node_id=home)
+            for t in r.response.responses
+            for p in t.partitions
+        ]
+        assert E.FENCED_LEADER_EPOCH in fetch_errors
