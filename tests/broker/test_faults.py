@@ -429,6 +429,25 @@ def test_offline_partitions_report_leader_not_available(cluster: Cluster) -> Non
     assert cluster.coordinator("g") == down
 
 
+def test_move_coordinator(cluster: Cluster) -> None:
+    old = cluster.coordinator("g")
+    new = old % 3 + 1
+    assert cluster.move_coordinator("g", new) == 1
+    assert cluster.coordinator("g") == new
+    with connect(cluster, old) as conn:
+        answer = conn.request(
+            ApiKey.HEARTBEAT, group_id="g", generation_id=1, member_id="m"
+        )
+        assert answer.error_code == E.NOT_COORDINATOR
+        (found,) = conn.request(
+            ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=["g"]
+        ).coordinators
+        assert found.node_id == new
+    cluster.stop_node(new)
+    with pytest.raises(ValueError, match="stopped"):
+        cluster.move_coordinator("g", new)
+
+
 def test_topics_created_while_a_node_is_down_avoid_it(cluster: Cluster) -> None:
     cluster.stop_node(2)
     cluster.create_topic("t", 6)

@@ -405,6 +405,23 @@ class Cluster:
 
         return self._on_loop(find)
 
+    def move_coordinator(self, group_id: str, node: int) -> int:
+        """Make ``node`` coordinate consumer group ``group_id`` by moving the
+        leadership of its ``__consumer_offsets`` partition (librdkafka's
+        ``rd_kafka_mock_coordinator_set``; the other groups of that partition move
+        with it). The old coordinator answers NOT_COORDINATOR; the group's state and
+        offsets stay. Returns the partition's new leader epoch.
+
+        Raises:
+            ValueError: an unknown or stopped node.
+        """
+
+        def partition() -> int:
+            self.groups.coordinator_for(group_id)  # creates __consumer_offsets
+            return self.groups.partition_for(group_id)
+
+        return self.move_leader("__consumer_offsets", self._on_loop(partition), node)
+
     def stop_node(self, node: int, *, move_leaders: bool = True) -> None:
         """Take ``node`` down (librdkafka's ``rd_kafka_mock_broker_set_down``): it
         stops listening, its connections close, Metadata stops listing it, and the

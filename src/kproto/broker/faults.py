@@ -143,7 +143,7 @@ class FaultInjector:
         """How many queued outcomes are left (of ``api_key``, or all)."""
         return sum(
             len(q)
-            for (key, _), q in self._errors.items()
+            for (key, _), q in list(self._errors.items())
             if api_key is None or key == api_key
         )
 
