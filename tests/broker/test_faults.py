@@ -8,16 +8,25 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 
+import attrs
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.dispatch import SERVED_APIS
+from kproto.broker.faults import check_error_response, error_response
+from kproto.broker.handlers import RequestContext
+from kproto.broker.state import ClusterState
 from kproto.client import BrokerError, Client
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
-from kproto.index import ApiKey
+from kproto.index import ApiKey, request_type, response_type
 from kproto.records import encode_batch
+from kproto.serial import decode, encode
+from tests.strategies import sample_entity
 
 E = ErrorCode
 
@@ -481,3 +490,54 @@ def test_through_the_fixture(kafka_cluster: Cluster) -> None:
         assert topic.error_code == E.UNKNOWN_SERVER_ERROR
     kafka_cluster.stop_node(1)
     assert kafka_cluster.coordinator("g") in (2, 3)
+
+
+# ---------------------------------------------------------------- every API
+
+
+def _error_codes(entity: object) -> list[int]:
+    """Every ``error_code`` in ``entity``, nested entries included."""
+    found: list[int] = []
+    for field in attrs.fields(type(entity)):
+        value = getattr(entity, field.name)
+        if field.name == "error_code":
+            found.append(value)
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if attrs.has(type(item)):
+                found.extend(_error_codes(item))
+    return found
+
+
+def test_error_responses_of_every_api_and_version(tmp_path: Path) -> None:
+    """Each API the broker serves either refuses error injection up front or gets
+    an encodable response of the request's version whose every error_code (top
+    level and per entry) is the injected one."""
+    state = ClusterState(tmp_path, [1])
+    refused = []
+    for api_key, (low, high) in SERVED_APIS.items():
+        try:
+            check_error_response(api_key)
+        except ValueError:
+            refused.append(api_key)
+            continue
+        for version in range(low, high + 1):
+            request = sample_entity(request_type(api_key, version))
+            ctx = RequestContext(
+                state=state,
+                groups=None,  # type: ignore[arg-type]
+                served_apis=SERVED_APIS,
+                node_id=1,
+                header=SimpleNamespace(request_api_key=api_key),
+                api_version=version,
+                client_id=None,
+                client_host="127.0.0.1",
+            )
+            response = error_response(ctx, request, E.UNKNOWN_SERVER_ERROR)
+            assert type(response) is response_type(api_key, version)
+            decoded = decode(type(response), encode(response))
+            codes = _error_codes(decoded)
+            where = f"{api_key.name} v{version}"
+            assert codes, where
+            assert set(codes) == {E.UNKNOWN_SERVER_ERROR}, where
+    assert refused == []  # every API served today can be injected

@@ -269,7 +269,8 @@ def _named_partitions(
 ) -> list[dict[str, Any]]:
     return [
         {
-            "name": t.name,
+            "name": getattr(t, "name", ""),
+            "topic_id": getattr(t, "topic_id", None),
             "partitions": _partitions(
                 t.partitions, "partition_index", "partition_index", error, **extra
             ),
@@ -294,7 +295,8 @@ def _offset_fetch(request: Any, error: ErrorCode) -> dict[str, Any]:
     def topics(entries: Any) -> list[dict[str, Any]]:
         return [
             {
-                "name": t.name,
+                "name": getattr(t, "name", ""),
+                "topic_id": getattr(t, "topic_id", None),
                 "partitions": [
                     {"partition_index": p, "error_code": error, "committed_offset": -1}
                     for p in t.partition_indexes
