@@ -298,6 +298,21 @@ def test_async_hook_caps_produce_version_through_api_versions(
     ]
 
 
+def test_hook_can_inject_from_the_loop(cluster: Cluster) -> None:
+    """A hook runs on the cluster's loop thread and may call the fault methods."""
+
+    def slow_down_after_metadata(ctx: object, request: object) -> None:
+        cluster.set_latency(ctx.node_id, 300)  # type: ignore[attr-defined]
+
+    cluster.on_request(ApiKey.METADATA, slow_down_after_metadata)
+    with connect(cluster, 2) as conn:
+        conn.request(ApiKey.METADATA, topics=[])
+        started = time.monotonic()
+        conn.request(ApiKey.API_VERSIONS)
+        assert time.monotonic() - started >= 0.3
+    assert cluster.faults.latency_ms(2) == 300
+
+
 def test_hook_can_disconnect(cluster: Cluster) -> None:
     cluster.on_request(ApiKey.METADATA, lambda ctx, request: "disconnect")
     with connect(cluster, 1) as conn:

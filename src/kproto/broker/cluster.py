@@ -237,7 +237,8 @@ class Cluster:
     def _on_loop(self, func: Callable[[], T]) -> T:
         """Run ``func`` on the cluster's loop thread (directly when the cluster
         runs on the caller's loop, through the background thread otherwise)."""
-        if self._thread is None:
+        if self._thread is None or threading.current_thread() is self._thread:
+            # ``async with`` mode, or already on the loop (e.g. inside a request hook)
             if self._loop is None:
                 raise RuntimeError("the cluster is not running")
             return func()
