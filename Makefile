@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-pure test-fast demo bench bench-records bench-spark bench-broker lint clean asan fuzz
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-spark bench-broker lint clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ test: $(STAMP)
 test-pure: $(STAMP)
 	KPROTO_NO_EXTENSIONS=1 $(PY) -m pytest -n 2 -m "not spark" -p no:cacheprovider \
 	  --hypothesis-seed=0
+
+## The CLI on a plain install: a fresh .venv-plain with `pip install .` (no extras), its
+## `python -m kproto` smoke-tested by tests/cli/test_plain_install.py run from .venv.
+PLAIN := .venv-plain
+test-plain-install: $(STAMP)
+	rm -rf $(PLAIN) && $(PYTHON) -m venv $(PLAIN)
+	$(PLAIN)/bin/python -m pip install --quiet .
+	KPROTO_PLAIN_PYTHON=$(abspath $(PLAIN))/bin/python $(PY) -m pytest -n 0 \
+	  -p no:cacheprovider -q tests/cli/test_plain_install.py
 
 ## Rebuild the C extension with AddressSanitizer + UBSan, run the records and serial suites
 ## and a long fuzz pass under it, then rebuild it normally. Not run by CI (slow; gcc/clang).
@@ -79,4 +88,4 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) $(PLAIN) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

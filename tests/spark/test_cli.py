@@ -52,6 +52,9 @@ def test_segments_cli(spark: SparkSession, tmp_path: Path) -> None:
         assert "corrupt batches" in text and "records/s" in text
         summary = json.loads((out_dir / "_kproto_summary.json").read_text())
         assert (summary["files"], summary["batches"], summary["records"]) == (2, 4, 205)
+        # the time is the whole run, Spark's start-up (here: the shared session) in it
+        assert summary["seconds"] > summary["startup_seconds"] > 0
+        assert f"(Spark start-up {summary['startup_seconds']:.1f} s)" in text
         assert summary["corrupt_batches"] == 1
         assert list(summary["corrupt_by_file"]) == [
             str(src / "b-2" / "00000000000000000000.log")
@@ -66,7 +69,9 @@ def test_segments_cli(spark: SparkSession, tmp_path: Path) -> None:
             assert back.schema == SEGMENT_SCHEMA
 
 
-def test_internal_topic_cli(spark: SparkSession, tmp_path: Path) -> None:
+def test_internal_topic_cli(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     serial = pytest.importorskip("kproto.serial")
     from kproto.index import data_type
 
@@ -85,6 +90,9 @@ def test_internal_topic_cli(spark: SparkSession, tmp_path: Path) -> None:
         0,
         [v2_batch(0, [(1, key, value, []), (2, key, None, []), (3, bad_key, b"", [])])],
     )
+    # a broker data dir holds other topics too: only __consumer_offsets-N is read
+    write_segment(tmp_path / "in", "orders", 0, [v2_batch(0, make_records(5, seed=1))])
+    write_segment(tmp_path / "in", "__consumer_offsets-x", 1, [b"\x00" * 70])
     out_dir = tmp_path / "out"
     args = _parse(
         [
@@ -99,7 +107,18 @@ def test_internal_topic_cli(spark: SparkSession, tmp_path: Path) -> None:
     )
     buf = io.StringIO()
     assert args.func(args, out=buf) == 0
+    assert "records                       3" in buf.getvalue()
     assert "decode errors                 1" in buf.getvalue()
+    assert "(Spark start-up " in buf.getvalue()
+    progress = capsys.readouterr().err.splitlines()
+    assert [line.split(" [")[0] for line in progress] == [
+        "kproto spark: reading __consumer_offsets from 1 .log file",
+        "kproto spark: starting Spark (local[*])",
+        progress[2].split(" [")[0],
+        f"kproto spark: decoding and writing parquet to {out_dir}",
+        "kproto spark: counting the rows written",
+    ]
+    assert progress[2].startswith("kproto spark: Spark started in ")
     rows = spark.read.parquet(str(out_dir)).orderBy("offset").collect()
     assert (
         rows[0].group_metadata_value.generation == 1

@@ -1,6 +1,10 @@
 """``kproto broker``: run an in-process cluster in the foreground until Ctrl-C.
 
 kproto broker [--nodes N] [--port P] [--data-dir DIR] [--partitions N] [--log-requests]
+
+What a user can get wrong fails with one ``kproto: error:`` line before the cluster
+starts: numbers out of range (argument validation), a ``--data-dir`` that is not a
+writable directory, a port in use, a ``kproto-topics.json`` that does not parse.
 """
 
 from __future__ import annotations
@@ -8,13 +12,29 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
+import re
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from kproto.cli._common import CliError, positive_int
+
 __all__ = ["add_parsers", "run_broker"]
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 0-65535 (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
 
 
 def add_parsers(sub: Any) -> None:
@@ -25,10 +45,12 @@ def add_parsers(sub: Any) -> None:
         description="Run N broker nodes on 127.0.0.1 until Ctrl-C (SIGINT) or SIGTERM; "
         "prints the bootstrap servers on stdout once listening.",
     )
-    p.add_argument("--nodes", type=int, default=1, help="number of nodes (default 1)")
+    p.add_argument(
+        "--nodes", type=positive_int, default=1, help="number of nodes (default 1)"
+    )
     p.add_argument(
         "--port",
-        type=int,
+        type=_port,
         default=0,
         help="first node's port (default: any free); node i gets P+i",
     )
@@ -36,11 +58,12 @@ def add_parsers(sub: Any) -> None:
         "--data-dir",
         type=Path,
         default=None,
-        help="log directory (default: a temporary one, removed on exit)",
+        help="log directory, created if missing (default: a temporary one, removed "
+        "on exit)",
     )
     p.add_argument(
         "--partitions",
-        type=int,
+        type=positive_int,
         default=1,
         help="partitions of auto-created topics (default 1)",
     )
@@ -55,16 +78,59 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=run_broker)
 
 
-def run_broker(args: argparse.Namespace) -> int:
-    """Run the cluster until SIGINT/SIGTERM; return 0 after a clean stop."""
-    from kproto.broker.cluster import Cluster
+def check_data_dir(path: Path) -> None:
+    """Make sure ``path`` is a directory the broker can write, creating it if missing.
 
+    Raises:
+        CliError: it is not a directory, cannot be created, or cannot be written.
+    """
+    if path.exists() and not path.is_dir():
+        raise CliError(f"--data-dir {path} is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"--data-dir {path}: cannot create it: {exc.strerror}") from exc
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise CliError(
+            f"--data-dir {path}: cannot write there: {exc.strerror}"
+        ) from exc
+
+
+def _listen_error(exc: OSError, args: argparse.Namespace) -> CliError:
+    """``cannot listen on 127.0.0.1:P: address already in use`` from asyncio's
+    ``error while attempting to bind on address ('127.0.0.1', P): ...``."""
+    text = exc.strerror or str(exc)
+    m = re.search(r"\('([^']*)', (\d+)\)\S*: (.*)", text)
+    where, reason = (f"{m.group(1)}:{m.group(2)}", m.group(3)) if m else ("", text)
+    if exc.errno == errno.EADDRINUSE and args.port:
+        reason += " (choose another --port, or 0 for any free one)"
+    return CliError(f"cannot listen on {where or '127.0.0.1'}: {reason}")
+
+
+def run_broker(args: argparse.Namespace) -> int:
+    """Run the cluster until SIGINT/SIGTERM; return 0 after a clean stop.
+
+    Raises:
+        CliError: the ports, the data directory or its state file are unusable
+            (nothing keeps running then).
+    """
+    from kproto.broker.cluster import Cluster
+    from kproto.broker.state import CorruptStateError
+
+    last = args.port + args.nodes - 1
+    if args.port and last > 65535:
+        raise CliError(
+            f"--port {args.port} with --nodes {args.nodes} needs ports up to {last}, "
+            "above 65535"
+        )
+    if args.data_dir is not None:
+        check_data_dir(args.data_dir)
     logging.basicConfig(
         level=logging.INFO if args.log_requests else logging.WARNING, stream=sys.stderr
     )
-    if args.nodes < 1:
-        print("kproto: error: --nodes must be at least 1", file=sys.stderr)
-        return 2
 
     async def main() -> None:
         cluster = Cluster(
@@ -76,14 +142,24 @@ def run_broker(args: argparse.Namespace) -> int:
             log_requests=args.log_requests,
             request_log_size=0,  # nobody reads cluster.requests here: keep memory flat
         )
+        try:
+            await cluster.start()
+        except CorruptStateError as exc:
+            raise CliError(str(exc)) from exc
+        except OSError as exc:
+            if exc.filename is not None:  # a file of the data dir: said as is
+                raise
+            raise _listen_error(exc, args) from exc
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        async with cluster:
+        try:
             print(cluster.bootstrap_servers, flush=True)
             await stop.wait()
+        finally:
+            await cluster.stop()
 
     asyncio.run(main())
     return 0

@@ -126,12 +126,29 @@ class Cluster:
     # --------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Recover the data directory, start every node and the group coordinator."""
+        """Recover the data directory, start every node and the group coordinator.
+
+        On failure (a port in use, a data directory that does not load) what did
+        start is stopped and nothing is saved: the data directory stays as it was.
+
+        Raises:
+            OSError: a node cannot listen, or the data directory cannot be read.
+            kproto.broker.state.CorruptStateError: a state file does not parse.
+        """
         self._loop = asyncio.get_running_loop()
-        self.state.load()
-        for server in self.servers:
-            await server.start()
-        await self.groups.start()
+        try:
+            self.state.load()
+            for server in self.servers:
+                await server.start()
+            await self.groups.start()
+        except BaseException:
+            for server in self.servers:
+                await server.stop()
+            for plog in self.state.logs.values():
+                plog.close()
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise
         self._started = True
         log.info(
             "kproto broker cluster up: %s (data in %s)",
@@ -167,9 +184,7 @@ class Cluster:
             asyncio.set_event_loop(loop)
             try:
                 loop.run_until_complete(self.start())
-            except BaseException as exc:  # e.g. the port is taken
-                self._started = True  # so stop() closes what did start
-                loop.run_until_complete(self.stop())
+            except BaseException as exc:  # e.g. the port is taken: start() undid itself
                 loop.close()
                 ready.set_exception(exc)
                 return

@@ -32,6 +32,7 @@ __all__ = [
     "NodeInfo",
     "TopicMetadata",
     "TopicError",
+    "CorruptStateError",
     "TOPIC_CONFIG_DEFAULTS",
 ]
 
@@ -56,6 +57,14 @@ _CHECKPOINT_FILE = "log-start-offset-checkpoint"
 _LEGAL_TOPIC_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 )
+
+
+class CorruptStateError(ValueError):
+    """A state file of the data directory does not parse; ``path`` names it."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {reason}")
 
 
 @attrs.frozen
@@ -401,13 +410,24 @@ class ClusterState:
     # ------------------------------------------------------------ persistence
 
     def load(self) -> None:
-        """Recover topics and logs from ``data_dir`` (after a restart)."""
+        """Recover topics and logs from ``data_dir`` (after a restart).
+
+        Raises:
+            CorruptStateError: ``kproto-topics.json`` is not a JSON object with a
+                ``topics`` list.
+            OSError: the directory or a file in it cannot be created or read.
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         path = self.data_dir / _TOPICS_FILE
         if not path.exists():
             return
         starts = self._read_checkpoint()
-        saved = json.loads(path.read_text())
+        try:
+            saved = json.loads(path.read_text())
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise CorruptStateError(path, f"not a kproto topics file: {exc}") from exc
+        if not isinstance(saved, dict) or not isinstance(saved.get("topics"), list):
+            raise CorruptStateError(path, "not a kproto topics file: no topics list")
         for entry in saved["topics"]:
             leaders = [
                 n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]

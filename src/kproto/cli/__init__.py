@@ -9,7 +9,9 @@
     kproto topics list|describe|create|delete --bootstrap-server HOST:PORT ...
     kproto groups list|describe --bootstrap-server HOST:PORT ...
     kproto produce|consume TOPIC --bootstrap-server HOST:PORT ...
-    kproto spark ...            (when kproto[spark] is installed)
+    kproto broker [--port P] [--data-dir DIR] ...
+    kproto spark ...            (runs when kproto[spark] is installed)
+    kproto --version
 
 ``dump-log`` prints every batch and record of Kafka log segment files in
 ``kafka-dump-log.sh --deep-iteration --print-data-log``'s layout (see
@@ -19,21 +21,28 @@ request or response frame to JSON (see :mod:`kproto.cli.decode`). ``describe``
 prints a message's fields, types, versions and tags.
 
 Exit status: 0 on success (corrupt batches included, unless ``--fail-on-corrupt``:
-then 1), 2 on usage or input errors.
+then 1), 2 on usage or input errors. Every error the user can cause (arguments, paths,
+a port in use, state files, inputs that do not decode, a missing extra) is one line,
+``kproto: error: <what and where>``; ``--debug`` (before or after the subcommand)
+prints the traceback as well. Every subcommand but ``spark`` needs only kproto's
+runtime dependencies; ``spark`` is always listed and says how to install its extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import re
 import sys
+import traceback
 from collections.abc import Iterator, Sequence
-from typing import IO
+from typing import IO, Any, NoReturn
 
 from kproto.cli import console, groups, topics
-from kproto.cli._common import CliError, read_input
+from kproto.cli._common import CliError, error_line, read_input
 from kproto.cli.decode import cmd_decode
 from kproto.cli.dump_log import add_dump_arguments, cmd_dump_log
+from kproto.exceptions import DecodeError
 from kproto.index import (
     ApiKey,
     UnknownMessageError,
@@ -46,7 +55,7 @@ from kproto.index import (
 )
 from kproto.meta import entity_info, wire_fields
 
-__all__ = ["CliError", "main", "build_parser", "read_input"]
+__all__ = ["CliError", "main", "build_parser", "read_input", "version_text"]
 
 
 def _api_key(text: str) -> int:
@@ -176,10 +185,76 @@ def cmd_describe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # --------------------------------------------------------------------------- main
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with kproto's error line: ``kproto: error: <subcommand>: <what>``
+    (subcommand parsers are made of the same class, so they say it too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        where = self.prog.removeprefix("kproto").strip()
+        self.exit(2, f"kproto: error: {where + ': ' if where else ''}{message}\n")
+
+
+def version_text() -> str:
+    """``kproto X.Y.Z (Kafka message schemas: <source folder>)``: the installed
+    distribution's version and where the generated classes come from (the pinned
+    apache/kafka snapshot of ``schema/schema.lock``, as the classes record it)."""
+    try:
+        version = importlib.metadata.version("kproto")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(not installed)"
+    key = ApiKey.API_VERSIONS
+    source = entity_info(request_type(key, api_versions(key).stop - 1)).source
+    return f"kproto {version} (Kafka message schemas: {source.split('/')[0]})"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: computed when asked for, not when the parser is built."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any):
+        kwargs.update(nargs=0, default=argparse.SUPPRESS)
+        super().__init__(option_strings, argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def _finish(parser: argparse.ArgumentParser, seen: set[int]) -> None:
+    """Let ``--debug`` also follow a subcommand (``kproto broker --debug``); it is
+    shown once, in the top-level help. ``SUPPRESS`` keeps a subcommand from resetting
+    the top-level value. A missing subcommand is named by its choices (``required:
+    {list,describe}``), not by its ``dest``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if action.metavar is None:
+                action.metavar = "{" + ",".join(action.choices) + "}"
+            for child in action.choices.values():
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    child.add_argument(
+                        "--debug",
+                        action="store_true",
+                        default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS,
+                    )
+                    _finish(child, seen)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``kproto`` argument parser (with ``spark`` when kproto[spark] imports)."""
-    parser = argparse.ArgumentParser(
+    """The ``kproto`` argument parser. Building it imports neither pyspark nor the
+    broker's server (only what each subcommand's arguments need)."""
+    parser = _Parser(
         prog="kproto", description="Tools for the Apache Kafka wire protocol."
+    )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print kproto's version and exit"
+    )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=False,
+        help="on an error, print the traceback as well as the one-line message",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -267,19 +342,23 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_parsers(sub)
     console.add_parsers(sub)
     from kproto.broker.cli import add_parsers as add_broker_parsers
+    from kproto.spark.cli import add_parsers as add_spark_parsers
 
     add_broker_parsers(sub)
-    try:
-        from kproto.spark.cli import add_parsers
-    except ImportError:
-        pass
-    else:
-        add_parsers(sub)
+    add_spark_parsers(sub)  # always listed; running it checks for the extra
+    _finish(parser, set())
     return parser
 
 
+#: What a user can cause: printed as one ``kproto: error:`` line, exit status 2.
+#: (An OSError is a path, a permission or a port; a DecodeError an input that is not
+#: what the command reads.) Anything else is a bug and keeps its traceback.
+USER_ERRORS = (CliError, OSError, DecodeError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``kproto`` command; return the exit status."""
+    """Run the ``kproto`` command; return the exit status (0, 1 for
+    ``--fail-on-corrupt`` findings, 2 for usage and input errors, 130 on Ctrl-C)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     func = args.func
@@ -287,11 +366,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if func in (cmd_dump_log, cmd_decode, cmd_describe):
             return int(func(args, sys.stdout, sys.stderr))
         return int(func(args))
-    except CliError as exc:
-        print(f"kproto: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # pragma: no cover - e.g. piped into head
         return 0
+    except USER_ERRORS as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"kproto: error: {error_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            traceback.print_exc()
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""What the ``kproto`` subcommands share: the usage error, input reading, and the
-client arguments and error mapping of the network commands."""
+"""What the ``kproto`` subcommands share: the usage error and its one-line rendering,
+input reading, and the client arguments and error mapping of the network commands."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ __all__ = [
     "CliError",
     "add_client_arguments",
     "client_for",
+    "error_line",
     "positive_int",
     "read_input",
 ]
@@ -23,6 +24,21 @@ __all__ = [
 
 class CliError(Exception):
     """A usage or input problem: printed as ``kproto: error: ...``, exit status 2."""
+
+
+def error_line(exc: BaseException) -> str:
+    """What goes after ``kproto: error:`` for an error the user caused: an
+    :class:`OSError` as ``FILE: reason`` (``reason`` alone when it names no file),
+    anything else as its message.
+
+    >>> error_line(FileNotFoundError(2, "No such file or directory", "x.log"))
+    'x.log: No such file or directory'
+    """
+    if isinstance(exc, OSError) and exc.strerror:
+        if exc.filename is not None:
+            return f"{exc.filename}: {exc.strerror}"
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def read_input(name: str) -> bytes:

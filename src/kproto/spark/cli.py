@@ -9,6 +9,11 @@ Wire into a top-level argparse CLI with :func:`add_parsers`; each subcommand set
 
 Spark runs embedded (``local[*]``) unless ``--master`` names a cluster; then kproto
 must be installed on the executors and the input paths readable there.
+
+Building the parser needs neither pyspark nor pyarrow; running a subcommand without
+them fails with :class:`~kproto.cli._common.CliError` (``pip install 'kproto[spark]'``).
+Inputs are checked before Spark starts (missing paths, no ``.log`` segments, bad
+``--conf``); phase lines go to stderr while it runs.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import argparse
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -26,7 +30,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 
-from kproto.spark._framing import FramingError, find_segment_files, scan_file
+from kproto.cli._common import CliError
+from kproto.spark._arrow_write import resolve_writer, write_segments_arrow
+from kproto.spark._framing import (
+    FramingError,
+    SegmentFile,
+    find_segment_files,
+    scan_file,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -37,9 +48,12 @@ TOPICS = ("__consumer_offsets", "__transaction_state")
 
 __all__ = [
     "add_parsers",
+    "require_spark",
     "run_segments",
     "run_internal_topic",
     "make_session",
+    "resolve_writer",
+    "write_segments_arrow",
     "PARQUET_OPTIONS",
     "SESSION_CONF",
     "Summary",
@@ -57,8 +71,9 @@ class Summary:
         records: record rows written.
         corrupt_batches: error rows (batches that failed to decode or frame).
         bytes: total size of the input files.
-        seconds: wall-clock time of the Spark job(s).
+        seconds: wall-clock time of the whole run, Spark's start-up included.
         corrupt_by_file: corrupt batch count per file (only files with any).
+        startup_seconds: of ``seconds``, the time Spark took to start.
     """
 
     files: int = 0
@@ -68,6 +83,7 @@ class Summary:
     bytes: int = 0
     seconds: float = 0.0
     corrupt_by_file: dict[str, int] = attrs.field(factory=dict)
+    startup_seconds: float = 0.0
 
     @property
     def records_per_second(self) -> float:
@@ -82,12 +98,67 @@ class Summary:
             f"records          {self.records:>14,}",
             f"corrupt batches  {self.corrupt_batches:>14,}",
             f"bytes            {self.bytes:>14,}  ({mb:,.1f} MB)",
-            f"time             {self.seconds:>14.1f} s",
+            f"time             {self.seconds:>14.1f} s  "
+            f"(Spark start-up {self.startup_seconds:.1f} s)",
             f"records/s        {self.records_per_second:>14,.0f}",
         ]
         for f, n in sorted(self.corrupt_by_file.items()):
             lines.append(f"  corrupt: {n:>6} in {f}")
         return "\n".join(lines)
+
+
+def require_spark() -> None:
+    """Check that the ``spark`` extra is installed, without importing it.
+
+    Raises:
+        CliError: pyspark, pyarrow or pandas is missing (the message says how to
+            install them).
+    """
+    missing = [
+        m
+        for m in ("pyspark", "pyarrow", "pandas")
+        if importlib.util.find_spec(m) is None
+    ]
+    if missing:
+        raise CliError(
+            f"kproto spark needs {', '.join(missing)}: pip install 'kproto[spark]'"
+        )
+
+
+class _Progress:
+    """Phase lines on stderr, ``kproto spark: <phase> [<seconds since start> s]``."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def __call__(self, phase: str) -> None:
+        print(f"kproto spark: {phase} [{self.elapsed():.1f} s]", file=sys.stderr)
+        sys.stderr.flush()
+
+
+def _files(n: int) -> str:
+    return f"{n:,} .log file{'' if n == 1 else 's'}"
+
+
+def _check_conf(items: Sequence[str]) -> None:
+    for item in items:
+        if "=" not in item:
+            raise CliError(f"--conf expects KEY=VALUE, got {item!r}")
+
+
+def _start_spark(
+    args: argparse.Namespace, app: str, progress: _Progress
+) -> tuple[SparkSession, float]:
+    """(SparkSession, its start-up seconds), with a phase line before and after."""
+    progress(f"starting Spark ({args.master or 'local[*]'})")
+    before = progress.elapsed()
+    spark = make_session(args.master, app, args.conf)
+    seconds = progress.elapsed() - before
+    progress(f"Spark started in {seconds:.1f} s")
+    return spark, seconds
 
 
 def scan_summary(paths: Sequence[str]) -> Summary:
@@ -183,105 +254,6 @@ def _write(df: DataFrame, out: str, fmt: str) -> None:
         writer.options(**PARQUET_OPTIONS).parquet(out)
 
 
-def _arrow_task(
-    index: int,
-    ranges: list[tuple[str, int, int, str | None, int | None]],
-    out: str,
-    check_crc: bool,
-) -> tuple[int, dict[str, int]]:
-    """One Spark task of ``--writer arrow``: decode ranges, write one Parquet file with
-    pyarrow; returns (record rows, corrupt batches per file)."""
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
-
-    from kproto.spark._framing import ByteRange
-    from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, read_range
-
-    records = 0
-    corrupt: dict[str, int] = {}
-    # pyarrow's defaults but for offset (unique): see PARQUET_OPTIONS.
-    dictionary = [f.name for f in SEGMENT_ARROW_SCHEMA if f.name != "offset"]
-    path = os.path.join(out, f"part-{index:05d}.parquet")
-    with pq.ParquetWriter(
-        path, SEGMENT_ARROW_SCHEMA, use_dictionary=dictionary
-    ) as writer:
-        for r in ranges:
-            for batch in read_range(ByteRange(*r), check_crc=check_crc):
-                errors = batch.num_rows - batch.column("error").null_count
-                if errors:
-                    corrupt[r[0]] = corrupt.get(r[0], 0) + errors
-                records += batch.num_rows - errors
-                writer.write_batch(batch)
-    return records, corrupt
-
-
-def resolve_writer(writer: str, fmt: str, out: str, master: str | None) -> str:
-    """The writer ``--writer auto`` stands for: ``arrow`` when the output is Parquet
-    to a local path and Spark runs embedded (``local[...]`` or no master), where every
-    task can write the output directory; ``spark`` otherwise.
-
-    >>> resolve_writer("auto", "parquet", "out/", "local[*]")
-    'arrow'
-    >>> resolve_writer("auto", "parquet", "s3a://bucket/out", "local[*]")
-    'spark'
-    >>> resolve_writer("auto", "parquet", "out/", "spark://host:7077")
-    'spark'
-    """
-    if writer != "auto":
-        return writer
-    local_out = "://" not in out or out.startswith("file://")
-    local_master = master is None or master.startswith("local")
-    return "arrow" if fmt == "parquet" and local_out and local_master else "spark"
-
-
-def write_segments_arrow(
-    spark: SparkSession,
-    paths: Sequence[str],
-    out: str,
-    *,
-    split_bytes: int | None,
-    check_crc: bool,
-) -> tuple[int, dict[str, int]]:
-    """Decode segments in Spark tasks that write Parquet themselves with pyarrow (no
-    JVM row conversion, no Spark Parquet writer): one ``part-NNNNN.parquet`` per
-    partition under ``out``, in the schema of :data:`kproto.spark.SEGMENT_SCHEMA`.
-
-    ``out`` must be a local or shared filesystem path that every executor can write.
-    Returns (record rows, corrupt batches per file).
-
-    Raises:
-        FileNotFoundError: an input path does not exist.
-    """
-    from kproto.spark._read import MIN_AUTO_SPLIT_BYTES
-    from kproto.spark._segments import DEFAULT_SPLIT_BYTES, plan_partitions
-    from kproto.spark._session import ensure_python_workers
-
-    files = find_segment_files(paths)
-    if split_bytes is None:
-        total = sum(f.size for f in files)
-        slots = 8 * spark.sparkContext.defaultParallelism
-        split_bytes = min(
-            DEFAULT_SPLIT_BYTES, max(MIN_AUTO_SPLIT_BYTES, total // slots)
-        )
-    parts = [p.ranges for p in plan_partitions([f.path for f in files], split_bytes)]
-    ensure_python_workers(spark)
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
-    if not parts:
-        return 0, {}
-    jobs = spark.sparkContext.parallelize(list(enumerate(parts)), len(parts))
-    results = jobs.map(
-        lambda item: _arrow_task(item[0], item[1], out, check_crc)
-    ).collect()
-    records = sum(r for r, _ in results)
-    corrupt: dict[str, int] = {}
-    for _, c in results:
-        for f, n in c.items():
-            corrupt[f] = corrupt.get(f, 0) + n
-    Path(out, "_SUCCESS").touch()
-    return records, corrupt
-
-
 def _read_back(spark: SparkSession, out: str, fmt: str) -> DataFrame:
     return spark.read.json(out) if fmt == "json" else spark.read.parquet(out)
 
@@ -306,33 +278,42 @@ def run_segments(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
 
     Raises:
         FileNotFoundError: an input path does not exist.
+        CliError: the extra is missing, no ``.log`` segments under the paths, or an
+            option is wrong (before Spark starts).
     """
-    from kproto.spark._read import read_log_segments
-
+    progress = _Progress()
+    require_spark()
     paths = [str(p) for p in args.paths]
     summary = scan_summary(paths)
-    spark = make_session(args.master, "kproto spark segments", args.conf)
-    start = time.perf_counter()
+    if not summary.files:
+        raise CliError(f"no .log segments under {', '.join(paths)}")
+    if args.writer == "arrow" and args.format != "parquet":
+        raise CliError("--writer arrow writes Parquet only")
+    _check_conf(args.conf)
+    progress(f"{_files(summary.files)}, {summary.bytes:,} bytes")
+    from kproto.spark._read import read_log_segments
+
+    spark, summary.startup_seconds = _start_spark(
+        args, "kproto spark segments", progress
+    )
     split_bytes = int(args.split_mb * 1024 * 1024) if args.split_mb else None
     # The session's own master: spark-submit may set it without --master.
     writer = resolve_writer(
         args.writer, args.format, args.out, spark.sparkContext.master
     )
-    print(f"writer: {writer}", file=sys.stderr)
+    progress(f"decoding and writing {args.format} to {args.out} ({writer} writer)")
     if writer == "arrow":
-        if args.format != "parquet":
-            raise ValueError("--writer arrow writes Parquet only")
         summary.records, summary.corrupt_by_file = write_segments_arrow(
             spark, paths, args.out, split_bytes=split_bytes, check_crc=not args.no_crc
         )
-        summary.seconds = time.perf_counter() - start
     else:
         df = read_log_segments(
             spark, paths, split_bytes=split_bytes, check_crc=not args.no_crc
         )
         _write(df, args.out, args.format)
-        summary.seconds = time.perf_counter() - start
+        progress("counting the rows written")
         summary.records, summary.corrupt_by_file = _counts(spark, args.out, args.format)
+    summary.seconds = progress.elapsed()
     summary.corrupt_batches = sum(summary.corrupt_by_file.values())
     print(summary.render(), file=out)
     print(f"wrote {args.format} to {args.out}", file=out)
@@ -354,6 +335,28 @@ def _is_segments(path: str) -> bool:
     return p.is_dir() and next(p.rglob("*.log"), None) is not None
 
 
+def topic_segments(path: str, topic: str) -> list[SegmentFile]:
+    """The segments under ``path`` that belong to ``topic``: those in its
+    ``<topic>-<partition>`` directories, and those in directories not named that way
+    (taken as given). A broker data directory thus gives only that topic's logs.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+    """
+    return [f for f in find_segment_files([path]) if f.topic in (topic, None)]
+
+
+def _has_dataset_files(path: str) -> bool:
+    p = Path(path)
+    if p.is_file():
+        return True
+    return any(
+        q.is_file() and not q.name.startswith(("_", "."))
+        for q in p.rglob("*")
+        if not any(part.startswith(("_", ".")) for part in q.relative_to(p).parts)
+    )
+
+
 def run_internal_topic(args: argparse.Namespace, *, out: TextIO = sys.stdout) -> int:
     """``kproto spark internal-topic``: decode ``__consumer_offsets`` or
     ``__transaction_state`` records and write them with typed key/value structs.
@@ -364,25 +367,40 @@ def run_internal_topic(args: argparse.Namespace, *, out: TextIO = sys.stdout) ->
     that fail to decode are rows with ``error`` set. Returns 0, or 1 with
     ``--fail-on-corrupt`` when there was any.
 
+    Segments are only those of ``--topic`` (:func:`topic_segments`).
+
     Raises:
         FileNotFoundError: INPUT does not exist.
+        CliError: the extra is missing, INPUT holds no segments of the topic (or no
+            dataset files), or an option is wrong (before Spark starts).
     """
-    from pyspark.sql import functions as F
-
-    from kproto.spark._decode import decode_internal_topic
-    from kproto.spark._read import read_log_segments
-
+    progress = _Progress()
+    require_spark()
     if not Path(args.input).exists():
         raise FileNotFoundError(f"no such file or folder: {args.input}")
     fmt = args.input_format
     if fmt == "auto":
         fmt = "segments" if _is_segments(args.input) else "parquet"
-    spark = make_session(
-        args.master, f"kproto spark internal-topic {args.topic}", args.conf
-    )
-    start = time.perf_counter()
+    files: list[SegmentFile] = []
     if fmt == "segments":
-        source = read_log_segments(spark, args.input)  # error rows kept
+        files = topic_segments(args.input, args.topic)
+        if not files:
+            raise CliError(f"no .log segments of {args.topic} under {args.input}")
+        progress(f"reading {args.topic} from {_files(len(files))}")
+    elif not _has_dataset_files(args.input):
+        raise CliError(f"no .log segments or {fmt} files under {args.input}")
+    _check_conf(args.conf)
+    from pyspark.sql import functions as F
+
+    from kproto.spark._decode import decode_internal_topic
+    from kproto.spark._read import read_log_segments
+
+    spark, startup = _start_spark(
+        args, f"kproto spark internal-topic {args.topic}", progress
+    )
+    progress(f"decoding and writing {args.format} to {args.out}")
+    if fmt == "segments":  # corrupt batches stay as error rows
+        source = read_log_segments(spark, [f.path for f in files])
     elif fmt == "json":
         # Spark writes binary columns to JSON as base64 strings.
         source = (
@@ -394,7 +412,7 @@ def run_internal_topic(args: argparse.Namespace, *, out: TextIO = sys.stdout) ->
         source = spark.read.parquet(args.input)
     decoded = decode_internal_topic(source, args.topic)
     _write(decoded, args.out, args.format)
-    seconds = time.perf_counter() - start
+    progress("counting the rows written")
     written = _read_back(spark, args.out, args.format)
     total = written.count()
     bad = written.where(F.col("error").isNotNull()).count() if total else 0
@@ -406,8 +424,12 @@ def run_internal_topic(args: argparse.Namespace, *, out: TextIO = sys.stdout) ->
     print(f"records          {total:>14,}", file=out)
     for name, n in sorted(by_type.items()):
         print(f"  {name:<15}{n:>14,}", file=out)
+    seconds = progress.elapsed()
     print(f"decode errors    {bad:>14,}", file=out)
-    print(f"time             {seconds:>14.1f} s", file=out)
+    print(
+        f"time             {seconds:>14.1f} s  (Spark start-up {startup:.1f} s)",
+        file=out,
+    )
     print(f"records/s        {total / seconds if seconds else 0:>14,.0f}", file=out)
     print(f"wrote {args.format} to {args.out}", file=out)
     return 1 if args.fail_on_corrupt and bad else 0
@@ -441,14 +463,9 @@ def add_parsers(subparsers: Any) -> argparse.ArgumentParser:
     argparse ``subparsers`` object; returns the ``spark`` parser. Each leaf parser
     sets ``func`` to its run function.
 
-    Raises:
-        ImportError: pyspark or pyarrow is not installed (checked without importing).
+    Needs neither pyspark nor pyarrow: the run functions check for them
+    (:func:`require_spark`).
     """
-    for module in ("pyspark", "pyarrow"):
-        if importlib.util.find_spec(module) is None:
-            raise ImportError(
-                f"kproto spark needs {module}: pip install 'kproto[spark]'"
-            )
     spark = subparsers.add_parser(
         "spark",
         help="decode Kafka data with PySpark (needs kproto[spark])",
@@ -506,11 +523,11 @@ def add_parsers(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m kproto.spark.cli spark segments ...``."""
-    parser = argparse.ArgumentParser(prog="kproto")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    """Stand-alone entry point: ``python -m kproto.spark.cli spark segments ...``, the
+    same as ``kproto spark segments ...`` (:func:`kproto.cli.main`)."""
+    from kproto.cli import main as kproto_main
+
+    return kproto_main(argv)
 
 
 if __name__ == "__main__":
