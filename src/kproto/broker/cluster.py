@@ -456,9 +456,11 @@ class Cluster:
     async def async_stop_node(self, node: int, *, move_leaders: bool = True) -> None:
         """:meth:`stop_node` on the cluster's own loop."""
         server = self._server(node)
-        await server.stop()
+        # as one step on the loop: no request is served between the node going
+        # silent and its leaders moving
+        server.halt()
         self.state.nodes.pop(node, None)
-        live = [s.node_id for s in self.servers if s.running]
+        live = [s.node_id for s in self.servers if s.running and s.node_id != node]
         turn = 0
         for info in list(self.state.topics.values()):
             for p, leader in enumerate(info.leaders):
@@ -468,6 +470,7 @@ class Cluster:
                 turn += 1
                 self.state.set_leader(info.name, p, new)
         self.state.save_topics()
+        await server.stop()
         log.info("node %d stopped; %d partition leaders moved", node, turn)
 
     def start_node(self, node: int) -> None:

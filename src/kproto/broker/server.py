@@ -115,6 +115,13 @@ class NodeServer:
             task.cancel()
         return len(tasks)
 
+    def halt(self) -> None:
+        """Stop accepting and cancel every connection, at once (no request is
+        answered after this returns); :meth:`stop` then waits for them."""
+        if self.server is not None:
+            self.server.close()
+        self.drop_connections()
+
     async def stop(self) -> None:
         """Stop listening, cancel every connection task and wait for them."""
         if self.server is not None:
