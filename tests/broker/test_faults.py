@@ -23,7 +23,7 @@ from kproto.client import BrokerError, Client
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
-from kproto.index import ApiKey, request_type, response_type
+from kproto.index import ApiKey, api_versions, request_type, response_type
 from kproto.records import encode_batch
 from kproto.serial import decode, encode
 from tests.strategies import sample_entity
@@ -515,7 +515,7 @@ def _error_codes(entity: object) -> list[int]:
     found: list[int] = []
     for field in attrs.fields(type(entity)):
         value = getattr(entity, field.name)
-        if field.name == "error_code":
+        if field.name in ("error_code", "partition_error_code"):
             found.append(value)
         items = value if isinstance(value, tuple) else (value,)
         for item in items:
@@ -524,23 +524,40 @@ def _error_codes(entity: object) -> list[int]:
     return found
 
 
+#: The transaction APIs, served or not, whose error answers are built too.
+_TRANSACTION_APIS = (
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.ADD_PARTITIONS_TO_TXN,
+    ApiKey.ADD_OFFSETS_TO_TXN,
+    ApiKey.END_TXN,
+    ApiKey.TXN_OFFSET_COMMIT,
+    ApiKey.DESCRIBE_PRODUCERS,
+    ApiKey.DESCRIBE_TRANSACTIONS,
+    ApiKey.LIST_TRANSACTIONS,
+)
+
+
 def test_error_responses_of_every_api_and_version(tmp_path: Path) -> None:
     """Each API the broker serves either refuses error injection up front or gets
     an encodable response of the request's version whose every error_code (top
     level and per entry) is the injected one."""
     state = ClusterState(tmp_path, [1])
     refused = []
-    for api_key, (low, high) in SERVED_APIS.items():
+    apis = dict.fromkeys([*SERVED_APIS, *_TRANSACTION_APIS])
+    for api_key in apis:
         try:
             check_error_response(api_key)
         except ValueError:
             refused.append(api_key)
             continue
+        versions = api_versions(api_key)
+        low, high = SERVED_APIS.get(api_key, (versions.start, versions.stop - 1))
         for version in range(low, high + 1):
             request = sample_entity(request_type(api_key, version))
-            ctx = RequestContext(
+            # the coordinators are not used to build an error response
+            fields = {f.name: None for f in attrs.fields(RequestContext)}
+            fields.update(
                 state=state,
-                groups=None,  # type: ignore[arg-type]
                 served_apis=SERVED_APIS,
                 node_id=1,
                 header=SimpleNamespace(request_api_key=api_key),
@@ -548,6 +565,7 @@ def test_error_responses_of_every_api_and_version(tmp_path: Path) -> None:
                 client_id=None,
                 client_host="127.0.0.1",
             )
+            ctx = RequestContext(**fields)
             response = error_response(ctx, request, E.UNKNOWN_SERVER_ERROR)
             assert type(response) is response_type(api_key, version)
             decoded = decode(type(response), encode(response))

@@ -377,6 +377,48 @@ def _configs(out_field: str) -> _Mirror:
     return mirror
 
 
+def _add_partitions_to_txn(request: Any, error: ErrorCode) -> dict[str, Any]:
+    def topics(entries: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": t.name,
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": error}
+                    for p in t.partitions
+                ],
+            }
+            for t in entries or ()
+        ]
+
+    transactions = getattr(request, "transactions", None)
+    if transactions is not None:  # v4+: batched by transactional id
+        return {
+            "results_by_transaction": [
+                {
+                    "transactional_id": t.transactional_id,
+                    "topic_results": topics(t.topics),
+                }
+                for t in transactions
+            ]
+        }
+    return {"results_by_topic_v3_and_below": topics(request.v3_and_below_topics)}
+
+
+def _describe_producers(request: Any, error: ErrorCode) -> dict[str, Any]:
+    return {
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p, "error_code": error}
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in request.topics
+        ]
+    }
+
+
 #: The APIs whose errors sit in entries mirroring the request's (the others carry
 #: one top-level ``error_code``): how to build those entries.
 _MIRRORS: Final[Mapping[ApiKey, _Mirror]] = {
@@ -396,6 +438,12 @@ _MIRRORS: Final[Mapping[ApiKey, _Mirror]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _configs("responses"),
     ApiKey.DESCRIBE_GROUPS: _by_name("groups", "group_id", "groups"),
     ApiKey.DELETE_GROUPS: _by_name("results", "group_id", "groups_names"),
+    ApiKey.TXN_OFFSET_COMMIT: _offset_commit,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: _by_name(
+        "transaction_states", "transactional_id", "transactional_ids"
+    ),
 }
 
 
@@ -418,7 +466,8 @@ def check_error_response(api_key: ApiKey) -> None:
 
 def error_response(ctx: RequestContext, request: Any, error: ErrorCode) -> Any:
     """The response to ``request`` with ``error`` in its top-level ``error_code``
-    (where the version has one) and in the entry of every topic, partition, group
+    (where the version has one) and in the entry (``error_code``, or
+    AddPartitionsToTxn's ``partition_error_code``) of every topic, partition, group
     or resource the request named (librdkafka's mock handlers with
     ``rd_kafka_mock_next_request_error``). Metadata also lists the live brokers,
     so a client can go on."""
