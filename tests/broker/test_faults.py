@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import attrs
 import pytest
@@ -510,7 +511,7 @@ def test_through_the_fixture(kafka_cluster: Cluster) -> None:
 # ---------------------------------------------------------------- every API
 
 
-def _error_codes(entity: object) -> list[int]:
+def _error_codes(entity: Any) -> list[int]:
     """Every ``error_code`` in ``entity``, nested entries included."""
     found: list[int] = []
     for field in attrs.fields(type(entity)):
@@ -555,7 +556,9 @@ def test_error_responses_of_every_api_and_version(tmp_path: Path) -> None:
         for version in range(low, high + 1):
             request = sample_entity(request_type(api_key, version))
             # the coordinators are not used to build an error response
-            fields = {f.name: None for f in attrs.fields(RequestContext)}
+            fields: dict[str, Any] = {
+                f.name: None for f in attrs.fields(RequestContext)
+            }
             fields.update(
                 state=state,
                 served_apis=SERVED_APIS,
