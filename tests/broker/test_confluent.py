@@ -163,14 +163,14 @@ def test_admin_client(cluster3: Cluster) -> None:
     a.incremental_alter_configs([change])[change].result(10)
     assert a.describe_configs([res])[res].result(10)["retention.bytes"].value == "12345"
     legacy = admin.ConfigResource(
-        "topic", "adm", set_config={"segment.bytes": "100000"}
+        "topic", "adm", set_config={"segment.bytes": "1048576"}
     )
     with pytest.warns(DeprecationWarning):
         assert a.alter_configs([legacy])[legacy].result(10) is None
     after = a.describe_configs([res])[res].result(10)
     # legacy AlterConfigs replaces the whole set: retention.ms is back to its default
     assert (after["segment.bytes"].value, after["retention.ms"].value) == (
-        "100000",
+        "1048576",
         "604800000",
     )
     produce(cluster3, "adm", [b"%d" % i for i in range(10)], partitioner="murmur2")
@@ -239,7 +239,7 @@ def test_requests_are_recorded(cluster3: Cluster, topic: Callable[..., str]) -> 
 def test_retention_bytes_deletes_old_segments(
     cluster3: Cluster, topic: Callable[..., str]
 ) -> None:
-    name = topic(1, segment_bytes="2000", retention_bytes="3000")
+    name = topic(1, internal_segment_bytes="2000", retention_bytes="3000")
     for round_ in range(10):
         produce(cluster3, name, [b"%d-" % round_ + b"x" * 100 for _ in range(10)])
     a = admin.AdminClient(

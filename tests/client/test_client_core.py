@@ -346,6 +346,54 @@ def test_fetch_drops_records_below_offset_and_keeps_partial_tail(version: int) -
     assert topic.partitions[0].fetch_offset == 1
 
 
+@pytest.mark.parametrize("decode", [True, False])
+def test_fetch_next_offset_counts_records_compacted_away(decode: bool) -> None:
+    # A batch whose last records were compacted away keeps its last_offset_delta:
+    # the next fetch starts past it (else the same batch would come back forever).
+    core = ClientCore("b1:9001")
+    compacted = bytearray(batch(0, 2))
+    compacted[23:27] = (4).to_bytes(4, "big")  # last_offset_delta 4: offsets 0..4
+    import crc32c
+
+    compacted[17:21] = crc32c.crc32c(bytes(compacted[21:])).to_bytes(4, "big")
+    data = bytes(compacted) + batch(5, 2)
+    script = Script(
+        {MD: 12, FETCH: 12},
+        (MD, metadata({0: 1})),
+        (FETCH, fetch_answer(data + batch(7, 3)[:-5], hw=10)),
+    )
+    result = script.run(
+        core.fetch(
+            "orders",
+            0,
+            0,
+            max_bytes=1000,
+            max_wait_ms=0,
+            isolation_level=1,
+            decode=decode,
+        )
+    )
+    assert result.next_offset == 7 and result.raw == data
+    assert [r.offset for r in result.records] == ([0, 1, 5, 6] if decode else [])
+    ((_, request),) = script.requests(FETCH)
+    assert request.isolation_level == 1
+
+
+def test_fetch_without_decoding_refuses_a_bad_header() -> None:
+    core = ClientCore("b1:9001")
+    bad = bytearray(batch(0, 2))
+    bad[16] = 9  # magic 9
+    script = Script(
+        {MD: 12, FETCH: 12},
+        (MD, metadata({0: 1})),
+        (FETCH, fetch_answer(bytes(bad), hw=2)),
+    )
+    with pytest.raises(ClientError, match="magic"):
+        script.run(
+            core.fetch("orders", 0, 0, max_bytes=1000, max_wait_ms=0, decode=False)
+        )
+
+
 def test_fetch_of_only_a_partial_batch_is_an_error_not_a_hang() -> None:
     core = ClientCore("b1:9001")
     script = Script(

@@ -14,10 +14,12 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kproto.broker.faults import FaultInjector, FaultSpec, HookHandle, RequestHook
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.leadership import lead_offline, leader_epoch, move_off, set_leader
 from kproto.broker.server import NodeServer
-from kproto.broker.state import ClusterState, TopicMetadata
+from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.index import ApiKey
 from kproto.records import Record, decode_batches
@@ -64,6 +66,12 @@ class Cluster:
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        max_partitions: partitions the cluster may hold in all (internal topics
+            included); CreateTopics/CreatePartitions beyond it are answered
+            POLICY_VIOLATION. One request may create at most 10,000 (Kafka's
+            ``QuorumController.MAX_RECORDS_PER_USER_OP``).
+        max_open_files: segment files kept open at once (a least-recently-used
+            cache; idle partitions hold no file descriptor).
 
     Raises:
         ValueError: ``nodes`` < 1.
@@ -83,6 +91,8 @@ class Cluster:
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -100,6 +110,8 @@ class Cluster:
             num_partitions=num_partitions,
             offsets_partitions=offsets_partitions,
             segment_bytes=segment_bytes,
+            max_partitions=max_partitions,
+            max_open_files=max_open_files,
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(self.state)
@@ -329,7 +341,7 @@ class Cluster:
 
     def leader_epoch(self, topic: str, partition: int = 0) -> int:
         """The leader epoch of ``topic``/``partition`` (bumped by every move)."""
-        return self._on_loop(lambda: self.state.leader_epoch(topic, partition))
+        return self._on_loop(lambda: leader_epoch(self.state, topic, partition))
 
     def inject_errors(
         self, api_key: ApiKey, errors: list[FaultSpec], node: int | None = None
@@ -406,7 +418,7 @@ class Cluster:
         def move() -> int:
             if not server.running:
                 raise ValueError(f"node {node} is stopped: it cannot lead")
-            epoch = self.state.set_leader(topic, partition, node)
+            epoch = set_leader(self.state, topic, partition, node)
             self.state.save_topics()
             return epoch
 
@@ -461,17 +473,10 @@ class Cluster:
         server.halt()
         self.state.nodes.pop(node, None)
         live = [s.node_id for s in self.servers if s.running and s.node_id != node]
-        turn = 0
-        for info in list(self.state.topics.values()):
-            for p, leader in enumerate(info.leaders):
-                if leader != node:
-                    continue
-                new = live[turn % len(live)] if move_leaders and live else -1
-                turn += 1
-                self.state.set_leader(info.name, p, new)
+        moved = move_off(self.state, node, live if move_leaders else [])
         self.state.save_topics()
         await server.stop()
-        log.info("node %d stopped; %d partition leaders moved", node, turn)
+        log.info("node %d stopped; %d partitions moved or offline", node, moved)
 
     def start_node(self, node: int) -> None:
         """Bring a stopped node back on its port (librdkafka's
@@ -490,9 +495,6 @@ class Cluster:
         if server.running:
             return
         await server.start()
-        for info in list(self.state.topics.values()):
-            for p, leader in enumerate(info.leaders):
-                if leader == -1:
-                    self.state.set_leader(info.name, p, node)
+        lead_offline(self.state, node)
         self.state.save_topics()
         log.info("node %d started on port %d", node, server.port)

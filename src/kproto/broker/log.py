@@ -20,6 +20,7 @@ batch and everything after it is truncated, as Kafka's ``LogSegment.recover`` do
 from __future__ import annotations
 
 import bisect
+import errno
 import logging
 import os
 import struct
@@ -31,6 +32,8 @@ import attrs
 import crc32c
 
 from kproto.broker.errors import LogAppendError
+from kproto.broker.file_cache import FileCache, shared_file_cache
+from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
 from kproto.broker.producer_state import ProducerStateManager
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
@@ -85,10 +88,14 @@ class AppendResult:
 
 
 class Segment:
-    """One ``.log`` file and the index of its batches."""
+    """One ``.log`` file and the index of its batches; the file is opened on use
+    through ``files`` (a bounded cache: an idle segment holds no descriptor)."""
 
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(
+        self, path: Path, base_offset: int, files: FileCache | None = None
+    ) -> None:
         self.path = path
+        self.files = files if files is not None else shared_file_cache()
         self.base_offset = base_offset
         self.size = 0
         self.offsets = array("q")  # base offset of each batch
@@ -96,27 +103,56 @@ class Segment:
         self.positions = array("q")  # file position of each batch
         self.sizes = array("q")  # batch size in bytes, overhead included
         self.max_timestamps = array("q")  # ms
-        self._fd: int | None = None
 
     @property
     def fd(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        return self._fd
+        """The open descriptor (valid until the next use of the file cache).
+
+        Raises:
+            OSError: the file cannot be opened.
+        """
+        return self.files.fd(self, self.path)
 
     def create(self) -> None:
-        """Create the (empty) file now."""
-        _ = self.fd
+        """Create the (empty) file now, without keeping it open."""
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644))
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.files.close(self)
 
     def add(self, batch_bytes: bytes, base: int, last: int, max_ts: int) -> None:
-        os.pwrite(self.fd, batch_bytes, self.size)
-        self.index(base, last, self.size, len(batch_bytes), max_ts)
-        self.size += len(batch_bytes)
+        """Write ``batch_bytes`` at the end of the file, then index it.
+
+        ``os.pwrite`` may write less than asked (a full disk, a signal): it is
+        repeated until every byte is written; an error or a write of 0 bytes
+        truncates the file back to its old size and raises, so nothing is indexed
+        (or acknowledged) that is not wholly on disk.
+
+        Raises:
+            OSError: the write failed (ENOSPC, EIO ...).
+        """
+        view = memoryview(batch_bytes)
+        total = len(view)
+        written = 0
+        try:
+            fd = self.fd
+            while written < total:
+                n = os.pwrite(fd, view[written:], self.size + written)
+                if n <= 0:
+                    raise OSError(
+                        errno.EIO,
+                        f"pwrite wrote no bytes at {self.size + written} of {self.path}",
+                    )
+                written += n
+        except OSError:
+            # a failed pwrite may still have written some bytes: cut them off
+            try:
+                os.truncate(self.path, self.size)
+            except OSError:
+                log.exception("could not truncate %s after a failed write", self.path)
+            raise
+        self.index(base, last, self.size, total, max_ts)
+        self.size += total
 
     def index(
         self, base: int, last: int, position: int, size: int, max_ts: int
@@ -133,6 +169,10 @@ class Segment:
 
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self.fd, size, position)
+
+    def read_all(self) -> bytes:
+        """The file's ``size`` bytes (without opening it if it is empty)."""
+        return self.read(0, self.size) if self.size else b""
 
 
 class PartitionLog:
@@ -153,8 +193,15 @@ class PartitionLog:
     """
 
     def __init__(
-        self, topic: str, partition: int, directory: Path, *, segment_bytes: int
+        self,
+        topic: str,
+        partition: int,
+        directory: Path,
+        *,
+        segment_bytes: int,
+        files: FileCache | None = None,
     ) -> None:
+        self.files = files if files is not None else shared_file_cache()
         self.topic = topic
         self.partition = partition
         self.directory = directory
@@ -176,6 +223,7 @@ class PartitionLog:
         *,
         segment_bytes: int,
         log_start_offset: int = 0,
+        files: FileCache | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory`` and recover it.
 
@@ -183,11 +231,13 @@ class PartitionLog:
         corrupt batch is truncated away (logged as a warning), as Kafka's recovery
         does after an unclean shutdown.
         """
-        self = cls(topic, partition, directory, segment_bytes=segment_bytes)
+        self = cls(
+            topic, partition, directory, segment_bytes=segment_bytes, files=files
+        )
         directory.mkdir(parents=True, exist_ok=True)
-        files = sorted(directory.glob("*.log"))
+        paths = sorted(directory.glob("*.log"))
         truncated = False
-        for path in files:
+        for path in paths:
             try:
                 base = int(path.stem)
             except ValueError:
@@ -196,12 +246,14 @@ class PartitionLog:
                 log.warning("recovery: deleting %s after a truncated segment", path)
                 path.unlink()
                 continue
-            segment = Segment(path, base)
+            segment = Segment(path, base, self.files)
             truncated = self._recover_segment(segment)
             self.segments.append(segment)
         if not self.segments:
             base = max(log_start_offset, 0)
-            self.segments.append(Segment(directory / segment_file_name(base), base))
+            self.segments.append(
+                Segment(directory / segment_file_name(base), base, self.files)
+            )
             self.segments[0].create()  # an empty active segment, as Kafka has
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
         return self
@@ -271,7 +323,7 @@ class PartitionLog:
         for segment in self.segments:
             if segment.next_offset <= start_offset or not segment.size:
                 continue
-            data = segment.read(0, segment.size)
+            data = segment.read_all()
             for batch in decode_batches(data):
                 if batch.base_offset + batch.last_offset_delta >= start_offset:
                     yield batch
@@ -285,77 +337,52 @@ class PartitionLog:
         max_message_bytes: int | None = None,
         log_append_time_ms: int | None = None,
     ) -> int:
-        """Append raw record batches; return the first assigned base offset.
+        """Append raw record batches written by the broker itself (the group
+        coordinator: Kafka's ``AppendOrigin.COORDINATOR``); return the first
+        assigned base offset.
 
         See :meth:`append_batches` for the checks and errors.
         """
         return self.append_batches(
             records,
-            max_message_bytes=max_message_bytes,
+            LogPolicy(max_message_bytes=max_message_bytes, client=False),
             log_append_time_ms=log_append_time_ms,
         ).base_offset
 
     def append_batches(
         self,
         records: bytes,
+        policy: LogPolicy | None = None,
         *,
-        max_message_bytes: int | None = None,
         log_append_time_ms: int | None = None,
+        max_message_bytes: int | None = None,
         one_batch: bool = False,
     ) -> AppendResult:
         """Validate and append the magic 2 record batches in ``records``.
 
-        Each batch is decoded (CRC-32C and record count checked, compressed
-        batches decompressed, as Kafka's ``LogValidator`` does), gets the next
-        base offset patched into its first 8 bytes and is written unchanged
-        otherwise. Idempotent batches (producer_id >= 0) are sequence-checked per
-        producer id and epoch as Kafka's ``ProducerAppendInfo.checkSequence``: a
-        retried batch among the producer's last five is not written again and its
-        earlier base offset is returned.
+        The batches are checked by
+        :func:`kproto.broker.log_validator.validate_batches` under ``policy``
+        (default: a client's Produce limited by ``max_message_bytes`` bytes and,
+        with ``one_batch``, to one batch), as Kafka's ``LogValidator``
+        does; each gets the next base offset patched into its first 8 bytes and is
+        written unchanged otherwise. Idempotent batches (producer_id >= 0) are
+        sequence-checked per producer id and epoch as Kafka's
+        ``ProducerAppendInfo.checkSequence``: a retried batch among the producer's
+        last five is not written again and its earlier base offset is returned.
 
         Raises:
-            LogAppendError: CORRUPT_MESSAGE (bad CRC, lengths or record count),
-                INVALID_RECORD (no batches, magic other than 2, partial batch,
-                more than one batch with ``one_batch``),
-                MESSAGE_TOO_LARGE (a batch over ``max_message_bytes``),
-                INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
+            LogAppendError: the validator's errors (CORRUPT_MESSAGE,
+                INVALID_RECORD, MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, with
+                ``record_errors``), INVALID_PRODUCER_EPOCH,
+                OUT_OF_ORDER_SEQUENCE_NUMBER, KAFKA_STORAGE_ERROR (the segment
+                file could not be written: nothing of that batch is indexed).
         """
-        checked: list[RecordBatch] = []
-        iterator = decode_batches(records, check_crc=True)
-        try:
-            for batch in iterator:
-                checked.append(batch)
-        except DecodeError as err:
-            raise LogAppendError(
-                ErrorCode.CORRUPT_MESSAGE, f"corrupt record batch: {err}"
-            ) from err
-        if iterator.partial_tail_bytes:
-            raise LogAppendError(
-                ErrorCode.INVALID_RECORD,
-                f"partial record batch of {iterator.partial_tail_bytes} bytes",
-            )
-        if not checked:
-            raise LogAppendError(
-                ErrorCode.INVALID_RECORD, "no record batches in the produce request"
-            )
-        if one_batch and len(checked) > 1:
-            raise LogAppendError(
-                ErrorCode.INVALID_RECORD,
-                f"{len(checked)} record batches for one partition: Produce v3+ allows "
-                "exactly one (Kafka's ProduceRequest.validateRecords)",
-            )
-        for batch in checked:
-            if batch.magic != 2:
-                raise LogAppendError(
-                    ErrorCode.INVALID_RECORD,
-                    f"record batch magic {batch.magic}: only magic 2 is accepted",
-                )
-            size = _LOG_OVERHEAD + batch.batch_length
-            if max_message_bytes is not None and size > max_message_bytes:
-                raise LogAppendError(
-                    ErrorCode.MESSAGE_TOO_LARGE,
-                    f"record batch of {size} bytes exceeds max.message.bytes {max_message_bytes}",
-                )
+        # raises RecordValidationError, a LogAppendError with record_errors
+        checked = validate_batches(
+            records,
+            policy
+            or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
+        )
         first = checked[0]
         if first.producer_id >= 0 and not first.is_control:
             # raises ProducerSequenceError, a LogAppendError
@@ -368,40 +395,51 @@ class PartitionLog:
             if duplicate is not None:
                 return AppendResult(duplicate, -1, self.log_start_offset)
         first_offset = self.high_watermark
-        data = memoryview(records)
-        for batch in checked:
-            base = self.high_watermark
-            size = _LOG_OVERHEAD + batch.batch_length
-            raw = _BASE_OFFSET.pack(base) + bytes(
-                data[batch.position + 8 : batch.position + size]
-            )
-            segment = self.segments[-1]
-            if segment.size and segment.size + size > self.segment_bytes:
-                segment = self._roll(base)
-            last = base + batch.last_offset_delta
-            max_ts = batch.max_timestamp
-            if log_append_time_ms is not None:
-                max_ts = log_append_time_ms
-                raw = set_log_append_time(raw, log_append_time_ms)
-            segment.add(raw, base, last, max_ts)
-            if batch.producer_id >= 0 and batch.base_sequence >= 0:
-                self.producer_state.update(
-                    batch.producer_id,
-                    batch.producer_epoch,
-                    batch.base_sequence,
-                    batch.base_sequence + batch.last_offset_delta,
-                    base,
-                )
-        if self.on_append is not None:
-            self.on_append()
+        try:
+            for batch in checked:
+                self._write(records, batch, log_append_time_ms)
+        except OSError as err:
+            raise LogAppendError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"could not write to the log of {self.topic}-{self.partition}: {err}",
+            ) from err
+        finally:
+            if self.high_watermark != first_offset and self.on_append is not None:
+                self.on_append()
         return AppendResult(
             first_offset,
             log_append_time_ms if log_append_time_ms is not None else -1,
             self.log_start_offset,
         )
 
+    def _write(
+        self, records: bytes, batch: ValidBatch, log_append_time_ms: int | None
+    ) -> None:
+        base = self.high_watermark
+        size = batch.size
+        raw = _BASE_OFFSET.pack(base) + bytes(
+            memoryview(records)[batch.position + 8 : batch.position + size]
+        )
+        segment = self.segments[-1]
+        if segment.size and segment.size + size > self.segment_bytes:
+            segment = self._roll(base)
+        last = base + batch.last_offset_delta
+        max_ts = batch.max_timestamp
+        if log_append_time_ms is not None:
+            max_ts = log_append_time_ms
+            raw = set_log_append_time(raw, log_append_time_ms)
+        segment.add(raw, base, last, max_ts)
+        if batch.producer_id >= 0 and batch.base_sequence >= 0:
+            self.producer_state.update(
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                batch.base_sequence + batch.last_offset_delta,
+                base,
+            )
+
     def _roll(self, base: int) -> Segment:
-        segment = Segment(self.directory / segment_file_name(base), base)
+        segment = Segment(self.directory / segment_file_name(base), base, self.files)
         segment.create()
         self.segments.append(segment)
         return segment

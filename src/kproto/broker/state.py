@@ -24,7 +24,12 @@ from pathlib import Path
 import attrs
 
 from kproto.broker.errors import TopicError
+from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
 from kproto.broker.log import PartitionLog
+from kproto.broker.topic_config import (
+    TOPIC_CONFIG_DEFAULTS,
+    validate_topic_configs,
+)
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -34,22 +39,13 @@ __all__ = [
     "TopicError",
     "CorruptStateError",
     "TOPIC_CONFIG_DEFAULTS",
+    "DEFAULT_MAX_PARTITIONS",
 ]
 
 log = logging.getLogger("kproto.broker")
 
-#: Topic configs this broker knows, with Kafka's defaults (``TopicConfig``/``LogConfig``).
-#: Those marked in the README are honoured; the others are stored and described.
-TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
-    "cleanup.policy": "delete",
-    "compression.type": "producer",
-    "max.message.bytes": "1048588",
-    "message.timestamp.type": "CreateTime",
-    "retention.bytes": "-1",
-    "retention.ms": "604800000",
-    "segment.bytes": "1073741824",
-    "min.insync.replicas": "1",
-}
+#: Partitions a cluster holds at most (all topics, internal ones included).
+DEFAULT_MAX_PARTITIONS = 200_000
 
 _TOPICS_FILE = "kproto-topics.json"
 _CHECKPOINT_FILE = "log-start-offset-checkpoint"
@@ -83,7 +79,7 @@ class TopicMetadata:
     ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
     v10+), partition count, the node id of each partition's leader, its explicitly
     set configs, and whether it is internal. A client's view of a topic is
-    :class:`kproto.client.results.TopicInfo`, a different thing."""
+    :class:`kproto.client.results.TopicMetadata`, a different thing."""
 
     name: str
     topic_id: uuid.UUID
@@ -131,6 +127,10 @@ class ClusterState:
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
             ``offsets.topic.num.partitions`` default is 50).
         segment_bytes: default ``segment.bytes`` of new topics' logs.
+        max_partitions: partitions the cluster may hold in all; creating more is
+            answered POLICY_VIOLATION.
+        files: the bounded cache of open segment files (``max_open_files``).
+        pending_topics: names of topics being created (their logs are opening).
     """
 
     def __init__(
@@ -142,8 +142,14 @@ class ClusterState:
         num_partitions: int = 1,
         offsets_partitions: int = 5,
         segment_bytes: int = 16 * 1024 * 1024,
+        max_partitions: int = DEFAULT_MAX_PARTITIONS,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
     ) -> None:
         self.data_dir = data_dir
+        self.max_partitions = max_partitions
+        self.files = FileCache(max_open_files)
+        self.pending_topics: set[str] = set()
+        self.pending_partitions = 0
         self.node_ids = list(node_ids)
         self.nodes: dict[int, NodeInfo] = {}
         self.cluster_id = _cluster_id()
@@ -155,8 +161,7 @@ class ClusterState:
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
-        #: (topic id, partition) -> leader epoch, bumped by every leader change
-        #: (absent: 0; not persisted: a restarted cluster starts at 0 again).
+        #: (topic id, partition) -> leader epoch (absent: 0; see broker.leadership)
         self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self._appended: asyncio.Event | None = None
         self._rr = 0
@@ -173,38 +178,6 @@ class ClusterState:
         if info is None or not 0 <= partition < info.partitions:
             return None
         return info.leaders[partition]
-
-    def live_node_ids(self) -> list[int]:
-        """The ids of the nodes listening (all of them before any has started):
-        new topics' leaders are chosen among these, as Kafka's controller places
-        partitions on unfenced brokers only."""
-        return [n for n in self.node_ids if n in self.nodes] or list(self.node_ids)
-
-    def leader_epoch(self, topic: str, partition: int) -> int:
-        """The leader epoch of ``topic``/``partition`` (-1 if there is no such topic)."""
-        info = self.topics.get(topic)
-        if info is None:
-            return -1
-        return self.leader_epochs.get((info.topic_id, partition), 0)
-
-    def set_leader(self, topic: str, partition: int, node_id: int) -> int:
-        """Make ``node_id`` (-1: no leader, the partition is offline) lead
-        ``topic``/``partition`` and bump its leader epoch, as Kafka's controller
-        does on every leader election (``PartitionChangeBuilder``); return the new
-        epoch. The caller saves the topics (:meth:`save_topics`).
-
-        Raises:
-            KeyError: no such partition, or ``node_id`` is not a node of the cluster.
-        """
-        info = self.topics.get(topic)
-        if info is None or not 0 <= partition < info.partitions:
-            raise KeyError(f"no partition {topic}-{partition}")
-        if node_id != -1 and node_id not in self.node_ids:
-            raise KeyError(f"no node {node_id} (nodes: {self.node_ids})")
-        info.leaders[partition] = node_id
-        key = (info.topic_id, partition)
-        self.leader_epochs[key] = epoch = self.leader_epochs.get(key, 0) + 1
-        return epoch
 
     def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
         """The log of ``topic``/``partition``, or None if there is no such partition."""
@@ -224,26 +197,42 @@ class ClusterState:
 
     # --------------------------------------------------------------- topics
 
-    def create_topic(
+    def segment_size(self, configs: dict[str, str]) -> int:
+        """The segment size in bytes of a topic with explicit ``configs``:
+        ``internal.segment.bytes``, else ``segment.bytes``, else the cluster's
+        (Kafka's ``LogConfig.segmentSize``)."""
+        for name in ("internal.segment.bytes", "segment.bytes"):
+            if name in configs:
+                return int(configs[name].strip())
+        return self.segment_bytes
+
+    def partition_count(self) -> int:
+        """Partitions the cluster holds, those being created included."""
+        return len(self.logs) + self.pending_partitions
+
+    def plan_topic(
         self,
         name: str,
         partitions: int | None = None,
         *,
         configs: dict[str, str] | None = None,
         internal: bool = False,
-        validate_only: bool = False,
+        also_planned: int = 0,
     ) -> TopicMetadata:
-        """Create a topic with ``partitions`` (default ``num_partitions``) whose
-        leaders go round-robin over the nodes.
+        """Validate a new topic completely, changing nothing; return the topic it
+        would be (leaders round-robin over the nodes). ``also_planned``: partitions
+        of the same request planned before this topic (for the cluster bound).
 
         Raises:
-            TopicError: TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION (bad name),
-                INVALID_PARTITIONS (fewer than 1), INVALID_CONFIG.
+            TopicError: bad name (INVALID_TOPIC_EXCEPTION), exists or is being
+                created (TOPIC_ALREADY_EXISTS), partitions < 1 (INVALID_PARTITIONS),
+                a config Kafka refuses (INVALID_CONFIG, naming it), the cluster's
+                ``max_partitions`` exceeded (POLICY_VIOLATION).
         """
         validate_topic_name(name)
-        if name in self.topics:
+        if name in self.topics or name in self.pending_topics:
             raise TopicError(
-                ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists"
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
             )
         count = (
             self.num_partitions
@@ -255,26 +244,95 @@ class ClusterState:
                 ErrorCode.INVALID_PARTITIONS,
                 f"number of partitions must be at least 1, got {count}",
             )
+        self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
-        for key, value in configs.items():
-            check_config(key, value)
-        live = self.live_node_ids()
+        validate_topic_configs(configs)
+        # leaders on the listening nodes only, as Kafka's controller places
+        # partitions on unfenced brokers (all nodes before any started)
+        live = [n for n in self.node_ids if n in self.nodes] or self.node_ids
         n = len(live)
-        start = self._rr
-        info = TopicMetadata(
+        return TopicMetadata(
             name,
             uuid.uuid4(),
-            [live[(start + p) % n] for p in range(count)],
+            [live[(self._rr + p) % n] for p in range(count)],
             configs,
             internal or name.startswith("__"),
         )
+
+    def check_partition_room(self, more: int) -> None:
+        """Raise TopicError(POLICY_VIOLATION) unless ``more`` partitions fit under
+        ``max_partitions``."""
+        have = self.partition_count()
+        if have + more > self.max_partitions:
+            raise TopicError(
+                ErrorCode.POLICY_VIOLATION,
+                f"the cluster holds {have} partitions; {more} more would exceed its "
+                f"limit of {self.max_partitions} (Cluster(max_partitions=...))",
+            )
+
+    def begin_topic(self, info: TopicMetadata) -> None:
+        """Reserve ``info.name`` while its logs are opened (see :meth:`open_partition`)."""
+        self.pending_topics.add(info.name)
+        self.pending_partitions += info.partitions
+        self._rr = (self._rr + 1) % len(self.node_ids)
+
+    def open_partition(self, info: TopicMetadata, partition: int) -> None:
+        """Create the log directory of one partition of a topic being created.
+
+        Raises:
+            OSError: the directory or its files cannot be created.
+        """
+        self._open_log(info, partition)
+
+    def commit_topic(self, info: TopicMetadata) -> None:
+        """Publish a topic whose every partition log is open."""
+        self.pending_topics.discard(info.name)
+        self.pending_partitions -= info.partitions
+        self.topics[info.name] = info
+
+    def abort_topic(self, info: TopicMetadata) -> None:
+        """Remove whatever a failed creation left: open logs and directories."""
+        self.pending_topics.discard(info.name)
+        self.pending_partitions -= info.partitions
+        for p in range(info.partitions):
+            self._drop_partition(info.name, p)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        *,
+        configs: dict[str, str] | None = None,
+        internal: bool = False,
+        validate_only: bool = False,
+        save: bool = True,
+    ) -> TopicMetadata:
+        """Create a topic at once (internal topics, auto-creation, test set-up):
+        :meth:`plan_topic`, then every partition log, all or nothing; saved to
+        ``kproto-topics.json`` unless ``save`` is False (the caller saves once).
+        CreateTopics goes through :func:`kproto.broker.topic_admin.create_topics`
+        instead, which yields between bounded steps.
+
+        Raises:
+            TopicError: as :meth:`plan_topic`; KAFKA_STORAGE_ERROR when a log
+                cannot be created (nothing of the topic is left behind).
+        """
+        info = self.plan_topic(name, partitions, configs=configs, internal=internal)
         if validate_only:
             return info
-        self._rr = (self._rr + 1) % n
-        self.topics[name] = info
-        for p in range(count):
-            self._open_log(info, p)
-        self.save_topics()
+        self.begin_topic(info)
+        try:
+            for p in range(info.partitions):
+                self.open_partition(info, p)
+        except OSError as err:
+            self.abort_topic(info)
+            raise TopicError(
+                ErrorCode.KAFKA_STORAGE_ERROR,
+                f"could not create the logs of topic {name!r}: {err}",
+            ) from err
+        self.commit_topic(info)
+        if save:
+            self.save_topics()
         return info
 
     def _open_log(
@@ -285,8 +343,9 @@ class ClusterState:
             info.name,
             partition,
             directory,
-            segment_bytes=int(info.configs.get("segment.bytes", self.segment_bytes)),
+            segment_bytes=self.segment_size(info.configs),
             log_start_offset=log_start_offset,
+            files=self.files,
         )
         meta = directory / "partition.metadata"
         if not meta.exists():
@@ -298,14 +357,13 @@ class ClusterState:
         )
         return plog
 
-    def create_partitions(
-        self, name: str, count: int, *, validate_only: bool = False
-    ) -> None:
-        """Grow ``name`` to ``count`` partitions (CreatePartitions).
+    def check_new_partitions(self, name: str, count: int) -> TopicMetadata:
+        """Validate growing ``name`` to ``count`` partitions; change nothing.
 
         Raises:
-            TopicError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not above
-                the current count).
+            TopicError: unknown topic (UNKNOWN_TOPIC_OR_PARTITION), count not above
+                the current one (INVALID_PARTITIONS), the cluster's
+                ``max_partitions`` exceeded (POLICY_VIOLATION).
         """
         info = self.topics.get(name)
         if info is None:
@@ -317,21 +375,45 @@ class ClusterState:
                 ErrorCode.INVALID_PARTITIONS,
                 f"topic {name!r} has {info.partitions} partitions; {count} does not increase it",
             )
-        if validate_only:
-            return
+        self.check_partition_room(count - info.partitions)
+        return info
+
+    def add_partition(self, info: TopicMetadata) -> None:
+        """Open one more partition of ``info`` (its leader round-robin).
+
+        Raises:
+            OSError: the log cannot be created (the partition is not added).
+        """
         n = len(self.node_ids)
         start = (
             self.node_ids.index(info.leaders[0])
             if info.leaders[0] in self.node_ids
             else 0
         )
-        for p in range(info.partitions, count):
-            info.leaders.append(self.node_ids[(start + p) % n])
+        p = info.partitions
+        try:
             self._open_log(info, p)
-        self.save_topics()
+        except OSError:
+            self._drop_partition(info.name, p)
+            raise
+        info.leaders.append(self.node_ids[(start + p) % n])
 
-    def delete_topic(self, name: str) -> TopicMetadata:
-        """Delete ``name`` and its log directories.
+    def remove_partitions_from(self, info: TopicMetadata, count: int) -> None:
+        """Undo :meth:`add_partition` down to ``count`` partitions."""
+        while info.partitions > count:
+            self._drop_partition(info.name, info.partitions - 1)
+            info.leaders.pop()
+
+    def _drop_partition(self, topic: str, partition: int) -> None:
+        """Close and remove one partition's log and directory."""
+        plog = self.logs.pop((topic, partition), None)
+        if plog is not None:
+            plog.close()
+        shutil.rmtree(self.data_dir / f"{topic}-{partition}", ignore_errors=True)
+
+    def delete_topic(self, name: str, *, save: bool = True) -> TopicMetadata:
+        """Delete ``name`` and its log directories; ``save=False`` leaves the
+        metadata file to the caller (one save per request).
 
         Raises:
             TopicError: UNKNOWN_TOPIC_OR_PARTITION.
@@ -346,7 +428,8 @@ class ClusterState:
             if plog is not None:
                 plog.close()
                 shutil.rmtree(plog.directory, ignore_errors=True)
-        self.save_topics()
+        if save:
+            self.save_topics()
         return info
 
     def set_configs(
@@ -363,17 +446,15 @@ class ClusterState:
             raise TopicError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
             )
-        for key, value in configs.items():
-            if value is not None:
-                check_config(key, value)
         new = {} if replace else dict(info.configs)
         for key, value in configs.items():
             if value is None:
                 new.pop(key, None)
             else:
                 new[key] = value
+        validate_topic_configs(new)
         info.configs = new
-        segment_bytes = int(new.get("segment.bytes", self.segment_bytes))
+        segment_bytes = self.segment_size(new)
         for p in range(info.partitions):
             self.logs[(name, p)].segment_bytes = segment_bytes
         self.save_topics()
@@ -495,32 +576,22 @@ class ClusterState:
         self.save_checkpoint()
         for plog in self.logs.values():
             plog.close()
-
-
-def check_config(key: str, value: str) -> None:
-    """Raise TopicError(INVALID_CONFIG) for an unknown topic config or a
-    non-numeric value of a numeric one."""
-    if key not in TOPIC_CONFIG_DEFAULTS:
-        raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r}")
-    if TOPIC_CONFIG_DEFAULTS[key].lstrip("-").isdigit():
-        try:
-            int(value)
-        except ValueError:
-            raise TopicError(
-                ErrorCode.INVALID_CONFIG, f"config {key}={value!r} is not an integer"
-            ) from None
-    if key == "cleanup.policy" and not set(value.split(",")) <= {"delete", "compact"}:
-        raise TopicError(ErrorCode.INVALID_CONFIG, f"invalid cleanup.policy {value!r}")
-    if key == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
-        raise TopicError(
-            ErrorCode.INVALID_CONFIG, f"invalid message.timestamp.type {value!r}"
-        )
+        self.files.close_all()
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file, fsync it and rename it over ``path``:
+    a crash leaves the old or the new file, never a torn one."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _kafka_uuid(value: uuid.UUID) -> str:

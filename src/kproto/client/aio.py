@@ -141,11 +141,19 @@ class AsyncClient:
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 0,
+        isolation_level: int = 0,
+        decode: bool = True,
     ) -> FetchResult:
         """As :meth:`kproto.client.Client.fetch`."""
         return await self.run(
             self.core.fetch(
-                topic, partition, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms
+                topic,
+                partition,
+                offset,
+                max_bytes=max_bytes,
+                max_wait_ms=max_wait_ms,
+                isolation_level=isolation_level,
+                decode=decode,
             )
         )
 
@@ -178,9 +186,12 @@ class AsyncClient:
         partitions: Iterable[int] | None = None,
         *,
         timestamp: int = LATEST,
+        isolation_level: int = 0,
     ) -> dict[int, ListedOffset]:
         """As :meth:`kproto.client.Client.list_offsets`."""
-        return await self.run(self.core.list_offsets(topic, partitions, timestamp))
+        return await self.run(
+            self.core.list_offsets(topic, partitions, timestamp, isolation_level)
+        )
 
     async def create_topics(
         self,

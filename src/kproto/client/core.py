@@ -273,6 +273,8 @@ class ClientCore:
         *,
         max_bytes: int,
         max_wait_ms: int,
+        isolation_level: int = 0,
+        decode: bool = True,
     ) -> Op[FetchResult]:
         """One Fetch of one partition from its leader; see
         :meth:`kproto.client.Client.fetch`."""
@@ -291,7 +293,7 @@ class ClientCore:
                     "max_wait_ms": max_wait_ms,
                     "min_bytes": 1,
                     "max_bytes": max_bytes,
-                    "isolation_level": 0,
+                    "isolation_level": isolation_level,
                     "session_id": 0,
                     "session_epoch": -1,
                     "topics": [
@@ -316,11 +318,15 @@ class ClientCore:
             if self._stale(data.error_code, attempt, topic):
                 continue
             check_code(data.error_code, where, topic=topic, partition=partition)
-            return interpret_fetch(data, offset, max_bytes, where)
+            return interpret_fetch(data, offset, max_bytes, where, decode=decode)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def list_offsets(
-        self, topic: str, partitions: Iterable[int] | None, timestamp: int
+        self,
+        topic: str,
+        partitions: Iterable[int] | None,
+        timestamp: int,
+        isolation_level: int = 0,
     ) -> Op[dict[int, ListedOffset]]:
         """ListOffsets to each partition's leader; see
         :meth:`kproto.client.Client.list_offsets`."""
@@ -346,7 +352,7 @@ class ClientCore:
                     ]
                     return {
                         "replica_id": -1,
-                        "isolation_level": 0,
+                        "isolation_level": isolation_level,
                         "topics": [{"name": topic, "partitions": entries}],
                     }
 

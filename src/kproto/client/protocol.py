@@ -20,6 +20,7 @@ import attrs
 from kproto.errors import ErrorCode
 from kproto.meta import wire_fields
 from kproto.records import Record, decode_batches
+from kproto.records.segments import next_frame
 
 from .results import BrokerError, ClientError, FetchResult
 
@@ -122,35 +123,47 @@ def check_code(
 
 
 def interpret_fetch(
-    partition_data: Any, offset: int, max_bytes: int, where: str
+    partition_data: Any,
+    offset: int,
+    max_bytes: int,
+    where: str,
+    *,
+    decode: bool = True,
 ) -> FetchResult:
     """Turn a Fetch response's partition (error code already checked) into a
     :class:`FetchResult`.
 
     Fetch returns whole batches, so records below ``offset`` are dropped; an
     incomplete batch at the end (the broker cut the response at ``max_bytes``) is
-    left for the next fetch; control records are left out.
+    left for the next fetch; control records are left out. With ``decode`` false
+    only the batch headers are read: ``records`` is empty and ``raw`` holds the
+    complete batches (for callers that decode them their own way).
 
     Raises:
         ClientError: the response holds only an incomplete batch, which no fetch of
-            ``max_bytes`` can complete (brokers older than Fetch v3).
+            ``max_bytes`` can complete (brokers older than Fetch v3); with
+            ``decode`` false, a batch header that cannot frame a batch.
         kproto.serial.DecodeError: a batch fails its CRC or does not decode.
     """
     data = partition_data.records or b""
-    batches = decode_batches(data)
     records: list[Record] = []
-    next_offset = offset
-    for batch in batches:
-        next_offset = max(next_offset, batch.base_offset + batch.last_offset_delta + 1)
-        if not batch.is_control:
-            records.extend(r for r in batch.records if r.offset >= offset)
-    if next_offset == offset and batches.partial_tail_position is not None:
+    if decode:
+        batches = decode_batches(data)
+        next_offset = offset
+        for batch in batches:
+            last = batch.base_offset + batch.last_offset_delta
+            next_offset = max(next_offset, last + 1)
+            if not batch.is_control:
+                records.extend(r for r in batch.records if r.offset >= offset)
+        tail = batches.partial_tail_position
+    else:
+        next_offset, tail = _scan_headers(data, offset, where)
+    if next_offset == offset and tail is not None:
         raise ClientError(
             f"{where}: the batch at offset {offset} is larger than "
             f"max_bytes={max_bytes} ({len(data)} bytes returned); fetch with a larger "
             "max_bytes"
         )
-    tail = batches.partial_tail_position
     return FetchResult(
         tuple(records),
         next_offset,
@@ -158,6 +171,28 @@ def interpret_fetch(
         getattr(partition_data, "log_start_offset", -1),
         bytes(data if tail is None else data[:tail]),
     )
+
+
+def _scan_headers(data: bytes, offset: int, where: str) -> tuple[int, int | None]:
+    """``(next offset, position of an incomplete tail or None)`` from the batch
+    headers alone: one past the last offset of each batch, the magic 2 batch's
+    ``last_offset_delta`` (at byte 23) included, as ``DefaultRecordBatch``."""
+    n = len(data)
+    pos = 0
+    next_offset = offset
+    while pos < n:
+        frame = next_frame(data, pos, n)
+        if frame.problem is not None:
+            raise ClientError(f"{where}: {frame.problem} (byte {frame.problem_at})")
+        if not frame.complete:
+            return next_offset, pos
+        assert frame.base_offset is not None and frame.magic is not None
+        last = frame.base_offset
+        if frame.magic >= 2:
+            last += int.from_bytes(data[pos + 23 : pos + 27], "big", signed=True)
+        next_offset = max(next_offset, last + 1)
+        pos = frame.end
+    return next_offset, None
 
 
 class Pager:

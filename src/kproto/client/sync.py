@@ -205,8 +205,10 @@ class Client:
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 0,
+        isolation_level: int = 0,
+        decode: bool = True,
     ) -> FetchResult:
-        """One Fetch of ``topic``/``partition`` from ``offset`` (read uncommitted).
+        """One Fetch of ``topic``/``partition`` from ``offset``.
 
         Records below ``offset`` (Fetch returns whole batches) and control records
         are dropped; an incomplete last batch is left for the next fetch, from
@@ -217,13 +219,25 @@ class Client:
             max_bytes: the response and partition byte limit (the broker still
                 returns a first batch larger than this, Fetch v3+).
             max_wait_ms: how long the broker may wait for data (0: answer now).
+            isolation_level: Fetch's ``isolation_level`` (v4+, KIP-98): 0
+                read_uncommitted, 1 read_committed (the broker stops at the last
+                stable offset). Aborted transactions' records are not filtered here.
+            decode: False: read only the batch headers (``records`` empty,
+                ``next_offset`` and ``raw`` as usual), for callers that decode
+                ``raw`` themselves (e.g. into columns).
 
         Raises:
             BrokerError: OFFSET_OUT_OF_RANGE and other partition errors.
         """
         return self.run(
             self.core.fetch(
-                topic, partition, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms
+                topic,
+                partition,
+                offset,
+                max_bytes=max_bytes,
+                max_wait_ms=max_wait_ms,
+                isolation_level=isolation_level,
+                decode=decode,
             )
         )
 
@@ -265,15 +279,20 @@ class Client:
         partitions: Iterable[int] | None = None,
         *,
         timestamp: int = LATEST,
+        isolation_level: int = 0,
     ) -> dict[int, ListedOffset]:
         """ListOffsets: per partition (default: all), the offset for ``timestamp``:
         :data:`LATEST` (-1, the high watermark), :data:`EARLIEST` (-2, the log
         start) or a time in ms (the first record at or after it).
+        ``isolation_level`` 1 (read_committed, v2+) makes LATEST the last stable
+        offset.
 
         Returns:
             ``{partition: ListedOffset(offset, timestamp)}``.
         """
-        return self.run(self.core.list_offsets(topic, partitions, timestamp))
+        return self.run(
+            self.core.list_offsets(topic, partitions, timestamp, isolation_level)
+        )
 
     def create_topics(
         self,

@@ -1,6 +1,9 @@
 """Raw Kafka data in, typed Spark DataFrames out (install with ``kproto[spark]``).
 
 * :func:`spark_schema` - the Spark ``StructType`` of a generated entity class.
+* :func:`read_kafka` - live Kafka topics as a DataFrame through the
+  ``kproto-kafka`` Python Data Source (:class:`KafkaDataSource`, batch and
+  streaming reads and writes over :mod:`kproto.client`; no JVM connector).
 * :func:`read_log_segments` - Kafka ``.log`` segment files as a DataFrame, one row
   per record, through the ``kproto-segments`` Python Data Source (bounded memory,
   files split at batch boundaries, corrupt batches reported as rows).
@@ -24,8 +27,10 @@ if TYPE_CHECKING:  # the real imports happen lazily in __getattr__ (see below)
         decode_internal_topic,
         merged_schema,
     )
+    from kproto.spark._kafka_source import KAFKA_SCHEMA, KafkaDataSource
     from kproto.spark._read import (
         demo_table,
+        read_kafka,
         read_log_segments,
         records_only,
         register,
@@ -41,7 +46,10 @@ _EXPORTS = {
     "decode_column": "_decode",
     "decode_internal_topic": "_decode",
     "merged_schema": "_decode",
+    "KAFKA_SCHEMA": "_kafka_source",
+    "KafkaDataSource": "_kafka_source",
     "demo_table": "_read",
+    "read_kafka": "_read",
     "read_log_segments": "_read",
     "records_only": "_read",
     "register": "_read",
@@ -55,6 +63,8 @@ _EXPORTS = {
 
 __all__ = [
     "INTERNAL_TOPICS",
+    "KAFKA_SCHEMA",
+    "KafkaDataSource",
     "SEGMENT_SCHEMA",
     "UNKNOWN_TAGS_TYPE",
     "WIRE_SPARK_TYPES",
@@ -63,6 +73,7 @@ __all__ = [
     "decode_internal_topic",
     "demo_table",
     "merged_schema",
+    "read_kafka",
     "read_log_segments",
     "records_only",
     "register",

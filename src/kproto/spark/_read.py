@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +22,7 @@ from kproto.spark._session import ensure_python_workers
 __all__ = [
     "register",
     "read_log_segments",
+    "read_kafka",
     "segment_errors",
     "records_only",
     "demo_table",
@@ -32,7 +33,8 @@ MIN_AUTO_SPLIT_BYTES = 4 * 1024 * 1024
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kproto-segments`` data source with ``spark`` (idempotent).
+    """Register the ``kproto-segments`` and ``kproto-kafka`` data sources with
+    ``spark`` (idempotent).
 
     The executors' Python must be able to import :mod:`kproto`: on a local master
     this points the session's Python workers at ``sys.executable`` (or at
@@ -41,6 +43,66 @@ def register(spark: SparkSession) -> None:
     """
     ensure_python_workers(spark)
     spark.dataSource.register(SegmentDataSource)
+    try:  # kproto-kafka needs pyspark >= 4.2 (streaming admission control)
+        from kproto.spark._kafka_source import KafkaDataSource
+    except ImportError:
+        return
+    spark.dataSource.register(KafkaDataSource)
+
+
+def read_kafka(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    topics: str | Sequence[str],
+    *,
+    starting_offsets: str = "earliest",
+    ending_offsets: str = "latest",
+    include_headers: bool = False,
+    batch_columns: bool = False,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """Read live Kafka topics into a DataFrame (a batch read through the
+    ``kproto-kafka`` source, which needs no JVM Kafka connector).
+
+    Args:
+        spark: the session (the source is registered on it).
+        bootstrap_servers: ``"host:port,..."`` (``kafka.bootstrap.servers``).
+        topics: a topic or several (``subscribe``).
+        starting_offsets, ending_offsets: ``"earliest"`` / ``"latest"`` or Spark's
+            JSON ``{"topic": {"0": 23}}`` (-2 earliest, -1 latest).
+        include_headers: add the ``headers`` column.
+        batch_columns: add kproto's batch columns (``compression``, ``producer_id``...).
+        options: any other option of the source (Spark's Kafka option names, e.g.
+            ``minPartitions``, ``failOnDataLoss``, ``kafka.isolation.level``).
+
+    Returns:
+        A lazy DataFrame: ``key``, ``value`` binary, ``topic`` string,
+        ``partition`` int, ``offset`` bigint, ``timestamp`` timestamp,
+        ``timestampType`` int, then the optional columns. The offsets are
+        resolved when Spark plans the read (ListOffsets), each partition range is
+        then read with Fetch by one task.
+
+    Raises:
+        kproto.spark._kafka_options.KafkaOptionError: a bad option (raised by
+            Spark as an analysis error that carries this message).
+        ImportError: pyspark older than 4.2.
+    """
+    from kproto.spark._kafka_source import KAFKA_FORMAT_NAME  # pyspark >= 4.2
+
+    register(spark)
+    names = [topics] if isinstance(topics, str) else list(topics)
+    reader = (
+        spark.read.format(KAFKA_FORMAT_NAME)
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", ",".join(names))
+        .option("startingOffsets", starting_offsets)
+        .option("endingOffsets", ending_offsets)
+        .option("includeHeaders", str(include_headers).lower())
+        .option("includeBatchColumns", str(batch_columns).lower())
+    )
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    return reader.load()
 
 
 def read_log_segments(

@@ -9,50 +9,49 @@ is no separate controller).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from kproto.broker import topic_admin
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
+from kproto.broker.topic_admin import NewTopic
 from kproto.errors import ErrorCode
 
 __all__ = ["create_topics", "delete_topics", "create_partitions"]
 
 
 async def create_topics(ctx: RequestContext, request: Any) -> Any:
-    """Create each topic (``num_partitions`` -1: the cluster default). Replication
-    factor -1 or 1..nodes is accepted and stored as 1 (no replication);
-    manual ``assignments`` are refused with INVALID_REQUEST."""
-    state = ctx.state
-    validate_only = getattr(request, "validate_only", False)
+    """Create each topic (``num_partitions`` -1: the cluster default) through
+    :func:`kproto.broker.topic_admin.create_topics` (bounded, validated first, all
+    or nothing per topic). Replication factor -1 or 1..nodes is accepted and
+    stored as 1 (no replication); manual ``assignments`` are refused with
+    INVALID_REQUEST."""
+    requested = [
+        NewTopic(
+            t.name,
+            t.num_partitions,
+            t.replication_factor,
+            len(t.assignments or ()),
+            {c.name: c.value for c in t.configs if c.value is not None},
+        )
+        for t in request.topics
+    ]
+    outcomes = await topic_admin.create_topics(
+        ctx.state,
+        requested,
+        validate_only=getattr(request, "validate_only", False),
+    )
     results = []
-    for t in request.topics:
-        error, message, info = ErrorCode.NONE, None, None
-        rf = t.replication_factor
-        if t.assignments:
-            error, message = (
-                ErrorCode.INVALID_REQUEST,
-                "manual replica assignments are not supported",
-            )
-        elif rf != -1 and not 1 <= rf <= len(state.node_ids):
-            error = ErrorCode.INVALID_REPLICATION_FACTOR
-            message = f"replication factor {rf} is not in 1..{len(state.node_ids)}"
-        else:
-            try:
-                info = state.create_topic(
-                    t.name,
-                    t.num_partitions,
-                    configs={c.name: c.value for c in t.configs if c.value is not None},
-                    validate_only=validate_only,
-                )
-            except TopicError as err:
-                error, message = err.error_code, str(err)
+    for outcome in outcomes:
+        info = outcome.info
         results.append(
             {
-                "name": t.name,
+                "name": outcome.name,
                 "topic_id": info.topic_id if info is not None else None,
-                "error_code": error,
-                "error_message": message,
+                "error_code": outcome.error_code,
+                "error_message": outcome.message,
                 "num_partitions": info.partitions if info is not None else -1,
                 "replication_factor": 1 if info is not None else -1,
                 "configs": (
@@ -84,16 +83,20 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
     else:
         entries = [(name, ErrorCode.NONE) for name in request.topic_names]
     results = []
+    deleted = 0
     for name, error in entries:
         message, topic_id = None, None
         if not error:
             try:
-                topic_id = state.delete_topic(name).topic_id
+                topic_id = state.delete_topic(name, save=False).topic_id
             except TopicError as err:
                 error, message = err.error_code, str(err)
             else:
                 # committed offsets of the topic go too (GroupCoordinator.onPartitionsDeleted)
                 await ctx.groups.on_topic_deleted(name)
+                deleted += 1
+                if deleted % 64 == 0:  # bounded steps: let other clients in
+                    await asyncio.sleep(0)
         results.append(
             {
                 "name": name or None,
@@ -102,26 +105,22 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
                 "error_message": message,
             }
         )
+    if deleted:
+        state.save_topics()  # once per request
     return respond(ctx, throttle_time_ms=0, responses=results)
 
 
 async def create_partitions(ctx: RequestContext, request: Any) -> Any:
-    """Grow topics to ``count`` partitions; manual assignments are refused."""
-    state = ctx.state
-    results = []
-    for t in request.topics:
-        error, message = ErrorCode.NONE, None
-        if t.assignments:
-            error, message = (
-                ErrorCode.INVALID_REQUEST,
-                "manual replica assignments are not supported",
-            )
-        else:
-            try:
-                state.create_partitions(
-                    t.name, t.count, validate_only=request.validate_only
-                )
-            except TopicError as err:
-                error, message = err.error_code, str(err)
-        results.append({"name": t.name, "error_code": error, "error_message": message})
+    """Grow topics to ``count`` partitions through
+    :func:`kproto.broker.topic_admin.create_partitions`; manual assignments are
+    refused."""
+    answers = await topic_admin.create_partitions(
+        ctx.state,
+        [(t.name, t.count, len(t.assignments or ())) for t in request.topics],
+        validate_only=request.validate_only,
+    )
+    results = [
+        {"name": t.name, "error_code": error, "error_message": message}
+        for t, (error, message) in zip(request.topics, answers, strict=True)
+    ]
     return respond(ctx, throttle_time_ms=0, results=results)

@@ -7,11 +7,14 @@ Response.json`` (KIP-700); Kafka's ``KafkaApis.handleTopicMetadataRequest``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from kproto.broker import topic_admin
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.leadership import leader_epoch
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
@@ -112,7 +115,7 @@ def partition_metadata(
             "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
             "partition_index": partition,
             "leader_id": -1,
-            "leader_epoch": state.leader_epoch(topic, partition),
+            "leader_epoch": leader_epoch(state, topic, partition),
             "replica_nodes": [],
             "isr_nodes": [],
             "offline_replicas": [],
@@ -121,7 +124,7 @@ def partition_metadata(
         "error_code": ErrorCode.NONE,
         "partition_index": partition,
         "leader_id": leader,
-        "leader_epoch": state.leader_epoch(topic, partition),
+        "leader_epoch": leader_epoch(state, topic, partition),
         "replica_nodes": [leader],
         "isr_nodes": [leader],
         "offline_replicas": [],
@@ -143,17 +146,28 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
             names.append(name or "")
     allow = getattr(request, "allow_auto_topic_creation", True)
     topics = []
+    created = 0
+    # auto-creation is bounded per request as CreateTopics is; the rest of the
+    # unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION (the client retries)
+    budget = topic_admin.MAX_PARTITIONS_PER_REQUEST
     for name in names:
         error = ErrorCode.NONE
         if name not in state.topics:
-            if state.auto_create_topics and allow:
+            if state.auto_create_topics and allow and budget >= state.num_partitions:
+                budget -= state.num_partitions
                 try:
-                    state.create_topic(name)
+                    state.create_topic(name, save=False)
                 except TopicError as err:
                     error = err.error_code
+                else:
+                    created += 1
+                    if created % 64 == 0:  # bounded steps: let other clients in
+                        await asyncio.sleep(0)
             else:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         topics.append(topic_metadata(state, name, error))
+    if created:
+        state.save_topics()  # once per request
     return respond(
         ctx,
         throttle_time_ms=0,

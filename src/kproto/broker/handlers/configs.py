@@ -14,6 +14,7 @@ from typing import Any
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
+from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType
 from kproto.errors import ErrorCode
 
 __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
@@ -21,17 +22,6 @@ __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 _TOPIC, _BROKER = 2, 4
 # ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5.
 _DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT = 1, 4, 5
-# ConfigType (KIP-569): STRING 2, INT 3, LONG 5, LIST 7.
-_TYPES = {
-    "cleanup.policy": 7,
-    "compression.type": 2,
-    "max.message.bytes": 3,
-    "message.timestamp.type": 2,
-    "retention.bytes": 5,
-    "retention.ms": 5,
-    "segment.bytes": 3,
-    "min.insync.replicas": 3,
-}
 
 
 def _broker_configs(state: ClusterState) -> dict[str, str]:
@@ -65,6 +55,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                 for name in sorted(defaults):
                     if keys is not None and name not in keys:
                         continue
+                    if TOPIC_CONFIGS[name].internal and name not in info.configs:
+                        continue
                     dynamic = name in info.configs
                     entries.append(
                         {
@@ -75,8 +67,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "config_source": _DYNAMIC_TOPIC if dynamic else _DEFAULT,
                             "is_sensitive": False,
                             "synonyms": [],
-                            "config_type": _TYPES.get(name, 2),
-                            "documentation": None,
+                            "config_type": TOPIC_CONFIGS[name].type,
+                            "documentation": TOPIC_CONFIGS[name].documentation,
                         }
                     )
         elif r.resource_type == _BROKER:
@@ -91,7 +83,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "config_source": _STATIC_BROKER,
                             "is_sensitive": False,
                             "synonyms": [],
-                            "config_type": 2,
+                            "config_type": ConfigType.STRING,
                             "documentation": None,
                         }
                     )

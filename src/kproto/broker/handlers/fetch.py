@@ -14,6 +14,7 @@ from typing import Any
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.leadership import leader_epoch
 from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]
@@ -49,11 +50,14 @@ def _read_all(
                     # KIP-74: the first batch of the first non-empty partition is
                     # returned whole even above the limits, so a fetch always
                     # makes progress.
-                    records = plog.read(
-                        p.fetch_offset,
-                        min(p.partition_max_bytes, max(remaining, 0)),
-                        min_one=total == 0,
-                    )
+                    try:
+                        records = plog.read(
+                            p.fetch_offset,
+                            min(p.partition_max_bytes, max(remaining, 0)),
+                            min_one=total == 0,
+                        )
+                    except OSError:  # EMFILE, EIO: this partition only
+                        error = ErrorCode.KAFKA_STORAGE_ERROR
                     total += len(records)
                     remaining -= len(records)
             errors = errors or bool(error)
@@ -155,7 +159,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     "timestamp": timestamp,
                     "offset": offset,
                     "leader_epoch": max(
-                        ctx.state.leader_epoch(t.name, p.partition_index), 0
+                        leader_epoch(ctx.state, t.name, p.partition_index), 0
                     ),
                 }
             )

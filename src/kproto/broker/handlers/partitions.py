@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from kproto.broker.handlers.context import RequestContext
+from kproto.broker.leadership import leader_epoch
 from kproto.broker.log import PartitionLog
 from kproto.errors import ErrorCode
 
@@ -45,7 +46,7 @@ def leader_log(
     if leader is None:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if current_leader_epoch >= 0:
-        epoch = ctx.state.leader_epoch(topic, partition)
+        epoch = leader_epoch(ctx.state, topic, partition)
         if current_leader_epoch < epoch:
             return None, ErrorCode.FENCED_LEADER_EPOCH
         if current_leader_epoch > epoch:

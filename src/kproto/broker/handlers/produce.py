@@ -16,6 +16,7 @@ from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.handlers.unsupported import TRANSACTIONS
+from kproto.broker.log_validator import LogPolicy, RecordValidationError
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -41,7 +42,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         name, topic_error = topic_name(ctx, topic_data)
         partitions = []
         for pdata in topic_data.partition_data:
-            error, message = topic_error, None
+            error, message, record_errors = topic_error, None, []
             base_offset, append_time, start = -1, -1, -1
             if acks not in (0, 1, -1):
                 error = ErrorCode.INVALID_REQUIRED_ACKS
@@ -49,20 +50,25 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                 plog, error = leader_log(ctx, name, pdata.index)
                 if plog is not None:
                     info = state.topics[name]
-                    append_time_ms = (
-                        state.now_ms()
-                        if info.config("message.timestamp.type") == "LogAppendTime"
-                        else None
-                    )
+                    policy = LogPolicy.for_produce(info.config, state.now_ms())
                     try:
                         result = plog.append_batches(
                             pdata.records or b"",
-                            max_message_bytes=info.int_config("max.message.bytes"),
-                            log_append_time_ms=append_time_ms,
-                            one_batch=True,
+                            policy,
+                            log_append_time_ms=(
+                                policy.now_ms if policy.log_append_time else None
+                            ),
                         )
                     except LogAppendError as err:
                         error, message = err.error_code, str(err)
+                        record_errors = [
+                            {"batch_index": i, "batch_index_error_message": m}
+                            for i, m in (
+                                err.record_errors
+                                if isinstance(err, RecordValidationError)
+                                else ()
+                            )
+                        ]
                     else:
                         base_offset = result.base_offset
                         append_time = result.log_append_time_ms
@@ -78,7 +84,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     "base_offset": base_offset,
                     "log_append_time_ms": append_time,
                     "log_start_offset": start,
-                    "record_errors": [],
+                    "record_errors": record_errors,
                     "error_message": message,
                 }
             )

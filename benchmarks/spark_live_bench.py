@@ -1,0 +1,257 @@
+"""Benchmark the ``kproto-kafka`` Spark source reading a live topic, beside a plain
+confluent-kafka consumer loop writing the same Parquet.
+
+    python -m benchmarks.spark_live_bench [--records 1000000] [--partitions 4]
+
+Starts kproto's broker as a subprocess (``python -m kproto broker``), produces
+``--records`` records (16-byte keys, ~100-byte values, lz4, confluent-kafka), then
+reads the whole topic twice, each time to Parquet (``key``, ``value``, ``topic``,
+``partition``, ``offset``, ``timestamp``, ``timestampType``):
+
+* ``source``: ``kproto.spark.read_kafka`` -> ``df.write.parquet`` in a ``local[*]``
+  session (Fetch of 8 MiB per request, one task per partition);
+* ``consumer``: one confluent-kafka ``Consumer`` assigned every partition from
+  the start, ``consume(10000)`` in a loop, columns into pyarrow, written with
+  ``pyarrow.parquet.ParquetWriter`` every 100,000 rows (no Spark).
+
+Reported per job: wall seconds, records/s, CPU seconds per 1M records of the
+reader (this process tree without the broker: driver, JVM and Python workers for
+``source``; this process for ``consumer``) and of the broker serving the fetches.
+Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_SRC = Path(__file__).resolve().parents[1] / "src"
+if str(_SRC) not in sys.path:  # src layout, maybe not installed
+    sys.path.insert(0, str(_SRC))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(_SRC)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+import psutil  # type: ignore[import-untyped]  # noqa: E402
+
+TOPIC = "bench"
+
+
+def _cpu(pids_excluded: set[int]) -> float:
+    """CPU seconds of this process tree, leaving out ``pids_excluded``."""
+    me = psutil.Process()
+    total = 0.0
+    for p in [me] + me.children(recursive=True):
+        if p.pid in pids_excluded:
+            continue
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def _proc_cpu(pid: int) -> float:
+    t = psutil.Process(pid).cpu_times()
+    return float(t.user + t.system)
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+    import confluent_kafka as ck
+
+    producer = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": "lz4",
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "log_level": 2,
+        }
+    )
+    pad = b"x" * 60
+    for i in range(n):
+        value = b'{"id":%d,"status":"paid","amount":%d,"pad":"%s"}' % (i, i % 997, pad)
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    value,
+                    key=b"customer-%07d" % (i % 5000),
+                    partition=i % partitions,
+                )
+                break
+            except BufferError:
+                producer.poll(0.1)
+        if i % 10000 == 0:
+            producer.poll(0)
+    if producer.flush(120):
+        raise RuntimeError("produce did not finish")
+
+
+def job_source(spark: Any, bootstrap: str, out: Path) -> int:
+    from kproto.spark import read_kafka
+
+    read_kafka(spark, bootstrap, TOPIC).write.mode("overwrite").parquet(str(out))
+    return -1  # counted after the measurement
+
+
+def job_consumer(bootstrap: str, n: int, partitions: int, out: Path) -> int:
+    import confluent_kafka as ck
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    schema = pa.schema(
+        [
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("timestampType", pa.int32()),
+        ]
+    )
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 8 << 20,
+            "max.partition.fetch.bytes": 8 << 20,
+            "log_level": 2,
+        }
+    )
+    consumer.assign([ck.TopicPartition(TOPIC, p, 0) for p in range(partitions)])
+    out.mkdir(parents=True, exist_ok=True)
+    writer = pq.ParquetWriter(str(out / "part-0.parquet"), schema)
+    cols: list[list[Any]] = [[] for _ in schema]
+    got = 0
+    deadline = time.monotonic() + 600
+
+    def flush() -> None:
+        ts = pa.array(cols[5], pa.int64())
+        arrays = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]
+        arrays[5] = pa.compute.multiply(ts, 1000).cast(schema.field(5).type)
+        writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+        for c in cols:
+            c.clear()
+
+    while got < n and time.monotonic() < deadline:
+        for msg in consumer.consume(10000, 1.0):
+            if msg.error() is not None:
+                continue
+            ts_type, ts = msg.timestamp()
+            cols[0].append(msg.key())
+            cols[1].append(msg.value())
+            cols[2].append(msg.topic())
+            cols[3].append(msg.partition())
+            cols[4].append(msg.offset())
+            cols[5].append(ts)
+            cols[6].append(ts_type - 1)  # librdkafka: 1 create time, 2 log append
+            got += 1
+        if len(cols[0]) >= 100_000:
+            flush()
+    if cols[0]:
+        flush()
+    writer.close()
+    consumer.close()
+    return got
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--master", default="local[*]")
+    args = ap.parse_args(argv)
+    n, parts = args.records, args.partitions
+    work = Path(tempfile.mkdtemp(prefix="kproto-live-bench-"))
+    broker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kproto",
+            "broker",
+            "--partitions",
+            str(parts),
+            "--data-dir",
+            str(work / "broker"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert broker.stdout is not None
+        bootstrap = broker.stdout.readline().strip()
+        t = time.perf_counter()
+        produce(bootstrap, TOPIC, n, parts)
+        print(
+            f"topic: {n:,} records in {parts} partitions (lz4, ~120 B values), "
+            f"produced in {time.perf_counter() - t:.1f} s",
+            flush=True,
+        )
+        produce(bootstrap, "warm", 1000, 1)
+
+        from pyspark.sql import SparkSession
+
+        spark = (
+            SparkSession.builder.master(args.master)
+            .appName("kproto live source bench")
+            .config("spark.driver.memory", "2g")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        from kproto.spark import read_kafka
+
+        read_kafka(spark, bootstrap, "warm").write.mode("overwrite").parquet(
+            str(work / "warm")
+        )  # JVM and Python workers up
+
+        jobs: dict[str, Callable[[], int]] = {
+            "source": lambda: job_source(spark, bootstrap, work / "source"),
+            "consumer": lambda: job_consumer(bootstrap, n, parts, work / "consumer"),
+        }
+        print(
+            f"{'job':<10}{'wall s':>8}{'records/s':>12}{'CPU s/1M':>10}"
+            f"{'broker CPU s/1M':>17}{'Parquet MB':>12}",
+            flush=True,
+        )
+        for name, fn in jobs.items():
+            excluded = {broker.pid}
+            cpu0, b0, t0 = _cpu(excluded), _proc_cpu(broker.pid), time.perf_counter()
+            records = fn()
+            wall = time.perf_counter() - t0
+            cpu, bcpu = _cpu(excluded) - cpu0, _proc_cpu(broker.pid) - b0
+            mb = sum(p.stat().st_size for p in (work / name).rglob("*.parquet")) / 1e6
+            if records < 0:
+                records = int(spark.read.parquet(str(work / name)).count())
+            if records != n:
+                print(f"{name}: read {records:,} of {n:,} records")
+            print(
+                f"{name:<10}{wall:>8.1f}{records / wall:>12,.0f}"
+                f"{cpu / records * 1e6:>10.1f}{bcpu / records * 1e6:>17.1f}{mb:>12.1f}",
+                flush=True,
+            )
+        spark.stop()
+    finally:
+        broker.terminate()
+        broker.wait(30)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

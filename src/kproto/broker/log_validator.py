@@ -1,0 +1,468 @@
+"""Validation of the record batches a producer sends, before they reach the log.
+
+Follows Kafka's ``UnifiedLog.analyzeAndValidateRecords`` (base offset 0, size, CRC),
+``ProduceRequest.validateRecords`` (Produce v3+: one magic 2 batch) and
+``LogValidator`` (``validateBatch``: offset range against the record count, no
+control batches from clients, a sequence with every producer id; ``validateRecord``:
+keys on compacted topics, timestamps within ``message.timestamp.before/after.max.ms``;
+the record iteration of ``DefaultRecordBatch``: the declared count and the records'
+sizes must fill the batch exactly).
+
+Cost: the batch header gives the count and ``last_offset_delta``; the record bodies
+are walked with varints (no :class:`~kproto.records.Record` objects are built), after
+decompressing a compressed batch within :data:`kproto.records.DEFAULT_MAX_DECOMPRESSED_SIZE`.
+Where Kafka rewrites a compressed batch whose inner offsets are not 0, 1, 2 ... this
+broker, which stores batches as sent, refuses it (INVALID_RECORD).
+
+Errors (:class:`RecordValidationError`): CORRUPT_MESSAGE (CRC, a length below the
+batch header, an unknown codec, a body that does not decompress), INVALID_RECORD
+(everything Kafka answers with ``InvalidRecordException``), MESSAGE_TOO_LARGE,
+INVALID_TIMESTAMP; per-record problems also list ``(batch_index, message)`` pairs
+for Produce v8+'s ``record_errors``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+import attrs
+import crc32c
+
+from kproto._varint import VarintError
+from kproto.broker.errors import LogAppendError
+from kproto.errors import ErrorCode
+from kproto.exceptions import DecodeError
+from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
+from kproto.records._codecs import decompress
+from kproto.records._native import v2_loops
+from kproto.records._v2_loop import Bad, v2_columns_fast
+
+__all__ = [
+    "LogPolicy",
+    "RecordValidationError",
+    "ValidBatch",
+    "validate_batches",
+]
+
+#: base_offset (int64) and batch_length (int32): the bytes before every batch body.
+LOG_OVERHEAD = 12
+#: Bytes of the magic 2 batch header; records start here.
+_RECORDS_AT = 61
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CONTROL = 0x20
+_LOG_APPEND_TIME = 0x08
+_NO_TIMESTAMP = -1
+_LONG_MAX = 2**63 - 1
+_NO_KEY = "Compacted topic cannot accept message without key"
+
+
+class RecordValidationError(LogAppendError):
+    """Batches refused; ``error_code`` is what Kafka answers and ``record_errors``
+    the ``(batch_index, message)`` of each bad record (may be empty; Produce v8+
+    answers them)."""
+
+    def __init__(
+        self,
+        error_code: ErrorCode,
+        message: str,
+        record_errors: tuple[tuple[int, str], ...] = (),
+    ) -> None:
+        super().__init__(error_code, message)
+        self.record_errors = record_errors
+
+
+@attrs.frozen
+class LogPolicy:
+    """What the topic's configs ask of appended records.
+
+    Attributes:
+        compacted: ``cleanup.policy`` contains ``compact`` (keys required).
+        max_message_bytes: the largest batch in bytes, overhead included.
+        log_append_time: ``message.timestamp.type=LogAppendTime`` (timestamps are
+            not checked then: the broker's replaces them).
+        before_max_ms, after_max_ms: how far (ms) a CreateTime timestamp may lie
+            before/after ``now_ms``.
+        now_ms: the broker's clock (ms).
+        client: the append comes from a client's Produce (Kafka's
+            ``AppendOrigin.CLIENT``): base offset 0, offset range, no control
+            batches and sequences are checked.
+        one_batch: exactly one batch (Produce v3+).
+    """
+
+    compacted: bool = False
+    max_message_bytes: int | None = None
+    log_append_time: bool = False
+    before_max_ms: int = _LONG_MAX
+    after_max_ms: int = _LONG_MAX
+    now_ms: int = 0
+    client: bool = True
+    one_batch: bool = False
+
+    @classmethod
+    def for_produce(cls, config: Callable[[str], str], now_ms: int) -> LogPolicy:
+        """The policy of a Produce (v3+) to a topic whose config in effect is
+        ``config(name)`` (``cleanup.policy``, ``max.message.bytes``,
+        ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``)."""
+        return cls(
+            compacted="compact"
+            in [p.strip() for p in config("cleanup.policy").split(",")],
+            max_message_bytes=int(config("max.message.bytes")),
+            log_append_time=config("message.timestamp.type") == "LogAppendTime",
+            before_max_ms=int(config("message.timestamp.before.max.ms")),
+            after_max_ms=int(config("message.timestamp.after.max.ms")),
+            now_ms=now_ms,
+            client=True,
+            one_batch=True,
+        )
+
+
+@attrs.frozen
+class ValidBatch:
+    """One validated batch: byte ``position`` and ``size`` (overhead included) in
+    the input, and the header fields the log indexes."""
+
+    position: int
+    size: int
+    last_offset_delta: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_control: bool
+
+
+def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
+    """Check every magic 2 batch of ``records`` as Kafka's broker does before an
+    append; return them in order.
+
+    Raises:
+        RecordValidationError: see the module doc.
+    """
+    data = bytes(records)
+    n = len(data)
+    out: list[ValidBatch] = []
+    pos = 0
+    while pos < n:
+        if n - pos < 17:
+            raise _invalid(f"partial record batch of {n - pos} bytes at byte {pos}")
+        base_offset, length = struct.unpack_from(">qi", data, pos)
+        magic = data[pos + 16]
+        if magic != 2:
+            raise _invalid(f"record batch magic {magic}: only magic 2 is accepted")
+        if length < _RECORDS_AT - LOG_OVERHEAD:
+            raise RecordValidationError(
+                ErrorCode.CORRUPT_MESSAGE,
+                f"record batch length {length} at byte {pos} is below the "
+                f"{_RECORDS_AT - LOG_OVERHEAD}-byte batch header",
+            )
+        end = pos + LOG_OVERHEAD + length
+        if end > n:
+            raise _invalid(
+                f"partial record batch at byte {pos}: {length + LOG_OVERHEAD} bytes "
+                f"declared, {n - pos} present"
+            )
+        out.append(_validate_batch(data, pos, end, base_offset, policy))
+        pos = end
+    if not out:
+        raise _invalid("Record batch has no batches at all")
+    if policy.one_batch and len(out) > 1:
+        raise _invalid(
+            f"{len(out)} record batches for one partition: Produce v3+ allows exactly "
+            "one (Kafka's ProduceRequest.validateRecords)"
+        )
+    return out
+
+
+def _invalid(message: str) -> RecordValidationError:
+    return RecordValidationError(ErrorCode.INVALID_RECORD, message)
+
+
+def _validate_batch(
+    data: bytes, pos: int, end: int, base_offset: int, policy: LogPolicy
+) -> ValidBatch:
+    size = end - pos
+    if policy.client and base_offset != 0:
+        raise _invalid(
+            f"The baseOffset of the record batch in the append should be 0, "
+            f"but it is {base_offset}"
+        )
+    if policy.max_message_bytes is not None and size > policy.max_message_bytes:
+        raise RecordValidationError(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"record batch of {size} bytes exceeds max.message.bytes "
+            f"{policy.max_message_bytes}",
+        )
+    (
+        _,
+        _,
+        _,
+        _,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    ) = _V2_HEADER.unpack_from(data, pos)
+    actual = crc32c.crc32c(memoryview(data)[pos + 21 : end])
+    if actual != crc:
+        raise RecordValidationError(
+            ErrorCode.CORRUPT_MESSAGE,
+            f"corrupt record batch: CRC-32C stored 0x{crc:08x}, computed 0x{actual:08x}",
+        )
+    is_control = bool(attributes & _CONTROL)
+    if policy.client:
+        if last_offset_delta + 1 <= 0:
+            raise _invalid(
+                f"Batch has an invalid offset range: [0, {last_offset_delta}]"
+            )
+        if count <= 0:
+            raise _invalid(f"Invalid reported count for record batch: {count}")
+        if last_offset_delta + 1 != count:
+            raise _invalid(
+                f"Inconsistent batch offset range [0, {last_offset_delta}] and count "
+                f"of records {count}"
+            )
+        if is_control:
+            raise _invalid("Clients are not allowed to write control records")
+        if producer_id >= 0 and base_sequence < 0:
+            raise _invalid(
+                f"Invalid sequence number {base_sequence} in record batch with "
+                f"producerId {producer_id}"
+            )
+    if count > DEFAULT_MAX_RECORDS:
+        raise _invalid(
+            f"batch declares {count} records, more than {DEFAULT_MAX_RECORDS}"
+        )
+    codec = attributes & 0x07
+    start = pos + _RECORDS_AT
+    if codec == 0:
+        buf, rpos, rend = data, start, end
+    else:
+        if codec > 4:
+            raise RecordValidationError(
+                ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}"
+            )
+        try:
+            buf = bytes(
+                decompress(codec, data[start:end], DEFAULT_MAX_DECOMPRESSED_SIZE)
+            )
+        except DecodeError as err:
+            raise RecordValidationError(
+                ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
+            ) from None
+        rpos, rend = 0, len(buf)
+    check_time = (
+        not policy.log_append_time
+        and not is_control
+        and (policy.before_max_ms < _LONG_MAX or policy.after_max_ms < _LONG_MAX)
+    )
+    errors = _check_records(
+        buf, rpos, rend, count, base_timestamp, policy, check_time, is_control
+    )
+    if errors:
+        code, first = errors[0][0], errors[0][2]
+        shown = "; ".join(e[2] for e in errors[:3])
+        raise RecordValidationError(
+            code,
+            (
+                first
+                if len(errors) == 1
+                else f"{len(errors)} records rejected, the first three: {shown}"
+            ),
+            tuple((i, m) for _, i, m in errors),
+        )
+    return ValidBatch(
+        pos,
+        size,
+        last_offset_delta,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        is_control,
+    )
+
+
+def _check_records(
+    buf: bytes,
+    p: int,
+    rend: int,
+    count: int,
+    base_timestamp: int,
+    policy: LogPolicy,
+    check_time: bool,
+    is_control: bool,
+) -> list[tuple[ErrorCode, int, str]]:
+    """The per-record checks, by the cheapest means at hand: with kproto's C
+    extension, its record loop (it enforces the same layout, and runs ~5x faster
+    than a varint walk in Python; the columns it returns are then compared as
+    whole lists); without it, :func:`_walk_records`, which builds no objects. A
+    batch the C loop rejects is walked again to name what is wrong."""
+    columns_loop = v2_loops()[0]
+    if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
+        return _walk_records(
+            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+        )
+    try:
+        offsets, timestamps, keys, _, _ = columns_loop(
+            buf, p, rend, count, 0, base_timestamp
+        )
+    except (Bad, IndexError, VarintError, UnicodeDecodeError):
+        return _walk_records(
+            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+        )
+    if offsets != list(range(count)):
+        i = next(i for i, delta in enumerate(offsets) if delta != i)
+        raise _invalid(
+            f"record {i} has offset delta {offsets[i]}; offset deltas "
+            "must run 0, 1, 2 ... (this broker does not rewrite batches)"
+        )
+    errors: list[tuple[ErrorCode, int, str]] = []
+    if policy.compacted and not is_control and None in keys:
+        errors.extend(
+            (ErrorCode.INVALID_RECORD, i, _NO_KEY)
+            for i, key in enumerate(keys)
+            if key is None
+        )
+    if check_time and timestamps:
+        low = policy.now_ms - policy.before_max_ms
+        high = policy.now_ms + policy.after_max_ms
+        if min(timestamps) < low or max(timestamps) > high:
+            errors.extend(
+                (ErrorCode.INVALID_TIMESTAMP, i, _bad_time(ts, i, low, high))
+                for i, ts in enumerate(timestamps)
+                if ts != _NO_TIMESTAMP and not low <= ts <= high
+            )
+            errors.sort(key=lambda e: e[1])
+    return errors
+
+
+def _bad_time(ts: int, i: int, low: int, high: int) -> str:
+    return (
+        f"Timestamp {ts} of message with offset {i} is out of range. The timestamp "
+        f"should be within [{low}, {high}]"
+    )
+
+
+def _walk_records(
+    buf: bytes,
+    p: int,
+    rend: int,
+    count: int,
+    base_timestamp: int,
+    policy: LogPolicy,
+    check_time: bool,
+    is_control: bool,
+) -> list[tuple[ErrorCode, int, str]]:
+    """Walk ``count`` records in ``buf[p:rend]`` (``DefaultRecord`` layout) and
+    return the per-record errors; raise for a malformed body.
+
+    One-byte varints (the common case for lengths and deltas) are read inline.
+    """
+    errors: list[tuple[ErrorCode, int, str]] = []
+    compacted = policy.compacted and not is_control
+    low = policy.now_ms - policy.before_max_ms
+    high = policy.now_ms + policy.after_max_ms
+    varint = _varint
+    try:
+        for i in range(count):
+            b = buf[p]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                length, p = varint(buf, p)
+            body = p
+            record_end = p + length
+            if length <= 0 or record_end > rend:
+                raise _invalid(
+                    "Incorrect declared batch size, premature EOF reached "
+                    f"(record {i} of length {length})"
+                )
+            b = buf[p + 1]  # after the attributes byte: the timestamp delta
+            if b < 0x80:
+                ts_delta, p = (b >> 1) ^ -(b & 1), p + 2
+            else:
+                ts_delta, p = varint(buf, p + 1)
+            b = buf[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                offset_delta, p = varint(buf, p)
+            if offset_delta != i:
+                raise _invalid(
+                    f"record {i} has offset delta {offset_delta}; offset deltas "
+                    "must run 0, 1, 2 ... (this broker does not rewrite batches)"
+                )
+            b = buf[p]
+            if b < 0x80:
+                key_length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                key_length, p = varint(buf, p)
+            if key_length >= 0:
+                p += key_length
+            elif key_length == -1:
+                if compacted:
+                    errors.append((ErrorCode.INVALID_RECORD, i, _NO_KEY))
+            else:
+                raise _invalid(f"record {i} has key length {key_length}")
+            b = buf[p]
+            if b < 0x80:
+                value_length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                value_length, p = varint(buf, p)
+            if value_length >= 0:
+                p += value_length
+            elif value_length != -1:
+                raise _invalid(f"record {i} has value length {value_length}")
+            headers, p = varint(buf, p)
+            if headers < 0:
+                raise _invalid(f"Found invalid number of record headers {headers}")
+            for _ in range(headers):
+                key_len, p = varint(buf, p)
+                if key_len < 0:
+                    raise _invalid(f"record {i} has a header key of length {key_len}")
+                p += key_len
+                value_len, p = varint(buf, p)
+                if value_len < -1:
+                    raise _invalid(f"record {i} has a header of length {value_len}")
+                p += max(value_len, 0)
+            if p != record_end:
+                raise _invalid(
+                    f"Invalid record size: expected to read {length} bytes in record "
+                    f"payload, but instead read {p - body}"
+                )
+            if check_time:
+                ts = base_timestamp + ts_delta
+                if ts != _NO_TIMESTAMP and not low <= ts <= high:
+                    errors.append(
+                        (ErrorCode.INVALID_TIMESTAMP, i, _bad_time(ts, i, low, high))
+                    )
+    except IndexError:
+        raise _invalid("Incorrect declared batch size, premature EOF reached") from None
+    if p != rend:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+    return errors
+
+
+def _varint(buf: bytes, p: int) -> tuple[int, int]:
+    """A zigzag varint at ``buf[p]`` (at most 10 bytes); IndexError past the end."""
+    b = buf[p]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), p + 1
+    result = b & 0x7F
+    shift = 7
+    p += 1
+    while True:
+        b = buf[p]
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), p
+        shift += 7
+        if shift > 63:
+            raise _invalid("varint longer than 10 bytes in a record")
