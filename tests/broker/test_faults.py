@@ -182,6 +182,12 @@ def test_bad_faults_are_refused(cluster: Cluster) -> None:
         cluster.inject_errors(ApiKey.PRODUCE, [(E.NONE, -5)])
     with pytest.raises(ValueError, match=">= 0 ms"):
         cluster.set_latency(1, -1)
+    with pytest.raises(ValueError, match="no node 4"):
+        cluster.stop_node(4)
+    with pytest.raises(ValueError, match="no node 0"):
+        cluster.move_leader("t", 0, 0)
+    with pytest.raises(TypeError, match="callable"):
+        cluster.on_request(ApiKey.METADATA, "not a function")  # type: ignore[arg-type]
     assert cluster.faults.pending() == 0
 
 
