@@ -17,6 +17,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from kproto.broker.faults import (
     DISCONNECT,
     FaultInjector,
@@ -25,9 +27,11 @@ from kproto.broker.faults import (
 )
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
+from kproto.broker.handlers.authorize import guarded
 from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -57,6 +61,8 @@ class Dispatcher:
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
         faults: the cluster's injected faults (``None``: none).
+        security: the listener's security settings (users, for the SCRAM
+            credential APIs).
     """
 
     def __init__(
@@ -68,8 +74,10 @@ class Dispatcher:
         request_log: RequestLog | None = None,
         log_requests: bool = False,
         faults: FaultInjector | None = None,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.faults = faults
+        self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
         self.node_id = node_id
@@ -81,8 +89,17 @@ class Dispatcher:
         """Whether the broker has a handler for ``api_key``."""
         return api_key in HANDLERS
 
-    async def handle(self, header: Any, request: Any, client_host: str) -> Any:
-        """The response entity to ``request`` (``None``: Kafka sends none).
+    async def _call(self, handler: Handler, ctx: RequestContext, request: Any) -> Any:
+        """Run ``handler``, behind the ACL check when the listener has ACLs."""
+        if self.security.acls is None:
+            return await handler(ctx, request)
+        return await guarded(ctx, handler, request)
+
+    async def handle(
+        self, header: Any, request: Any, client_host: str, principal: str = ANONYMOUS
+    ) -> Any:
+        """The response entity to ``request`` (``None``: Kafka sends none), for a
+        connection authenticated as ``principal``.
 
         Raises:
             KeyError: the api_key is not served (check :meth:`serves` first).
@@ -99,12 +116,14 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            principal=principal,
+            security=self.security,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
         faults = self.faults
         if faults is None:
-            response = await handler(ctx, request)
+            response = await self._call(handler, ctx, request)
         else:
             delay_ms = faults.latency_ms(self.node_id)
             response = await faults.run_hooks(ctx, request)
@@ -120,7 +139,7 @@ class Dispatcher:
                     if api_key == ApiKey.PRODUCE and request.acks == 0:
                         response = None
             elif response is None:
-                response = await handler(ctx, request)
+                response = await self._call(handler, ctx, request)
             if delay_ms:
                 await asyncio.sleep(delay_ms / 1000)
             if (isinstance(response, str) and response == DISCONNECT) or (
@@ -144,6 +163,8 @@ class Dispatcher:
                 header.correlation_id,
             )
         if self.request_log is not None:
+            if api_key == ApiKey.SASL_AUTHENTICATE:  # a PLAIN token holds a password
+                request = attrs.evolve(request, auth_bytes=b"")
             self.request_log.append(
                 RequestRecord(
                     self.node_id,

@@ -1,21 +1,26 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-=================  ==========================================================
-module             APIs
-=================  ==========================================================
-``cluster_info``   ApiVersions, Metadata, DescribeCluster
-``produce``        Produce, InitProducerId
-``fetch``          Fetch, ListOffsets, DeleteRecords
-``admin``          CreateTopics, DeleteTopics, CreatePartitions
-``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-``groups``         FindCoordinator and the classic consumer group APIs (the
-                   coordinator's state machine is :mod:`kproto.broker.groups`)
-``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
-                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
-                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
-                   transaction refusals of FindCoordinator and InitProducerId
-=================  ==========================================================
+==================  =========================================================
+module              APIs
+==================  =========================================================
+``cluster_info``    ApiVersions, Metadata, DescribeCluster
+``produce``         Produce, InitProducerId
+``fetch``           Fetch, ListOffsets, DeleteRecords
+``admin``           CreateTopics, DeleteTopics, CreatePartitions
+``configs``         DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+``groups``          FindCoordinator and the classic consumer group APIs (the
+                    coordinator's state machine is :mod:`kproto.broker.groups`)
+``consumer_groups`` ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
+``security``        SaslHandshake/SaslAuthenticate outside an exchange,
+                    Describe/AlterUserScramCredentials
+``acls``            CreateAcls, DescribeAcls, DeleteAcls (enforcement:
+                    :mod:`.authorize`, called by the dispatcher)
+``unsupported``     what the broker lacks, refused as Kafka refuses a disabled
+                    feature: ShareGroupHeartbeat (KIP-932); its
+                    :data:`~.unsupported.REFUSALS` also names the transaction
+                    refusals of FindCoordinator and InitProducerId
+==================  =========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
@@ -30,12 +35,15 @@ from types import MappingProxyType
 from typing import Final
 
 from kproto.broker.handlers import (
+    acls,
     admin,
     cluster_info,
     configs,
+    consumer_groups,
     fetch,
     groups,
     produce,
+    security,
     unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -71,7 +79,15 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+        ApiKey.CREATE_ACLS: acls.create_acls,
+        ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+        ApiKey.DELETE_ACLS: acls.delete_acls,
+        ApiKey.SASL_HANDSHAKE: security.sasl_handshake,
+        ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
     }
 )
