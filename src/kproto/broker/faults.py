@@ -419,6 +419,21 @@ def _describe_producers(request: Any, error: ErrorCode) -> dict[str, Any]:
     }
 
 
+def _each(out_field: str, in_field: str) -> _Mirror:
+    """One ``{error_code}`` entry per entry of the request's ``in_field``
+    (CreateAcls results, DeleteAcls filter results)."""
+
+    def mirror(request: Any, error: ErrorCode) -> dict[str, Any]:
+        return {out_field: [{"error_code": error} for _ in getattr(request, in_field)]}
+
+    return mirror
+
+
+def _alter_scram(request: Any, error: ErrorCode) -> dict[str, Any]:
+    users = [e.name for e in (*request.deletions, *request.upsertions)]
+    return {"results": [{"user": u, "error_code": error} for u in users]}
+
+
 #: The APIs whose errors sit in entries mirroring the request's (the others carry
 #: one top-level ``error_code``): how to build those entries.
 _MIRRORS: Final[Mapping[ApiKey, _Mirror]] = {
@@ -439,6 +454,10 @@ _MIRRORS: Final[Mapping[ApiKey, _Mirror]] = {
     ApiKey.DESCRIBE_GROUPS: _by_name("groups", "group_id", "groups"),
     ApiKey.DELETE_GROUPS: _by_name("results", "group_id", "groups_names"),
     ApiKey.TXN_OFFSET_COMMIT: _offset_commit,
+    ApiKey.CREATE_ACLS: _each("results", "creations"),
+    ApiKey.DELETE_ACLS: _each("filter_results", "filters"),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _by_name("groups", "group_id", "group_ids"),
     ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _by_name(
