@@ -12,19 +12,14 @@ queued error or disconnect (instead of the handler), then the node's latency.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
 
-from kproto.broker.faults import (
-    DISCONNECT,
-    FaultInjector,
-    InjectedDisconnect,
-    error_response,
-)
+from kproto.broker.faults import FaultInjector
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.authorize import guarded
@@ -32,6 +27,7 @@ from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -63,6 +59,7 @@ class Dispatcher:
         faults: the cluster's injected faults (``None``: none).
         security: the listener's security settings (users, for the SCRAM
             credential APIs).
+        share: the cluster's share-group coordinator (``None``: share groups refused).
     """
 
     def __init__(
@@ -75,14 +72,18 @@ class Dispatcher:
         log_requests: bool = False,
         faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
+        share: ShareCoordinator | None = None,
     ) -> None:
         self.faults = faults
+        self.share = share
         self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
         self.node_id = node_id
         self.request_log = request_log
         self.log_requests = log_requests
+        #: this node's incremental fetch sessions (KIP-227)
+        self.fetch_sessions = FetchSessionCache()
 
     @staticmethod
     def serves(api_key: int) -> bool:
@@ -116,43 +117,19 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            fetch_sessions=self.fetch_sessions,
             principal=principal,
             security=self.security,
+            share=self.share,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        faults = self.faults
-        if faults is None:
+        if self.faults is None:
             response = await self._call(handler, ctx, request)
         else:
-            delay_ms = faults.latency_ms(self.node_id)
-            response = await faults.run_hooks(ctx, request)
-            fault = (
-                None
-                if response is not None
-                else faults.pop_error(api_key, self.node_id)
+            response = await self.faults.apply(
+                ctx, request, lambda: self._call(handler, ctx, request)
             )
-            if fault is not None:
-                delay_ms += fault.rtt_ms
-                if fault.error_code is not None:
-                    response = error_response(ctx, request, fault.error_code)
-                    if api_key == ApiKey.PRODUCE and request.acks == 0:
-                        response = None
-            elif response is None:
-                response = await self._call(handler, ctx, request)
-            if delay_ms:
-                await asyncio.sleep(delay_ms / 1000)
-            if (isinstance(response, str) and response == DISCONNECT) or (
-                fault is not None and fault.error_code is None
-            ):
-                log.info(
-                    "node %d: injected disconnect of %s v%d (correlation id %d)",
-                    self.node_id,
-                    type(request).__name__,
-                    ctx.api_version,
-                    header.correlation_id,
-                )
-                raise InjectedDisconnect(header.correlation_id)
         if self.log_requests:
             log.info(
                 "node %d: %s v%d from %s (correlation id %d)",

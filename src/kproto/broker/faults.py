@@ -22,10 +22,12 @@ Every method runs on the cluster's event-loop thread (``Cluster`` marshals calls
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import inspect
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -45,6 +47,8 @@ __all__ = [
     "error_response",
     "to_fault",
 ]
+
+log = logging.getLogger("kproto.broker")
 
 #: Close the connection instead of answering (librdkafka's ``__TRANSPORT``).
 DISCONNECT: Final = "disconnect"
@@ -203,6 +207,48 @@ class FaultInjector:
                 return respond(ctx, **answer)
             return answer
         return None
+
+    # ------------------------------------------------------------------ apply
+
+    async def apply(
+        self,
+        ctx: RequestContext,
+        request: Any,
+        handle: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """Answer ``request`` through the faults: the hooks first, then the next
+        queued outcome (instead of ``handle``, the handler), else ``handle()``;
+        then the node's latency and the outcome's delay.
+
+        Raises:
+            InjectedDisconnect: the outcome or a hook says to close the connection.
+        """
+        node_id = ctx.node_id
+        api_key = ctx.header.request_api_key
+        delay_ms = self.latency_ms(node_id)
+        response = await self.run_hooks(ctx, request)
+        fault = None if response is not None else self.pop_error(api_key, node_id)
+        if fault is not None:
+            delay_ms += fault.rtt_ms
+            if fault.error_code is not None:
+                response = error_response(ctx, request, fault.error_code)
+                if api_key == ApiKey.PRODUCE and request.acks == 0:
+                    response = None  # acks=0 is never answered
+        elif response is None:
+            response = await handle()
+        if delay_ms:
+            await asyncio.sleep(delay_ms / 1000)
+        disconnect = isinstance(response, str) and response == DISCONNECT
+        if disconnect or (fault is not None and fault.error_code is None):
+            log.info(
+                "node %d: injected disconnect of %s v%d (correlation id %d)",
+                node_id,
+                type(request).__name__,
+                ctx.api_version,
+                ctx.header.correlation_id,
+            )
+            raise InjectedDisconnect(ctx.header.correlation_id)
+        return response
 
 
 # ---------------------------------------------------------------- error answers

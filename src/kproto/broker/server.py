@@ -35,6 +35,7 @@ from kproto.broker.faults import FaultInjector, InjectedDisconnect
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
 from kproto.framing import (
@@ -67,6 +68,7 @@ class NodeServer:
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
         request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
     """
@@ -85,6 +87,7 @@ class NodeServer:
         log_requests: bool = False,
         faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
+        share: ShareCoordinator | None = None,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -101,6 +104,7 @@ class NodeServer:
             log_requests=log_requests,
             faults=faults,
             security=self.security,
+            share=share,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
