@@ -156,6 +156,23 @@ class FaultControls:
 
         return self._on_loop(find)
 
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        """The node coordinating ``transactional_id`` (-1: none): the leader of its
+        ``__transaction_state`` partition.
+
+        Raises:
+            RuntimeError: this broker has no transaction coordinator.
+        """
+        txn = getattr(self, "txn", None)
+        if txn is None:
+            raise RuntimeError("this broker has no transaction coordinator")
+
+        def find() -> int:
+            node = txn.coordinator_for(transactional_id)
+            return -1 if node is None or node < 0 else int(node)
+
+        return self._on_loop(find)
+
     def move_coordinator(self, group_id: str, node: int) -> int:
         """Make ``node`` coordinate consumer group ``group_id`` by moving the
         leadership of its ``__consumer_offsets`` partition (librdkafka's
