@@ -99,6 +99,9 @@ class Cluster(FaultControls):
             KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
         consumer_assignors: KIP-848 server assignors, the first the default
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
+        streams_session_timeout_ms, streams_heartbeat_interval_ms: the same for
+            KIP-1071 streams groups (``group.streams.session.timeout.ms``, 45 s;
+            ``group.streams.heartbeat.interval.ms``, 5 s).
         log_cleaner_backoff_ms: pause between the log cleaner's passes over
             the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
         share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
@@ -138,6 +141,8 @@ class Cluster(FaultControls):
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        streams_session_timeout_ms: int = 45_000,
+        streams_heartbeat_interval_ms: int = 5_000,
         log_cleaner_backoff_ms: int = 15_000,
         share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
@@ -183,6 +188,8 @@ class Cluster(FaultControls):
             consumer_session_timeout_ms=consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             consumer_assignors=consumer_assignors,
+            streams_session_timeout_ms=streams_session_timeout_ms,
+            streams_heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
         #: The faults injected (see :meth:`inject_errors` and the other fault methods).
         self.faults = FaultInjector()
