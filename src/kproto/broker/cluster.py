@@ -15,6 +15,8 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
+from kproto.broker.cluster_faults import FaultControls
+from kproto.broker.faults import FaultInjector
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -32,7 +34,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster:
+class Cluster(FaultControls):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).
@@ -205,6 +207,8 @@ class Cluster:
             partitions=transaction_partitions,
             abort_interval_ms=transaction_abort_interval_ms,
         )
+        #: The faults injected (see :meth:`inject_errors` and the other fault methods).
+        self.faults = FaultInjector()
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
         self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
@@ -222,6 +226,7 @@ class Cluster:
                 connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
+                faults=self.faults,
                 security=self.security,
                 share=self.share,
             )
@@ -346,12 +351,14 @@ class Cluster:
         """Run ``coro`` on the cluster's loop from any thread."""
         loop = self._loop
         if loop is None:
+            coro.close()
             raise RuntimeError("the cluster is not running")
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
+            coro.close()
             raise RuntimeError(
                 "call the async_* method from the cluster's own event loop"
             )
@@ -425,7 +432,8 @@ class Cluster:
     def _on_loop(self, func: Callable[[], T]) -> T:
         """Run ``func`` on the cluster's loop thread (directly when the cluster
         runs on the caller's loop, through the background thread otherwise)."""
-        if self._thread is None:
+        if self._thread is None or threading.current_thread() is self._thread:
+            # ``async with`` mode, or already on the loop (e.g. inside a request hook)
             if self._loop is None:
                 raise RuntimeError("the cluster is not running")
             return func()

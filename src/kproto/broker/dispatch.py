@@ -5,7 +5,9 @@
 and the handlers (:data:`kproto.broker.handlers.HANDLERS`): it builds the
 :class:`~kproto.broker.handlers.context.RequestContext` of each request, calls the
 handler and records the exchange in the cluster's request log (Kafka's
-``KafkaApis.handle`` with ``RequestChannel``'s request logging).
+``KafkaApis.handle`` with ``RequestChannel``'s request logging). Faults a test set
+(:mod:`kproto.broker.faults`) apply here, in this order: request hooks, then the
+queued error or disconnect (instead of the handler), then the node's latency.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.faults import FaultInjector
 from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
@@ -55,6 +58,7 @@ class Dispatcher:
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        faults: the cluster's injected faults (``None``: none).
         security: the listener's security settings (users, for the SCRAM
             credential APIs).
         share: the cluster's share-group coordinator (``None``: share groups refused).
@@ -69,9 +73,11 @@ class Dispatcher:
         txn: TransactionCoordinator,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
         share: ShareCoordinator | None = None,
     ) -> None:
+        self.faults = faults
         self.share = share
         self.security = security or ListenerSecurity()
         self.state = state
@@ -88,6 +94,12 @@ class Dispatcher:
         """Whether the broker has a handler for ``api_key``."""
         return api_key in HANDLERS
 
+    async def _call(self, handler: Handler, ctx: RequestContext, request: Any) -> Any:
+        """Run ``handler``, behind the ACL check when the listener has ACLs."""
+        if self.security.acls is None:
+            return await handler(ctx, request)
+        return await guarded(ctx, handler, request)
+
     async def handle(
         self, header: Any, request: Any, client_host: str, principal: str = ANONYMOUS
     ) -> Any:
@@ -96,6 +108,7 @@ class Dispatcher:
 
         Raises:
             KeyError: the api_key is not served (check :meth:`serves` first).
+            InjectedDisconnect: a fault says to close the connection unanswered.
         """
         api_key = header.request_api_key
         client_id = getattr(header, "client_id", None)
@@ -116,11 +129,12 @@ class Dispatcher:
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        response = await (
-            handler(ctx, request)
-            if self.security.acls is None
-            else guarded(ctx, handler, request)
-        )
+        if self.faults is None:
+            response = await self._call(handler, ctx, request)
+        else:
+            response = await self.faults.apply(
+                ctx, request, lambda: self._call(handler, ctx, request)
+            )
         if self.log_requests:
             log.info(
                 "node %d: %s v%d from %s (correlation id %d)",

@@ -31,6 +31,7 @@ import logging
 
 from kproto.aio import read_frame
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.faults import FaultInjector, InjectedDisconnect
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
@@ -68,6 +69,7 @@ class NodeServer:
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
+        request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
         request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
@@ -86,6 +88,7 @@ class NodeServer:
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
         share: ShareCoordinator | None = None,
     ) -> None:
@@ -103,6 +106,7 @@ class NodeServer:
             txn=txn,
             request_log=request_log,
             log_requests=log_requests,
+            faults=faults,
             security=self.security,
             share=share,
         )
@@ -116,6 +120,26 @@ class NodeServer:
         info = NodeInfo(self.node_id, self.host, self.port)
         self.state.nodes[self.node_id] = info
         return info
+
+    @property
+    def running(self) -> bool:
+        """Whether the node listens (between :meth:`start` and :meth:`stop`)."""
+        return self.server is not None
+
+    def drop_connections(self) -> int:
+        """Close every connection of this node now (their tasks are cancelled; a
+        request being handled is not answered); return how many."""
+        tasks = list(self.connections)
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
+
+    def halt(self) -> None:
+        """Stop accepting and cancel every connection, at once (no request is
+        answered after this returns); :meth:`stop` then waits for them."""
+        if self.server is not None:
+            self.server.close()
+        self.drop_connections()
 
     async def stop(self) -> None:
         """Stop listening, cancel every connection task and wait for them."""
@@ -277,9 +301,12 @@ class NodeServer:
                 if close:
                     return
                 continue
-            response = await self.dispatcher.handle(
-                header, request, client_host, principal=auth.principal
-            )
+            try:
+                response = await self.dispatcher.handle(
+                    header, request, client_host, principal=auth.principal
+                )
+            except InjectedDisconnect:
+                return
             if response is not None:
                 writer.write(encode_response(header, response))
                 await writer.drain()

@@ -161,6 +161,8 @@ class ClusterState:
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
+        #: (topic id, partition) -> leader epoch (absent: 0; see broker.leadership)
+        self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self._appended: asyncio.Event | None = None
         self._rr = 0
 
@@ -245,11 +247,14 @@ class ClusterState:
         self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
         validate_topic_configs(configs)
-        n = len(self.node_ids)
+        # leaders on the listening nodes only, as Kafka's controller places
+        # partitions on unfenced brokers (all nodes before any started)
+        live = [n for n in self.node_ids if n in self.nodes] or self.node_ids
+        n = len(live)
         return TopicMetadata(
             name,
             uuid.uuid4(),
-            [self.node_ids[(self._rr + p) % n] for p in range(count)],
+            [live[(self._rr + p) % n] for p in range(count)],
             configs,
             internal or name.startswith("__"),
         )

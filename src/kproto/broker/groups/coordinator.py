@@ -302,10 +302,10 @@ class GroupCoordinator:
 
     def coordinator_for(self, group_id: str) -> int | None:
         """The node id coordinating ``group_id`` (creating ``__consumer_offsets``
-        on first use), or None when that partition has no leader."""
+        on first use), or None when that partition has no leader (its node stopped)."""
         self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
         leader = self.state.leader(OFFSETS_TOPIC, self.partition_for(group_id))
-        return None if leader is None else int(leader)
+        return None if leader is None or leader < 0 else int(leader)
 
     def check_coordinator(self, group_id: str, node_id: int) -> int:
         """NONE if ``node_id`` coordinates ``group_id``; else NOT_COORDINATOR,

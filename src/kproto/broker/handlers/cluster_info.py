@@ -14,6 +14,7 @@ from typing import Any
 from kproto.broker import topic_admin
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.leadership import leader_epoch
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
@@ -112,17 +113,36 @@ def topic_metadata(
         "topic_id": info.topic_id,
         "is_internal": info.internal,
         "partitions": [
-            {
-                "error_code": ErrorCode.NONE,
-                "partition_index": p,
-                "leader_id": leader,
-                "leader_epoch": 0,
-                "replica_nodes": [leader],
-                "isr_nodes": [leader],
-                "offline_replicas": [],
-            }
+            partition_metadata(state, name, p, leader)
             for p, leader in enumerate(info.leaders)
         ],
+    }
+
+
+def partition_metadata(
+    state: ClusterState, topic: str, partition: int, leader: int
+) -> dict[str, Any]:
+    """One MetadataResponsePartition as a mapping: its leader and leader epoch;
+    an offline partition (leader -1, its node stopped) has LEADER_NOT_AVAILABLE, as
+    Kafka's ``MetadataCache`` reports it."""
+    if leader < 0:
+        return {
+            "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": partition,
+            "leader_id": -1,
+            "leader_epoch": leader_epoch(state, topic, partition),
+            "replica_nodes": [],
+            "isr_nodes": [],
+            "offline_replicas": [],
+        }
+    return {
+        "error_code": ErrorCode.NONE,
+        "partition_index": partition,
+        "leader_id": leader,
+        "leader_epoch": leader_epoch(state, topic, partition),
+        "replica_nodes": [leader],
+        "isr_nodes": [leader],
+        "offline_replicas": [],
     }
 
 

@@ -16,6 +16,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.fetch_session import FetchPlan, FetchSessionCache
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.leadership import leader_epoch
 from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]
@@ -47,7 +48,9 @@ def _read_all(
             aborted: list[dict[str, int]] | None = None
             plog = None
             if not error:
-                plog, error = leader_log(ctx, name, p.partition)
+                plog, error = leader_log(
+                    ctx, name, p.partition, getattr(p, "current_leader_epoch", -1)
+                )
             if plog is not None:
                 hwm, start = plog.high_watermark, plog.log_start_offset
                 lso = plog.last_stable_offset
@@ -185,7 +188,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            plog, error = leader_log(ctx, t.name, p.partition_index)
+            plog, error = leader_log(
+                ctx, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
+            )
             offset, timestamp = -1, -1
             if plog is not None:
                 ts = p.timestamp
@@ -210,7 +215,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     "old_style_offsets": [offset] if offset >= 0 else [],
                     "timestamp": timestamp,
                     "offset": offset,
-                    "leader_epoch": 0,
+                    "leader_epoch": max(
+                        leader_epoch(ctx.state, t.name, p.partition_index), 0
+                    ),
                 }
             )
         topics.append({"name": t.name, "partitions": partitions})

@@ -182,7 +182,7 @@ class TransactionCoordinator:
         leader = self.state.leader(
             TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)
         )
-        return None if leader is None else int(leader)
+        return None if leader is None or leader < 0 else int(leader)
 
     def check_coordinator(self, transactional_id: str, node_id: int) -> ErrorCode:
         """NONE if ``node_id`` coordinates ``transactional_id``; else
