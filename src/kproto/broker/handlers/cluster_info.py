@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kproto.broker import topic_admin
+from kproto.broker.authorized_operations import ResourceType, authorized_operations
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.state import ClusterState
@@ -148,6 +149,12 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         topics.append(topic_metadata(state, name, error))
     if created:
         state.save_topics()  # once per request
+    topic_ops = authorized_operations(
+        ResourceType.TOPIC,
+        getattr(request, "include_topic_authorized_operations", False),
+    )
+    for entry in topics:
+        entry["topic_authorized_operations"] = topic_ops
     return respond(
         ctx,
         throttle_time_ms=0,
@@ -155,7 +162,10 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         cluster_id=state.cluster_id,
         controller_id=state.controller_id,
         topics=topics,
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=authorized_operations(
+            ResourceType.CLUSTER,
+            getattr(request, "include_cluster_authorized_operations", False),
+        ),
     )
 
 
@@ -173,5 +183,7 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
             {"broker_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
             for n in state.nodes.values()
         ],
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=authorized_operations(
+            ResourceType.CLUSTER, request.include_cluster_authorized_operations
+        ),
     )
