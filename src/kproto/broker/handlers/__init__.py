@@ -1,21 +1,28 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-=================  ==========================================================
-module             APIs
-=================  ==========================================================
-``cluster_info``   ApiVersions, Metadata, DescribeCluster
-``produce``        Produce, InitProducerId
-``fetch``          Fetch, ListOffsets, DeleteRecords
-``admin``          CreateTopics, DeleteTopics, CreatePartitions
-``configs``        DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-``groups``         FindCoordinator and the classic consumer group APIs (the
-                   coordinator's state machine is :mod:`kproto.broker.groups`)
-``unsupported``    what the broker lacks, refused as Kafka refuses a disabled
-                   feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
-                   (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
-                   transaction refusals of FindCoordinator and InitProducerId
-=================  ==========================================================
+====================  ==========================================================
+module                APIs
+====================  ==========================================================
+``cluster_info``      ApiVersions, Metadata, DescribeCluster
+``produce``           Produce, InitProducerId
+``fetch``             Fetch, ListOffsets, DeleteRecords
+``admin``             CreateTopics, DeleteTopics, CreatePartitions
+``configs``           DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+``groups``            FindCoordinator and the classic consumer group APIs (the
+                      coordinator's state machine is :mod:`kproto.broker.groups`)
+``leader_epoch``      OffsetForLeaderEpoch
+``log_dirs``          DescribeLogDirs
+``reassignment``      ElectLeaders, AlterPartitionReassignments,
+                      ListPartitionReassignments
+``client_quotas``     DescribeClientQuotas, AlterClientQuotas (stored only)
+``features``          UpdateFeatures and ApiVersions' feature fields
+``topic_partitions``  DescribeTopicPartitions (KIP-966)
+``unsupported``       what the broker lacks, refused as Kafka refuses a disabled
+                      feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
+                      (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
+                      transaction refusals of FindCoordinator and InitProducerId
+====================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
@@ -31,11 +38,17 @@ from typing import Final
 
 from kproto.broker.handlers import (
     admin,
+    client_quotas,
     cluster_info,
     configs,
+    features,
     fetch,
     groups,
+    leader_epoch,
+    log_dirs,
     produce,
+    reassignment,
+    topic_partitions,
     unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -64,14 +77,23 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DELETE_TOPICS: admin.delete_topics,
         ApiKey.DELETE_RECORDS: fetch.delete_records,
         ApiKey.INIT_PRODUCER_ID: produce.init_producer_id,
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epoch.offset_for_leader_epoch,
         ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
         ApiKey.ALTER_CONFIGS: configs.alter_configs,
+        ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
         ApiKey.CREATE_PARTITIONS: admin.create_partitions,
         ApiKey.DELETE_GROUPS: groups.delete_groups,
+        ApiKey.ELECT_LEADERS: reassignment.elect_leaders,
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignment.alter_partition_reassignments,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignment.list_partition_reassignments,
         ApiKey.OFFSET_DELETE: groups.offset_delete,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.describe_client_quotas,
+        ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.alter_client_quotas,
+        ApiKey.UPDATE_FEATURES: features.update_features,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.describe_topic_partitions,
     }
 )

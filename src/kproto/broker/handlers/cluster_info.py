@@ -62,7 +62,10 @@ def served_api_ranges(
 
 
 async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
-    """Every API served and its version range (``ctx.served_apis``)."""
+    """Every API served and its version range (``ctx.served_apis``); v3+ also the
+    supported and finalized features (:mod:`kproto.broker.handlers.features`)."""
+    from kproto.broker.handlers.features import api_versions_feature_fields
+
     return respond(
         ctx,
         error_code=ErrorCode.NONE,
@@ -71,6 +74,7 @@ async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
             for k, (lo, hi) in ctx.served_apis.items()
         ],
         throttle_time_ms=0,
+        **api_versions_feature_fields(ctx.state),
     )
 
 
