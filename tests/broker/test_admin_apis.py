@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers import HANDLERS
+from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, request_type
@@ -41,7 +41,9 @@ def conn(cluster: Cluster) -> Iterator[Connection]:
 
 
 def send(conn: Connection, api_key: ApiKey, version: int, **fields: Any) -> Any:
-    return conn.send(build_entity(request_type(api_key, version), fields, drop_absent=True))
+    return conn.send(
+        build_entity(request_type(api_key, version), fields, drop_absent=True)
+    )
 
 
 def versions(api_key: ApiKey) -> range:
@@ -100,7 +102,9 @@ def test_offset_for_leader_epoch(cluster: Cluster) -> None:
         # batches written at leader epochs 0 (offsets 0-1), 2 (2-4) and 5 (5)
         for epoch, count in ((0, 2), (2, 3), (5, 1)):
             rows = [(None, b"v", (), 1000 + i) for i in range(count)]
-            _produce(c, cluster, "epochs", encode_batch(rows, partition_leader_epoch=epoch))
+            _produce(
+                c, cluster, "epochs", encode_batch(rows, partition_leader_epoch=epoch)
+            )
         expected = {
             0: (0, 2),  # ends where epoch 2 starts
             1: (0, 2),  # unknown epoch between: the one below it, next start
@@ -120,7 +124,11 @@ def test_offset_for_leader_epoch(cluster: Cluster) -> None:
                     {
                         "topic": "epochs",
                         "partitions": [
-                            {"partition": 0, "leader_epoch": e, "current_leader_epoch": -1}
+                            {
+                                "partition": 0,
+                                "leader_epoch": e,
+                                "current_leader_epoch": -1,
+                            }
                             for e in expected
                         ],
                     }
@@ -132,7 +140,9 @@ def test_offset_for_leader_epoch(cluster: Cluster) -> None:
                     expected.items(), answer.topics[0].partitions, strict=True
                 )
             }
-            assert all(p.error_code == ErrorCode.NONE for p in answer.topics[0].partitions)
+            assert all(
+                p.error_code == ErrorCode.NONE for p in answer.topics[0].partitions
+            )
             assert got == expected, version
         # the current leader epoch: the log end offset when it is the latest
         plain = "plain"
@@ -175,9 +185,17 @@ def test_offset_for_leader_epoch_on_a_follower(cluster: Cluster) -> None:
         answer = c.request(
             ApiKey.OFFSET_FOR_LEADER_EPOCH,
             replica_id=-1,
-            topics=[{"topic": "follower", "partitions": [{"partition": 0, "leader_epoch": 0}]}],
+            topics=[
+                {
+                    "topic": "follower",
+                    "partitions": [{"partition": 0, "leader_epoch": 0}],
+                }
+            ],
         )
-        assert answer.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (
+            answer.topics[0].partitions[0].error_code
+            == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        )
     finally:
         c.close()
 
@@ -200,9 +218,7 @@ def test_describe_log_dirs(cluster: Cluster) -> None:
                 (result,) = answer.results
                 assert result.error_code == ErrorCode.NONE
                 assert Path(result.log_dir) == cluster.state.data_dir.resolve()
-                led = [
-                    p for p in (0, 1) if cluster.state.leader("dirs", p) == node
-                ]
+                led = [p for p in (0, 1) if cluster.state.leader("dirs", p) == node]
                 described = [
                     p.partition_index for t in result.topics for p in t.partitions
                 ]
@@ -296,9 +312,13 @@ def test_alter_and_list_partition_reassignments(
         ]
         assert cluster.state.leader("moving", 0) == target
         metadata = conn.request(ApiKey.METADATA, topics=[{"name": "moving"}])
-        leaders = {p.partition_index: p.leader_id for p in metadata.topics[0].partitions}
+        leaders = {
+            p.partition_index: p.leader_id for p in metadata.topics[0].partitions
+        }
         assert leaders[0] == target
-    listed = conn.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, timeout_ms=1000, topics=None)
+    listed = conn.request(
+        ApiKey.LIST_PARTITION_REASSIGNMENTS, timeout_ms=1000, topics=None
+    )
     assert (listed.error_code, listed.topics) == (ErrorCode.NONE, ())
 
 
@@ -321,19 +341,31 @@ def test_client_quotas(cluster: Cluster, conn: Connection) -> None:
             entries=[
                 {
                     "entity": _entity(user="alice"),
-                    "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}],
+                    "ops": [
+                        {"key": "producer_byte_rate", "value": 1024.0, "remove": False}
+                    ],
                 },
                 {
                     "entity": _entity(user="alice", client_id=None),
-                    "ops": [{"key": "request_percentage", "value": 12.5, "remove": False}],
+                    "ops": [
+                        {"key": "request_percentage", "value": 12.5, "remove": False}
+                    ],
                 },
                 {
                     "entity": _entity(ip=None),
-                    "ops": [{"key": "connection_creation_rate", "value": 5.0, "remove": False}],
+                    "ops": [
+                        {
+                            "key": "connection_creation_rate",
+                            "value": 5.0,
+                            "remove": False,
+                        }
+                    ],
                 },
                 {
                     "entity": _entity(user="bob"),
-                    "ops": [{"key": "producer_byte_rate", "value": 1.5, "remove": False}],
+                    "ops": [
+                        {"key": "producer_byte_rate", "value": 1.5, "remove": False}
+                    ],
                 },
                 {
                     "entity": _entity(user="bob"),
@@ -341,15 +373,29 @@ def test_client_quotas(cluster: Cluster, conn: Connection) -> None:
                 },
                 {
                     "entity": _entity(ip="1.2.3.4", user="x"),
-                    "ops": [{"key": "connection_creation_rate", "value": 1.0, "remove": False}],
+                    "ops": [
+                        {
+                            "key": "connection_creation_rate",
+                            "value": 1.0,
+                            "remove": False,
+                        }
+                    ],
                 },
                 {
                     "entity": _entity(ip="not-an-ip"),
-                    "ops": [{"key": "connection_creation_rate", "value": 1.0, "remove": False}],
+                    "ops": [
+                        {
+                            "key": "connection_creation_rate",
+                            "value": 1.0,
+                            "remove": False,
+                        }
+                    ],
                 },
                 {
                     "entity": _entity(user="carol"),
-                    "ops": [{"key": "consumer_byte_rate", "value": 0.0, "remove": False}],
+                    "ops": [
+                        {"key": "consumer_byte_rate", "value": 0.0, "remove": False}
+                    ],
                 },
             ],
         )
@@ -357,11 +403,13 @@ def test_client_quotas(cluster: Cluster, conn: Connection) -> None:
         assert errors == [ErrorCode.NONE] * 3 + [ErrorCode.INVALID_REQUEST] * 5
     for version in versions(ApiKey.DESCRIBE_CLIENT_QUOTAS):
 
-        def describe(strict: bool, *components: tuple[str, int, str | None]) -> Any:
+        def describe(
+            strict: bool, *components: tuple[str, int, str | None], v: int = version
+        ) -> Any:
             return send(
                 conn,
                 ApiKey.DESCRIBE_CLIENT_QUOTAS,
-                version,
+                v,
                 strict=strict,
                 components=[
                     {"entity_type": t, "match_type": m, "match": n}
@@ -391,7 +439,9 @@ def test_client_quotas(cluster: Cluster, conn: Connection) -> None:
         entries=[
             {
                 "entity": _entity(ip=None),
-                "ops": [{"key": "connection_creation_rate", "value": 0.0, "remove": True}],
+                "ops": [
+                    {"key": "connection_creation_rate", "value": 0.0, "remove": True}
+                ],
             }
         ],
     )
@@ -408,7 +458,9 @@ def test_client_quotas_survive_a_restart(tmp_path: Path) -> None:
             entries=[
                 {
                     "entity": _entity(client_id="app"),
-                    "ops": [{"key": "consumer_byte_rate", "value": 2048.0, "remove": False}],
+                    "ops": [
+                        {"key": "consumer_byte_rate", "value": 2048.0, "remove": False}
+                    ],
                 }
             ],
         )
@@ -424,8 +476,16 @@ def test_client_quotas_survive_a_restart(tmp_path: Path) -> None:
 
 
 def test_api_versions_reports_features(conn: Connection) -> None:
-    answer = send(conn, ApiKey.API_VERSIONS, 3, client_software_name="t", client_software_version="1")
-    supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
+    answer = send(
+        conn,
+        ApiKey.API_VERSIONS,
+        3,
+        client_software_name="t",
+        client_software_version="1",
+    )
+    supported = {
+        f.name: (f.min_version, f.max_version) for f in answer.supported_features
+    }
     assert supported["metadata.version"] == (7, 25)
     finalized = {f.name: f.max_version_level for f in answer.finalized_features}
     assert finalized["metadata.version"] == 25
@@ -523,9 +583,13 @@ def test_describe_topic_partitions_pages_with_a_cursor(
     answer = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[{"name": "dtp-a"}])
     (topic,) = answer.topics
     assert topic.topic_id == cluster.state.topics["dtp-a"].topic_id
-    assert [p.leader_id for p in topic.partitions] == cluster.state.topics["dtp-a"].leaders
+    assert [p.leader_id for p in topic.partitions] == cluster.state.topics[
+        "dtp-a"
+    ].leaders
     assert topic.topic_authorized_operations > 0
-    missing = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[{"name": "dtp-missing"}])
+    missing = conn.request(
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[{"name": "dtp-missing"}]
+    )
     assert missing.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     everything = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[])
     names = [t.name for t in everything.topics]

@@ -103,7 +103,10 @@ def test_confluent_group_configs(cluster: Cluster, confluent: Any) -> None:
     futures = confluent.incremental_alter_configs([resource])
     for future in futures.values():
         future.result(10)
-    assert cluster.state.group_config("adm-group", "consumer.heartbeat.interval.ms") == "6000"
+    assert (
+        cluster.state.group_config("adm-group", "consumer.heartbeat.interval.ms")
+        == "6000"
+    )
     described = confluent.describe_configs(
         [admin.ConfigResource(admin.ConfigResource.Type.GROUP, "adm-group")]
     )
@@ -127,7 +130,9 @@ def test_confluent_append_subtract(cluster: Cluster, confluent: Any) -> None:
     )
     for future in confluent.incremental_alter_configs([append]).values():
         future.result(10)
-    assert cluster.state.topics["adm-list"].configs["cleanup.policy"] == "delete,compact"
+    assert (
+        cluster.state.topics["adm-list"].configs["cleanup.policy"] == "delete,compact"
+    )
 
 
 def test_kafka_python_admin_calls(cluster: Cluster, kp: Any) -> None:
@@ -146,7 +151,9 @@ def test_kafka_python_admin_calls(cluster: Cluster, kp: Any) -> None:
     features = kp.describe_features()
     assert features["metadata.version"]["finalized"] == (25, 25)
     assert features["group.version"]["supported"] == (0, 1)
-    target = next(n for n in cluster.state.node_ids if n != cluster.state.leader("adm-b", 0))
+    target = next(
+        n for n in cluster.state.node_ids if n != cluster.state.leader("adm-b", 0)
+    )
     kp.alter_partition_reassignments({TopicPartition("adm-b", 0): [target]})
     assert cluster.state.leader("adm-b", 0) == target
     described = kp.describe_topic_partitions(["adm-a"])

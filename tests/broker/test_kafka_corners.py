@@ -107,7 +107,12 @@ def test_admin_offset_commit_to_a_group_with_members(
             group_id=group,
             generation_id_or_member_epoch=-1,
             member_id="",
-            topics=[{"name": "oc", "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
+            topics=[
+                {
+                    "name": "oc",
+                    "partitions": [{"partition_index": 0, "committed_offset": 1}],
+                }
+            ],
         )
         assert commit.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
     finally:
@@ -134,10 +139,14 @@ def test_delete_records_negative_offset(cluster: Cluster) -> None:
             ],
             timeout_ms=1000,
         )
-        assert answer.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert (
+            answer.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        )
         hw = c.request(
             ApiKey.DELETE_RECORDS,
-            topics=[{"name": "dr", "partitions": [{"partition_index": 0, "offset": -1}]}],
+            topics=[
+                {"name": "dr", "partitions": [{"partition_index": 0, "offset": -1}]}
+            ],
             timeout_ms=1000,
         )
         assert hw.topics[0].partitions[0].error_code == ErrorCode.NONE
@@ -206,7 +215,9 @@ def test_create_topics_with_manual_assignments(
     assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1], nodes[0]]
     bad = conn.request(
         ApiKey.CREATE_PARTITIONS,
-        topics=[{"name": "manual", "count": 5, "assignments": [{"broker_ids": [nodes[0]]}]}],
+        topics=[
+            {"name": "manual", "count": 5, "assignments": [{"broker_ids": [nodes[0]]}]}
+        ],
         timeout_ms=5000,
         validate_only=False,
     )
@@ -244,7 +255,11 @@ def _describe(conn: Connection, resource_type: int, name: str) -> dict[str, Any]
     answer = conn.request(
         ApiKey.DESCRIBE_CONFIGS,
         resources=[
-            {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+            {
+                "resource_type": resource_type,
+                "resource_name": name,
+                "configuration_keys": None,
+            }
         ],
         include_synonyms=False,
         include_documentation=False,
@@ -259,7 +274,9 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
     before = _describe(conn, group, "cfg-group")
     assert before["consumer.session.timeout.ms"].value == "45000"
     assert before["consumer.session.timeout.ms"].config_source == 5  # DEFAULT_CONFIG
-    assert "share.auto.offset.reset" in before and "streams.num.standby.replicas" in before
+    assert (
+        "share.auto.offset.reset" in before and "streams.num.standby.replicas" in before
+    )
     ok = _incremental(
         conn,
         group,
@@ -271,7 +288,9 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
     after = _describe(conn, group, "cfg-group")
     assert after["consumer.session.timeout.ms"].value == "50000"
     assert after["consumer.session.timeout.ms"].config_source == 8  # GROUP_CONFIG
-    assert cluster.state.group_config("cfg-group", "share.auto.offset.reset") == "earliest"
+    assert (
+        cluster.state.group_config("cfg-group", "share.auto.offset.reset") == "earliest"
+    )
     assert cluster.state.group_config("other", "share.auto.offset.reset") == "latest"
     for bad in (
         ("consumer.session.timeout.ms", 0, "1000"),  # below the broker's minimum
@@ -281,13 +300,17 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
     ):
         refused = _incremental(conn, group, "cfg-group", bad)
         assert refused.error_code == ErrorCode.INVALID_CONFIG, bad
-    deleted = _incremental(conn, group, "cfg-group", ("consumer.session.timeout.ms", 1, None))
+    deleted = _incremental(
+        conn, group, "cfg-group", ("consumer.session.timeout.ms", 1, None)
+    )
     assert deleted.error_code == ErrorCode.NONE
     described = _describe(conn, group, "cfg-group")["consumer.session.timeout.ms"]
     assert described.config_source == 5
 
 
-def test_append_and_subtract_on_list_configs(cluster: Cluster, conn: Connection) -> None:
+def test_append_and_subtract_on_list_configs(
+    cluster: Cluster, conn: Connection
+) -> None:
     cluster.create_topic("lists", 1)
     topic = 2
     appended = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))

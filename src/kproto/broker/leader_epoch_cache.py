@@ -19,7 +19,12 @@ from bisect import bisect_right
 
 from kproto.broker.log import PartitionLog
 
-__all__ = ["UNDEFINED_EPOCH", "UNDEFINED_EPOCH_OFFSET", "epoch_entries", "end_offset_for"]
+__all__ = [
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "epoch_entries",
+    "end_offset_for",
+]
 
 #: Kafka's ``UNDEFINED_EPOCH`` / ``UNDEFINED_EPOCH_OFFSET``.
 UNDEFINED_EPOCH = -1

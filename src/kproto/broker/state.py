@@ -25,8 +25,8 @@ import attrs
 
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
-from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
+from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
 from kproto.broker.topic_config import (
     TOPIC_CONFIG_DEFAULTS,

@@ -344,7 +344,9 @@ def test_static_leader_restart_keeps_the_group_stable_unless_the_protocol_change
         other = h.join(rs.member_id, client_id="s", instance="other", protocols=both)
         await settle()
         assert h.group().state is GroupState.PREPARING_REBALANCE
-        lead = await h.join(again.member_id, client_id="l", instance="lead", protocols=both)
+        lead = await h.join(
+            again.member_id, client_id="l", instance="lead", protocols=both
+        )
         await other
         assert lead.generation_id == 3 and lead.protocol_name == "roundrobin"
         await h.sync(lead.member_id, 3, {lead.member_id: b"L3", rs.member_id: b"S3"})

@@ -78,7 +78,9 @@ def _entity(pairs: Any) -> QuotaEntity:
         try:
             ipaddress.ip_address(seen[IP] or "")
         except ValueError:
-            raise QuotaError(f"{seen[IP]} is not a valid IP or resolvable host.") from None
+            raise QuotaError(
+                f"{seen[IP]} is not a valid IP or resolvable host."
+            ) from None
     return tuple(sorted(seen.items()))
 
 
@@ -216,5 +218,9 @@ async def describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
         if matches(entity)
     ]
     return respond(
-        ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, entries=entries
+        ctx,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        entries=entries,
     )

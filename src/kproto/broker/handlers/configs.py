@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from kproto.broker.errors import TopicError
-from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
 from kproto.broker.group_config import (
     GROUP_CONFIG_DEFAULTS,
     GROUP_CONFIGS,
     validate_group_configs,
 )
+from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
 from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType, TopicConfigDef
 from kproto.errors import ErrorCode
 
@@ -159,7 +159,10 @@ def _alter(
             try:
                 info = ctx.state.topics.get(r.resource_name)
                 changes = changes_of(
-                    r, TOPIC_CONFIGS, info.configs if info else {}, TOPIC_CONFIG_DEFAULTS
+                    r,
+                    TOPIC_CONFIGS,
+                    info.configs if info else {},
+                    TOPIC_CONFIG_DEFAULTS,
                 )
                 if request.validate_only:
                     if r.resource_name not in ctx.state.topics:
@@ -210,9 +213,7 @@ def _alter_group(
     store.save()
 
 
-def _replace_changes(
-    resource: Any, *_: Any
-) -> dict[str, str | None]:
+def _replace_changes(resource: Any, *_: Any) -> dict[str, str | None]:
     return {c.name: c.value for c in resource.configs}
 
 

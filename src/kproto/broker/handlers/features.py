@@ -114,7 +114,9 @@ async def update_features(ctx: RequestContext, request: Any) -> Any:
             reason = _check(update.feature, level, kind, current.get(update.feature, 0))
         if reason is not None:
             error = ErrorCode.INVALID_UPDATE_VERSION
-            message = f"Invalid update version {level} for feature {update.feature}. {reason}"
+            message = (
+                f"Invalid update version {level} for feature {update.feature}. {reason}"
+            )
             break
         new[update.feature] = level
     if error == ErrorCode.NONE and new and not getattr(request, "validate_only", False):

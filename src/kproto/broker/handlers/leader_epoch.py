@@ -46,9 +46,7 @@ def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
     if plog is None:
         out["error_code"] = error
         return out
-    out["leader_epoch"], out["end_offset"] = end_offset_for(
-        plog, p.leader_epoch, epoch
-    )
+    out["leader_epoch"], out["end_offset"] = end_offset_for(plog, p.leader_epoch, epoch)
     return out
 
 

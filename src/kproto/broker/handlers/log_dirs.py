@@ -65,6 +65,4 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
         "usable_bytes": usable,
         "is_cordoned": False,
     }
-    return respond(
-        ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, results=[result]
-    )
+    return respond(ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, results=[result])

@@ -36,9 +36,9 @@ __all__ = [
 _PREFERRED, _UNCLEAN = 0, 1
 
 
-def _election(ctx: RequestContext, topic: str, partition: int, kind: int) -> tuple[
-    ErrorCode, str | None
-]:
+def _election(
+    ctx: RequestContext, topic: str, partition: int, kind: int
+) -> tuple[ErrorCode, str | None]:
     if topic not in ctx.state.topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
     if ctx.state.leader(topic, partition) is None:
@@ -82,7 +82,10 @@ def _reassign(
     state = ctx.state
     info = state.topics.get(topic)
     if info is None or not 0 <= partition < info.partitions:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}-{partition}."
+        return (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            f"Unable to find partition {topic}-{partition}.",
+        )
     if replicas is None:
         return (
             ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
