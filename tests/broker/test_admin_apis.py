@@ -502,7 +502,7 @@ def test_update_features(tmp_path: Path) -> None:
                 version,
                 timeout_ms=1000,
                 feature_updates=[
-                    {"feature": "group.version", "max_version_level": 1, **kind},
+                    {"feature": "share.version", "max_version_level": 1, **kind},
                     {"feature": "no.such.version", "max_version_level": 1, **kind},
                 ],
             )
@@ -526,7 +526,7 @@ def test_update_features(tmp_path: Path) -> None:
             timeout_ms=1000,
             validate_only=False,
             feature_updates=[
-                {"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}
+                {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1}
             ],
         )
         assert ok.error_code == ErrorCode.NONE, ok.error_message
@@ -536,7 +536,11 @@ def test_update_features(tmp_path: Path) -> None:
             f.name: f.max_version_level
             for f in conn.api_versions_response.finalized_features
         }
-        assert finalized == {"metadata.version": 25, "group.version": 1}
+        assert finalized == {
+            "metadata.version": 25,
+            "group.version": 1,
+            "share.version": 1,
+        }
         assert conn.api_versions_response.finalized_features_epoch == 1
         conn.close()
     with Cluster(data_dir=tmp_path) as c:
@@ -545,7 +549,7 @@ def test_update_features(tmp_path: Path) -> None:
             f.name: f.max_version_level
             for f in conn.api_versions_response.finalized_features
         }
-        assert finalized["group.version"] == 1
+        assert finalized["share.version"] == 1
         conn.close()
 
 

@@ -9,7 +9,6 @@ itself in its own module.
 | feature | broker answer | confluent-kafka | kafka-python | aiokafka | kcat |
 | --- | --- | --- | --- | --- | --- |
 | transactions | FindCoordinator key type 1 / transactional InitProducerId: TRANSACTIONAL_ID_AUTHORIZATION_FAILED | fatal KafkaException from ``init_transactions()`` | ``TransactionalIdAuthorizationFailedError`` | ``TransactionalIdAuthorizationFailed`` from ``start()`` | exit 1 |
-| KIP-848 consumer | ConsumerGroupHeartbeat: UNSUPPORTED_VERSION | ``_FATAL`` error from ``poll()`` | (no KIP-848) | (no KIP-848) | - |
 | KIP-932 share consumer | ShareGroupHeartbeat: UNSUPPORTED_VERSION | fatal KafkaException from ``ShareConsumer.poll()`` | (no share groups) | (no share groups) | - |
 
 Each client is run against its own deadline of :data:`DEADLINE_S` (the time it may
@@ -29,7 +28,6 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.handlers.unsupported import (
-    CONSUMER_GROUP_PROTOCOL,
     REFUSALS,
     SHARE_GROUPS,
     TRANSACTIONS,
@@ -81,21 +79,13 @@ def test_refusals_at_the_protocol_level(cluster: Cluster) -> None:
         )
         assert (idempotent.error_code, idempotent.producer_epoch) == (0, 0)
         member = {"group_id": "g", "member_id": "m", "member_epoch": 0}
-        consumer = conn.request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            **member,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=["plain"],
-        )
         share = conn.request(
             ApiKey.SHARE_GROUP_HEARTBEAT, **member, subscribed_topic_names=["plain"]
         )
-        for answer, refusal in [
-            (consumer, CONSUMER_GROUP_PROTOCOL),
-            (share, SHARE_GROUPS),
-        ]:
-            assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
-            assert answer.error_message == refusal.message
+        assert share.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert share.error_message == SHARE_GROUPS.message
+        # KIP-848 consumer groups are served (tests/broker/test_consumer_protocol.py)
+        assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in REFUSALS
 
 
 # -- transactions ------------------------------------------------------------------
@@ -169,34 +159,7 @@ def test_kcat_transactional_producer(cluster: Cluster) -> None:
     assert cluster.records("plain", 0) == []
 
 
-# -- KIP-848 consumers and KIP-932 share consumers (confluent-kafka only) ----------
-
-
-def test_confluent_consumer_group_protocol(cluster: Cluster) -> None:
-    ck = pytest.importorskip("confluent_kafka")
-    consumer = ck.Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "kip848",
-            "group.protocol": "consumer",
-            "log_level": 0,
-        }
-    )
-    consumer.subscribe(["plain"])
-    error = None
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        while error is None and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is not None:
-                error = message.error()
-    finally:
-        consumer.close()
-    assert error is not None, f"no error within {DEADLINE_S} s"
-    # librdkafka raises a fatal error naming the request and the broker's answer
-    assert error.code() == ck.KafkaError._FATAL
-    assert "ConsumerGroupHeartbeat" in error.str()
-    assert "API version not supported" in error.str()
+# -- KIP-932 share consumers (confluent-kafka only) -------------------------------
 
 
 def test_confluent_share_consumer(cluster: Cluster) -> None:

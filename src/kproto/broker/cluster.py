@@ -69,6 +69,12 @@ class Cluster:
             ``QuorumController.MAX_RECORDS_PER_USER_OP``).
         max_open_files: segment files kept open at once (a least-recently-used
             cache; idle partitions hold no file descriptor).
+        consumer_session_timeout_ms: KIP-848 consumer group session timeout (ms;
+            Kafka's ``group.consumer.session.timeout.ms``, 45 s).
+        consumer_heartbeat_interval_ms: the ``heartbeat_interval_ms`` given to
+            KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
+        consumer_assignors: KIP-848 server assignors, the first the default
+            (Kafka's ``group.consumer.assignors``, ``uniform,range``).
 
     Raises:
         ValueError: ``nodes`` < 1.
@@ -90,6 +96,9 @@ class Cluster:
         log_requests: bool = False,
         max_partitions: int = DEFAULT_MAX_PARTITIONS,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        consumer_session_timeout_ms: int = 45_000,
+        consumer_heartbeat_interval_ms: int = 5_000,
+        consumer_assignors: tuple[str, ...] = ("uniform", "range"),
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -111,7 +120,12 @@ class Cluster:
             max_open_files=max_open_files,
         )
         #: The group coordinator (consumer groups and committed offsets).
-        self.groups = GroupCoordinator(self.state)
+        self.groups = GroupCoordinator(
+            self.state,
+            consumer_session_timeout_ms=consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
+            consumer_assignors=consumer_assignors,
+        )
         self.servers = [
             NodeServer(
                 self.state,

@@ -5,6 +5,12 @@
 them to ``__consumer_offsets``. The request handlers of FindCoordinator, OffsetCommit,
 OffsetFetch, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups,
 DeleteGroups and OffsetDelete that drive it are in :mod:`kproto.broker.handlers.groups`.
+
+KIP-848 consumer groups (``coordinator.consumer``, :mod:`.consumer_coordinator`;
+state in :mod:`.consumer_group`, assignors in :mod:`.assignors`, records in
+:mod:`.consumer_records`, conversion and recovery in :mod:`.consumer_lifecycle`) are
+driven by ConsumerGroupHeartbeat and ConsumerGroupDescribe
+(:mod:`kproto.broker.handlers.consumer_groups`) and share the offsets above.
 """
 
 from __future__ import annotations

@@ -32,6 +32,10 @@ from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
+from .consumer_coordinator import ConsumerGroups
+from .consumer_group import ConsumerGroup
+from .consumer_lifecycle import classic_join, delete_group, delete_offsets, record_key
+from .consumer_records import ConsumerRecord, decode_consumer_record
 from .group import ClassicGroup, CommittedOffset, GroupState, Member
 from .membership import Membership
 from .records import (
@@ -89,6 +93,9 @@ class GroupCoordinator:
         initial_rebalance_delay_ms: int | None = None,
         min_session_timeout_ms: int | None = None,
         max_session_timeout_ms: int | None = None,
+        consumer_session_timeout_ms: int = 45_000,
+        consumer_heartbeat_interval_ms: int = 5_000,
+        consumer_assignors: tuple[str, ...] = ("uniform", "range"),
     ) -> None:
         def option(value: int | None, name: str, default: int) -> int:
             if value is not None:
@@ -105,9 +112,10 @@ class GroupCoordinator:
                 f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
             )
         self.groups: dict[str, ClassicGroup] = {}
+        self.scheduler = scheduler or AsyncioScheduler()
         self.membership = Membership(
             self.groups,
-            scheduler or AsyncioScheduler(),
+            self.scheduler,
             self.now_ms,
             self._persist_group,
             initial_rebalance_delay_ms=option(
@@ -126,7 +134,14 @@ class GroupCoordinator:
                 DEFAULT_MAX_SESSION_TIMEOUT_MS,
             ),
         )
-        self.join_group = self.membership.join_group
+        #: KIP-848 consumer groups (:mod:`.consumer_coordinator`).
+        self.consumer = ConsumerGroups(
+            self,
+            session_timeout_ms=consumer_session_timeout_ms,
+            heartbeat_interval_ms=consumer_heartbeat_interval_ms,
+            assignors=consumer_assignors,
+        )
+        self.join_group = self._join_group
         self.sync_group = self.membership.sync_group
         self.heartbeat = self.membership.heartbeat
         self.leave_group = self.membership.leave_group
@@ -143,12 +158,13 @@ class GroupCoordinator:
         and skipped, as Kafka's loader does."""
         offsets: dict[tuple[str, str, int], CommittedOffset] = {}
         metadata: dict[str, Any] = {}
+        consumer: dict[tuple[str, str, str], ConsumerRecord] = {}
         for partition in range(self.offsets_partitions):
             plog = self.state.partition_log(OFFSETS_TOPIC, partition)
             if plog is None:
                 continue
             try:
-                self._replay(plog.batches(0), offsets, metadata, partition)
+                self._replay(plog.batches(0), offsets, metadata, partition, consumer)
             except DecodeError as exc:
                 # The log's own recovery truncates torn tails; corruption inside a
                 # segment is reported and the rest of that partition skipped.
@@ -156,7 +172,11 @@ class GroupCoordinator:
         for group_id, value in metadata.items():
             if value is not None:
                 self._load_group(group_id, value)
+        self.consumer.load(consumer)
         for (group_id, topic, partition), committed in offsets.items():
+            if group_id in self.consumer.groups:
+                self.consumer.groups[group_id].offsets[(topic, partition)] = committed
+                continue
             group = self.groups.get(group_id)
             if group is None:
                 group = self.groups[group_id] = ClassicGroup(group_id)
@@ -169,12 +189,18 @@ class GroupCoordinator:
         offsets: dict[tuple[str, str, int], CommittedOffset],
         metadata: dict[str, Any],
         partition: int,
+        consumer: dict[tuple[str, str, str], ConsumerRecord] | None = None,
     ) -> None:
         """Apply one partition's records in offset order (last write wins;
-        tombstones delete)."""
+        tombstones delete); KIP-848 consumer group records go to ``consumer``."""
         for batch in batches:
             for key, value in batch_records(batch):
                 try:
+                    modern = decode_consumer_record(key or b"", value)
+                    if modern is not None:
+                        if consumer is not None:
+                            consumer[record_key(modern)] = modern
+                        continue
                     record = decode_record(key, value)
                 except DecodeError as exc:
                     log.warning(
@@ -227,6 +253,7 @@ class GroupCoordinator:
         """Cancel every timer and wait for pending metadata appends; leaves no task."""
         self.membership.cancel_timers()
         await self.membership.drain()
+        await self.consumer.stop()
         self.started = False
 
     # -- coordinator lookup ----------------------------------------------------------
@@ -277,12 +304,18 @@ class GroupCoordinator:
         UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
         Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
-        error = self._validate_commit(
-            group_id, generation_id, member_id, group_instance_id
-        )
+        modern = self.consumer.groups.get(group_id)
+        if modern is not None:
+            error = self.consumer.validate_commit(
+                modern, generation_id, member_id, group_instance_id
+            )
+        else:
+            error = self._validate_commit(
+                group_id, generation_id, member_id, group_instance_id
+            )
         if error != E.NONE:
             return {tp: error for tp in offsets}
-        group = self.groups.get(group_id)
+        group: ClassicGroup | ConsumerGroup | None = modern or self.groups.get(group_id)
         if group is None:
             group = self.groups[group_id] = ClassicGroup(
                 group_id, state_timestamp_ms=self.now_ms()
@@ -317,7 +350,8 @@ class GroupCoordinator:
                 return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
             group.offsets.update(accepted)
         if (
-            member_id
+            isinstance(group, ClassicGroup)
+            and member_id
             and member_id in group.members
             and group.state
             in (
@@ -359,6 +393,8 @@ class GroupCoordinator:
         nothing is committed), or every committed one when ``partitions`` is None."""
         group = self.groups.get(group_id)
         committed = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
+        if group_id in self.consumer.groups:
+            committed = self.consumer.groups[group_id].offsets
         if partitions is None:
             return dict(sorted(committed.items()))
         return {tp: committed.get(tp) for tp in partitions}
@@ -371,6 +407,8 @@ class GroupCoordinator:
         GROUP_ID_NOT_FOUND for an unknown or dead group; NON_EMPTY_GROUP for an active
         group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
         of topics an active consumer group subscribes to."""
+        if group_id in self.consumer.groups:
+            return await delete_offsets(self, group_id, partitions)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return E.GROUP_ID_NOT_FOUND, {}
@@ -402,7 +440,11 @@ class GroupCoordinator:
         again under the same name starts without stale offsets. Returns how many
         offsets were removed. For DeleteTopics to call after deleting ``topic``."""
         removed = 0
-        for group_id, group in list(self.groups.items()):
+        every: list[tuple[str, ClassicGroup | ConsumerGroup]] = list(
+            self.groups.items()
+        )
+        every += list(self.consumer.groups.items())
+        for group_id, group in every:
             stale = [tp for tp in group.offsets if tp[0] == topic]
             if not stale:
                 continue
@@ -449,18 +491,25 @@ class GroupCoordinator:
         group types (only ``classic`` exists here)."""
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return []
         out = []
         for group_id, group in sorted(self.groups.items()):
             if group.is_(GroupState.DEAD):
                 continue
             if wanted_states and group.state.value.lower() not in wanted_states:
                 continue
+            if wanted_types and "classic" not in wanted_types:
+                continue
             out.append(
                 (group_id, group.protocol_type or "", group.state.value, "classic")
             )
-        return out
+        for group_id, modern in self.consumer.groups.items():
+            state = modern.state.value
+            if wanted_states and state.lower() not in wanted_states:
+                continue
+            if wanted_types and "consumer" not in wanted_types:
+                continue
+            out.append((group_id, "consumer", state, "consumer"))
+        return sorted(out)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """DeleteGroups: an error per group (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP);
@@ -468,6 +517,9 @@ class GroupCoordinator:
         tombstones."""
         result: dict[str, int] = {}
         for group_id in group_ids:
+            if group_id in self.consumer.groups:
+                result[group_id] = await delete_group(self, group_id)
+                continue
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 result[group_id] = E.GROUP_ID_NOT_FOUND
@@ -486,6 +538,12 @@ class GroupCoordinator:
                 del self.groups[group_id]
                 result[group_id] = E.NONE
         return result
+
+    # -- KIP-848 consumer groups (state in .consumer_coordinator) ---------------------
+
+    async def _join_group(self, group_id: str, *args: Any, **kwargs: Any) -> Any:
+        """JoinGroup, converting an empty consumer group (see :func:`classic_join`)."""
+        return await classic_join(self, group_id, *args, **kwargs)
 
     # -- persistence -----------------------------------------------------------------
 

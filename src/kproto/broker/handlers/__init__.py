@@ -11,6 +11,7 @@ module                APIs
 ``configs``           DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 ``groups``            FindCoordinator and the classic consumer group APIs (the
                       coordinator's state machine is :mod:`kproto.broker.groups`)
+``consumer_groups``   ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
 ``leader_epoch``      OffsetForLeaderEpoch
 ``log_dirs``          DescribeLogDirs
 ``reassignment``      ElectLeaders, AlterPartitionReassignments,
@@ -19,9 +20,9 @@ module                APIs
 ``features``          UpdateFeatures and ApiVersions' feature fields
 ``topic_partitions``  DescribeTopicPartitions (KIP-966)
 ``unsupported``       what the broker lacks, refused as Kafka refuses a disabled
-                      feature: ConsumerGroupHeartbeat (KIP-848), ShareGroupHeartbeat
-                      (KIP-932); its :data:`~.unsupported.REFUSALS` also names the
-                      transaction refusals of FindCoordinator and InitProducerId
+                      feature: ShareGroupHeartbeat (KIP-932); its
+                      :data:`~.unsupported.REFUSALS` also names the transaction
+                      refusals of FindCoordinator and InitProducerId
 ====================  ==========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -41,6 +42,7 @@ from kproto.broker.handlers import (
     client_quotas,
     cluster_info,
     configs,
+    consumer_groups,
     features,
     fetch,
     groups,
@@ -92,7 +94,8 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.alter_client_quotas,
         ApiKey.UPDATE_FEATURES: features.update_features,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT: unsupported.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.describe_topic_partitions,
     }

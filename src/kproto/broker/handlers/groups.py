@@ -233,7 +233,8 @@ def _topic_names(ctx: RequestContext) -> dict[Any, str]:
 
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """OffsetCommit (OffsetCommitRequest.json v0-v10): v0 (no generation) is a
-    commit without membership; v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
+    commit without membership; v9+ is needed by KIP-848 members (UNSUPPORTED_VERSION
+    below); v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
     coordinator = _coordinator(ctx)
     by_id = ctx.api_version >= 10
     names = _topic_names(ctx) if by_id else {}
@@ -252,6 +253,11 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
                 getattr(p, "commit_timestamp", -1),
             )
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
+    member_id = getattr(request, "member_id", "")
+    if error == E.NONE and ctx.api_version < 9:
+        # KIP-848 members commit with v9+ (their member epoch), as Kafka requires
+        if coordinator.consumer.is_member(request.group_id, member_id):
+            error = E.UNSUPPORTED_VERSION
     if error != E.NONE:
         results = dict.fromkeys(offsets, error)
     else:
@@ -366,8 +372,9 @@ def _fetch_group(
 
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
-    every committed partition; v8+ batches ``groups``; v10 names topics by id.
-    Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
+    every committed partition; v8+ batches ``groups``; v9+ checks a KIP-848
+    member's ``member_epoch`` (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); v10 names
+    topics by id. Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
     there are no transactional offset commits here."""
     by_id = ctx.api_version >= 10
     if ctx.api_version >= 8:
@@ -375,6 +382,15 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
             {"group_id": g.group_id, **_fetch_group(ctx, g.group_id, g.topics, by_id)}
             for g in request.groups
         ]
+        for asked, answer in zip(request.groups, groups, strict=True):
+            # v9+: a KIP-848 member's fetch is checked against its member epoch
+            error = ctx.groups.consumer.validate_fetch(
+                asked.group_id,
+                getattr(asked, "member_id", None),
+                getattr(asked, "member_epoch", -1),
+            )
+            if error != E.NONE and answer["error_code"] == E.NONE:
+                answer.update(topics=[], error_code=error)
         return respond(ctx, throttle_time_ms=0, groups=groups)
     answer = _fetch_group(ctx, request.group_id, request.topics, False)
     return respond(ctx, throttle_time_ms=0, **answer)
@@ -433,10 +449,13 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
     if description is None:
         # KIP-1043: v6 reports GROUP_ID_NOT_FOUND; earlier versions a Dead group.
         error = E.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else E.NONE
+        message = _message(error)
+        if error != E.NONE and group_id in coordinator.consumer.groups:
+            message = f"Group {group_id} is not a classic group."  # KIP-848 group
         return {
             **empty,
             "error_code": error,
-            "error_message": _message(error),
+            "error_message": message,
             "group_state": "Dead",
         }
     return {

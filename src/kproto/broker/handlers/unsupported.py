@@ -10,10 +10,6 @@ instead of retrying forever.
   authorization), and librdkafka, kafka-python and aiokafka all treat it as fatal.
   COORDINATOR_NOT_AVAILABLE, Kafka's answer while the transaction log is not yet
   available, is retriable: ``init_transactions()`` retried it until its timeout.
-* The consumer group protocol (KIP-848): ConsumerGroupHeartbeat is advertised and
-  answered UNSUPPORTED_VERSION, as ``KafkaApis.handleConsumerGroupHeartbeat`` does when
-  ``group.coordinator.rebalance.protocols`` lacks ``consumer`` or ``group.version`` is
-  0 (Kafka's ``ConsumerGroupHeartbeatRequestTest``).
 * Share groups (KIP-932): ShareGroupHeartbeat is advertised and answered
   UNSUPPORTED_VERSION, as Kafka does with ``share.version`` 0
   (``ShareGroupHeartbeatRequestTest``).
@@ -35,9 +31,7 @@ __all__ = [
     "Refusal",
     "REFUSALS",
     "TRANSACTIONS",
-    "CONSUMER_GROUP_PROTOCOL",
     "SHARE_GROUPS",
-    "consumer_group_heartbeat",
     "share_group_heartbeat",
 ]
 
@@ -63,12 +57,6 @@ TRANSACTIONS = Refusal(
     "kproto broker: transactions are not supported (no transaction coordinator);"
     " use an idempotent producer without transactional.id",
 )
-CONSUMER_GROUP_PROTOCOL = Refusal(
-    "the consumer group protocol (KIP-848, group.protocol=consumer)",
-    ErrorCode.UNSUPPORTED_VERSION,
-    "kproto broker: the consumer group protocol (KIP-848) is not supported;"
-    " use group.protocol=classic",
-)
 SHARE_GROUPS = Refusal(
     "share groups (KIP-932)",
     ErrorCode.UNSUPPORTED_VERSION,
@@ -79,7 +67,6 @@ SHARE_GROUPS = Refusal(
 REFUSALS: dict[ApiKey, Refusal] = {
     ApiKey.FIND_COORDINATOR: TRANSACTIONS,  # key type 1 only
     ApiKey.INIT_PRODUCER_ID: TRANSACTIONS,  # with a transactional_id only
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: CONSUMER_GROUP_PROTOCOL,
     ApiKey.SHARE_GROUP_HEARTBEAT: SHARE_GROUPS,
 }
 
@@ -95,12 +82,6 @@ def _refuse_heartbeat(ctx: RequestContext, refusal: Refusal) -> Any:
         heartbeat_interval_ms=0,
         assignment=None,
     )
-
-
-async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    """ConsumerGroupHeartbeat (ConsumerGroupHeartbeatRequest.json v0-v1): refused,
-    see :data:`CONSUMER_GROUP_PROTOCOL`."""
-    return _refuse_heartbeat(ctx, CONSUMER_GROUP_PROTOCOL)
 
 
 async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
