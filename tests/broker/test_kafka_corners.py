@@ -342,3 +342,46 @@ def test_group_configs_survive_a_restart(tmp_path: Any) -> None:
     time.sleep(0)
     with Cluster(data_dir=tmp_path) as c:
         assert c.state.group_config("g", "share.record.lock.duration.ms") == "20000"
+
+
+def test_group_configs_reach_the_consumer_group_coordinator(
+    cluster: Cluster, conn: Connection
+) -> None:
+    """KIP-848: a group's ``consumer.heartbeat.interval.ms`` is the interval its
+    members are given (Kafka's per-group lookup in ``GroupMetadataManager``)."""
+    cluster.create_topic("hb", 1)
+    group = "hb-group"
+    altered = _incremental(
+        conn, 32, group, ("consumer.heartbeat.interval.ms", 0, "7000")
+    )
+    assert altered.error_code == ErrorCode.NONE, altered.error_message
+    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
+    info = cluster.state.nodes[coordinator.node_id]
+    gconn = Connection(info.host, info.port, timeout_s=30)
+    gconn.negotiate()
+    try:
+        answer = send(
+            gconn,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            0,
+            group_id=group,
+            member_id="m-1",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["hb"],
+            server_assignor=None,
+            topic_partitions=[],
+        )
+        assert answer.error_code == ErrorCode.NONE, answer.error_message
+        assert answer.heartbeat_interval_ms == 7000
+        left = send(
+            gconn,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            0,
+            group_id=group,
+            member_id=answer.member_id,
+            member_epoch=-1,
+        )
+        assert left.error_code == ErrorCode.NONE
+    finally:
+        gconn.close()

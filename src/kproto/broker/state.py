@@ -181,16 +181,18 @@ class ClusterState:
             return None
         return info.leaders[partition]
 
-    def group_config(self, group_id: str, name: str) -> str:
-        """The group config ``name`` in effect for ``group_id`` (set by
-        IncrementalAlterConfigs on a GROUP resource, else Kafka's default;
-        :mod:`kproto.broker.group_config`).
+    def group_config(self, group_id: str, name: str, default: str | None = None) -> str:
+        """The group config ``name`` in effect for ``group_id``: set by
+        IncrementalAlterConfigs on a GROUP resource, else ``default`` (a
+        coordinator's own setting), else Kafka's default
+        (:mod:`kproto.broker.group_config`).
 
         Raises:
             KeyError: ``name`` is not a group config.
         """
         explicit = self.dynamic.group_configs.get(group_id, {})
-        return explicit.get(name, GROUP_CONFIG_DEFAULTS[name])
+        fallback = GROUP_CONFIG_DEFAULTS[name] if default is None else default
+        return explicit.get(name, fallback)
 
     def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
         """The log of ``topic``/``partition``, or None if there is no such partition."""
