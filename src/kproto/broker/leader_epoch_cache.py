@@ -7,8 +7,9 @@ when a batch of a new epoch is appended. This broker derives it from the stored
 batches' ``partition_leader_epoch`` (bytes 12-15 of each batch header; -1, no
 epoch, is skipped), memoised per log until the log changes, and adds the
 partition's current leader epoch, which starts at the log end offset when no batch
-carries it yet (as ``Partition.makeLeader`` assigns it), or at the log start when
-no batch carries any epoch.
+carries it yet (as ``Partition.makeLeader`` assigns it). A log whose batches carry
+no epoch (producers write -1 and this broker does not stamp its own) is taken as
+written at epoch 0.
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ def epoch_entries(plog: PartitionLog, current_epoch: int) -> list[tuple[int, int
     with ``current_epoch`` (the partition's leader epoch now)."""
     entries = list(_stored_entries(plog))
     if not entries:
-        entries.append((current_epoch, plog.log_start_offset))
-    elif current_epoch > entries[-1][0]:
+        # no batch carries an epoch: the data is taken as epoch 0's, so no epoch
+        # seems to end before a consumer's position (no false truncation)
+        entries.append((0, plog.log_start_offset))
+    if current_epoch > entries[-1][0]:
         entries.append((current_epoch, plog.high_watermark))
     return entries
 
