@@ -39,7 +39,7 @@ def test_roundtrip(cls: type) -> None:
         sample_entity(cls, 1, null=True),
         sample_entity(cls, 2, unknown_tags=True),
     ):
-        data = json.loads(json.dumps(to_json(entity)))
+        data = json.loads(json.dumps(to_json(entity, redact=False)))
         back = from_json(cls, data)
         assert back == entity
         if cls.__kproto_entity__.top_level:
@@ -122,3 +122,37 @@ def test_integer_too_large_for_a_float64_field() -> None:
         AlterClientQuotasRequest, {"entries": [{"ops": [{"value": 10**300}]}]}
     )
     assert ok.entries[0].ops[0].value == 1e300
+
+
+def test_credentials_are_redacted() -> None:
+    """SASL tokens and SCRAM salted passwords are written as "<redacted>" unless
+    asked otherwise, by both JSON forms; reading one back says why it fails."""
+    from kproto.json import REDACTED, to_kafka_json
+    from kproto.schema.alter_user_scram_credentials.v0 import (
+        AlterUserScramCredentialsRequest,
+    )
+    from kproto.schema.alter_user_scram_credentials.v0.request import (
+        ScramCredentialUpsertion,
+    )
+    from kproto.schema.sasl_authenticate.v2 import SaslAuthenticateRequest
+
+    token = SaslAuthenticateRequest(auth_bytes=b"\0alice\0hunter2")
+    assert to_json(token)["auth_bytes"] == REDACTED
+    assert to_kafka_json(token)["authBytes"] == REDACTED
+    assert to_json(token, redact=False)["auth_bytes"] == "AGFsaWNlAGh1bnRlcjI="
+    with pytest.raises(JsonValueError, match="redacted credential"):
+        from_json(SaslAuthenticateRequest, to_json(token))
+    alter = AlterUserScramCredentialsRequest(
+        upsertions=(
+            ScramCredentialUpsertion(
+                name="bob",
+                mechanism=1,
+                iterations=4096,
+                salt=b"s",
+                salted_password=b"p",
+            ),
+        )
+    )
+    upsertion = to_json(alter)["upsertions"][0]
+    assert upsertion["name"] == "bob"
+    assert upsertion["salt"] == upsertion["salted_password"] == REDACTED

@@ -38,7 +38,13 @@ from kproto.framing import (
     decode_response,
     encode_request,
 )
-from kproto.negotiation import ApiVersionsNegotiation, NegotiationState
+from kproto.index import ApiKey
+from kproto.negotiation import (
+    ApiVersionsNegotiation,
+    NegotiationState,
+    NotNegotiatedError,
+)
+from kproto.sasl import SaslAuthenticationError
 
 __all__ = [
     "AsyncConnection",
@@ -108,6 +114,7 @@ class AsyncConnection(NegotiationState):
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
+        self._auth_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, host: str, port: int, **settings: Any) -> AsyncConnection:
@@ -143,6 +150,7 @@ class AsyncConnection(NegotiationState):
             )
         except OSError as err:
             raise self._connect_error(err) from err
+        self._new_transport()
 
     @property
     def closed(self) -> bool:
@@ -158,6 +166,19 @@ class AsyncConnection(NegotiationState):
                 await asyncio.wait_for(writer.wait_closed(), 5.0)
             except (OSError, TimeoutError):
                 pass
+
+    def detach(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Hand over the open (negotiated, authenticated) streams and leave this
+        connection closed; :class:`kproto.proxy.Proxy` pumps frames over them.
+
+        Raises:
+            ConnectionClosedError: not connected.
+        """
+        reader, writer = self._reader, self._writer
+        if reader is None or writer is None:
+            raise self._closed_error()
+        self._writer, self._reader = None, None
+        return reader, writer
 
     def _abort(self) -> None:
         writer, self._writer, self._reader = self._writer, None, None
@@ -199,6 +220,13 @@ class AsyncConnection(NegotiationState):
         warn_leftover: bool = True,
     ) -> ResponseFrame | None:
         """As :meth:`send`, but return the whole :class:`kproto.framing.ResponseFrame`."""
+        if self._needs_auth(request) is not None:
+            async with self._auth_lock:  # one task runs SASL; the others wait for it
+                need = self._needs_auth(request)
+                if need == "negotiate":
+                    await self.negotiate()
+                elif need == "authenticate":
+                    await self.authenticate()
         async with self._lock:
             reader, writer = self._reader, self._writer
             if reader is None or writer is None:
@@ -242,7 +270,31 @@ class AsyncConnection(NegotiationState):
             else:
                 assert frame is not None  # ApiVersions is always answered
                 negotiation.receive(frame)
-        return self._store(negotiation, caps, allow_unstable)
+        versions = self._store(negotiation, caps, allow_unstable)
+        if self.sasl is not None and not self.authenticated:
+            await self.authenticate()
+        return versions
+
+    async def authenticate(self) -> None:
+        """SASL authentication; as :meth:`kproto.connection.Connection.authenticate`
+        (the connection is closed when it fails)."""
+        if self.sasl is None:
+            raise ValueError("this connection has no sasl settings")
+        if self.broker_api_versions is None:
+            raise NotNegotiatedError(
+                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
+            )
+        self._authenticated = False
+        exchange = self._sasl_exchange()
+        try:
+            while exchange.request is not None:
+                frame = await self.send_frame(exchange.request)
+                assert frame is not None  # SASL requests are always answered
+                exchange.receive(frame.response)
+        except SaslAuthenticationError:
+            await self.close()
+            raise
+        self._authenticated_by(exchange)
 
     async def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request and send it; as

@@ -47,11 +47,13 @@ from kproto.framing import (
     ResponseDecodeError,
     ResponseFrame,
 )
+from kproto.index import ApiKey
 from kproto.negotiation import (
     ApiVersionsNegotiation,
     NegotiationState,
     NotNegotiatedError,
 )
+from kproto.sasl import SaslAuthenticationError
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -64,6 +66,7 @@ __all__ = [
     "NotNegotiatedError",
     "RequestTimeoutError",
     "ResponseDecodeError",
+    "SaslAuthenticationError",
 ]
 
 
@@ -72,7 +75,7 @@ class Connection(NegotiationState):
 
     Connects in the constructor. Arguments and attributes are those of
     :class:`kproto.negotiation.NegotiationState`: ``host``, ``port``,
-    ``client_id="kproto"``, ``ssl_context=None``, ``timeout_s=30.0`` (seconds
+    ``client_id="kproto"``, ``ssl_context=None``, ``sasl=None``, ``timeout_s=30.0`` (seconds
     for connecting and for each socket operation), ``max_frame_bytes`` (default
     100 MiB); after :meth:`negotiate`, ``versions``, ``broker_api_versions``,
     ``api_versions_version`` and ``api_versions_response``.
@@ -87,6 +90,7 @@ class Connection(NegotiationState):
 
     def _init_transport(self) -> None:
         self._lock = threading.Lock()
+        self._auth_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._connect()
 
@@ -105,6 +109,7 @@ class Connection(NegotiationState):
             sock.close()
             raise self._connect_error(err) from err
         self._sock = sock
+        self._new_transport()
 
     @property
     def closed(self) -> bool:
@@ -179,6 +184,13 @@ class Connection(NegotiationState):
     ) -> ResponseFrame | None:
         """As :meth:`send`, but return the whole :class:`kproto.framing.ResponseFrame`
         (header, body, trailing bytes, ApiVersions fallback flag)."""
+        if self._needs_auth(request) is not None:
+            with self._auth_lock:  # one thread runs SASL; the others wait for it
+                need = self._needs_auth(request)
+                if need == "negotiate":
+                    self.negotiate()
+                elif need == "authenticate":
+                    self.authenticate()
         with self._lock:
             sock = self._sock
             if sock is None:
@@ -240,14 +252,47 @@ class Connection(NegotiationState):
             else:
                 assert frame is not None  # ApiVersions is always answered
                 negotiation.receive(frame)
-        return self._store(negotiation, caps, allow_unstable)
+        versions = self._store(negotiation, caps, allow_unstable)
+        if self.sasl is not None and not self.authenticated:
+            self.authenticate()
+        return versions
+
+    def authenticate(self) -> None:
+        """Authenticate with ``sasl`` (SaslHandshake, SaslAuthenticate rounds; see
+        :class:`kproto.negotiation.SaslExchange`); :meth:`negotiate` runs it, and
+        :meth:`send` runs it again when the broker's session lifetime is near
+        its end (KIP-368).
+
+        Raises:
+            kproto.sasl.SaslAuthenticationError: the broker refused, or the
+                mechanism failed; the connection is closed.
+            ValueError: no ``sasl`` is set. NotNegotiatedError: before ``negotiate()``.
+            KafkaConnectionError: as :meth:`send`.
+        """
+        if self.sasl is None:
+            raise ValueError("this connection has no sasl settings")
+        if self.broker_api_versions is None:
+            raise NotNegotiatedError(
+                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
+            )
+        self._authenticated = False
+        exchange = self._sasl_exchange()
+        try:
+            while exchange.request is not None:
+                frame = self.send_frame(exchange.request)
+                assert frame is not None  # SASL requests are always answered
+                exchange.receive(frame.response)
+        except SaslAuthenticationError:
+            self.close()
+            raise
+        self._authenticated_by(exchange)
 
     def request(self, api_key: int, /, **fields: Any) -> Any:
         """Build the negotiated version's request for ``api_key`` and send it.
 
         ``fields`` are the request's attribute names; nested structs may be given
         as dicts and arrays as lists (see :func:`kproto.meta.build_entity`).
-        Runs :meth:`negotiate` first if it has not run.
+        Runs :meth:`negotiate` (and SASL authentication) first if it has not run.
 
         Returns:
             the decoded response, as :meth:`send`.

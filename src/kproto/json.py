@@ -19,6 +19,11 @@ unknown tagged fields         ``[[tag, base64], ...]``
 Keys are the Python attribute names (``throttle_time_ms``). Every field is written;
 :func:`from_json` fills missing keys with the Kafka default.
 
+Credentials are not written: the fields in :data:`SENSITIVE_FIELDS` (SASL tokens,
+which carry a PLAIN password; SCRAM salts and salted passwords) come out as
+``"<redacted>"`` unless ``redact=False`` is passed, as Kafka's request logging
+leaves them out.
+
 Example::
 
     >>> from kproto.schema.api_versions.v3 import ApiVersionsRequest
@@ -35,7 +40,28 @@ from typing import Any, TypeVar
 
 from kproto.meta import Wire, entity_info, wire_fields
 
-__all__ = ["to_json", "to_kafka_json", "from_json", "JsonValueError", "kafka_uuid"]
+__all__ = [
+    "REDACTED",
+    "SENSITIVE_FIELDS",
+    "to_json",
+    "to_kafka_json",
+    "from_json",
+    "JsonValueError",
+    "kafka_uuid",
+]
+
+#: ``(class name, field name)`` of every field that holds a credential.
+SENSITIVE_FIELDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("SaslAuthenticateRequest", "auth_bytes"),
+        ("SaslAuthenticateResponse", "auth_bytes"),
+        ("ScramCredentialUpsertion", "salt"),
+        ("ScramCredentialUpsertion", "salted_password"),
+    }
+)
+
+#: What a sensitive field's value becomes in JSON.
+REDACTED = "<redacted>"
 
 E = TypeVar("E")
 
@@ -56,15 +82,15 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _value_to_json(w: Wire, value: Any) -> Any:
+def _value_to_json(w: Wire, value: Any, redact: bool) -> Any:
     if value is None:
         return None
     if w.kind == "struct":
-        return to_json(value)
+        return to_json(value, redact=redact)
     if w.kind == "array":
         assert w.element is not None
         element = w.element
-        return [_value_to_json(element, v) for v in value]
+        return [_value_to_json(element, v, redact) for v in value]
     if w.kind == "unknown_tags":
         return [[tag, _b64(raw)] for tag, raw in value]
     if w.type in ("bytes", "records"):
@@ -74,15 +100,25 @@ def _value_to_json(w: Wire, value: Any) -> Any:
     return value
 
 
-def to_json(entity: Any) -> dict[str, Any]:
+def _sensitive(entity: Any, name: str) -> bool:
+    return (type(entity).__name__, name) in SENSITIVE_FIELDS
+
+
+def to_json(entity: Any, *, redact: bool = True) -> dict[str, Any]:
     """A generated entity as a dict of JSON-compatible values (see the module table).
+    With ``redact`` (the default), credential fields (:data:`SENSITIVE_FIELDS`)
+    are written as :data:`REDACTED`.
 
     Raises:
         TypeError: ``entity`` is not a generated kproto entity.
     """
     entity_info(entity)
     return {
-        f.name: _value_to_json(w, getattr(entity, f.name))
+        f.name: (
+            REDACTED
+            if redact and _sensitive(entity, f.name)
+            else _value_to_json(w, getattr(entity, f.name), redact)
+        )
         for f, w in wire_fields(type(entity))
     }
 
@@ -93,15 +129,15 @@ def kafka_uuid(value: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
 
 
-def _kafka_value(w: Wire, value: Any) -> Any:
+def _kafka_value(w: Wire, value: Any, redact: bool) -> Any:
     if value is None:
         return None
     if w.kind == "struct":
-        return to_kafka_json(value)
+        return to_kafka_json(value, redact=redact)
     if w.kind == "array":
         assert w.element is not None
         element = w.element
-        return [_kafka_value(element, v) for v in value]
+        return [_kafka_value(element, v, redact) for v in value]
     if w.type in ("bytes", "records"):
         return _b64(bytes(value))
     if w.type == "uuid":
@@ -109,14 +145,15 @@ def _kafka_value(w: Wire, value: Any) -> Any:
     return value
 
 
-def to_kafka_json(entity: Any) -> dict[str, Any]:
+def to_kafka_json(entity: Any, *, redact: bool = True) -> dict[str, Any]:
     """An entity as Kafka's generated ``<Message>JsonConverter.write`` shapes it.
 
     That is the JSON ``kafka-dump-log.sh`` decoders and ``kafka-console-consumer.sh``
     formatters print: keys are the Kafka field names with a lower-case first letter
     (``protocolType``), in schema order; tagged fields equal to their default and
     unknown tagged fields are left out; bytes are standard base64, uuids Kafka's
-    URL-safe base64 (:func:`kafka_uuid`), int64 plain numbers. Source: Kafka's
+    URL-safe base64 (:func:`kafka_uuid`), int64 plain numbers; credential fields
+    :data:`REDACTED` unless ``redact`` is false. Source: Kafka's
     ``generator/.../JsonConverterGenerator.java``.
 
     Raises:
@@ -131,7 +168,11 @@ def to_kafka_json(entity: Any) -> dict[str, Any]:
         if w.tag is not None and value == w.default:
             continue
         name = w.name[:1].lower() + w.name[1:] if w.name else f.name
-        out[name] = _kafka_value(w, value)
+        out[name] = (
+            REDACTED
+            if redact and _sensitive(entity, f.name)
+            else _kafka_value(w, value, redact)
+        )
     return out
 
 
@@ -139,6 +180,10 @@ def _unb64(value: Any, path: str) -> bytes:
     if not isinstance(value, str):
         raise JsonValueError(
             path, f"expected a base64 string, got {type(value).__name__}"
+        )
+    if value == REDACTED:
+        raise JsonValueError(
+            path, "a redacted credential cannot be read back (write with redact=False)"
         )
     try:
         return base64.b64decode(value.encode("ascii"), validate=True)

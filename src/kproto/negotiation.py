@@ -14,11 +14,18 @@ send ApiVersions v3 (naming the client software, KIP-511); if the broker answers
 UNSUPPORTED_VERSION, retry at the highest ApiVersions version its answer lists
 (or v0); if the answer does not decode or the broker hangs up, retry at v0, which
 every broker answers.
+
+SASL (KIP-43, KIP-152) follows ApiVersions when a :class:`kproto.sasl.SaslConfig` is
+set: :class:`SaslExchange` sends SaslHandshake and then SaslAuthenticate rounds
+until the mechanism completes, as Kafka's ``SaslClientAuthenticator``; a
+``session_lifetime_ms`` in the answer (KIP-368) schedules a re-authentication at
+85% of the lifetime, run before the next request that finds it due.
 """
 
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, TypeVar
 
@@ -39,9 +46,13 @@ from kproto.framing import (
 )
 from kproto.index import ApiKey, api_versions, request_type
 from kproto.meta import build_entity
+from kproto.sasl import SaslAuthenticationError, SaslConfig, client_mechanism
 
 __all__ = [
     "ApiVersionsNegotiation",
+    "SASL_APIS",
+    "SaslExchange",
+    "client_ssl_context",
     "NotNegotiatedError",
     "api_name",
     "NegotiationState",
@@ -55,6 +66,15 @@ __all__ = [
 E = TypeVar("E")
 
 _MAX_CORRELATION_ID: Final = 2**31 - 1
+
+#: The APIs a connection may send before SASL authentication completes.
+SASL_APIS: Final = frozenset(
+    {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
+)
+
+#: When a re-authentication is due: this share of ``session_lifetime_ms`` (Kafka's
+#: clients pick 85-95% at random; the low end leaves the most slack).
+REAUTH_SHARE: Final = 0.85
 
 #: The ApiVersions version negotiation starts with.
 FIRST_API_VERSIONS_VERSION: Final = 3
@@ -190,6 +210,101 @@ class ApiVersionsNegotiation:
         self._retry(0)
 
 
+def client_ssl_context(
+    cafile: str | None = None,
+    *,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    check_hostname: bool = True,
+) -> ssl.SSLContext:
+    """A TLS context for connections (Kafka's ``ssl.truststore`` /
+    ``ssl.keystore`` settings): ``ssl.create_default_context`` trusting ``cafile``
+    (or the system's CAs), with the broker's host name verified (Kafka's
+    ``ssl.endpoint.identification.algorithm=https``) unless ``check_hostname`` is
+    false, and a client certificate (mutual TLS) when ``certfile`` is given.
+
+    Raises:
+        OSError / ssl.SSLError: a file is missing or not PEM.
+    """
+    context = ssl.create_default_context(cafile=cafile)
+    context.check_hostname = check_hostname
+    if certfile is not None:
+        context.load_cert_chain(certfile, keyfile)
+    return context
+
+
+class SaslExchange:
+    """SaslHandshake, then SaslAuthenticate rounds, as a state machine (sans-IO):
+    while :attr:`request` is not ``None``, send it and hand the response to
+    :meth:`receive`. Then :attr:`session_lifetime_ms` holds the broker's session
+    lifetime (0: none). Source: Kafka's ``SaslClientAuthenticator``
+    (SaslHandshake v1, SaslAuthenticate v0-v2).
+
+    Args:
+        config: the mechanism and credentials.
+        versions: the negotiated ``{api_key: version}`` (SaslHandshake and
+            SaslAuthenticate must be in it).
+
+    Raises:
+        kproto.sasl.SaslAuthenticationError: (here and from :meth:`receive`) the
+            broker offers no SaslAuthenticate, does not enable the mechanism,
+            refuses the credentials (its error message is kept), or the
+            mechanism fails (a SCRAM server signature that does not verify).
+    """
+
+    def __init__(self, config: SaslConfig, versions: Mapping[int, int]) -> None:
+        self.mechanism = client_mechanism(config)
+        handshake = versions.get(ApiKey.SASL_HANDSHAKE)
+        authenticate = versions.get(ApiKey.SASL_AUTHENTICATE)
+        if handshake is None or authenticate is None:
+            raise SaslAuthenticationError(
+                config.mechanism,
+                "the broker offers no SaslHandshake v1 / SaslAuthenticate (not a "
+                "SASL listener, or a broker older than Kafka 1.0)",
+            )
+        self._authenticate_cls: Any = request_type(
+            ApiKey.SASL_AUTHENTICATE, authenticate
+        )
+        self.request: Any = request_type(ApiKey.SASL_HANDSHAKE, max(handshake, 1))(
+            mechanism=config.mechanism
+        )
+        self.session_lifetime_ms = 0
+
+    def receive(self, response: Any) -> None:
+        """Take the answer to :attr:`request`."""
+        name = self.mechanism.mechanism
+        code = int(response.error_code)
+        if hasattr(response, "mechanisms"):  # SaslHandshakeResponse
+            if code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
+                raise SaslAuthenticationError(
+                    name,
+                    "the broker does not enable it (enabled: "
+                    f"{', '.join(response.mechanisms) or 'none'})",
+                )
+            if code:
+                raise SaslAuthenticationError(
+                    name, f"SaslHandshake answered {ErrorCode(code).name}"
+                )
+            self.request = self._authenticate_cls(
+                auth_bytes=self.mechanism.initial_response()
+            )
+            return
+        if code:
+            reason = response.error_message or ErrorCode(code).name
+            server_error = getattr(self.mechanism, "server_error", None)
+            if server_error:
+                reason = f"{reason} ({server_error})"
+            raise SaslAuthenticationError(name, reason)
+        self.session_lifetime_ms = int(getattr(response, "session_lifetime_ms", 0))
+        answer = self.mechanism.evaluate(response.auth_bytes)
+        if answer is not None:
+            self.request = self._authenticate_cls(auth_bytes=answer)
+        elif not self.mechanism.complete:
+            raise SaslAuthenticationError(name, "the exchange ended unfinished")
+        else:
+            self.request = None
+
+
 class PendingRequest(NamedTuple):
     """An encoded request waiting for its answer."""
 
@@ -207,7 +322,12 @@ class NegotiationState:
         host: broker host name or address.
         port: broker port.
         client_id: the ``client_id`` of every request header (v1/v2 headers).
-        ssl_context: wrap the socket in TLS with this context (server name = host).
+        ssl_context: wrap the socket in TLS with this context (server name = host;
+            :func:`client_ssl_context` makes one that verifies the host name).
+        sasl: authenticate with this mechanism and credentials after ApiVersions
+            (:class:`kproto.sasl.SaslConfig`); before that only ApiVersions and
+            SASL requests may be sent, so a request sent first runs
+            ``negotiate()`` itself.
         timeout_s: seconds for connecting and for each exchange; on expiry
             :class:`kproto.framing.RequestTimeoutError` is raised and the
             connection closed.
@@ -230,6 +350,7 @@ class NegotiationState:
         *,
         client_id: str | None = "kproto",
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslConfig | None = None,
         timeout_s: float = 30.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
@@ -237,6 +358,11 @@ class NegotiationState:
         self.port = port
         self.client_id = client_id
         self.ssl_context = ssl_context
+        self.sasl = sasl
+        #: after SASL: the broker's session lifetime (ms; 0: none), KIP-368
+        self.session_lifetime_ms = 0
+        self._authenticated = False
+        self._reauth_at: float | None = None
         self.timeout_s = timeout_s
         self.max_frame_bytes = max_frame_bytes
         self.broker_api_versions: dict[int, tuple[int, int]] | None = None
@@ -252,6 +378,43 @@ class NegotiationState:
     def _abort(self) -> None:
         """Drop the transport without waiting (the stream is out of step)."""
         raise NotImplementedError
+
+    @property
+    def authenticated(self) -> bool:
+        """True once SASL authentication succeeded on the open connection (always
+        false without ``sasl``)."""
+        return self._authenticated
+
+    def _new_transport(self) -> None:
+        """Called on every (re)connect: a new socket is not authenticated."""
+        self._authenticated = False
+        self._reauth_at = None
+
+    def _sasl_exchange(self) -> SaslExchange:
+        assert self.sasl is not None
+        return SaslExchange(self.sasl, self.versions)
+
+    def _authenticated_by(self, exchange: SaslExchange) -> None:
+        self._authenticated = True
+        self.session_lifetime_ms = exchange.session_lifetime_ms
+        self._reauth_at = (
+            time.monotonic() + exchange.session_lifetime_ms / 1000 * REAUTH_SHARE
+            if exchange.session_lifetime_ms > 0
+            else None
+        )
+
+    def _needs_auth(self, request: Any) -> str | None:
+        """``"negotiate"`` / ``"authenticate"`` when ``request`` must wait for SASL
+        (not yet run, or a re-authentication due); ``None`` otherwise."""
+        if self.sasl is None or getattr(request, "__api_key__", None) in SASL_APIS:
+            return None
+        if self.broker_api_versions is None:
+            return "negotiate"
+        if not self._authenticated:
+            return "authenticate"
+        if self._reauth_at is not None and time.monotonic() >= self._reauth_at:
+            return "authenticate"
+        return None
 
     def _next_correlation_id(self) -> int:
         self._correlation_id = self._correlation_id % _MAX_CORRELATION_ID + 1
@@ -269,6 +432,15 @@ class NegotiationState:
         if isinstance(err, TimeoutError):
             return RequestTimeoutError(
                 f"connecting to {self._where} timed out after {self.timeout_s} s"
+            )
+        if isinstance(err, ssl.SSLCertVerificationError):
+            return KafkaConnectionError(
+                f"TLS handshake with {self._where} failed: the broker's certificate "
+                f"does not verify: {err.verify_message or err}"
+            )
+        if isinstance(err, ssl.SSLError):
+            return KafkaConnectionError(
+                f"TLS handshake with {self._where} failed: {err}"
             )
         return KafkaConnectionError(f"cannot connect to {self._where}: {err}")
 

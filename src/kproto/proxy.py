@@ -41,9 +41,17 @@ Design:
   each is paired with its request by correlation id. Produce requests with
   ``acks=0`` expect no response and are not tracked: an answer to one anyway
   (librdkafka's mock cluster sends them) is forwarded unchanged.
-- Not handled: TLS on either side, and SASL's pre-KIP-152 exchange (raw tokens
-  after SaslHandshake v0, which are not request frames); SASL through
-  SaslAuthenticate passes like any other API.
+- **Security upstream:** with ``upstream_ssl_context`` the proxy reaches the
+  brokers over TLS (host names verified as the context says); with
+  ``upstream_sasl`` it authenticates each upstream connection itself (ApiVersions,
+  SaslHandshake, SaslAuthenticate through :class:`kproto.aio.AsyncConnection`)
+  before forwarding, so its clients connect without SASL and act as that
+  principal. A broker session lifetime (KIP-368) is not renewed mid-connection:
+  the broker closes the connection at expiry and the client reconnects.
+- Not handled: TLS towards the proxy's own clients, and SASL's pre-KIP-152
+  exchange (raw tokens after SaslHandshake v0, which are not request frames);
+  without ``upstream_sasl``, a client's own SASL through SaslAuthenticate passes
+  like any other API.
 
 Example::
 
@@ -64,17 +72,20 @@ import asyncio
 import functools
 import inspect
 import logging
+import ssl
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
 import attrs
 
+from kproto.aio import AsyncConnection
 from kproto.client.metadata import parse_bootstrap
 from kproto.frame_reader import READ_CHUNK_BYTES, FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     SIZE_PREFIX,
+    KafkaConnectionError,
     UnsupportedRequestError,
     decode_request,
     decode_response_frame,
@@ -84,6 +95,7 @@ from kproto.framing import (
 )
 from kproto.index import ApiKey, response_type
 from kproto.meta import entity_info, wire_fields
+from kproto.sasl import SaslAuthenticationError, SaslConfig
 
 __all__ = ["ADDRESS_APIS", "FrameEvent", "Hook", "Proxy"]
 
@@ -221,7 +233,12 @@ class Proxy:
         on_frame: called with a :class:`FrameEvent` for every forwarded frame.
         max_frame_bytes: the largest frame accepted from either side (bytes;
             default 100 MiB); a larger one closes the connection.
-        connect_timeout_s: seconds to connect upstream when a client connects.
+        connect_timeout_s: seconds to connect (and authenticate) upstream when a
+            client connects.
+        upstream_ssl_context: TLS towards the brokers
+            (:func:`kproto.negotiation.client_ssl_context`).
+        upstream_sasl: authenticate every upstream connection with this
+            (:class:`kproto.sasl.SaslConfig`); see the module docstring.
 
     Attributes:
         listeners: ``{upstream (host, port): listening (host, port)}``.
@@ -243,6 +260,8 @@ class Proxy:
         on_frame: Callable[[FrameEvent], None] | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connect_timeout_s: float = 10.0,
+        upstream_ssl_context: ssl.SSLContext | None = None,
+        upstream_sasl: SaslConfig | None = None,
     ) -> None:
         self.upstream = (
             parse_bootstrap(bootstrap_servers)
@@ -257,6 +276,8 @@ class Proxy:
         self.on_frame = on_frame
         self.max_frame_bytes = max_frame_bytes
         self.connect_timeout_s = connect_timeout_s
+        self.upstream_ssl_context = upstream_ssl_context
+        self.upstream_sasl = upstream_sasl
         self.listeners: dict[tuple[str, int], tuple[str, int]] = {}
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -338,7 +359,7 @@ class Proxy:
         up_writer: asyncio.StreamWriter | None = None
         try:
             up_reader, up = await asyncio.wait_for(
-                asyncio.open_connection(*upstream), self.connect_timeout_s
+                self._open_upstream(upstream), self.connect_timeout_s
             )
             up_writer = up
             pending: dict[int, _Pending] = {}
@@ -364,12 +385,42 @@ class Proxy:
                 if not pump.cancelled() and pump.exception() is not None:
                     err = pump.exception()
                     log.warning("closing %s:%d -> %s:%d: %s", *client, *upstream, err)
-        except (OSError, TimeoutError) as err:
+        except (
+            OSError,
+            TimeoutError,
+            KafkaConnectionError,
+            SaslAuthenticationError,
+        ) as err:
             log.warning("cannot connect %s:%d to %s:%d: %s", *client, *upstream, err)
         finally:
             for writer in (client_writer, up_writer):
                 if writer is not None:
                     writer.close()
+
+    async def _open_upstream(
+        self, upstream: tuple[str, int]
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The streams of a new upstream connection: TLS as
+        ``upstream_ssl_context`` says, authenticated when ``upstream_sasl`` is set."""
+        if self.upstream_sasl is None:
+            ctx = self.upstream_ssl_context
+            return await asyncio.open_connection(
+                *upstream, ssl=ctx, server_hostname=upstream[0] if ctx else None
+            )
+        conn = AsyncConnection(
+            *upstream,
+            client_id="kproto-proxy",
+            ssl_context=self.upstream_ssl_context,
+            sasl=self.upstream_sasl,
+            timeout_s=self.connect_timeout_s,
+        )
+        try:
+            await conn.connect()
+            await conn.negotiate()
+            return conn.detach()
+        except BaseException:
+            await conn.close()
+            raise
 
     async def _pump(
         self,

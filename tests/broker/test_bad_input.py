@@ -107,7 +107,7 @@ def test_unsupported_api_versions_version_gets_the_v0_body(cluster: Cluster) -> 
     [
         pytest.param(frame(9999, 0, 1), id="unknown-api-key"),
         pytest.param(frame(3, 99, 1), id="unknown-version"),
-        pytest.param(frame(17, 1, 1, b"\x00\x05PLAIN"), id="api-not-served"),
+        pytest.param(frame(41, 1, 1, b"\xff\xff\xff\xff"), id="api-not-served"),
         pytest.param(frame(3, 12, 1, b"\x05"), id="truncated-body"),
         pytest.param(struct.pack(">i", 1 << 20) + b"x" * 16, id="over-size-limit"),
         pytest.param(struct.pack(">i", -1), id="negative-size"),
@@ -142,10 +142,10 @@ def test_api_not_served_is_logged_and_closes(
 ) -> None:
     with caplog.at_level("WARNING", logger="kproto.broker"), connect(cluster) as s:
         s.sendall(
-            frame(17, 1, 9, b"\x00\x05PLAIN")
-        )  # SaslHandshake v1: decodes, not served
+            frame(41, 1, 9, b"\xff\xff\xff\xff")
+        )  # DescribeDelegationToken v1 (owners null): decodes, not served
         assert closed_by_broker(s)
-    assert "api_key 17 v1 is not served" in caplog.text
+    assert "api_key 41 v1 is not served" in caplog.text
     still_serves(cluster)
 
 

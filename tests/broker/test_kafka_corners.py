@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.authorized_operations import (
-    AclOperation,
-    ResourceType,
-    supported_operations,
-)
+from kproto.broker.acl import AclOperation, ResourceType
+from kproto.broker.authorized_operations import supported_operations
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type

@@ -1,22 +1,22 @@
-"""The ``authorized_operations`` bitfields of Metadata, DescribeCluster,
-DescribeTopicPartitions and DescribeGroups (KIP-430).
+"""The ``authorized_operations`` bitfields of Metadata, DescribeCluster and
+DescribeTopicPartitions (KIP-430).
 
-With no authorizer configured, Kafka answers every operation the resource type
-supports (``AuthHelper.authorizedOperations``: the set of
-``AclEntry.supportedOperations(resourceType)``, one bit ``1 << AclOperation.code``
-each, ``Utils.to32BitField``). When the client did not ask, the field keeps
-:data:`NOT_REQUESTED` (``Integer.MIN_VALUE``).
+Kafka's ``AuthHelper.authorizedOperations``: of the operations the resource type
+supports (``AclEntry.supportedOperations``), those the authorizer allows, every one
+when no authorizer is configured; one bit ``1 << AclOperation.code`` each
+(``Utils.to32BitField``). When the client did not ask, the field keeps
+:data:`NOT_REQUESTED` (``Integer.MIN_VALUE``). The enums are
+:mod:`kproto.broker.acl`'s.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
+from kproto.broker.acl import AclOperation, ResourceType
+
 __all__ = [
-    "AclOperation",
-    "ResourceType",
     "NOT_REQUESTED",
     "SUPPORTED_OPERATIONS",
     "supported_operations",
@@ -25,40 +25,6 @@ __all__ = [
 
 #: The bitfield's value when the request did not ask for it (Integer.MIN_VALUE).
 NOT_REQUESTED: Final = -(2**31)
-
-
-class AclOperation(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.acl.AclOperation`` codes."""
-
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-    TWO_PHASE_COMMIT = 15
-
-
-class ResourceType(enum.IntEnum):
-    """Kafka's ``org.apache.kafka.common.resource.ResourceType`` codes."""
-
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
 
 
 _Op = AclOperation
@@ -106,8 +72,18 @@ def supported_operations(resource_type: ResourceType) -> int:
     return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type])
 
 
-def authorized_operations(resource_type: ResourceType, requested: bool) -> int:
-    """The ``authorized_operations`` field of a response: every supported
-    operation when ``requested`` (no authorizer is configured), else
-    :data:`NOT_REQUESTED`."""
-    return supported_operations(resource_type) if requested else NOT_REQUESTED
+def authorized_operations(
+    resource_type: ResourceType,
+    requested: bool,
+    allowed: Callable[[AclOperation], bool] | None = None,
+) -> int:
+    """The ``authorized_operations`` field of a response: when ``requested``, the
+    supported operations ``allowed`` permits (``None``: no authorizer, all of
+    them), else :data:`NOT_REQUESTED`."""
+    if not requested:
+        return NOT_REQUESTED
+    return sum(
+        1 << op
+        for op in SUPPORTED_OPERATIONS[resource_type]
+        if allowed is None or allowed(op)
+    )

@@ -1,6 +1,8 @@
 """``kproto broker``: run an in-process cluster in the foreground until Ctrl-C.
 
 kproto broker [--nodes N] [--port P] [--data-dir DIR] [--partitions N] [--log-requests]
+              [--security-protocol P] [--sasl-mechanism M]... [--user NAME:PASSWORD]...
+              [--super-user NAME]... [--acls]
 
 What a user can get wrong fails with one ``kproto: error:`` line before the cluster
 starts: numbers out of range (argument validation), a ``--data-dir`` that is not a
@@ -35,6 +37,14 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
     return port
+
+
+def _user(text: str) -> tuple[str, str]:
+    """``NAME:PASSWORD`` (the password may contain ``:``)."""
+    name, sep, password = text.partition(":")
+    if not sep or not name or not password:
+        raise argparse.ArgumentTypeError(f"--user wants NAME:PASSWORD, got {name!r}...")
+    return name, password
 
 
 def add_parsers(sub: Any) -> None:
@@ -75,6 +85,31 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--log-requests", action="store_true", help="log every request on stderr"
     )
+    p.add_argument(
+        "--security-protocol",
+        choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+        default="PLAINTEXT",
+        help="the listeners' security.protocol (default PLAINTEXT); SSL makes its "
+        "own CA (its file is printed on stderr as ssl.ca.location=...)",
+    )
+    p.add_argument(
+        "--sasl-mechanism",
+        action="append",
+        choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"],
+        help="an enabled SASL mechanism (repeatable; default PLAIN and SCRAM-SHA-*)",
+    )
+    p.add_argument(
+        "--user",
+        action="append",
+        type=_user,
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a SASL user (repeatable; visible to ps: for tests only)",
+    )
+    p.add_argument(
+        "--super-user", action="append", default=[], help="a super user (repeatable)"
+    )
+    p.add_argument("--acls", action="store_true", help="enforce ACLs")
     p.set_defaults(func=run_broker)
 
 
@@ -133,15 +168,23 @@ def run_broker(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
-        cluster = Cluster(
-            nodes=args.nodes,
-            data_dir=args.data_dir,
-            auto_create_topics=not args.no_auto_create,
-            num_partitions=args.partitions,
-            port=args.port,
-            log_requests=args.log_requests,
-            request_log_size=0,  # nobody reads cluster.requests here: keep memory flat
-        )
+        try:
+            cluster = Cluster(
+                nodes=args.nodes,
+                data_dir=args.data_dir,
+                auto_create_topics=not args.no_auto_create,
+                num_partitions=args.partitions,
+                port=args.port,
+                log_requests=args.log_requests,
+                request_log_size=0,  # nobody reads cluster.requests: keep memory flat
+                security_protocol=args.security_protocol,
+                sasl_mechanisms=args.sasl_mechanism,
+                users=dict(args.user),
+                super_users=args.super_user,
+                acls_enabled=args.acls,
+            )
+        except (ValueError, RuntimeError) as exc:  # security settings, trustme
+            raise CliError(str(exc)) from exc
         try:
             await cluster.start()
         except CorruptStateError as exc:
@@ -157,6 +200,8 @@ def run_broker(args: argparse.Namespace) -> int:
                 loop.add_signal_handler(sig, stop.set)
         try:
             print(cluster.bootstrap_servers, flush=True)
+            if cluster.ca_file is not None:
+                print(f"ssl.ca.location={cluster.ca_file}", file=sys.stderr, flush=True)
             await stop.wait()
         finally:
             await cluster.stop()

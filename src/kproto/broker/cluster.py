@@ -6,6 +6,7 @@ import asyncio
 import concurrent.futures
 import logging
 import shutil
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
@@ -63,6 +65,24 @@ class Cluster:
             Each entry holds the decoded request and response entities, record
             bytes included, so memory grows with this bound.
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        security_protocol: the listeners' ``security.protocol``: ``PLAINTEXT``,
+            ``SSL``, ``SASL_PLAINTEXT`` or ``SASL_SSL`` (see the README's Security
+            section and :mod:`kproto.broker.security`).
+        sasl_mechanisms: ``sasl.enabled.mechanisms`` of SASL listeners (default
+            PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; OAUTHBEARER takes unsecured JWS
+            tokens, as Kafka's default validator).
+        users: ``{user: password}``; SCRAM credentials are stored salted.
+        super_users: users (or ``User:`` principals) Kafka's ``super.users`` names.
+        acls_enabled: enforce ACLs (CreateAcls/DescribeAcls/DeleteAcls; see
+            :mod:`kproto.broker.handlers.authorize`); super users pass every check.
+        ssl_context: the listeners' server-side TLS context; ``None`` on SSL and
+            SASL_SSL makes a CA and a certificate for 127.0.0.1/localhost (needs
+            ``kproto[broker-tls]``), the CA written to ``<data_dir>/tls/ca.pem``.
+        ssl_client_auth: Kafka's ``ssl.client.auth`` (``none``, ``requested``,
+            ``required``) for the certificates made here; a client certificate's
+            subject becomes the principal (``User:CN=...``).
+        connections_max_reauth_ms: SASL session lifetime (ms; KIP-368,
+            ``connections.max.reauth.ms``; 0: sessions never expire).
         max_partitions: partitions the cluster may hold in all (internal topics
             included); CreateTopics/CreatePartitions beyond it are answered
             POLICY_VIOLATION. One request may create at most 10,000 (Kafka's
@@ -77,7 +97,8 @@ class Cluster:
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
 
     Raises:
-        ValueError: ``nodes`` < 1.
+        ValueError: ``nodes`` < 1, or a security argument out of place.
+        RuntimeError: TLS certificates are needed and trustme is not installed.
     """
 
     def __init__(
@@ -94,6 +115,14 @@ class Cluster:
         connections_max_idle_ms: int = 600_000,
         request_log_size: int = 1000,
         log_requests: bool = False,
+        security_protocol: str = "PLAINTEXT",
+        sasl_mechanisms: list[str] | None = None,
+        users: dict[str, str] | None = None,
+        super_users: list[str] | None = None,
+        acls_enabled: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
+        ssl_client_auth: str = "none",
+        connections_max_reauth_ms: int = 0,
         max_partitions: int = DEFAULT_MAX_PARTITIONS,
         max_open_files: int = DEFAULT_MAX_OPEN_FILES,
         consumer_session_timeout_ms: int = 45_000,
@@ -108,6 +137,23 @@ class Cluster:
             if data_dir is None
             else Path(data_dir)
         )
+        try:
+            #: The listeners' security settings (protocol, users, TLS).
+            self.security = ListenerSecurity.configure(
+                protocol=security_protocol,
+                mechanisms=sasl_mechanisms,
+                users=users,
+                super_users=super_users or (),
+                acls_enabled=acls_enabled,
+                ssl_context=ssl_context,
+                ssl_client_auth=ssl_client_auth,
+                connections_max_reauth_ms=connections_max_reauth_ms,
+                data_dir=self.data_dir,
+            )
+        except BaseException:
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise
         self.requests = RequestLog(request_log_size)
         self.state = ClusterState(
             self.data_dir,
@@ -136,6 +182,7 @@ class Cluster:
                 connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
+                security=self.security,
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]
@@ -266,6 +313,64 @@ class Cluster:
     def bootstrap_servers(self) -> str:
         """``"127.0.0.1:port,..."``: every node's listener."""
         return ",".join(f"{s.host}:{s.port}" for s in self.servers)
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The CA certificate (PEM) clients trust, when the cluster made its own
+        TLS certificates; else ``None``."""
+        return self.security.ca_file
+
+    def client_config(
+        self, user: str | None = None, *, mechanism: str | None = None
+    ) -> dict[str, str]:
+        """librdkafka-style client settings for this cluster, which confluent-kafka
+        takes as they are: ``bootstrap.servers``, ``security.protocol``, and as
+        the listeners need them ``sasl.mechanism`` (``mechanism``, default the
+        first enabled), ``sasl.username``, ``sasl.password`` (``user``'s) and
+        ``ssl.ca.location``. The password is in the dict: do not log it.
+
+        Raises:
+            ValueError: a SASL cluster without ``user``, or an unknown user or
+                mechanism.
+        """
+        security = self.security
+        config = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": security.protocol,
+        }
+        if security.uses_sasl:
+            if user is None:
+                raise ValueError(f"a {security.protocol} cluster needs user=")
+            password = security.credentials.password(user)
+            if password is None:
+                raise ValueError(f"unknown user {user!r}: not in Cluster(users=...)")
+            mechanism = mechanism or security.mechanisms[0]
+            if mechanism not in security.mechanisms:
+                raise ValueError(
+                    f"mechanism {mechanism!r} is not enabled "
+                    f"({', '.join(security.mechanisms)})"
+                )
+            config["sasl.mechanism"] = mechanism
+            config["sasl.username"] = user
+            config["sasl.password"] = password.reveal()
+        if security.ca_file is not None:
+            config["ssl.ca.location"] = str(security.ca_file)
+        return config
+
+    def client_certificate(self, common_name: str) -> tuple[Path, Path]:
+        """``(certfile, keyfile)`` of a client certificate for mutual TLS, signed
+        by the cluster's own CA (principal ``User:CN=<common_name>,OU=clients,O=kproto
+        test client``).
+
+        Raises:
+            RuntimeError: the cluster did not make its own certificates.
+        """
+        if self.security.certificates is None:
+            raise RuntimeError("the cluster made no certificates (ssl_context given?)")
+        result: tuple[Path, Path] = self.security.certificates.client_certificate(
+            common_name
+        )
+        return result
 
     def _on_loop(self, func: Callable[[], T]) -> T:
         """Run ``func`` on the cluster's loop thread (directly when the cluster

@@ -14,11 +14,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Final
 
+import attrs
+
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
+from kproto.broker.handlers.authorize import guarded
 from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -47,6 +51,8 @@ class Dispatcher:
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        security: the listener's security settings (users, for the SCRAM
+            credential APIs).
     """
 
     def __init__(
@@ -57,7 +63,9 @@ class Dispatcher:
         *,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        security: ListenerSecurity | None = None,
     ) -> None:
+        self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
         self.node_id = node_id
@@ -69,8 +77,11 @@ class Dispatcher:
         """Whether the broker has a handler for ``api_key``."""
         return api_key in HANDLERS
 
-    async def handle(self, header: Any, request: Any, client_host: str) -> Any:
-        """The response entity to ``request`` (``None``: Kafka sends none).
+    async def handle(
+        self, header: Any, request: Any, client_host: str, principal: str = ANONYMOUS
+    ) -> Any:
+        """The response entity to ``request`` (``None``: Kafka sends none), for a
+        connection authenticated as ``principal``.
 
         Raises:
             KeyError: the api_key is not served (check :meth:`serves` first).
@@ -86,10 +97,16 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            principal=principal,
+            security=self.security,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        response = await handler(ctx, request)
+        response = await (
+            handler(ctx, request)
+            if self.security.acls is None
+            else guarded(ctx, handler, request)
+        )
         if self.log_requests:
             log.info(
                 "node %d: %s v%d from %s (correlation id %d)",
@@ -100,6 +117,8 @@ class Dispatcher:
                 header.correlation_id,
             )
         if self.request_log is not None:
+            if api_key == ApiKey.SASL_AUTHENTICATE:  # a PLAIN token holds a password
+                request = attrs.evolve(request, auth_bytes=b"")
             self.request_log.append(
                 RequestRecord(
                     self.node_id,

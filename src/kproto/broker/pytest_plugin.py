@@ -57,6 +57,8 @@ BROKER_CONFIGS: dict[str, tuple[str, type]] = {
     "log.segment.bytes": ("segment_bytes", int),
     "socket.request.max.bytes": ("socket_request_max_bytes", int),
     "connections.max.idle.ms": ("connections_max_idle_ms", int),
+    "connections.max.reauth.ms": ("connections_max_reauth_ms", int),
+    "ssl.client.auth": ("ssl_client_auth", str),
     "log.dirs": ("data_dir", str),
     "log.dir": ("data_dir", str),
 }

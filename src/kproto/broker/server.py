@@ -18,6 +18,10 @@ Bad input never stops the node or other connections (Kafka's ``SocketServer`` /
 * a client disconnecting mid-frame ends its task quietly.
 * a connection silent (or stalled mid-frame) for ``connections_max_idle_ms`` is
   closed, as Kafka's ``connections.max.idle.ms``.
+
+Listener security (TLS, SASL, principals) is :mod:`kproto.broker.security`'s: the
+TLS handshake runs first, then every decoded request passes
+:meth:`~kproto.broker.security.ConnectionAuth.admit`.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from kproto.aio import read_frame
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
+    SIZE_PREFIX,
     ConnectionClosedError,
     FrameError,
     RequestDecodeError,
@@ -60,6 +66,8 @@ class NodeServer:
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
         request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        security: the listener's protocol, users and TLS context (default:
+            PLAINTEXT, no authentication).
     """
 
     def __init__(
@@ -74,8 +82,10 @@ class NodeServer:
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.state = state
+        self.security = security or ListenerSecurity()
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -87,6 +97,7 @@ class NodeServer:
             node_id,
             request_log=request_log,
             log_requests=log_requests,
+            security=self.security,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
@@ -124,7 +135,19 @@ class NodeServer:
         peer = writer.get_extra_info("peername")
         client_host = peer[0] if isinstance(peer, tuple) else str(peer)
         try:
-            await self._serve(reader, writer, client_host)
+            tls_principal = None
+            if self.security.uses_tls:
+                try:
+                    tls_principal = await accept_tls(writer, self.security)
+                except (OSError, TimeoutError) as err:
+                    log.warning(
+                        "node %d: TLS handshake from %s failed: %s",
+                        self.node_id,
+                        client_host,
+                        err,
+                    )
+                    return
+            await self._serve(reader, writer, client_host, tls_principal)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away, possibly mid-frame
         except asyncio.CancelledError:
@@ -138,7 +161,7 @@ class NodeServer:
             writer.close()
             try:
                 await writer.wait_closed()
-            except (ConnectionError, asyncio.CancelledError):
+            except (OSError, asyncio.CancelledError):  # ssl.SSLError is an OSError
                 pass
 
     async def _serve(
@@ -146,7 +169,9 @@ class NodeServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         client_host: str,
+        tls_principal: str | None = None,
     ) -> None:
+        auth = self.security.connection(tls_principal)
         idle_s = self.connections_max_idle_ms / 1000
         while True:
             try:
@@ -174,6 +199,19 @@ class NodeServer:
                     err,
                 )
                 return
+            if auth.raw_tokens:  # unframed SASL tokens after SaslHandshake v0
+                challenge = auth.raw_token(frame)
+                if challenge is None:
+                    log.warning(
+                        "node %d: closing connection from %s: %s",
+                        self.node_id,
+                        client_host,
+                        auth.reason,
+                    )
+                    return
+                writer.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
+                await writer.drain()
+                continue
             try:
                 # bytes left over after the body are ignored, as Kafka's broker
                 # does (librdkafka 2.x sends Metadata v13 with 3 extra bytes)
@@ -212,7 +250,29 @@ class NodeServer:
                     header.request_api_version,
                 )
                 return
-            response = await self.dispatcher.handle(header, request, client_host)
+            verdict = auth.admit(header.request_api_key)
+            if verdict != Verdict.DISPATCH:
+                response, close = (
+                    auth.handle(header, request)
+                    if verdict == Verdict.SASL
+                    else (None, True)
+                )
+                if close:
+                    log.warning(
+                        "node %d: closing connection from %s: %s",
+                        self.node_id,
+                        client_host,
+                        auth.reason,
+                    )
+                if response is not None:
+                    writer.write(encode_response(header, response))
+                    await writer.drain()
+                if close:
+                    return
+                continue
+            response = await self.dispatcher.handle(
+                header, request, client_host, principal=auth.principal
+            )
             if response is not None:
                 writer.write(encode_response(header, response))
                 await writer.drain()

@@ -11,6 +11,7 @@ from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
 from kproto.records import Compression, Record, RecordInput
+from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import LATEST, ClientCore
@@ -45,6 +46,7 @@ class AsyncClient:
         client_id: str = "kproto",
         timeout_s: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslConfig | None = None,
         version_caps: Mapping[int, int] | None = None,
         allow_auto_topic_creation: bool = True,
         core: ClientCore | None = None,
@@ -55,6 +57,7 @@ class AsyncClient:
         self.client_id = client_id
         self.timeout_s = timeout_s
         self.ssl_context = ssl_context
+        self.sasl = sasl
         self.version_caps = dict(version_caps or {})
         self._conns: dict[tuple[str, int], AsyncConnection] = {}
 
@@ -72,6 +75,7 @@ class AsyncClient:
                 client_id=self.client_id,
                 timeout_s=self.timeout_s,
                 ssl_context=self.ssl_context,
+                sasl=self.sasl,
             )
             try:
                 await conn.__aenter__()  # connects (the context-manager surface)

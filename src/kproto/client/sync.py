@@ -10,6 +10,7 @@ from typing import TypeVar
 from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import request_type
 from kproto.records import Compression, Record, RecordInput
+from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import EARLIEST, LATEST, ClientCore
@@ -56,7 +57,11 @@ class Client:
         bootstrap_servers: ``"host1:9092,host2:9092"``.
         client_id: the request headers' ``client_id``.
         timeout_s: each connection's connect and request timeout (seconds).
-        ssl_context: TLS for every connection.
+        ssl_context: TLS for every connection
+            (:func:`kproto.negotiation.client_ssl_context` verifies host names).
+        sasl: SASL mechanism and credentials for every connection
+            (:class:`kproto.sasl.SaslConfig`), authenticated after ApiVersions and
+            again when the broker's session lifetime nears its end (KIP-368).
         version_caps: ``{api_key: highest version}`` passed to
             :meth:`~kproto.connection.Connection.negotiate`.
         allow_auto_topic_creation: let :meth:`produce`'s Metadata request create
@@ -66,6 +71,8 @@ class Client:
         kproto.client.BrokerError: an error code in a response (``error_code``,
             ``retriable``).
         kproto.client.ClientError: bad arguments, or a response the client cannot use.
+        kproto.sasl.SaslAuthenticationError: the broker refused the credentials
+            (or the SCRAM server signature did not verify).
         kproto.connection.KafkaConnectionError: connecting, negotiating or a
             request failed (the connection is dropped; the next call reconnects).
     """
@@ -77,6 +84,7 @@ class Client:
         client_id: str = "kproto",
         timeout_s: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslConfig | None = None,
         version_caps: Mapping[int, int] | None = None,
         allow_auto_topic_creation: bool = True,
         core: ClientCore | None = None,
@@ -87,6 +95,7 @@ class Client:
         self.client_id = client_id
         self.timeout_s = timeout_s
         self.ssl_context = ssl_context
+        self.sasl = sasl
         self.version_caps = dict(version_caps or {})
         self._conns: dict[tuple[str, int], Connection] = {}
 
@@ -114,6 +123,7 @@ class Client:
                     client_id=self.client_id,
                     timeout_s=self.timeout_s,
                     ssl_context=self.ssl_context,
+                    sasl=self.sasl,
                 )
             except KafkaConnectionError as err:
                 last = err

@@ -1,30 +1,7 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-====================  ==========================================================
-module                APIs
-====================  ==========================================================
-``cluster_info``      ApiVersions, Metadata, DescribeCluster
-``produce``           Produce, InitProducerId
-``fetch``             Fetch, ListOffsets, DeleteRecords
-``admin``             CreateTopics, DeleteTopics, CreatePartitions
-``configs``           DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-``groups``            FindCoordinator and the classic consumer group APIs (the
-                      coordinator's state machine is :mod:`kproto.broker.groups`)
-``consumer_groups``   ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
-``leader_epoch``      OffsetForLeaderEpoch
-``log_dirs``          DescribeLogDirs
-``reassignment``      ElectLeaders, AlterPartitionReassignments,
-                      ListPartitionReassignments
-``client_quotas``     DescribeClientQuotas, AlterClientQuotas (stored only)
-``features``          UpdateFeatures and ApiVersions' feature fields
-``topic_partitions``  DescribeTopicPartitions (KIP-966)
-``unsupported``       what the broker lacks, refused as Kafka refuses a disabled
-                      feature: ShareGroupHeartbeat (KIP-932); its
-                      :data:`~.unsupported.REFUSALS` also names the transaction
-                      refusals of FindCoordinator and InitProducerId
-====================  ==========================================================
-
+====================  ===================================================
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
 from :data:`HANDLERS` is not served: the connection that asks for it is closed, as
@@ -38,6 +15,7 @@ from types import MappingProxyType
 from typing import Final
 
 from kproto.broker.handlers import (
+    acls,
     admin,
     client_quotas,
     cluster_info,
@@ -50,6 +28,7 @@ from kproto.broker.handlers import (
     log_dirs,
     produce,
     reassignment,
+    security,
     topic_partitions,
     unsupported,
 )
@@ -96,6 +75,13 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
         ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+        ApiKey.CREATE_ACLS: acls.create_acls,
+        ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+        ApiKey.DELETE_ACLS: acls.delete_acls,
+        ApiKey.SASL_HANDSHAKE: security.sasl_handshake,
+        ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
         ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.describe_topic_partitions,
     }

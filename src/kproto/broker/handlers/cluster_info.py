@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kproto.broker import topic_admin
-from kproto.broker.authorized_operations import ResourceType, authorized_operations
+from kproto.broker.acl import ResourceType
+from kproto.broker.authorized_operations import authorized_operations
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.state import ClusterState
@@ -27,6 +28,7 @@ __all__ = [
     "metadata",
     "describe_cluster",
     "topic_metadata",
+    "operations",
 ]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
@@ -75,6 +77,24 @@ async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
         ],
         throttle_time_ms=0,
         **api_versions_feature_fields(ctx.state),
+    )
+
+
+def operations(
+    ctx: RequestContext, resource_type: ResourceType, name: str, requested: bool
+) -> int:
+    """The ``authorized_operations`` bitfield of one resource for the request's
+    principal (:func:`kproto.broker.authorized_operations.authorized_operations`:
+    all supported operations with ACLs off or for a super user)."""
+    store = ctx.security.acls
+    if store is None or ctx.principal in store.super_users:
+        return authorized_operations(resource_type, requested)
+    return authorized_operations(
+        resource_type,
+        requested,
+        lambda op: store.authorize(
+            ctx.principal, ctx.client_host, op, resource_type, name
+        ),
     )
 
 
@@ -153,12 +173,11 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         topics.append(topic_metadata(state, name, error))
     if created:
         state.save_topics()  # once per request
-    topic_ops = authorized_operations(
-        ResourceType.TOPIC,
-        getattr(request, "include_topic_authorized_operations", False),
-    )
+    asked = getattr(request, "include_topic_authorized_operations", False)
     for entry in topics:
-        entry["topic_authorized_operations"] = topic_ops
+        entry["topic_authorized_operations"] = operations(
+            ctx, ResourceType.TOPIC, entry["name"], asked
+        )
     return respond(
         ctx,
         throttle_time_ms=0,
@@ -166,8 +185,10 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         cluster_id=state.cluster_id,
         controller_id=state.controller_id,
         topics=topics,
-        cluster_authorized_operations=authorized_operations(
+        cluster_authorized_operations=operations(
+            ctx,
             ResourceType.CLUSTER,
+            "kafka-cluster",
             getattr(request, "include_cluster_authorized_operations", False),
         ),
     )
@@ -187,7 +208,10 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
             {"broker_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
             for n in state.nodes.values()
         ],
-        cluster_authorized_operations=authorized_operations(
-            ResourceType.CLUSTER, request.include_cluster_authorized_operations
+        cluster_authorized_operations=operations(
+            ctx,
+            ResourceType.CLUSTER,
+            "kafka-cluster",
+            request.include_cluster_authorized_operations,
         ),
     )

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey, response_type
 from kproto.meta import build_entity
@@ -36,6 +37,9 @@ class RequestContext:
         api_version: the request's api_version.
         client_id: the header's client_id (``None`` for header v0 or a null id).
         client_host: the peer's address, for DescribeGroups ``client_host``.
+        principal: who the connection authenticated as (``User:alice``;
+            ``User:ANONYMOUS`` without authentication).
+        security: the listener's security settings and users.
     """
 
     state: ClusterState
@@ -46,6 +50,8 @@ class RequestContext:
     api_version: int
     client_id: str | None
     client_host: str
+    principal: str = ANONYMOUS
+    security: ListenerSecurity = attrs.field(factory=ListenerSecurity)
 
 
 #: A request handler: request entity -> response entity (``None``: no response).

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kproto.broker.authorized_operations import ResourceType, authorized_operations
-from kproto.broker.handlers.cluster_info import topic_metadata
+from kproto.broker.acl import ResourceType
+from kproto.broker.handlers.cluster_info import operations, topic_metadata
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 
@@ -31,7 +31,6 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000
 async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Any:
     """The requested topics' partitions, in (name, partition) order, paged."""
     state = ctx.state
-    ops = authorized_operations(ResourceType.TOPIC, True)
     cursor = request.cursor
     if request.topics:
         names = sorted({t.name for t in request.topics})
@@ -43,7 +42,9 @@ async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Any:
                 "error_code": ErrorCode.INVALID_REQUEST,
                 "name": name,
                 "partitions": [],
-                "topic_authorized_operations": ops,
+                "topic_authorized_operations": operations(
+                    ctx, ResourceType.TOPIC, name, True
+                ),
             }
             for name in names
         ]
@@ -63,7 +64,9 @@ async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Any:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         entry = topic_metadata(state, name)
-        entry["topic_authorized_operations"] = ops
+        entry["topic_authorized_operations"] = operations(
+            ctx, ResourceType.TOPIC, name, True
+        )
         first = start_partition if name == start_topic else 0
         partitions = entry["partitions"][first:]
         for p in partitions:
