@@ -426,3 +426,53 @@ def test_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
     assert described.cluster_authorized_operations == supported_operations(
         ResourceType.CLUSTER
     )
+
+
+def test_cluster_admin_apis_need_cluster_acls(cluster: Cluster) -> None:
+    """ElectLeaders, UpdateFeatures, AlterClientQuotas ... need their cluster
+    operation (Kafka's ``KafkaApis`` checks); OffsetForLeaderEpoch topic DESCRIBE."""
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    features = {
+        "timeout_ms": 1000,
+        "validate_only": True,
+        "feature_updates": [
+            {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1}
+        ],
+    }
+    quotas = {
+        "validate_only": True,
+        "entries": [
+            {
+                "entity": [{"entity_type": "user", "entity_name": "alice"}],
+                "ops": [{"key": "producer_byte_rate", "value": 1.0, "remove": False}],
+            }
+        ],
+    }
+    epochs = {
+        "replica_id": -1,
+        "topics": [
+            {"topic": t, "partitions": [{"partition": 0, "leader_epoch": 0}]}
+            for t in ("alice-orders", "bob-orders")
+        ],
+    }
+    denied = 31  # CLUSTER_AUTHORIZATION_FAILED
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        assert conn.request(ApiKey.UPDATE_FEATURES, **features).error_code == denied
+        assert (
+            conn.request(ApiKey.ALTER_CLIENT_QUOTAS, **quotas).entries[0].error_code
+            == denied
+        )
+        listed = conn.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, topics=None)
+        assert listed.error_code == denied
+        answer = conn.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, **epochs)
+        codes = {t.topic: t.partitions[0].error_code for t in answer.topics}
+        assert codes["bob-orders"] == 29  # TOPIC_AUTHORIZATION_FAILED
+        assert codes["alice-orders"] in (0, 6)  # served (or not led by this node)
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        assert conn.request(ApiKey.UPDATE_FEATURES, **features).error_code == 0
+        assert (
+            conn.request(ApiKey.ALTER_CLIENT_QUOTAS, **quotas).entries[0].error_code
+            == 0
+        )

@@ -28,6 +28,11 @@ InitProducerId              cluster IDEMPOTENT_WRITE or WRITE on some topic:
                             CLUSTER_AUTHORIZATION_FAILED
 ACL and SCRAM APIs          cluster ALTER (create, delete, alter) or DESCRIBE:
                             CLUSTER_AUTHORIZATION_FAILED
+OffsetForLeaderEpoch        topic DESCRIBE: its partitions TOPIC_AUTHORIZATION_FAILED
+ElectLeaders, AlterPartiti- cluster ALTER; DescribeLogDirs, ListPartitionReassignments
+onReassignments, Update-    cluster DESCRIBE; Describe/AlterClientQuotas cluster
+Features ...                DESCRIBE_CONFIGS / ALTER_CONFIGS:
+                            CLUSTER_AUTHORIZATION_FAILED
 ==========================  ===========================================================
 
 An API with no check here (one added to the broker later) is served to super users
@@ -137,6 +142,18 @@ _SPLITS = {
         "topics",
         "partitions",
         "partition_index",
+    ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _TopicSplit(
+        AclOperation.DESCRIBE,
+        "topics",
+        "partitions",
+        "partition",
+        "topics",
+        "partitions",
+        "partition",
+        {"leader_epoch": -1, "end_offset": -1},
+        name="topic",
+        out_name="topic",
     ),
 }
 
@@ -465,6 +482,22 @@ def _cluster_denied(ctx: RequestContext, request: Any) -> Any:
                 for u in users
             ],
         )
+    if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            entries=[
+                {
+                    "error_code": _CLUSTER_DENIED,
+                    "error_message": message,
+                    "entity": [
+                        {"entity_type": e.entity_type, "entity_name": e.entity_name}
+                        for e in entry.entity
+                    ],
+                }
+                for entry in request.entries
+            ],
+        )
     if api_key == ApiKey.INIT_PRODUCER_ID:
         return respond(
             ctx,
@@ -473,7 +506,7 @@ def _cluster_denied(ctx: RequestContext, request: Any) -> Any:
             producer_id=-1,
             producer_epoch=-1,
         )
-    return respond(  # DescribeAcls, DescribeUserScramCredentials
+    return respond(  # DescribeAcls, DescribeUserScramCredentials, the admin APIs
         ctx, throttle_time_ms=0, error_code=_CLUSTER_DENIED, error_message=message
     )
 
@@ -484,6 +517,13 @@ _CLUSTER_OPS = {
     ApiKey.DESCRIBE_ACLS: AclOperation.DESCRIBE,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: AclOperation.DESCRIBE,
+    ApiKey.DESCRIBE_LOG_DIRS: AclOperation.DESCRIBE,
+    ApiKey.ELECT_LEADERS: AclOperation.ALTER,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: AclOperation.DESCRIBE_CONFIGS,
+    ApiKey.ALTER_CLIENT_QUOTAS: AclOperation.ALTER_CONFIGS,
+    ApiKey.UPDATE_FEATURES: AclOperation.ALTER,
 }
 
 
