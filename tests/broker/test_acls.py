@@ -476,3 +476,36 @@ def test_cluster_admin_apis_need_cluster_acls(cluster: Cluster) -> None:
             conn.request(ApiKey.ALTER_CLIENT_QUOTAS, **quotas).entries[0].error_code
             == 0
         )
+
+
+def test_group_configs_need_group_acls(cluster: Cluster) -> None:
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        answer = conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            resources=[
+                {"resource_type": 32, "resource_name": n, "configuration_keys": None}
+                for n in ("alice-group", "bob-group")
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    codes = {r.resource_name: r.error_code for r in answer.results}
+    # READ on alice-group does not imply DESCRIBE_CONFIGS
+    assert codes == {"alice-group": 30, "bob-group": 30}  # GROUP_AUTHORIZATION_FAILED
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        answer = conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            resources=[
+                {
+                    "resource_type": 32,
+                    "resource_name": "bob-group",
+                    "configuration_keys": None,
+                }
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    assert answer.results[0].error_code == 0

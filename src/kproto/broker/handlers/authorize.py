@@ -332,24 +332,27 @@ async def _create_partitions(
 
 
 #: Kafka's ``ConfigResource.Type`` code of a topic.
-_CONFIG_TOPIC = 2
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32  # ConfigResource.Type TOPIC, GROUP
 
 
 async def _configs(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """DescribeConfigs (DESCRIBE_CONFIGS), AlterConfigs and IncrementalAlterConfigs
-    (ALTER_CONFIGS): on the topic, or on the cluster for broker resources."""
+    (ALTER_CONFIGS): on the topic, the group (KIP-848 group configs), or on the
+    cluster for broker resources."""
     describe = ctx.header.request_api_key == ApiKey.DESCRIBE_CONFIGS
     op = AclOperation.DESCRIBE_CONFIGS if describe else AclOperation.ALTER_CONFIGS
 
     def permitted(r: Any) -> bool:
         if r.resource_type == _CONFIG_TOPIC:
             return _ok(ctx, op, ResourceType.TOPIC, r.resource_name)
+        if r.resource_type == _CONFIG_GROUP:
+            return _ok(ctx, op, ResourceType.GROUP, r.resource_name)
         return _ok(ctx, op, ResourceType.CLUSTER, _CLUSTER)
 
     def refusal(r: Any) -> dict[str, Any]:
-        topic = r.resource_type == _CONFIG_TOPIC
+        code = {_CONFIG_TOPIC: _TOPIC_DENIED, _CONFIG_GROUP: _GROUP_DENIED}
         return {
-            "error_code": _TOPIC_DENIED if topic else _CLUSTER_DENIED,
+            "error_code": code.get(r.resource_type, _CLUSTER_DENIED),
             "error_message": None,
             "resource_type": r.resource_type,
             "resource_name": r.resource_name,
