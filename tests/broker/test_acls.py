@@ -509,3 +509,17 @@ def test_group_configs_need_group_acls(cluster: Cluster) -> None:
             include_documentation=False,
         )
     assert answer.results[0].error_code == 0
+
+
+def test_describe_topic_partitions_hides_topics(cluster: Cluster) -> None:
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        listed = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[])
+        named = conn.request(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            topics=[{"name": "alice-orders"}, {"name": "bob-orders"}],
+        )
+    assert {t.name for t in listed.topics} == {"alice-orders", "alice-secret"}
+    codes = {t.name: t.error_code for t in named.topics}
+    assert codes == {"alice-orders": 0, "bob-orders": 29}  # TOPIC_AUTHORIZATION_FAILED

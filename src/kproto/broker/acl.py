@@ -64,6 +64,7 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.DESCRIBE_CLIENT_QUOTAS,
         ApiKey.ALTER_CLIENT_QUOTAS,
         ApiKey.UPDATE_FEATURES,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
         ApiKey.SASL_AUTHENTICATE,
         ApiKey.CREATE_ACLS,
         ApiKey.DESCRIBE_ACLS,

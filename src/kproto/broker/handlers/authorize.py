@@ -28,6 +28,8 @@ InitProducerId              cluster IDEMPOTENT_WRITE or WRITE on some topic:
                             CLUSTER_AUTHORIZATION_FAILED
 ACL and SCRAM APIs          cluster ALTER (create, delete, alter) or DESCRIBE:
                             CLUSTER_AUTHORIZATION_FAILED
+DescribeTopicPartitions     topic DESCRIBE: hidden from a listing, a named one
+                            answered TOPIC_AUTHORIZATION_FAILED
 OffsetForLeaderEpoch        topic DESCRIBE: its partitions TOPIC_AUTHORIZATION_FAILED
 ElectLeaders, AlterPartiti- cluster ALTER; DescribeLogDirs, ListPartitionReassignments
 onReassignments, Update-    cluster DESCRIBE; Describe/AlterClientQuotas cluster
@@ -44,6 +46,7 @@ Kafka's ``KafkaApis`` ``authHelper.authorize`` calls per API.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -239,6 +242,28 @@ async def _metadata(ctx: RequestContext, handler: Handler, request: Any) -> Any:
                 respond(
                     ctx, topics=[{"name": t.name, "error_code": _TOPIC_DENIED}]
                 ).topics[0]
+            )
+    return attrs.evolve(response, topics=tuple(kept))
+
+
+async def _describe_topic_partitions(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    """DescribeTopicPartitions: topics the principal may not DESCRIBE are left out
+    of a listing, and answered TOPIC_AUTHORIZATION_FAILED when named."""
+    response = await _call(handler, ctx, request)
+    kept = []
+    for t in response.topics:
+        if _ok(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+            kept.append(t)
+        elif request.topics:
+            kept.append(
+                attrs.evolve(
+                    t,
+                    error_code=_TOPIC_DENIED,
+                    topic_id=uuid.UUID(int=0),
+                    partitions=(),
+                )
             )
     return attrs.evolve(response, topics=tuple(kept))
 
@@ -551,6 +576,7 @@ _SPECIAL: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
     ApiKey.DELETE_GROUPS: _delete_groups,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
 }
 
 
