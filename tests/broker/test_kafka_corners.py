@@ -285,10 +285,13 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
     after = _describe(conn, group, "cfg-group")
     assert after["consumer.session.timeout.ms"].value == "50000"
     assert after["consumer.session.timeout.ms"].config_source == 8  # GROUP_CONFIG
-    assert (
-        cluster.state.group_config("cfg-group", "share.auto.offset.reset") == "earliest"
-    )
-    assert cluster.state.group_config("other", "share.auto.offset.reset") == "latest"
+    # share.* goes to the share coordinator, described in the same answer
+    assert after["share.auto.offset.reset"].value == "earliest"
+    assert after["share.auto.offset.reset"].config_source == 8
+    got = cluster.state.group_config("cfg-group", "consumer.session.timeout.ms")
+    assert got == "50000"
+    assert cluster.state.group_config("other", "consumer.session.timeout.ms") == "45000"
+    assert cluster.state.group_config("o", "streams.num.standby.replicas", "1") == "1"
     for bad in (
         ("consumer.session.timeout.ms", 0, "1000"),  # below the broker's minimum
         ("no.such.config", 0, "1"),
@@ -333,12 +336,12 @@ def test_group_configs_survive_a_restart(tmp_path: Any) -> None:
         conn = Connection(info.host, info.port, timeout_s=30)
         conn.negotiate()
         assert (
-            _incremental(conn, 32, "g", ("share.record.lock.duration.ms", 0, "20000"))
+            _incremental(conn, 32, "g", ("streams.num.standby.replicas", 0, "2"))
         ).error_code == ErrorCode.NONE
         conn.close()
     time.sleep(0)
     with Cluster(data_dir=tmp_path) as c:
-        assert c.state.group_config("g", "share.record.lock.duration.ms") == "20000"
+        assert c.state.group_config("g", "streams.num.standby.replicas") == "2"
 
 
 def test_group_configs_reach_the_consumer_group_coordinator(

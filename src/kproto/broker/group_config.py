@@ -1,9 +1,10 @@
-"""Group configs (KIP-848 ``GROUP`` config resources): names, types, defaults and
-Kafka's validation.
+"""Group configs (KIP-848 ``GROUP`` config resources) of the consumer and streams
+protocols: names, types, defaults and Kafka's validation (the ``share.*`` ones are
+the share coordinator's, :mod:`kproto.broker.share`).
 
 Source: Kafka's ``GroupConfig`` (``group-coordinator/.../GroupConfig.java``: the
 ``ConfigDef`` and ``validateValues``, whose bounds are the broker's
-``group.consumer.min/max.*``, ``group.share.min/max.*`` and ``group.streams.*``
+``group.consumer.min/max.*`` and ``group.streams.*``
 settings, :data:`GROUP_CONFIG_BOUNDS` here with Kafka's defaults). A group's
 explicit configs are stored by :class:`kproto.broker.dynamic_config.DynamicConfigs`
 and read by the coordinators through :meth:`ClusterState.group_config`.
@@ -18,7 +19,6 @@ from kproto.broker.topic_config import (
     TopicConfigDef,
     TopicConfigError,
     _at_least,
-    _one_of,
 )
 
 __all__ = [
@@ -31,7 +31,9 @@ __all__ = [
 _D = TopicConfigDef
 _T = ConfigType
 
-#: Every group config Kafka 4.1 defines, by name.
+#: The group configs of the consumer (KIP-848) and streams (KIP-1071) protocols, by
+#: name; the ``share.*`` ones belong to the share coordinator
+#: (:data:`kproto.broker.share.GROUP_PROPERTIES`).
 GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
     d.name: d
     for d in (
@@ -48,45 +50,6 @@ GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
             "5000",
             "Heartbeat interval in ms given to the members (consumer protocol).",
             _at_least(1),
-        ),
-        _D(
-            "share.session.timeout.ms",
-            _T.INT,
-            "45000",
-            "Timeout in ms to detect share group member failures.",
-            _at_least(1),
-        ),
-        _D(
-            "share.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
-            "Heartbeat interval in ms given to share group members.",
-            _at_least(1),
-        ),
-        _D(
-            "share.record.lock.duration.ms",
-            _T.INT,
-            "30000",
-            "Acquisition lock duration in ms of a record fetched by a share consumer.",
-            _at_least(1000),
-        ),
-        _D(
-            "share.auto.offset.reset",
-            _T.STRING,
-            "latest",
-            "Where a share-partition starts: latest, earliest or by_duration:<ISO-8601>.",
-            lambda v: (
-                None
-                if isinstance(v, str) and v.lower().startswith("by_duration:")
-                else _one_of("latest", "earliest")(v)
-            ),
-        ),
-        _D(
-            "share.isolation.level",
-            _T.STRING,
-            "read_uncommitted",
-            "Whether share consumers read transactional records uncommitted.",
-            _one_of("read_committed", "read_uncommitted"),
         ),
         _D(
             "streams.session.timeout.ms",
@@ -122,9 +85,6 @@ GROUP_CONFIG_DEFAULTS: Mapping[str, str] = {
 GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
     "consumer.session.timeout.ms": (45000, 60000),
     "consumer.heartbeat.interval.ms": (5000, 15000),
-    "share.session.timeout.ms": (45000, 60000),
-    "share.heartbeat.interval.ms": (5000, 15000),
-    "share.record.lock.duration.ms": (15000, 60000),
     "streams.session.timeout.ms": (45000, 60000),
     "streams.heartbeat.interval.ms": (5000, 15000),
     "streams.num.standby.replicas": (0, 2),
@@ -153,7 +113,7 @@ def validate_group_configs(configs: Mapping[str, str]) -> None:
             raise TopicConfigError(f"{name} must be greater than or equal to {low}")
         if value > high:
             raise TopicConfigError(f"{name} must be less than or equal to {high}")
-    for kind in ("consumer", "share", "streams"):
+    for kind in ("consumer", "streams"):
         session = values[f"{kind}.session.timeout.ms"]
         heartbeat = values[f"{kind}.heartbeat.interval.ms"]
         assert isinstance(session, int) and isinstance(heartbeat, int)

@@ -34,6 +34,7 @@ from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
 from kproto.framing import (
@@ -65,7 +66,7 @@ class NodeServer:
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
-        request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
     """
@@ -83,6 +84,7 @@ class NodeServer:
         request_log: RequestLog | None = None,
         log_requests: bool = False,
         security: ListenerSecurity | None = None,
+        share: ShareCoordinator | None = None,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -98,6 +100,7 @@ class NodeServer:
             request_log=request_log,
             log_requests=log_requests,
             security=self.security,
+            share=share,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()

@@ -1,7 +1,36 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-====================  ===================================================
+====================  ==========================================================
+module                APIs
+====================  ==========================================================
+``cluster_info``      ApiVersions, Metadata, DescribeCluster
+``produce``           Produce, InitProducerId
+``fetch``             Fetch, ListOffsets, DeleteRecords
+``admin``             CreateTopics, DeleteTopics, CreatePartitions
+``configs``           DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+``groups``            FindCoordinator and the classic consumer group APIs (the
+                      coordinator's state machine is :mod:`kproto.broker.groups`)
+``consumer_groups``   ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
+``security``          SaslHandshake/SaslAuthenticate outside an exchange,
+                      Describe/AlterUserScramCredentials
+``acls``              CreateAcls, DescribeAcls, DeleteAcls (enforcement:
+                      :mod:`.authorize`, called by the dispatcher)
+``share``             share groups (KIP-932): ShareGroupHeartbeat, ShareFetch,
+                      ShareAcknowledge (state machine: :mod:`kproto.broker.share`)
+``share_admin``       ShareGroupDescribe and the share-group offset APIs
+``leader_epoch``      OffsetForLeaderEpoch
+``log_dirs``          DescribeLogDirs
+``reassignment``      ElectLeaders, AlterPartitionReassignments,
+                      ListPartitionReassignments
+``client_quotas``     DescribeClientQuotas, AlterClientQuotas (stored only)
+``features``          UpdateFeatures and ApiVersions' feature fields
+``topic_partitions``  DescribeTopicPartitions (KIP-966)
+``unsupported``       what the broker lacks, refused as Kafka refuses a disabled
+                      feature: the transaction refusals of FindCoordinator and
+                      InitProducerId (:data:`~.unsupported.REFUSALS`)
+====================  ==========================================================
+
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
 from :data:`HANDLERS` is not served: the connection that asks for it is closed, as
@@ -29,8 +58,9 @@ from kproto.broker.handlers import (
     produce,
     reassignment,
     security,
+    share,
+    share_admin,
     topic_partitions,
-    unsupported,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
@@ -82,7 +112,13 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
-        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: share.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_DESCRIBE: share_admin.share_group_describe,
+        ApiKey.SHARE_FETCH: share.share_fetch,
+        ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_admin.describe_share_group_offsets,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_admin.alter_share_group_offsets,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_admin.delete_share_group_offsets,
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.describe_topic_partitions,
     }
 )

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from kproto.broker.errors import TopicError
 from kproto.broker.group_config import (
     GROUP_CONFIG_DEFAULTS,
@@ -21,6 +23,7 @@ from kproto.broker.group_config import (
     validate_group_configs,
 )
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.share_admin import alter_group_configs, group_configs
 from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
 from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType, TopicConfigDef
 from kproto.errors import ErrorCode
@@ -106,6 +109,9 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                     )
         elif r.resource_type == _GROUP and r.resource_name:
             entries = _group_entries(ctx, r.resource_name, keys)
+            if ctx.share is not None:  # the share.* configs: the share coordinator's
+                error, message, shared = group_configs(ctx, r.resource_name, keys)
+                entries = sorted(entries + shared, key=lambda e: str(e["name"]))
         elif r.resource_type == _BROKER:
             for name, value in sorted(_broker_configs(state).items()):
                 if keys is None or name in keys:
@@ -147,7 +153,9 @@ def _alter(
         error, message = ErrorCode.NONE, None
         if r.resource_type == _GROUP:
             try:
-                _alter_group(ctx, r, changes_of, replace, request.validate_only)
+                error, message = _alter_group(
+                    ctx, r, changes_of, replace, request.validate_only
+                )
             except TopicError as err:
                 error, message = err.error_code, str(err)
         elif r.resource_type != _TOPIC:
@@ -187,13 +195,22 @@ def _alter(
 
 def _alter_group(
     ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
-) -> None:
+) -> tuple[ErrorCode, str | None]:
     """Apply ``r``'s changes to a group's configs (Kafka's ``GroupConfig.validate``
-    on the result); saved unless ``validate_only``."""
+    on the result), unless ``validate_only``: the ``share.*`` ones through the share
+    coordinator (:func:`~kproto.broker.handlers.share_admin.alter_group_configs`,
+    incremental only), the others to :attr:`ClusterState.dynamic`. Returns the share
+    coordinator's refusal, if any (nothing is then changed).
+
+    Raises:
+        TopicError: INVALID_REQUEST (no group name), INVALID_CONFIG.
+    """
     if not r.resource_name:
         raise TopicError(
             ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
         )
+    shared = [c for c in r.configs if c.name.startswith("share.")]
+    r = attrs.evolve(r, configs=[c for c in r.configs if c not in shared])
     store = ctx.state.dynamic
     current = store.group_configs.get(r.resource_name, {})
     changes = changes_of(r, GROUP_CONFIGS, current, GROUP_CONFIG_DEFAULTS)
@@ -204,13 +221,26 @@ def _alter_group(
         else:
             new[key] = value
     validate_group_configs(new)
-    if validate_only:
-        return
+    if shared:
+        if replace or ctx.share is None:
+            raise TopicError(
+                ErrorCode.INVALID_CONFIG,
+                "share group configs are set with IncrementalAlterConfigs "
+                "(and need the share coordinator)",
+            )
+        error, message = alter_group_configs(
+            ctx, attrs.evolve(r, configs=shared), validate_only
+        )
+        if error != ErrorCode.NONE:
+            return error, message
+    if validate_only or new == current:
+        return ErrorCode.NONE, None
     if new:
         store.group_configs[r.resource_name] = new
     else:
         store.group_configs.pop(r.resource_name, None)
     store.save()
+    return ErrorCode.NONE, None
 
 
 def _replace_changes(resource: Any, *_: Any) -> dict[str, str | None]:
