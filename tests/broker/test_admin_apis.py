@@ -502,7 +502,7 @@ def test_update_features(tmp_path: Path) -> None:
                 version,
                 timeout_ms=1000,
                 feature_updates=[
-                    {"feature": "share.version", "max_version_level": 1, **kind},
+                    {"feature": "group.version", "max_version_level": 0, **kind},
                     {"feature": "no.such.version", "max_version_level": 1, **kind},
                 ],
             )
@@ -525,8 +525,8 @@ def test_update_features(tmp_path: Path) -> None:
             ApiKey.UPDATE_FEATURES,
             timeout_ms=1000,
             validate_only=False,
-            feature_updates=[
-                {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1}
+            feature_updates=[  # level 0 disables; a downgrade must say so
+                {"feature": "share.version", "max_version_level": 0, "upgrade_type": 2}
             ],
         )
         assert ok.error_code == ErrorCode.NONE, ok.error_message
@@ -536,11 +536,7 @@ def test_update_features(tmp_path: Path) -> None:
             f.name: f.max_version_level
             for f in conn.api_versions_response.finalized_features
         }
-        assert finalized == {
-            "metadata.version": 25,
-            "group.version": 1,
-            "share.version": 1,
-        }
+        assert finalized == {"metadata.version": 25, "group.version": 1}
         assert conn.api_versions_response.finalized_features_epoch == 1
         conn.close()
     with Cluster(data_dir=tmp_path) as c:
@@ -549,7 +545,7 @@ def test_update_features(tmp_path: Path) -> None:
             f.name: f.max_version_level
             for f in conn.api_versions_response.finalized_features
         }
-        assert finalized["share.version"] == 1
+        assert "share.version" not in finalized
         conn.close()
 
 

@@ -45,11 +45,12 @@ SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     "eligible.leader.replicas.version": (0, 0),
 }
 
-#: The finalized levels of a new cluster (``group.version`` 1: the KIP-848 consumer
-#: group protocol is served, as a Kafka 4.0 cluster finalizes it).
+#: The finalized levels of a new cluster (``group.version`` 1 and ``share.version``
+#: 1: the KIP-848 consumer group protocol and share groups are served).
 DEFAULT_FINALIZED_FEATURES: Mapping[str, int] = {
     "metadata.version": 25,
     "group.version": 1,
+    "share.version": 1,
 }
 
 # FeatureUpdate.UpgradeType: UPGRADE 1, SAFE_DOWNGRADE 2, UNSAFE_DOWNGRADE 3.
