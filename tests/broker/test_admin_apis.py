@@ -594,3 +594,26 @@ def test_describe_topic_partitions_pages_with_a_cursor(
     everything = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[])
     names = [t.name for t in everything.topics]
     assert names == sorted(names) and {"dtp-a", "dtp-b"} <= set(names)
+
+
+def test_elect_leaders_of_an_offline_partition() -> None:
+    """A partition with no live leader (faults' OFFLINE, -1): nothing to elect."""
+    with Cluster() as c:
+        c.create_topic("offline", 1)
+        c.state.topics["offline"].leaders[0] = -1  # as a stopped node leaves it
+        conn = connect(c, c.state.node_ids[0])
+        try:
+            for kind, code in (
+                (0, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE),
+                (1, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE),
+            ):
+                answer = conn.request(
+                    ApiKey.ELECT_LEADERS,
+                    election_type=kind,
+                    topic_partitions=[{"topic": "offline", "partitions": [0]}],
+                    timeout_ms=1000,
+                )
+                result = answer.replica_election_results[0].partition_result[0]
+                assert result.error_code == code
+        finally:
+            conn.close()

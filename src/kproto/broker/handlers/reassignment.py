@@ -10,7 +10,8 @@ Sources: ``ElectLeadersRequest/Response.json`` v0-v2 (``election_type`` since v1
 
 Every partition here has one replica, its leader, which is therefore its preferred
 replica: a preferred election is ELECTION_NOT_NEEDED, and so is an unclean one
-(the leader is present). A reassignment to one live node moves the partition's
+(the leader is present); a partition whose node is stopped (offline) gets
+PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE (no other replica). A reassignment to one live node moves the partition's
 leadership there at once (every node reads the same data directory, so nothing
 is copied) and none is ever left in progress; a target of more than one replica
 is refused with INVALID_REPLICATION_FACTOR (no replication), and cancelling one
@@ -48,6 +49,17 @@ def _election(
         )
     if kind not in (_PREFERRED, _UNCLEAN):
         return ErrorCode.INVALID_REQUEST, f"Unknown election type {kind}"
+    if ctx.state.leader(topic, partition) not in ctx.state.nodes:
+        # offline (its only replica's node is stopped): nothing can be elected
+        if kind == _PREFERRED:
+            return (
+                ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                "The preferred leader was not available.",
+            )
+        return (
+            ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+            "Eligible topic partition leaders are not available.",
+        )
     return (
         ErrorCode.ELECTION_NOT_NEEDED,
         "Leader election not needed for topic partition.",
