@@ -385,3 +385,24 @@ def test_group_configs_reach_the_consumer_group_coordinator(
         assert left.error_code == ErrorCode.NONE
     finally:
         gconn.close()
+
+
+def test_validate_only_alterations_are_validated(
+    cluster: Cluster, conn: Connection
+) -> None:
+    cluster.create_topic("vo", 1)
+    answer = conn.request(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        resources=[
+            {
+                "resource_type": 2,
+                "resource_name": "vo",
+                "configs": [
+                    {"name": "cleanup.policy", "config_operation": 2, "value": "shred"}
+                ],
+            }
+        ],
+        validate_only=True,
+    )
+    assert answer.responses[0].error_code == ErrorCode.INVALID_CONFIG
+    assert "cleanup.policy" not in cluster.state.topics["vo"].configs

@@ -25,7 +25,12 @@ from kproto.broker.group_config import (
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.share_admin import alter_group_configs, group_configs
 from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
-from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType, TopicConfigDef
+from kproto.broker.topic_config import (
+    TOPIC_CONFIGS,
+    ConfigType,
+    TopicConfigDef,
+    validate_topic_configs,
+)
 from kproto.errors import ErrorCode
 
 __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
@@ -173,11 +178,16 @@ def _alter(
                     TOPIC_CONFIG_DEFAULTS,
                 )
                 if request.validate_only:
-                    if r.resource_name not in ctx.state.topics:
+                    if info is None:
                         raise TopicError(
                             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                             f"unknown topic {r.resource_name!r}",
                         )
+                    merged = {} if replace else dict(info.configs)
+                    merged.update(changes)
+                    validate_topic_configs(
+                        {k: v for k, v in merged.items() if v is not None}
+                    )
                 else:
                     ctx.state.set_configs(r.resource_name, changes, replace=replace)
             except TopicError as err:
