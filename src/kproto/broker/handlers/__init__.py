@@ -1,36 +1,7 @@
 """The broker's API handlers, one module per API family, and :data:`HANDLERS`, the
 one table of what the broker serves.
 
-====================  ==========================================================
-module                APIs
-====================  ==========================================================
-``cluster_info``      ApiVersions, Metadata, DescribeCluster
-``produce``           Produce, InitProducerId
-``fetch``             Fetch, ListOffsets, DeleteRecords
-``admin``             CreateTopics, DeleteTopics, CreatePartitions
-``configs``           DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-``groups``            FindCoordinator and the classic consumer group APIs (the
-                      coordinator's state machine is :mod:`kproto.broker.groups`)
-``consumer_groups``   ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
-``security``          SaslHandshake/SaslAuthenticate outside an exchange,
-                      Describe/AlterUserScramCredentials
-``acls``              CreateAcls, DescribeAcls, DeleteAcls (enforcement:
-                      :mod:`.authorize`, called by the dispatcher)
-``share``             share groups (KIP-932): ShareGroupHeartbeat, ShareFetch,
-                      ShareAcknowledge (state machine: :mod:`kproto.broker.share`)
-``share_admin``       ShareGroupDescribe and the share-group offset APIs
-``leader_epoch``      OffsetForLeaderEpoch
-``log_dirs``          DescribeLogDirs
-``reassignment``      ElectLeaders, AlterPartitionReassignments,
-                      ListPartitionReassignments
-``client_quotas``     DescribeClientQuotas, AlterClientQuotas (stored only)
-``features``          UpdateFeatures and ApiVersions' feature fields
-``topic_partitions``  DescribeTopicPartitions (KIP-966)
-``unsupported``       what the broker lacks, refused as Kafka refuses a disabled
-                      feature: the transaction refusals of FindCoordinator and
-                      InitProducerId (:data:`~.unsupported.REFUSALS`)
-====================  ==========================================================
-
+====================  ===================================================
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
 :mod:`.partitions` the topic/leader lookups the partition APIs share. An API missing
 from :data:`HANDLERS` is not served: the connection that asks for it is closed, as
@@ -60,6 +31,7 @@ from kproto.broker.handlers import (
     security,
     share,
     share_admin,
+    streams_groups,
     topic_partitions,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -105,6 +77,11 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
         ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+        ApiKey.STREAMS_GROUP_HEARTBEAT: streams_groups.streams_group_heartbeat,
+        ApiKey.STREAMS_GROUP_DESCRIBE: streams_groups.streams_group_describe,
+        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (
+            streams_groups.streams_group_topology_description_update
+        ),
         ApiKey.CREATE_ACLS: acls.create_acls,
         ApiKey.DESCRIBE_ACLS: acls.describe_acls,
         ApiKey.DELETE_ACLS: acls.delete_acls,
