@@ -563,9 +563,15 @@ class PartitionLog:
         segments wholly below it; return the new log start offset.
 
         Raises:
-            LogAppendError: OFFSET_OUT_OF_RANGE when ``offset`` is above the
-                high watermark.
+            LogAppendError: OFFSET_OUT_OF_RANGE when ``offset`` is negative or
+                above the high watermark.
         """
+        if offset < 0:  # Kafka's Partition.deleteRecordsOnLeader
+            raise LogAppendError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"the offset {offset} for partition {self.topic}-{self.partition} "
+                "is not valid",
+            )
         if offset > self.high_watermark:
             raise LogAppendError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,

@@ -271,7 +271,7 @@ class ConsumerGroups:
             None,
             member_id,
             member.member_epoch,
-            self.heartbeat_interval_ms,
+            self._setting(group.group_id, "consumer.heartbeat.interval.ms"),
             member.assigned if changed or full else None,
         )
 
@@ -469,12 +469,24 @@ class ConsumerGroups:
         group.group_epoch += 1
         records.append(group_epoch_record(group.group_id, group.group_epoch))
 
+    def _setting(self, group_id: str, name: str) -> int:
+        """``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` of
+        the group: its GROUP config when set (``ClusterState.group_config``), else
+        this coordinator's (Kafka's ``GroupMetadataManager`` per-group lookup)."""
+        own = (
+            self.session_timeout_ms
+            if name == "consumer.session.timeout.ms"
+            else self.heartbeat_interval_ms
+        )
+        lookup = getattr(self.coordinator.state, "group_config", None)
+        return own if lookup is None else int(lookup(group_id, name, str(own)))
+
     def _arm_timers(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         scheduler = self.coordinator.scheduler
         if member.session_timer is not None:
             member.session_timer.cancel()
         member.session_timer = scheduler.call_later(
-            self.session_timeout_ms,
+            self._setting(group.group_id, "consumer.session.timeout.ms"),
             lambda: self._expire(group, member, "session timeout", None),
         )
         if member.state == MemberState.UNREVOKED_PARTITIONS:

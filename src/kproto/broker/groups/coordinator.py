@@ -343,8 +343,9 @@ class GroupCoordinator:
         partition log knows a newer epoch).
 
         Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
-        with no member id commits for a group without membership ("simple" commit);
-        otherwise UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+        with no member id commits for a group without membership ("simple" commit)
+        and gets UNKNOWN_MEMBER_ID from a group with members; otherwise
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
         Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
         modern = self.consumer.groups.get(group_id)
@@ -440,12 +441,14 @@ class GroupCoordinator:
             return E.NONE
         if group.is_static_member_fenced(member_id, instance_id):
             return E.FENCED_INSTANCE_ID
-        if (generation_id >= 0 or member_id or instance_id is not None) and (
-            member_id not in group.members
-        ):
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if member_id not in group.members:
+                return E.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return E.ILLEGAL_GENERATION
+        else:
+            # an admin commit (no member, generation -1) to a group with members
             return E.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
         if group.is_(GroupState.COMPLETING_REBALANCE):
             return E.REBALANCE_IN_PROGRESS
         return E.NONE

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kproto.broker import topic_admin
+from kproto.broker.acl import ResourceType
+from kproto.broker.authorized_operations import authorized_operations
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.leadership import leader_epoch
@@ -28,6 +30,7 @@ __all__ = [
     "metadata",
     "describe_cluster",
     "topic_metadata",
+    "operations",
 ]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
@@ -77,7 +80,10 @@ def served_api_ranges(
 
 
 async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
-    """Every API served and its version range (``ctx.served_apis``)."""
+    """Every API served and its version range (``ctx.served_apis``); v3+ also the
+    supported and finalized features (:mod:`kproto.broker.handlers.features`)."""
+    from kproto.broker.handlers.features import api_versions_feature_fields
+
     return respond(
         ctx,
         error_code=ErrorCode.NONE,
@@ -86,6 +92,25 @@ async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
             for k, (lo, hi) in ctx.served_apis.items()
         ],
         throttle_time_ms=0,
+        **api_versions_feature_fields(ctx.state),
+    )
+
+
+def operations(
+    ctx: RequestContext, resource_type: ResourceType, name: str, requested: bool
+) -> int:
+    """The ``authorized_operations`` bitfield of one resource for the request's
+    principal (:func:`kproto.broker.authorized_operations.authorized_operations`:
+    all supported operations with ACLs off or for a super user)."""
+    store = ctx.security.acls
+    if store is None or ctx.principal in store.super_users:
+        return authorized_operations(resource_type, requested)
+    return authorized_operations(
+        resource_type,
+        requested,
+        lambda op: store.authorize(
+            ctx.principal, ctx.client_host, op, resource_type, name
+        ),
     )
 
 
@@ -183,6 +208,11 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         topics.append(topic_metadata(state, name, error))
     if created:
         state.save_topics()  # once per request
+    asked = getattr(request, "include_topic_authorized_operations", False)
+    for entry in topics:
+        entry["topic_authorized_operations"] = operations(
+            ctx, ResourceType.TOPIC, entry["name"], asked
+        )
     return respond(
         ctx,
         throttle_time_ms=0,
@@ -190,7 +220,12 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         cluster_id=state.cluster_id,
         controller_id=state.controller_id,
         topics=topics,
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=operations(
+            ctx,
+            ResourceType.CLUSTER,
+            "kafka-cluster",
+            getattr(request, "include_cluster_authorized_operations", False),
+        ),
     )
 
 
@@ -208,5 +243,10 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
             {"broker_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
             for n in state.nodes.values()
         ],
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=operations(
+            ctx,
+            ResourceType.CLUSTER,
+            "kafka-cluster",
+            request.include_cluster_authorized_operations,
+        ),
     )

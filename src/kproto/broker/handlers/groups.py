@@ -142,7 +142,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
         protocol_type=result.protocol_type,
         protocol_name=result.protocol_name,
         leader=result.leader,
-        skip_assignment=False,
+        skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=[
             {"member_id": m, "group_instance_id": i, "metadata": data}
