@@ -14,9 +14,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
@@ -95,6 +97,16 @@ class Cluster:
             KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
         consumer_assignors: KIP-848 server assignors, the first the default
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
+        max_connections: connections each node keeps open at once (Kafka's
+            ``max.connections``; ``None``: unlimited); more are closed at accept.
+        max_connections_per_ip: the same per client address (Kafka's
+            ``max.connections.per.ip``; ``None``: unlimited).
+        queued_max_requests: requests in flight per node across its connections
+            (Kafka's ``queued.max.requests``, 500).
+        default_quotas: client quotas for clients no AlterClientQuotas entity
+            covers (:class:`~kproto.broker.quotas.QuotaDefaults`; default none);
+            :attr:`client_quotas` holds the entity quotas (see
+            :mod:`kproto.broker.quotas`).
 
     Raises:
         ValueError: ``nodes`` < 1, or a security argument out of place.
@@ -128,6 +140,10 @@ class Cluster:
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        max_connections: int | None = None,
+        max_connections_per_ip: int | None = None,
+        queued_max_requests: int = 500,
+        default_quotas: QuotaDefaults | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -172,6 +188,10 @@ class Cluster:
             consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             consumer_assignors=consumer_assignors,
         )
+        #: Client quotas by entity (``{(("user", "alice"),): {"producer_byte_rate":
+        #: 1e6}}``, :data:`kproto.broker.quotas.QuotaEntity` keys), as
+        #: AlterClientQuotas stores them; read on every lookup.
+        self.client_quotas: dict[QuotaEntity, dict[str, float]] = {}
         self.servers = [
             NodeServer(
                 self.state,
@@ -183,6 +203,11 @@ class Cluster:
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
                 security=self.security,
+                connection_quotas=ConnectionQuotas(
+                    max_connections, max_connections_per_ip
+                ),
+                quotas=ClientQuotas(lambda: self.client_quotas, default_quotas),
+                queued_max_requests=queued_max_requests,
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]

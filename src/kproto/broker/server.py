@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kproto.aio import read_frame
+from kproto.broker.connection_limits import ConnectionQuotas, RequestQueue
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.quotas import ClientQuotas, user_of, with_throttle
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
@@ -68,6 +71,13 @@ class NodeServer:
         request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
+        connection_quotas: ``max.connections`` / ``max.connections.per.ip``
+            (default: unlimited); a connection over a limit is closed at accept.
+        quotas: client quotas (default: none); a throttled response carries
+            ``throttle_time_ms`` and its connection is muted that long (KIP-219).
+        queued_max_requests: requests in flight across connections (Kafka's
+            ``queued.max.requests``); a Fetch waiting for data holds no slot, as a
+            Kafka fetch in the purgatory.
     """
 
     def __init__(
@@ -83,6 +93,9 @@ class NodeServer:
         request_log: RequestLog | None = None,
         log_requests: bool = False,
         security: ListenerSecurity | None = None,
+        connection_quotas: ConnectionQuotas | None = None,
+        quotas: ClientQuotas | None = None,
+        queued_max_requests: int = 500,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -101,6 +114,9 @@ class NodeServer:
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
+        self.connection_quotas = connection_quotas or ConnectionQuotas()
+        self.quotas = quotas
+        self.request_queue = RequestQueue(queued_max_requests)
 
     async def start(self) -> NodeInfo:
         """Listen; return the node's address (the real port when ``port`` was 0)."""
@@ -134,7 +150,11 @@ class NodeServer:
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
         client_host = peer[0] if isinstance(peer, tuple) else str(peer)
+        refused = self.connection_quotas.admit(client_host)
         try:
+            if refused is not None:
+                log.warning("node %d: connection refused: %s", self.node_id, refused)
+                return
             tls_principal = None
             if self.security.uses_tls:
                 try:
@@ -157,6 +177,8 @@ class NodeServer:
                 "node %d: connection from %s failed", self.node_id, client_host
             )
         finally:
+            if refused is None:
+                self.connection_quotas.release(client_host)
             self.connections.discard(task)
             writer.close()
             try:
@@ -270,12 +292,40 @@ class NodeServer:
                 if close:
                     return
                 continue
-            response = await self.dispatcher.handle(
-                header, request, client_host, principal=auth.principal
-            )
-            if response is not None:
-                writer.write(encode_response(header, response))
+            api_key = header.request_api_key
+            started = time.monotonic()
+            if api_key == ApiKey.FETCH:  # may wait for data: holds no queue slot
+                response = await self.dispatcher.handle(
+                    header, request, client_host, principal=auth.principal
+                )
+            else:
+                async with self.request_queue:
+                    response = await self.dispatcher.handle(
+                        header, request, client_host, principal=auth.principal
+                    )
+            data = None if response is None else encode_response(header, response)
+            throttle_ms = 0
+            if self.quotas is not None and self.quotas.enabled:
+                throttle_ms = self.quotas.record(
+                    user_of(auth.principal),
+                    getattr(header, "client_id", None),
+                    api_key,
+                    request_bytes=len(frame),
+                    response_bytes=len(data or b""),
+                    handler_ms=(
+                        0
+                        if api_key == ApiKey.FETCH
+                        else (time.monotonic() - started) * 1000
+                    ),
+                )
+                if throttle_ms and response is not None:
+                    data = encode_response(header, with_throttle(response, throttle_ms))
+            if data is not None:
+                writer.write(data)
                 await writer.drain()
+            if throttle_ms:
+                # KIP-219: answered at once, then muted for the throttle time
+                await asyncio.sleep(throttle_ms / 1000)
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:

@@ -16,7 +16,11 @@ from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.handlers.unsupported import TRANSACTIONS
-from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.broker.log_validator import (
+    LogPolicy,
+    RecordValidationError,
+    validate_off_loop,
+)
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -51,10 +55,14 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                 if plog is not None:
                     info = state.topics[name]
                     policy = LogPolicy.for_produce(info.config, state.now_ms())
+                    records = pdata.records or b""
                     try:
+                        # decompression and record checks off the event loop
+                        checked = await validate_off_loop(records, policy)
                         result = plog.append_batches(
-                            pdata.records or b"",
+                            records,
                             policy,
+                            checked=checked,
                             log_append_time_ms=(
                                 policy.now_ms if policy.log_append_time else None
                             ),
