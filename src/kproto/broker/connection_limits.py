@@ -4,19 +4,44 @@ Follows Kafka's ``ConnectionQuotas`` (``max.connections``,
 ``max.connections.per.ip`` with ``max.connections.per.ip.overrides``; a connection
 over a limit is closed right after accept) and ``RequestChannel``'s bounded queue
 (``queued.max.requests``, default 500: when it is full the processors stop reading
-requests until a slot frees).
+requests until a slot frees), and kproto's own turns (:class:`ClientTurns`): a
+single-threaded broker serves ready connections in turn, so without them a client
+with 50 connections gets 50 turns to a one-connection client's one.
+
+Requests that wait for something else (a Fetch for data, JoinGroup and
+SyncGroup for the rest of the group: Kafka's purgatory) hold neither a queue slot
+nor a turn (:data:`WAITING_APIS`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextvars
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Hashable, Mapping
+from typing import Final, TypeVar
 
-__all__ = ["ConnectionQuotas", "RequestQueue"]
+from kproto.index import ApiKey
+
+__all__ = [
+    "ClientTurns",
+    "ConnectionQuotas",
+    "Pass",
+    "RequestQueue",
+    "WAITING_APIS",
+    "admit",
+    "client_key",
+    "close_open_pass",
+    "off_turn",
+]
 
 log = logging.getLogger("kproto.broker")
+T = TypeVar("T")
+
+#: APIs whose handlers wait on other clients or on data, outside every bound here.
+WAITING_APIS: Final = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 
 
 class ConnectionQuotas:
@@ -110,3 +135,167 @@ class RequestQueue:
 
     async def __aexit__(self, *exc: object) -> None:
         self._slots.release()
+
+
+class _Turn:
+    __slots__ = ("client", "held")
+
+    def __init__(self, client: Hashable) -> None:
+        self.client = client
+        self.held = False
+
+
+_CURRENT: contextvars.ContextVar[tuple[ClientTurns, _Turn] | None] = (
+    contextvars.ContextVar("kproto_broker_turn", default=None)
+)
+
+
+class ClientTurns:
+    """Turns of the node's request handling, granted round robin across clients.
+
+    One request is handled at a time (the event loop runs one anyway); when several
+    wait, the turn goes to the client that has waited longest since its last turn,
+    so a client with 50 connections gets one turn for each turn of a client with
+    one. A client is a ``(address, principal, client id)`` key. A handler that
+    waits for other work (produce validation on a thread) gives its turn up
+    meanwhile (:func:`off_turn`).
+
+    Args:
+        enabled: ``False``: requests are handled as they come (no turns).
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._busy = False
+        self._waiting: dict[Hashable, collections.deque[asyncio.Future[None]]] = {}
+
+    async def _acquire(self, turn: _Turn) -> None:
+        if not self._busy and not self._waiting:
+            self._busy = turn.held = True
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(turn.client, collections.deque()).append(future)
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                turn.held = True  # handed over just before the cancellation
+                self._release(turn)
+            else:
+                queue = self._waiting.get(turn.client)
+                if queue is not None and future in queue:
+                    queue.remove(future)
+                    if not queue:
+                        del self._waiting[turn.client]
+            raise
+        turn.held = True
+
+    def _release(self, turn: _Turn) -> None:
+        if not turn.held:
+            return
+        turn.held = False
+        while self._waiting:
+            client = next(iter(self._waiting))
+            queue = self._waiting.pop(client)
+            future = queue.popleft()
+            if queue:  # the client goes to the back of the round
+                self._waiting[client] = queue
+            if not future.done():
+                future.set_result(None)  # the turn passes on: still busy
+                return
+        self._busy = False
+
+
+async def off_turn(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` without holding the current request's turn (if any),
+    then wait for a turn again."""
+    current = _CURRENT.get()
+    if current is None:
+        return await awaitable
+    turns, turn = current
+    turns._release(turn)
+    try:
+        return await awaitable
+    finally:
+        await turns._acquire(turn)
+
+
+def client_key(frame: bytes, host: str, principal: str) -> tuple[str, str, bytes]:
+    """The ``(address, principal, client id)`` of a request frame, the client id
+    read from the request header (v1+: int16 length and bytes after api_key,
+    api_version and correlation_id) without decoding the request."""
+    client_id = b""
+    if len(frame) >= 10:
+        size = int.from_bytes(frame[8:10], "big", signed=True)
+        if size > 0:
+            client_id = bytes(frame[10 : 10 + size])
+    return host, principal, client_id
+
+
+class Pass:
+    """What one request holds while it is handled: a queue slot and a turn
+    (released by :meth:`end_turn` and :meth:`close`; both idempotent)."""
+
+    __slots__ = ("queue", "turns", "turn")
+
+    def __init__(
+        self, queue: RequestQueue | None, turns: ClientTurns, turn: _Turn | None
+    ) -> None:
+        self.queue = queue
+        self.turns = turns
+        self.turn = turn
+
+    def end_turn(self) -> None:
+        """Give the turn up (before writing the response: a client that does not
+        read must not hold the node)."""
+        if self.turn is not None:
+            self.turns._release(self.turn)
+            self.turn = None
+            _CURRENT.set(None)
+
+    def close(self) -> None:
+        """Give the turn and the queue slot up."""
+        self.end_turn()
+        if self.queue is not None:
+            self.queue._slots.release()
+            self.queue = None
+        _PASS.set(None)
+
+
+async def admit(
+    queue: RequestQueue, turns: ClientTurns, frame: bytes, host: str, principal: str
+) -> Pass:
+    """Wait for a queue slot (unless the frame's api_key is one of
+    :data:`WAITING_APIS`), then for a turn of the frame's client; the caller
+    closes the :class:`Pass` once the request is answered."""
+    api_key = int.from_bytes(frame[:2], "big") if len(frame) >= 2 else -1
+    held: RequestQueue | None = None
+    if api_key not in WAITING_APIS:
+        await queue.__aenter__()
+        held = queue
+    if not turns.enabled:
+        return Pass(held, turns, None)
+    turn = _Turn(client_key(frame, host, principal))
+    try:
+        await turns._acquire(turn)
+    except BaseException:
+        if held is not None:
+            held._slots.release()
+        raise
+    _CURRENT.set((turns, turn))
+    admitted = Pass(held, turns, turn)
+    _PASS.set(admitted)
+    return admitted
+
+
+_PASS: contextvars.ContextVar[Pass | None] = contextvars.ContextVar(
+    "kproto_broker_pass", default=None
+)
+
+
+def close_open_pass() -> None:
+    """Close the :class:`Pass` the current connection task still holds (a
+    request that ended the connection), if any."""
+    held = _PASS.get()
+    if held is not None:
+        held.close()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 import crc32c
@@ -276,20 +276,26 @@ def _validate_batch(
             raise RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}"
             )
+        # the error is raised outside the except clauses: an exception chained
+        # to the codec's would keep its frames, and the partly filled
+        # decompression buffer, alive until the garbage collector runs
+        failure: RecordValidationError | None = None
         try:
             buf = bytes(
                 decompress(codec, data[start:end], policy.max_decompressed_bytes)
             )
         except SizeLimitError as err:
-            raise RecordValidationError(
+            failure = RecordValidationError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"compressed record batch at byte {pos} expands past "
                 f"{policy.max_decompressed_bytes} bytes: {err}",
-            ) from None
+            )
         except DecodeError as err:
-            raise RecordValidationError(
+            failure = RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
-            ) from None
+            )
+        if failure is not None:
+            raise failure
         rpos, rend = 0, len(buf)
     check_time = (
         not policy.log_append_time
@@ -504,12 +510,20 @@ def _varint(buf: bytes, p: int) -> tuple[int, int]:
             raise _invalid("varint longer than 10 bytes in a record")
 
 
-async def validate_off_loop(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
+async def validate_off_loop(
+    records: bytes,
+    policy: LogPolicy,
+    *,
+    wait: (
+        Callable[[Awaitable[list[ValidBatch]]], Awaitable[list[ValidBatch]]] | None
+    ) = None,
+) -> list[ValidBatch]:
     """:func:`validate_batches` where it does not hold up the event loop: inline
     for small uncompressed requests (64 KiB), else on a pool of two threads, so a
     decompression bomb or a million-record batch costs other connections no more
     than a share of the CPU (Kafka validates on its request-handler threads, not
-    on the network threads).
+    on the network threads). ``wait`` wraps the wait for the thread (the broker
+    passes :func:`kproto.broker.connection_limits.off_turn`).
 
     Raises:
         RecordValidationError: as :func:`validate_batches`.
@@ -518,4 +532,5 @@ async def validate_off_loop(records: bytes, policy: LogPolicy) -> list[ValidBatc
     if len(records) <= _INLINE_MAX_BYTES and not compressed:
         return validate_batches(records, policy)
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_POOL, validate_batches, records, policy)
+    future = loop.run_in_executor(_POOL, validate_batches, records, policy)
+    return await (future if wait is None else wait(future))

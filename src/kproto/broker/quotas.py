@@ -15,7 +15,9 @@ nothing more from that connection for that long):
   default user + client id, default user + default client id, default user, client
   id, default client id; then the broker's defaults (:class:`QuotaDefaults`);
 * rates are measured over ``window_num`` samples of ``window_ms`` (Kafka's
-  ``quota.window.num`` 11 and ``quota.window.size.seconds`` 1); over the quota,
+  ``quota.window.num`` 11 and ``quota.window.size.seconds`` 1; a client seen for
+  less than that is measured over the time since its first request, at least one
+  sample, so a new client is throttled within a second); over the quota,
   ``throttle = (rate - quota) / quota * window``, at most ``window_num * window_ms``
   (``ClientQuotaManager.throttleTime`` / ``maxThrottleTimeMs``).
 """
@@ -107,12 +109,13 @@ class _Rate:
     """A sum over ``num`` samples of ``size_ms`` (Kafka's ``SampledStat`` with
     ``Rate``): the rate is the sum over the elapsed part of the window."""
 
-    __slots__ = ("samples", "size_ms", "num")
+    __slots__ = ("samples", "size_ms", "num", "first_ms")
 
-    def __init__(self, size_ms: int, num: int) -> None:
+    def __init__(self, size_ms: int, num: int, now_ms: float) -> None:
         self.samples: dict[int, float] = {}
         self.size_ms = size_ms
         self.num = num
+        self.first_ms = now_ms
 
     def record(self, value: float, now_ms: float) -> float:
         """Add ``value`` at ``now_ms``; return the rate per second."""
@@ -121,9 +124,11 @@ class _Rate:
         for old in [s for s in self.samples if s < oldest]:
             del self.samples[old]
         self.samples[slot] = self.samples.get(slot, 0.0) + value
-        # the window measured: the full samples before this one and the elapsed
-        # part of this one, as Kafka's Rate.windowSize once it has run a while
-        window = (self.num - 1) * self.size_ms + now_ms % self.size_ms
+        # the window measured: the time since the first record, at least one
+        # sample and at most all of them (Kafka's Rate.windowSize counts
+        # ``num - 1`` samples from the start, which lets a new client run at
+        # several times its quota for seconds)
+        window = min(max(now_ms - self.first_ms, self.size_ms), self.num * self.size_ms)
         return sum(self.samples.values()) * 1000 / window if window > 0 else 0.0
 
 
@@ -213,7 +218,7 @@ class ClientQuotas:
         sensor = (user, client_id or "", key)
         rate = self._rates.get(sensor)
         if rate is None:
-            rate = self._rates[sensor] = _Rate(self.window_ms, self.window_num)
+            rate = self._rates[sensor] = _Rate(self.window_ms, self.window_num, now_ms)
         observed = rate.record(value, now_ms)
         if observed <= quota:
             return 0.0

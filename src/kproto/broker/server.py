@@ -31,7 +31,15 @@ import logging
 import time
 
 from kproto.aio import read_frame
-from kproto.broker.connection_limits import ConnectionQuotas, RequestQueue
+from kproto.broker.connection_limits import (
+    WAITING_APIS,
+    ClientTurns,
+    ConnectionQuotas,
+    RequestQueue,
+    admit,
+    close_open_pass,
+    off_turn,
+)
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -75,9 +83,14 @@ class NodeServer:
             (default: unlimited); a connection over a limit is closed at accept.
         quotas: client quotas (default: none); a throttled response carries
             ``throttle_time_ms`` and its connection is muted that long (KIP-219).
+            Request time runs from the frame's arrival to its encoded response
+            (a Fetch's wait for data excluded).
         queued_max_requests: requests in flight across connections (Kafka's
-            ``queued.max.requests``); a Fetch waiting for data holds no slot, as a
-            Kafka fetch in the purgatory.
+            ``queued.max.requests``).
+        fair_turns: handle requests one at a time, round robin across clients
+            (address, principal, client id) rather than connections. Fetch,
+            JoinGroup and SyncGroup, which wait, hold no queue slot and no turn
+            (:mod:`kproto.broker.connection_limits`).
     """
 
     def __init__(
@@ -96,6 +109,7 @@ class NodeServer:
         connection_quotas: ConnectionQuotas | None = None,
         quotas: ClientQuotas | None = None,
         queued_max_requests: int = 500,
+        fair_turns: bool = True,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -117,6 +131,7 @@ class NodeServer:
         self.connection_quotas = connection_quotas or ConnectionQuotas()
         self.quotas = quotas
         self.request_queue = RequestQueue(queued_max_requests)
+        self.client_turns = ClientTurns(fair_turns)
 
     async def start(self) -> NodeInfo:
         """Listen; return the node's address (the real port when ``port`` was 0)."""
@@ -177,6 +192,7 @@ class NodeServer:
                 "node %d: connection from %s failed", self.node_id, client_host
             )
         finally:
+            close_open_pass()  # a request that ended the connection
             if refused is None:
                 self.connection_quotas.release(client_host)
             self.connections.discard(task)
@@ -221,6 +237,15 @@ class NodeServer:
                     err,
                 )
                 return
+            received = time.monotonic()  # request time (KIP-124) counts from here
+            # a queue slot, then this client's turn (round robin across clients)
+            held = await admit(
+                self.request_queue,
+                self.client_turns,
+                frame,
+                client_host,
+                auth.principal,
+            )
             if auth.raw_tokens:  # unframed SASL tokens after SaslHandshake v0
                 challenge = auth.raw_token(frame)
                 if challenge is None:
@@ -232,6 +257,7 @@ class NodeServer:
                     )
                     return
                 writer.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
+                held.close()
                 await writer.drain()
                 continue
             try:
@@ -244,6 +270,7 @@ class NodeServer:
                     and err.correlation_id is not None
                 ):
                     writer.write(unsupported_api_versions_frame(err.correlation_id))
+                    held.close()
                     await writer.drain()
                     continue
                 log.warning(
@@ -286,6 +313,7 @@ class NodeServer:
                         client_host,
                         auth.reason,
                     )
+                held.close()
                 if response is not None:
                     writer.write(encode_response(header, response))
                     await writer.drain()
@@ -293,33 +321,31 @@ class NodeServer:
                     return
                 continue
             api_key = header.request_api_key
-            started = time.monotonic()
-            if api_key == ApiKey.FETCH:  # may wait for data: holds no queue slot
-                response = await self.dispatcher.handle(
-                    header, request, client_host, principal=auth.principal
-                )
+            client_id = getattr(header, "client_id", None)
+            waited = 0.0
+            handling = self.dispatcher.handle(
+                header, request, client_host, principal=auth.principal
+            )
+            if api_key in WAITING_APIS:  # waits for data or a group: no turn held
+                started = time.monotonic()
+                response = await off_turn(handling)
+                waited = time.monotonic() - started  # purgatory: not request time
             else:
-                async with self.request_queue:
-                    response = await self.dispatcher.handle(
-                        header, request, client_host, principal=auth.principal
-                    )
+                response = await handling
             data = None if response is None else encode_response(header, response)
             throttle_ms = 0
             if self.quotas is not None and self.quotas.enabled:
                 throttle_ms = self.quotas.record(
                     user_of(auth.principal),
-                    getattr(header, "client_id", None),
+                    client_id,
                     api_key,
                     request_bytes=len(frame),
                     response_bytes=len(data or b""),
-                    handler_ms=(
-                        0
-                        if api_key == ApiKey.FETCH
-                        else (time.monotonic() - started) * 1000
-                    ),
+                    handler_ms=(time.monotonic() - received - waited) * 1000,
                 )
                 if throttle_ms and response is not None:
                     data = encode_response(header, with_throttle(response, throttle_ms))
+            held.close()
             if data is not None:
                 writer.write(data)
                 await writer.drain()

@@ -16,6 +16,7 @@ from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.handlers.unsupported import TRANSACTIONS
+from kproto.broker.connection_limits import off_turn
 from kproto.broker.log_validator import (
     LogPolicy,
     RecordValidationError,
@@ -58,7 +59,9 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     records = pdata.records or b""
                     try:
                         # decompression and record checks off the event loop
-                        checked = await validate_off_loop(records, policy)
+                        checked = await validate_off_loop(
+                            records, policy, wait=off_turn
+                        )
                         result = plog.append_batches(
                             records,
                             policy,
