@@ -4,9 +4,8 @@ Follows Kafka's ``ConnectionQuotas`` (``max.connections``,
 ``max.connections.per.ip`` with ``max.connections.per.ip.overrides``; a connection
 over a limit is closed right after accept) and ``RequestChannel``'s bounded queue
 (``queued.max.requests``, default 500: when it is full the processors stop reading
-requests until a slot frees), and kproto's own turns (:class:`ClientTurns`): a
-single-threaded broker serves ready connections in turn, so without them a client
-with 50 connections gets 50 turns to a one-connection client's one.
+requests until a slot frees), and kproto's own per-client turns
+(:class:`ClientTurns`).
 
 Requests that wait for something else (a Fetch for data, JoinGroup and
 SyncGroup for the rest of the group: Kafka's purgatory) hold neither a queue slot
@@ -151,14 +150,15 @@ _CURRENT: contextvars.ContextVar[tuple[ClientTurns, _Turn] | None] = (
 
 
 class ClientTurns:
-    """Turns of the node's request handling, granted round robin across clients.
+    """One request at a time per client, across all of its connections.
 
-    One request is handled at a time (the event loop runs one anyway); when several
-    wait, the turn goes to the client that has waited longest since its last turn,
-    so a client with 50 connections gets one turn for each turn of a client with
-    one. A client is a ``(address, principal, client id)`` key. A handler that
-    waits for other work (produce validation on a thread) gives its turn up
-    meanwhile (:func:`off_turn`).
+    A client is a ``(address, principal, client id)`` key. A single-threaded
+    broker serves ready connections in turn, so without this a client with 50
+    connections gets 50 requests handled for each one of a client with one. A
+    client's turn passes on to its next waiting request only on the event loop's
+    next round (``call_soon``), after every other ready connection had its go.
+    A handler that waits for other work (produce validation on a thread) gives
+    the turn up meanwhile (:func:`off_turn`).
 
     Args:
         enabled: ``False``: requests are handled as they come (no turns).
@@ -166,12 +166,17 @@ class ClientTurns:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self._busy = False
+        self._busy: set[Hashable] = set()
         self._waiting: dict[Hashable, collections.deque[asyncio.Future[None]]] = {}
 
+    def waiting(self, client: Hashable) -> int:
+        """Requests of ``client`` waiting for a turn."""
+        return len(self._waiting.get(client, ()))
+
     async def _acquire(self, turn: _Turn) -> None:
-        if not self._busy and not self._waiting:
-            self._busy = turn.held = True
+        if turn.client not in self._busy:
+            self._busy.add(turn.client)
+            turn.held = True
             return
         future = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(turn.client, collections.deque()).append(future)
@@ -194,16 +199,18 @@ class ClientTurns:
         if not turn.held:
             return
         turn.held = False
-        while self._waiting:
-            client = next(iter(self._waiting))
-            queue = self._waiting.pop(client)
+        asyncio.get_running_loop().call_soon(self._pass_on, turn.client)
+
+    def _pass_on(self, client: Hashable) -> None:
+        queue = self._waiting.get(client)
+        while queue:
             future = queue.popleft()
-            if queue:  # the client goes to the back of the round
-                self._waiting[client] = queue
+            if not queue:
+                del self._waiting[client]
             if not future.done():
-                future.set_result(None)  # the turn passes on: still busy
+                future.set_result(None)  # the client stays busy
                 return
-        self._busy = False
+        self._busy.discard(client)
 
 
 async def off_turn(awaitable: Awaitable[T]) -> T:

@@ -87,8 +87,9 @@ class NodeServer:
             (a Fetch's wait for data excluded).
         queued_max_requests: requests in flight across connections (Kafka's
             ``queued.max.requests``).
-        fair_turns: handle requests one at a time, round robin across clients
-            (address, principal, client id) rather than connections. Fetch,
+        fair_turns: handle one request at a time per client (address, principal,
+            client id) across its connections, so that many connections earn a
+            client no larger share. Fetch,
             JoinGroup and SyncGroup, which wait, hold no queue slot and no turn
             (:mod:`kproto.broker.connection_limits`).
     """
