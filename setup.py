@@ -1,4 +1,5 @@
-"""Build the optional C extension ``kproto._speedups`` (see ``kproto.speedups``).
+"""Build the optional C extensions ``kproto._speedups``, ``_entity_reader`` and
+``_entity_writer`` (see ``kproto.speedups``).
 
 Everything else about the package is in pyproject.toml. The extension is optional:
 without a C compiler (or with ``KPROTO_NO_EXTENSIONS=1`` set at build time) the build
@@ -50,9 +51,10 @@ setup(
         Extension(
             f"kproto.{name}",
             [f"src/kproto/{name}.c"],
+            depends=["src/kproto/_entity_desc.h", "src/kproto/_entity_out.h"],
             extra_compile_args=["-O2"] if os.name != "nt" else [],
         )
-        for name in ("_speedups", "_entity_reader")
+        for name in ("_speedups", "_entity_reader", "_entity_writer")
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -1,6 +1,6 @@
 """Which implementation of kproto's hot paths runs: the C extensions or pure Python.
 
-Two optional C extensions, built by ``pip install`` when a C compiler is present
+Three optional C extensions, built by ``pip install`` when a C compiler is present
 (``setup.py``; without one the install prints a warning and everything runs in pure
 Python, with the same results):
 
@@ -36,6 +36,7 @@ __all__ = [
     "available",
     "enabled",
     "entity_module",
+    "entity_writer_module",
     "reason",
     "records_module",
     "using",
@@ -45,23 +46,32 @@ ENV_VAR = "KPROTO_NO_EXTENSIONS"
 """Environment variable: any value but empty or ``0`` turns the extensions off."""
 
 
-def _load() -> tuple[ModuleType | None, ModuleType | None, str]:
+_Modules = tuple[ModuleType | None, ModuleType | None, ModuleType | None, str]
+
+
+def _load() -> _Modules:
     if os.environ.get(ENV_VAR, "") not in ("", "0"):
-        return None, None, f"{ENV_VAR} is set"
+        return None, None, None, f"{ENV_VAR} is set"
     try:
-        from kproto import _entity_reader, _speedups  # type: ignore[attr-defined]
+        from kproto import (  # type: ignore[attr-defined]
+            _entity_reader,
+            _entity_writer,
+            _speedups,
+        )
     except ImportError as exc:
-        return None, None, f"the C extensions are not built ({exc})"
+        return None, None, None, f"the C extensions are not built ({exc})"
     records: ModuleType = _speedups
-    entities: ModuleType = _entity_reader
+    reader: ModuleType = _entity_reader
+    writer: ModuleType = _entity_writer
     return (
         records,
-        entities,
-        "the C extensions kproto._speedups and _entity_reader are in use",
+        reader,
+        writer,
+        "the C extensions kproto._speedups, _entity_reader and _entity_writer are in use",
     )
 
 
-_records, _entities, _reason = _load()
+_records, _entities, _entity_writer, _reason = _load()
 _on = _records is not None
 
 
@@ -93,6 +103,12 @@ def entity_module() -> ModuleType | None:
     return _entities
 
 
+def entity_writer_module() -> ModuleType | None:
+    """``kproto._entity_writer`` when loaded, else None (for :mod:`kproto.serial._native`;
+    its writers check the switch themselves)."""
+    return _entity_writer
+
+
 @contextmanager
 def using(native: bool) -> Iterator[None]:
     """Run the block with the C code (``native=True``) or the pure-Python code.
@@ -109,10 +125,11 @@ def using(native: bool) -> Iterator[None]:
         raise RuntimeError(f"kproto's C extensions are not available: {_reason}")
     saved = _on
     _on = native
-    was = _entities.set_enabled(native) if _entities is not None else None
+    entity_modules = [m for m in (_entities, _entity_writer) if m is not None]
+    were = [m.set_enabled(native) for m in entity_modules]
     try:
         yield
     finally:
         _on = saved
-        if _entities is not None:
-            _entities.set_enabled(was)
+        for module, was in zip(entity_modules, were, strict=True):
+            module.set_enabled(was)

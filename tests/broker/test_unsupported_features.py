@@ -9,7 +9,6 @@ itself in its own module.
 | feature | broker answer | confluent-kafka | kafka-python | aiokafka | kcat |
 | --- | --- | --- | --- | --- | --- |
 | transactions | FindCoordinator key type 1 / transactional InitProducerId: TRANSACTIONAL_ID_AUTHORIZATION_FAILED | fatal KafkaException from ``init_transactions()`` | ``TransactionalIdAuthorizationFailedError`` | ``TransactionalIdAuthorizationFailed`` from ``start()`` | exit 1 |
-| KIP-932 share consumer | ShareGroupHeartbeat: UNSUPPORTED_VERSION | fatal KafkaException from ``ShareConsumer.poll()`` | (no share groups) | (no share groups) | - |
 
 Each client is run against its own deadline of :data:`DEADLINE_S` (the time it may
 take to give up; before this behaviour the transactional producers retried until
@@ -21,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -29,7 +27,6 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.handlers.unsupported import (
     REFUSALS,
-    SHARE_GROUPS,
     TRANSACTIONS,
 )
 from kproto.connection import Connection
@@ -79,13 +76,14 @@ def test_refusals_at_the_protocol_level(cluster: Cluster) -> None:
         )
         assert (idempotent.error_code, idempotent.producer_epoch) == (0, 0)
         member = {"group_id": "g", "member_id": "m", "member_epoch": 0}
+        # KIP-848 consumer groups and KIP-932 share groups are served
+        # (tests/broker/test_consumer_protocol.py, tests/broker/test_share_groups.py)
+        assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in REFUSALS
+        assert ApiKey.SHARE_GROUP_HEARTBEAT not in REFUSALS
         share = conn.request(
             ApiKey.SHARE_GROUP_HEARTBEAT, **member, subscribed_topic_names=["plain"]
         )
-        assert share.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert share.error_message == SHARE_GROUPS.message
-        # KIP-848 consumer groups are served (tests/broker/test_consumer_protocol.py)
-        assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in REFUSALS
+        assert (share.error_code, share.member_epoch) == (ErrorCode.NONE, 1)
 
 
 # -- transactions ------------------------------------------------------------------
@@ -157,32 +155,3 @@ def test_kcat_transactional_producer(cluster: Cluster) -> None:
     assert "Transactional Id authorization failed" in done.stderr
     assert "transactions are not supported" in done.stderr
     assert cluster.records("plain", 0) == []
-
-
-# -- KIP-932 share consumers (confluent-kafka only) -------------------------------
-
-
-def test_confluent_share_consumer(cluster: Cluster) -> None:
-    ck = pytest.importorskip("confluent_kafka")
-    if not hasattr(ck, "ShareConsumer"):
-        pytest.skip("this confluent-kafka has no ShareConsumer (2.16+)")
-    consumer = ck.ShareConsumer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "kip932",
-            "log_level": 0,
-        }
-    )
-    consumer.subscribe(["plain"])
-    deadline = time.monotonic() + DEADLINE_S
-    try:
-        with pytest.raises(ck.KafkaException) as raised:
-            while time.monotonic() < deadline:
-                for message in consumer.poll(0.5):
-                    assert message.error() is None
-    finally:
-        consumer.close()
-    error = raised.value.args[0]
-    assert error.code() == ck.KafkaError.UNSUPPORTED_VERSION
-    assert error.fatal()
-    assert "ShareGroupHeartbeat" in error.str()

@@ -9,11 +9,12 @@ import shutil
 import ssl
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
@@ -21,6 +22,7 @@ from kproto.broker.introspect import RequestLog
 from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
+from kproto.broker.share import ShareConfig, ShareCoordinator
 from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
@@ -107,9 +109,15 @@ class Cluster:
             covers (:class:`~kproto.broker.quotas.QuotaDefaults`; default none);
             :attr:`client_quotas` holds the entity quotas (see
             :mod:`kproto.broker.quotas`).
+        log_cleaner_backoff_ms: pause between the log cleaner's passes over
+            the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
+        share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
+            ``{"group.share.record.lock.duration.ms": 500}``
+            (:class:`kproto.broker.share.ShareConfig`).
 
     Raises:
-        ValueError: ``nodes`` < 1, or a security argument out of place.
+        ValueError: ``nodes`` < 1, a security argument out of place, or an
+            unknown or invalid share-group setting.
         RuntimeError: TLS certificates are needed and trustme is not installed.
     """
 
@@ -144,6 +152,8 @@ class Cluster:
         max_connections_per_ip: int | None = None,
         queued_max_requests: int = 500,
         default_quotas: QuotaDefaults | None = None,
+        log_cleaner_backoff_ms: int = 15_000,
+        share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -192,6 +202,12 @@ class Cluster:
         #: 1e6}}``, :data:`kproto.broker.quotas.QuotaEntity` keys), as
         #: AlterClientQuotas stores them; read on every lookup.
         self.client_quotas: dict[QuotaEntity, dict[str, float]] = {}
+        #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
+        self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)
+        #: The share-group coordinator (KIP-932).
+        self.share = ShareCoordinator(
+            self.state, ShareConfig.from_properties(share_configs or {})
+        )
         self.servers = [
             NodeServer(
                 self.state,
@@ -208,6 +224,7 @@ class Cluster:
                 ),
                 quotas=ClientQuotas(lambda: self.client_quotas, default_quotas),
                 queued_max_requests=queued_max_requests,
+                share=self.share,
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]
@@ -233,7 +250,10 @@ class Cluster:
             for server in self.servers:
                 await server.start()
             await self.groups.start()
+            self.cleaner.start()
+            await self.share.start()
         except BaseException:
+            await self.cleaner.stop()
             for server in self.servers:
                 await server.stop()
             for plog in self.state.logs.values():
@@ -254,9 +274,11 @@ class Cluster:
         if not self._started:
             return
         self._started = False
+        await self.cleaner.stop()
         for server in self.servers:
             await server.stop()
         await self.groups.stop()
+        await self.share.stop()
         self.state.close()
         if self._temp:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -450,3 +472,20 @@ class Cluster:
             for record in batch.records
             if record.offset >= start
         ]
+
+    def compact(self, topic: str | None = None, *, force: bool = False) -> CleanerStats:
+        """Run one log-cleaner pass now over the compacted topics (``topic``
+        only, if given), honouring their compaction configs (``force``: clean
+        whatever ``min.cleanable.dirty.ratio`` says); wait for it to finish.
+        Callable from any thread but the cluster's loop (there: :meth:`async_compact`).
+
+        Raises:
+            KeyError: ``topic`` does not exist.
+        """
+        return self._call(self.cleaner.clean_once(topic, force=force))
+
+    async def async_compact(
+        self, topic: str | None = None, *, force: bool = False
+    ) -> CleanerStats:
+        """:meth:`compact` on the cluster's own loop."""
+        return await self.cleaner.clean_once(topic, force=force)

@@ -9,7 +9,7 @@ requests until a slot frees), and kproto's own per-client turns
 
 Requests that wait for something else (a Fetch for data, JoinGroup and
 SyncGroup for the rest of the group: Kafka's purgatory) hold neither a queue slot
-nor a turn (:data:`WAITING_APIS`).
+nor a turn (:data:`WAITING_APIS`; ShareFetch too).
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 #: APIs whose handlers wait on other clients or on data, outside every bound here.
-WAITING_APIS: Final = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
+WAITING_APIS: Final = frozenset(
+    {ApiKey.FETCH, ApiKey.SHARE_FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP}
+)
 
 
 class ConnectionQuotas:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.authorize import guarded
@@ -23,6 +24,7 @@ from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey
 
@@ -53,6 +55,7 @@ class Dispatcher:
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
         security: the listener's security settings (users, for the SCRAM
             credential APIs).
+        share: the cluster's share-group coordinator (``None``: share groups refused).
     """
 
     def __init__(
@@ -64,13 +67,17 @@ class Dispatcher:
         request_log: RequestLog | None = None,
         log_requests: bool = False,
         security: ListenerSecurity | None = None,
+        share: ShareCoordinator | None = None,
     ) -> None:
+        self.share = share
         self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
         self.node_id = node_id
         self.request_log = request_log
         self.log_requests = log_requests
+        #: this node's incremental fetch sessions (KIP-227)
+        self.fetch_sessions = FetchSessionCache()
 
     @staticmethod
     def serves(api_key: int) -> bool:
@@ -97,8 +104,10 @@ class Dispatcher:
             api_version=header.request_api_version,
             client_id=client_id,
             client_host=client_host,
+            fetch_sessions=self.fetch_sessions,
             principal=principal,
             security=self.security,
+            share=self.share,
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()

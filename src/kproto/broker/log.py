@@ -31,6 +31,7 @@ from pathlib import Path
 import attrs
 import crc32c
 
+from kproto.broker.cleaner import recover_swaps
 from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
@@ -235,6 +236,7 @@ class PartitionLog:
             topic, partition, directory, segment_bytes=segment_bytes, files=files
         )
         directory.mkdir(parents=True, exist_ok=True)
+        recover_swaps(directory)  # a compaction cut short
         paths = sorted(directory.glob("*.log"))
         truncated = False
         for path in paths:
@@ -461,6 +463,8 @@ class PartitionLog:
         else:
             return b""
         i = max(bisect.bisect_right(segment.offsets, offset) - 1, 0)
+        if segment.last_offsets[i] < offset:  # a gap left by compaction
+            i += 1
         start = segment.positions[i]
         end = start
         n = len(segment.offsets)
@@ -571,9 +575,15 @@ class PartitionLog:
     def delete(self) -> None:
         """Close and remove the whole directory (DeleteTopics)."""
         self.close()
-        for path in self.directory.glob("*"):
-            path.unlink()
-        self.directory.rmdir()
+        for attempt in range(3):  # the log cleaner's thread may add a .cleaned file
+            for path in self.directory.glob("*"):
+                path.unlink(missing_ok=True)
+            try:
+                self.directory.rmdir()
+                return
+            except OSError as err:
+                if err.errno != errno.ENOTEMPTY or attempt == 2:
+                    raise
 
     def __repr__(self) -> str:
         return (

@@ -59,6 +59,7 @@ BROKER_CONFIGS: dict[str, tuple[str, type]] = {
     "connections.max.idle.ms": ("connections_max_idle_ms", int),
     "connections.max.reauth.ms": ("connections_max_reauth_ms", int),
     "ssl.client.auth": ("ssl_client_auth", str),
+    "log.cleaner.backoff.ms": ("log_cleaner_backoff_ms", int),
     "log.dirs": ("data_dir", str),
     "log.dir": ("data_dir", str),
 }

@@ -45,6 +45,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.quotas import ClientQuotas, user_of, with_throttle
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState, NodeInfo
 from kproto.errors import ErrorCode
 from kproto.framing import (
@@ -76,7 +77,7 @@ class NodeServer:
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
-        request_log, log_requests: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
         connection_quotas: ``max.connections`` / ``max.connections.per.ip``
@@ -111,6 +112,7 @@ class NodeServer:
         quotas: ClientQuotas | None = None,
         queued_max_requests: int = 500,
         fair_turns: bool = True,
+        share: ShareCoordinator | None = None,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -126,6 +128,7 @@ class NodeServer:
             request_log=request_log,
             log_requests=log_requests,
             security=self.security,
+            share=share,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()

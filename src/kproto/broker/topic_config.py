@@ -289,6 +289,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             "86400000",
             "Time in ms tombstones are kept on compacted topics.",
             _at_least(0),
+            enforced=True,
         ),
         _D(
             "min.compaction.lag.ms",
@@ -296,6 +297,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             "0",
             "Least time in ms a record stays uncompacted.",
             _at_least(0),
+            enforced=True,
         ),
         _D(
             "max.compaction.lag.ms",
@@ -303,6 +305,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _LONG_MAX_S,
             "Most time in ms a record stays ineligible for compaction.",
             _at_least(1),
+            enforced=True,
         ),
         _D(
             "file.delete.delay.ms",
@@ -317,6 +320,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             "0.5",
             "Dirty share of the log above which the cleaner compacts it.",
             _between(0, 1),
+            enforced=True,
         ),
         _D(
             "cleanup.policy",

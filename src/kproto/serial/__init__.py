@@ -47,7 +47,7 @@ from typing import IO, Any, TypeVar
 
 from kproto.exceptions import DecodeError, EncodeError
 from kproto.serial import interpret
-from kproto.serial.compile import decoder, encoder, source
+from kproto.serial.compile import decoder, encoder, native_to_bytes, source
 from kproto.serial.primitives import Short
 
 __all__ = [
@@ -194,17 +194,43 @@ def entity_writer(cls: type[E]) -> Callable[[IO[bytes], E], None]:
             names the field path. Nothing is written then.
     """
     encode_fn = encoder(cls)
+    to_bytes = native_to_bytes(cls)
+    if to_bytes is not None:
+        return _native_writer(cls, to_bytes)
 
     def write(stream: IO[bytes], entity: E) -> None:
         if entity.__class__ is not cls:
-            raise EncodeError(
-                f"expected a {cls.__qualname__}, got {type(entity).__qualname__}",
-                path=cls.__name__,
-            )
+            raise _not_a(cls, entity)
         parts: list[bytes] = []
         try:
             encode_fn(entity, parts.append)
             data = b"".join(parts)
+        except Exception as exc:
+            raise _diagnose_encode(entity, exc) from _cause(exc)
+        stream.write(data)
+
+    write.__doc__ = f"Write one {cls.__name__} to a binary stream."
+    return write
+
+
+def _not_a(cls: type, entity: Any) -> EncodeError:
+    return EncodeError(
+        f"expected a {cls.__qualname__}, got {type(entity).__qualname__}",
+        path=cls.__name__,
+    )
+
+
+def _native_writer(
+    cls: type[E], to_bytes: Callable[[Any], bytes]
+) -> Callable[[IO[bytes], E], None]:
+    """entity_writer's ``write`` over the C writer (one call for the bytes, which
+    runs the compiled encoder itself when unsure, so errors are the same)."""
+
+    def write(stream: IO[bytes], entity: E) -> None:
+        if entity.__class__ is not cls:
+            raise _not_a(cls, entity)
+        try:
+            data = to_bytes(entity)
         except Exception as exc:
             raise _diagnose_encode(entity, exc) from _cause(exc)
         stream.write(data)
@@ -221,6 +247,9 @@ def encode(entity: Any) -> bytes:
     """
     parts: list[bytes] = []
     try:
+        to_bytes = native_to_bytes(type(entity))
+        if to_bytes is not None:
+            return to_bytes(entity)
         encoder(type(entity))(entity, parts.append)
         return b"".join(parts)
     except Exception as exc:

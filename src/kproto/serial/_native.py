@@ -1,9 +1,13 @@
-"""The entity side of :mod:`kproto.speedups`: describe a class for the C reader.
+"""The entity side of :mod:`kproto.speedups`: describe a class for the C reader and
+writer.
 
-``kproto._entity_reader`` reads a class from a description built here from the same
-Wire metadata :mod:`kproto.serial._decode_gen` compiles: per field its kind,
-nullability, compact encoding, tag and default, and for structs and arrays what they
-hold. :func:`entity_reader` wraps a class's compiled decoder (the reference) in it.
+``kproto._entity_reader`` and ``kproto._entity_writer`` read and write a class from a
+description built here from the same Wire metadata :mod:`kproto.serial._decode_gen`
+and :mod:`kproto.serial._encode_gen` compile: per field its kind, nullability, compact
+encoding, tag and default, and for structs and arrays what they hold; tagged fields in
+ascending tag order (the order they are written in). :func:`entity_reader` wraps a
+class's compiled decoder (the reference) in the C reader, :func:`entity_writer` its
+compiled encoder in the C writer.
 """
 
 from __future__ import annotations
@@ -16,12 +20,12 @@ from kproto import speedups
 from kproto.meta import entity_info, wire_fields
 from kproto.serial._decode_gen import _slots_base
 
-__all__ = ["entity_reader"]
+__all__ = ["entity_reader", "entity_writer"]
 
 _KINDS = frozenset(
     "int8 int16 uint16 int32 uint32 int64 float64 bool uuid string bytes struct array".split()
 )
-_ready: Any = None
+_ready: set[str] = set()  # the modules given uuid.UUID's slots
 
 
 def _op(name: str | None, w: Any) -> tuple[Any, ...] | None:
@@ -67,7 +71,15 @@ def _describe(cls: type) -> tuple[Any, ...] | None:
         (tagged if w.tag is not None else plain).append(op)
     if flexible and unknown is None:
         return None
+    tagged.sort(key=lambda op: op[4])  # (name, kind, nullable, compact, tag, ...)
     return (cls, base, flexible, tuple(plain), tuple(tagged), unknown)
+
+
+def _ready_module(module: Any) -> Any:
+    if module.__name__ not in _ready:
+        module.setup(uuid.UUID, uuid.SafeUUID.unknown)
+        _ready.add(module.__name__)
+    return module
 
 
 def entity_reader(cls: type, fallback: Callable[[Any, int], Any]) -> Any:
@@ -75,14 +87,26 @@ def entity_reader(cls: type, fallback: Callable[[Any, int], Any]) -> Any:
     wrapped by the C reader, or ``fallback`` itself when the extension is not loaded
     or cannot describe ``cls``. The reader calls ``fallback`` while
     ``kproto.speedups.using(False)`` is in effect."""
-    global _ready
     module = speedups.entity_module()
     if module is None:
         return fallback
-    if _ready is not module:
-        module.setup(uuid.UUID, uuid.SafeUUID.unknown)
-        _ready = module
     desc = _describe(cls)
     if desc is None:
         return fallback
-    return module.make_reader(desc, fallback)
+    return _ready_module(module).make_reader(desc, fallback)
+
+
+def entity_writer(cls: type, fallback: Callable[[Any, Any], None]) -> Any:
+    """``fallback`` (the compiled ``encode(entity, append) -> None`` of ``cls``) wrapped
+    by the C writer, or ``fallback`` itself when the extension is not loaded or cannot
+    describe ``cls``. The writer appends the same bytes in one chunk, and calls
+    ``fallback`` for any value it is not sure of and while
+    ``kproto.speedups.using(False)`` is in effect; its ``to_bytes(entity) -> bytes``
+    returns them."""
+    module = speedups.entity_writer_module()
+    if module is None:
+        return fallback
+    desc = _describe(cls)
+    if desc is None:
+        return fallback
+    return _ready_module(module).make_writer(desc, fallback)

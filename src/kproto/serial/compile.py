@@ -26,6 +26,10 @@ slicing or allocating, negative lengths, tag order) and otherwise lets Python fa
 fast: any failure sends the same input through :mod:`kproto.serial.interpret`, which
 names the field path and byte offset (the compiled error is kept as ``__cause__``
 when the environment has ``KPROTO_DEBUG=1``).
+
+With the C extensions (:mod:`kproto.speedups`), :func:`decoder` and :func:`encoder`
+return the C reader and writer of :mod:`kproto.serial._native` wrapped around these
+functions, which they call for any input or value they are not sure of.
 """
 
 from __future__ import annotations
@@ -36,15 +40,16 @@ from typing import Any, Literal
 from kproto.meta import entity_info
 from kproto.serial._decode_gen import build_decoder
 from kproto.serial._encode_gen import build_encoder
-from kproto.serial._native import entity_reader
+from kproto.serial._native import entity_reader, entity_writer
 
-__all__ = ["Decoder", "Encoder", "decoder", "encoder", "source"]
+__all__ = ["Decoder", "Encoder", "decoder", "encoder", "native_to_bytes", "source"]
 
 Decoder = Callable[[Any, int], tuple[Any, int]]
 Encoder = Callable[[Any, Callable[[bytes], Any]], None]
 
 _decoders: dict[type, Decoder] = {}
 _encoders: dict[type, Encoder] = {}
+_to_bytes: dict[type, Callable[[Any], bytes] | None] = {}
 _sources: dict[tuple[type, str], str] = {}
 
 # Kafka's structs never contain themselves, so nested classes are generated inline
@@ -66,9 +71,21 @@ def encoder(cls: type) -> Encoder:
     """The compiled ``encode_<Class>(entity, append) -> None`` of ``cls`` (cached)."""
     fn = _encoders.get(cls)
     if fn is None:
-        fn, _sources[cls, "encode"] = build_encoder(cls)
-        _encoders[cls] = fn
+        compiled, _sources[cls, "encode"] = build_encoder(cls)
+        # The C writer when the extension is there (it calls this encoder for any
+        # value it is not sure of); see kproto.speedups.
+        fn = _encoders[cls] = entity_writer(cls, compiled)
+        _to_bytes[cls] = fn.to_bytes if fn is not compiled else None
     return fn
+
+
+def native_to_bytes(cls: type) -> Callable[[Any], bytes] | None:
+    """The C writer's ``to_bytes(entity) -> bytes`` of ``cls`` (the bytes
+    :func:`encoder` appends, in one call; it runs the compiled encoder itself for any
+    value it is not sure of and while ``kproto.speedups.using(False)`` is in effect),
+    or None when the C extension is not loaded."""
+    encoder(cls)
+    return _to_bytes[cls]
 
 
 def source(cls: type, kind: Literal["decode", "encode"] = "decode") -> str:

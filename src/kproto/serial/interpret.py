@@ -330,6 +330,13 @@ def _write_length(
     )
 
 
+def _fits_float(v: int) -> bool:
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:  # float() of an int beyond the float range
+        return False
+
+
 def _write_primitive(out: list[bytes], w: Wire, t: str, v: Any, path: str) -> None:
     if v is None:
         if not w.nullable:
@@ -350,13 +357,18 @@ def _write_primitive(out: list[bytes], w: Wire, t: str, v: Any, path: str) -> No
     elif t == "float64":
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise _fail(path, f"float64 needs a float, got {type(v).__name__}")
-        if isinstance(v, int) and not math.isfinite(float(v)):
+        if isinstance(v, int) and not _fits_float(v):
             raise _fail(path, f"{v} does not fit float64")
         out.append(struct.pack(">d", v))
     elif t == "uuid":
         if not isinstance(v, uuid.UUID):
             raise _fail(path, f"uuid needs a uuid.UUID, got {type(v).__name__}")
-        out.append(v.bytes)
+        try:
+            raw = v.bytes
+        except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+            # a UUID whose int slot was replaced (object.__setattr__): no 16 bytes
+            raise _fail(path, f"uuid has no 16 bytes ({exc})") from None
+        out.append(raw)
     elif t == "string":
         if not isinstance(v, str):
             raise _fail(path, f"string needs a str, got {type(v).__name__}")

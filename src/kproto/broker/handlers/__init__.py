@@ -16,10 +16,12 @@ module              APIs
                     Describe/AlterUserScramCredentials
 ``acls``            CreateAcls, DescribeAcls, DeleteAcls (enforcement:
                     :mod:`.authorize`, called by the dispatcher)
+``share``           share groups (KIP-932): ShareGroupHeartbeat, ShareFetch,
+                    ShareAcknowledge (state machine: :mod:`kproto.broker.share`)
+``share_admin``     ShareGroupDescribe and the share-group offset APIs
 ``unsupported``     what the broker lacks, refused as Kafka refuses a disabled
-                    feature: ShareGroupHeartbeat (KIP-932); its
-                    :data:`~.unsupported.REFUSALS` also names the transaction
-                    refusals of FindCoordinator and InitProducerId
+                    feature: the transaction refusals of FindCoordinator and
+                    InitProducerId (:data:`~.unsupported.REFUSALS`)
 ==================  =========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -44,7 +46,8 @@ from kproto.broker.handlers import (
     groups,
     produce,
     security,
-    unsupported,
+    share,
+    share_admin,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
@@ -88,6 +91,12 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.SASL_AUTHENTICATE: security.sasl_authenticate,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: security.describe_user_scram_credentials,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: security.alter_user_scram_credentials,
-        ApiKey.SHARE_GROUP_HEARTBEAT: unsupported.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_HEARTBEAT: share.share_group_heartbeat,
+        ApiKey.SHARE_GROUP_DESCRIBE: share_admin.share_group_describe,
+        ApiKey.SHARE_FETCH: share.share_fetch,
+        ApiKey.SHARE_ACKNOWLEDGE: share.share_acknowledge,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_admin.describe_share_group_offsets,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_admin.alter_share_group_offsets,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_admin.delete_share_group_offsets,
     }
 )

@@ -29,8 +29,16 @@ __all__ = [
 ]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
-#: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too).
-MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+#: magic 0/1 message sets, which this broker does not store (Kafka 4 dropped them too);
+#: the share-group APIs' v0 was Kafka 4.0's early access, removed in 4.1 (KIP-932).
+MIN_VERSIONS: Mapping[ApiKey, int] = {
+    ApiKey.PRODUCE: 3,
+    ApiKey.FETCH: 4,
+    ApiKey.SHARE_GROUP_HEARTBEAT: 1,
+    ApiKey.SHARE_GROUP_DESCRIBE: 1,
+    ApiKey.SHARE_FETCH: 1,
+    ApiKey.SHARE_ACKNOWLEDGE: 1,
+}
 
 #: Lowest versions advertised in ApiVersions where they differ from
 #: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,

@@ -13,6 +13,7 @@ from typing import Any
 
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.share_admin import GROUP, alter_group_configs, group_configs
 from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
 from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType
 from kproto.errors import ErrorCode
@@ -87,6 +88,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "documentation": None,
                         }
                     )
+        elif r.resource_type == GROUP:  # share-group configs (KIP-932)
+            error, message, entries = group_configs(ctx, r.resource_name, keys)
         else:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
@@ -110,7 +113,9 @@ def _alter(
     responses = []
     for r in request.resources:
         error, message = ErrorCode.NONE, None
-        if r.resource_type != _TOPIC:
+        if r.resource_type == GROUP and not replace:
+            error, message = alter_group_configs(ctx, r, request.validate_only)
+        elif r.resource_type != _TOPIC:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
                 "only topic configs can be altered",

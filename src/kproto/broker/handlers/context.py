@@ -14,8 +14,10 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.index import ApiKey, response_type
 from kproto.meta import build_entity
@@ -40,6 +42,9 @@ class RequestContext:
         principal: who the connection authenticated as (``User:alice``;
             ``User:ANONYMOUS`` without authentication).
         security: the listener's security settings and users.
+        fetch_sessions: the node's fetch session cache (KIP-227; ``None``:
+            every Fetch is sessionless).
+        share: the share-group coordinator (KIP-932), if the cluster has one.
     """
 
     state: ClusterState
@@ -52,6 +57,8 @@ class RequestContext:
     client_host: str
     principal: str = ANONYMOUS
     security: ListenerSecurity = attrs.field(factory=ListenerSecurity)
+    fetch_sessions: FetchSessionCache | None = None
+    share: ShareCoordinator | None = None
 
 
 #: A request handler: request entity -> response entity (``None``: no response).

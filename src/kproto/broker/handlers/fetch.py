@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 from kproto.broker.errors import LogAppendError
+from kproto.broker.fetch_session import FetchPlan, FetchSessionCache
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.errors import ErrorCode
@@ -22,14 +23,15 @@ _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
 
 
 def _read_all(
-    ctx: RequestContext, request: Any
+    ctx: RequestContext, request: Any, wanted: list[Any]
 ) -> tuple[list[dict[str, Any]], int, bool]:
-    """One pass over the requested partitions: ``(topics, bytes read, any error)``."""
+    """One pass over the ``wanted`` topics (the request's, or its fetch
+    session's): ``(topics, bytes read, any error)``."""
     remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
     errors = False
     topics = []
-    for t in request.topics:
+    for t in wanted:
         name, topic_error = topic_name(ctx, t, "topic")
         partitions = []
         for p in t.partitions:
@@ -84,24 +86,40 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
     """Read from each partition; wait up to ``max_wait_ms`` (ms) for at least
     ``min_bytes`` (bytes), woken by every append (Kafka's ``DelayedFetch``).
 
-    Fetch sessions (KIP-227) are not kept: every response has session id 0, which
-    tells the client to keep sending full fetches; an incremental fetch naming a
-    session gets FETCH_SESSION_ID_NOT_FOUND.
+    Fetch sessions (KIP-227) are resolved by the node's
+    :class:`kproto.broker.fetch_session.FetchSessionCache`: a full fetch opens
+    one, an incremental fetch reads the session's partitions and is answered
+    with the changed ones; session errors are answered with no partitions.
     """
-    session_id = getattr(request, "session_id", 0)
-    if session_id:
+    cache = ctx.fetch_sessions or FetchSessionCache(max_slots=0)
+    plan = cache.plan(request, ctx.api_version)
+    if plan.error:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+            error_code=plan.error,
             session_id=0,
             responses=[],
         )
+    topics = await _fetch_wait(ctx, request, plan)
+    responses = cache.finish(plan, plan.topics, topics)  # may open a session
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        session_id=plan.session_id,
+        responses=responses,
+    )
+
+
+async def _fetch_wait(
+    ctx: RequestContext, request: Any, plan: FetchPlan
+) -> list[dict[str, Any]]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     while True:
         wake = ctx.state.appended_event()
-        topics, total, errors = _read_all(ctx, request)
+        topics, total, errors = _read_all(ctx, request, plan.topics)
         left = deadline - loop.time()
         if total >= request.min_bytes or errors or left <= 0:
             break
@@ -111,15 +129,9 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
             async with asyncio.timeout(left):
                 await wake.wait()
         except TimeoutError:
-            topics, total, errors = _read_all(ctx, request)
+            topics, total, errors = _read_all(ctx, request, plan.topics)
             break
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        session_id=0,
-        responses=topics,
-    )
+    return topics
 
 
 async def list_offsets(ctx: RequestContext, request: Any) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.handlers import share_admin
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.errors import ErrorCode
@@ -501,6 +502,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> Any:
         for g, t, s, kind in listed
         if coordinator.coordinator_for(g) == ctx.node_id
     ]
+    groups += share_admin.list_share_groups(ctx, request)  # KIP-932 share groups
     return respond(ctx, throttle_time_ms=0, error_code=E.NONE, groups=groups)
 
 
@@ -516,6 +518,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> Any:
         else:
             local.append(group_id)
     results.update(await coordinator.delete_groups(local))
+    await share_admin.delete_share_groups(ctx, results)  # KIP-932 share groups
     return respond(
         ctx,
         throttle_time_ms=0,

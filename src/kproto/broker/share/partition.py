@@ -1,0 +1,456 @@
+"""One share partition: the delivery state of a topic partition for one share group.
+
+Follows Kafka's ``SharePartition`` (core, ``kafka.server.share``) and KIP-932:
+
+- the *share-partition start offset* (SPSO) is the first offset not yet
+  acknowledged or archived; the *end offset* is the next offset never acquired;
+  the records in between are *in flight*, each AVAILABLE, ACQUIRED (locked to one
+  member until its acquisition lock expires), ACKNOWLEDGED or ARCHIVED
+  (:class:`RecordState`, Kafka's ids);
+- :meth:`SharePartition.acquire` hands AVAILABLE records (redeliveries first, then
+  new records from the log, whole batches) to a member, counting deliveries, up to
+  ``max_records`` and the in-flight window ``partition_max_record_locks`` past the
+  SPSO; control batches are archived, never delivered;
+- :meth:`SharePartition.acknowledge` applies ACCEPT (ACKNOWLEDGED), RELEASE
+  (AVAILABLE again), REJECT and GAP (ARCHIVED) and RENEW (a new lock); a record
+  released or timed out after ``delivery_count_limit`` deliveries is ARCHIVED;
+- the SPSO moves past acknowledged and archived records.
+
+Kafka keeps in-flight batches (``InFlightBatch``) split into per-offset state on
+demand; this keeps one small entry per in-flight offset, bounded by the window.
+Lock state is not persisted (as in Kafka): :meth:`SharePartition.state_batches`
+writes acquired records as AVAILABLE with their delivery count.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import struct
+from collections.abc import Callable, Iterable, Iterator
+
+import attrs
+
+from kproto.broker.groups.timers import Scheduler, TimerHandle
+from kproto.broker.log import PartitionLog
+from kproto.errors import ErrorCode
+
+__all__ = [
+    "AcknowledgeType",
+    "AcquiredRange",
+    "RecordState",
+    "SharePartition",
+    "StateBatch",
+    "read_batches",
+]
+
+_HEADER = struct.Struct(">qi")  # base_offset, batch_length
+_ATTRIBUTES_AT = 21
+_LAST_DELTA_AT = 23
+_CONTROL = 0x20
+_READ_CHUNK = 1 << 20
+
+
+class RecordState(enum.IntEnum):
+    """A share-partition record's delivery state (Kafka's ``RecordState`` ids,
+    also the ``DeliveryState`` of ``ShareSnapshotValue`` state batches)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(enum.IntEnum):
+    """ShareFetch/ShareAcknowledge ``AcknowledgeTypes`` (KIP-932; RENEW KIP-1222)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+@attrs.frozen
+class AcquiredRange:
+    """A ShareFetch ``AcquiredRecords`` entry: offsets first..last (inclusive),
+    delivered ``delivery_count`` times."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@attrs.frozen
+class StateBatch:
+    """A persisted ``StateBatch`` (ShareSnapshotValue/ShareUpdateValue)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+@attrs.define
+class _InFlight:
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock: int = 0  # the acquisition that holds it (its timer's token)
+
+
+def read_batches(
+    plog: PartitionLog, first: int, last: int
+) -> Iterator[tuple[int, int, bool, bytes]]:
+    """``(base offset, last offset, is control, raw bytes)`` of the stored batches
+    holding offsets ``first``..``last`` (inclusive), in offset order, read segment by
+    segment in chunks of at most 1 MiB (a larger batch is read whole)."""
+    offset = first
+    while offset <= last and offset < plog.high_watermark:
+        data = plog.read(offset, _READ_CHUNK, min_one=True)
+        if not data:
+            return
+        pos = 0
+        while pos + 61 <= len(data):
+            base, length = _HEADER.unpack_from(data, pos)
+            end = pos + 12 + length
+            if end > len(data):
+                break
+            (attributes,) = struct.unpack_from(">h", data, pos + _ATTRIBUTES_AT)
+            (delta,) = struct.unpack_from(">i", data, pos + _LAST_DELTA_AT)
+            batch_last = base + delta
+            if base > last:
+                return
+            if batch_last >= offset:
+                yield base, batch_last, bool(attributes & _CONTROL), data[pos:end]
+            offset = max(offset, batch_last + 1)
+            pos = end
+        if pos == 0:
+            return  # nothing whole decoded: stop rather than loop
+
+
+class SharePartition:
+    """The delivery state of ``topic``/``partition`` for share group ``group_id``.
+
+    Args:
+        start_offset: the SPSO to start from (no records in flight).
+        lock_duration_ms, delivery_count_limit, max_record_locks: the group's
+            ``group.share.*`` settings (ms, deliveries, records).
+        scheduler: runs lock expiries.
+        on_released: called (no arguments) after a lock expiry changed state, so the
+            owner can persist it and wake waiting fetches.
+
+    Only the event-loop thread may call the methods.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        start_offset: int,
+        *,
+        lock_duration_ms: int,
+        delivery_count_limit: int,
+        max_record_locks: int,
+        scheduler: Scheduler,
+        on_released: Callable[[SharePartition], None],
+        state_epoch: int = 0,
+    ) -> None:
+        self.group_id = group_id
+        self.topic = topic
+        self.partition = partition
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.state_epoch = state_epoch
+        self.lock_duration_ms = lock_duration_ms
+        self.delivery_count_limit = delivery_count_limit
+        self.max_record_locks = max_record_locks
+        self.records: dict[int, _InFlight] = {}
+        self._scheduler = scheduler
+        self._on_released = on_released
+        self._locks: dict[int, TimerHandle] = {}
+        self._lock_ids = itertools.count(1)
+
+    # -- acquisition -----------------------------------------------------------
+
+    def acquire(
+        self, member_id: str, plog: PartitionLog, max_records: int, max_bytes: int
+    ) -> tuple[list[AcquiredRange], bytes]:
+        """Acquire up to ``max_records`` records (more to finish a batch of new
+        records) for ``member_id``: AVAILABLE in-flight records first, then new
+        ones from the log. Returns the acquired ranges and the stored batches that
+        hold them (whole batches, as Kafka returns them; the client keeps only the
+        acquired offsets).
+
+        Raises:
+            OSError: the log could not be read (nothing stays acquired).
+        """
+        self._follow_log_start(plog)
+        lock = next(self._lock_ids)
+        acquired: list[int] = []
+        try:
+            self._acquire(member_id, plog, max_records, max_bytes, lock, acquired)
+            self._advance()
+            data = self._read(plog, acquired) if acquired else b""
+        except OSError:
+            # the log could not be read: what this call took is AVAILABLE again,
+            # undelivered (the caller answers KAFKA_STORAGE_ERROR)
+            for offset in acquired:
+                record = self.records[offset]
+                record.delivery_count -= 1
+                self._settle(record, RecordState.AVAILABLE)
+            raise
+        if not acquired:
+            return [], b""
+        self._locks[lock] = self._scheduler.call_later(
+            self.lock_duration_ms, lambda: self._expire(lock)
+        )
+        return self._ranges(acquired), data
+
+    def _acquire(
+        self,
+        member_id: str,
+        plog: PartitionLog,
+        max_records: int,
+        max_bytes: int,
+        lock: int,
+        acquired: list[int],
+    ) -> None:
+        available = sorted(
+            o for o, r in self.records.items() if r.state == RecordState.AVAILABLE
+        )
+        for offset in available:
+            if len(acquired) >= max_records:
+                break
+            self._take(self.records[offset], member_id, lock)
+            acquired.append(offset)
+        limit = self.start_offset + self.max_record_locks
+        high = min(plog.high_watermark, limit) - 1
+        size = 0
+        if len(acquired) < max_records and self.end_offset <= high:
+            for base, last, control, data in read_batches(plog, self.end_offset, high):
+                if len(acquired) >= max_records or (acquired and size >= max_bytes):
+                    break
+                for offset in range(max(base, self.end_offset), last + 1):
+                    if control:
+                        self.records[offset] = _InFlight(RecordState.ARCHIVED)
+                    else:
+                        record = self.records[offset] = _InFlight(RecordState.AVAILABLE)
+                        self._take(record, member_id, lock)
+                        acquired.append(offset)
+                self.end_offset = last + 1
+                size += len(data)
+
+    def _take(self, record: _InFlight, member_id: str, lock: int) -> None:
+        record.state = RecordState.ACQUIRED
+        record.delivery_count += 1
+        record.member_id = member_id
+        record.lock = lock
+
+    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
+        out: list[AcquiredRange] = []
+        for offset in sorted(offsets):
+            count = self.records[offset].delivery_count
+            if (
+                out
+                and out[-1].last_offset == offset - 1
+                and out[-1].delivery_count == count
+            ):
+                out[-1] = AcquiredRange(out[-1].first_offset, offset, count)
+            else:
+                out.append(AcquiredRange(offset, offset, count))
+        return out
+
+    @staticmethod
+    def _read(plog: PartitionLog, offsets: list[int]) -> bytes:
+        chunks: dict[int, bytes] = {}
+        ordered = sorted(offsets)
+        i = 0
+        while i < len(ordered):
+            for base, last, _control, data in read_batches(
+                plog, ordered[i], ordered[-1]
+            ):
+                chunks[base] = data
+                while i < len(ordered) and ordered[i] <= last:
+                    i += 1
+                if i < len(ordered) and ordered[i] > last + 1:
+                    break  # a hole: read again from the next acquired offset
+            else:
+                break
+        return b"".join(chunks[b] for b in sorted(chunks))
+
+    def _follow_log_start(self, plog: PartitionLog) -> None:
+        """Records deleted from the log (DeleteRecords, retention) leave the share
+        partition: the SPSO moves up to the log start offset."""
+        low = plog.log_start_offset
+        if low > self.start_offset:
+            for offset in [o for o in self.records if o < low]:
+                del self.records[offset]
+            self.start_offset = low
+            self.end_offset = max(self.end_offset, low)
+
+    # -- acknowledgement -------------------------------------------------------
+
+    def acknowledge(
+        self, member_id: str, batches: Iterable[tuple[int, int, list[int]]]
+    ) -> ErrorCode:
+        """Apply a member's acknowledgement batches ``(first offset, last offset,
+        acknowledge types)`` (one type for the whole range, or one per offset).
+
+        Every record named must be ACQUIRED by ``member_id``; otherwise nothing is
+        applied and the answer is INVALID_RECORD_STATE (Kafka's
+        ``SharePartition.acknowledge``); malformed batches get INVALID_REQUEST."""
+        changes: list[tuple[int, AcknowledgeType]] = []
+        for first, last, types in batches:
+            count = last - first + 1
+            if count < 1 or len(types) not in (1, count):
+                return ErrorCode.INVALID_REQUEST
+            if first < self.start_offset or last >= self.end_offset:
+                # outside the in-flight window nothing is acquired (and a huge
+                # range is refused before it is walked)
+                return ErrorCode.INVALID_RECORD_STATE
+            try:
+                kinds = [AcknowledgeType(t) for t in types]
+            except ValueError:
+                return ErrorCode.INVALID_REQUEST
+            for i, offset in enumerate(range(first, last + 1)):
+                record = self.records.get(offset)
+                if (
+                    record is None
+                    or record.state != RecordState.ACQUIRED
+                    or record.member_id != member_id
+                ):
+                    return ErrorCode.INVALID_RECORD_STATE
+                changes.append((offset, kinds[0] if len(kinds) == 1 else kinds[i]))
+        renew: list[int] = []
+        for offset, kind in changes:
+            record = self.records[offset]
+            if kind == AcknowledgeType.ACCEPT:
+                self._settle(record, RecordState.ACKNOWLEDGED)
+            elif kind in (AcknowledgeType.REJECT, AcknowledgeType.GAP):
+                self._settle(record, RecordState.ARCHIVED)
+            elif kind == AcknowledgeType.RELEASE:
+                self._release(record)
+            else:
+                renew.append(offset)
+        if renew:
+            lock = next(self._lock_ids)
+            for offset in renew:
+                self.records[offset].lock = lock
+            self._locks[lock] = self._scheduler.call_later(
+                self.lock_duration_ms, lambda: self._expire(lock)
+            )
+        self._advance()
+        return ErrorCode.NONE
+
+    def release_member(self, member_id: str) -> bool:
+        """Release every record ``member_id`` holds (its share session closed or it
+        left the group); True if any was."""
+        held = [
+            r
+            for r in self.records.values()
+            if r.state == RecordState.ACQUIRED and r.member_id == member_id
+        ]
+        for record in held:
+            self._release(record)
+        self._advance()
+        return bool(held)
+
+    def _settle(self, record: _InFlight, state: RecordState) -> None:
+        record.state = state
+        record.member_id = None
+        record.lock = 0
+
+    def _release(self, record: _InFlight) -> None:
+        """Back to AVAILABLE, or ARCHIVED once delivered ``delivery_count_limit``
+        times (the poison-record rule)."""
+        limit_reached = record.delivery_count >= self.delivery_count_limit
+        self._settle(
+            record, RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE
+        )
+
+    def _expire(self, lock: int) -> None:
+        self._locks.pop(lock, None)
+        expired = [
+            r
+            for r in self.records.values()
+            if r.state == RecordState.ACQUIRED and r.lock == lock
+        ]
+        for record in expired:
+            self._release(record)
+        if expired:
+            self._advance()
+            self._on_released(self)
+
+    def _advance(self) -> None:
+        """Move the SPSO past acknowledged and archived records; drop lock timers
+        nobody holds any more."""
+        while self.start_offset < self.end_offset:
+            record = self.records.get(self.start_offset)
+            if record is not None and record.state not in (
+                RecordState.ACKNOWLEDGED,
+                RecordState.ARCHIVED,
+            ):
+                break
+            self.records.pop(self.start_offset, None)
+            self.start_offset += 1
+        held = {r.lock for r in self.records.values() if r.state == 1}
+        for lock in [k for k in self._locks if k not in held]:
+            self._locks.pop(lock).cancel()
+
+    def cancel_timers(self) -> None:
+        for handle in self._locks.values():
+            handle.cancel()
+        self._locks.clear()
+
+    # -- persistence -----------------------------------------------------------
+
+    def state_batches(self) -> list[StateBatch]:
+        """The in-flight records as persisted state batches: consecutive offsets of
+        one state and delivery count coalesced; ACQUIRED written as AVAILABLE (locks
+        are not persisted, as in Kafka)."""
+        out: list[StateBatch] = []
+        for offset in range(self.start_offset, self.end_offset):
+            record = self.records.get(offset)
+            if record is None:
+                continue
+            state = int(
+                RecordState.AVAILABLE
+                if record.state == RecordState.ACQUIRED
+                else record.state
+            )
+            previous = out[-1] if out else None
+            if (
+                previous is not None
+                and previous.last_offset == offset - 1
+                and (previous.delivery_state, previous.delivery_count)
+                == (state, record.delivery_count)
+            ):
+                out[-1] = attrs.evolve(previous, last_offset=offset)
+            else:
+                out.append(StateBatch(offset, offset, state, record.delivery_count))
+        return out
+
+    def restore(self, start_offset: int, batches: Iterable[StateBatch]) -> None:
+        """Load persisted state: the SPSO and the in-flight records (acquired ones
+        come back AVAILABLE)."""
+        self.cancel_timers()
+        self.records.clear()
+        self.start_offset = self.end_offset = start_offset
+        for batch in batches:
+            state = RecordState(batch.delivery_state)
+            if state == RecordState.ACQUIRED:
+                state = RecordState.AVAILABLE
+            # a state batch never spans more than the in-flight window (bounded,
+            # whatever the file says)
+            last = min(batch.last_offset, start_offset + 2 * self.max_record_locks)
+            for offset in range(max(batch.first_offset, start_offset), last + 1):
+                self.records[offset] = _InFlight(state, batch.delivery_count)
+                self.end_offset = max(self.end_offset, offset + 1)
+        self._advance()
+
+    def reset(self, start_offset: int) -> None:
+        """AlterShareGroupOffsets: start over at ``start_offset``, nothing in flight."""
+        self.restore(start_offset, ())
+        self.state_epoch += 1
