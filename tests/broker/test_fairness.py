@@ -5,6 +5,7 @@ request queue bound, idle connections closed."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import struct
 import threading
@@ -17,7 +18,13 @@ import crc32c
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.connection_limits import ConnectionQuotas, RequestQueue
+from kproto.broker.connection_limits import (
+    ClientTurns,
+    ConnectionQuotas,
+    RequestQueue,
+    admit,
+    off_turn,
+)
 from kproto.broker.log_validator import LogPolicy, validate_batches
 from kproto.broker.quotas import (
     PRODUCER_BYTE_RATE,
@@ -121,6 +128,17 @@ def test_a_zstd_bomb_is_refused_without_expanding_it(cluster: Cluster) -> None:
         assert error == ErrorCode.RECORD_LIST_TOO_LARGE
         # the default max.message.bytes (1 MiB) bounds the expansion at 16x that
         assert peak < 48 << 20
+        # and the buffer is freed at once, not when the garbage collector runs
+        gc.disable()
+        tracemalloc.start()
+        try:
+            for _ in range(3):
+                assert produce(conn, "fair", bomb)[0] == ErrorCode.RECORD_LIST_TOO_LARGE
+            current, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            gc.enable()
+        assert current < 8 << 20
         # the connection and the partition still serve
         assert produce(conn, "fair", raw_batch(empty_records(3), 3))[0] == 0
 
@@ -302,3 +320,46 @@ def test_an_idle_connection_is_closed() -> None:
         s = socket.create_connection(("127.0.0.1", idle.servers[0].port), timeout=10)
         with s:
             assert closed_by_broker(s)  # the socket timeout (10 s) bounds the wait
+
+
+def test_a_client_gets_one_turn_at_a_time_across_its_connections() -> None:
+    """50 requests of one client and one of another: the other's is handled
+    right after the first of the 50, not after all of them; a turn given up
+    with off_turn lets the client's next request in."""
+
+    async def run() -> list[str]:
+        queue, turns = RequestQueue(500), ClientTurns()
+        order: list[str] = []
+
+        def frame(client_id: bytes) -> bytes:
+            header = struct.pack(">hhih", 3, 12, 1, len(client_id)) + client_id
+            return header + b"\x00"
+
+        async def request(name: str, client_id: bytes) -> None:
+            held = await admit(queue, turns, frame(client_id), "127.0.0.1", "User:x")
+            order.append(name)
+            held.close()
+
+        flood = [asyncio.create_task(request(f"f{i}", b"flood")) for i in range(50)]
+        await asyncio.sleep(0)  # the first flood request runs, 49 wait
+        assert turns.waiting(("127.0.0.1", "User:x", b"flood")) == 49
+        await request("good", b"good")
+        await asyncio.gather(*flood)
+        # off_turn: the client's waiting request goes while the awaitable runs
+
+        async def slow() -> None:
+            await asyncio.sleep(0.01)
+
+        held = await admit(queue, turns, frame(b"flood"), "127.0.0.1", "User:x")
+        other = asyncio.create_task(request("f-late", b"flood"))
+        await asyncio.sleep(0)
+        await off_turn(slow())
+        assert order[-1] == "f-late"  # before this request gave its turn up
+        held.close()
+        await other
+        assert queue.size == 0
+        return order
+
+    order = asyncio.run(run())
+    assert order[:2] == ["f0", "good"]
+    assert len(order) == 52
