@@ -12,6 +12,9 @@ is done
 (at most ``--attack-s`` seconds, and a bounded count of connections and frames):
 
 * ``metadata-flood``: 50 connections sending Metadata (all topics) back to back;
+  ``flood+quota`` the same against a broker with a default client quota
+  (``--quota request_percentage=25``; the ratio is still to the quiet run
+  without quota);
 * ``zstd-bomb``: a 32 KB zstd batch expanding to 1 GiB of zeros, produced again
   and again;
 * ``million-empty``: a batch of 1,000,000 empty records (zstd, so within
@@ -36,7 +39,6 @@ import multiprocessing
 import os
 import random
 import resource
-import socket
 import struct
 import subprocess
 import sys
@@ -47,6 +49,8 @@ from typing import Any
 from benchmarks.broker_bench import PARTITIONS, PeakRss, consume, produce
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+#: The default client quota of the ``flood+quota`` run.
+FLOOD_QUOTA = "request_percentage=25"
 
 
 # ------------------------------------------------------------------ frames
@@ -293,6 +297,7 @@ async def mutated(host: str, port: int, until: float) -> str:
 
 ATTACKS: dict[str, Callable[[str, int, float], Any]] = {
     "metadata-flood": metadata_flood,
+    "flood+quota": metadata_flood,
     "zstd-bomb": bomb,
     "million-empty": million_empty,
     "idle": idle,
@@ -427,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
 
     line("(quiet)", quiet)
     for name in args.only or list(ATTACKS):
-        line(name, run(n, name, attack_s, args.broker_args, args.warmup_s))
+        extra = ["--quota", FLOOD_QUOTA] if name == "flood+quota" else []
+        line(name, run(n, name, attack_s, args.broker_args + extra, args.warmup_s))
     return 0
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.handlers.unsupported import TRANSACTIONS
-from kproto.broker.connection_limits import off_turn
 from kproto.broker.log_validator import (
     LogPolicy,
     RecordValidationError,
