@@ -25,7 +25,11 @@ from kproto.broker.connection_limits import (
     admit,
     off_turn,
 )
-from kproto.broker.log_validator import LogPolicy, validate_batches
+from kproto.broker.log_validator import (
+    LogPolicy,
+    RecordValidationError,
+    validate_batches,
+)
 from kproto.broker.quotas import (
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
@@ -144,24 +148,29 @@ def test_a_zstd_bomb_is_refused_without_expanding_it(cluster: Cluster) -> None:
 
 
 def test_the_decompression_bound_follows_max_message_bytes() -> None:
-    batch = raw_batch(cramjam.zstd.compress(bytes(40 << 20)), 1, _ZSTD)
+    zeros = cramjam.zstd.compress(bytes(40 << 20))
     configs = {
         "cleanup.policy": "delete",
         "message.timestamp.type": "CreateTime",
         "message.timestamp.before.max.ms": str(2**63 - 1),
         "message.timestamp.after.max.ms": str(2**63 - 1),
     }
+
+    def code(batch: bytes, policy: LogPolicy) -> object:
+        with pytest.raises(RecordValidationError) as err:
+            validate_batches(batch, policy)
+        return err.value.error_code
+
     small = LogPolicy.for_produce({**configs, "max.message.bytes": "1048588"}.get, 0)
     assert small.max_decompressed_bytes == 16 * 1048588
-    with pytest.raises(Exception) as err:
-        validate_batches(batch, small)
-    assert getattr(err.value, "error_code", None) == ErrorCode.RECORD_LIST_TOO_LARGE
+    sixteen = raw_batch(zeros, 16, _ZSTD)
+    assert code(sixteen, small) == ErrorCode.RECORD_LIST_TOO_LARGE
     large = LogPolicy.for_produce({**configs, "max.message.bytes": str(4 << 20)}.get, 0)
     assert large.max_decompressed_bytes == 64 << 20
-    # past the bound, the 40 MiB of zeros decompress and are found malformed
-    with pytest.raises(Exception) as err:
-        validate_batches(batch, large)
-    assert getattr(err.value, "error_code", None) == ErrorCode.INVALID_RECORD
+    # within both bounds the 40 MiB of zeros decompress and are found malformed
+    assert code(sixteen, large) == ErrorCode.INVALID_RECORD
+    # one record may not expand past max.message.bytes
+    assert code(raw_batch(zeros, 1, _ZSTD), large) == ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 def test_a_batch_of_many_empty_records_is_accepted(cluster: Cluster) -> None:

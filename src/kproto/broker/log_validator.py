@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import struct
+import time
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -58,6 +59,7 @@ _LOG_APPEND_TIME = 0x08
 _NO_TIMESTAMP = -1
 _LONG_MAX = 2**63 - 1
 _NO_KEY = "Compacted topic cannot accept message without key"
+_yield_gil = time.sleep  # time.sleep(0) releases the GIL
 #: How many bytes of records a compressed batch may expand to per byte of
 #: ``max.message.bytes`` (at least :data:`MIN_DECOMPRESSED_BOUND`): the 1 MiB
 #: default allows 16 MiB, where a decompression bomb is refused.
@@ -97,7 +99,8 @@ class LogPolicy:
     Attributes:
         compacted: ``cleanup.policy`` contains ``compact`` (keys required).
         max_decompressed_bytes: the most a compressed batch's records may
-            expand to (bytes); decompression stops there (RECORD_LIST_TOO_LARGE).
+            expand to (bytes), and at most ``max_message_bytes`` per record of
+            the batch's count; decompression stops there (RECORD_LIST_TOO_LARGE).
         max_message_bytes: the largest batch in bytes, overhead included.
         log_append_time: ``message.timestamp.type=LogAppendTime`` (timestamps are
             not checked then: the broker's replaces them).
@@ -280,15 +283,17 @@ def _validate_batch(
         # to the codec's would keep its frames, and the partly filled
         # decompression buffer, alive until the garbage collector runs
         failure: RecordValidationError | None = None
+        limit = policy.max_decompressed_bytes
+        if policy.max_message_bytes is not None:
+            # no record may be larger than a whole batch may be
+            limit = min(limit, count * max(policy.max_message_bytes, _RECORDS_AT))
         try:
-            buf = bytes(
-                decompress(codec, data[start:end], policy.max_decompressed_bytes)
-            )
+            buf = bytes(decompress(codec, data[start:end], limit))
         except SizeLimitError as err:
             failure = RecordValidationError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
-                f"compressed record batch at byte {pos} expands past "
-                f"{policy.max_decompressed_bytes} bytes: {err}",
+                f"compressed record batch at byte {pos} of {count} records expands "
+                f"past {limit} bytes: {err}",
             )
         except DecodeError as err:
             failure = RecordValidationError(
@@ -413,6 +418,8 @@ def _walk_records(
     varint = _varint
     try:
         for i in range(count):
+            if not i & 0x3FFF and i:
+                _yield_gil(0)  # off the loop, let the event loop's thread run
             b = buf[p]
             if b < 0x80:
                 length, p = (b >> 1) ^ -(b & 1), p + 1
