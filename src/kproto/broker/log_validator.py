@@ -418,7 +418,7 @@ def _walk_records(
     varint = _varint
     try:
         for i in range(count):
-            if not i & 0x3FFF and i:
+            if not i & 0x3FF and i:
                 _yield_gil(0)  # off the loop, let the event loop's thread run
             b = buf[p]
             if b < 0x80:
