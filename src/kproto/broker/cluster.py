@@ -99,6 +99,9 @@ class Cluster:
             KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
         consumer_assignors: KIP-848 server assignors, the first the default
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
+        streams_session_timeout_ms, streams_heartbeat_interval_ms: the same for
+            KIP-1071 streams groups (``group.streams.session.timeout.ms``, 45 s;
+            ``group.streams.heartbeat.interval.ms``, 5 s).
         max_connections: connections each node keeps open at once (Kafka's
             ``max.connections``; ``None``: unlimited); more are closed at accept.
         max_connections_per_ip: the same per client address (Kafka's
@@ -148,6 +151,8 @@ class Cluster:
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        streams_session_timeout_ms: int = 45_000,
+        streams_heartbeat_interval_ms: int = 5_000,
         max_connections: int | None = None,
         max_connections_per_ip: int | None = None,
         queued_max_requests: int = 500,
@@ -197,6 +202,8 @@ class Cluster:
             consumer_session_timeout_ms=consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             consumer_assignors=consumer_assignors,
+            streams_session_timeout_ms=streams_session_timeout_ms,
+            streams_heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
         #: Client quotas by entity (``{(("user", "alice"),): {"producer_byte_rate":
         #: 1e6}}``, :data:`kproto.broker.quotas.QuotaEntity` keys), as
