@@ -17,9 +17,11 @@ from typing import Any, TypeVar
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.faults import FaultInjector
+from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
@@ -109,6 +111,16 @@ class Cluster(FaultControls):
         streams_session_timeout_ms, streams_heartbeat_interval_ms: the same for
             KIP-1071 streams groups (``group.streams.session.timeout.ms``, 45 s;
             ``group.streams.heartbeat.interval.ms``, 5 s).
+        max_connections: connections each node keeps open at once (Kafka's
+            ``max.connections``; ``None``: unlimited); more are closed at accept.
+        max_connections_per_ip: the same per client address (Kafka's
+            ``max.connections.per.ip``; ``None``: unlimited).
+        queued_max_requests: requests in flight per node across its connections
+            (Kafka's ``queued.max.requests``, 500).
+        default_quotas: client quotas for clients no AlterClientQuotas entity
+            covers (:class:`~kproto.broker.quotas.QuotaDefaults`; default none);
+            :attr:`client_quotas` holds the entity quotas (see
+            :mod:`kproto.broker.quotas`).
         log_cleaner_backoff_ms: pause between the log cleaner's passes over
             the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
         share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
@@ -152,6 +164,10 @@ class Cluster(FaultControls):
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
         streams_session_timeout_ms: int = 45_000,
         streams_heartbeat_interval_ms: int = 5_000,
+        max_connections: int | None = None,
+        max_connections_per_ip: int | None = None,
+        queued_max_requests: int = 500,
+        default_quotas: QuotaDefaults | None = None,
         log_cleaner_backoff_ms: int = 15_000,
         share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
@@ -228,6 +244,11 @@ class Cluster(FaultControls):
                 log_requests=log_requests,
                 faults=self.faults,
                 security=self.security,
+                connection_quotas=ConnectionQuotas(
+                    max_connections, max_connections_per_ip
+                ),
+                quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
+                queued_max_requests=queued_max_requests,
                 share=self.share,
             )
             for i, node_id in enumerate(self.state.node_ids)
@@ -365,6 +386,14 @@ class Cluster(FaultControls):
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     # --------------------------------------------------------------- looking in
+
+    @property
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Client quotas by entity (``{(("user", "alice"),): {"producer_byte_rate":
+        1e6}}``, sorted :data:`kproto.broker.quotas.QuotaEntity` keys): what
+        AlterClientQuotas stores (``state.dynamic.quotas``), read on every lookup;
+        change it on the cluster's loop or before start."""
+        return self.state.dynamic.quotas
 
     @property
     def bootstrap_servers(self) -> str:

@@ -388,6 +388,7 @@ class PartitionLog:
         log_append_time_ms: int | None = None,
         max_message_bytes: int | None = None,
         one_batch: bool = False,
+        checked: list[ValidBatch] | None = None,
     ) -> AppendResult:
         """Validate and append the magic 2 record batches in ``records``.
 
@@ -396,7 +397,9 @@ class PartitionLog:
         (default: a client's Produce limited by ``max_message_bytes`` bytes and,
         with ``one_batch``, to one batch), as Kafka's ``LogValidator``
         does; each gets the next base offset patched into its first 8 bytes and is
-        written unchanged otherwise. Idempotent batches (producer_id >= 0) are
+        written unchanged otherwise (``checked``: what
+        :func:`~kproto.broker.log_validator.validate_off_loop` returned for
+        ``records``, not validated again). Idempotent batches (producer_id >= 0) are
         sequence-checked per producer id and epoch as Kafka's
         ``ProducerAppendInfo.checkSequence``: a retried batch among the producer's
         last five is not written again and its earlier base offset is returned.
@@ -409,11 +412,12 @@ class PartitionLog:
                 file could not be written: nothing of that batch is indexed).
         """
         # raises RecordValidationError, a LogAppendError with record_errors
-        checked = validate_batches(
-            records,
-            policy
-            or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
-        )
+        if checked is None:
+            checked = validate_batches(
+                records,
+                policy
+                or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
+            )
         first = checked[0]
         if first.producer_id >= 0 and not first.is_control and first.base_sequence < 0:
             self.producer_state.check_epoch(first.producer_id, first.producer_epoch)

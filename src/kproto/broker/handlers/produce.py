@@ -12,11 +12,16 @@ import logging
 import struct
 from typing import Any
 
+from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
-from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.broker.log_validator import (
+    LogPolicy,
+    RecordValidationError,
+    validate_off_loop,
+)
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -89,10 +94,16 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                 if plog is not None and not error:
                     info = state.topics[name]
                     policy = LogPolicy.for_produce(info.config, state.now_ms())
+                    records = pdata.records or b""
                     try:
+                        # decompression and record checks off the event loop
+                        checked = await validate_off_loop(
+                            records, policy, wait=off_turn
+                        )
                         result = plog.append_batches(
-                            pdata.records or b"",
+                            records,
                             policy,
+                            checked=checked,
                             log_append_time_ms=(
                                 policy.now_ms if policy.log_append_time else None
                             ),
