@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.cluster_faults import FaultControls
-from kproto.broker.faults import FaultInjector
 from kproto.broker.connection_limits import ConnectionQuotas
+from kproto.broker.faults import FaultInjector
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
