@@ -158,6 +158,38 @@ def test_header_names_reused_but_equal() -> None:
     assert_loops_agree(data, RECORDS_AT, len(data), 5, 0, 0)
 
 
+def test_repeated_headers_and_timestamps_shared_but_equal() -> None:
+    # The C loop shares a (name, value) pair, a headers tuple or a timestamp equal to
+    # the previous record's; a pair that differs only in its value, a null, a
+    # non-ASCII name or a longer header list must not be taken for the previous one.
+    headers = [
+        [("ct", b"json"), ("id", b"1")],
+        [("ct", b"json"), ("id", b"1")],
+        [("ct", b"json"), ("id", b"2")],
+        [("ct", b"jsom"), ("id", b"2")],
+        [("ct", None), ("id", b"2")],
+        [("ct", b""), ("id", b"2")],
+        [("ct", b""), ("id", b"2"), ("x", b"")],
+        [("ct", b""), ("id", b"2")],
+        [("cu", b""), ("id", b"2")],
+        [("é", b""), ("é", b"")],
+        [("é", b""), ("é", b"")],
+        [(f"h{i}", b"v") for i in range(12)],
+        [(f"h{i}", b"v") for i in range(12)],
+        [],
+        [("ct", b"json")],
+    ]
+    src = [(b"k", b"v", h, 1000 + i // 3) for i, h in enumerate(headers)]
+    data = encode_batch(src)
+    assert_loops_agree(data, RECORDS_AT, len(data), len(src), 0, 0)
+    _, native_records = _native_loops()
+    got = native_records(data, RECORDS_AT, len(data), len(src), 0, 0)
+    assert [r.headers for r in got] == [tuple(h) for h in headers]
+    assert [r.timestamp for r in got] == [s[3] - 1000 for s in src]  # base_ts 0
+    assert got[1].headers is got[0].headers  # shared, which only `is` can see
+    assert got[2].headers[0] is got[1].headers[0]
+
+
 def test_non_bytes_input_is_a_type_error() -> None:
     native_columns, _ = _native_loops()
     data = encode_batch([(b"k", b"v")])
