@@ -147,3 +147,64 @@ def test_describe_live_group_then_dump_offsets(
     group = [line for line in out.splitlines() if '"type":"2"' in line]
     assert group and '"protocolType":"consumer"' in group[0]
     assert '"assignment":{"assignedPartitions":[{"topic":"orders"' in "".join(group)
+
+
+def test_describe_kip848_group(capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``group.protocol=consumer`` group: DescribeGroups does not know it
+    (GROUP_ID_NOT_FOUND), so the client asks ConsumerGroupDescribe; the CLI shows
+    its member and assignment."""
+    from kproto.client import Client
+
+    with Cluster(
+        consumer_heartbeat_interval_ms=200, consumer_session_timeout_ms=4000
+    ) as cluster:
+        bs = f"--bootstrap-server={cluster.bootstrap_servers}"
+        cluster.create_topic("events", 2)
+        p = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        for i in range(4):
+            p.produce("events", b"v%d" % i, partition=i % 2)
+        assert p.flush(30) == 0
+        c = ck.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "next-gen",
+                "group.protocol": "consumer",
+                "client.id": "ng-app",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "log_level": 2,
+            }
+        )
+        c.subscribe(["events"])
+        try:
+            got = 0
+            deadline = time.monotonic() + 60
+            while got < 4 and time.monotonic() < deadline:
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    got += 1
+                    c.commit(message=m, asynchronous=False)
+            assert got == 4
+            with Client(cluster.bootstrap_servers) as client:
+                (group,) = client.describe_groups(["next-gen"])
+            assert (group.group_type, group.protocol_type) == ("consumer", "consumer")
+            assert group.state == "Stable" and group.group_epoch >= 1
+            (member,) = group.members
+            assert member.client_id == "ng-app" and member.member_epoch >= 1
+            assert member.subscribed_topics == ("events",)
+            assert member.assignment == (
+                TopicPartition("events", 0),
+                TopicPartition("events", 1),
+            )
+            code, out, err = run(
+                capsys, "groups", "describe", bs, "--group", "next-gen"
+            )
+            assert (code, err) == (0, "")
+            rows = [line.split() for line in out.splitlines()[2:]]
+            assert [r[:6] for r in rows] == [
+                ["next-gen", "events", "0", "2", "2", "0"],
+                ["next-gen", "events", "1", "2", "2", "0"],
+            ]
+            assert {(r[6], r[8]) for r in rows} == {(member.member_id, "ng-app")}
+        finally:
+            c.close()

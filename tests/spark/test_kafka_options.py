@@ -3,6 +3,8 @@ job: these run in the test process)."""
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from kproto.spark._kafka_options import (
@@ -16,6 +18,7 @@ from kproto.spark._kafka_options import (
     rate_limit,
     split_ranges,
 )
+from kproto.spark._kafka_security import KafkaSecurityError, parse_security
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -73,13 +76,17 @@ def test_by_timestamp_wins_over_offsets() -> None:
         ({**BASE, "subscribe": "t", "maxOffsetsPerTrigger": "0"}, "must be > 0"),
         ({**BASE, "subscribe": "t", "failOnDataLoss": "yes"}, "true or false"),
         ({**BASE, "subscribePattern": "("}, "subscribePattern"),
-        ({**BASE, "subscribe": "t", "kafka.sasl.mechanism": "PLAIN"}, "no SASL"),
+        (
+            {**BASE, "subscribe": "t", "kafka.sasl.mechanism": "PLAIN"},
+            "SASL needs SASL_PLAINTEXT or SASL_SSL",
+        ),
+        ({**BASE, "subscribe": "t", "kafka.ssl.keystore.location": "k"}, "PEM"),
         ({**BASE, "subscribe": "t", "minOffsetsPerTrigger": "5"}, "minoffsets"),
         ({**BASE, "subscribe": "t", "kafka.max.poll.records": "5"}, "max.poll"),
         ({**BASE, "subscribe": "t", "kafka.isolation.level": "x"}, "read_committed"),
         (
-            {**BASE, "subscribe": "t", "kafka.security.protocol": "SSL"},
-            "security.protocol=SSL",
+            {**BASE, "subscribe": "t", "kafka.security.protocol": "SSL3"},
+            "must be one of PLAINTEXT, SSL",
         ),
     ],
 )
@@ -135,3 +142,106 @@ def test_split_ranges_min_partitions_and_max_records() -> None:
     # empty ranges give no task; enough ranges are left alone
     assert split_ranges([OffsetRange("t", 0, 5, 5)], 8, None) == []
     assert split_ranges(ranges, 2, None) == ranges
+
+
+JAAS_PLAIN = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="alice" password="p@ss \\"w0rd\\"";'
+)
+
+
+def test_security_options_map_to_the_client() -> None:
+    opts = parse_options(
+        {
+            **BASE,
+            "subscribe": "t",
+            "kafka.security.protocol": "sasl_ssl",
+            "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": JAAS_PLAIN,
+            "kafka.ssl.truststore.location": "/ca.pem",
+            "kafka.ssl.truststore.type": "PEM",
+        }
+    )
+    security = opts.security
+    assert (security.protocol, security.mechanism, security.username) == (
+        "SASL_SSL",
+        "PLAIN",
+        "alice",
+    )
+    assert security.password.reveal() == 'p@ss "w0rd"'
+    assert security.ca_location == "/ca.pem" and security.check_hostname
+    sasl = security.sasl()
+    assert sasl is not None and sasl.password.reveal() == 'p@ss "w0rd"'
+    # The password shows nowhere: options repr, pickled options' repr.
+    assert "w0rd" not in repr(opts) and "w0rd" not in str(opts)
+    assert pickle.loads(pickle.dumps(opts)) == opts
+
+
+def test_scram_jaas_bare_values_and_no_hostname_check() -> None:
+    security = parse_security(
+        {
+            "kafka.security.protocol": "SASL_PLAINTEXT",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": "org.apache.kafka.common.security.scram."
+            "ScramLoginModule required username=bob password=s3cret",
+        }
+    )
+    assert (security.username, security.password.reveal()) == ("bob", "s3cret")
+    assert security.ssl_context() is None
+    tls = parse_security(
+        {
+            "kafka.security.protocol": "SSL",
+            "kafka.ssl.endpoint.identification.algorithm": "",
+        }
+    )
+    assert tls.sasl() is None and not tls.check_hostname
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"kafka.security.protocol": "SASL_SSL"}, "GSSAPI, is not supported"),
+        (
+            {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"},
+            "needs option 'kafka.sasl.jaas.config'",
+        ),
+        (
+            {
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "SCRAM-SHA-256",
+                "kafka.sasl.jaas.config": JAAS_PLAIN,
+            },
+            "PlainLoginModule does not serve SASL SCRAM-SHA-256",
+        ),
+        (
+            {
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "PLAIN",
+                "kafka.sasl.jaas.config": JAAS_PLAIN.replace('username="alice"', ""),
+            },
+            "no username",
+        ),
+        (
+            {
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "PLAIN",
+                "kafka.sasl.jaas.config": JAAS_PLAIN[:-1] + " {oops};",
+            },
+            "cannot parse",
+        ),
+        (
+            {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": "t"},
+            "truststore.type=JKS is not supported",
+        ),
+        (
+            {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "GSSAPI"},
+            "not 'GSSAPI'",
+        ),
+    ],
+)
+def test_bad_security_options_never_show_the_password(
+    options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(KafkaSecurityError, match=message) as info:
+        parse_security(options)
+    assert "w0rd" not in str(info.value)

@@ -13,13 +13,17 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from kproto.broker import Cluster
 from kproto.client import Client, TopicPartition
 from kproto.index import ApiKey
+from kproto.negotiation import client_ssl_context
 from kproto.records import Compression
+from kproto.sasl import SaslConfig
 from kproto.spark import decode_internal_topic, read_kafka, register
-from kproto.spark._kafka_options import OffsetRange, parse_options
+from kproto.spark._kafka_options import KafkaOptionError, OffsetRange, parse_options
+from kproto.spark._kafka_sink import sink_settings
 from kproto.spark._kafka_source import DataLossError, kafka_schema, read_range
 
 ck = pytest.importorskip("confluent_kafka")
@@ -216,6 +220,29 @@ def test_write_then_read_round_trip(spark: SparkSession, cluster: Cluster) -> No
         for r in back
     ) == sorted((k, v, p, [(hk, hv) for hk, hv in h]) for k, v, p, h in rows)
     assert {r.compression for r in back} == {"lz4"}
+    # One idempotent producer per task: every batch carries a producer id and
+    # its partition's sequence, which start at 0 and follow each other.
+    assert all(r.producer_id >= 0 and r.base_sequence >= 0 for r in back)
+    for p in (0, 1):
+        starts = sorted(
+            {(r.producer_id, r.base_sequence) for r in back if r.partition == p}
+        )
+        assert starts[0][1] == 0
+
+
+def test_sink_idempotence_follows_acks() -> None:
+    schema = StructType([StructField("value", BinaryType())])
+    base = {"kafka.bootstrap.servers": "b:9092", "topic": "t"}
+    assert sink_settings(base, schema).idempotent
+    assert not sink_settings({**base, "kafka.acks": "1"}, schema).idempotent
+    off = {**base, "kafka.enable.idempotence": "false"}
+    assert not sink_settings(off, schema).idempotent
+    with pytest.raises(KafkaOptionError, match="needs kafka.acks=all"):
+        sink_settings(
+            {**base, "kafka.acks": "0", "kafka.enable.idempotence": "true"}, schema
+        )
+    with pytest.raises(KafkaOptionError, match="true or false"):
+        sink_settings({**base, "kafka.enable.idempotence": "yes"}, schema)
 
 
 def test_write_errors_name_the_topic(spark: SparkSession, cluster: Cluster) -> None:
@@ -343,3 +370,41 @@ def test_read_range_past_the_log_end_is_data_loss_not_a_hang(cluster: Cluster) -
     with pytest.raises(DataLossError, match="the log ends at 3"):
         _read(cluster.bootstrap_servers, r)
     assert _read(cluster.bootstrap_servers, r, failOnDataLoss="false") == [0, 1, 2]
+
+
+def test_batch_read_over_sasl_ssl(spark: SparkSession) -> None:
+    """Spark's TLS and SASL options as Spark users write them (a JAAS login
+    module line, a PEM trust store) reach the client: one read job over a
+    SASL_SSL SCRAM listener."""
+    pytest.importorskip("trustme")
+    with Cluster(
+        security_protocol="SASL_SSL",
+        sasl_mechanisms=["SCRAM-SHA-256"],
+        users={"alice": 'al "ice" pw'},
+    ) as secure:
+        config = secure.client_config("alice")
+        with Client(
+            secure.bootstrap_servers,
+            ssl_context=client_ssl_context(str(secure.ca_file)),
+            sasl=SaslConfig.from_client_config(config),
+        ) as client:
+            client.create_topics(["secure"])
+            client.produce("secure", [(b"k%d" % i, b"v%d" % i) for i in range(5)])
+        jaas = (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            'username="alice" password="al \\"ice\\" pw";'
+        )
+        df = read_kafka(
+            spark,
+            secure.bootstrap_servers,
+            "secure",
+            options={
+                "kafka.security.protocol": "SASL_SSL",
+                "kafka.sasl.mechanism": "SCRAM-SHA-256",
+                "kafka.sasl.jaas.config": jaas,
+                "kafka.ssl.truststore.location": str(secure.ca_file),
+                "kafka.ssl.truststore.type": "PEM",
+            },
+        )
+        rows = sorted((r.offset, bytes(r.value)) for r in df.collect())
+    assert rows == [(i, b"v%d" % i) for i in range(5)]

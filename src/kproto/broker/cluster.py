@@ -97,6 +97,9 @@ class Cluster:
             KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
         consumer_assignors: KIP-848 server assignors, the first the default
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
+        streams_session_timeout_ms, streams_heartbeat_interval_ms: the same for
+            KIP-1071 streams groups (``group.streams.session.timeout.ms``, 45 s;
+            ``group.streams.heartbeat.interval.ms``, 5 s).
         log_cleaner_backoff_ms: pause between the log cleaner's passes over
             the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
         share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
@@ -136,6 +139,8 @@ class Cluster:
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        streams_session_timeout_ms: int = 45_000,
+        streams_heartbeat_interval_ms: int = 5_000,
         log_cleaner_backoff_ms: int = 15_000,
         share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
@@ -181,6 +186,8 @@ class Cluster:
             consumer_session_timeout_ms=consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             consumer_assignors=consumer_assignors,
+            streams_session_timeout_ms=streams_session_timeout_ms,
+            streams_heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
         self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)

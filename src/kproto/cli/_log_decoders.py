@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kproto.index import UnknownMessageError, data_type, metadata_record_type
+from kproto.internal_topics import key_messages, value_message
 from kproto.json import to_kafka_json
 from kproto.meta import entity_info
 from kproto.records import ControlRecordType, Record
@@ -64,26 +65,6 @@ DECODER_FOR_TOPIC: Final = {
     "__share_group_state": "share-group-state",
 }
 DECODERS: Final = tuple(DECODER_FOR_TOPIC.values())
-
-# Record type -> key message, per coordinator (Kafka's CoordinatorRecordType enums).
-_TRANSACTION_KEYS: Final = {0: "TransactionLogKey"}
-_SHARE_STATE_KEYS: Final = {0: "ShareSnapshotKey", 1: "ShareUpdateKey"}
-
-
-def _group_keys() -> dict[int, str]:
-    """The group coordinator's record types: every ``coordinator-key`` message with
-    a record type, but the transaction and share-state coordinators' own."""
-    from kproto.index import _DATA
-
-    others = set(_TRANSACTION_KEYS.values()) | set(_SHARE_STATE_KEYS.values())
-    out: dict[int, str] = {1: "OffsetCommitKey"}  # typed "data" in older files
-    for name, (_, _, lo, _) in _DATA.items():
-        if not name.endswith("Key") or name in others:
-            continue
-        info = entity_info(data_type(name, lo))
-        if info.message_type == "coordinator-key" and info.api_key is not None:
-            out.setdefault(info.api_key, name)
-    return out
 
 
 def _compact(value: Any) -> str:
@@ -176,7 +157,7 @@ class _CoordinatorParser:
             )
             if record.value is None:
                 return key_text, "<DELETE>"
-            value_name = name[: -len("Key")] + "Value"
+            value_name = value_message(name)
             version, value = _version_prefixed(value_name, bytes(record.value))
             data = (
                 _group_metadata_json(value)
@@ -236,9 +217,11 @@ def _cluster_metadata(record: Record) -> Decoded:
 
 
 _PARSERS: Final[dict[str, Callable[[Record], Decoded]]] = {
-    "offsets": _CoordinatorParser(_group_keys),
-    "transaction-log": _CoordinatorParser(lambda: dict(_TRANSACTION_KEYS)),
-    "share-group-state": _CoordinatorParser(lambda: dict(_SHARE_STATE_KEYS)),
+    "offsets": _CoordinatorParser(lambda: key_messages("__consumer_offsets")),
+    "transaction-log": _CoordinatorParser(lambda: key_messages("__transaction_state")),
+    "share-group-state": _CoordinatorParser(
+        lambda: key_messages("__share_group_state")
+    ),
     "cluster-metadata": _cluster_metadata,
 }
 

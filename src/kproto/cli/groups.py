@@ -13,7 +13,9 @@ partitions in order; a member with none gets one row of ``-``), then the partiti
 the group has committed offsets for that no member holds. CURRENT-OFFSET is the
 committed offset (OffsetFetch), LOG-END-OFFSET the high watermark (ListOffsets),
 LAG their difference; ``-`` where one is missing. A group without members says
-``Consumer group 'G' has no active members.`` on stderr, as Kafka's tool.
+``Consumer group 'G' has no active members.`` on stderr, as Kafka's tool. KIP-848
+(``group.protocol=consumer``) groups are described too: the client falls back to
+ConsumerGroupDescribe, and a member's rows are the partitions it owns.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ from kproto.errors import ErrorCode
 __all__ = ["Row", "add_parsers", "offsets_table", "rows_of"]
 
 _MISSING = "-"
+
+#: States in which the tool warns that the group is rebalancing (classic, then
+#: KIP-848 groups' states).
+_REBALANCING = frozenset(
+    {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
+)
 
 #: One table row: group, topic, partition, offset, log end, lag, member, host, client.
 Row = tuple[str, str, str, str, str, str, str, str, str]
@@ -180,7 +188,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
                     f"\nConsumer group '{group_id}' has no active members.",
                     file=sys.stderr,
                 )
-            elif group.state in ("PreparingRebalance", "CompletingRebalance"):
+            elif group.state in _REBALANCING:
                 print(
                     f"\nWarning: Consumer group '{group_id}' is rebalancing.",
                     file=sys.stderr,

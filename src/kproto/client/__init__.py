@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .core import EARLIEST, LATEST
+from .idempotence import ProducerSequenceError
 from .partitioner import murmur2, partition_for_key
 from .results import (
     BrokerError,
@@ -48,6 +49,7 @@ __all__ = [
     "BrokerError",
     "Client",
     "ClientError",
+    "ProducerSequenceError",
     "ConfigEntry",
     "FetchResult",
     "GroupDescription",

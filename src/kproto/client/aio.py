@@ -49,10 +49,13 @@ class AsyncClient:
         sasl: SaslConfig | None = None,
         version_caps: Mapping[int, int] | None = None,
         allow_auto_topic_creation: bool = True,
+        enable_idempotence: bool = False,
         core: ClientCore | None = None,
     ) -> None:
         self.core = core or ClientCore(
-            bootstrap_servers, allow_auto_topic_creation=allow_auto_topic_creation
+            bootstrap_servers,
+            allow_auto_topic_creation=allow_auto_topic_creation,
+            enable_idempotence=enable_idempotence,
         )
         self.client_id = client_id
         self.timeout_s = timeout_s

@@ -18,6 +18,12 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import Compression, RecordInput, encode_batch
 
+from .idempotence import (
+    IDEMPOTENT_ATTEMPTS,
+    RESET_CODES,
+    Idempotence,
+    ProducerSequenceError,
+)
 from .metadata import ZERO_UUID, MetadataCache, parse_bootstrap
 from .partitioner import StickyPartitioner, partition_for_key
 from .protocol import (
@@ -52,6 +58,8 @@ class ClientCore:
         allow_auto_topic_creation: sent in the Metadata requests of :meth:`produce`
             (the Java producer's default is to allow it).
         partitioner: the null-key partitioner (tests pass a seeded one).
+        enable_idempotence: produce as an idempotent producer (KIP-98, Java's
+            ``enable.idempotence``); see :mod:`kproto.client.idempotence`.
 
     Raises:
         ClientError: a malformed ``bootstrap_servers``.
@@ -63,11 +71,13 @@ class ClientCore:
         *,
         allow_auto_topic_creation: bool = True,
         partitioner: StickyPartitioner | None = None,
+        enable_idempotence: bool = False,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.metadata = MetadataCache()
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.partitioner = partitioner or StickyPartitioner()
+        self.idempotence = Idempotence() if enable_idempotence else None
 
     def addresses(self, node: int) -> list[tuple[str, int]]:
         """Where to send a call for ``node``: its address, or for :data:`ANY_NODE`
@@ -196,21 +206,73 @@ class ClientCore:
             return []
         if acks not in (-1, 0, 1):
             raise ClientError(f"acks must be -1 (all), 0 or 1, got {acks}")
+        idem = self.idempotence
+        if idem is not None and acks != -1:
+            raise ClientError(
+                f"acks must be -1 (all) with enable_idempotence, got {acks} "
+                "(as Java's producer)"
+            )
         info = yield from self.topic(topic, create=self.allow_auto_topic_creation)
         assignment = self.assign(info, records, partition)
-        batches = {
-            p: encode_batch([records[i] for i in idx], compression=compression)
-            for p, idx in assignment.items()
-        }
+        if idem is None:
+            out = yield from self._send_batches(
+                topic, records, assignment, acks, compression, timeout_ms
+            )
+            return out
+        yield from idem.ensure()
+        try:
+            out = yield from self._send_batches(
+                topic, records, assignment, acks, compression, timeout_ms
+            )
+        except BaseException:
+            # A batch may be stored without its answer (or the broker refused
+            # the sequence state): start a new epoch before the next produce.
+            idem.bump_needed = True
+            raise
+        return out
+
+    def _send_batches(
+        self,
+        topic: str,
+        records: Sequence[RecordInput],
+        assignment: dict[int, list[int]],
+        acks: int,
+        compression: Compression,
+        timeout_ms: int,
+    ) -> Op[list[ProducedRecord]]:
+        """Encode and send one batch per partition of ``assignment``; resend
+        those answered with a stale-metadata error (once), or, idempotent, with
+        any retriable error (the same batch, so the broker stores it once) up to
+        :data:`~.idempotence.IDEMPOTENT_ATTEMPTS` sends, and UNKNOWN_PRODUCER_ID
+        after an epoch bump."""
+        idem = self.idempotence
+
+        def encode(p: int) -> bytes:
+            chosen = [records[i] for i in assignment[p]]
+            if idem is None:
+                return encode_batch(chosen, compression=compression)
+            producer_id, epoch, sequence = idem.batch_header(topic, p)
+            return encode_batch(
+                chosen,
+                compression=compression,
+                producer_id=producer_id,
+                producer_epoch=epoch,
+                base_sequence=sequence,
+            )
+
+        batches = {p: encode(p) for p in assignment}
         out: list[ProducedRecord | None] = [None] * len(records)
         pending = sorted(batches)
-        for attempt in range(2):
+        attempts = 2 if idem is None else IDEMPOTENT_ATTEMPTS
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
             by_leader: dict[int, list[int]] = {}
             for p in pending:
                 node = yield from self.leader(topic, p)
                 by_leader.setdefault(node, []).append(p)
             info = yield from self.topic(topic)
             retry: list[int] = []
+            bump = False
             for node, parts in sorted(by_leader.items()):
 
                 def build(
@@ -240,23 +302,50 @@ class ClientCore:
                             out[i] = ProducedRecord(topic, p, -1)
                     continue
                 for pr in response.responses[0].partition_responses:
-                    if self._stale(pr.error_code, attempt, topic):
+                    code = pr.error_code
+                    where = f"Produce {topic}-{pr.index}"
+                    message = getattr(pr, "error_message", None)
+                    base_offset = pr.base_offset
+                    if idem is not None and code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+                        code, base_offset = ErrorCode.NONE, -1  # stored before
+                    if self._stale(code, 0 if idem else attempt, topic) and not last:
                         retry.append(pr.index)
                         continue
+                    if idem is not None and code != ErrorCode.NONE:
+                        if code == ErrorCode.UNKNOWN_PRODUCER_ID and not last:
+                            retry.append(pr.index)  # not stored: new epoch, resend
+                            bump = True
+                            continue
+                        if code in RESET_CODES:
+                            raise ProducerSequenceError(
+                                code,
+                                where,
+                                topic=topic,
+                                partition=pr.index,
+                                error_message=message,
+                            )
+                        if _retriable(code) and not last:
+                            retry.append(pr.index)
+                            continue
                     check_code(
-                        pr.error_code,
-                        f"Produce {topic}-{pr.index}",
+                        code,
+                        where,
                         topic=topic,
                         partition=pr.index,
-                        error_message=getattr(pr, "error_message", None),
+                        error_message=message,
                     )
+                    if idem is not None:
+                        idem.acknowledged(topic, pr.index, len(assignment[pr.index]))
                     append_ms = getattr(pr, "log_append_time_ms", -1)
                     for n, i in enumerate(assignment[pr.index]):
-                        out[i] = ProducedRecord(
-                            topic, pr.index, pr.base_offset + n, append_ms
-                        )
+                        offset = base_offset + n if base_offset >= 0 else -1
+                        out[i] = ProducedRecord(topic, pr.index, offset, append_ms)
             if not retry:
                 break
+            if bump and idem is not None:
+                idem.bump_needed = True
+                yield from idem.ensure()
+                batches.update({p: encode(p) for p in retry})
             pending = retry
         missing = [i for i, r in enumerate(out) if r is None]
         if missing:
@@ -375,3 +464,11 @@ class ClientCore:
                 break
             pending = retry
         return dict(sorted(out.items()))
+
+
+def _retriable(code: int) -> bool:
+    """Kafka's retriable flag for an error code (False if unknown)."""
+    try:
+        return ErrorCode(code).retriable
+    except ValueError:
+        return False

@@ -1,5 +1,5 @@
 """Describing the cluster: topics (Metadata), topic configs (DescribeConfigs) and
-consumer groups (ListGroups, DescribeGroups), as sans-IO operations over
+consumer groups (ListGroups, DescribeGroups, ConsumerGroupDescribe), as sans-IO operations over
 :class:`~.core.ClientCore` (see :mod:`kproto.client.protocol`).
 
 What Kafka's ``Admin.describeTopics``/``describeConfigs``/``listGroups``/
@@ -15,6 +15,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any, Final
 
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey, data_type
 from kproto.serial import DecodeError, entity_reader
 
@@ -36,6 +37,7 @@ __all__ = [
     "CONFIG_SOURCE_DEFAULT",
     "TOPIC_RESOURCE",
     "decode_assignment",
+    "consumer_group_describe",
     "describe_configs",
     "describe_groups",
     "describe_topics",
@@ -202,10 +204,14 @@ def _member(m: Any, protocol_type: str) -> MemberDescription:
 def describe_groups(
     core: ClientCore, group_ids: Sequence[str]
 ) -> Op[list[GroupDescription]]:
-    """DescribeGroups, each to its coordinator; in the order asked.
+    """DescribeGroups, each to its coordinator; in the order asked. A group that
+    DescribeGroups does not find (GROUP_ID_NOT_FOUND, v6+: a KIP-848 group is "not
+    a classic group") is asked again with ConsumerGroupDescribe (KIP-848), as
+    Java's ``Admin.describeConsumerGroups`` covers both kinds (KIP-1043).
 
     Raises:
-        BrokerError: a group's error (COORDINATOR_NOT_AVAILABLE twice, ...).
+        BrokerError: a group's error (COORDINATOR_NOT_AVAILABLE twice,
+            GROUP_ID_NOT_FOUND from both APIs, ...).
     """
     out = []
     for group_id in group_ids:
@@ -219,6 +225,10 @@ def describe_groups(
             g = response.groups[0]
             if attempt == 0 and g.error_code in COORDINATOR_CODES:
                 continue
+            if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+                found = yield from consumer_group_describe(core, group_id)
+                out.append(found)
+                break
             check_code(
                 g.error_code,
                 f"DescribeGroups {group_id}",
@@ -236,3 +246,61 @@ def describe_groups(
             )
             break
     return out
+
+
+def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+    return tuple(
+        TopicPartition(tp.topic_name, p)
+        for tp in sorted(assignment.topic_partitions, key=lambda t: t.topic_name)
+        for p in sorted(tp.partitions)
+    )
+
+
+def consumer_group_describe(core: ClientCore, group_id: str) -> Op[GroupDescription]:
+    """ConsumerGroupDescribe (KIP-848, v0-v1) of one group at its coordinator:
+    members with their epochs, current and target assignments.
+
+    Raises:
+        BrokerError: GROUP_ID_NOT_FOUND (no such KIP-848 group), a coordinator
+            error twice, ...
+    """
+
+    def build(v: int) -> dict[str, Any]:
+        return {"group_ids": [group_id], "include_authorized_operations": False}
+
+    for attempt in range(2):
+        node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
+        response = yield Call(node, ApiKey.CONSUMER_GROUP_DESCRIBE, build)
+        g = response.groups[0]
+        if attempt == 0 and g.error_code in COORDINATOR_CODES:
+            continue
+        check_code(
+            g.error_code,
+            f"ConsumerGroupDescribe {group_id}",
+            error_message=g.error_message,
+        )
+        members = tuple(
+            MemberDescription(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                _partitions(m.assignment),
+                m.member_epoch,
+                _partitions(m.target_assignment),
+                tuple(m.subscribed_topic_names),
+            )
+            for m in g.members
+        )
+        return GroupDescription(
+            g.group_id,
+            g.group_state,
+            "consumer",
+            g.assignor_name,
+            members,
+            node,
+            "consumer",
+            g.group_epoch,
+            g.assignment_epoch,
+        )
+    raise AssertionError("unreachable")  # pragma: no cover

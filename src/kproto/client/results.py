@@ -235,7 +235,12 @@ class MemberDescription:
         member_id, group_instance_id, client_id, client_host: as DescribeGroups
             gives them (``client_host`` like ``"/127.0.0.1"``).
         assignment: its partitions, decoded from the consumer protocol's
-            assignment bytes (empty for other protocol types).
+            assignment bytes (empty for other protocol types); for a KIP-848
+            group, the partitions it owns (ConsumerGroupDescribe ``assignment``).
+        member_epoch: KIP-848 groups: the member's epoch (-1 for classic groups).
+        target_assignment: KIP-848 groups: the partitions it is to own once it
+            has reconciled (``()`` for classic groups).
+        subscribed_topics: KIP-848 groups: its subscribed topic names.
     """
 
     member_id: str
@@ -243,18 +248,25 @@ class MemberDescription:
     client_id: str
     client_host: str
     assignment: tuple[TopicPartition, ...] = ()
+    member_epoch: int = -1
+    target_assignment: tuple[TopicPartition, ...] = ()
+    subscribed_topics: tuple[str, ...] = ()
 
 
 @attrs.frozen
 class GroupDescription:
-    """A group as DescribeGroups describes it.
+    """A group as DescribeGroups (classic groups) or ConsumerGroupDescribe
+    (KIP-848 ``consumer`` groups) describes it.
 
     Attributes:
         group_id, state, protocol_type: ``state`` is ``Stable``, ``Empty``,
-            ``Dead`` (unknown group), ...
-        protocol: the chosen assignor (``range``, ...), ``""`` when none.
+            ``Dead`` (unknown group), ... (KIP-848: also ``Assigning``,
+            ``Reconciling``); ``protocol_type`` is ``consumer`` for KIP-848 groups.
+        protocol: the chosen assignor (``range``, ``uniform`` ...), ``""`` when none.
         members: the members, as the coordinator lists them.
         coordinator: the node id that answered.
+        group_type: ``classic`` or ``consumer`` (KIP-848).
+        group_epoch, assignment_epoch: KIP-848 groups' epochs (-1 for classic).
     """
 
     group_id: str
@@ -263,3 +275,6 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: int
+    group_type: str = "classic"
+    group_epoch: int = -1
+    assignment_epoch: int = -1

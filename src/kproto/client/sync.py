@@ -66,6 +66,17 @@ class Client:
             :meth:`~kproto.connection.Connection.negotiate`.
         allow_auto_topic_creation: let :meth:`produce`'s Metadata request create
             a missing topic (the Java producer's default).
+        enable_idempotence: an idempotent producer (KIP-98, Java's
+            ``enable.idempotence``): one InitProducerId, then every batch carries
+            the producer id, epoch and its partition's next sequence, so a batch
+            sent again is stored once. :meth:`produce` then needs ``acks=-1``,
+            resends a batch answered with a retriable error (the same bytes, up
+            to 4 sends), and bumps the epoch (KIP-360: InitProducerId with the
+            current id and epoch, v3+) after UNKNOWN_PRODUCER_ID (the batch is
+            resent), after OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH
+            (raised as :class:`kproto.client.ProducerSequenceError`) and after any
+            produce that failed with a batch's fate unknown (e.g. a connection
+            lost before the answer).
 
     Raises (any method):
         kproto.client.BrokerError: an error code in a response (``error_code``,
@@ -87,10 +98,13 @@ class Client:
         sasl: SaslConfig | None = None,
         version_caps: Mapping[int, int] | None = None,
         allow_auto_topic_creation: bool = True,
+        enable_idempotence: bool = False,
         core: ClientCore | None = None,
     ) -> None:
         self.core = core or ClientCore(
-            bootstrap_servers, allow_auto_topic_creation=allow_auto_topic_creation
+            bootstrap_servers,
+            allow_auto_topic_creation=allow_auto_topic_creation,
+            enable_idempotence=enable_idempotence,
         )
         self.client_id = client_id
         self.timeout_s = timeout_s

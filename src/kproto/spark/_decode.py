@@ -20,6 +20,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kproto.internal_topics import COORDINATOR_TOPICS, key_messages, value_message
 from kproto.spark._schema import entities_to_arrow, spark_schema
 from kproto.spark._session import ensure_python_workers
 
@@ -33,22 +34,27 @@ __all__ = [
 
 Reader = Callable[[IO[bytes]], Any]
 
-#: Internal topics :func:`decode_internal_topic` knows: key version -> key message,
-#: and key message -> value message (from the group- and transaction-coordinator
-#: JSON definitions).
-INTERNAL_TOPICS: Final[dict[str, tuple[dict[int, str], dict[str, str]]]] = {
-    "__consumer_offsets": (
-        {0: "OffsetCommitKey", 1: "OffsetCommitKey", 2: "GroupMetadataKey"},
-        {
-            "OffsetCommitKey": "OffsetCommitValue",
-            "GroupMetadataKey": "GroupMetadataValue",
-        },
-    ),
-    "__transaction_state": (
-        {0: "TransactionLogKey"},
-        {"TransactionLogKey": "TransactionLogValue"},
-    ),
-}
+
+def _internal_topics() -> dict[str, tuple[dict[int, str], dict[str, str]]]:
+    out = {}
+    for topic in COORDINATOR_TOPICS:
+        keys = key_messages(topic)
+        if topic == "__consumer_offsets":
+            # Record type 0 (LegacyOffsetCommitKey in Kafka 4) is OffsetCommitKey
+            # v0, the same fields: both offset commit types share its columns.
+            keys[0] = "OffsetCommitKey"
+        out[topic] = (keys, {k: value_message(k) for k in keys.values()})
+    return out
+
+
+#: Internal topics :func:`decode_internal_topic` knows: key version (the record
+#: type) -> key message, and key message -> value message; read from the
+#: generated classes (:mod:`kproto.internal_topics`): ``__consumer_offsets``
+#: (offset commits, classic groups, KIP-848 consumer groups, share and streams
+#: groups), ``__transaction_state`` and ``__share_group_state``.
+INTERNAL_TOPICS: Final[dict[str, tuple[dict[int, str], dict[str, str]]]] = (
+    _internal_topics()
+)
 _VERSION: Final = struct.Struct(">h")
 
 
@@ -377,10 +383,13 @@ def decode_internal_topic(df: DataFrame, topic: str) -> DataFrame:
     ``df`` needs binary columns ``key`` and ``value`` (like Spark's Kafka source or
     :func:`~kproto.spark.read_log_segments`); other columns pass through. Each key and
     value starts with an int16 version that selects the generated class
-    (``kproto.index.data_type``): for ``__consumer_offsets`` key versions 0/1 are
-    ``OffsetCommitKey`` and 2 ``GroupMetadataKey``, their values
-    ``OffsetCommitValue`` / ``GroupMetadataValue`` (v0-v4); for
-    ``__transaction_state`` ``TransactionLogKey`` / ``TransactionLogValue``.
+    (``kproto.index.data_type``; the table is :data:`INTERNAL_TOPICS`): for
+    ``__consumer_offsets`` key versions 0/1 are ``OffsetCommitKey`` and 2
+    ``GroupMetadataKey``, their values ``OffsetCommitValue`` /
+    ``GroupMetadataValue`` (v0-v4), 3-8 and 16 the KIP-848 ``ConsumerGroup*``
+    records, 10-15 the share group and 17-23 the streams group records; for
+    ``__transaction_state`` ``TransactionLogKey`` / ``TransactionLogValue``; for
+    ``__share_group_state`` ``ShareSnapshotKey`` / ``ShareUpdateKey`` and values.
 
     Appended columns: ``key_version``, ``value_version`` (smallint, null if absent),
     ``record_type`` (the key message name, e.g. ``"OffsetCommitKey"``), one struct

@@ -21,6 +21,13 @@ import attrs
 
 from kproto.client import EARLIEST, LATEST, Client
 
+from ._kafka_security import (
+    SECURITY_OPTIONS,
+    KafkaSecurity,
+    KafkaSecurityError,
+    parse_security,
+)
+
 __all__ = [
     "KafkaOptions",
     "OffsetRange",
@@ -61,7 +68,6 @@ _KNOWN: Final = {
     "failondataloss",
     "kafkaconsumer.polltimeoutms",
     "kafka.isolation.level",
-    "kafka.security.protocol",
     "kafka.client.id",
     "kafka.request.timeout.ms",
     "kafka.fetch.max.bytes",
@@ -78,6 +84,8 @@ _KNOWN: Final = {
     "kafka.compression.type",
     "kafka.acks",
     "kafka.batch.size",
+    "kafka.enable.idempotence",
+    *SECURITY_OPTIONS,
 }
 
 
@@ -135,16 +143,21 @@ class KafkaOptions:
     client_id: str = "kproto-spark"
     request_timeout_s: float = 30.0
     fetch_max_bytes: int = 8 * 1024 * 1024
+    security: KafkaSecurity = KafkaSecurity()
 
-    def client(self, *, producer: bool = False) -> Client:
+    def client(self, *, producer: bool = False, idempotent: bool = False) -> Client:
         """A new :class:`Client` with these settings (the caller closes it). A
         ``producer`` client lets Metadata create missing topics where the broker
-        allows it (as the Java producer); a reading one never does."""
+        allows it (as the Java producer); a reading one never does; ``idempotent``
+        makes it an idempotent producer (``enable_idempotence``)."""
         return Client(
             self.bootstrap_servers,
             client_id=self.client_id,
             timeout_s=self.request_timeout_s,
             allow_auto_topic_creation=producer,
+            enable_idempotence=idempotent,
+            ssl_context=self.security.ssl_context(),
+            sasl=self.security.sasl(),
         )
 
 
@@ -251,15 +264,17 @@ def parse_options(raw: Mapping[str, str], *, sink: bool = False) -> KafkaOptions
     )
     if unknown:
         security = [u for u in unknown if u.startswith(("kafka.ssl", "kafka.sasl"))]
-        hint = " (kproto.client has no SASL; TLS only as an SSLContext)" * bool(
-            security
-        )
+        hint = (
+            " (TLS: PEM trust stores only, no client certificates; SASL: "
+            "kafka.sasl.mechanism and kafka.sasl.jaas.config)"
+        ) * bool(security)
         raise KafkaOptionError(
             f"kproto-kafka does not support option(s) {unknown}{hint}"
         )
-    protocol = options.get("kafka.security.protocol", "PLAINTEXT")
-    if protocol.upper() != "PLAINTEXT":
-        raise KafkaOptionError(f"kafka.security.protocol={protocol} is not supported")
+    try:
+        security_settings = parse_security(options)
+    except KafkaSecurityError as err:
+        raise KafkaOptionError(str(err)) from None
     bootstrap = options.get("kafka.bootstrap.servers")
     if not bootstrap:
         raise KafkaOptionError("option 'kafka.bootstrap.servers' is required")
@@ -275,6 +290,7 @@ def parse_options(raw: Mapping[str, str], *, sink: bool = False) -> KafkaOptions
         "request_timeout_s": (_positive(options, "kafka.request.timeout.ms") or 30_000)
         / 1000,
         "include_headers": _bool(options, "includeHeaders", False),
+        "security": security_settings,
     }
     if sink:
         return KafkaOptions(**common)  # type: ignore[arg-type]

@@ -13,10 +13,12 @@ with the codec of ``kafka.compression.type`` and ``kafka.acks`` (default all). A
 Produce error fails the task, its message naming the topic partition and how many
 records of the task had been acknowledged.
 
-Delivery is at least once, as Spark's Kafka sink: kproto's client has no
-idempotent producer (no InitProducerId / sequence numbers) and does not retry, so
-a failed task that Spark re-runs writes its acknowledged records again. Nothing is
-undone on ``abort`` (a Kafka log is append-only).
+Each task's client is one idempotent producer (``kafka.enable.idempotence``,
+default true with ``kafka.acks=all``, as Java's producer since Kafka 3.0): a batch
+resent after a retriable error is stored once. Delivery is still at least once
+across tasks, as Spark's Kafka sink: a failed task that Spark re-runs is a new
+producer and writes its acknowledged records again. Nothing is undone on
+``abort`` (a Kafka log is append-only).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class SinkSettings:
     compression: Compression
     acks: int
     batch_bytes: int
+    idempotent: bool = False
 
 
 @attrs.frozen
@@ -110,7 +113,19 @@ def sink_settings(options: Mapping[str, str], schema: StructType) -> SinkSetting
     batch_bytes = int(lower.get("kafka.batch.size", DEFAULT_BATCH_BYTES))
     if batch_bytes <= 0:
         raise KafkaOptionError("kafka.batch.size must be > 0")
-    return SinkSettings(opts, topic, compression, acks, batch_bytes)
+    # Java's producer: idempotent by default unless acks is not all; asking for
+    # idempotence with acks 0 or 1 is a configuration error.
+    raw = lower.get("kafka.enable.idempotence")
+    if raw is not None and raw.strip().lower() not in ("true", "false"):
+        raise KafkaOptionError(
+            f"kafka.enable.idempotence must be true or false, not {raw!r}"
+        )
+    idempotent = acks == -1 if raw is None else raw.strip().lower() == "true"
+    if idempotent and acks != -1:
+        raise KafkaOptionError(
+            "kafka.enable.idempotence=true needs kafka.acks=all (as Java's producer)"
+        )
+    return SinkSettings(opts, topic, compression, acks, batch_bytes, idempotent)
 
 
 def _as_bytes(values: list[Any]) -> list[bytes | None]:
@@ -153,7 +168,7 @@ def write_batches(
     pending: dict[tuple[str, int | None], list[tuple[Any, ...]]] = {}
     sizes: dict[tuple[str, int | None], int] = {}
     done = 0
-    with settings.opts.client(producer=True) as client:
+    with settings.opts.client(producer=True, idempotent=settings.idempotent) as client:
 
         def flush(target: tuple[str, int | None]) -> None:
             nonlocal done
@@ -220,7 +235,8 @@ class KafkaWriter(DataSourceArrowWriter):
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """``df.writeStream.format("kproto-kafka")``: each micro-batch's tasks produce
-    (at least once, as Spark's Kafka sink); ``commit`` has nothing to do."""
+    (idempotent within a task, at least once across task re-runs, as Spark's
+    Kafka sink); ``commit`` has nothing to do."""
 
     def __init__(
         self, options: Mapping[str, str], schema: StructType, overwrite: bool

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 # Kept here (not imported from _decode) so that building the parser does not import
 # pyspark; tests check it equals kproto.spark.INTERNAL_TOPICS.
-TOPICS = ("__consumer_offsets", "__transaction_state")
+TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 __all__ = [
     "add_parsers",

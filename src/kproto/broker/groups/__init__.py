@@ -11,6 +11,10 @@ state in :mod:`.consumer_group`, assignors in :mod:`.assignors`, records in
 :mod:`.consumer_records`, conversion and recovery in :mod:`.consumer_lifecycle`) are
 driven by ConsumerGroupHeartbeat and ConsumerGroupDescribe
 (:mod:`kproto.broker.handlers.consumer_groups`) and share the offsets above.
+KIP-1071 streams groups (``coordinator.streams``, :mod:`.streams_coordinator`; state,
+topology and the sticky task assignor in :mod:`.streams_group`, records in
+:mod:`.streams_records`) are driven by the handlers of
+:mod:`kproto.broker.handlers.streams_groups` and share them too.
 """
 
 from __future__ import annotations

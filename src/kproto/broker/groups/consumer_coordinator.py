@@ -205,6 +205,10 @@ class ConsumerGroups:
         group = self.groups.get(group_id)
         if group is not None:
             return group
+        if group_id in self.coordinator.streams.groups:  # KIP-1071
+            raise _Error(
+                E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
         classic = self.coordinator.groups.get(group_id)
         group = ConsumerGroup(group_id)
         if classic is not None:

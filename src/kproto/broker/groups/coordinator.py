@@ -36,7 +36,7 @@ from .consumer_coordinator import ConsumerGroups
 from .consumer_group import ConsumerGroup
 from .consumer_lifecycle import classic_join, delete_group, delete_offsets, record_key
 from .consumer_records import ConsumerRecord, decode_consumer_record
-from .group import ClassicGroup, CommittedOffset, GroupState, Member
+from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, Member
 from .membership import Membership
 from .records import (
     GroupRecord,
@@ -47,6 +47,9 @@ from .records import (
     offset_commit_record,
     partition_for,
 )
+from .streams_coordinator import StreamsGroups
+from .streams_group import StreamsGroup
+from .streams_records import StreamsRecord, decode_streams_record, group_tombstones
 from .timers import AsyncioScheduler, Scheduler
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
@@ -96,6 +99,8 @@ class GroupCoordinator:
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        streams_session_timeout_ms: int = 45_000,
+        streams_heartbeat_interval_ms: int = 5_000,
     ) -> None:
         def option(value: int | None, name: str, default: int) -> int:
             if value is not None:
@@ -141,6 +146,12 @@ class GroupCoordinator:
             heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             assignors=consumer_assignors,
         )
+        #: KIP-1071 streams groups (:mod:`.streams_coordinator`).
+        self.streams = StreamsGroups(
+            self,
+            session_timeout_ms=streams_session_timeout_ms,
+            heartbeat_interval_ms=streams_heartbeat_interval_ms,
+        )
         self.join_group = self._join_group
         self.sync_group = self.membership.sync_group
         self.heartbeat = self.membership.heartbeat
@@ -159,12 +170,15 @@ class GroupCoordinator:
         offsets: dict[tuple[str, str, int], CommittedOffset] = {}
         metadata: dict[str, Any] = {}
         consumer: dict[tuple[str, str, str], ConsumerRecord] = {}
+        streams: dict[tuple[str, str, str], StreamsRecord] = {}
         for partition in range(self.offsets_partitions):
             plog = self.state.partition_log(OFFSETS_TOPIC, partition)
             if plog is None:
                 continue
             try:
-                self._replay(plog.batches(0), offsets, metadata, partition, consumer)
+                self._replay(
+                    plog.batches(0), offsets, metadata, partition, consumer, streams
+                )
             except DecodeError as exc:
                 # The log's own recovery truncates torn tails; corruption inside a
                 # segment is reported and the rest of that partition skipped.
@@ -173,7 +187,11 @@ class GroupCoordinator:
             if value is not None:
                 self._load_group(group_id, value)
         self.consumer.load(consumer)
+        self.streams.load(streams)
         for (group_id, topic, partition), committed in offsets.items():
+            if group_id in self.streams.groups:
+                self.streams.groups[group_id].offsets[(topic, partition)] = committed
+                continue
             if group_id in self.consumer.groups:
                 self.consumer.groups[group_id].offsets[(topic, partition)] = committed
                 continue
@@ -190,12 +208,19 @@ class GroupCoordinator:
         metadata: dict[str, Any],
         partition: int,
         consumer: dict[tuple[str, str, str], ConsumerRecord] | None = None,
+        streams: dict[tuple[str, str, str], StreamsRecord] | None = None,
     ) -> None:
         """Apply one partition's records in offset order (last write wins;
-        tombstones delete); KIP-848 consumer group records go to ``consumer``."""
+        tombstones delete); KIP-848 consumer group records go to ``consumer``, KIP-1071
+        streams group records to ``streams``."""
         for batch in batches:
             for key, value in batch_records(batch):
                 try:
+                    kip1071 = decode_streams_record(key or b"", value)
+                    if kip1071 is not None:
+                        if streams is not None:
+                            streams[kip1071.replay_key] = kip1071
+                        continue
                     modern = decode_consumer_record(key or b"", value)
                     if modern is not None:
                         if consumer is not None:
@@ -254,6 +279,7 @@ class GroupCoordinator:
         self.membership.cancel_timers()
         await self.membership.drain()
         await self.consumer.stop()
+        await self.streams.stop()
         self.started = False
 
     # -- coordinator lookup ----------------------------------------------------------
@@ -304,17 +330,22 @@ class GroupCoordinator:
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
         Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
         modern = self.consumer.groups.get(group_id)
+        streams = self.streams.groups.get(group_id)
         if modern is not None:
             error = self.consumer.validate_commit(
                 modern, generation_id, member_id, group_instance_id
             )
+        elif streams is not None:
+            error = self.streams.validate_commit(streams, generation_id, member_id)
         else:
             error = self._validate_commit(
                 group_id, generation_id, member_id, group_instance_id
             )
         if error != E.NONE:
             return {tp: error for tp in offsets}
-        group: ClassicGroup | ConsumerGroup | None = modern or self.groups.get(group_id)
+        group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
+            modern or streams or self.groups.get(group_id)
+        )
         if group is None:
             group = self.groups[group_id] = ClassicGroup(
                 group_id, state_timestamp_ms=self.now_ms()
@@ -392,6 +423,8 @@ class GroupCoordinator:
         committed = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
         if group_id in self.consumer.groups:
             committed = self.consumer.groups[group_id].offsets
+        if group_id in self.streams.groups:
+            committed = self.streams.groups[group_id].offsets
         if partitions is None:
             return dict(sorted(committed.items()))
         return {tp: committed.get(tp) for tp in partitions}
@@ -437,10 +470,11 @@ class GroupCoordinator:
         again under the same name starts without stale offsets. Returns how many
         offsets were removed. For DeleteTopics to call after deleting ``topic``."""
         removed = 0
-        every: list[tuple[str, ClassicGroup | ConsumerGroup]] = list(
+        every: list[tuple[str, ClassicGroup | ConsumerGroup | StreamsGroup]] = list(
             self.groups.items()
         )
         every += list(self.consumer.groups.items())
+        every += list(self.streams.groups.items())
         for group_id, group in every:
             stale = [tp for tp in group.offsets if tp[0] == topic]
             if not stale:
@@ -506,6 +540,7 @@ class GroupCoordinator:
             if wanted_types and "consumer" not in wanted_types:
                 continue
             out.append((group_id, "consumer", state, "consumer"))
+        out += self.streams.list_groups(wanted_states, wanted_types)
         return sorted(out)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
@@ -517,6 +552,19 @@ class GroupCoordinator:
             if group_id in self.consumer.groups:
                 result[group_id] = await delete_group(self, group_id)
                 continue
+            streams = self.streams.groups.get(group_id)
+            if streams is not None and streams.members:
+                result[group_id] = E.NON_EMPTY_GROUP
+                continue
+            if streams is not None:  # its offsets go below, as a classic group's
+                if not await self._append(group_id, group_tombstones(group_id)):
+                    result[group_id] = E.COORDINATOR_NOT_AVAILABLE
+                    continue
+                del self.streams.groups[group_id]
+                self.groups[group_id] = ClassicGroup(
+                    group_id, state_timestamp_ms=self.now_ms()
+                )
+                self.groups[group_id].offsets = streams.offsets
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 result[group_id] = E.GROUP_ID_NOT_FOUND
@@ -539,7 +587,10 @@ class GroupCoordinator:
     # -- KIP-848 consumer groups (state in .consumer_coordinator) ---------------------
 
     async def _join_group(self, group_id: str, *args: Any, **kwargs: Any) -> Any:
-        """JoinGroup, converting an empty consumer group (see :func:`classic_join`)."""
+        """JoinGroup, converting an empty consumer group (see :func:`classic_join`);
+        INCONSISTENT_GROUP_PROTOCOL for a streams group."""
+        if group_id in self.streams.groups:
+            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
         return await classic_join(self, group_id, *args, **kwargs)
 
     # -- persistence -----------------------------------------------------------------

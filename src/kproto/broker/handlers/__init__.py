@@ -12,6 +12,8 @@ module              APIs
 ``groups``          FindCoordinator and the classic consumer group APIs (the
                     coordinator's state machine is :mod:`kproto.broker.groups`)
 ``consumer_groups`` ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848)
+``streams_groups``  StreamsGroupHeartbeat, StreamsGroupDescribe,
+                    StreamsGroupTopologyDescriptionUpdate (KIP-1071)
 ``security``        SaslHandshake/SaslAuthenticate outside an exchange,
                     Describe/AlterUserScramCredentials
 ``acls``            CreateAcls, DescribeAcls, DeleteAcls (enforcement:
@@ -48,6 +50,7 @@ from kproto.broker.handlers import (
     security,
     share,
     share_admin,
+    streams_groups,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
 from kproto.index import ApiKey
@@ -84,6 +87,11 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.DESCRIBE_CLUSTER: cluster_info.describe_cluster,
         ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
         ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+        ApiKey.STREAMS_GROUP_HEARTBEAT: streams_groups.streams_group_heartbeat,
+        ApiKey.STREAMS_GROUP_DESCRIBE: streams_groups.streams_group_describe,
+        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: (
+            streams_groups.streams_group_topology_description_update
+        ),
         ApiKey.CREATE_ACLS: acls.create_acls,
         ApiKey.DESCRIBE_ACLS: acls.describe_acls,
         ApiKey.DELETE_ACLS: acls.delete_acls,

@@ -390,6 +390,12 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
                 getattr(asked, "member_id", None),
                 getattr(asked, "member_epoch", -1),
             )
+            if error == E.NONE:  # a KIP-1071 streams member's, likewise
+                error = ctx.groups.streams.validate_fetch(
+                    asked.group_id,
+                    getattr(asked, "member_id", None),
+                    getattr(asked, "member_epoch", -1),
+                )
             if error != E.NONE and answer["error_code"] == E.NONE:
                 answer.update(topics=[], error_code=error)
         return respond(ctx, throttle_time_ms=0, groups=groups)
@@ -451,7 +457,10 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
         # KIP-1043: v6 reports GROUP_ID_NOT_FOUND; earlier versions a Dead group.
         error = E.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else E.NONE
         message = _message(error)
-        if error != E.NONE and group_id in coordinator.consumer.groups:
+        if error != E.NONE and (
+            group_id in coordinator.consumer.groups
+            or group_id in coordinator.streams.groups
+        ):
             message = f"Group {group_id} is not a classic group."  # KIP-848 group
         return {
             **empty,

@@ -1,0 +1,382 @@
+"""One KIP-1071 streams group: topology, members, epochs, task assignments.
+
+Pure state, no I/O and no timers: :class:`~kproto.broker.groups.streams_coordinator.StreamsGroups`
+drives it. Follows Kafka's group-coordinator ``streams`` package: ``StreamsGroup``,
+``StreamsGroupMember``, ``StreamsTopology``, ``TasksTuple``, ``MemberState``,
+``CurrentAssignmentBuilder`` and ``InternalTopicManager.configureTopics``:
+
+- a *task* is a subtopology id and a partition; a subtopology has as many tasks as
+  its widest source (or repartition source) topic has partitions;
+- the topology is *configured* (:func:`configure_topology`) once every source topic
+  exists; until then the group is NOT_READY and its members get no tasks;
+- members converge towards their target tasks as KIP-848 consumers do: a task is
+  given to its new owner only once no other member holds it, and a member that must
+  give tasks up stays at its epoch in UNREVOKED_TASKS until its heartbeat no longer
+  reports them (:func:`reconcile_tasks`).
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .group import CommittedOffset
+from .timers import TimerHandle
+
+__all__ = [
+    "ConfiguredTopology",
+    "StreamsGroup",
+    "StreamsGroupMember",
+    "StreamsGroupState",
+    "StreamsMemberState",
+    "Subtopology",
+    "TaskSet",
+    "TopicInfo",
+    "configure_topology",
+    "reconcile_tasks",
+]
+
+#: Tasks: subtopology id -> partitions (Kafka's ``TasksTuple`` for one task kind).
+TaskSet = dict[str, frozenset[int]]
+
+
+class StreamsMemberState(enum.IntEnum):
+    """Kafka's ``streams.MemberState``."""
+
+    STABLE = 1
+    UNREVOKED_TASKS = 2
+    UNRELEASED_TASKS = 3
+    UNKNOWN = 127
+
+
+class StreamsGroupState(enum.Enum):
+    """Kafka's ``StreamsGroup.StreamsGroupState`` (names as ListGroups shows)."""
+
+    EMPTY = "Empty"
+    NOT_READY = "NotReady"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@attrs.frozen
+class TopicInfo:
+    """An internal topic of a subtopology (the ``TopicInfo`` struct): ``partitions``
+    0 when not enforced, ``replication_factor`` 0 for the broker's default."""
+
+    name: str
+    partitions: int = 0
+    replication_factor: int = 0
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class Subtopology:
+    """One subtopology as the member declared it (``Topology.Subtopologies``);
+    source topic regexes are not supported (see the README)."""
+
+    subtopology_id: str
+    source_topics: tuple[str, ...] = ()
+    repartition_sink_topics: tuple[str, ...] = ()
+    state_changelog_topics: tuple[TopicInfo, ...] = ()
+    repartition_source_topics: tuple[TopicInfo, ...] = ()
+
+
+@attrs.frozen
+class ConfiguredTopology:
+    """The outcome of :func:`configure_topology`: ``tasks`` per subtopology (None
+    when not ready), the internal topics to create as ``(TopicInfo, partitions)``
+    and the missing source topics."""
+
+    tasks: dict[str, int] | None
+    missing_source_topics: tuple[str, ...] = ()
+    internal_topics: tuple[tuple[TopicInfo, int], ...] = ()
+
+
+def configure_topology(
+    subtopologies: tuple[Subtopology, ...], partitions_of: Mapping[str, int]
+) -> ConfiguredTopology:
+    """Number the tasks of each subtopology and size its internal topics (Kafka's
+    ``InternalTopicManager.configureTopics``): a repartition topic without a
+    partition count takes that of the subtopology writing to it; a changelog topic
+    has one partition per task. ``partitions_of`` maps existing topics to their
+    partition counts."""
+    internal = {t.name for s in subtopologies for t in s.repartition_source_topics} | {
+        t.name for s in subtopologies for t in s.state_changelog_topics
+    }
+    missing = sorted(
+        {t for s in subtopologies for t in s.source_topics if t not in partitions_of}
+        - internal
+    )
+    if missing:
+        return ConfiguredTopology(None, tuple(missing))
+    repartition: dict[str, int] = {}
+    for s in subtopologies:
+        for info in s.repartition_source_topics:
+            if info.partitions > 0:
+                repartition[info.name] = info.partitions
+    tasks: dict[str, int] = {}
+    for _ in range(len(subtopologies) + 1):  # a fixpoint over repartition chains
+        before = (dict(tasks), len(repartition))
+        for s in subtopologies:
+            counts = [partitions_of[t] for t in s.source_topics]
+            counts += [
+                repartition[t.name]
+                for t in s.repartition_source_topics
+                if t.name in repartition
+            ]
+            if counts:
+                tasks[s.subtopology_id] = max(counts)
+                for sink in s.repartition_sink_topics:
+                    repartition.setdefault(sink, tasks[s.subtopology_id])
+        if (tasks, len(repartition)) == before:
+            break
+    for s in subtopologies:
+        tasks.setdefault(s.subtopology_id, 0)
+    created: list[tuple[TopicInfo, int]] = []
+    for s in subtopologies:
+        for info in s.repartition_source_topics:
+            created.append((info, repartition.get(info.name, tasks[s.subtopology_id])))
+        for info in s.state_changelog_topics:
+            created.append((info, tasks[s.subtopology_id]))
+    return ConfiguredTopology(tasks, (), tuple(created))
+
+
+@attrs.define(eq=False)
+class StreamsGroupMember:
+    """One member (Kafka's ``StreamsGroupMember``); timeouts in ms. ``active``
+    excludes ``pending_revocation`` (active tasks to give up, not yet
+    acknowledged)."""
+
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = 300_000
+    topology_epoch: int = 0
+    process_id: str = ""
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: tuple[tuple[str, str], ...] = ()
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: StreamsMemberState = StreamsMemberState.STABLE
+    active: TaskSet = attrs.field(factory=dict)
+    pending_revocation: TaskSet = attrs.field(factory=dict)
+    session_timer: TimerHandle | None = None
+    rebalance_timer: TimerHandle | None = None
+
+    def cancel_timers(self) -> None:
+        for timer in (self.session_timer, self.rebalance_timer):
+            if timer is not None:
+                timer.cancel()
+        self.session_timer = self.rebalance_timer = None
+
+
+@attrs.define(eq=False)
+class StreamsGroup:
+    """A streams group (Kafka's ``StreamsGroup``).
+
+    ``topology`` is the declared one (None until the first member joins),
+    ``configured`` its :func:`configure_topology` result at the group epoch,
+    ``target`` the target active tasks per member, ``task_epochs`` maps
+    ``(subtopology, partition)`` to the epoch of the member holding it and
+    ``offsets`` the committed offsets (shared with OffsetCommit/OffsetFetch);
+    ``loaded_hash`` the metadata hash of a group recovered from its records.
+    """
+
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    topology_epoch: int = 0
+    topology: tuple[Subtopology, ...] | None = None
+    configured: ConfiguredTopology | None = None
+    metadata: dict[str, int] = attrs.field(factory=dict)
+    members: dict[str, StreamsGroupMember] = attrs.field(factory=dict)
+    target: dict[str, TaskSet] = attrs.field(factory=dict)
+    task_epochs: dict[tuple[str, int], int] = attrs.field(factory=dict)
+    offsets: dict[tuple[str, int], CommittedOffset] = attrs.field(factory=dict)
+    topology_description: dict[str, Any] | None = None
+    loaded_hash: int | None = None
+    dead: bool = False
+
+    @property
+    def state(self) -> StreamsGroupState:
+        """Kafka's ``StreamsGroup.maybeUpdateGroupState``."""
+        if self.dead:
+            return StreamsGroupState.DEAD
+        if not self.members:
+            return StreamsGroupState.EMPTY
+        if self.configured is None or self.configured.tasks is None:
+            return StreamsGroupState.NOT_READY
+        if self.group_epoch > self.assignment_epoch:
+            return StreamsGroupState.ASSIGNING
+        for member in self.members.values():
+            if (
+                member.member_epoch != self.assignment_epoch
+                or member.state != StreamsMemberState.STABLE
+            ):
+                return StreamsGroupState.RECONCILING
+        return StreamsGroupState.STABLE
+
+    def source_topics(self) -> set[str]:
+        """Every source topic of the topology (internal repartition ones included)."""
+        out: set[str] = set()
+        for s in self.topology or ():
+            out.update(s.source_topics)
+            out.update(t.name for t in s.repartition_source_topics)
+        return out
+
+    def remove_member(self, member_id: str) -> StreamsGroupMember | None:
+        """Remove a member, its target tasks and the tasks it held."""
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        member.cancel_timers()
+        self.target.pop(member_id, None)
+        self.release(member)
+        return member
+
+    def release(self, member: StreamsGroupMember) -> None:
+        for tasks in (member.active, member.pending_revocation):
+            for sub, parts in tasks.items():
+                for p in parts:
+                    self.task_epochs.pop((sub, p), None)
+
+    def hold(self, member: StreamsGroupMember) -> None:
+        for tasks in (member.active, member.pending_revocation):
+            for sub, parts in tasks.items():
+                for p in parts:
+                    self.task_epochs[(sub, p)] = member.member_epoch
+
+
+def _owns_any(owned: TaskSet | None, pending: TaskSet) -> bool:
+    if owned is None:
+        return True
+    return any(owned.get(sub, frozenset()) & parts for sub, parts in pending.items())
+
+
+def reconcile_tasks(
+    member: StreamsGroupMember,
+    target_epoch: int,
+    target: TaskSet,
+    owned: TaskSet | None,
+    held_by_other: Mapping[tuple[str, int], int],
+) -> bool:
+    """Move ``member`` towards its ``target`` active tasks (Kafka's streams
+    ``CurrentAssignmentBuilder``); True when the member changed. ``owned`` is what
+    the heartbeat reports (None: not reported, so revocations are not
+    acknowledged); ``held_by_other`` is the group's ``task_epochs`` after
+    :meth:`StreamsGroup.release` of this member."""
+    before = (
+        member.member_epoch,
+        member.state,
+        member.active,
+        member.pending_revocation,
+    )
+    if member.state == StreamsMemberState.UNREVOKED_TASKS and _owns_any(
+        owned, member.pending_revocation
+    ):
+        return False
+    if (
+        member.state == StreamsMemberState.STABLE
+        and member.member_epoch == target_epoch
+    ):
+        return False
+    kept: TaskSet = {}
+    revoke: TaskSet = {}
+    unreleased = False
+    for sub in set(target) | set(member.active):
+        want = target.get(sub, frozenset())
+        have = member.active.get(sub, frozenset())
+        if want & have:
+            kept[sub] = want & have
+        if have - want:
+            revoke[sub] = have - want
+        free = frozenset(p for p in want - have if (sub, p) not in held_by_other)
+        unreleased = unreleased or len(free) < len(want - have)
+        if free:
+            kept[sub] = kept.get(sub, frozenset()) | free
+    if revoke and _owns_any(owned, revoke):
+        member.state = StreamsMemberState.UNREVOKED_TASKS
+        member.active = {
+            sub: member.active[sub] & target.get(sub, frozenset())
+            for sub in member.active
+            if member.active[sub] & target.get(sub, frozenset())
+        }
+        member.pending_revocation = revoke
+    else:
+        member.state = (
+            StreamsMemberState.UNRELEASED_TASKS
+            if unreleased
+            else StreamsMemberState.STABLE
+        )
+        member.active = kept
+        member.pending_revocation = {}
+        if member.member_epoch != target_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = target_epoch
+    after = (
+        member.member_epoch,
+        member.state,
+        member.active,
+        member.pending_revocation,
+    )
+    return before != after
+
+
+def sticky_assign(
+    members: Mapping[str, TaskSet], tasks: Mapping[str, int]
+) -> dict[str, TaskSet]:
+    """Active tasks per member, balanced and sticky (the active-task part of Kafka's
+    ``StickyTaskAssignor``): with ``T`` tasks and ``M`` members every member gets
+    ``T // M`` or one more; each keeps the tasks it had up to that share (the
+    extra one to the first members by id that had more), and the rest go to the
+    least-loaded member, ties broken by member id. ``members`` maps member ids to
+    their current target; ``tasks`` maps subtopology ids to their task counts.
+    O((T + M) log M)."""
+    if not members:
+        return {}
+    every = [(sub, p) for sub in sorted(tasks) for p in range(tasks[sub])]
+    floor, extra = divmod(len(every), len(members))
+    owned: dict[str, list[tuple[str, int]]] = {m: [] for m in sorted(members)}
+    taken: set[tuple[str, int]] = set()
+    previous: dict[str, list[tuple[str, int]]] = {
+        m: [
+            (sub, p)
+            for sub, parts in sorted(members[m].items())
+            for p in sorted(parts)
+            if p < tasks.get(sub, 0)
+        ]
+        for m in owned
+    }
+    for share in (floor, floor + 1):
+        for member_id, held in owned.items():
+            for task in previous[member_id]:
+                if len(held) >= share or (share > floor and extra == 0):
+                    break
+                if task not in taken:
+                    held.append(task)
+                    taken.add(task)
+                    if share > floor:
+                        extra -= 1
+    heap = [(len(held), member_id) for member_id, held in owned.items()]
+    heapq.heapify(heap)
+    for task in every:
+        if task in taken:
+            continue
+        load, member_id = heapq.heappop(heap)
+        owned[member_id].append(task)
+        heapq.heappush(heap, (load + 1, member_id))
+    out: dict[str, TaskSet] = {}
+    for member_id, held in owned.items():
+        grouped: dict[str, set[int]] = {}
+        for sub, p in held:
+            grouped.setdefault(sub, set()).add(p)
+        out[member_id] = {sub: frozenset(ps) for sub, ps in grouped.items()}
+    return out
