@@ -494,6 +494,136 @@ done:
     return result;
 }
 
+/* A key/value/header blob at d[*pos] skipped (no object built), with the checks of
+ * read_blob; *is_null set for length -1. Header names (is_name) must be UTF-8. */
+static int
+skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
+          int is_name, int *is_null)
+{
+    Py_ssize_t p = *pos;
+    *is_null = 0;
+    if (p >= limit)
+        return fail_bad();
+    unsigned char v = d[p];
+    uint64_t n;
+    if (!(v & 0x81)) {
+        n = v >> 1;
+        p += 1;
+    }
+    else if (v == 1 && allow_null) {
+        *pos = p + 1;
+        *is_null = 1;
+        return 0;
+    }
+    else {
+        if (v & 1)
+            return fail_bad();
+        uint64_t raw;
+        if (read_uvar(d, &p, limit, 5, &raw) < 0)
+            return fail_bad();
+        n = raw >> 1;
+    }
+    if ((uint64_t)(limit - p) < n)
+        return fail_bad();
+    if (is_name) {
+        int ascii = 1;
+        for (uint64_t i = 0; i < n; i++)
+            if (d[p + (Py_ssize_t)i] & 0x80) {
+                ascii = 0;
+                break;
+            }
+        if (!ascii) {
+            PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, (Py_ssize_t)n, NULL);
+            if (s == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                    PyErr_Clear();
+                    fail_bad();
+                }
+                return -1;
+            }
+            Py_DECREF(s);
+        }
+    }
+    *pos = p + (Py_ssize_t)n;
+    return 0;
+}
+
+/* v2_scan(data, pos, end, count, base_offset, base_ts): walk the records as
+ * v2_columns does, with the same layout checks (Bad on the same input), building
+ * no per-record object. Returns (min_ts, max_ts, null_keys) when every offset is
+ * base_offset + i; None when one is not or a timestamp leaves int64 (the caller
+ * then asks v2_columns for the detail). */
+static PyObject *
+v2_scan(PyObject *self, PyObject *args)
+{
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    Py_ssize_t p = a.pos, end = a.end;
+    int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
+    Py_ssize_t null_keys = 0;
+    int detail = 0;
+    for (Py_ssize_t i = 0; i < a.count; i++) {
+        uint64_t v;
+        if (read_uvar(d, &p, end, 5, &v) < 0)
+            goto bad;
+        int64_t length = zigzag(v);
+        if (length <= 0 || length > (int64_t)(end - p))
+            goto bad;
+        Py_ssize_t rec_end = p + (Py_ssize_t)length;
+        p += 1; /* attributes */
+        if (read_uvar(d, &p, rec_end, 10, &v) < 0)
+            goto bad;
+        int64_t ts;
+        if (__builtin_add_overflow((int64_t)a.base_ts, zigzag(v), &ts))
+            detail = 1;
+        else {
+            if (ts < min_ts)
+                min_ts = ts;
+            if (ts > max_ts)
+                max_ts = ts;
+        }
+        if (read_uvar(d, &p, rec_end, 5, &v) < 0)
+            goto bad;
+        int64_t off;
+        if (__builtin_add_overflow((int64_t)a.base_offset, zigzag(v), &off) ||
+            off != (int64_t)a.base_offset + (int64_t)i)
+            detail = 1;
+        int is_null;
+        if (skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
+            return NULL;
+        null_keys += is_null;
+        if (skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
+            return NULL;
+        /* headers: count, then (name, value) pairs */
+        if (p >= rec_end)
+            goto bad;
+        uint64_t h = d[p];
+        if (h < 0x80)
+            p += 1;
+        else if (read_uvar(d, &p, rec_end, 5, &h) < 0)
+            goto bad;
+        if ((h & 1) || h > (uint64_t)(rec_end - p))
+            goto bad;
+        for (uint64_t j = 0; j < (h >> 1); j++) {
+            if (skip_blob(d, &p, rec_end, 0, 1, &is_null) < 0 ||
+                skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
+                return NULL;
+        }
+        if (p != rec_end)
+            goto bad;
+    }
+    if (p != end)
+        goto bad;
+    if (detail)
+        Py_RETURN_NONE;
+    return Py_BuildValue("LLn", (long long)min_ts, (long long)max_ts, null_keys);
+bad:
+    fail_bad();
+    return NULL;
+}
+
 static PyObject *
 v2_records(PyObject *self, PyObject *args)
 {
@@ -808,6 +938,10 @@ static PyMethodDef methods[] = {
     {"v2_columns", v2_columns, METH_VARARGS,
      "v2_columns(data, pos, end, count, base_offset, base_ts) -> (offsets, "
      "timestamps, keys, values, headers); as records._v2_loop.v2_columns_fast."},
+    {"v2_scan", v2_scan, METH_VARARGS,
+     "v2_scan(data, pos, end, count, base_offset, base_ts) -> (min_ts, max_ts, "
+     "null_keys), or None when an offset is not base_offset + i or a timestamp "
+     "leaves int64; v2_columns's checks, no objects built."},
     {"v2_records", v2_records, METH_VARARGS,
      "v2_records(data, pos, end, count, base_offset, base_ts) -> tuple of Record; "
      "as records._v2_loop.v2_records_fast."},

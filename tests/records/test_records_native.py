@@ -71,7 +71,8 @@ def _native_loops() -> tuple[Any, Any]:
 def assert_loops_agree(
     data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
 ) -> None:
-    """Both loops (columns and records) agree on ``data[pos:end]``, types included."""
+    """Both loops (columns and records) agree on ``data[pos:end]``, types included,
+    and the C scan rejects what they reject and summarises what they return."""
     native_columns, native_records = _native_loops()
     args = (data, pos, end, count, base_offset, base_ts)
     want = _loop(v2_columns_fast, *args)
@@ -80,6 +81,22 @@ def assert_loops_agree(
     if want != "rejected":
         assert [type(x) for c in got for x in c] == [type(x) for c in want for x in c]
         assert all(type(h) is list for h in got[4])
+    with speedups.using(True):
+        scan = records_native.v2_scan()
+    assert scan is not None
+    got_s = _loop(scan, *args)
+    if want == "rejected":
+        assert got_s == "rejected"
+    else:
+        offsets, timestamps, keys = want[0], want[1], want[2]
+        in_int64 = all(-INT64_MAX - 1 <= t <= INT64_MAX for t in timestamps)
+        if offsets != list(range(base_offset, base_offset + count)) or not in_int64:
+            assert got_s is None
+        else:
+            low, high = min(timestamps, default=INT64_MAX), max(
+                timestamps, default=-INT64_MAX - 1
+            )
+            assert got_s == (low, high, keys.count(None))
     want_r = _loop(v2_records_fast, *args)
     got_r = _loop(native_records, *args)
     assert got_r == want_r
