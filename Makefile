@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-spark bench-broker lint clean asan fuzz
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-spark bench-broker bench-broker-fairness lint clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,10 @@ bench-spark: $(STAMP)
 ## kproto's broker vs librdkafka's mock cluster: confluent-kafka produce and consume, peak RSS.
 bench-broker: $(STAMP)
 	$(PY) -m benchmarks.broker_bench
+
+## The good confluent-kafka pair beside each hostile client of issue 17.
+bench-broker-fairness: $(STAMP)
+	$(PY) -m benchmarks.broker_fairness_bench
 
 ## ruff, black, mypy, and the layering contracts in pyproject.toml (import-linter).
 lint: $(STAMP)

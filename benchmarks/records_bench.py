@@ -10,7 +10,7 @@ no compression and each codec. The implementations run in interleaved rounds
 and the median time per operation is reported, in milliseconds. kproto's decoders
 run on both paths of :mod:`kproto.speedups` (the C record loops and pure Python) when
 the extension is built; "C / aiokafka" is kproto's C-path time divided by aiokafka's
-(target: <= 1.0), "ratio" kafka-python's time divided by kproto's.
+(target: <= 0.8), "ratio" kafka-python's time divided by kproto's.
 
 kafka-python 3.0.12's ``kafka.record.default_records`` is pure Python;
 aiokafka 0.14.0's ``aiokafka.record.default_records`` resolves to its Cython

@@ -106,20 +106,31 @@ add_int(int64_t base, int64_t delta)
     return r;
 }
 
-/* Header names of the records read so far, by header index: records of a batch
- * mostly repeat the same names, and an equal str is reused instead of decoded
- * again (ASCII names only, compared byte for byte; the values are equal strs
- * either way). Lives for one call. */
+/* What the previous records of one call built, reused when the next record holds
+ * the same bytes: records of a batch mostly repeat their header names, often whole
+ * headers (a content type) and timestamps. By header index: the name (ASCII only,
+ * compared byte for byte) and the (name, value) pair; the last headers tuple; the
+ * last timestamp and its delta. Only immutable objects (str, bytes, None, tuples
+ * of them, ints) are shared, so a shared object is equal to a fresh one and nothing
+ * can tell them apart but `is`. Lives for one call. */
 #define NAME_CACHE 8
 typedef struct {
     PyObject *names[NAME_CACHE];
+    PyObject *pairs[NAME_CACHE];
+    PyObject *headers;
+    PyObject *timestamp;
+    int64_t timestamp_delta;
 } NameCache;
 
 static void
 name_cache_clear(NameCache *c)
 {
-    for (int i = 0; i < NAME_CACHE; i++)
+    for (int i = 0; i < NAME_CACHE; i++) {
         Py_CLEAR(c->names[i]);
+        Py_CLEAR(c->pairs[i]);
+    }
+    Py_CLEAR(c->headers);
+    Py_CLEAR(c->timestamp);
 }
 
 /* The header name d[p:p+n] as str, from the cache slot `i` when it holds it. */
@@ -148,18 +159,17 @@ header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
     return s;
 }
 
-/* A key/value/header-value blob at d[*pos]: bytes, or None for length -1. The
- * first-byte tests follow _v2_loop.py exactly (a multi-byte encoding of -1 is
- * rejected there, so it is here). `allow_null` is false for header names. */
-static PyObject *
-read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
-          int is_name, NameCache *cache, Py_ssize_t index)
+/* Where the key/value/header-value blob at d[*pos] lies: 1 for null (length -1),
+ * 0 with its bytes at d[*start:*start+*n], -1 (Bad set) when malformed; *pos moves
+ * past it. The first-byte tests follow _v2_loop.py exactly (a multi-byte encoding
+ * of -1 is rejected there, so it is here). `allow_null` is false for header names. */
+static inline int
+blob_span(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
+          Py_ssize_t *start, Py_ssize_t *size)
 {
     Py_ssize_t p = *pos;
-    if (p >= limit) {
-        fail_bad();
-        return NULL;
-    }
+    if (p >= limit)
+        return fail_bad();
     unsigned char v = d[p];
     uint64_t n;
     if (!(v & 0x81)) {
@@ -168,80 +178,182 @@ read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_n
     }
     else if (v == 1 && allow_null) {
         *pos = p + 1;
-        Py_RETURN_NONE;
+        return 1;
     }
     else {
-        if (v & 1) { /* negative (or a null name) */
-            fail_bad();
-            return NULL;
-        }
+        if (v & 1) /* negative (or a null name) */
+            return fail_bad();
         uint64_t raw;
-        if (read_uvar(d, &p, limit, 5, &raw) < 0) {
-            fail_bad();
-            return NULL;
-        }
+        if (read_uvar(d, &p, limit, 5, &raw) < 0)
+            return fail_bad();
         n = raw >> 1;
     }
-    if ((uint64_t)(limit - p) < n) {
-        fail_bad();
+    if ((uint64_t)(limit - p) < n)
+        return fail_bad();
+    *start = p;
+    *size = (Py_ssize_t)n;
+    *pos = p + (Py_ssize_t)n;
+    return 0;
+}
+
+/* The key or value at d[*pos] (see blob_span): bytes, or None. */
+static PyObject *
+read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit)
+{
+    Py_ssize_t p, n;
+    int kind = blob_span(d, pos, limit, 1, &p, &n);
+    if (kind < 0)
+        return NULL;
+    if (kind == 1)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)d + p, n);
+}
+
+/* The header count at d[*pos] (inside the record ending at rec_end): 0 or more,
+ * at most what the record's bytes can hold; -1 (Bad set) otherwise. */
+static inline int
+header_count(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end,
+             Py_ssize_t *count)
+{
+    Py_ssize_t p = *pos;
+    if (p >= rec_end)
+        return fail_bad();
+    uint64_t v = d[p];
+    if (v < 0x80)
+        p += 1;
+    else if (read_uvar(d, &p, rec_end, 5, &v) < 0)
+        return fail_bad();
+    if ((v & 1) || v > (uint64_t)(rec_end - p)) /* negative, or more than fit */
+        return fail_bad();
+    *count = (Py_ssize_t)(v >> 1);
+    *pos = p;
+    return 0;
+}
+
+/* Whether `pair` (a cached (name, value) tuple) holds the name d[ns:ns+nn] and the
+ * value d[vs:vs+vn] (None when `null`). */
+static inline int
+pair_matches(PyObject *pair, const unsigned char *d, Py_ssize_t ns, Py_ssize_t nn,
+             int null, Py_ssize_t vs, Py_ssize_t vn)
+{
+    PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
+    if (!PyUnicode_IS_COMPACT_ASCII(name) || PyUnicode_GET_LENGTH(name) != nn ||
+        memcmp(PyUnicode_DATA(name), d + ns, (size_t)nn) != 0)
+        return 0;
+    if (null)
+        return value == Py_None;
+    return value != Py_None && PyBytes_GET_SIZE(value) == vn &&
+           memcmp(PyBytes_AS_STRING(value), d + vs, (size_t)vn) == 0;
+}
+
+/* Header `i` of a record at d[*pos] as a (name, value) tuple: the cached pair of
+ * index `i` when it holds the same bytes, else a new one (then cached). */
+static PyObject *
+read_pair(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, NameCache *c,
+          Py_ssize_t i)
+{
+    Py_ssize_t ns, nn, vs = 0, vn = 0;
+    if (blob_span(d, pos, rec_end, 0, &ns, &nn) < 0)
+        return NULL;
+    int null = blob_span(d, pos, rec_end, 1, &vs, &vn);
+    if (null < 0)
+        return NULL;
+    PyObject *cached = i < NAME_CACHE ? c->pairs[i] : NULL;
+    if (cached != NULL && pair_matches(cached, d, ns, nn, null, vs, vn)) {
+        Py_INCREF(cached);
+        return cached;
+    }
+    PyObject *name = header_name(d, ns, nn, c, i);
+    if (name == NULL)
+        return NULL;
+    PyObject *value;
+    if (null) {
+        Py_INCREF(Py_None);
+        value = Py_None;
+    }
+    else if ((value = PyBytes_FromStringAndSize((const char *)d + vs, vn)) == NULL) {
+        Py_DECREF(name);
         return NULL;
     }
-    *pos = p + (Py_ssize_t)n;
-    if (is_name)
-        return header_name(d, p, (Py_ssize_t)n, cache, index);
-    return PyBytes_FromStringAndSize((const char *)d + p, (Py_ssize_t)n);
+    PyObject *pair = PyTuple_New(2);
+    if (pair == NULL) {
+        Py_DECREF(name);
+        Py_DECREF(value);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, name);
+    PyTuple_SET_ITEM(pair, 1, value);
+    if (i < NAME_CACHE) {
+        Py_INCREF(pair);
+        Py_XSETREF(c->pairs[i], pair);
+    }
+    return pair;
 }
 
 /* The headers of one record at d[*pos] as a tuple (as_list: a list) of
- * (name, value) tuples. */
+ * (name, value) tuples; a tuple equal to the previous record's is that tuple. */
 static PyObject *
 read_headers(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, int as_list,
              NameCache *cache)
 {
-    Py_ssize_t p = *pos;
-    if (p >= rec_end) {
-        fail_bad();
+    Py_ssize_t p = *pos, n;
+    if (header_count(d, &p, rec_end, &n) < 0)
         return NULL;
-    }
-    uint64_t v = d[p];
-    if (v == 0) {
-        *pos = p + 1;
+    if (n == 0) {
+        *pos = p;
         if (as_list)
             return PyList_New(0);
         Py_INCREF(empty_tuple);
         return empty_tuple;
     }
-    if (v < 0x80)
-        p += 1;
-    else if (read_uvar(d, &p, rec_end, 5, &v) < 0) {
-        fail_bad();
-        return NULL;
+    if (n <= NAME_CACHE) {
+        PyObject *pairs[NAME_CACHE];
+        PyObject *prev = as_list ? NULL : cache->headers;
+        int same = prev != NULL && PyTuple_GET_SIZE(prev) == n;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if ((pairs[i] = read_pair(d, &p, rec_end, cache, i)) == NULL) {
+                while (--i >= 0)
+                    Py_DECREF(pairs[i]);
+                return NULL;
+            }
+            same = same && pairs[i] == PyTuple_GET_ITEM(prev, i);
+        }
+        PyObject *out = NULL;
+        if (same) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                Py_DECREF(pairs[i]);
+            Py_INCREF(prev);
+            out = prev;
+        }
+        else if ((out = as_list ? PyList_New(n) : PyTuple_New(n)) == NULL) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                Py_DECREF(pairs[i]);
+            return NULL;
+        }
+        else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (as_list)
+                    PyList_SET_ITEM(out, i, pairs[i]);
+                else
+                    PyTuple_SET_ITEM(out, i, pairs[i]);
+            }
+            if (!as_list) {
+                Py_INCREF(out);
+                Py_XSETREF(cache->headers, out);
+            }
+        }
+        *pos = p;
+        return out;
     }
-    if ((v & 1) || v > (uint64_t)(rec_end - p)) { /* negative, or more than fit */
-        fail_bad();
-        return NULL;
-    }
-    Py_ssize_t n = (Py_ssize_t)(v >> 1);
     PyObject *out = as_list ? PyList_New(n) : PyTuple_New(n);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *name = read_blob(d, &p, rec_end, 0, 1, cache, i);
-        if (name == NULL)
-            goto error;
-        PyObject *value = read_blob(d, &p, rec_end, 1, 0, NULL, 0);
-        if (value == NULL) {
-            Py_DECREF(name);
-            goto error;
-        }
-        PyObject *pair = PyTuple_New(2);
+        PyObject *pair = read_pair(d, &p, rec_end, cache, i);
         if (pair == NULL) {
-            Py_DECREF(name);
-            Py_DECREF(value);
-            goto error;
+            Py_DECREF(out);
+            return NULL;
         }
-        PyTuple_SET_ITEM(pair, 0, name);
-        PyTuple_SET_ITEM(pair, 1, value);
         if (as_list)
             PyList_SET_ITEM(out, i, pair);
         else
@@ -249,9 +361,6 @@ read_headers(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, int as
     }
     *pos = p;
     return out;
-error:
-    Py_DECREF(out);
-    return NULL;
 }
 
 /* One record's fields. The objects are new references (all NULL on failure). */
@@ -288,8 +397,18 @@ read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
     p += 1;
     if (read_uvar(d, &p, rec_end, 10, &v) < 0)
         return fail_bad();
-    if ((f->timestamp = add_int(base_ts, zigzag(v))) == NULL)
-        goto error;
+    int64_t ts_delta = zigzag(v);
+    if (cache->timestamp != NULL && cache->timestamp_delta == ts_delta) {
+        Py_INCREF(cache->timestamp);
+        f->timestamp = cache->timestamp;
+    }
+    else {
+        if ((f->timestamp = add_int(base_ts, ts_delta)) == NULL)
+            goto error;
+        Py_INCREF(f->timestamp);
+        Py_XSETREF(cache->timestamp, f->timestamp);
+        cache->timestamp_delta = ts_delta;
+    }
     /* offset delta */
     if (read_uvar(d, &p, rec_end, 5, &v) < 0) {
         fail_bad();
@@ -298,9 +417,9 @@ read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
     if ((f->offset = add_int(base_offset, zigzag(v))) == NULL)
         goto error;
     /* key, then value: a null value is only the one byte 0x01 (-1) */
-    if ((f->key = read_blob(d, &p, rec_end, 1, 0, NULL, 0)) == NULL)
+    if ((f->key = read_blob(d, &p, rec_end)) == NULL)
         goto error;
-    if ((f->value = read_blob(d, &p, rec_end, 1, 0, NULL, 0)) == NULL)
+    if ((f->value = read_blob(d, &p, rec_end)) == NULL)
         goto error;
     if ((f->headers = read_headers(d, &p, rec_end, headers_as_list, cache)) == NULL)
         goto error;
@@ -373,6 +492,136 @@ done:
         Py_XDECREF(cols[c]);
     name_cache_clear(&cache);
     return result;
+}
+
+/* A key/value/header blob at d[*pos] skipped (no object built), with the checks of
+ * read_blob; *is_null set for length -1. Header names (is_name) must be UTF-8. */
+static int
+skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
+          int is_name, int *is_null)
+{
+    Py_ssize_t p = *pos;
+    *is_null = 0;
+    if (p >= limit)
+        return fail_bad();
+    unsigned char v = d[p];
+    uint64_t n;
+    if (!(v & 0x81)) {
+        n = v >> 1;
+        p += 1;
+    }
+    else if (v == 1 && allow_null) {
+        *pos = p + 1;
+        *is_null = 1;
+        return 0;
+    }
+    else {
+        if (v & 1)
+            return fail_bad();
+        uint64_t raw;
+        if (read_uvar(d, &p, limit, 5, &raw) < 0)
+            return fail_bad();
+        n = raw >> 1;
+    }
+    if ((uint64_t)(limit - p) < n)
+        return fail_bad();
+    if (is_name) {
+        int ascii = 1;
+        for (uint64_t i = 0; i < n; i++)
+            if (d[p + (Py_ssize_t)i] & 0x80) {
+                ascii = 0;
+                break;
+            }
+        if (!ascii) {
+            PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, (Py_ssize_t)n, NULL);
+            if (s == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                    PyErr_Clear();
+                    fail_bad();
+                }
+                return -1;
+            }
+            Py_DECREF(s);
+        }
+    }
+    *pos = p + (Py_ssize_t)n;
+    return 0;
+}
+
+/* v2_scan(data, pos, end, count, base_offset, base_ts): walk the records as
+ * v2_columns does, with the same layout checks (Bad on the same input), building
+ * no per-record object. Returns (min_ts, max_ts, null_keys) when every offset is
+ * base_offset + i; None when one is not or a timestamp leaves int64 (the caller
+ * then asks v2_columns for the detail). */
+static PyObject *
+v2_scan(PyObject *self, PyObject *args)
+{
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    Py_ssize_t p = a.pos, end = a.end;
+    int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
+    Py_ssize_t null_keys = 0;
+    int detail = 0;
+    for (Py_ssize_t i = 0; i < a.count; i++) {
+        uint64_t v;
+        if (read_uvar(d, &p, end, 5, &v) < 0)
+            goto bad;
+        int64_t length = zigzag(v);
+        if (length <= 0 || length > (int64_t)(end - p))
+            goto bad;
+        Py_ssize_t rec_end = p + (Py_ssize_t)length;
+        p += 1; /* attributes */
+        if (read_uvar(d, &p, rec_end, 10, &v) < 0)
+            goto bad;
+        int64_t ts;
+        if (__builtin_add_overflow((int64_t)a.base_ts, zigzag(v), &ts))
+            detail = 1;
+        else {
+            if (ts < min_ts)
+                min_ts = ts;
+            if (ts > max_ts)
+                max_ts = ts;
+        }
+        if (read_uvar(d, &p, rec_end, 5, &v) < 0)
+            goto bad;
+        int64_t off;
+        if (__builtin_add_overflow((int64_t)a.base_offset, zigzag(v), &off) ||
+            off != (int64_t)a.base_offset + (int64_t)i)
+            detail = 1;
+        int is_null;
+        if (skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
+            return NULL;
+        null_keys += is_null;
+        if (skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
+            return NULL;
+        /* headers: count, then (name, value) pairs */
+        if (p >= rec_end)
+            goto bad;
+        uint64_t h = d[p];
+        if (h < 0x80)
+            p += 1;
+        else if (read_uvar(d, &p, rec_end, 5, &h) < 0)
+            goto bad;
+        if ((h & 1) || h > (uint64_t)(rec_end - p))
+            goto bad;
+        for (uint64_t j = 0; j < (h >> 1); j++) {
+            if (skip_blob(d, &p, rec_end, 0, 1, &is_null) < 0 ||
+                skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
+                return NULL;
+        }
+        if (p != rec_end)
+            goto bad;
+    }
+    if (p != end)
+        goto bad;
+    if (detail)
+        Py_RETURN_NONE;
+    return Py_BuildValue("LLn", (long long)min_ts, (long long)max_ts, null_keys);
+bad:
+    fail_bad();
+    return NULL;
 }
 
 static PyObject *
@@ -689,6 +938,10 @@ static PyMethodDef methods[] = {
     {"v2_columns", v2_columns, METH_VARARGS,
      "v2_columns(data, pos, end, count, base_offset, base_ts) -> (offsets, "
      "timestamps, keys, values, headers); as records._v2_loop.v2_columns_fast."},
+    {"v2_scan", v2_scan, METH_VARARGS,
+     "v2_scan(data, pos, end, count, base_offset, base_ts) -> (min_ts, max_ts, "
+     "null_keys), or None when an offset is not base_offset + i or a timestamp "
+     "leaves int64; v2_columns's checks, no objects built."},
     {"v2_records", v2_records, METH_VARARGS,
      "v2_records(data, pos, end, count, base_offset, base_ts) -> tuple of Record; "
      "as records._v2_loop.v2_records_fast."},

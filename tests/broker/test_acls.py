@@ -398,3 +398,128 @@ def test_acl_apis_without_authorizer() -> None:
         )
         with pytest.raises(confluent_kafka.KafkaException, match="No Authorizer"):
             admin.create_acls([acl])[acl].result(30)
+
+
+def test_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
+    """KIP-430 with an authorizer: the supported operations the principal is
+    allowed (Kafka's ``AuthHelper.authorizedOperations``)."""
+    from kproto.broker.authorized_operations import supported_operations
+
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    asked = {
+        "topics": [{"name": "alice-orders"}, {"name": "alice-secret"}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": True,
+    }
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        answer = conn.request(ApiKey.METADATA, **asked)
+    ops = {t.name: t.topic_authorized_operations for t in answer.topics}
+    every = supported_operations(T)
+    assert ops["alice-orders"] == every
+    assert ops["alice-secret"] == every & ~(1 << AclOperation.WRITE)
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        described = conn.request(
+            ApiKey.DESCRIBE_CLUSTER, include_cluster_authorized_operations=True
+        )
+    assert described.cluster_authorized_operations == supported_operations(
+        ResourceType.CLUSTER
+    )
+
+
+def test_cluster_admin_apis_need_cluster_acls(cluster: Cluster) -> None:
+    """ElectLeaders, UpdateFeatures, AlterClientQuotas ... need their cluster
+    operation (Kafka's ``KafkaApis`` checks); OffsetForLeaderEpoch topic DESCRIBE."""
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    features = {
+        "timeout_ms": 1000,
+        "validate_only": True,
+        "feature_updates": [
+            {"feature": "share.version", "max_version_level": 1, "upgrade_type": 1}
+        ],
+    }
+    quotas = {
+        "validate_only": True,
+        "entries": [
+            {
+                "entity": [{"entity_type": "user", "entity_name": "alice"}],
+                "ops": [{"key": "producer_byte_rate", "value": 1.0, "remove": False}],
+            }
+        ],
+    }
+    epochs = {
+        "replica_id": -1,
+        "topics": [
+            {"topic": t, "partitions": [{"partition": 0, "leader_epoch": 0}]}
+            for t in ("alice-orders", "bob-orders")
+        ],
+    }
+    denied = 31  # CLUSTER_AUTHORIZATION_FAILED
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        assert conn.request(ApiKey.UPDATE_FEATURES, **features).error_code == denied
+        assert (
+            conn.request(ApiKey.ALTER_CLIENT_QUOTAS, **quotas).entries[0].error_code
+            == denied
+        )
+        listed = conn.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, topics=None)
+        assert listed.error_code == denied
+        answer = conn.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, **epochs)
+        codes = {t.topic: t.partitions[0].error_code for t in answer.topics}
+        assert codes["bob-orders"] == 29  # TOPIC_AUTHORIZATION_FAILED
+        assert codes["alice-orders"] in (0, 6)  # served (or not led by this node)
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        assert conn.request(ApiKey.UPDATE_FEATURES, **features).error_code == 0
+        assert (
+            conn.request(ApiKey.ALTER_CLIENT_QUOTAS, **quotas).entries[0].error_code
+            == 0
+        )
+
+
+def test_group_configs_need_group_acls(cluster: Cluster) -> None:
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        answer = conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            resources=[
+                {"resource_type": 32, "resource_name": n, "configuration_keys": None}
+                for n in ("alice-group", "bob-group")
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    codes = {r.resource_name: r.error_code for r in answer.results}
+    # READ on alice-group does not imply DESCRIBE_CONFIGS
+    assert codes == {"alice-group": 30, "bob-group": 30}  # GROUP_AUTHORIZATION_FAILED
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        answer = conn.request(
+            ApiKey.DESCRIBE_CONFIGS,
+            resources=[
+                {
+                    "resource_type": 32,
+                    "resource_name": "bob-group",
+                    "configuration_keys": None,
+                }
+            ],
+            include_synonyms=False,
+            include_documentation=False,
+        )
+    assert answer.results[0].error_code == 0
+
+
+def test_describe_topic_partitions_hides_topics(cluster: Cluster) -> None:
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        listed = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[])
+        named = conn.request(
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+            topics=[{"name": "alice-orders"}, {"name": "bob-orders"}],
+        )
+    assert {t.name for t in listed.topics} == {"alice-orders", "alice-secret"}
+    codes = {t.name: t.error_code for t in named.topics}
+    assert codes == {"alice-orders": 0, "bob-orders": 29}  # TOPIC_AUTHORIZATION_FAILED

@@ -154,6 +154,8 @@ def test_delete_records_and_retention_move_the_log_start(tmp_path: Path) -> None
     assert len(plog.segments) < segments
     with pytest.raises(LogAppendError):
         plog.delete_records_before(99)
+    with pytest.raises(LogAppendError, match="-1001"):
+        plog.delete_records_before(-1001)  # only -1 (the high watermark) is special
     plog.apply_retention(retention_ms=-1, retention_bytes=0, now_ms=0)
     assert len(plog.segments) == 1
     assert plog.log_start_offset == plog.segments[0].base_offset

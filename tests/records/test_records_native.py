@@ -71,7 +71,8 @@ def _native_loops() -> tuple[Any, Any]:
 def assert_loops_agree(
     data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
 ) -> None:
-    """Both loops (columns and records) agree on ``data[pos:end]``, types included."""
+    """Both loops (columns and records) agree on ``data[pos:end]``, types included,
+    and the C scan rejects what they reject and summarises what they return."""
     native_columns, native_records = _native_loops()
     args = (data, pos, end, count, base_offset, base_ts)
     want = _loop(v2_columns_fast, *args)
@@ -80,6 +81,22 @@ def assert_loops_agree(
     if want != "rejected":
         assert [type(x) for c in got for x in c] == [type(x) for c in want for x in c]
         assert all(type(h) is list for h in got[4])
+    with speedups.using(True):
+        scan = records_native.v2_scan()
+    assert scan is not None
+    got_s = _loop(scan, *args)
+    if want == "rejected":
+        assert got_s == "rejected"
+    else:
+        offsets, timestamps, keys = want[0], want[1], want[2]
+        in_int64 = all(-INT64_MAX - 1 <= t <= INT64_MAX for t in timestamps)
+        if offsets != list(range(base_offset, base_offset + count)) or not in_int64:
+            assert got_s is None
+        else:
+            low, high = min(timestamps, default=INT64_MAX), max(
+                timestamps, default=-INT64_MAX - 1
+            )
+            assert got_s == (low, high, keys.count(None))
     want_r = _loop(v2_records_fast, *args)
     got_r = _loop(native_records, *args)
     assert got_r == want_r
@@ -156,6 +173,38 @@ def test_header_names_reused_but_equal() -> None:
     ]
     data = encode_batch(src)
     assert_loops_agree(data, RECORDS_AT, len(data), 5, 0, 0)
+
+
+def test_repeated_headers_and_timestamps_shared_but_equal() -> None:
+    # The C loop shares a (name, value) pair, a headers tuple or a timestamp equal to
+    # the previous record's; a pair that differs only in its value, a null, a
+    # non-ASCII name or a longer header list must not be taken for the previous one.
+    headers = [
+        [("ct", b"json"), ("id", b"1")],
+        [("ct", b"json"), ("id", b"1")],
+        [("ct", b"json"), ("id", b"2")],
+        [("ct", b"jsom"), ("id", b"2")],
+        [("ct", None), ("id", b"2")],
+        [("ct", b""), ("id", b"2")],
+        [("ct", b""), ("id", b"2"), ("x", b"")],
+        [("ct", b""), ("id", b"2")],
+        [("cu", b""), ("id", b"2")],
+        [("é", b""), ("é", b"")],
+        [("é", b""), ("é", b"")],
+        [(f"h{i}", b"v") for i in range(12)],
+        [(f"h{i}", b"v") for i in range(12)],
+        [],
+        [("ct", b"json")],
+    ]
+    src = [(b"k", b"v", h, 1000 + i // 3) for i, h in enumerate(headers)]
+    data = encode_batch(src)
+    assert_loops_agree(data, RECORDS_AT, len(data), len(src), 0, 0)
+    _, native_records = _native_loops()
+    got = native_records(data, RECORDS_AT, len(data), len(src), 0, 0)
+    assert [r.headers for r in got] == [tuple(h) for h in headers]
+    assert [r.timestamp for r in got] == [s[3] - 1000 for s in src]  # base_ts 0
+    assert got[1].headers is got[0].headers  # shared, which only `is` can see
+    assert got[2].headers[0] is got[1].headers[0]
 
 
 def test_non_bytes_input_is_a_type_error() -> None:

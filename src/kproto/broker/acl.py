@@ -56,6 +56,15 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.DELETE_TOPICS,
         ApiKey.INIT_PRODUCER_ID,
         ApiKey.SASL_HANDSHAKE,
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        ApiKey.DESCRIBE_LOG_DIRS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
+        ApiKey.UPDATE_FEATURES,
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
         ApiKey.SASL_AUTHENTICATE,
         ApiKey.CREATE_ACLS,
         ApiKey.DESCRIBE_ACLS,
@@ -72,7 +81,13 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.DESCRIBE_GROUPS,
         ApiKey.DELETE_GROUPS,
         ApiKey.OFFSET_DELETE,
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,  # refused to everyone (not served)
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+        ApiKey.TXN_OFFSET_COMMIT,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        ApiKey.LIST_TRANSACTIONS,
+        ApiKey.DESCRIBE_PRODUCERS,
         ApiKey.SHARE_GROUP_HEARTBEAT,  # refused to everyone (not served)
     }
 )

@@ -25,6 +25,9 @@ from typing import Any
 
 from kproto.cli._common import CliError, positive_int
 
+#: The client quota keys of ``--quota`` (:mod:`kproto.broker.quotas`).
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage")
+
 __all__ = ["add_parsers", "run_broker"]
 
 
@@ -45,6 +48,22 @@ def _user(text: str) -> tuple[str, str]:
     if not sep or not name or not password:
         raise argparse.ArgumentTypeError(f"--user wants NAME:PASSWORD, got {name!r}...")
     return name, password
+
+
+def _quota(text: str) -> tuple[str, float]:
+    """``KEY=VALUE`` of a client quota (see :mod:`kproto.broker.quotas`)."""
+    key, _, value = text.partition("=")
+    if key not in QUOTA_KEYS:
+        raise argparse.ArgumentTypeError(
+            f"key {key!r} is not one of {', '.join(QUOTA_KEYS)}"
+        )
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"{key} wants a number above 0, got {value!r}")
+    return key, number
 
 
 def add_parsers(sub: Any) -> None:
@@ -110,6 +129,27 @@ def add_parsers(sub: Any) -> None:
         "--super-user", action="append", default=[], help="a super user (repeatable)"
     )
     p.add_argument("--acls", action="store_true", help="enforce ACLs")
+    p.add_argument(
+        "--quota",
+        action="append",
+        type=_quota,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a default client quota per (user, client id): producer_byte_rate, "
+        "consumer_byte_rate (bytes/s) or request_percentage (repeatable)",
+    )
+    p.add_argument(
+        "--max-connections-per-ip",
+        type=positive_int,
+        default=None,
+        help="connections one address may hold (default unlimited)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=None,
+        help="connections each node may hold (default unlimited)",
+    )
     p.set_defaults(func=run_broker)
 
 
@@ -153,6 +193,7 @@ def run_broker(args: argparse.Namespace) -> int:
             (nothing keeps running then).
     """
     from kproto.broker.cluster import Cluster
+    from kproto.broker.quotas import QuotaDefaults
     from kproto.broker.state import CorruptStateError
 
     last = args.port + args.nodes - 1
@@ -182,6 +223,9 @@ def run_broker(args: argparse.Namespace) -> int:
                 users=dict(args.user),
                 super_users=args.super_user,
                 acls_enabled=args.acls,
+                max_connections=args.max_connections,
+                max_connections_per_ip=args.max_connections_per_ip,
+                default_quotas=QuotaDefaults(**dict(args.quota)),
             )
         except (ValueError, RuntimeError) as exc:  # security settings, trustme
             raise CliError(str(exc)) from exc

@@ -15,13 +15,18 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
+from kproto.broker.cluster_faults import FaultControls
+from kproto.broker.connection_limits import ConnectionQuotas
+from kproto.broker.faults import FaultInjector
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
 from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
+from kproto.broker.txn import TransactionCoordinator
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
@@ -31,7 +36,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster:
+class Cluster(FaultControls):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).
@@ -54,6 +59,12 @@ class Cluster:
         port: the first node's port (0: any free port); node i gets ``port + i``.
         offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
             ``offsets.topic.num.partitions`` is 50).
+        transaction_partitions: partitions of ``__transaction_state`` (default 5;
+            Kafka's ``transaction.state.log.num.partitions`` is 50).
+        transaction_abort_interval_ms: how often open transactions are checked
+            against their ``transaction.timeout.ms`` (ms; default 1000, Kafka's
+            ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` is
+            10000).
         segment_bytes: default segment size in bytes before a log rolls (16 MiB;
             Kafka's ``log.segment.bytes`` is 1 GiB); topic config ``segment.bytes``
             overrides it.
@@ -100,6 +111,16 @@ class Cluster:
         streams_session_timeout_ms, streams_heartbeat_interval_ms: the same for
             KIP-1071 streams groups (``group.streams.session.timeout.ms``, 45 s;
             ``group.streams.heartbeat.interval.ms``, 5 s).
+        max_connections: connections each node keeps open at once (Kafka's
+            ``max.connections``; ``None``: unlimited); more are closed at accept.
+        max_connections_per_ip: the same per client address (Kafka's
+            ``max.connections.per.ip``; ``None``: unlimited).
+        queued_max_requests: requests in flight per node across its connections
+            (Kafka's ``queued.max.requests``, 500).
+        default_quotas: client quotas for clients no AlterClientQuotas entity
+            covers (:class:`~kproto.broker.quotas.QuotaDefaults`; default none);
+            :attr:`client_quotas` holds the entity quotas (see
+            :mod:`kproto.broker.quotas`).
         log_cleaner_backoff_ms: pause between the log cleaner's passes over
             the compacted topics (ms; Kafka's ``log.cleaner.backoff.ms``, 15000).
         share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
@@ -121,6 +142,8 @@ class Cluster:
         *,
         port: int = 0,
         offsets_partitions: int = 5,
+        transaction_partitions: int = 5,
+        transaction_abort_interval_ms: int = 1000,
         segment_bytes: int = 16 * 1024 * 1024,
         socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
@@ -141,6 +164,10 @@ class Cluster:
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
         streams_session_timeout_ms: int = 45_000,
         streams_heartbeat_interval_ms: int = 5_000,
+        max_connections: int | None = None,
+        max_connections_per_ip: int | None = None,
+        queued_max_requests: int = 500,
+        default_quotas: QuotaDefaults | None = None,
         log_cleaner_backoff_ms: int = 15_000,
         share_configs: Mapping[str, str | int] | None = None,
     ) -> None:
@@ -189,6 +216,15 @@ class Cluster:
             streams_session_timeout_ms=streams_session_timeout_ms,
             streams_heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
+        #: The transaction coordinator (transactional ids, markers).
+        self.txn = TransactionCoordinator(
+            self.state,
+            self.groups,
+            partitions=transaction_partitions,
+            abort_interval_ms=transaction_abort_interval_ms,
+        )
+        #: The faults injected (see :meth:`inject_errors` and the other fault methods).
+        self.faults = FaultInjector()
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
         self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
@@ -201,11 +237,18 @@ class Cluster:
                 self.groups,
                 node_id,
                 port=port + i if port else 0,
+                txn=self.txn,
                 socket_request_max_bytes=socket_request_max_bytes,
                 connections_max_idle_ms=connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
                 log_requests=log_requests,
+                faults=self.faults,
                 security=self.security,
+                connection_quotas=ConnectionQuotas(
+                    max_connections, max_connections_per_ip
+                ),
+                quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
+                queued_max_requests=queued_max_requests,
                 share=self.share,
             )
             for i, node_id in enumerate(self.state.node_ids)
@@ -217,7 +260,8 @@ class Cluster:
     # --------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
-        """Recover the data directory, start every node and the group coordinator.
+        """Recover the data directory, start every node and the group and transaction
+        coordinators.
 
         On failure (a port in use, a data directory that does not load) what did
         start is stopped and nothing is saved: the data directory stays as it was.
@@ -232,9 +276,11 @@ class Cluster:
             for server in self.servers:
                 await server.start()
             await self.groups.start()
+            await self.txn.start()
             self.cleaner.start()
             await self.share.start()
         except BaseException:
+            await self.txn.stop()
             await self.cleaner.stop()
             for server in self.servers:
                 await server.stop()
@@ -259,6 +305,7 @@ class Cluster:
         await self.cleaner.stop()
         for server in self.servers:
             await server.stop()
+        await self.txn.stop()
         await self.groups.stop()
         await self.share.stop()
         self.state.close()
@@ -325,18 +372,28 @@ class Cluster:
         """Run ``coro`` on the cluster's loop from any thread."""
         loop = self._loop
         if loop is None:
+            coro.close()
             raise RuntimeError("the cluster is not running")
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
+            coro.close()
             raise RuntimeError(
                 "call the async_* method from the cluster's own event loop"
             )
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     # --------------------------------------------------------------- looking in
+
+    @property
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        """Client quotas by entity (``{(("user", "alice"),): {"producer_byte_rate":
+        1e6}}``, sorted :data:`kproto.broker.quotas.QuotaEntity` keys): what
+        AlterClientQuotas stores (``state.dynamic.quotas``), read on every lookup;
+        change it on the cluster's loop or before start."""
+        return self.state.dynamic.quotas
 
     @property
     def bootstrap_servers(self) -> str:
@@ -404,7 +461,8 @@ class Cluster:
     def _on_loop(self, func: Callable[[], T]) -> T:
         """Run ``func`` on the cluster's loop thread (directly when the cluster
         runs on the caller's loop, through the background thread otherwise)."""
-        if self._thread is None:
+        if self._thread is None or threading.current_thread() is self._thread:
+            # ``async with`` mode, or already on the loop (e.g. inside a request hook)
             if self._loop is None:
                 raise RuntimeError("the cluster is not running")
             return func()

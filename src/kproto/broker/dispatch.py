@@ -5,7 +5,9 @@
 and the handlers (:data:`kproto.broker.handlers.HANDLERS`): it builds the
 :class:`~kproto.broker.handlers.context.RequestContext` of each request, calls the
 handler and records the exchange in the cluster's request log (Kafka's
-``KafkaApis.handle`` with ``RequestChannel``'s request logging).
+``KafkaApis.handle`` with ``RequestChannel``'s request logging). Faults a test set
+(:mod:`kproto.broker.faults`) apply here, in this order: request hooks, then the
+queued error or disconnect (instead of the handler), then the node's latency.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.faults import FaultInjector
 from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
@@ -26,6 +29,7 @@ from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
+from kproto.broker.txn import TransactionCoordinator
 from kproto.index import ApiKey
 
 __all__ = [
@@ -50,9 +54,11 @@ class Dispatcher:
     Args:
         state: the cluster's shared state.
         groups: the cluster's group coordinator.
+        txn: the cluster's transaction coordinator.
         node_id: the node whose requests these are.
         request_log: where each request and its response are recorded (``None``: not).
         log_requests: log every request at INFO on the ``kproto.broker`` logger.
+        faults: the cluster's injected faults (``None``: none).
         security: the listener's security settings (users, for the SCRAM
             credential APIs).
         share: the cluster's share-group coordinator (``None``: share groups refused).
@@ -64,15 +70,19 @@ class Dispatcher:
         groups: GroupCoordinator,
         node_id: int,
         *,
+        txn: TransactionCoordinator,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
         share: ShareCoordinator | None = None,
     ) -> None:
+        self.faults = faults
         self.share = share
         self.security = security or ListenerSecurity()
         self.state = state
         self.groups = groups
+        self.txn = txn
         self.node_id = node_id
         self.request_log = request_log
         self.log_requests = log_requests
@@ -84,6 +94,12 @@ class Dispatcher:
         """Whether the broker has a handler for ``api_key``."""
         return api_key in HANDLERS
 
+    async def _call(self, handler: Handler, ctx: RequestContext, request: Any) -> Any:
+        """Run ``handler``, behind the ACL check when the listener has ACLs."""
+        if self.security.acls is None:
+            return await handler(ctx, request)
+        return await guarded(ctx, handler, request)
+
     async def handle(
         self, header: Any, request: Any, client_host: str, principal: str = ANONYMOUS
     ) -> Any:
@@ -92,12 +108,14 @@ class Dispatcher:
 
         Raises:
             KeyError: the api_key is not served (check :meth:`serves` first).
+            InjectedDisconnect: a fault says to close the connection unanswered.
         """
         api_key = header.request_api_key
         client_id = getattr(header, "client_id", None)
         ctx = RequestContext(
             state=self.state,
             groups=self.groups,
+            txn=self.txn,
             served_apis=SERVED_APIS,
             node_id=self.node_id,
             header=header,
@@ -111,11 +129,12 @@ class Dispatcher:
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        response = await (
-            handler(ctx, request)
-            if self.security.acls is None
-            else guarded(ctx, handler, request)
-        )
+        if self.faults is None:
+            response = await self._call(handler, ctx, request)
+        else:
+            response = await self.faults.apply(
+                ctx, request, lambda: self._call(handler, ctx, request)
+            )
         if self.log_requests:
             log.info(
                 "node %d: %s v%d from %s (correlation id %d)",

@@ -67,6 +67,7 @@ class FetchPartition:
     partition: int
     fetch_offset: int
     partition_max_bytes: int
+    current_leader_epoch: int = -1  # Fetch v9+, checked against the leader's
     high_watermark: int = -2
     last_stable_offset: int = -2
     log_start_offset: int = -2
@@ -124,7 +125,12 @@ def _entries(
             None if uses_ids else t.topic, getattr(t, "topic_id", None), []
         )
         for p in t.partitions:
-            part = FetchPartition(p.partition, p.fetch_offset, p.partition_max_bytes)
+            part = FetchPartition(
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,
+                getattr(p, "current_leader_epoch", -1),
+            )
             out.append(((_key(t, uses_ids), p.partition), view, part))
     return out
 
@@ -189,6 +195,7 @@ class FetchSessionCache:
             else:
                 cached[1].fetch_offset = part.fetch_offset
                 cached[1].partition_max_bytes = part.partition_max_bytes
+                cached[1].current_leader_epoch = part.current_leader_epoch
         for t in getattr(request, "forgotten_topics_data", None) or ():
             name = _key(t, uses_ids)
             for p in t.partitions:

@@ -36,6 +36,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
 from kproto.broker.producer_state import ProducerStateManager
+from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
 from kproto.serial import DecodeError
@@ -189,6 +190,9 @@ class PartitionLog:
         segment_bytes: roll a new segment when the active one would exceed this.
         producer_state: idempotent producers' epochs and sequences
             (:class:`kproto.broker.producer_state.ProducerStateManager`).
+        txn_index: open and aborted transactions
+            (:class:`kproto.broker.txn_index.TransactionIndex`), for the last
+            stable offset and read-committed fetches.
 
     Only the event-loop thread may call the methods (no locking).
     """
@@ -210,6 +214,7 @@ class PartitionLog:
         self.segments: list[Segment] = []
         self.log_start_offset = 0
         self.producer_state = ProducerStateManager()
+        self.txn_index = TransactionIndex()
         #: called after every successful append (the cluster wakes Fetch long polls)
         self.on_append: Callable[[], None] | None = None
 
@@ -295,13 +300,29 @@ class PartitionLog:
         segment.index(
             batch.base_offset, last, batch.position, size, batch.max_timestamp
         )
-        if batch.producer_id >= 0 and batch.base_sequence >= 0 and not batch.is_control:
+        self._track(batch, batch.base_offset)
+        self.txn_index.on_batch(batch, batch.base_offset)
+
+    def _track(self, batch: RecordBatch | ValidBatch, base: int) -> None:
+        """Producer state of a batch written at ``base`` (recovered or appended):
+        a marker's epoch, an idempotent batch's sequences."""
+        if batch.producer_id < 0:
+            return
+        if isinstance(batch, RecordBatch) and batch.is_control:
+            control = batch.records[0].control if batch.records else None
+            self.producer_state.update_epoch(
+                batch.producer_id,
+                batch.producer_epoch,
+                -1 if control is None else control.coordinator_epoch,
+            )
+        elif batch.base_sequence >= 0 and not batch.is_control:
             self.producer_state.update(
                 batch.producer_id,
                 batch.producer_epoch,
                 batch.base_sequence,
                 batch.base_sequence + batch.last_offset_delta,
-                batch.base_offset,
+                base,
+                batch.max_timestamp,
             )
 
     # ------------------------------------------------------------------ facts
@@ -310,6 +331,14 @@ class PartitionLog:
     def high_watermark(self) -> int:
         """The log end offset: the offset the next appended record gets."""
         return self.segments[-1].next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which no transaction is open (LSO, KIP-98): the first
+        offset of the oldest open transaction, else the high watermark."""
+        first = self.txn_index.first_unstable_offset
+        hwm = self.high_watermark
+        return hwm if first is None else min(first, hwm)
 
     @property
     def size_bytes(self) -> int:
@@ -359,6 +388,7 @@ class PartitionLog:
         log_append_time_ms: int | None = None,
         max_message_bytes: int | None = None,
         one_batch: bool = False,
+        checked: list[ValidBatch] | None = None,
     ) -> AppendResult:
         """Validate and append the magic 2 record batches in ``records``.
 
@@ -367,7 +397,9 @@ class PartitionLog:
         (default: a client's Produce limited by ``max_message_bytes`` bytes and,
         with ``one_batch``, to one batch), as Kafka's ``LogValidator``
         does; each gets the next base offset patched into its first 8 bytes and is
-        written unchanged otherwise. Idempotent batches (producer_id >= 0) are
+        written unchanged otherwise (``checked``: what
+        :func:`~kproto.broker.log_validator.validate_off_loop` returned for
+        ``records``, not validated again). Idempotent batches (producer_id >= 0) are
         sequence-checked per producer id and epoch as Kafka's
         ``ProducerAppendInfo.checkSequence``: a retried batch among the producer's
         last five is not written again and its earlier base offset is returned.
@@ -380,13 +412,16 @@ class PartitionLog:
                 file could not be written: nothing of that batch is indexed).
         """
         # raises RecordValidationError, a LogAppendError with record_errors
-        checked = validate_batches(
-            records,
-            policy
-            or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
-        )
+        if checked is None:
+            checked = validate_batches(
+                records,
+                policy
+                or LogPolicy(max_message_bytes=max_message_bytes, one_batch=one_batch),
+            )
         first = checked[0]
-        if first.producer_id >= 0 and not first.is_control:
+        if first.producer_id >= 0 and not first.is_control and first.base_sequence < 0:
+            self.producer_state.check_epoch(first.producer_id, first.producer_epoch)
+        elif first.producer_id >= 0 and not first.is_control:
             # raises ProducerSequenceError, a LogAppendError
             duplicate = self.producer_state.check(
                 first.producer_id,
@@ -431,14 +466,13 @@ class PartitionLog:
             max_ts = log_append_time_ms
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
-        if batch.producer_id >= 0 and batch.base_sequence >= 0:
-            self.producer_state.update(
-                batch.producer_id,
-                batch.producer_epoch,
-                batch.base_sequence,
-                batch.base_sequence + batch.last_offset_delta,
-                base,
-            )
+        if batch.is_control:  # a transaction marker (rare): decoded whole
+            for decoded in decode_batches(raw):
+                self._track(decoded, base)
+                self.txn_index.on_batch(decoded, base)
+        else:
+            self._track(batch, base)
+            self.txn_index.on_stored(raw, base)
 
     def _roll(self, base: int) -> Segment:
         segment = Segment(self.directory / segment_file_name(base), base, self.files)
@@ -448,11 +482,22 @@ class PartitionLog:
 
     # ------------------------------------------------------------------- read
 
-    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        max_offset: int | None = None,
+    ) -> bytes:
         """Whole batches from the one containing ``offset``, up to ``max_bytes``
         (bytes) from one segment; with ``min_one`` the first batch is returned even
-        when it is larger (KIP-74). Empty at or past the high watermark.
+        when it is larger (KIP-74). Empty at or past the high watermark; with
+        ``max_offset`` (read_committed: the last stable offset) no batch starting
+        at or after it is returned.
         """
+        if max_offset is not None and offset >= max_offset:
+            return b""
         for segment in self.segments:
             if offset < segment.next_offset and segment.offsets:
                 break
@@ -465,6 +510,8 @@ class PartitionLog:
         end = start
         n = len(segment.offsets)
         while i < n:
+            if max_offset is not None and segment.offsets[i] >= max_offset:
+                break
             size = segment.sizes[i]
             if end - start + size > max_bytes and not (min_one and end == start):
                 break
@@ -520,9 +567,15 @@ class PartitionLog:
         segments wholly below it; return the new log start offset.
 
         Raises:
-            LogAppendError: OFFSET_OUT_OF_RANGE when ``offset`` is above the
-                high watermark.
+            LogAppendError: OFFSET_OUT_OF_RANGE when ``offset`` is negative or
+                above the high watermark.
         """
+        if offset < 0:  # Kafka's Partition.deleteRecordsOnLeader
+            raise LogAppendError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"the offset {offset} for partition {self.topic}-{self.partition} "
+                "is not valid",
+            )
         if offset > self.high_watermark:
             raise LogAppendError(
                 ErrorCode.OFFSET_OUT_OF_RANGE,
@@ -531,6 +584,7 @@ class PartitionLog:
         if offset > self.log_start_offset:
             self.log_start_offset = offset
             self._delete_segments_below(offset)
+            self.txn_index.truncate_before(offset)
         return self.log_start_offset
 
     def _delete_segments_below(self, offset: int) -> None:
@@ -563,6 +617,7 @@ class PartitionLog:
             self.log_start_offset = max(
                 self.log_start_offset, self.segments[0].base_offset
             )
+            self.txn_index.truncate_before(self.log_start_offset)
 
     def close(self) -> None:
         for segment in self.segments:

@@ -23,8 +23,11 @@ for Produce v8+'s ``record_errors``.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import struct
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 
 import attrs
 import crc32c
@@ -34,8 +37,8 @@ from kproto.broker.errors import LogAppendError
 from kproto.errors import ErrorCode
 from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
-from kproto.records._codecs import decompress
-from kproto.records._native import v2_loops
+from kproto.records._codecs import SizeLimitError, decompress
+from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "RecordValidationError",
     "ValidBatch",
     "validate_batches",
+    "validate_off_loop",
 ]
 
 #: base_offset (int64) and batch_length (int32): the bytes before every batch body.
@@ -55,6 +59,22 @@ _LOG_APPEND_TIME = 0x08
 _NO_TIMESTAMP = -1
 _LONG_MAX = 2**63 - 1
 _NO_KEY = "Compacted topic cannot accept message without key"
+_yield_gil = time.sleep  # time.sleep(0) releases the GIL
+#: How many bytes of records a compressed batch may expand to per byte of
+#: ``max.message.bytes`` (at least :data:`MIN_DECOMPRESSED_BOUND`): the 1 MiB
+#: default allows 16 MiB, where a decompression bomb is refused.
+DECOMPRESSED_PER_MESSAGE_BYTE = 16
+MIN_DECOMPRESSED_BOUND = 16 * 1024 * 1024
+#: Above this many records the C loop (whose column lists cost ~100 bytes a
+#: record) gives way to the walk, which builds nothing and yields the GIL.
+_C_LOOP_MAX_RECORDS = 65_536
+#: Requests up to this many bytes with uncompressed batches validate inline.
+_INLINE_MAX_BYTES = 64 * 1024
+#: The threads validating large or compressed batches (decompression in cramjam
+#: releases the GIL); at most ``queued.max.requests`` wait for them.
+_POOL = concurrent.futures.ThreadPoolExecutor(
+    max_workers=2, thread_name_prefix="kproto-validate"
+)
 
 
 class RecordValidationError(LogAppendError):
@@ -78,6 +98,9 @@ class LogPolicy:
 
     Attributes:
         compacted: ``cleanup.policy`` contains ``compact`` (keys required).
+        max_decompressed_bytes: the most a compressed batch's records may
+            expand to (bytes), and at most ``max_message_bytes`` per record of
+            the batch's count; decompression stops there (RECORD_LIST_TOO_LARGE).
         max_message_bytes: the largest batch in bytes, overhead included.
         log_append_time: ``message.timestamp.type=LogAppendTime`` (timestamps are
             not checked then: the broker's replaces them).
@@ -98,16 +121,25 @@ class LogPolicy:
     now_ms: int = 0
     client: bool = True
     one_batch: bool = False
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_SIZE
 
     @classmethod
     def for_produce(cls, config: Callable[[str], str], now_ms: int) -> LogPolicy:
         """The policy of a Produce (v3+) to a topic whose config in effect is
         ``config(name)`` (``cleanup.policy``, ``max.message.bytes``,
         ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``)."""
+        max_message_bytes = int(config("max.message.bytes"))
         return cls(
             compacted="compact"
             in [p.strip() for p in config("cleanup.policy").split(",")],
-            max_message_bytes=int(config("max.message.bytes")),
+            max_message_bytes=max_message_bytes,
+            max_decompressed_bytes=min(
+                DEFAULT_MAX_DECOMPRESSED_SIZE,
+                max(
+                    MIN_DECOMPRESSED_BOUND,
+                    DECOMPRESSED_PER_MESSAGE_BYTE * max_message_bytes,
+                ),
+            ),
             log_append_time=config("message.timestamp.type") == "LogAppendTime",
             before_max_ms=int(config("message.timestamp.before.max.ms")),
             after_max_ms=int(config("message.timestamp.after.max.ms")),
@@ -247,14 +279,28 @@ def _validate_batch(
             raise RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}"
             )
+        # the error is raised outside the except clauses: an exception chained
+        # to the codec's would keep its frames, and the partly filled
+        # decompression buffer, alive until the garbage collector runs
+        failure: RecordValidationError | None = None
+        limit = policy.max_decompressed_bytes
+        if policy.max_message_bytes is not None:
+            # no record may be larger than a whole batch may be
+            limit = min(limit, count * max(policy.max_message_bytes, _RECORDS_AT))
         try:
-            buf = bytes(
-                decompress(codec, data[start:end], DEFAULT_MAX_DECOMPRESSED_SIZE)
+            buf = bytes(decompress(codec, data[start:end], limit))
+        except SizeLimitError as err:
+            failure = RecordValidationError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"compressed record batch at byte {pos} of {count} records expands "
+                f"past {limit} bytes: {err}",
             )
         except DecodeError as err:
-            raise RecordValidationError(
+            failure = RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
-            ) from None
+            )
+        if failure is not None:
+            raise failure
         rpos, rend = 0, len(buf)
     check_time = (
         not policy.log_append_time
@@ -299,12 +345,33 @@ def _check_records(
     is_control: bool,
 ) -> list[tuple[ErrorCode, int, str]]:
     """The per-record checks, by the cheapest means at hand: with kproto's C
-    extension, its record loop (it enforces the same layout, and runs ~5x faster
-    than a varint walk in Python; the columns it returns are then compared as
-    whole lists); without it, :func:`_walk_records`, which builds no objects. A
+    extension, its scan (:func:`~kproto.records._native.v2_scan`: the layout checks
+    of the record loop, offsets, the timestamps' range and null keys counted, no
+    object per record), then, only for a batch that fails one of these checks, its
+    record loop (the columns it returns are compared as whole lists to name the
+    records at fault); without it, :func:`_walk_records`, which builds no objects. A
     batch the C loop rejects is walked again to name what is wrong."""
     columns_loop = v2_loops()[0]
     if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
+        return _walk_records(
+            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+        )
+    scan = v2_scan()
+    if scan is not None and count > 0:
+        try:
+            summary = scan(buf, p, rend, count, 0, base_timestamp)
+        except (Bad, IndexError, VarintError, UnicodeDecodeError):
+            return _walk_records(
+                buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            )
+        if summary is not None:  # offsets 0, 1, 2 ...: the rest needs no columns
+            min_ts, max_ts, null_keys = summary
+            low = policy.now_ms - policy.before_max_ms
+            high = policy.now_ms + policy.after_max_ms
+            keys_bad = policy.compacted and not is_control and null_keys
+            if not keys_bad and not (check_time and (min_ts < low or max_ts > high)):
+                return []
+    if count > _C_LOOP_MAX_RECORDS:  # many records: the walk holds no lists
         return _walk_records(
             buf, p, rend, count, base_timestamp, policy, check_time, is_control
         )
@@ -371,6 +438,8 @@ def _walk_records(
     varint = _varint
     try:
         for i in range(count):
+            if not i & 0x3FF and i:
+                _yield_gil(0)  # off the loop, let the event loop's thread run
             b = buf[p]
             if b < 0x80:
                 length, p = (b >> 1) ^ -(b & 1), p + 1
@@ -466,3 +535,29 @@ def _varint(buf: bytes, p: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise _invalid("varint longer than 10 bytes in a record")
+
+
+async def validate_off_loop(
+    records: bytes,
+    policy: LogPolicy,
+    *,
+    wait: (
+        Callable[[Awaitable[list[ValidBatch]]], Awaitable[list[ValidBatch]]] | None
+    ) = None,
+) -> list[ValidBatch]:
+    """:func:`validate_batches` where it does not hold up the event loop: inline
+    for small uncompressed requests (64 KiB), else on a pool of two threads, so a
+    decompression bomb or a million-record batch costs other connections no more
+    than a share of the CPU (Kafka validates on its request-handler threads, not
+    on the network threads). ``wait`` wraps the wait for the thread (the broker
+    passes :func:`kproto.broker.connection_limits.off_turn`).
+
+    Raises:
+        RecordValidationError: as :func:`validate_batches`.
+    """
+    compressed = len(records) > 22 and records[22] & 0x07
+    if len(records) <= _INLINE_MAX_BYTES and not compressed:
+        return validate_batches(records, policy)
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(_POOL, validate_batches, records, policy)
+    return await (future if wait is None else wait(future))

@@ -24,10 +24,14 @@ NUM_BATCHES_TO_RETAIN = 5
 @attrs.define
 class ProducerState:
     """One producer's epoch and last batches as ``(first_sequence, last_sequence,
-    base_offset)`` (Kafka's ``ProducerStateEntry``)."""
+    base_offset)`` (Kafka's ``ProducerStateEntry``), the max timestamp (ms) of its
+    last batch and the coordinator epoch of its last transaction marker (-1:
+    none)."""
 
     producer_epoch: int
     batches: list[tuple[int, int, int]] = attrs.field(factory=list)
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
 
     @property
     def last_sequence(self) -> int:
@@ -89,13 +93,50 @@ class ProducerStateManager:
             )
         return None
 
-    def update(
-        self, producer_id: int, epoch: int, first_seq: int, last_seq: int, base: int
+    def check_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """Check only the epoch of a batch without sequence numbers (transactional
+        offset commits the group coordinator writes, as Kafka's coordinator-origin
+        appends).
+
+        Raises:
+            ProducerSequenceError: INVALID_PRODUCER_EPOCH for an older epoch.
+        """
+        state = self.producers.get(producer_id)
+        if state is not None and producer_epoch < state.producer_epoch:
+            raise ProducerSequenceError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer {producer_id} epoch {producer_epoch} is older than "
+                f"{state.producer_epoch}",
+            )
+
+    def update_epoch(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int = -1
     ) -> None:
-        """Record an appended batch (also while recovering a log)."""
+        """Record a transaction marker's epoch: a newer epoch (the coordinator
+        fenced the producer) forgets the cached batches, so the old epoch is
+        refused and the new one starts at sequence 0 (Kafka's
+        ``ProducerAppendInfo.appendEndTxnMarker``)."""
+        self.max_producer_id = max(self.max_producer_id, producer_id)
+        state = self.producers.get(producer_id)
+        if state is None or producer_epoch > state.producer_epoch:
+            state = self.producers[producer_id] = ProducerState(producer_epoch)
+        state.coordinator_epoch = max(state.coordinator_epoch, coordinator_epoch)
+
+    def update(
+        self,
+        producer_id: int,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        base: int,
+        timestamp_ms: int = -1,
+    ) -> None:
+        """Record an appended batch (also while recovering a log); ``timestamp_ms``
+        is its max timestamp."""
         self.max_producer_id = max(self.max_producer_id, producer_id)
         state = self.producers.get(producer_id)
         if state is None or epoch != state.producer_epoch:
             state = self.producers[producer_id] = ProducerState(epoch)
         state.batches.append((first_seq, last_seq, base))
         del state.batches[:-NUM_BATCHES_TO_RETAIN]
+        state.last_timestamp = timestamp_ms

@@ -28,14 +28,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from kproto.aio import read_frame
+from kproto.broker.connection_limits import (
+    WAITING_APIS,
+    ClientTurns,
+    ConnectionQuotas,
+    RequestQueue,
+    admit,
+    close_open_pass,
+    off_turn,
+)
 from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.faults import FaultInjector, InjectedDisconnect
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
+from kproto.broker.quotas import ClientQuotas, user_of, with_throttle
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState, NodeInfo
+from kproto.broker.txn import TransactionCoordinator
 from kproto.errors import ErrorCode
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -60,15 +73,30 @@ class NodeServer:
     Args:
         state: the cluster's shared state.
         groups: the cluster's group coordinator.
+        txn: the cluster's transaction coordinator.
         node_id: this node's broker id.
         host, port: where to listen (port 0: any free port).
         socket_request_max_bytes: the largest request frame accepted (bytes; Kafka's
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
+        request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
         request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
+        connection_quotas: ``max.connections`` / ``max.connections.per.ip``
+            (default: unlimited); a connection over a limit is closed at accept.
+        quotas: client quotas (default: none); a throttled response carries
+            ``throttle_time_ms`` and its connection is muted that long (KIP-219).
+            Request time runs from the frame's arrival to its encoded response
+            (a Fetch's wait for data excluded).
+        queued_max_requests: requests in flight across connections (Kafka's
+            ``queued.max.requests``).
+        fair_turns: handle one request at a time per client (address, principal,
+            client id) across its connections, so that many connections earn a
+            client no larger share. Fetch,
+            JoinGroup and SyncGroup, which wait, hold no queue slot and no turn
+            (:mod:`kproto.broker.connection_limits`).
     """
 
     def __init__(
@@ -79,11 +107,17 @@ class NodeServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        txn: TransactionCoordinator,
         socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
         request_log: RequestLog | None = None,
         log_requests: bool = False,
+        faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
+        connection_quotas: ConnectionQuotas | None = None,
+        quotas: ClientQuotas | None = None,
+        queued_max_requests: int = 500,
+        fair_turns: bool = True,
         share: ShareCoordinator | None = None,
     ) -> None:
         self.state = state
@@ -97,13 +131,19 @@ class NodeServer:
             state,
             groups,
             node_id,
+            txn=txn,
             request_log=request_log,
             log_requests=log_requests,
+            faults=faults,
             security=self.security,
             share=share,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
+        self.connection_quotas = connection_quotas or ConnectionQuotas()
+        self.quotas = quotas
+        self.request_queue = RequestQueue(queued_max_requests)
+        self.client_turns = ClientTurns(fair_turns)
 
     async def start(self) -> NodeInfo:
         """Listen; return the node's address (the real port when ``port`` was 0)."""
@@ -112,6 +152,26 @@ class NodeServer:
         info = NodeInfo(self.node_id, self.host, self.port)
         self.state.nodes[self.node_id] = info
         return info
+
+    @property
+    def running(self) -> bool:
+        """Whether the node listens (between :meth:`start` and :meth:`stop`)."""
+        return self.server is not None
+
+    def drop_connections(self) -> int:
+        """Close every connection of this node now (their tasks are cancelled; a
+        request being handled is not answered); return how many."""
+        tasks = list(self.connections)
+        for task in tasks:
+            task.cancel()
+        return len(tasks)
+
+    def halt(self) -> None:
+        """Stop accepting and cancel every connection, at once (no request is
+        answered after this returns); :meth:`stop` then waits for them."""
+        if self.server is not None:
+            self.server.close()
+        self.drop_connections()
 
     async def stop(self) -> None:
         """Stop listening, cancel every connection task and wait for them."""
@@ -137,7 +197,11 @@ class NodeServer:
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
         client_host = peer[0] if isinstance(peer, tuple) else str(peer)
+        refused = self.connection_quotas.admit(client_host)
         try:
+            if refused is not None:
+                log.warning("node %d: connection refused: %s", self.node_id, refused)
+                return
             tls_principal = None
             if self.security.uses_tls:
                 try:
@@ -160,6 +224,9 @@ class NodeServer:
                 "node %d: connection from %s failed", self.node_id, client_host
             )
         finally:
+            close_open_pass()  # a request that ended the connection
+            if refused is None:
+                self.connection_quotas.release(client_host)
             self.connections.discard(task)
             writer.close()
             try:
@@ -202,6 +269,15 @@ class NodeServer:
                     err,
                 )
                 return
+            received = time.monotonic()  # request time (KIP-124) counts from here
+            # a queue slot, then this client's turn (round robin across clients)
+            held = await admit(
+                self.request_queue,
+                self.client_turns,
+                frame,
+                client_host,
+                auth.principal,
+            )
             if auth.raw_tokens:  # unframed SASL tokens after SaslHandshake v0
                 challenge = auth.raw_token(frame)
                 if challenge is None:
@@ -213,6 +289,7 @@ class NodeServer:
                     )
                     return
                 writer.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
+                held.close()
                 await writer.drain()
                 continue
             try:
@@ -225,6 +302,7 @@ class NodeServer:
                     and err.correlation_id is not None
                 ):
                     writer.write(unsupported_api_versions_frame(err.correlation_id))
+                    held.close()
                     await writer.drain()
                     continue
                 log.warning(
@@ -267,18 +345,48 @@ class NodeServer:
                         client_host,
                         auth.reason,
                     )
+                held.close()
                 if response is not None:
                     writer.write(encode_response(header, response))
                     await writer.drain()
                 if close:
                     return
                 continue
-            response = await self.dispatcher.handle(
+            api_key = header.request_api_key
+            client_id = getattr(header, "client_id", None)
+            waited = 0.0
+            handling = self.dispatcher.handle(
                 header, request, client_host, principal=auth.principal
             )
-            if response is not None:
-                writer.write(encode_response(header, response))
+            try:
+                if api_key in WAITING_APIS:  # waits for data or a group: no turn held
+                    started = time.monotonic()
+                    response = await off_turn(handling)
+                    waited = time.monotonic() - started  # purgatory: not request time
+                else:
+                    response = await handling
+            except InjectedDisconnect:
+                return
+            data = None if response is None else encode_response(header, response)
+            throttle_ms = 0
+            if self.quotas is not None and self.quotas.enabled:
+                throttle_ms = self.quotas.record(
+                    user_of(auth.principal),
+                    client_id,
+                    api_key,
+                    request_bytes=len(frame),
+                    response_bytes=len(data or b""),
+                    handler_ms=(time.monotonic() - received - waited) * 1000,
+                )
+                if throttle_ms and response is not None:
+                    data = encode_response(header, with_throttle(response, throttle_ms))
+            held.close()
+            if data is not None:
+                writer.write(data)
                 await writer.drain()
+            if throttle_ms:
+                # KIP-219: answered at once, then muted for the throttle time
+                await asyncio.sleep(throttle_ms / 1000)
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import attrs
 
+from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
+from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
 from kproto.broker.topic_config import (
     TOPIC_CONFIG_DEFAULTS,
@@ -161,6 +163,10 @@ class ClusterState:
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
+        #: (topic id, partition) -> leader epoch (absent: 0; see broker.leadership)
+        self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        #: group configs, client quotas, finalized features (kproto.broker.dynamic_config)
+        self.dynamic = DynamicConfigs(data_dir)
         self._appended: asyncio.Event | None = None
         self._rr = 0
 
@@ -176,6 +182,19 @@ class ClusterState:
         if info is None or not 0 <= partition < info.partitions:
             return None
         return info.leaders[partition]
+
+    def group_config(self, group_id: str, name: str, default: str | None = None) -> str:
+        """The group config ``name`` in effect for ``group_id``: set by
+        IncrementalAlterConfigs on a GROUP resource, else ``default`` (a
+        coordinator's own setting), else Kafka's default
+        (:mod:`kproto.broker.group_config`).
+
+        Raises:
+            KeyError: ``name`` is not a group config.
+        """
+        explicit = self.dynamic.group_configs.get(group_id, {})
+        fallback = GROUP_CONFIG_DEFAULTS[name] if default is None else default
+        return explicit.get(name, fallback)
 
     def partition_log(self, topic: str, partition: int) -> PartitionLog | None:
         """The log of ``topic``/``partition``, or None if there is no such partition."""
@@ -245,11 +264,14 @@ class ClusterState:
         self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
         validate_topic_configs(configs)
-        n = len(self.node_ids)
+        # leaders on the listening nodes only, as Kafka's controller places
+        # partitions on unfenced brokers (all nodes before any started)
+        live = [n for n in self.node_ids if n in self.nodes] or self.node_ids
+        n = len(live)
         return TopicMetadata(
             name,
             uuid.uuid4(),
-            [self.node_ids[(self._rr + p) % n] for p in range(count)],
+            [live[(self._rr + p) % n] for p in range(count)],
             configs,
             internal or name.startswith("__"),
         )
@@ -494,6 +516,10 @@ class ClusterState:
             OSError: the directory or a file in it cannot be created or read.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dynamic.load()
+        except ValueError as exc:
+            raise CorruptStateError(self.dynamic.path, f"{exc.__cause__}") from exc
         path = self.data_dir / _TOPICS_FILE
         if not path.exists():
             return

@@ -237,17 +237,14 @@ def decode_records(
 ) -> Iterator[Record]:
     """The records of all batches in ``data``, in order (see :func:`decode_batches`).
 
+    Each batch is decoded (and checked) whole before its first record is yielded.
+
     Raises:
         DecodeError: as :func:`decode_batches`.
     """
-    for batch in decode_batches(
-        data,
-        check_crc=check_crc,
-        max_decompressed_size=max_decompressed_size,
-        max_records=max_records,
-        skip_corrupt=skip_corrupt,
-    ):
-        yield from batch.records
+    scan = _Scan(data, check_crc, max_decompressed_size, max_records, skip_corrupt)
+    for _head, records in scan.batches(True):
+        yield from records
 
 
 class ColumnarResult(dict[str, list[Any]]):

@@ -16,7 +16,7 @@ from kproto import speedups
 from ._types import Record, _RecordSlots
 from ._v2_loop import Bad, v2_columns_fast, v2_records_fast
 
-__all__ = ["v2_encoder", "v2_loops", "v2_plain"]
+__all__ = ["v2_encoder", "v2_loops", "v2_plain", "v2_scan"]
 
 Loop = Callable[[bytes, int, int, int, int, int], Any]
 Encoder = Callable[[list[Any], int], Any]
@@ -58,3 +58,13 @@ def v2_plain() -> Callable[[object], bool] | None:
     ``_encode._normalize`` would return unchanged; else ``None``."""
     module = _module()
     return None if module is None else module.v2_plain
+
+
+def v2_scan() -> Loop | None:
+    """When enabled, the C walk ``(data, pos, end, count, base_offset, base_ts) ->
+    (min_ts, max_ts, null_keys) | None`` that checks what the columns loop checks
+    (raising :class:`Bad` on the same input) without building a per-record object;
+    ``None`` from it means an offset is not ``base_offset + i`` or a timestamp
+    leaves int64 (ask the columns loop). ``None`` when the C extension is off."""
+    module = _module()
+    return None if module is None else module.v2_scan

@@ -173,6 +173,48 @@ def test_confluent_static_member_restart_keeps_its_partitions() -> None:
     assert sorted(v for _, v in seen) == list(range(20))
 
 
+def test_confluent_static_leader_restart_keeps_the_generation() -> None:
+    """The group leader is static and restarts: Kafka's
+    ``classicGroupJoinExistingStaticMember`` keeps the group stable (the selected
+    protocol does not change), so the generation and the assignment stay."""
+    with Cluster(nodes=1) as cluster:
+        cluster.create_topic("static-lead", 2)
+        bootstrap = cluster.bootstrap_servers
+        seen: list[tuple[str, int]] = []
+        lead = _consumer(bootstrap, "lead-g", **{"group.instance.id": "lead"})
+        lead.subscribe(["static-lead"])
+        _until(
+            lambda: lead.poll(0.05) is None and len(lead.assignment()) == 2,
+            "the static leader",
+        )
+        other = _consumer(bootstrap, "lead-g")
+        other.subscribe(["static-lead"])
+        consumers = {"lead": lead, "other": other}
+
+        def split() -> bool:
+            for consumer in consumers.values():
+                consumer.poll(0.05)
+            return len(lead.assignment()) == len(other.assignment()) == 1
+
+        _until(split, "the two members to share the partitions")
+        group = cluster.groups.groups["lead-g"]
+        assert group.leader_id == group.static_members["lead"]
+        generation = group.generation_id
+        (owned,) = lead.assignment()
+        lead.close()
+        again = _consumer(bootstrap, "lead-g", **{"group.instance.id": "lead"})
+        again.subscribe(["static-lead"])
+        consumers["lead"] = again
+        _produce(bootstrap, "static-lead", range(20))
+        _drain({"lead": again, "other": other}, seen, 20)
+        assert group.generation_id == generation
+        assert group.leader_id == group.static_members["lead"]
+        assert [tp.partition for tp in again.assignment()] == [owned.partition]
+        again.close()
+        other.close()
+    assert sorted(v for _, v in seen) == list(range(20))
+
+
 def test_confluent_admin_lists_describes_and_deletes_groups() -> None:
     admin_mod = pytest.importorskip("confluent_kafka.admin")
     with Cluster(nodes=2) as cluster:

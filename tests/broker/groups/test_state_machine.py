@@ -313,6 +313,52 @@ def test_static_member_restart_takes_over_without_rebalance() -> None:
     run(body)
 
 
+def test_static_leader_restart_keeps_the_group_stable_unless_the_protocol_changes() -> (
+    None
+):
+    """Kafka's ``classicGroupJoinExistingStaticMember``: a static leader rejoining
+    a stable group with the same protocols is answered at once, with the members
+    and ``skip_assignment`` (KIP-814); one whose new protocols change the group's
+    selection rebalances."""
+
+    async def body(h: Harness) -> None:
+        first = await h.join(client_id="l", instance="lead")
+        await h.sync(first.member_id, 1, {first.member_id: b"L"})
+        s = h.join(client_id="s", instance="other")
+        await settle()
+        rl = await h.join(first.member_id, client_id="l", instance="lead")
+        rs = await s
+        assert rl.member_id == h.group().leader_id
+        await h.sync(rl.member_id, 2, {rl.member_id: b"L", rs.member_id: b"S"})
+        await h.sync(rs.member_id, 2)
+        again = await h.join(client_id="l", instance="lead", require_known=True)
+        assert again.error_code == E.NONE and again.member_id != rl.member_id
+        assert (again.generation_id, again.skip_assignment) == (2, True)
+        assert again.leader == again.member_id == h.group().leader_id
+        assert {m for m, _, _ in again.members} == {again.member_id, rs.member_id}
+        assert h.group().state is GroupState.STABLE
+        synced = await h.coord.sync_group("g", 2, again.member_id, "lead", {})
+        assert synced.assignment == b"L"
+        # Protocols that change the selection ("range" -> "roundrobin") rebalance.
+        both = (("roundrobin", b""), ("range", subscription("t")))
+        other = h.join(rs.member_id, client_id="s", instance="other", protocols=both)
+        await settle()
+        assert h.group().state is GroupState.PREPARING_REBALANCE
+        lead = await h.join(
+            again.member_id, client_id="l", instance="lead", protocols=both
+        )
+        await other
+        assert lead.generation_id == 3 and lead.protocol_name == "roundrobin"
+        await h.sync(lead.member_id, 3, {lead.member_id: b"L3", rs.member_id: b"S3"})
+        # A static leader restarting with protocols that change it rebalances.
+        changed = h.join(client_id="l", instance="lead", protocols=RANGE)
+        await settle()
+        assert h.group().state is GroupState.PREPARING_REBALANCE
+        changed.cancel()
+
+    run(body)
+
+
 def test_leave_group_rebalances_and_last_member_empties_the_group() -> None:
     async def body(h: Harness) -> None:
         a, b = await stable_pair(h)
@@ -387,7 +433,8 @@ def test_simple_commit_fetch_and_commit_errors() -> None:
         no_generation = await h.coord.commit_offsets(
             "g", -1, "", None, {("t", 0): (1, -1, "", -1)}
         )
-        assert no_generation == {("t", 0): E.ILLEGAL_GENERATION}
+        # an admin commit to a group with members (Kafka's validateOffsetCommit)
+        assert no_generation == {("t", 0): E.UNKNOWN_MEMBER_ID}
         unknown = await h.coord.commit_offsets(
             "g", 2, "ghost", None, {("t", 0): (1, -1, "", -1)}
         )

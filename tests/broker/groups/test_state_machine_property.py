@@ -82,6 +82,16 @@ class GroupMachine(RuleBasedStateMachine):
                     result.generation_id,
                 )
                 client.leader_members = tuple(m for m, _, _ in result.members)
+                if result.skip_assignment:
+                    # KIP-345/814: the static leader took its place back within
+                    # the generation, under a new member id; the protocol stays
+                    known = self.joins.get(result.generation_id)
+                    assert known is None or known[1] == result.protocol_name
+                    assert result.leader == result.member_id
+                    self.joins[result.generation_id] = (
+                        result.leader,
+                        result.protocol_name,
+                    )
                 seen = self.joins.setdefault(
                     result.generation_id, (result.leader, result.protocol_name)
                 )

@@ -15,7 +15,6 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.dispatch import build
-from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import api_versions, request_type
@@ -77,8 +76,10 @@ def test_find_coordinator(cluster: Cluster, version: int) -> None:
             txn = call(
                 conn, 10, version, key_type=1, coordinator_keys=["txn"]
             ).coordinators
-            # no transaction coordinator (tests/broker/test_unsupported_features.py)
-            assert txn[0].error_code == TRANSACTIONS.error_code
+            assert (txn[0].error_code, txn[0].node_id) == (
+                E.NONE,
+                cluster.txn.coordinator_for("txn"),
+            )
         else:
             r = call(conn, 10, version, key="g-find", key_type=0)
             assert (r.error_code, r.node_id, r.port) == (
@@ -88,7 +89,10 @@ def test_find_coordinator(cluster: Cluster, version: int) -> None:
             )
             if version >= 1:
                 txn = call(conn, 10, version, key="txn", key_type=1)
-                assert (txn.error_code, txn.node_id) == (TRANSACTIONS.error_code, -1)
+                assert (txn.error_code, txn.node_id) == (
+                    E.NONE,
+                    cluster.txn.coordinator_for("txn"),
+                )
 
 
 def _protocols() -> list[dict[str, Any]]:

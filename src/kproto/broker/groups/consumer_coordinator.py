@@ -272,7 +272,7 @@ class ConsumerGroups:
             None,
             member_id,
             member.member_epoch,
-            self.heartbeat_interval_ms,
+            self._setting(group.group_id, "consumer.heartbeat.interval.ms"),
             member.assigned if changed or full else None,
         )
 
@@ -470,11 +470,23 @@ class ConsumerGroups:
         group.group_epoch += 1
         records.append(group_epoch_record(group.group_id, group.group_epoch))
 
+    def _setting(self, group_id: str, name: str) -> int:
+        """``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` of
+        the group: its GROUP config when set (``ClusterState.group_config``), else
+        this coordinator's (Kafka's ``GroupMetadataManager`` per-group lookup)."""
+        own = (
+            self.session_timeout_ms
+            if name == "consumer.session.timeout.ms"
+            else self.heartbeat_interval_ms
+        )
+        lookup = getattr(self.coordinator.state, "group_config", None)
+        return own if lookup is None else int(lookup(group_id, name, str(own)))
+
     def _arm_timers(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         arm_member_timers(
             self.coordinator.scheduler,
             member,
-            self.session_timeout_ms,
+            self._setting(group.group_id, "consumer.session.timeout.ms"),
             member.state == MemberState.UNREVOKED_PARTITIONS,
             lambda why, epoch: self._expire(group, member, why, epoch),
         )

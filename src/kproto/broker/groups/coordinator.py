@@ -28,8 +28,10 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.errors import LogAppendError
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
+from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
 from .consumer_coordinator import ConsumerGroups
@@ -51,6 +53,7 @@ from .streams_coordinator import StreamsGroups
 from .streams_group import StreamsGroup
 from .streams_records import StreamsRecord, decode_streams_record, group_tombstones
 from .timers import AsyncioScheduler, Scheduler
+from .txn_offsets import PendingTxnOffsets
 
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
 
@@ -117,6 +120,8 @@ class GroupCoordinator:
                 f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
             )
         self.groups: dict[str, ClassicGroup] = {}
+        #: TxnOffsetCommit offsets waiting for their transaction's marker
+        self.pending_txn_offsets = PendingTxnOffsets(self.partition_for)
         self.scheduler = scheduler or AsyncioScheduler()
         self.membership = Membership(
             self.groups,
@@ -201,8 +206,8 @@ class GroupCoordinator:
             group.offsets[(topic, partition)] = committed
         self.started = True
 
-    @staticmethod
     def _replay(
+        self,
         batches: Iterable[Any],
         offsets: dict[tuple[str, str, int], CommittedOffset],
         metadata: dict[str, Any],
@@ -212,8 +217,14 @@ class GroupCoordinator:
     ) -> None:
         """Apply one partition's records in offset order (last write wins;
         tombstones delete); KIP-848 consumer group records go to ``consumer``, KIP-1071
-        streams group records to ``streams``."""
+        streams group records to ``streams``. Transactional offset commits wait for
+        their producer's marker: COMMIT applies them, ABORT drops them; those without
+        a marker stay pending (:attr:`pending_txn_offsets`)."""
         for batch in batches:
+            if batch.is_control:
+                done = self.pending_txn_offsets.replay_marker(batch, partition)
+                offsets.update(done)
+                continue
             for key, value in batch_records(batch):
                 try:
                     kip1071 = decode_streams_record(key or b"", value)
@@ -236,7 +247,9 @@ class GroupCoordinator:
                     metadata[record.group_id] = record.value
                     continue
                 k = (record.group_id, record.topic, record.partition)
-                if record.value is None:
+                if batch.is_transactional and record.value is not None:
+                    self.pending_txn_offsets.add(batch.producer_id, k, record.value)
+                elif record.value is None:
                     offsets.pop(k, None)
                 else:
                     offsets[k] = record.value
@@ -289,10 +302,10 @@ class GroupCoordinator:
 
     def coordinator_for(self, group_id: str) -> int | None:
         """The node id coordinating ``group_id`` (creating ``__consumer_offsets``
-        on first use), or None when that partition has no leader."""
+        on first use), or None when that partition has no leader (its node stopped)."""
         self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
         leader = self.state.leader(OFFSETS_TOPIC, self.partition_for(group_id))
-        return None if leader is None else int(leader)
+        return None if leader is None or leader < 0 else int(leader)
 
     def check_coordinator(self, group_id: str, node_id: int) -> int:
         """NONE if ``node_id`` coordinates ``group_id``; else NOT_COORDINATOR,
@@ -318,15 +331,21 @@ class GroupCoordinator:
         offsets: dict[tuple[str, int], tuple[int, int, str | None, int]],
         *,
         retention_ms: int = -1,
+        producer: tuple[int, int] | None = None,
     ) -> dict[tuple[str, int], int]:
         """Commit ``(topic, partition) -> (offset, leader_epoch, metadata,
         commit_timestamp_ms or -1 for now)``; returns an error code per partition.
         ``retention_ms`` (OffsetCommit v2-v4 ``retention_time_ms``; -1: none) sets
         the offsets' expire timestamp to now + retention, as Kafka's ``KafkaApis``.
+        ``producer`` ``(producer_id, producer_epoch)`` makes it a TxnOffsetCommit:
+        the offsets are written in the producer's transactional batch and stay
+        pending until :meth:`complete_transaction` (INVALID_PRODUCER_EPOCH when the
+        partition log knows a newer epoch).
 
         Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
-        with no member id commits for a group without membership ("simple" commit);
-        otherwise UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+        with no member id commits for a group without membership ("simple" commit)
+        and gets UNKNOWN_MEMBER_ID from a group with members; otherwise
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
         Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
         modern = self.consumer.groups.get(group_id)
@@ -341,6 +360,16 @@ class GroupCoordinator:
             error = self._validate_commit(
                 group_id, generation_id, member_id, group_instance_id
             )
+        if (
+            producer is not None
+            and error == E.ILLEGAL_GENERATION
+            and generation_id < 0
+            and not member_id
+            and group_instance_id is None
+        ):
+            # TxnOffsetCommit before v3 carries no member (Kafka's
+            # validateOffsetCommit with isTransactional)
+            error = E.NONE
         if error != E.NONE:
             return {tp: error for tp in offsets}
         group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
@@ -376,9 +405,17 @@ class GroupCoordinator:
                 offset_commit_record(group_id, t, p, c)
                 for (t, p), c in accepted.items()
             ]
-            if not await self._append(group_id, pairs):
+            try:
+                stored = await self._append(group_id, pairs, producer)
+            except LogAppendError as err:
+                return {tp: err.error_code for tp in offsets}
+            if not stored:
                 return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
-            group.offsets.update(accepted)
+            if producer is None:
+                group.offsets.update(accepted)
+            else:
+                for (t, p), c in accepted.items():
+                    self.pending_txn_offsets.add(producer[0], (group_id, t, p), c)
         if (
             isinstance(group, ClassicGroup)
             and member_id
@@ -404,12 +441,14 @@ class GroupCoordinator:
             return E.NONE
         if group.is_static_member_fenced(member_id, instance_id):
             return E.FENCED_INSTANCE_ID
-        if (generation_id >= 0 or member_id or instance_id is not None) and (
-            member_id not in group.members
-        ):
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if member_id not in group.members:
+                return E.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return E.ILLEGAL_GENERATION
+        else:
+            # an admin commit (no member, generation -1) to a group with members
             return E.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
         if group.is_(GroupState.COMPLETING_REBALANCE):
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
@@ -621,18 +660,51 @@ class GroupCoordinator:
             group.group_id, [group_metadata_record(group.group_id, value)]
         )
 
+    def complete_transaction(
+        self, producer_id: int, offsets_partition: int, committed: bool
+    ) -> None:
+        """The transaction of ``producer_id`` ended with a marker written to
+        ``__consumer_offsets`` partition ``offsets_partition``: its pending offsets
+        of the groups there become committed (``committed``) or are dropped
+        (Kafka's ``GroupCoordinator.onTransactionCompleted``)."""
+        done = self.pending_txn_offsets.complete(producer_id, offsets_partition)
+        for (group_id, topic, partition), value in done.items() if committed else ():
+            now = self.now_ms()
+            group = self.groups.setdefault(
+                group_id, ClassicGroup(group_id, state_timestamp_ms=now)
+            )
+            group.offsets[(topic, partition)] = value
+
     async def _append(
-        self, group_id: str, pairs: list[tuple[bytes, bytes | None]]
+        self,
+        group_id: str,
+        pairs: list[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
     ) -> bool:
         """Append ``pairs`` as one batch to the group's ``__consumer_offsets``
-        partition; False (logged) when the partition is missing or the write fails."""
+        partition (a transactional batch of ``producer`` = ``(producer_id,
+        producer_epoch)`` if given); False (logged) when the partition is missing
+        or the write fails.
+
+        Raises:
+            LogAppendError: the log refused the producer's epoch."""
         self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
         plog = self.state.partition_log(OFFSETS_TOPIC, self.partition_for(group_id))
         if plog is None:
             log.warning("group %s: %s has no partition log", group_id, OFFSETS_TOPIC)
             return False
         try:
-            await plog.append(encode_records(pairs, self.now_ms()))
+            if producer is None:
+                await plog.append(encode_records(pairs, self.now_ms()))
+            else:
+                await plog.append(
+                    encode_batch(
+                        [(k, v, (), self.now_ms()) for k, v in pairs],
+                        producer_id=producer[0],
+                        producer_epoch=producer[1],
+                        is_transactional=True,
+                    )
+                )
         except OSError as exc:
             log.error(
                 "group %s: appending to %s failed: %s", group_id, OFFSETS_TOPIC, exc

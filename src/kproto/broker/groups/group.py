@@ -66,6 +66,8 @@ class JoinResult:
 
     ``members`` is non-empty only in the leader's response: ``(member_id,
     group_instance_id, metadata)`` of every member, metadata for the chosen protocol.
+    ``skip_assignment`` (JoinGroup v9, KIP-814): the leader need not assign (a
+    static leader rejoined a stable group).
     """
 
     error_code: int
@@ -75,6 +77,7 @@ class JoinResult:
     protocol_name: str | None = None
     leader: str = ""
     members: tuple[tuple[str, str | None, bytes], ...] = ()
+    skip_assignment: bool = False
 
 
 @attrs.frozen

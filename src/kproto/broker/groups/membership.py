@@ -30,6 +30,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from kproto.errors import ErrorCode
 
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
@@ -197,30 +199,35 @@ class Membership:
                 new.awaiting_join(self._join_result(group, member))
 
     def _rejoin_static(self, group: ClassicGroup, old_id: str, new: Member) -> None:
-        """KIP-345: the static member ``new.group_instance_id`` restarted."""
+        """KIP-345: the static member ``new.group_instance_id`` restarted.
+
+        Follows Kafka's ``GroupMetadataManager.classicGroupJoinExistingStaticMember``:
+        in a Stable group the member takes its predecessor's place without a
+        rebalance unless the protocol the group would select changes (the leader
+        too: it is told ``skip_assignment``, KIP-814); in CompletingRebalance the
+        group rebalances (the leader may already hold the old member id)."""
         old = group.members[old_id]
         old.complete_join(JoinResult(E.FENCED_INSTANCE_ID, old_id))
         old.complete_sync(SyncResult(E.FENCED_INSTANCE_ID))
-        unchanged = (
-            old.matches(new.protocols) and old.protocol_type == new.protocol_type
-        )
+        same_type = old.protocol_type == new.protocol_type
         member = group.replace_static_member(
             new.group_instance_id or "", old_id, new.member_id
         )
+        self._update_member(group, member, new)
         if (
             group.is_(GroupState.STABLE)
-            and unchanged
-            and new.member_id != group.leader_id
+            and same_type
+            and group.select_protocol() == group.protocol_name
         ):
-            # Same subscription, not the leader: keep the assignment, no rebalance.
-            self._update_member(group, member, new)
+            # The selected protocol stays: keep every assignment, no rebalance.
             respond = member.awaiting_join
             member.awaiting_join = None
             self.schedule_heartbeat(group, member)
             result = self._join_result(group, member)
+            if member.member_id == group.leader_id:
+                result = attrs.evolve(result, skip_assignment=True)
             self._spawn(self._persist_then(group, lambda: respond and respond(result)))
             return
-        self._update_member(group, member, new)
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
         else:

@@ -26,14 +26,16 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
     """Create each topic (``num_partitions`` -1: the cluster default) through
     :func:`kproto.broker.topic_admin.create_topics` (bounded, validated first, all
     or nothing per topic). Replication factor -1 or 1..nodes is accepted and
-    stored as 1 (no replication); manual ``assignments`` are refused with
-    INVALID_REQUEST."""
+    stored as 1 (no replication); manual ``assignments`` are accepted with
+    ``num_partitions`` and ``replication_factor`` -1: each partition's first
+    replica leads it (INVALID_REPLICA_ASSIGNMENT for a broker id that is no
+    node)."""
     requested = [
         NewTopic(
             t.name,
             t.num_partitions,
             t.replication_factor,
-            len(t.assignments or ()),
+            tuple((a.partition_index, tuple(a.broker_ids)) for a in t.assignments),
             {c.name: c.value for c in t.configs if c.value is not None},
         )
         for t in request.topics
@@ -112,11 +114,22 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
 
 async def create_partitions(ctx: RequestContext, request: Any) -> Any:
     """Grow topics to ``count`` partitions through
-    :func:`kproto.broker.topic_admin.create_partitions`; manual assignments are
-    refused."""
+    :func:`kproto.broker.topic_admin.create_partitions`; manual assignments
+    (one broker id list per new partition) name each new partition's leader."""
     answers = await topic_admin.create_partitions(
         ctx.state,
-        [(t.name, t.count, len(t.assignments or ())) for t in request.topics],
+        [
+            (
+                t.name,
+                t.count,
+                (
+                    [list(a.broker_ids) for a in t.assignments]
+                    if t.assignments  # null or empty: none
+                    else None
+                ),
+            )
+            for t in request.topics
+        ],
         validate_only=request.validate_only,
     )
     results = [

@@ -28,6 +28,14 @@ InitProducerId              cluster IDEMPOTENT_WRITE or WRITE on some topic:
                             CLUSTER_AUTHORIZATION_FAILED
 ACL and SCRAM APIs          cluster ALTER (create, delete, alter) or DESCRIBE:
                             CLUSTER_AUTHORIZATION_FAILED
+transaction APIs            the transactional id: see :mod:`.authorize_txn`
+DescribeTopicPartitions     topic DESCRIBE: hidden from a listing, a named one
+                            answered TOPIC_AUTHORIZATION_FAILED
+OffsetForLeaderEpoch        topic DESCRIBE: its partitions TOPIC_AUTHORIZATION_FAILED
+ElectLeaders, AlterPartiti- cluster ALTER; DescribeLogDirs, ListPartitionReassignments
+onReassignments, Update-    cluster DESCRIBE; Describe/AlterClientQuotas cluster
+Features ...                DESCRIBE_CONFIGS / ALTER_CONFIGS:
+                            CLUSTER_AUTHORIZATION_FAILED
 ==========================  ===========================================================
 
 An API with no check here (one added to the broker later) is served to super users
@@ -39,12 +47,17 @@ Kafka's ``KafkaApis`` ``authHelper.authorize`` calls per API.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from kproto.broker.acl import AclOperation, AclStore, ResourceType
+from kproto.broker.handlers.authorize_txn import (
+    TXN_CHECKS,
+    transactional_produce_denied,
+)
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.errors import ErrorCode
@@ -138,6 +151,18 @@ _SPLITS = {
         "partitions",
         "partition_index",
     ),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _TopicSplit(
+        AclOperation.DESCRIBE,
+        "topics",
+        "partitions",
+        "partition",
+        "topics",
+        "partitions",
+        "partition",
+        {"leader_epoch": -1, "end_offset": -1},
+        name="topic",
+        out_name="topic",
+    ),
 }
 
 
@@ -222,6 +247,28 @@ async def _metadata(ctx: RequestContext, handler: Handler, request: Any) -> Any:
                 respond(
                     ctx, topics=[{"name": t.name, "error_code": _TOPIC_DENIED}]
                 ).topics[0]
+            )
+    return attrs.evolve(response, topics=tuple(kept))
+
+
+async def _describe_topic_partitions(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    """DescribeTopicPartitions: topics the principal may not DESCRIBE are left out
+    of a listing, and answered TOPIC_AUTHORIZATION_FAILED when named."""
+    response = await _call(handler, ctx, request)
+    kept = []
+    for t in response.topics:
+        if _ok(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+            kept.append(t)
+        elif request.topics:
+            kept.append(
+                attrs.evolve(
+                    t,
+                    error_code=_TOPIC_DENIED,
+                    topic_id=uuid.UUID(int=0),
+                    partitions=(),
+                )
             )
     return attrs.evolve(response, topics=tuple(kept))
 
@@ -315,24 +362,27 @@ async def _create_partitions(
 
 
 #: Kafka's ``ConfigResource.Type`` code of a topic.
-_CONFIG_TOPIC = 2
+_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32  # ConfigResource.Type TOPIC, GROUP
 
 
 async def _configs(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """DescribeConfigs (DESCRIBE_CONFIGS), AlterConfigs and IncrementalAlterConfigs
-    (ALTER_CONFIGS): on the topic, or on the cluster for broker resources."""
+    (ALTER_CONFIGS): on the topic, the group (KIP-848 group configs), or on the
+    cluster for broker resources."""
     describe = ctx.header.request_api_key == ApiKey.DESCRIBE_CONFIGS
     op = AclOperation.DESCRIBE_CONFIGS if describe else AclOperation.ALTER_CONFIGS
 
     def permitted(r: Any) -> bool:
         if r.resource_type == _CONFIG_TOPIC:
             return _ok(ctx, op, ResourceType.TOPIC, r.resource_name)
+        if r.resource_type == _CONFIG_GROUP:
+            return _ok(ctx, op, ResourceType.GROUP, r.resource_name)
         return _ok(ctx, op, ResourceType.CLUSTER, _CLUSTER)
 
     def refusal(r: Any) -> dict[str, Any]:
-        topic = r.resource_type == _CONFIG_TOPIC
+        code = {_CONFIG_TOPIC: _TOPIC_DENIED, _CONFIG_GROUP: _GROUP_DENIED}
         return {
-            "error_code": _TOPIC_DENIED if topic else _CLUSTER_DENIED,
+            "error_code": code.get(r.resource_type, _CLUSTER_DENIED),
             "error_message": None,
             "resource_type": r.resource_type,
             "resource_name": r.resource_name,
@@ -403,7 +453,7 @@ async def _offset_fetch(ctx: RequestContext, handler: Handler, request: Any) -> 
 
 
 async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    if request.key_type != 0:  # transactions: refused by the handler itself
+    if request.key_type != 0:  # share coordinators: refused by the handler itself
         return await handler(ctx, request)
     if not hasattr(request, "coordinator_keys"):
         if _ok(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, request.key):
@@ -465,6 +515,22 @@ def _cluster_denied(ctx: RequestContext, request: Any) -> Any:
                 for u in users
             ],
         )
+    if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            entries=[
+                {
+                    "error_code": _CLUSTER_DENIED,
+                    "error_message": message,
+                    "entity": [
+                        {"entity_type": e.entity_type, "entity_name": e.entity_name}
+                        for e in entry.entity
+                    ],
+                }
+                for entry in request.entries
+            ],
+        )
     if api_key == ApiKey.INIT_PRODUCER_ID:
         return respond(
             ctx,
@@ -473,7 +539,7 @@ def _cluster_denied(ctx: RequestContext, request: Any) -> Any:
             producer_id=-1,
             producer_epoch=-1,
         )
-    return respond(  # DescribeAcls, DescribeUserScramCredentials
+    return respond(  # DescribeAcls, DescribeUserScramCredentials, the admin APIs
         ctx, throttle_time_ms=0, error_code=_CLUSTER_DENIED, error_message=message
     )
 
@@ -484,6 +550,13 @@ _CLUSTER_OPS = {
     ApiKey.DESCRIBE_ACLS: AclOperation.DESCRIBE,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AclOperation.ALTER,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: AclOperation.DESCRIBE,
+    ApiKey.DESCRIBE_LOG_DIRS: AclOperation.DESCRIBE,
+    ApiKey.ELECT_LEADERS: AclOperation.ALTER,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AclOperation.ALTER,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: AclOperation.DESCRIBE,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: AclOperation.DESCRIBE_CONFIGS,
+    ApiKey.ALTER_CLIENT_QUOTAS: AclOperation.ALTER_CONFIGS,
+    ApiKey.UPDATE_FEATURES: AclOperation.ALTER,
 }
 
 
@@ -508,7 +581,17 @@ _SPECIAL: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
     ApiKey.DELETE_GROUPS: _delete_groups,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
 }
+
+
+def _names_transaction(api_key: int, request: Any) -> bool:
+    """A transaction API, or FindCoordinator / InitProducerId for a transactional id."""
+    if api_key == ApiKey.FIND_COORDINATOR:
+        return bool(getattr(request, "key_type", 0) == 1)
+    if api_key == ApiKey.INIT_PRODUCER_ID:
+        return request.transactional_id is not None
+    return api_key in TXN_CHECKS
 
 
 async def guarded(ctx: RequestContext, handler: Handler, request: Any) -> Any:
@@ -518,6 +601,13 @@ async def guarded(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     if store is None or ctx.principal in store.super_users:
         return await handler(ctx, request)
     api_key = ctx.header.request_api_key
+    if _names_transaction(api_key, request):
+        return await TXN_CHECKS[api_key](ctx, handler, request)
+    if api_key == ApiKey.PRODUCE and transactional_produce_denied(ctx, request):
+        spec = _SPLITS[api_key]
+        return await _split(
+            ctx, handler, request, spec, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        )
     if api_key == ApiKey.OFFSET_COMMIT and not _ok(
         ctx, AclOperation.READ, ResourceType.GROUP, request.group_id
     ):

@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kproto.broker import topic_admin
+from kproto.broker.acl import ResourceType
+from kproto.broker.authorized_operations import authorized_operations
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.leadership import leader_epoch
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
@@ -21,11 +24,13 @@ from kproto.index import ApiKey, api_versions
 __all__ = [
     "served_api_ranges",
     "MIN_VERSIONS",
+    "MAX_VERSIONS",
     "ADVERTISED_MIN_VERSIONS",
     "api_versions_handler",
     "metadata",
     "describe_cluster",
     "topic_metadata",
+    "operations",
 ]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
@@ -39,6 +44,12 @@ MIN_VERSIONS: Mapping[ApiKey, int] = {
     ApiKey.SHARE_FETCH: 1,
     ApiKey.SHARE_ACKNOWLEDGE: 1,
 }
+
+#: Highest versions served where it is not kproto's newest: InitProducerId v6
+#: (KIP-939 two-phase commit, unstable upstream) and EndTxn v5 (KIP-890 part 2,
+#: an epoch bump per transaction) are transaction version 2 features this broker's
+#: coordinator does not implement.
+MAX_VERSIONS: Mapping[ApiKey, int] = {ApiKey.INIT_PRODUCER_ID: 5, ApiKey.END_TXN: 4}
 
 #: Lowest versions advertised in ApiVersions where they differ from
 #: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
@@ -64,12 +75,15 @@ def served_api_ranges(
         low = ADVERTISED_MIN_VERSIONS.get(
             api_key, MIN_VERSIONS.get(api_key, versions.start)
         )
-        out[api_key] = (low, versions.stop - 1)
+        out[api_key] = (low, MAX_VERSIONS.get(api_key, versions.stop - 1))
     return out
 
 
 async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
-    """Every API served and its version range (``ctx.served_apis``)."""
+    """Every API served and its version range (``ctx.served_apis``); v3+ also the
+    supported and finalized features (:mod:`kproto.broker.handlers.features`)."""
+    from kproto.broker.handlers.features import api_versions_feature_fields
+
     return respond(
         ctx,
         error_code=ErrorCode.NONE,
@@ -78,6 +92,25 @@ async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
             for k, (lo, hi) in ctx.served_apis.items()
         ],
         throttle_time_ms=0,
+        **api_versions_feature_fields(ctx.state),
+    )
+
+
+def operations(
+    ctx: RequestContext, resource_type: ResourceType, name: str, requested: bool
+) -> int:
+    """The ``authorized_operations`` bitfield of one resource for the request's
+    principal (:func:`kproto.broker.authorized_operations.authorized_operations`:
+    all supported operations with ACLs off or for a super user)."""
+    store = ctx.security.acls
+    if store is None or ctx.principal in store.super_users:
+        return authorized_operations(resource_type, requested)
+    return authorized_operations(
+        resource_type,
+        requested,
+        lambda op: store.authorize(
+            ctx.principal, ctx.client_host, op, resource_type, name
+        ),
     )
 
 
@@ -105,17 +138,36 @@ def topic_metadata(
         "topic_id": info.topic_id,
         "is_internal": info.internal,
         "partitions": [
-            {
-                "error_code": ErrorCode.NONE,
-                "partition_index": p,
-                "leader_id": leader,
-                "leader_epoch": 0,
-                "replica_nodes": [leader],
-                "isr_nodes": [leader],
-                "offline_replicas": [],
-            }
+            partition_metadata(state, name, p, leader)
             for p, leader in enumerate(info.leaders)
         ],
+    }
+
+
+def partition_metadata(
+    state: ClusterState, topic: str, partition: int, leader: int
+) -> dict[str, Any]:
+    """One MetadataResponsePartition as a mapping: its leader and leader epoch;
+    an offline partition (leader -1, its node stopped) has LEADER_NOT_AVAILABLE, as
+    Kafka's ``MetadataCache`` reports it."""
+    if leader < 0:
+        return {
+            "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": partition,
+            "leader_id": -1,
+            "leader_epoch": leader_epoch(state, topic, partition),
+            "replica_nodes": [],
+            "isr_nodes": [],
+            "offline_replicas": [],
+        }
+    return {
+        "error_code": ErrorCode.NONE,
+        "partition_index": partition,
+        "leader_id": leader,
+        "leader_epoch": leader_epoch(state, topic, partition),
+        "replica_nodes": [leader],
+        "isr_nodes": [leader],
+        "offline_replicas": [],
     }
 
 
@@ -156,6 +208,11 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         topics.append(topic_metadata(state, name, error))
     if created:
         state.save_topics()  # once per request
+    asked = getattr(request, "include_topic_authorized_operations", False)
+    for entry in topics:
+        entry["topic_authorized_operations"] = operations(
+            ctx, ResourceType.TOPIC, entry["name"], asked
+        )
     return respond(
         ctx,
         throttle_time_ms=0,
@@ -163,7 +220,12 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
         cluster_id=state.cluster_id,
         controller_id=state.controller_id,
         topics=topics,
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=operations(
+            ctx,
+            ResourceType.CLUSTER,
+            "kafka-cluster",
+            getattr(request, "include_cluster_authorized_operations", False),
+        ),
     )
 
 
@@ -181,5 +243,10 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> Any:
             {"broker_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
             for n in state.nodes.values()
         ],
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=operations(
+            ctx,
+            ResourceType.CLUSTER,
+            "kafka-cluster",
+            request.include_cluster_authorized_operations,
+        ),
     )

@@ -1,28 +1,68 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (and a
-read-only view of broker configs).
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and groups
+(KIP-848 group configs, :mod:`kproto.broker.group_config`), and a read-only view of
+broker configs.
 
 Sources: ``DescribeConfigsRequest/Response.json`` (synonyms since v1, KIP-226;
 types and documentation since v3, KIP-569), ``AlterConfigsRequest/Response.json``,
 ``IncrementalAlterConfigsRequest/Response.json`` (KIP-339); Kafka's
-``ConfigAdminManager``.
+``ConfigAdminManager`` and ``ConfigurationControlManager.incrementalAlterConfig``
+(APPEND and SUBTRACT on LIST configs, from the value in effect).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from kproto.broker.errors import TopicError
+from kproto.broker.group_config import (
+    GROUP_CONFIG_DEFAULTS,
+    GROUP_CONFIGS,
+    validate_group_configs,
+)
 from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.handlers.share_admin import GROUP, alter_group_configs, group_configs
+from kproto.broker.handlers.share_admin import alter_group_configs, group_configs
 from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
-from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigType
+from kproto.broker.topic_config import (
+    TOPIC_CONFIGS,
+    ConfigType,
+    TopicConfigDef,
+    validate_topic_configs,
+)
 from kproto.errors import ErrorCode
 
 __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 
-_TOPIC, _BROKER = 2, 4
-# ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5.
-_DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT = 1, 4, 5
+# ConfigResource.Type: TOPIC 2, BROKER 4, GROUP 32.
+_TOPIC, _BROKER, _GROUP = 2, 4, 32
+# ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5,
+# GROUP_CONFIG 8.
+_DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT, _GROUP_CONFIG = 1, 4, 5, 8
+# AlterConfigOp.OpType: SET 0, DELETE 1, APPEND 2, SUBTRACT 3.
+_SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
+
+
+def _group_entries(
+    ctx: RequestContext, group_id: str, keys: set[str] | None
+) -> list[dict[str, Any]]:
+    explicit = ctx.state.dynamic.group_configs.get(group_id, {})
+    return [
+        {
+            "name": name,
+            "value": explicit.get(name, default),
+            "read_only": False,
+            "is_default": name not in explicit,
+            "config_source": _GROUP_CONFIG if name in explicit else _DEFAULT,
+            "is_sensitive": False,
+            "synonyms": [],
+            "config_type": GROUP_CONFIGS[name].type,
+            "documentation": GROUP_CONFIGS[name].documentation,
+        }
+        for name, default in sorted(GROUP_CONFIG_DEFAULTS.items())
+        if keys is None or name in keys
+    ]
 
 
 def _broker_configs(state: ClusterState) -> dict[str, str]:
@@ -72,6 +112,11 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "documentation": TOPIC_CONFIGS[name].documentation,
                         }
                     )
+        elif r.resource_type == _GROUP and r.resource_name:
+            entries = _group_entries(ctx, r.resource_name, keys)
+            if ctx.share is not None:  # the share.* configs: the share coordinator's
+                error, message, shared = group_configs(ctx, r.resource_name, keys)
+                entries = sorted(entries + shared, key=lambda e: str(e["name"]))
         elif r.resource_type == _BROKER:
             for name, value in sorted(_broker_configs(state).items()):
                 if keys is None or name in keys:
@@ -88,8 +133,6 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                             "documentation": None,
                         }
                     )
-        elif r.resource_type == GROUP:  # share-group configs (KIP-932)
-            error, message, entries = group_configs(ctx, r.resource_name, keys)
         else:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
@@ -113,22 +156,38 @@ def _alter(
     responses = []
     for r in request.resources:
         error, message = ErrorCode.NONE, None
-        if r.resource_type == GROUP and not replace:
-            error, message = alter_group_configs(ctx, r, request.validate_only)
+        if r.resource_type == _GROUP:
+            try:
+                error, message = _alter_group(
+                    ctx, r, changes_of, replace, request.validate_only
+                )
+            except TopicError as err:
+                error, message = err.error_code, str(err)
         elif r.resource_type != _TOPIC:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
-                "only topic configs can be altered",
+                "only topic and group configs can be altered",
             )
         else:
             try:
-                changes = changes_of(r)
+                info = ctx.state.topics.get(r.resource_name)
+                changes = changes_of(
+                    r,
+                    TOPIC_CONFIGS,
+                    info.configs if info else {},
+                    TOPIC_CONFIG_DEFAULTS,
+                )
                 if request.validate_only:
-                    if r.resource_name not in ctx.state.topics:
+                    if info is None:
                         raise TopicError(
                             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                             f"unknown topic {r.resource_name!r}",
                         )
+                    merged = {} if replace else dict(info.configs)
+                    merged.update(changes)
+                    validate_topic_configs(
+                        {k: v for k, v in merged.items() if v is not None}
+                    )
                 else:
                     ctx.state.set_configs(r.resource_name, changes, replace=replace)
             except TopicError as err:
@@ -144,30 +203,116 @@ def _alter(
     return responses
 
 
+def _alter_group(
+    ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    """Apply ``r``'s changes to a group's configs (Kafka's ``GroupConfig.validate``
+    on the result), unless ``validate_only``: the ``share.*`` ones through the share
+    coordinator (:func:`~kproto.broker.handlers.share_admin.alter_group_configs`,
+    incremental only), the others to :attr:`ClusterState.dynamic`. Returns the share
+    coordinator's refusal, if any (nothing is then changed).
+
+    Raises:
+        TopicError: INVALID_REQUEST (no group name), INVALID_CONFIG.
+    """
+    if not r.resource_name:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+        )
+    shared = [c for c in r.configs if c.name.startswith("share.")]
+    r = attrs.evolve(r, configs=[c for c in r.configs if c not in shared])
+    store = ctx.state.dynamic
+    current = store.group_configs.get(r.resource_name, {})
+    changes = changes_of(r, GROUP_CONFIGS, current, GROUP_CONFIG_DEFAULTS)
+    new = {} if replace else dict(current)
+    for key, value in changes.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    validate_group_configs(new)
+    if shared:
+        if replace or ctx.share is None:
+            raise TopicError(
+                ErrorCode.INVALID_CONFIG,
+                "share group configs are set with IncrementalAlterConfigs "
+                "(and need the share coordinator)",
+            )
+        error, message = alter_group_configs(
+            ctx, attrs.evolve(r, configs=shared), validate_only
+        )
+        if error != ErrorCode.NONE:
+            return error, message
+    if validate_only or new == current:
+        return ErrorCode.NONE, None
+    if new:
+        store.group_configs[r.resource_name] = new
+    else:
+        store.group_configs.pop(r.resource_name, None)
+    store.save()
+    return ErrorCode.NONE, None
+
+
+def _replace_changes(resource: Any, *_: Any) -> dict[str, str | None]:
+    return {c.name: c.value for c in resource.configs}
+
+
 async def alter_configs(ctx: RequestContext, request: Any) -> Any:
-    """Replace a topic's configs with those given (Kafka's legacy AlterConfigs)."""
-    responses = _alter(
-        ctx, request, lambda r: {c.name: c.value for c in r.configs}, True
-    )
+    """Replace a topic's or group's configs with those given (Kafka's legacy
+    AlterConfigs)."""
+    responses = _alter(ctx, request, _replace_changes, True)
     return respond(ctx, throttle_time_ms=0, responses=responses)
 
 
-def _incremental_changes(resource: Any) -> dict[str, str | None]:
+def _incremental_changes(
+    resource: Any,
+    definitions: Mapping[str, TopicConfigDef],
+    current: Mapping[str, str],
+    defaults: Mapping[str, str],
+) -> dict[str, str | None]:
+    """The new value (``None``: delete) of each config ``resource`` changes.
+    APPEND adds the comma-separated items missing from the list in effect
+    (``current``, else the default), SUBTRACT removes them.
+
+    Raises:
+        TopicError: INVALID_REQUEST (a config named twice), INVALID_CONFIG (APPEND
+            or SUBTRACT on a config that is not a LIST, an unknown operation).
+    """
     changes: dict[str, str | None] = {}
     for c in resource.configs:
-        if c.config_operation == 0:  # SET
+        if c.name in changes:
+            raise TopicError(
+                ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+            )
+        if c.config_operation == _SET:
             changes[c.name] = c.value
-        elif c.config_operation == 1:  # DELETE
+        elif c.config_operation == _DELETE:
             changes[c.name] = None
-        else:  # APPEND / SUBTRACT apply to list configs only
+        elif c.config_operation in (_APPEND, _SUBTRACT):
+            op = "APPEND" if c.config_operation == _APPEND else "SUBTRACT"
+            definition = definitions.get(c.name)
+            if definition is None or definition.type is not ConfigType.LIST:
+                raise TopicError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Can't {op} to key {c.name} because its type is not LIST.",
+                )
+            value = current.get(c.name, defaults.get(c.name, ""))
+            items = [v.strip() for v in value.split(",") if v.strip()]
+            given = [v.strip() for v in (c.value or "").split(",") if v.strip()]
+            if c.config_operation == _APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            changes[c.name] = ",".join(items)
+        else:
             raise TopicError(
                 ErrorCode.INVALID_CONFIG,
-                f"operation {c.config_operation} on {c.name} is not supported",
+                f"unknown config operation {c.config_operation} on {c.name}",
             )
     return changes
 
 
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
-    """SET and DELETE operations on topic configs (KIP-339)."""
+    """SET, DELETE, APPEND and SUBTRACT on topic and group configs (KIP-339)."""
     responses = _alter(ctx, request, _incremental_changes, False)
     return respond(ctx, throttle_time_ms=0, responses=responses)

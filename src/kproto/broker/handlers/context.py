@@ -19,6 +19,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
+from kproto.broker.txn import TransactionCoordinator
 from kproto.index import ApiKey, response_type
 from kproto.meta import build_entity
 
@@ -32,6 +33,7 @@ class RequestContext:
     Attributes:
         state: the shared state of the whole in-process cluster.
         groups: the group coordinator of the cluster.
+        txn: the transaction coordinator of the cluster.
         served_apis: ``{api_key: (min_version, max_version)}`` of every API the
             broker serves (what ApiVersions answers; Kafka's ``ApiVersionManager``).
         node_id: the node (broker id) that received the request.
@@ -49,6 +51,7 @@ class RequestContext:
 
     state: ClusterState
     groups: GroupCoordinator
+    txn: TransactionCoordinator
     served_apis: Mapping[ApiKey, tuple[int, int]]
     node_id: int
     header: Any

@@ -9,17 +9,23 @@ max timestamp), ``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 from kproto.broker.errors import LogAppendError
 from kproto.broker.fetch_session import FetchPlan, FetchSessionCache
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.leadership import leader_epoch
 from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]
 
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+#: ``isolation_level`` (Fetch v4+, ListOffsets v2+; KIP-98).
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
 def _read_all(
@@ -28,6 +34,7 @@ def _read_all(
     """One pass over the ``wanted`` topics (the request's, or its fetch
     session's): ``(topics, bytes read, any error)``."""
     remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     total = 0
     errors = False
     topics = []
@@ -37,12 +44,16 @@ def _read_all(
         for p in t.partitions:
             error = topic_error
             records = b""
-            hwm = start = -1
+            hwm = start = lso = -1
+            aborted: list[dict[str, int]] | None = None
             plog = None
             if not error:
-                plog, error = leader_log(ctx, name, p.partition)
+                plog, error = leader_log(
+                    ctx, name, p.partition, getattr(p, "current_leader_epoch", -1)
+                )
             if plog is not None:
                 hwm, start = plog.high_watermark, plog.log_start_offset
+                lso = plog.last_stable_offset
                 if not start <= p.fetch_offset <= hwm:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif remaining > 0 or total == 0:
@@ -54,9 +65,12 @@ def _read_all(
                             p.fetch_offset,
                             min(p.partition_max_bytes, max(remaining, 0)),
                             min_one=total == 0,
+                            max_offset=lso if committed else None,
                         )
                     except OSError:  # EMFILE, EIO: this partition only
                         error = ErrorCode.KAFKA_STORAGE_ERROR
+                    if committed and not error:
+                        aborted = _aborted(plog, p.fetch_offset, records, lso)
                     total += len(records)
                     remaining -= len(records)
             errors = errors or bool(error)
@@ -65,9 +79,9 @@ def _read_all(
                     "partition_index": p.partition,
                     "error_code": error,
                     "high_watermark": hwm,
-                    "last_stable_offset": hwm,
+                    "last_stable_offset": lso,
                     "log_start_offset": start,
-                    "aborted_transactions": [] if ctx.api_version >= 4 else None,
+                    "aborted_transactions": aborted,
                     "preferred_read_replica": -1,
                     "records": records,
                 }
@@ -82,9 +96,39 @@ def _read_all(
     return topics, total, errors
 
 
+def _aborted(
+    plog: Any, fetch_offset: int, records: bytes, lso: int
+) -> list[dict[str, int]] | None:
+    """The aborted transactions a read-committed consumer needs for ``records``
+    (read from ``fetch_offset``): those overlapping the fetched offsets (Kafka's
+    ``LocalLog.collectAbortedTransactions`` up to the end of the fetched data);
+    ``None`` (a null array, as Kafka sends) when there are none."""
+    if not records:
+        return None
+    end = lso
+    position = 0
+    # walk the batch headers (DefaultRecordBatch: base offset at 0, length at 8,
+    # last offset delta at 23) without decoding the records
+    while position + 27 <= len(records):
+        base, length = _BASE_AND_LENGTH.unpack_from(records, position)
+        (delta,) = _INT32.unpack_from(records, position + 23)
+        end = base + delta + 1
+        position += 12 + length
+    found = plog.txn_index.aborted_between(fetch_offset, end)
+    if not found:
+        return None
+    return [
+        {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found
+    ]
+
+
 async def fetch(ctx: RequestContext, request: Any) -> Any:
     """Read from each partition; wait up to ``max_wait_ms`` (ms) for at least
     ``min_bytes`` (bytes), woken by every append (Kafka's ``DelayedFetch``).
+
+    ``isolation_level`` READ_COMMITTED (1) reads only below the last stable offset
+    and lists the aborted transactions of the fetched range, whose records the
+    consumer drops (KIP-98); ``last_stable_offset`` is always reported.
 
     Fetch sessions (KIP-227) are resolved by the node's
     :class:`kproto.broker.fetch_session.FetchSessionCache`: a full fetch opens
@@ -135,19 +179,25 @@ async def _fetch_wait(
 
 
 async def list_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest,
+    """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest (the
+    last stable offset under ``isolation_level`` READ_COMMITTED, v2+),
     -3 the record with the largest timestamp (KIP-734), else the first record whose
     timestamp (ms) is at or after the one asked (offset -1 if none)."""
+    committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     topics = []
     for t in request.topics:
         partitions = []
         for p in t.partitions:
-            plog, error = leader_log(ctx, t.name, p.partition_index)
+            plog, error = leader_log(
+                ctx, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
+            )
             offset, timestamp = -1, -1
             if plog is not None:
                 ts = p.timestamp
                 if ts == _LATEST:
-                    offset = plog.high_watermark
+                    offset = (
+                        plog.last_stable_offset if committed else plog.high_watermark
+                    )
                 elif ts in (_EARLIEST, _EARLIEST_LOCAL):
                     offset = plog.log_start_offset
                 elif ts == _MAX_TIMESTAMP:
@@ -165,7 +215,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     "old_style_offsets": [offset] if offset >= 0 else [],
                     "timestamp": timestamp,
                     "offset": offset,
-                    "leader_epoch": 0,
+                    "leader_epoch": max(
+                        leader_epoch(ctx.state, t.name, p.partition_index), 0
+                    ),
                 }
             )
         topics.append({"name": t.name, "partitions": partitions})

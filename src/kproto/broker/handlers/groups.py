@@ -20,7 +20,6 @@ from typing import Any
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import share_admin
 from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.handlers.unsupported import TRANSACTIONS
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -55,25 +54,23 @@ def _message(error: int) -> str | None:
 
 # -- FindCoordinator -------------------------------------------------------------
 
+#: FindCoordinator key types (Kafka's ``CoordinatorType``): GROUP 0, TRANSACTION 1.
+_GROUP, _TRANSACTION = 0, 1
+
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     missing = {"key": key, "node_id": -1, "host": "", "port": -1}
-    if key_type == 1:
-        # No transaction coordinator: refused as Kafka refuses a transactional id
-        # the client may not use, a fatal error for clients (see unsupported.py)
-        return {
-            **missing,
-            "error_code": TRANSACTIONS.error_code,
-            "error_message": TRANSACTIONS.message,
-        }
-    if key_type != 0:
-        # share-state coordinators (key type 2) serve brokers only
+    if key_type not in (_GROUP, _TRANSACTION):
+        # No share coordinator in this broker.
         return {
             **missing,
             "error_code": E.INVALID_REQUEST,
             "error_message": f"no coordinator of key type {key_type}",
         }
-    node_id = _coordinator(ctx).coordinator_for(key)
+    if key_type == _TRANSACTION:
+        node_id = ctx.txn.coordinator_for(key)
+    else:
+        node_id = _coordinator(ctx).coordinator_for(key)
     node = None if node_id is None else ctx.state.nodes.get(node_id)
     if node is None:
         return {
@@ -93,9 +90,9 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
 
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     """FindCoordinator (FindCoordinatorRequest.json v0-v6): the node leading the
-    group's ``__consumer_offsets`` partition; v4+ answers every ``coordinator_keys``
-    entry (KIP-699). Transaction keys get TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    (:data:`kproto.broker.handlers.unsupported.TRANSACTIONS`), other key types
+    group's ``__consumer_offsets`` partition (key type 0) or the transactional id's
+    ``__transaction_state`` partition (key type 1); v4+ answers every
+    ``coordinator_keys`` entry (KIP-699). Other key types (share groups) get
     INVALID_REQUEST."""
     key_type = getattr(request, "key_type", 0)
     if ctx.api_version >= 4:
@@ -145,7 +142,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
         protocol_type=result.protocol_type,
         protocol_name=result.protocol_name,
         leader=result.leader,
-        skip_assignment=False,
+        skip_assignment=result.skip_assignment,
         member_id=result.member_id,
         members=[
             {"member_id": m, "group_instance_id": i, "metadata": data}
@@ -295,7 +292,11 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 
 def _fetch_group(
-    ctx: RequestContext, group_id: str, topics: Any, by_id: bool
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    by_id: bool,
+    require_stable: bool = False,
 ) -> dict[str, Any]:
     """One group of an OffsetFetch answer: ``topics`` and ``error_code``."""
     coordinator = _coordinator(ctx)
@@ -338,6 +339,19 @@ def _fetch_group(
     ).items():
         if by_id and name not in ids:
             continue
+        if require_stable and coordinator.pending_txn_offsets.has_pending(
+            group_id, name, partition
+        ):
+            grouped.setdefault(name, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": E.UNSTABLE_OFFSET_COMMIT,
+                }
+            )
+            continue
         grouped.setdefault(name, []).append(
             {
                 "partition_index": partition,
@@ -375,12 +389,18 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     """OffsetFetch (OffsetFetchRequest.json v0-v10): v2+ null ``topics`` fetches
     every committed partition; v8+ batches ``groups``; v9+ checks a KIP-848
     member's ``member_epoch`` (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); v10 names
-    topics by id. Partitions without a commit answer offset -1. ``require_stable`` needs nothing:
-    there are no transactional offset commits here."""
+    topics by id. Partitions without a commit answer offset -1. With v7+
+    ``require_stable`` (KIP-447) a partition with a transactional commit still
+    pending answers UNSTABLE_OFFSET_COMMIT, so the client retries once the
+    transaction ended."""
     by_id = ctx.api_version >= 10
+    stable = bool(getattr(request, "require_stable", False))
     if ctx.api_version >= 8:
         groups = [
-            {"group_id": g.group_id, **_fetch_group(ctx, g.group_id, g.topics, by_id)}
+            {
+                "group_id": g.group_id,
+                **_fetch_group(ctx, g.group_id, g.topics, by_id, stable),
+            }
             for g in request.groups
         ]
         for asked, answer in zip(request.groups, groups, strict=True):
@@ -399,7 +419,7 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
             if error != E.NONE and answer["error_code"] == E.NONE:
                 answer.update(topics=[], error_code=error)
         return respond(ctx, throttle_time_ms=0, groups=groups)
-    answer = _fetch_group(ctx, request.group_id, request.topics, False)
+    answer = _fetch_group(ctx, request.group_id, request.topics, False, stable)
     return respond(ctx, throttle_time_ms=0, **answer)
 
 

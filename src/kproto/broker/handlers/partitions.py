@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from kproto.broker.handlers.context import RequestContext
+from kproto.broker.leadership import leader_epoch
 from kproto.broker.log import PartitionLog
 from kproto.errors import ErrorCode
 
@@ -33,13 +34,23 @@ def topic_name(
 
 
 def leader_log(
-    ctx: RequestContext, topic: str, partition: int
+    ctx: RequestContext, topic: str, partition: int, current_leader_epoch: int = -1
 ) -> tuple[PartitionLog | None, ErrorCode]:
     """The partition's log if this node leads it, else ``(None, error code)``:
-    UNKNOWN_TOPIC_OR_PARTITION or NOT_LEADER_OR_FOLLOWER (as Kafka's ReplicaManager)."""
+    UNKNOWN_TOPIC_OR_PARTITION; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the
+    client's ``current_leader_epoch`` (-1: not checked) is older / newer than the
+    partition's; NOT_LEADER_OR_FOLLOWER when another node (or none) leads it (Kafka's
+    ``ReplicaManager.getPartitionOrException`` and
+    ``Partition.localLogWithEpochOrThrow``)."""
     leader = ctx.state.leader(topic, partition)
     if leader is None:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if current_leader_epoch >= 0:
+        epoch = leader_epoch(ctx.state, topic, partition)
+        if current_leader_epoch < epoch:
+            return None, ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > epoch:
+            return None, ErrorCode.UNKNOWN_LEADER_EPOCH
     if leader != ctx.node_id:
         return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     plog = ctx.state.partition_log(topic, partition)

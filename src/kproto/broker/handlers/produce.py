@@ -1,6 +1,6 @@
-"""Produce and InitProducerId.
+"""Produce.
 
-Sources: ``ProduceRequest/Response.json``, ``InitProducerIdRequest/Response.json``;
+Sources: ``ProduceRequest/Response.json``;
 Kafka's ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``,
 ``LogValidator`` (CRC, record count, max.message.bytes) and ``ProducerAppendInfo``
 (idempotent sequence checks, implemented in :mod:`kproto.broker.log`).
@@ -9,18 +9,53 @@ Kafka's ``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendRecords``,
 from __future__ import annotations
 
 import logging
+import struct
 from typing import Any
 
+from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
-from kproto.broker.handlers.unsupported import TRANSACTIONS
-from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.broker.log_validator import (
+    LogPolicy,
+    RecordValidationError,
+    validate_off_loop,
+)
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
-__all__ = ["produce", "init_producer_id"]
+__all__ = ["produce"]
+
+#: DefaultRecordBatch: attributes (int16) at byte 21, producer id (int64) at 43,
+#: producer epoch (int16) at 51; attribute bit 4 is "transactional".
+_ATTRIBUTES = struct.Struct(">h")
+_PRODUCER = struct.Struct(">qh")
+_TRANSACTIONAL = 0x10
+
+
+def _verify_transaction(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    records: bytes,
+    name: str,
+    index: int,
+) -> ErrorCode:
+    """KIP-890 part 1: a transactional batch is appended only to a partition in the
+    producer's open transaction (Kafka's partition leader asks the coordinator with
+    AddPartitionsToTxn ``verify_only``); otherwise INVALID_TXN_STATE, or the
+    producer's fencing error."""
+    if transactional_id is None or len(records) < 61 or records[16] != 2:
+        return ErrorCode.NONE
+    (attributes,) = _ATTRIBUTES.unpack_from(records, 21)
+    if not attributes & _TRANSACTIONAL:
+        return ErrorCode.NONE
+    producer_id, epoch = _PRODUCER.unpack_from(records, 43)
+    error = ctx.txn.in_transaction(transactional_id, producer_id, epoch, name, index)
+    if error == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
+
 
 log = logging.getLogger("kproto.broker")
 
@@ -49,12 +84,26 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
             elif not error:
                 plog, error = leader_log(ctx, name, pdata.index)
                 if plog is not None:
+                    error = _verify_transaction(
+                        ctx,
+                        getattr(request, "transactional_id", None),
+                        pdata.records or b"",
+                        name,
+                        pdata.index,
+                    )
+                if plog is not None and not error:
                     info = state.topics[name]
                     policy = LogPolicy.for_produce(info.config, state.now_ms())
+                    records = pdata.records or b""
                     try:
+                        # decompression and record checks off the event loop
+                        checked = await validate_off_loop(
+                            records, policy, wait=off_turn
+                        )
                         result = plog.append_batches(
-                            pdata.records or b"",
+                            records,
                             policy,
+                            checked=checked,
                             log_append_time_ms=(
                                 policy.now_ms if policy.log_append_time else None
                             ),
@@ -129,28 +178,3 @@ def _unsupported_version(ctx: RequestContext, request: Any) -> Any:
         for topic_data in request.topic_data
     ]
     return respond(ctx, responses=topics, throttle_time_ms=0)
-
-
-async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
-    """A new producer id at epoch 0 for an idempotent producer (Kafka's
-    ``ProducerIdManager``); transactional producers get
-    TRANSACTIONAL_ID_AUTHORIZATION_FAILED: this broker has no transaction
-    coordinator (:data:`kproto.broker.handlers.unsupported.TRANSACTIONS`)."""
-    state = ctx.state
-    if request.transactional_id is not None:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=TRANSACTIONS.error_code,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    producer_id = state.next_producer_id
-    state.next_producer_id += 1
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        producer_id=producer_id,
-        producer_epoch=0,
-    )

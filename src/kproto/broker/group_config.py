@@ -1,0 +1,124 @@
+"""Group configs (KIP-848 ``GROUP`` config resources) of the consumer and streams
+protocols: names, types, defaults and Kafka's validation (the ``share.*`` ones are
+the share coordinator's, :mod:`kproto.broker.share`).
+
+Source: Kafka's ``GroupConfig`` (``group-coordinator/.../GroupConfig.java``: the
+``ConfigDef`` and ``validateValues``, whose bounds are the broker's
+``group.consumer.min/max.*`` and ``group.streams.*``
+settings, :data:`GROUP_CONFIG_BOUNDS` here with Kafka's defaults). A group's
+explicit configs are stored by :class:`kproto.broker.dynamic_config.DynamicConfigs`
+and read by the coordinators through :meth:`ClusterState.group_config`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kproto.broker.topic_config import (
+    ConfigType,
+    TopicConfigDef,
+    TopicConfigError,
+    _at_least,
+)
+
+__all__ = [
+    "GROUP_CONFIGS",
+    "GROUP_CONFIG_DEFAULTS",
+    "GROUP_CONFIG_BOUNDS",
+    "validate_group_configs",
+]
+
+_D = TopicConfigDef
+_T = ConfigType
+
+#: The group configs of the consumer (KIP-848) and streams (KIP-1071) protocols, by
+#: name; the ``share.*`` ones belong to the share coordinator
+#: (:data:`kproto.broker.share.GROUP_PROPERTIES`).
+GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
+    d.name: d
+    for d in (
+        _D(
+            "consumer.session.timeout.ms",
+            _T.INT,
+            "45000",
+            "Timeout in ms to detect consumer failures (consumer protocol).",
+            _at_least(1),
+        ),
+        _D(
+            "consumer.heartbeat.interval.ms",
+            _T.INT,
+            "5000",
+            "Heartbeat interval in ms given to the members (consumer protocol).",
+            _at_least(1),
+        ),
+        _D(
+            "streams.session.timeout.ms",
+            _T.INT,
+            "45000",
+            "Timeout in ms to detect streams group member failures.",
+            _at_least(1),
+        ),
+        _D(
+            "streams.heartbeat.interval.ms",
+            _T.INT,
+            "5000",
+            "Heartbeat interval in ms given to streams group members.",
+            _at_least(1),
+        ),
+        _D(
+            "streams.num.standby.replicas",
+            _T.INT,
+            "0",
+            "Standby replicas of each task of a streams group.",
+            _at_least(0),
+        ),
+    )
+}
+
+#: Kafka's default of every group config, by name.
+GROUP_CONFIG_DEFAULTS: Mapping[str, str] = {
+    name: d.default for name, d in GROUP_CONFIGS.items()
+}
+
+#: ``(min, max)`` the broker allows for the numeric group configs (Kafka's
+#: ``GroupCoordinatorConfig`` / ``ShareGroupConfig`` defaults).
+GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "consumer.session.timeout.ms": (45000, 60000),
+    "consumer.heartbeat.interval.ms": (5000, 15000),
+    "streams.session.timeout.ms": (45000, 60000),
+    "streams.heartbeat.interval.ms": (5000, 15000),
+    "streams.num.standby.replicas": (0, 2),
+}
+
+
+def validate_group_configs(configs: Mapping[str, str]) -> None:
+    """Check a group's whole set of explicit configs as Kafka's
+    ``GroupConfig.validate``: known names, each value of its type and range, then
+    the broker's bounds and each session timeout above its heartbeat interval
+    (defaults filling the gaps).
+
+    Raises:
+        TopicConfigError: INVALID_CONFIG naming the first config refused.
+    """
+    values: dict[str, object] = {}
+    for name, raw in {**GROUP_CONFIG_DEFAULTS, **configs}.items():
+        definition = GROUP_CONFIGS.get(name)
+        if definition is None:
+            raise TopicConfigError(f"Unknown group config name: {name}")
+        values[name] = definition.parse(raw)
+    for name, (low, high) in GROUP_CONFIG_BOUNDS.items():
+        value = values[name]
+        assert isinstance(value, int)
+        if value < low:
+            raise TopicConfigError(f"{name} must be greater than or equal to {low}")
+        if value > high:
+            raise TopicConfigError(f"{name} must be less than or equal to {high}")
+    for kind in ("consumer", "streams"):
+        session = values[f"{kind}.session.timeout.ms"]
+        heartbeat = values[f"{kind}.heartbeat.interval.ms"]
+        assert isinstance(session, int) and isinstance(heartbeat, int)
+        if session <= heartbeat:
+            raise TopicConfigError(
+                f"{kind}.session.timeout.ms must be greater than "
+                f"{kind}.heartbeat.interval.ms"
+            )

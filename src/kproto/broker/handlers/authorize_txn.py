@@ -1,0 +1,312 @@
+"""ACL checks of the transaction APIs, as Kafka's ``KafkaApis`` makes them
+(``authHelper.authorize`` on the ``TRANSACTIONAL_ID`` resource), for
+:func:`kproto.broker.handlers.authorize.guarded`.
+
+==========================  ===========================================================
+API                         check (resource, operation) and answer when refused
+==========================  ===========================================================
+FindCoordinator key type 1  transactional id DESCRIBE: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+InitProducerId (with an id) transactional id WRITE: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+Produce (with an id)        transactional id WRITE: every partition
+                            TRANSACTIONAL_ID_AUTHORIZATION_FAILED (then topic WRITE)
+AddPartitionsToTxn v0-v3    transactional id WRITE (every partition
+                            TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then topic WRITE
+                            (TOPIC_AUTHORIZATION_FAILED, the others
+                            OPERATION_NOT_ATTEMPTED)
+AddPartitionsToTxn v4+      cluster CLUSTER_ACTION (broker to broker):
+                            CLUSTER_AUTHORIZATION_FAILED
+AddOffsetsToTxn             transactional id WRITE, then group READ
+                            (GROUP_AUTHORIZATION_FAILED)
+EndTxn                      transactional id WRITE
+TxnOffsetCommit             transactional id WRITE, group READ, then topic READ
+                            (per partition)
+DescribeTransactions        transactional id DESCRIBE (per id)
+ListTransactions            transactional id DESCRIBE (others left out)
+DescribeProducers           topic READ: its partitions TOPIC_AUTHORIZATION_FAILED
+==========================  ===========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from kproto.broker.acl import AclOperation, ResourceType
+from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+
+__all__ = ["TXN_CHECKS", "transactional_produce_denied"]
+
+E = ErrorCode
+_TXN_DENIED = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+_CLUSTER = "kafka-cluster"
+
+
+async def _call(handler: Handler, ctx: RequestContext, request: Any) -> Any:
+    """``handler``'s answer (typed ``Any``: these APIs always answer)."""
+    return await handler(ctx, request)
+
+
+def _ok(ctx: RequestContext, op: AclOperation, rt: ResourceType, name: str) -> bool:
+    store = ctx.security.acls
+    assert store is not None  # called by guarded() only, with ACLs on
+    return store.authorize(ctx.principal, ctx.client_host, op, rt, name)
+
+
+def _txn_ok(ctx: RequestContext, txn_id: str | None, op: AclOperation) -> bool:
+    return txn_id is not None and _ok(ctx, op, ResourceType.TRANSACTIONAL_ID, txn_id)
+
+
+def transactional_produce_denied(ctx: RequestContext, request: Any) -> bool:
+    """A Produce naming a transactional id the principal may not WRITE."""
+    txn_id = getattr(request, "transactional_id", None)
+    return txn_id is not None and not _txn_ok(ctx, txn_id, AclOperation.WRITE)
+
+
+async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if not hasattr(request, "coordinator_keys"):
+        if _txn_ok(ctx, request.key, AclOperation.DESCRIBE):
+            return await handler(ctx, request)
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=_TXN_DENIED,
+            error_message=None,
+            node_id=-1,
+            host="",
+            port=-1,
+        )
+    keys = list(request.coordinator_keys)
+    allowed = [k for k in keys if _txn_ok(ctx, k, AclOperation.DESCRIBE)]
+    found = []
+    if allowed:
+        response = await _call(
+            handler, ctx, attrs.evolve(request, coordinator_keys=tuple(allowed))
+        )
+        found = list(response.coordinators)
+    refused = [
+        {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": _TXN_DENIED}
+        for k in keys
+        if k not in allowed
+    ]
+    extra = respond(ctx, coordinators=refused).coordinators
+    return respond(ctx, throttle_time_ms=0, coordinators=found + list(extra))
+
+
+async def _init_producer_id(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
+        return await handler(ctx, request)
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=_TXN_DENIED,
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+
+
+async def _add_partitions(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if ctx.api_version >= 4:
+        if _ok(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, _CLUSTER):
+            return await handler(ctx, request)
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=E.CLUSTER_AUTHORIZATION_FAILED,
+            results_by_transaction=[],
+        )
+    topics = request.v3_and_below_topics
+    if _txn_ok(ctx, request.v3_and_below_transactional_id, AclOperation.WRITE):
+        denied = {
+            t.name
+            for t in topics
+            if not _ok(ctx, AclOperation.WRITE, ResourceType.TOPIC, t.name)
+        }
+        if not denied:
+            return await handler(ctx, request)
+    else:
+        denied = None
+
+    def code(name: str) -> ErrorCode:
+        if denied is None:
+            return _TXN_DENIED
+        return (
+            E.TOPIC_AUTHORIZATION_FAILED
+            if name in denied
+            else E.OPERATION_NOT_ATTEMPTED
+        )
+
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        results_by_topic_v3_and_below=[
+            {
+                "name": t.name,
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": code(t.name)}
+                    for p in t.partitions
+                ],
+            }
+            for t in topics
+        ],
+    )
+
+
+async def _add_offsets(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    error = E.NONE
+    if not _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
+        error = _TXN_DENIED
+    elif not _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        error = E.GROUP_AUTHORIZATION_FAILED
+    if error == E.NONE:
+        return await handler(ctx, request)
+    return respond(ctx, throttle_time_ms=0, error_code=error)
+
+
+async def _end_txn(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
+        return await handler(ctx, request)
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=_TXN_DENIED,
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+
+
+async def _txn_offset_commit(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    whole = E.NONE
+    if not _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
+        whole = _TXN_DENIED
+    elif not _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        whole = E.GROUP_AUTHORIZATION_FAILED
+    by_id = ctx.api_version >= 6
+    ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
+
+    def name_of(t: Any) -> str | None:
+        return ids.get(t.topic_id) if by_id else t.name
+
+    def readable(t: Any) -> bool:
+        name = name_of(t)
+        return name is None or _ok(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+
+    if whole == E.NONE and all(readable(t) for t in request.topics):
+        return await handler(ctx, request)
+    allowed = tuple(t for t in request.topics if whole == E.NONE and readable(t))
+    answered: list[Any] = []
+    if allowed:
+        response = await _call(handler, ctx, attrs.evolve(request, topics=allowed))
+        answered = list(response.topics)
+    refused = [
+        {
+            "name": name_of(t),
+            "topic_id": getattr(t, "topic_id", None),
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": whole or E.TOPIC_AUTHORIZATION_FAILED,
+                }
+                for p in t.partitions
+            ],
+        }
+        for t in request.topics
+        if t not in allowed
+    ]
+    extra = respond(ctx, topics=refused).topics
+    return respond(ctx, throttle_time_ms=0, topics=answered + list(extra))
+
+
+async def _describe_transactions(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    ids = list(request.transactional_ids)
+    allowed = [t for t in ids if _txn_ok(ctx, t, AclOperation.DESCRIBE)]
+    states: list[Any] = []
+    if allowed:
+        response = await _call(
+            handler, ctx, attrs.evolve(request, transactional_ids=tuple(allowed))
+        )
+        states = list(response.transaction_states)
+    refused = [
+        {
+            "error_code": _TXN_DENIED,
+            "transactional_id": t,
+            "transaction_state": "",
+            "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+        for t in ids
+        if t not in allowed
+    ]
+    extra = respond(ctx, transaction_states=refused).transaction_states
+    return respond(ctx, throttle_time_ms=0, transaction_states=states + list(extra))
+
+
+async def _list_transactions(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    response = await _call(handler, ctx, request)
+    kept = tuple(
+        s
+        for s in response.transaction_states
+        if _txn_ok(ctx, s.transactional_id, AclOperation.DESCRIBE)
+    )
+    return attrs.evolve(response, transaction_states=kept)
+
+
+async def _describe_producers(
+    ctx: RequestContext, handler: Handler, request: Any
+) -> Any:
+    def readable(t: Any) -> bool:
+        return _ok(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
+
+    if all(readable(t) for t in request.topics):
+        return await handler(ctx, request)
+    allowed = tuple(t for t in request.topics if readable(t))
+    answered: list[Any] = []
+    if allowed:
+        answered = list(
+            (await _call(handler, ctx, attrs.evolve(request, topics=allowed))).topics
+        )
+    refused = [
+        {
+            "name": t.name,
+            "partitions": [
+                {
+                    "partition_index": p,
+                    "error_code": E.TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": None,
+                    "active_producers": [],
+                }
+                for p in t.partition_indexes
+            ],
+        }
+        for t in request.topics
+        if t not in allowed
+    ]
+    extra = respond(ctx, topics=refused).topics
+    return respond(ctx, throttle_time_ms=0, topics=answered + list(extra))
+
+
+#: The check of each transaction API (FindCoordinator and InitProducerId only when
+#: they name a transactional id: :func:`kproto.broker.handlers.authorize.guarded`).
+TXN_CHECKS: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
+    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions,
+    ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets,
+    ApiKey.END_TXN: _end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
+}

@@ -1,0 +1,551 @@
+"""The transaction coordinator of one in-process cluster (KIP-98, KIP-360, KIP-890
+part 1).
+
+:class:`TransactionCoordinator` follows Kafka's ``TransactionCoordinator`` and
+``TransactionStateManager``:
+
+- the coordinator of a transactional id is the leader of ``__transaction_state``
+  partition ``partition_for(transactional_id, partitions)``; other nodes answer
+  NOT_COORDINATOR;
+- every state change of a transactional id is appended to that partition as a
+  ``TransactionLogKey``/``TransactionLogValue`` record before it is acted on, and
+  :meth:`TransactionCoordinator.start` replays the partitions after a restart;
+- ending a transaction writes PrepareCommit/PrepareAbort, then a COMMIT/ABORT
+  control batch on every partition of the transaction (Kafka's
+  ``TransactionMarkerChannelManager``; here a direct append to each partition log,
+  :mod:`kproto.broker.txn.markers`), then CompleteCommit/CompleteAbort. All of it
+  happens before EndTxn is answered (Kafka answers after the Prepare record and
+  sends the markers asynchronously; the states a client can observe are the same).
+- a transaction open longer than its ``transaction.timeout.ms`` is aborted by a
+  timer that runs every ``abort_interval_ms`` (Kafka's
+  ``transaction.abort.timed.out.transaction.cleanup.interval.ms``), after bumping
+  the producer epoch, which fences the producer, as ``abortTimedOutTransactions``.
+
+Everything runs on the cluster's event-loop thread; appends are synchronous, so no
+transition is ever half done when another request looks (Kafka's ``pendingState``
+and CONCURRENT_TRANSACTIONS while markers are in flight do not arise, except the
+CONCURRENT_TRANSACTIONS Kafka answers to InitProducerId after aborting an open
+transaction, which is kept so clients retry as they do with Kafka).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from kproto.broker.groups import OFFSETS_TOPIC, GroupCoordinator
+from kproto.broker.groups.timers import AsyncioScheduler, Scheduler, TimerHandle
+from kproto.broker.state import ClusterState
+from kproto.errors import ErrorCode
+from kproto.records import encode_batch
+from kproto.serial import DecodeError
+
+from .markers import COORDINATOR, write_markers
+from .metadata import (
+    MAX_EPOCH,
+    NO_PRODUCER_EPOCH,
+    TransactionMetadata,
+    TransactionState,
+)
+from .records import (
+    TRANSACTION_STATE_TOPIC,
+    decode_record,
+    partition_for,
+    transaction_record,
+)
+
+__all__ = ["TransactionCoordinator", "TRANSACTION_STATE_TOPIC"]
+
+log = logging.getLogger("kproto.broker.txn")
+E = ErrorCode
+S = TransactionState
+
+DEFAULT_TRANSACTION_PARTITIONS = 5
+#: Kafka's transaction.max.timeout.ms default (15 minutes).
+DEFAULT_MAX_TIMEOUT_MS = 900_000
+DEFAULT_ABORT_INTERVAL_MS = 1_000
+#: The coordinator epoch written in markers (the __transaction_state partition's
+#: leader epoch, always 0 here: Metadata reports leader epoch 0).
+COORDINATOR_EPOCH = 0
+
+
+class TransactionCoordinator:
+    """Every transactional id of one in-process cluster.
+
+    Args:
+        state: the cluster state (``leader``, ``partition_log``,
+            ``ensure_internal_topic``, ``now_ms``, ``next_producer_id``).
+        groups: the group coordinator, told when a marker ends the transactional
+            offset commits of a group.
+        scheduler: replaces asyncio's ``call_later`` (tests drive time by hand).
+        partitions: partitions of ``__transaction_state`` (default 5; Kafka's
+            ``transaction.state.log.num.partitions`` is 50).
+        max_timeout_ms: the largest ``transaction.timeout.ms`` accepted (ms;
+            Kafka's ``transaction.max.timeout.ms``, 900000).
+        abort_interval_ms: how often open transactions are checked for their
+            timeout (ms; Kafka's default is 10000).
+    """
+
+    def __init__(
+        self,
+        state: ClusterState,
+        groups: GroupCoordinator,
+        *,
+        scheduler: Scheduler | None = None,
+        partitions: int = DEFAULT_TRANSACTION_PARTITIONS,
+        max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+        abort_interval_ms: int = DEFAULT_ABORT_INTERVAL_MS,
+    ) -> None:
+        if partitions < 1:
+            raise ValueError(f"transaction partitions must be >= 1, got {partitions}")
+        self.state = state
+        self.groups = groups
+        self.scheduler = scheduler or AsyncioScheduler()
+        self.partitions = partitions
+        self.max_timeout_ms = max_timeout_ms
+        self.abort_interval_ms = abort_interval_ms
+        self.transactions: dict[str, TransactionMetadata] = {}
+        self.started = False
+        self._timer: TimerHandle | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Replay ``__transaction_state`` (last record of each id wins), complete the
+        transactions found half ended (PrepareCommit/PrepareAbort: their markers
+        are written again, as Kafka's loader hands them to the marker channel),
+        then accept requests and start the timeout timer. Open (Ongoing)
+        transactions stay open: their timeout aborts them, or the producer's next
+        InitProducerId does."""
+        loaded: dict[str, TransactionMetadata | None] = {}
+        for partition in range(self.partitions):
+            plog = self.state.partition_log(TRANSACTION_STATE_TOPIC, partition)
+            if plog is None:
+                continue
+            try:
+                for batch in plog.batches(0):
+                    if batch.is_control:
+                        continue
+                    for record in batch.records:
+                        try:
+                            txn_id, meta = decode_record(record.key, record.value)
+                        except DecodeError as exc:
+                            log.warning("%s: skipping record: %s", plog, exc)
+                            continue
+                        loaded[txn_id] = meta
+            except DecodeError as exc:
+                log.error("%s: cannot replay: %s", plog, exc)
+        for txn_id, meta in loaded.items():
+            if meta is None or meta.state == S.DEAD:
+                continue
+            self.transactions[txn_id] = meta
+            self.state.next_producer_id = max(
+                self.state.next_producer_id, meta.producer_id + 1
+            )
+        for meta in list(self.transactions.values()):
+            if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                self._complete(meta)
+        self.started = True
+        self._schedule()
+
+    async def stop(self) -> None:
+        """Cancel the timeout timer; leaves no task."""
+        self.started = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _schedule(self) -> None:
+        self._timer = self.scheduler.call_later(self.abort_interval_ms, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if not self.started:
+            return
+        try:
+            self.abort_timed_out()
+        finally:
+            self._schedule()
+
+    # -- coordinator lookup ----------------------------------------------------------
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.partitions)
+
+    def coordinator_for(self, transactional_id: str) -> int | None:
+        """The node id coordinating ``transactional_id`` (creating
+        ``__transaction_state`` on first use), or None without a leader."""
+        self.state.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.partitions)
+        leader = self.state.leader(
+            TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)
+        )
+        return None if leader is None or leader < 0 else int(leader)
+
+    def check_coordinator(self, transactional_id: str, node_id: int) -> ErrorCode:
+        """NONE if ``node_id`` coordinates ``transactional_id``; else
+        NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS
+        (before :meth:`start` finished)."""
+        leader = self.coordinator_for(transactional_id)
+        if leader is None:
+            return E.COORDINATOR_NOT_AVAILABLE
+        if leader != node_id:
+            return E.NOT_COORDINATOR
+        if not self.started:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        return E.NONE
+
+    # -- InitProducerId --------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        expected: tuple[int, int] | None = None,
+    ) -> tuple[ErrorCode, int, int]:
+        """``(error, producer_id, producer_epoch)`` for a transactional producer
+        (Kafka's ``handleInitProducerId``): a new id at epoch 0 for a new
+        transactional id, else the epoch bumped, which fences the older producer.
+        An open transaction is aborted first (with an epoch bumped once more) and
+        CONCURRENT_TRANSACTIONS answered, so the client retries. ``expected``
+        ``(producer_id, epoch)`` (InitProducerId v3+, KIP-360) lets a producer
+        bump its own epoch after an error; a retry of that bump gets the same
+        epoch again.
+
+        Errors: INVALID_REQUEST (empty id), INVALID_TRANSACTION_TIMEOUT (not in
+        1..``max_timeout_ms``), PRODUCER_FENCED (``expected`` is not this id's
+        producer), CONCURRENT_TRANSACTIONS.
+        """
+        if not transactional_id:
+            return E.INVALID_REQUEST, -1, -1
+        if not 0 < transaction_timeout_ms <= self.max_timeout_ms:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        now = self.state.now_ms()
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            meta = TransactionMetadata(
+                transactional_id,
+                self._new_producer_id(),
+                NO_PRODUCER_EPOCH,
+                transaction_timeout_ms,
+                txn_last_update_timestamp_ms=now,
+            )
+        if expected is not None and not (
+            meta.producer_epoch == NO_PRODUCER_EPOCH or expected[0] == meta.producer_id
+        ):
+            return E.PRODUCER_FENCED, -1, -1
+        if meta.state == S.ONGOING:
+            error = self._fence_and_abort(meta)
+            return error or E.CONCURRENT_TRANSACTIONS, -1, -1
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return E.CONCURRENT_TRANSACTIONS, -1, -1
+        new = attrs.evolve(meta, partitions=set())
+        if meta.is_epoch_exhausted and (
+            expected is None or expected[1] == meta.producer_epoch
+        ):
+            # Kafka's prepareProducerIdRotation: a new id, epoch 0
+            new.producer_id = self._new_producer_id()
+            new.producer_epoch = 0
+            new.last_producer_epoch = (
+                meta.producer_epoch if expected is not None else NO_PRODUCER_EPOCH
+            )
+        elif expected is None:
+            new.producer_epoch = meta.producer_epoch + 1
+            new.last_producer_epoch = NO_PRODUCER_EPOCH
+        elif (
+            meta.producer_epoch == NO_PRODUCER_EPOCH
+            or expected[1] == meta.producer_epoch
+        ):
+            new.producer_epoch = meta.producer_epoch + 1
+            new.last_producer_epoch = meta.producer_epoch
+        elif expected[1] == meta.last_producer_epoch:
+            pass  # a retry of a bump that succeeded: same epoch again
+        else:
+            return E.PRODUCER_FENCED, -1, -1
+        new.txn_timeout_ms = transaction_timeout_ms
+        new.transition(S.EMPTY, now)
+        new.txn_start_timestamp_ms = -1
+        if not self._persist(new):
+            return E.COORDINATOR_NOT_AVAILABLE, -1, -1
+        return E.NONE, new.producer_id, new.producer_epoch
+
+    def _new_producer_id(self) -> int:
+        producer_id = self.state.next_producer_id
+        self.state.next_producer_id += 1
+        return producer_id
+
+    # -- AddPartitionsToTxn, AddOffsetsToTxn -----------------------------------------
+
+    def _check_producer(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[ErrorCode, TransactionMetadata | None]:
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if meta.producer_epoch != producer_epoch:
+            return E.PRODUCER_FENCED, None
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return E.CONCURRENT_TRANSACTIONS, None
+        return E.NONE, meta
+
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """Add ``partitions`` to the producer's transaction, starting one if none is
+        open (Kafka's ``handleAddPartitionsToTransaction``); an error per partition.
+
+        Errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+        CONCURRENT_TRANSACTIONS; UNKNOWN_TOPIC_OR_PARTITION for a partition that
+        does not exist, and then OPERATION_NOT_ATTEMPTED for the others, as
+        Kafka's ``KafkaApis`` does.
+        """
+        asked = list(dict.fromkeys(partitions))
+        error, meta = self._check_producer(
+            transactional_id, producer_id, producer_epoch
+        )
+        if meta is None:
+            return dict.fromkeys(asked, error)
+        unknown = [
+            tp
+            for tp in asked
+            if not 0 <= tp[1] < (self.state.topic_partitions(tp[0]) or 0)
+        ]
+        if unknown:
+            return {
+                tp: (
+                    E.UNKNOWN_TOPIC_OR_PARTITION
+                    if tp in unknown
+                    else E.OPERATION_NOT_ATTEMPTED
+                )
+                for tp in asked
+            }
+        if meta.state == S.ONGOING and set(asked) <= meta.partitions:
+            return dict.fromkeys(asked, E.NONE)
+        new = attrs.evolve(meta, partitions=set(meta.partitions))
+        new.transition(S.ONGOING, self.state.now_ms())
+        new.partitions.update(asked)
+        if not self._persist(new):
+            return dict.fromkeys(asked, E.COORDINATOR_NOT_AVAILABLE)
+        return dict.fromkeys(asked, E.NONE)
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """AddPartitionsToTxn v4+ ``verify_only`` (KIP-890 part 1): NONE for each
+        partition in the producer's open transaction, INVALID_TXN_STATE for the
+        others; the producer errors of :meth:`add_partitions` for all."""
+        asked = list(dict.fromkeys(partitions))
+        error, meta = self._check_producer(
+            transactional_id, producer_id, producer_epoch
+        )
+        if meta is None:
+            return dict.fromkeys(asked, error)
+        return {
+            tp: (
+                E.NONE
+                if meta.state == S.ONGOING and tp in meta.partitions
+                else E.INVALID_TXN_STATE
+            )
+            for tp in asked
+        }
+
+    def add_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+    ) -> ErrorCode:
+        """Add the group's ``__consumer_offsets`` partition to the transaction
+        (AddOffsetsToTxn), so its TxnOffsetCommit offsets get the marker."""
+        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.groups.offsets_partitions)
+        tp = (OFFSETS_TOPIC, self.groups.partition_for(group_id))
+        return self.add_partitions(transactional_id, producer_id, producer_epoch, [tp])[
+            tp
+        ]
+
+    def in_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        topic: str,
+        partition: int,
+    ) -> ErrorCode:
+        """The check a partition leader makes before appending a transactional
+        batch (KIP-890 part 1 verification): NONE when the partition is in the
+        producer's open transaction, else the producer's error or
+        INVALID_TXN_STATE."""
+        return self.verify_partitions(
+            transactional_id, producer_id, producer_epoch, [(topic, partition)]
+        )[(topic, partition)]
+
+    # -- EndTxn ----------------------------------------------------------------------
+
+    def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+    ) -> ErrorCode:
+        """Commit or abort the open transaction (Kafka's ``handleEndTransaction``):
+        PrepareCommit/PrepareAbort, markers on every partition, then
+        CompleteCommit/CompleteAbort. A retry of the same outcome after it
+        completed answers NONE.
+
+        Errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, INVALID_TXN_STATE
+        (nothing open, or the other outcome already decided),
+        COORDINATOR_NOT_AVAILABLE (the state could not be written).
+        """
+        meta = self.transactions.get(transactional_id)
+        if meta is None or meta.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if producer_epoch != meta.producer_epoch:
+            return E.PRODUCER_FENCED
+        if meta.state == S.ONGOING:
+            return self._end(meta, committed)
+        done = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
+        if meta.state == done:
+            return E.NONE
+        return E.INVALID_TXN_STATE
+
+    def _end(self, meta: TransactionMetadata, committed: bool) -> ErrorCode:
+        prepared = attrs.evolve(meta, partitions=set(meta.partitions))
+        prepared.transition(
+            S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, self.state.now_ms()
+        )
+        if not self._persist(prepared):
+            return E.COORDINATOR_NOT_AVAILABLE
+        self._complete(prepared)
+        return E.NONE
+
+    def _complete(self, meta: TransactionMetadata) -> None:
+        """Write the markers of a prepared transaction, then its Complete state."""
+        committed = meta.state == S.PREPARE_COMMIT
+        write_markers(
+            self.state,
+            self.groups,
+            meta.partitions,
+            committed=committed,
+            producer_id=meta.producer_id,
+            producer_epoch=meta.producer_epoch,
+            coordinator_epoch=COORDINATOR_EPOCH,
+        )
+        done = attrs.evolve(meta, partitions=set(meta.partitions))
+        done.transition(
+            S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT, self.state.now_ms()
+        )
+        if not self._persist(done):
+            # the markers are written; the state stays Prepare* in memory and the
+            # next start completes it again (markers are idempotent for readers)
+            log.error(
+                "transaction %s: cannot write its Complete state", meta.transactional_id
+            )
+
+    def _fence_and_abort(self, meta: TransactionMetadata) -> ErrorCode:
+        """Bump the epoch (fencing the producer) and abort the open transaction with
+        it (Kafka's ``prepareFenceProducerEpoch`` then ``endTransaction(ABORT)``)."""
+        fenced = attrs.evolve(meta, partitions=set(meta.partitions))
+        # int16: at the last epoch the abort keeps it (Kafka refuses to overflow)
+        fenced.producer_epoch = min(meta.producer_epoch + 1, MAX_EPOCH)
+        fenced.last_producer_epoch = NO_PRODUCER_EPOCH
+        return self._end(fenced, committed=False)
+
+    def abort_timed_out(self) -> list[str]:
+        """Abort every open transaction older than its timeout; return their ids."""
+        now = self.state.now_ms()
+        aborted = []
+        for txn_id, meta in list(self.transactions.items()):
+            if meta.timed_out(now):
+                log.info("transaction %s timed out: aborting it", txn_id)
+                if self._fence_and_abort(meta) == E.NONE:
+                    aborted.append(txn_id)
+        return aborted
+
+    # -- Describe, List --------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> TransactionMetadata | None:
+        """The metadata of ``transactional_id`` (None: unknown)."""
+        meta = self.transactions.get(transactional_id)
+        return None if meta is None or meta.state == S.DEAD else meta
+
+    def list_transactions(
+        self,
+        node_id: int,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        duration_ms: int = -1,
+        pattern: str | None = None,
+    ) -> tuple[list[TransactionMetadata], list[str]]:
+        """``(transactions coordinated by node_id that pass the filters, unknown
+        state names)`` (Kafka's ``listTransactionStates``): ``states`` by Kafka
+        name, ``producer_ids``, ``duration_ms`` (running longer than, ms; -1 any)
+        and ``pattern`` (a regular expression the id must match, KIP-1152).
+
+        Raises:
+            re.error: ``pattern`` is not a regular expression.
+        """
+        wanted: set[TransactionState] = set()
+        unknown: list[str] = []
+        for name in states:
+            state = TransactionState.from_kafka_name(name)
+            if state is None:
+                unknown.append(name)
+            else:
+                wanted.add(state)
+        if unknown and not wanted:
+            return [], unknown
+        pids = set(producer_ids)
+        regex = re.compile(pattern) if pattern else None
+        now = self.state.now_ms()
+        out = []
+        for txn_id, meta in sorted(self.transactions.items()):
+            if meta.state == S.DEAD or self.coordinator_for(txn_id) != node_id:
+                continue
+            if wanted and meta.state not in wanted:
+                continue
+            if pids and meta.producer_id not in pids:
+                continue
+            if duration_ms >= 0 and now - meta.txn_start_timestamp_ms <= duration_ms:
+                continue
+            if regex is not None and not regex.fullmatch(txn_id):
+                continue
+            out.append(meta)
+        return out, unknown
+
+    # -- persistence -----------------------------------------------------------------
+
+    def _persist(self, meta: TransactionMetadata) -> bool:
+        """Append ``meta`` to its ``__transaction_state`` partition, then make it the
+        id's state; False (logged) when the write fails."""
+        self.state.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.partitions)
+        partition = self.partition_for(meta.transactional_id)
+        plog = self.state.partition_log(TRANSACTION_STATE_TOPIC, partition)
+        if plog is None:
+            log.error("%s-%d has no log", TRANSACTION_STATE_TOPIC, partition)
+            return False
+        key, value = transaction_record(meta.transactional_id, meta)
+        try:
+            plog.append_batches(
+                encode_batch([(key, value, (), self.state.now_ms())]), COORDINATOR
+            )
+        except OSError as exc:
+            log.error(
+                "transaction %s: cannot append its state: %s",
+                meta.transactional_id,
+                exc,
+            )
+            return False
+        self.transactions[meta.transactional_id] = meta
+        return True

@@ -1,0 +1,408 @@
+"""Kafka's answers in the corners real clients' own test suites probe (issue 16
+item 6), checked at the protocol level with kproto's Connection."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kproto.broker import Cluster
+from kproto.broker.acl import AclOperation, ResourceType
+from kproto.broker.authorized_operations import supported_operations
+from kproto.connection import Connection
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey, request_type
+from kproto.meta import build_entity
+
+NOT_REQUESTED = -(2**31)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with Cluster(nodes=2) as c:
+        yield c
+
+
+@pytest.fixture
+def conn(cluster: Cluster) -> Iterator[Connection]:
+    info = cluster.state.nodes[cluster.state.node_ids[0]]
+    c = Connection(info.host, info.port, timeout_s=30)
+    c.negotiate()
+    yield c
+    c.close()
+
+
+def send(conn: Connection, api_key: ApiKey, version: int, **fields: Any) -> Any:
+    return conn.send(build_entity(request_type(api_key, version), fields))
+
+
+def test_operation_bitfields_are_kafkas() -> None:
+    # AclEntry.supportedOperations, one bit per AclOperation code
+    assert supported_operations(ResourceType.TOPIC) == sum(
+        1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11)
+    )
+    assert supported_operations(ResourceType.CLUSTER) == sum(
+        1 << op for op in (5, 7, 8, 9, 10, 11, 12)
+    )
+    assert supported_operations(ResourceType.GROUP) >> AclOperation.READ & 1
+
+
+def test_authorized_operations_when_asked(cluster: Cluster, conn: Connection) -> None:
+    cluster.create_topic("ops", 1)
+    topic_ops = supported_operations(ResourceType.TOPIC)
+    cluster_ops = supported_operations(ResourceType.CLUSTER)
+    asked = send(
+        conn,
+        ApiKey.METADATA,
+        8,
+        topics=[{"name": "ops"}],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=True,
+    )
+    assert asked.cluster_authorized_operations == cluster_ops
+    assert asked.topics[0].topic_authorized_operations == topic_ops
+    plain = send(conn, ApiKey.METADATA, 12, topics=[{"name": "ops"}])
+    assert plain.topics[0].topic_authorized_operations == NOT_REQUESTED
+    described = send(
+        conn, ApiKey.DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=True
+    )
+    assert described.cluster_authorized_operations == cluster_ops
+    not_asked = send(conn, ApiKey.DESCRIBE_CLUSTER, 1)
+    assert not_asked.cluster_authorized_operations == NOT_REQUESTED
+
+
+def test_admin_offset_commit_to_a_group_with_members(
+    cluster: Cluster, conn: Connection
+) -> None:
+    cluster.create_topic("oc", 1)
+    group = "corner-group"
+    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
+    info = cluster.state.nodes[coordinator.node_id]
+    gconn = Connection(info.host, info.port, timeout_s=30)
+    gconn.negotiate()
+    try:
+        joined = send(
+            gconn,
+            ApiKey.JOIN_GROUP,
+            3,
+            group_id=group,
+            session_timeout_ms=30000,
+            rebalance_timeout_ms=30000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[{"name": "range", "metadata": b""}],
+        )
+        assert joined.error_code == ErrorCode.NONE
+        commit = send(
+            gconn,
+            ApiKey.OFFSET_COMMIT,
+            8,
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                {
+                    "name": "oc",
+                    "partitions": [{"partition_index": 0, "committed_offset": 1}],
+                }
+            ],
+        )
+        assert commit.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    finally:
+        gconn.close()
+
+
+def test_delete_records_negative_offset(cluster: Cluster) -> None:
+    cluster.create_topic("dr", 1)
+    leader = cluster.state.leader("dr", 0)
+    assert leader is not None
+    info = cluster.state.nodes[leader]
+    c = Connection(info.host, info.port, timeout_s=30)
+    c.negotiate()
+    try:
+        answer = c.request(
+            ApiKey.DELETE_RECORDS,
+            topics=[
+                {
+                    "name": "dr",
+                    "partitions": [
+                        {"partition_index": 0, "offset": -1001},
+                    ],
+                }
+            ],
+            timeout_ms=1000,
+        )
+        assert (
+            answer.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        )
+        hw = c.request(
+            ApiKey.DELETE_RECORDS,
+            topics=[
+                {"name": "dr", "partitions": [{"partition_index": 0, "offset": -1}]}
+            ],
+            timeout_ms=1000,
+        )
+        assert hw.topics[0].partitions[0].error_code == ErrorCode.NONE
+    finally:
+        c.close()
+
+
+def test_create_topics_with_manual_assignments(
+    cluster: Cluster, conn: Connection
+) -> None:
+    nodes = cluster.state.node_ids
+    answer = conn.request(
+        ApiKey.CREATE_TOPICS,
+        topics=[
+            {
+                "name": "manual",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "assignments": [
+                    {"partition_index": 0, "broker_ids": [nodes[1]]},
+                    {"partition_index": 1, "broker_ids": [nodes[1], nodes[0]]},
+                ],
+                "configs": [],
+            },
+            {
+                "name": "manual-bad",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "assignments": [{"partition_index": 0, "broker_ids": [99]}],
+                "configs": [],
+            },
+        ],
+        timeout_ms=5000,
+    )
+    errors = {t.name: t.error_code for t in answer.topics}
+    # lists of different sizes are refused; a list per broker size is fine
+    assert errors["manual-bad"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert errors["manual"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    answer = conn.request(
+        ApiKey.CREATE_TOPICS,
+        topics=[
+            {
+                "name": "manual",
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "assignments": [
+                    {"partition_index": 0, "broker_ids": [nodes[1]]},
+                    {"partition_index": 1, "broker_ids": [nodes[1]]},
+                ],
+                "configs": [],
+            }
+        ],
+        timeout_ms=5000,
+    )
+    assert answer.topics[0].error_code == ErrorCode.NONE
+    assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1]]
+    grown = conn.request(
+        ApiKey.CREATE_PARTITIONS,
+        topics=[
+            {"name": "manual", "count": 3, "assignments": [{"broker_ids": [nodes[0]]}]}
+        ],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    assert grown.results[0].error_code == ErrorCode.NONE
+    assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1], nodes[0]]
+    bad = conn.request(
+        ApiKey.CREATE_PARTITIONS,
+        topics=[
+            {"name": "manual", "count": 5, "assignments": [{"broker_ids": [nodes[0]]}]}
+        ],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    assert bad.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    unknown = conn.request(
+        ApiKey.CREATE_PARTITIONS,
+        topics=[{"name": "manual", "count": 4, "assignments": [{"broker_ids": [42]}]}],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    assert unknown.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert cluster.state.topics["manual"].partitions == 3
+
+
+def _incremental(
+    conn: Connection, resource_type: int, name: str, *ops: tuple[str, int, str | None]
+) -> Any:
+    answer = conn.request(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        resources=[
+            {
+                "resource_type": resource_type,
+                "resource_name": name,
+                "configs": [
+                    {"name": n, "config_operation": op, "value": v} for n, op, v in ops
+                ],
+            }
+        ],
+        validate_only=False,
+    )
+    return answer.responses[0]
+
+
+def _describe(conn: Connection, resource_type: int, name: str) -> dict[str, Any]:
+    answer = conn.request(
+        ApiKey.DESCRIBE_CONFIGS,
+        resources=[
+            {
+                "resource_type": resource_type,
+                "resource_name": name,
+                "configuration_keys": None,
+            }
+        ],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    result = answer.results[0]
+    assert result.error_code == ErrorCode.NONE, result.error_message
+    return {c.name: c for c in result.configs}
+
+
+def test_group_configs(cluster: Cluster, conn: Connection) -> None:
+    group = 32
+    before = _describe(conn, group, "cfg-group")
+    assert before["consumer.session.timeout.ms"].value == "45000"
+    assert before["consumer.session.timeout.ms"].config_source == 5  # DEFAULT_CONFIG
+    assert (
+        "share.auto.offset.reset" in before and "streams.num.standby.replicas" in before
+    )
+    ok = _incremental(
+        conn,
+        group,
+        "cfg-group",
+        ("consumer.session.timeout.ms", 0, "50000"),
+        ("share.auto.offset.reset", 0, "earliest"),
+    )
+    assert ok.error_code == ErrorCode.NONE, ok.error_message
+    after = _describe(conn, group, "cfg-group")
+    assert after["consumer.session.timeout.ms"].value == "50000"
+    assert after["consumer.session.timeout.ms"].config_source == 8  # GROUP_CONFIG
+    # share.* goes to the share coordinator, described in the same answer
+    assert after["share.auto.offset.reset"].value == "earliest"
+    assert after["share.auto.offset.reset"].config_source == 8
+    got = cluster.state.group_config("cfg-group", "consumer.session.timeout.ms")
+    assert got == "50000"
+    assert cluster.state.group_config("other", "consumer.session.timeout.ms") == "45000"
+    assert cluster.state.group_config("o", "streams.num.standby.replicas", "1") == "1"
+    for bad in (
+        ("consumer.session.timeout.ms", 0, "1000"),  # below the broker's minimum
+        ("no.such.config", 0, "1"),
+        ("share.auto.offset.reset", 0, "middle"),
+        ("consumer.heartbeat.interval.ms", 2, "1"),  # APPEND on an INT
+    ):
+        refused = _incremental(conn, group, "cfg-group", bad)
+        assert refused.error_code == ErrorCode.INVALID_CONFIG, bad
+    deleted = _incremental(
+        conn, group, "cfg-group", ("consumer.session.timeout.ms", 1, None)
+    )
+    assert deleted.error_code == ErrorCode.NONE
+    described = _describe(conn, group, "cfg-group")["consumer.session.timeout.ms"]
+    assert described.config_source == 5
+
+
+def test_append_and_subtract_on_list_configs(
+    cluster: Cluster, conn: Connection
+) -> None:
+    cluster.create_topic("lists", 1)
+    topic = 2
+    appended = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))
+    assert appended.error_code == ErrorCode.NONE, appended.error_message
+    assert cluster.state.topics["lists"].configs["cleanup.policy"] == "delete,compact"
+    again = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))
+    assert again.error_code == ErrorCode.NONE
+    assert cluster.state.topics["lists"].configs["cleanup.policy"] == "delete,compact"
+    subtracted = _incremental(conn, topic, "lists", ("cleanup.policy", 3, "delete"))
+    assert subtracted.error_code == ErrorCode.NONE
+    assert cluster.state.topics["lists"].configs["cleanup.policy"] == "compact"
+    not_a_list = _incremental(conn, topic, "lists", ("retention.ms", 2, "5"))
+    assert not_a_list.error_code == ErrorCode.INVALID_CONFIG
+    assert "not LIST" in (not_a_list.error_message or "")
+    bad_item = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "shred"))
+    assert bad_item.error_code == ErrorCode.INVALID_CONFIG
+    assert cluster.state.topics["lists"].configs["cleanup.policy"] == "compact"
+
+
+def test_group_configs_survive_a_restart(tmp_path: Any) -> None:
+    with Cluster(data_dir=tmp_path) as c:
+        info = c.state.nodes[c.state.node_ids[0]]
+        conn = Connection(info.host, info.port, timeout_s=30)
+        conn.negotiate()
+        assert (
+            _incremental(conn, 32, "g", ("streams.num.standby.replicas", 0, "2"))
+        ).error_code == ErrorCode.NONE
+        conn.close()
+    time.sleep(0)
+    with Cluster(data_dir=tmp_path) as c:
+        assert c.state.group_config("g", "streams.num.standby.replicas") == "2"
+
+
+def test_group_configs_reach_the_consumer_group_coordinator(
+    cluster: Cluster, conn: Connection
+) -> None:
+    """KIP-848: a group's ``consumer.heartbeat.interval.ms`` is the interval its
+    members are given (Kafka's per-group lookup in ``GroupMetadataManager``)."""
+    cluster.create_topic("hb", 1)
+    group = "hb-group"
+    altered = _incremental(
+        conn, 32, group, ("consumer.heartbeat.interval.ms", 0, "7000")
+    )
+    assert altered.error_code == ErrorCode.NONE, altered.error_message
+    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
+    info = cluster.state.nodes[coordinator.node_id]
+    gconn = Connection(info.host, info.port, timeout_s=30)
+    gconn.negotiate()
+    try:
+        answer = send(
+            gconn,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            0,
+            group_id=group,
+            member_id="m-1",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["hb"],
+            server_assignor=None,
+            topic_partitions=[],
+        )
+        assert answer.error_code == ErrorCode.NONE, answer.error_message
+        assert answer.heartbeat_interval_ms == 7000
+        left = send(
+            gconn,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            0,
+            group_id=group,
+            member_id=answer.member_id,
+            member_epoch=-1,
+        )
+        assert left.error_code == ErrorCode.NONE
+    finally:
+        gconn.close()
+
+
+def test_validate_only_alterations_are_validated(
+    cluster: Cluster, conn: Connection
+) -> None:
+    cluster.create_topic("vo", 1)
+    answer = conn.request(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        resources=[
+            {
+                "resource_type": 2,
+                "resource_name": "vo",
+                "configs": [
+                    {"name": "cleanup.policy", "config_operation": 2, "value": "shred"}
+                ],
+            }
+        ],
+        validate_only=True,
+    )
+    assert answer.responses[0].error_code == ErrorCode.INVALID_CONFIG
+    assert "cleanup.policy" not in cluster.state.topics["vo"].configs
