@@ -1,0 +1,280 @@
+"""Committed offsets of the groups: OffsetCommit, TxnOffsetCommit, OffsetFetch,
+OffsetDelete, the offsets of deleted topics and transactional offsets made visible by
+their marker, following Kafka's ``OffsetMetadataManager`` (group-coordinator module).
+
+:class:`OffsetMetadataManager` is a mixin of
+:class:`kproto.broker.groups.coordinator.GroupCoordinator`, which owns the groups and
+the ``__consumer_offsets`` appends it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, cast
+
+from kproto.broker.errors import LogAppendError
+from kproto.errors import ErrorCode
+
+from .consumer_group import ConsumerGroup
+from .consumer_lifecycle import delete_offsets
+from .group import ClassicGroup, CommittedOffset, GroupState
+from .records import offset_commit_record
+from .streams_group import StreamsGroup
+
+if TYPE_CHECKING:
+    from kproto.broker.state import ClusterState
+
+    from .consumer_coordinator import ConsumerGroups
+    from .coordinator import GroupCoordinator
+    from .membership import Membership
+    from .streams_coordinator import StreamsGroups
+    from .txn_offsets import PendingTxnOffsets
+
+__all__ = ["OffsetMetadataManager", "OFFSET_METADATA_MAX_BYTES"]
+
+E = ErrorCode
+
+# Kafka's offset.metadata.max.bytes default.
+OFFSET_METADATA_MAX_BYTES = 4096
+
+
+class OffsetMetadataManager:
+    """The offsets half of the group coordinator (see the module docstring)."""
+
+    state: ClusterState
+    groups: dict[str, ClassicGroup]
+    consumer: ConsumerGroups
+    streams: StreamsGroups
+    membership: Membership
+    pending_txn_offsets: PendingTxnOffsets
+
+    def now_ms(self) -> int:
+        raise NotImplementedError
+
+    async def _append(
+        self,
+        group_id: str,
+        pairs: list[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
+    ) -> bool:
+        raise NotImplementedError
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[tuple[str, int], tuple[int, int, str | None, int]],
+        *,
+        retention_ms: int = -1,
+        producer: tuple[int, int] | None = None,
+    ) -> dict[tuple[str, int], int]:
+        """Commit ``(topic, partition) -> (offset, leader_epoch, metadata,
+        commit_timestamp_ms or -1 for now)``; returns an error code per partition.
+        ``retention_ms`` (OffsetCommit v2-v4 ``retention_time_ms``; -1: none) sets
+        the offsets' expire timestamp to now + retention, as Kafka's ``KafkaApis``.
+        ``producer`` ``(producer_id, producer_epoch)`` makes it a TxnOffsetCommit:
+        the offsets are written in the producer's transactional batch and stay
+        pending until :meth:`complete_transaction` (INVALID_PRODUCER_EPOCH when the
+        partition log knows a newer epoch).
+
+        Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
+        with no member id commits for a group without membership ("simple" commit)
+        and gets UNKNOWN_MEMBER_ID from a group with members; otherwise
+        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+        REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
+        Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
+        modern = self.consumer.groups.get(group_id)
+        streams = self.streams.groups.get(group_id)
+        if modern is not None:
+            error = self.consumer.validate_commit(
+                modern, generation_id, member_id, group_instance_id
+            )
+        elif streams is not None:
+            error = self.streams.validate_commit(streams, generation_id, member_id)
+        else:
+            error = self._validate_commit(
+                group_id, generation_id, member_id, group_instance_id
+            )
+        if (
+            producer is not None
+            and error == E.ILLEGAL_GENERATION
+            and generation_id < 0
+            and not member_id
+            and group_instance_id is None
+        ):
+            # TxnOffsetCommit before v3 carries no member (Kafka's
+            # validateOffsetCommit with isTransactional)
+            error = E.NONE
+        if error != E.NONE:
+            return {tp: error for tp in offsets}
+        group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
+            modern or streams or self.groups.get(group_id)
+        )
+        if group is None:
+            group = self.groups[group_id] = ClassicGroup(
+                group_id, state_timestamp_ms=self.now_ms()
+            )
+        now = self.now_ms()
+        result: dict[tuple[str, int], int] = {}
+        accepted: dict[tuple[str, int], CommittedOffset] = {}
+        for (topic, partition), (offset, epoch, metadata, timestamp) in offsets.items():
+            count = self.state.topic_partitions(topic)
+            if count is None or not 0 <= partition < count:
+                result[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+            elif (
+                metadata is not None
+                and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES
+            ):
+                result[(topic, partition)] = E.OFFSET_METADATA_TOO_LARGE
+            else:
+                result[(topic, partition)] = E.NONE
+                accepted[(topic, partition)] = CommittedOffset(
+                    offset,
+                    epoch,
+                    metadata or "",
+                    now if timestamp < 0 else timestamp,
+                    -1 if retention_ms < 0 else now + retention_ms,
+                )
+        if accepted:
+            pairs = [
+                offset_commit_record(group_id, t, p, c)
+                for (t, p), c in accepted.items()
+            ]
+            try:
+                stored = await self._append(group_id, pairs, producer)
+            except LogAppendError as err:
+                return {tp: err.error_code for tp in offsets}
+            if not stored:
+                return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
+            if producer is None:
+                group.offsets.update(accepted)
+            else:
+                for (t, p), c in accepted.items():
+                    self.pending_txn_offsets.add(producer[0], (group_id, t, p), c)
+        if (
+            isinstance(group, ClassicGroup)
+            and member_id
+            and member_id in group.members
+            and group.state
+            in (
+                GroupState.STABLE,
+                GroupState.PREPARING_REBALANCE,
+            )
+        ):
+            self.membership.schedule_heartbeat(group, group.members[member_id])
+        return result
+
+    def _validate_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.NONE if generation_id < 0 else E.ILLEGAL_GENERATION
+        if group.is_(GroupState.DEAD):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and group.is_(GroupState.EMPTY):
+            return E.NONE
+        if group.is_static_member_fenced(member_id, instance_id):
+            return E.FENCED_INSTANCE_ID
+        if generation_id >= 0 or member_id or instance_id is not None:
+            if member_id not in group.members:
+                return E.UNKNOWN_MEMBER_ID
+            if generation_id != group.generation_id:
+                return E.ILLEGAL_GENERATION
+        else:
+            # an admin commit (no member, generation -1) to a group with members
+            return E.UNKNOWN_MEMBER_ID
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            return E.REBALANCE_IN_PROGRESS
+        return E.NONE
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], CommittedOffset | None]:
+        """Committed offsets of ``group_id``: for each asked partition (None when
+        nothing is committed), or every committed one when ``partitions`` is None."""
+        group = self.groups.get(group_id)
+        committed = {} if group is None or group.is_(GroupState.DEAD) else group.offsets
+        if group_id in self.consumer.groups:
+            committed = self.consumer.groups[group_id].offsets
+        if group_id in self.streams.groups:
+            committed = self.streams.groups[group_id].offsets
+        if partitions is None:
+            return dict(sorted(committed.items()))
+        return {tp: committed.get(tp) for tp in partitions}
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete (KIP-496): returns ``(group error, error per partition)``.
+
+        GROUP_ID_NOT_FOUND for an unknown or dead group; NON_EMPTY_GROUP for an active
+        group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
+        of topics an active consumer group subscribes to."""
+        if group_id in self.consumer.groups:
+            return await delete_offsets(
+                cast("GroupCoordinator", self), group_id, partitions
+            )
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return E.GROUP_ID_NOT_FOUND, {}
+        subscribed: set[str] | None = set()
+        if not group.is_(GroupState.EMPTY):
+            if group.protocol_type != "consumer":
+                return E.NON_EMPTY_GROUP, {}
+            subscribed = group.subscribed_topics()
+        result: dict[tuple[str, int], int] = {}
+        deleted: list[tuple[str, int]] = []
+        for topic, partition in partitions:
+            if subscribed is None or topic in subscribed:
+                result[(topic, partition)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                result[(topic, partition)] = E.NONE
+                if (topic, partition) in group.offsets:
+                    deleted.append((topic, partition))
+        if deleted:
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
+            if not await self._append(group_id, pairs):
+                return E.COORDINATOR_NOT_AVAILABLE, {}
+            for tp in deleted:
+                group.offsets.pop(tp, None)
+        return E.NONE, result
+
+    async def on_topic_deleted(self, topic: str) -> int:
+        """Drop every group's committed offsets of ``topic`` (tombstones appended),
+        as Kafka's ``GroupCoordinator.onPartitionsDeleted`` does, so a topic created
+        again under the same name starts without stale offsets. Returns how many
+        offsets were removed. For DeleteTopics to call after deleting ``topic``."""
+        removed = 0
+        every: list[tuple[str, ClassicGroup | ConsumerGroup | StreamsGroup]] = list(
+            self.groups.items()
+        )
+        every += list(self.consumer.groups.items())
+        every += list(self.streams.groups.items())
+        for group_id, group in every:
+            stale = [tp for tp in group.offsets if tp[0] == topic]
+            if not stale:
+                continue
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
+            if await self._append(group_id, pairs):
+                for tp in stale:
+                    group.offsets.pop(tp, None)
+                removed += len(stale)
+        return removed
+
+    def complete_transaction(
+        self, producer_id: int, offsets_partition: int, committed: bool
+    ) -> None:
+        """The transaction of ``producer_id`` ended with a marker written to
+        ``__consumer_offsets`` partition ``offsets_partition``: its pending offsets
+        of the groups there become committed (``committed``) or are dropped
+        (Kafka's ``GroupCoordinator.onTransactionCompleted``)."""
+        done = self.pending_txn_offsets.complete(producer_id, offsets_partition)
+        for (group_id, topic, partition), value in done.items() if committed else ():
+            now = self.now_ms()
+            group = self.groups.setdefault(
+                group_id, ClassicGroup(group_id, state_timestamp_ms=now)
+            )
+            group.offsets[(topic, partition)] = value
