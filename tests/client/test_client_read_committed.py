@@ -67,7 +67,9 @@ def test_iter_records_read_committed(topic: tuple[Cluster, str]) -> None:
     cluster, name = topic
     with Client(cluster.bootstrap_servers) as client:
         # one batch per page: the aborted set is per Fetch response
-        committed = list(client.iter_records(name, 0, 0, max_bytes=1, isolation_level=1))
+        committed = list(
+            client.iter_records(name, 0, 0, max_bytes=1, isolation_level=1)
+        )
         everything = list(client.iter_records(name, 0, 0, isolation_level=0))
     assert [r.value for r in committed] == COMMITTED + LAST
     assert [r.value for r in everything] == COMMITTED + ABORTED + LAST
@@ -78,6 +80,9 @@ def test_async_iter_records_read_committed(topic: tuple[Cluster, str]) -> None:
 
     async def run() -> list[bytes | None]:
         async with AsyncClient(cluster.bootstrap_servers) as client:
-            return [r.value async for r in client.iter_records(name, 0, 3, isolation_level=1)]
+            return [
+                r.value
+                async for r in client.iter_records(name, 0, 3, isolation_level=1)
+            ]
 
     assert asyncio.run(run()) == COMMITTED[3:] + LAST
