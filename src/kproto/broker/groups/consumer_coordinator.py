@@ -54,6 +54,7 @@ from .consumer_records import (
     target_metadata_record,
 )
 from .records import group_metadata_record
+from .timers import arm_member_timers
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -482,23 +483,13 @@ class ConsumerGroups:
         return own if lookup is None else int(lookup(group_id, name, str(own)))
 
     def _arm_timers(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        scheduler = self.coordinator.scheduler
-        if member.session_timer is not None:
-            member.session_timer.cancel()
-        member.session_timer = scheduler.call_later(
+        arm_member_timers(
+            self.coordinator.scheduler,
+            member,
             self._setting(group.group_id, "consumer.session.timeout.ms"),
-            lambda: self._expire(group, member, "session timeout", None),
+            member.state == MemberState.UNREVOKED_PARTITIONS,
+            lambda why, epoch: self._expire(group, member, why, epoch),
         )
-        if member.state == MemberState.UNREVOKED_PARTITIONS:
-            if member.rebalance_timer is None:
-                epoch = member.member_epoch
-                member.rebalance_timer = scheduler.call_later(
-                    member.rebalance_timeout_ms,
-                    lambda: self._expire(group, member, "rebalance timeout", epoch),
-                )
-        elif member.rebalance_timer is not None:
-            member.rebalance_timer.cancel()
-            member.rebalance_timer = None
 
     def _expire(
         self,

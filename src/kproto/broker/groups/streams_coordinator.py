@@ -57,6 +57,7 @@ from .streams_records import (
     member_tombstones,
     metadata_hash,
 )
+from .timers import arm_member_timers
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -471,23 +472,13 @@ class StreamsGroups:
         records += group_records(group, targets=False)
 
     def _arm_timers(self, group: StreamsGroup, member: StreamsGroupMember) -> None:
-        scheduler = self.coordinator.scheduler
-        if member.session_timer is not None:
-            member.session_timer.cancel()
-        member.session_timer = scheduler.call_later(
+        arm_member_timers(
+            self.coordinator.scheduler,
+            member,
             self.session_timeout_ms,
-            lambda: self._expire(group, member, "session timeout", None),
+            member.state == StreamsMemberState.UNREVOKED_TASKS,
+            lambda why, epoch: self._expire(group, member, why, epoch),
         )
-        if member.state == StreamsMemberState.UNREVOKED_TASKS:
-            if member.rebalance_timer is None:
-                epoch = member.member_epoch
-                member.rebalance_timer = scheduler.call_later(
-                    member.rebalance_timeout_ms,
-                    lambda: self._expire(group, member, "rebalance timeout", epoch),
-                )
-        elif member.rebalance_timer is not None:
-            member.rebalance_timer.cancel()
-            member.rebalance_timer = None
 
     def _expire(
         self,
