@@ -363,6 +363,48 @@ def test_read_range_passes_isolation_level_and_client_id(cluster: Cluster) -> No
     assert fetches and {f.request.isolation_level for f in fetches} == {1}
 
 
+def test_batch_read_committed_drops_aborted_transactions(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    cluster.create_topic("txn-rows", 1)
+    p = ck.Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "transactional.id": "spark-rc",
+            "linger.ms": 1,
+            "log_level": 0,
+        }
+    )
+    p.init_transactions(20)
+    for values, commit in (([b"c0", b"c1"], True), ([b"a0", b"a1"], False)):
+        p.begin_transaction()
+        for v in values:
+            p.produce("txn-rows", v, partition=0)
+        p.flush(10)
+        if commit:
+            p.commit_transaction(20)
+        else:
+            p.abort_transaction(20)
+    p.begin_transaction()
+    p.produce("txn-rows", b"c2", partition=0)
+    p.commit_transaction(20)
+    df = read_kafka(
+        spark,
+        cluster.bootstrap_servers,
+        "txn-rows",
+        options={"kafka.isolation.level": "read_committed"},
+    )
+    assert sorted(bytes(r["value"]) for r in df.collect()) == [b"c0", b"c1", b"c2"]
+    # read_uncommitted over the same offsets sees the aborted rows (no Spark job);
+    # offsets 2, 5 and 7 are the COMMIT, ABORT and COMMIT markers
+    r = OffsetRange("txn-rows", 0, 0, 8)
+    assert _read(cluster.bootstrap_servers, r) == [0, 1, 3, 4, 6]
+    committed = "read_committed"
+    assert _read(
+        cluster.bootstrap_servers, r, **{"kafka.isolation.level": committed}
+    ) == [0, 1, 6]
+
+
 def test_read_range_past_the_log_end_is_data_loss_not_a_hang(cluster: Cluster) -> None:
     cluster.create_topic("short", 1)
     _produce(cluster.bootstrap_servers, "short", 1, 3)

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .aborted import AbortedFilter
 from .core import EARLIEST, LATEST
 from .idempotence import ProducerSequenceError
 from .partitioner import murmur2, partition_for_key
 from .results import (
+    AbortedTransaction,
     BrokerError,
     ClientError,
     ConfigEntry,
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "AbortedFilter",
+    "AbortedTransaction",
     "AsyncClient",
     "BrokerError",
     "Client",

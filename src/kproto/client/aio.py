@@ -173,9 +173,10 @@ class AsyncClient:
         follow: bool = False,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 500,
+        isolation_level: int = 0,
     ) -> AsyncIterator[Record]:
         """As :meth:`kproto.client.Client.iter_records` (``async for``)."""
-        pager = Pager(offset, follow=follow)
+        pager = Pager(offset, follow=follow, isolation_level=isolation_level)
         while not pager.done:
             result = await self.fetch(
                 topic,
@@ -183,6 +184,7 @@ class AsyncClient:
                 pager.offset,
                 max_bytes=max_bytes,
                 max_wait_ms=max_wait_ms if follow else 0,
+                isolation_level=isolation_level,
             )
             for record in pager.take(result, f"{topic}-{partition}"):
                 yield record

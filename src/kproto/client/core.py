@@ -407,7 +407,14 @@ class ClientCore:
             if self._stale(data.error_code, attempt, topic):
                 continue
             check_code(data.error_code, where, topic=topic, partition=partition)
-            return interpret_fetch(data, offset, max_bytes, where, decode=decode)
+            return interpret_fetch(
+                data,
+                offset,
+                max_bytes,
+                where,
+                decode=decode,
+                isolation_level=isolation_level,
+            )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def list_offsets(

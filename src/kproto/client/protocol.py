@@ -19,10 +19,11 @@ import attrs
 
 from kproto.errors import ErrorCode
 from kproto.meta import wire_fields
-from kproto.records import Record, decode_batches
+from kproto.records import ControlRecordType, Record, decode_batches
 from kproto.records.segments import next_frame
 
-from .results import BrokerError, ClientError, FetchResult
+from .aborted import AbortedFilter
+from .results import AbortedTransaction, BrokerError, ClientError, FetchResult
 
 __all__ = [
     "ANY_NODE",
@@ -129,13 +130,16 @@ def interpret_fetch(
     where: str,
     *,
     decode: bool = True,
+    isolation_level: int = 0,
 ) -> FetchResult:
     """Turn a Fetch response's partition (error code already checked) into a
     :class:`FetchResult`.
 
     Fetch returns whole batches, so records below ``offset`` are dropped; an
     incomplete batch at the end (the broker cut the response at ``max_bytes``) is
-    left for the next fetch; control records are left out. With ``decode`` false
+    left for the next fetch; control records are left out, and with
+    ``isolation_level`` 1 (read_committed) the batches of aborted transactions
+    (:class:`AbortedFilter`, as Java's ``CompletedFetch``). With ``decode`` false
     only the batch headers are read: ``records`` is empty and ``raw`` holds the
     complete batches (for callers that decode them their own way).
 
@@ -146,6 +150,11 @@ def interpret_fetch(
         kproto.serial.DecodeError: a batch fails its CRC or does not decode.
     """
     data = partition_data.records or b""
+    aborted = tuple(
+        AbortedTransaction(a.producer_id, a.first_offset)
+        for a in getattr(partition_data, "aborted_transactions", None) or ()
+    )
+    committed = AbortedFilter(aborted if isolation_level == 1 else ())
     records: list[Record] = []
     if decode:
         batches = decode_batches(data)
@@ -153,7 +162,16 @@ def interpret_fetch(
         for batch in batches:
             last = batch.base_offset + batch.last_offset_delta
             next_offset = max(next_offset, last + 1)
-            if not batch.is_control:
+            first = batch.records[0] if batch.records else None
+            if committed.keep(
+                last_offset=last,
+                producer_id=batch.producer_id,
+                is_transactional=batch.is_transactional,
+                is_control=batch.is_control,
+                is_abort_marker=first is not None
+                and first.control is not None
+                and first.control.type == ControlRecordType.ABORT,
+            ):
                 records.extend(r for r in batch.records if r.offset >= offset)
         tail = batches.partial_tail_position
     else:
@@ -170,6 +188,8 @@ def interpret_fetch(
         partition_data.high_watermark,
         getattr(partition_data, "log_start_offset", -1),
         bytes(data if tail is None else data[:tail]),
+        getattr(partition_data, "last_stable_offset", -1),
+        aborted,
     )
 
 
@@ -198,17 +218,22 @@ def _scan_headers(data: bytes, offset: int, where: str) -> tuple[int, int | None
 class Pager:
     """The paging state of ``iter_records``: where to fetch next, and when to stop.
 
-    Without ``follow`` the end is the high watermark of the first fetch: records
-    at or past it are not returned, and paging stops on reaching it.
+    Without ``follow`` the end is the high watermark of the first fetch (the last
+    stable offset with read_committed): records at or past it are not returned,
+    and paging stops on reaching it.
 
     Args:
         offset: the first offset wanted.
         follow: never stop (keep fetching new data).
+        isolation_level: the Fetch's; 1 (read_committed) ends at the last stable
+            offset.
     """
 
-    def __init__(self, offset: int, *, follow: bool) -> None:
+    def __init__(self, offset: int, *, follow: bool, isolation_level: int = 0) -> None:
         self.offset = offset
         self.follow = follow
+        self.isolation_level = isolation_level
+        self.end_name = "high watermark"
         self.end: int | None = None
         self.done = False
 
@@ -221,7 +246,10 @@ class Pager:
                 batch (which would otherwise loop forever).
         """
         if self.end is None and not self.follow:
-            self.end = result.high_watermark
+            lso = result.last_stable_offset
+            committed = self.isolation_level == 1 and lso >= 0
+            self.end = lso if committed else result.high_watermark
+            self.end_name = "last stable offset" if committed else "high watermark"
         end = self.end
         records = [r for r in result.records if end is None or r.offset < end]
         if end is not None:
@@ -229,8 +257,8 @@ class Pager:
                 self.done = True
             elif result.next_offset == self.offset:
                 raise ClientError(
-                    f"Fetch {where}@{self.offset}: no batch returned below the high "
-                    f"watermark {end}"
+                    f"Fetch {where}@{self.offset}: no batch returned below the "
+                    f"{self.end_name} {end}"
                 )
         self.offset = result.next_offset
         return records

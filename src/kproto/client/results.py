@@ -18,6 +18,7 @@ from kproto.errors import ErrorCode, KafkaProtocolError
 from kproto.records import Record
 
 __all__ = [
+    "AbortedTransaction",
     "BrokerError",
     "ClientError",
     "ConfigEntry",
@@ -102,12 +103,28 @@ class ProducedRecord:
 
 
 @attrs.frozen
+class AbortedTransaction:
+    """A transaction aborted in a read_committed Fetch's range (Fetch v4+, KIP-98;
+    ``FetchResponse.json`` ``AbortedTransactions``).
+
+    Attributes:
+        producer_id: the producer whose transaction was aborted.
+        first_offset: the offset of the transaction's first record.
+    """
+
+    producer_id: int
+    first_offset: int
+
+
+@attrs.frozen
 class FetchResult:
     """One Fetch of one partition.
 
     Attributes:
         records: the records at or after the requested offset, in offset order
-            (control records of transaction markers left out).
+            (control records of transaction markers left out; with
+            ``isolation_level`` 1 (read_committed) the records of aborted
+            transactions too, as Java's ``CompletedFetch``).
         next_offset: the offset to fetch next: one past the last complete batch
             returned, or the requested offset if there was none.
         high_watermark: the partition's high watermark (offset of the next record
@@ -115,7 +132,12 @@ class FetchResult:
         log_start_offset: the first offset still in the log (-1 before Fetch v5).
         raw: the complete record batches as the broker sent them (the whole first
             batch, even below the requested offset; no partial tail): what a log
-            segment holds, e.g. for :mod:`kproto.spark`.
+            segment holds, e.g. for :mod:`kproto.spark`. Aborted batches are not
+            removed: filter them with :class:`kproto.client.AbortedFilter`.
+        last_stable_offset: the partition's last stable offset (Fetch v4+; -1
+            before): a read_committed Fetch returns nothing at or past it.
+        aborted_transactions: with read_committed, the transactions aborted in
+            the returned range (empty with read_uncommitted or before v4).
     """
 
     records: tuple[Record, ...]
@@ -123,6 +145,8 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     raw: bytes = attrs.field(default=b"", repr=False)
+    last_stable_offset: int = -1
+    aborted_transactions: tuple[AbortedTransaction, ...] = ()
 
 
 @attrs.frozen

@@ -245,7 +245,9 @@ class Client:
             max_wait_ms: how long the broker may wait for data (0: answer now).
             isolation_level: Fetch's ``isolation_level`` (v4+, KIP-98): 0
                 read_uncommitted, 1 read_committed (the broker stops at the last
-                stable offset). Aborted transactions' records are not filtered here.
+                stable offset and drops the records of aborted transactions, as
+                Java's ``CompletedFetch``; ``raw`` keeps them, with
+                :attr:`FetchResult.aborted_transactions` to filter by).
             decode: False: read only the batch headers (``records`` empty,
                 ``next_offset`` and ``raw`` as usual), for callers that decode
                 ``raw`` themselves (e.g. into columns).
@@ -274,19 +276,22 @@ class Client:
         follow: bool = False,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 500,
+        isolation_level: int = 0,
     ) -> Iterator[Record]:
         """Yield the records of a partition from ``offset`` on, fetching page by page.
 
         Without ``follow`` it stops at the high watermark of the first fetch
         (records at or past it are not yielded); with ``follow`` it keeps fetching
         (each Fetch waits up to ``max_wait_ms`` for new data) until the caller stops.
+        ``isolation_level`` 1 (read_committed) yields committed records only and
+        stops at the last stable offset of the first fetch instead.
 
         Raises:
             ClientError: without ``follow``, a fetch below the end returned nothing
                 (instead of looping).
             BrokerError: as :meth:`fetch` (e.g. OFFSET_OUT_OF_RANGE).
         """
-        pager = Pager(offset, follow=follow)
+        pager = Pager(offset, follow=follow, isolation_level=isolation_level)
         while not pager.done:
             result = self.fetch(
                 topic,
@@ -294,6 +299,7 @@ class Client:
                 pager.offset,
                 max_bytes=max_bytes,
                 max_wait_ms=max_wait_ms if follow else 0,
+                isolation_level=isolation_level,
             )
             yield from pager.take(result, f"{topic}-{partition}")
 

@@ -51,7 +51,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kproto.client import EARLIEST, BrokerError, Client
+from kproto.client import (
+    EARLIEST,
+    AbortedFilter,
+    AbortedTransaction,
+    BrokerError,
+    Client,
+)
 from kproto.errors import ErrorCode
 from kproto.spark._kafka_options import (
     KafkaOptions,
@@ -151,7 +157,9 @@ def read_range(
 ) -> Iterator[pa.RecordBatch]:
     """Fetch ``[r.start, r.end)`` of one partition as Arrow batches in ``schema``.
 
-    Control records are left out; offsets missing in the log (compaction,
+    Control records are left out, and with read_committed the records of aborted
+    transactions (the Fetch's ``aborted_transactions``, :class:`AbortedFilter`, as
+    Java's ``CompletedFetch``); offsets missing in the log (compaction,
     transaction markers) are skipped. Offsets below the log start are data loss:
     :class:`DataLossError` with ``failOnDataLoss`` (default), else reading resumes
     at the log start; likewise when the log now ends below ``r.end``.
@@ -217,15 +225,57 @@ def read_range(
             offsets = columns["offset"]
             lo = bisect.bisect_left(offsets, offset)
             hi = bisect.bisect_left(offsets, r.end)
+            keep = None
+            if opts.isolation_level == 1 and result.aborted_transactions:
+                keep = _committed_mask(columns, result.aborted_transactions)
             if hi > lo:
-                yield from _to_arrow(columns, lo, hi, r, schema)
+                yield from _to_arrow(columns, lo, hi, r, schema, keep)
         offset = result.next_offset
 
 
+def _committed_mask(
+    columns: Any, aborted: Sequence[AbortedTransaction]
+) -> list[bool] | None:
+    """Per row of ``columns`` (whole batches in offset order), whether a
+    read_committed consumer sees it; None when every row is visible. Batches are
+    the runs of equal ``base_offset``; an ABORT marker is a control record whose
+    key's type (bytes 2-3) is 0."""
+    committed = AbortedFilter(aborted)
+    base = columns["base_offset"]
+    offsets = columns["offset"]
+    pids = columns["producer_id"]
+    keep: list[bool] | None = None
+    i, n = 0, len(base)
+    while i < n:
+        j = bisect.bisect_right(base, base[i], i)
+        control = bool(columns["is_control"][i])
+        key = columns["key"][i]
+        visible = committed.keep(
+            last_offset=offsets[j - 1],
+            producer_id=pids[i],
+            is_transactional=bool(columns["is_transactional"][i]),
+            is_control=control,
+            is_abort_marker=control and key is not None and key[2:4] == b"\0\0",
+        )
+        if not visible and not control:
+            if keep is None:
+                keep = [True] * n
+            keep[i:j] = [False] * (j - i)
+        i = j
+    return keep
+
+
 def _to_arrow(
-    columns: Any, lo: int, hi: int, r: OffsetRange, schema: pa.Schema
+    columns: Any,
+    lo: int,
+    hi: int,
+    r: OffsetRange,
+    schema: pa.Schema,
+    keep: list[bool] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     batch = columns_to_batch(columns, r.topic, r.partition, "").slice(lo, hi - lo)
+    if keep is not None:
+        batch = batch.filter(pa.array(keep[lo:hi], type=pa.bool_()))
     if any(columns["is_control"][lo:hi]):
         batch = batch.filter(pc.invert(batch.column("is_control")))
     arrays = [
