@@ -367,8 +367,9 @@ def run(
             ready.wait(60)
             time.sleep(warmup_s)
         start = time.perf_counter()
-        p = produce(bootstrap, "bench", n)
-        c = consume(bootstrap, "bench", n)
+        deadline = time.monotonic() + 120  # each half bounded
+        p = produce(bootstrap, n, deadline)
+        c = consume(bootstrap, n, time.monotonic() + 120)
         elapsed = time.perf_counter() - start
         result = "-"
         if worker is not None:
