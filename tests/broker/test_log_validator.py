@@ -13,12 +13,13 @@ import crc32c
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.log import LogAppendError, PartitionLog, Segment
+from kproto.broker.log import LogAppendError, PartitionLog
 from kproto.broker.log_validator import (
     LogPolicy,
     RecordValidationError,
     validate_batches,
 )
+from kproto.broker.segment import Segment
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey

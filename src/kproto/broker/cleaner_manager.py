@@ -42,7 +42,8 @@ from kproto.broker.cleaner import (
     clean_segment,
     find_aborted,
 )
-from kproto.broker.log import PartitionLog, Segment
+from kproto.broker.log import PartitionLog
+from kproto.broker.segment import Segment
 from kproto.broker.state import ClusterState, TopicMetadata, _write_atomic
 from kproto.serial import DecodeError
 
