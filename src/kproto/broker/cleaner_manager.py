@@ -35,6 +35,7 @@ from pathlib import Path
 
 import attrs
 
+from kproto.broker.checkpoint import read_offset_checkpoint, write_offset_checkpoint
 from kproto.broker.cleaner import (
     DEFAULT_MAX_MAP_ENTRIES,
     TxnState,
@@ -44,7 +45,7 @@ from kproto.broker.cleaner import (
 )
 from kproto.broker.log import PartitionLog
 from kproto.broker.segment import Segment
-from kproto.broker.state import ClusterState, TopicMetadata, _write_atomic
+from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.serial import DecodeError
 
 __all__ = ["CHECKPOINT_FILE", "CleanerStats", "LogCleaner", "replace_segment"]
@@ -258,27 +259,19 @@ class LogCleaner:
 
     def _read_checkpoint(self) -> dict[tuple[str, int], int]:
         path = self._path()
-        out: dict[tuple[str, int], int] = {}
-        if not path.exists():
-            return out
         try:
-            for line in path.read_text().splitlines()[2:]:
-                topic, partition, offset = line.rsplit(" ", 2)
-                out[(topic, int(partition))] = int(offset)
+            return read_offset_checkpoint(path)
         except (OSError, ValueError) as err:  # Kafka starts cleaning afresh
             log.warning("ignoring %s: %s", path, err)
             return {}
-        return out
 
     def _save_checkpoint(self) -> None:
         """Write the checkpoints of the logs that still exist (Kafka's
         ``OffsetCheckpointFile``: version 0, a count, ``topic partition offset``)."""
-        lines = [
-            f"{t} {p} {offset}"
-            for (t, p), offset in sorted(self.checkpoints.items())
-            if (t, p) in self.state.logs
-        ]
-        _write_atomic(self._path(), "\n".join(["0", str(len(lines)), *lines]) + "\n")
+        write_offset_checkpoint(
+            self._path(),
+            {tp: o for tp, o in self.checkpoints.items() if tp in self.state.logs},
+        )
 
 
 def replace_segment(

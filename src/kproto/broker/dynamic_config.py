@@ -12,9 +12,10 @@ change, and reads them back on start. Validation lives with each kind:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
+
+from kproto.broker.checkpoint import write_atomic
 
 __all__ = ["DynamicConfigs", "QuotaEntity", "DYNAMIC_CONFIGS_FILE"]
 
@@ -82,13 +83,4 @@ class DynamicConfigs:
             "features": self.features,
             "features_epoch": self.features_epoch,
         }
-        tmp = self.path.with_suffix(".json.tmp")
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(json.dumps(body, indent=1))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, json.dumps(body, indent=1))

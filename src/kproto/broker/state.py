@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
 import time
 import uuid
@@ -23,6 +22,11 @@ from pathlib import Path
 
 import attrs
 
+from kproto.broker.checkpoint import (
+    read_offset_checkpoint,
+    write_atomic,
+    write_offset_checkpoint,
+)
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
@@ -33,6 +37,7 @@ from kproto.broker.topic_config import (
     validate_topic_configs,
 )
 from kproto.errors import ErrorCode
+from kproto.json import kafka_uuid
 
 __all__ = [
     "ClusterState",
@@ -366,7 +371,7 @@ class ClusterState:
         )
         meta = directory / "partition.metadata"
         if not meta.exists():
-            meta.write_text(f"version: 0\ntopic_id: {_kafka_uuid(info.topic_id)}\n")
+            meta.write_text(f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
         plog.on_append = self.notify_appended
         self.logs[(info.name, partition)] = plog
         self.next_producer_id = max(
@@ -567,29 +572,21 @@ class ClusterState:
                 for t in self.topics.values()
             ],
         }
-        _write_atomic(self.data_dir / _TOPICS_FILE, json.dumps(body, indent=1))
+        write_atomic(self.data_dir / _TOPICS_FILE, json.dumps(body, indent=1))
 
     def save_checkpoint(self) -> None:
         """Write the log start offsets in Kafka's checkpoint format."""
-        lines = [
-            f"{t} {p} {plog.log_start_offset}"
-            for (t, p), plog in sorted(self.logs.items())
-            if plog.log_start_offset > 0
-        ]
-        _write_atomic(
+        write_offset_checkpoint(
             self.data_dir / _CHECKPOINT_FILE,
-            "\n".join(["0", str(len(lines)), *lines]) + "\n",
+            {
+                tp: plog.log_start_offset
+                for tp, plog in self.logs.items()
+                if plog.log_start_offset > 0
+            },
         )
 
     def _read_checkpoint(self) -> dict[tuple[str, int], int]:
-        path = self.data_dir / _CHECKPOINT_FILE
-        if not path.exists():
-            return {}
-        out: dict[tuple[str, int], int] = {}
-        for line in path.read_text().splitlines()[2:]:
-            topic, partition, offset = line.rsplit(" ", 2)
-            out[(topic, int(partition))] = int(offset)
-        return out
+        return read_offset_checkpoint(self.data_dir / _CHECKPOINT_FILE)
 
     def close(self) -> None:
         """Persist metadata and close every log file."""
@@ -600,27 +597,5 @@ class ClusterState:
         self.files.close_all()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file, fsync it and rename it over ``path``:
-    a crash leaves the old or the new file, never a torn one."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _kafka_uuid(value: uuid.UUID) -> str:
-    """A UUID as Kafka prints it (URL-safe base64 without padding, 22 chars)."""
-    import base64
-
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
-
-
 def _cluster_id() -> str:
-    return _kafka_uuid(uuid.uuid4())
+    return kafka_uuid(uuid.uuid4())

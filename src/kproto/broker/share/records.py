@@ -13,7 +13,6 @@ The partition of a share partition's state is Kafka's
 
 from __future__ import annotations
 
-import base64
 import io
 import struct
 import uuid
@@ -23,6 +22,7 @@ import attrs
 
 from kproto.broker.groups import java_string_hashcode
 from kproto.index import data_type
+from kproto.json import kafka_uuid
 from kproto.meta import WIRE
 from kproto.serial import DecodeError, entity_reader, entity_writer
 
@@ -49,7 +49,7 @@ def state_partition_for(
 
     The coordinator key is ``group:topicId:partition`` with the topic id in Kafka's
     base64 form (``Uuid.toString``)."""
-    topic = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+    topic = kafka_uuid(topic_id)
     key = f"{group_id}:{topic}:{partition}"
     return (java_string_hashcode(key) & 0x7FFFFFFF) % partitions
 
