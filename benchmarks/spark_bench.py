@@ -133,6 +133,41 @@ def _tree_cpu() -> float:
     return total
 
 
+def _cpu_groups() -> dict[str, float]:
+    """CPU seconds per group of this process tree: the JVM's threads by name
+    (``jvm: Executor task launch worker``, ``jvm: GC Thread``, ``jvm: C2
+    CompilerThread``..., numbers stripped) and every other process by kind (``python
+    workers``, ``driver``). Reaped children count under their parent's kind."""
+    me = psutil.Process()
+    groups: dict[str, float] = {}
+
+    def add(name: str, seconds: float) -> None:
+        groups[name] = groups.get(name, 0.0) + seconds
+
+    for p in [me] + me.children(recursive=True):
+        try:
+            t = p.cpu_times()
+            is_jvm = p.name() == "java"
+        except psutil.Error:
+            continue
+        reaped = t.children_user + t.children_system
+        if not is_jvm:
+            kind = "driver" if p.pid == me.pid else "python workers"
+            add(kind, t.user + t.system + (0.0 if p.pid == me.pid else reaped))
+            continue
+        add("jvm: reaped children", reaped)
+        for task in Path(f"/proc/{p.pid}/task").iterdir():
+            try:
+                comm = (task / "comm").read_text().strip()
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks = int(fields[11]) + int(fields[12])  # utime, stime
+            name = comm.rstrip("0123456789#").rstrip(" -#") or comm
+            add(f"jvm: {name}", ticks / os.sysconf("SC_CLK_TCK"))
+    return groups
+
+
 def measure(
     fn: Callable[[], int], *, in_process: bool = False
 ) -> tuple[float, float, int]:
@@ -280,6 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         "median reported)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the data set")
+    ap.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print each job's CPU per JVM thread group and Python process kind",
+    )
     ap.add_argument("--warm-mb", type=float, default=20.0, help="warm-up data set size")
     ap.add_argument("--master", default="local[*]")
     ap.add_argument(
@@ -333,8 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     if warm.exists():
         shutil.rmtree(warm)
     generate(warm, args.warm_mb, 4)
+    names = set(args.jobs.split(",")) - {"single"}
     for warm_job in (job_kproto, job_nodict, job_arrow, job_naive, job_floor):
-        warm_job(spark, warm, work / "warm-out" / warm_job.__name__)
+        if warm_job.__name__.removeprefix("job_") in names:
+            warm_job(spark, warm, work / "warm-out" / warm_job.__name__)
 
     jobs: dict[str, Callable[[], int]] = {
         "kproto": lambda: job_kproto(spark, data, outs / "kproto"),
@@ -349,7 +391,14 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[tuple[float, float, int]]] = {}
     out_mb: dict[str, float] = {}
     for name in args.jobs.split(","):
+        before = _cpu_groups() if args.breakdown else {}
         wall, cpu, n = measure(jobs[name], in_process=name == "single")
+        if args.breakdown:
+            after = _cpu_groups()
+            spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+            for group, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+                if seconds >= 0.05:
+                    print(f"    {group}: {seconds:.2f} CPU-s", flush=True)
         runs.setdefault(name, []).append((wall, cpu, n))
         out_mb[name] = _parquet_mb(outs / name)
         print(
