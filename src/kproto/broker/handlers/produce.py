@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
+from functools import cache
+from typing import Any, NamedTuple
 
 from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
@@ -23,9 +24,10 @@ from kproto.broker.log_validator import (
     validate_off_loop,
 )
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey
+from kproto.index import ApiKey, response_type
+from kproto.meta import wire_fields
 
-__all__ = ["produce"]
+__all__ = ["produce", "produce_response"]
 
 #: DefaultRecordBatch: attributes (int16) at byte 21, producer id (int64) at 43,
 #: producer epoch (int16) at 51; attribute bit 4 is "transactional".
@@ -58,6 +60,72 @@ def _verify_transaction(
 
 
 log = logging.getLogger("kproto.broker")
+
+
+class _Level(NamedTuple):
+    """One level of the ProduceResponse of a version: its class and
+    ``{field name: nullable}``."""
+
+    cls: Any
+    fields: dict[str, bool]
+
+    def make(self, values: dict[str, Any]) -> Any:
+        """The entity of ``values`` with the names this version lacks dropped, and
+        ``None`` for a non-nullable field taken as its default (what
+        :func:`kproto.meta.build_entity` with ``drop_absent`` does)."""
+        fields = self.fields
+        return self.cls(
+            **{
+                k: v
+                for k, v in values.items()
+                if k in fields and (v is not None or fields[k])
+            }
+        )
+
+
+def _level(cls: Any, child: str | None = None) -> tuple[_Level, Any]:
+    nested = None
+    fields: dict[str, bool] = {}
+    for field, w in wire_fields(cls):
+        fields[field.name] = w.nullable
+        if field.name == child and w.element is not None:
+            nested = w.element.entity
+    return _Level(cls, fields), nested
+
+
+@cache
+def _response_levels(version: int) -> tuple[_Level, _Level, _Level, _Level | None]:
+    """ProduceResponse ``version``: the response, topic, partition and record
+    error levels (``None``: the version has no record errors)."""
+    response, topic_cls = _level(response_type(ApiKey.PRODUCE, version), "responses")
+    topic, partition_cls = _level(topic_cls, "partition_responses")
+    partition, error_cls = _level(partition_cls, "record_errors")
+    return (
+        response,
+        topic,
+        partition,
+        None if error_cls is None else _level(error_cls)[0],
+    )
+
+
+def produce_response(version: int, topics: list[dict[str, Any]]) -> Any:
+    """The ProduceResponse entity of ``version`` (``ProduceResponse.json``) for
+    ``topics``, shaped as :func:`kproto.broker.handlers.context.build` takes them
+    (``name``, ``topic_id``, ``partition_responses`` of dicts with
+    ``record_errors`` as dicts), ``throttle_time_ms`` 0; equal to what ``build``
+    makes of them, without its generic walk (a request's cost: the classes and
+    their fields are looked up once per version)."""
+    response, topic, partition, record_error = _response_levels(version)
+    built = []
+    for t in topics:
+        parts = []
+        for p in t["partition_responses"]:
+            errors = p.get("record_errors")
+            if errors and record_error is not None:  # else dropped, or empty
+                p = {**p, "record_errors": tuple(record_error.make(e) for e in errors)}
+            parts.append(partition.make(p))
+        built.append(topic.make({**t, "partition_responses": tuple(parts)}))
+    return response.make({"responses": tuple(built), "throttle_time_ms": 0})
 
 
 async def produce(ctx: RequestContext, request: Any) -> Any:
@@ -146,7 +214,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         )
     if acks == 0:
         return None
-    return respond(ctx, responses=topics, throttle_time_ms=0)
+    return produce_response(ctx.api_version, topics)
 
 
 def _unsupported_version(ctx: RequestContext, request: Any) -> Any:
