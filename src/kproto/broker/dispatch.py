@@ -152,7 +152,7 @@ class Dispatcher:
         )
         handler = HANDLERS[api_key]
         time_ms = self.state.now_ms()
-        if self.faults is None:
+        if self.faults is None or self.faults.idle:
             response = await self._call(handler, ctx, request)
         else:
             response = await self.faults.apply(

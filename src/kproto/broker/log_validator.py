@@ -28,6 +28,7 @@ import concurrent.futures
 import struct
 import time
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 import attrs
 import crc32c
@@ -157,10 +158,10 @@ class LogPolicy:
         )
 
 
-@attrs.frozen
-class ValidBatch:
+class ValidBatch(NamedTuple):
     """One validated batch: byte ``position`` and ``size`` (overhead included) in
-    the input, and the header fields the log indexes."""
+    the input, and the header fields the log indexes (a tuple: one is made per
+    produced batch)."""
 
     position: int
     size: int

@@ -9,64 +9,68 @@ from typing import Any
 import pytest
 
 from kproto.broker.dispatch import SERVED_APIS
+from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import build
-from kproto.broker.handlers.produce import produce_response
+from kproto.broker.handlers.produce import PartitionResult, produce_response
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.serial import encode
 
-_LOW, _HIGH = SERVED_APIS[ApiKey.PRODUCE]
+#: v0-v2 are answered UNSUPPORTED_VERSION through the generic build
+_LOW, _HIGH = MIN_VERSIONS[ApiKey.PRODUCE], SERVED_APIS[ApiKey.PRODUCE][1]
 
 
-def partition(index: int, **kw: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "index": index,
-        "error_code": ErrorCode.NONE,
-        "base_offset": 42 + index,
-        "log_append_time_ms": -1,
-        "log_start_offset": 7,
-        "record_errors": [],
-        "error_message": None,
-    }
-    out.update(kw)
-    return out
+Topics = list[tuple[str, uuid.UUID | None, list[PartitionResult]]]
 
-
-CASES: dict[str, list[dict[str, Any]]] = {
-    "one partition": [
-        {"name": "t", "topic_id": None, "partition_responses": [partition(0)]}
-    ],
+CASES: dict[str, Topics] = {
+    "one partition": [("t", None, [PartitionResult(0, ErrorCode.NONE, 42, -1, 7)])],
     "no topics": [],
     "errors, record errors, append time": [
-        {
-            "name": "orders",
-            "topic_id": uuid.UUID(int=0x1234),
-            "partition_responses": [
-                partition(0),
-                partition(
+        (
+            "orders",
+            uuid.UUID(int=0x1234),
+            [
+                PartitionResult(0, ErrorCode.NONE, 42, -1, 0),
+                PartitionResult(
                     1,
-                    error_code=ErrorCode.INVALID_RECORD,
-                    base_offset=-1,
-                    log_start_offset=-1,
+                    ErrorCode.INVALID_RECORD,
+                    record_errors=((0, "no key"), (3, None)),
                     error_message="Compacted topic cannot accept message without key",
-                    record_errors=[
-                        {"batch_index": 0, "batch_index_error_message": "no key"},
-                        {"batch_index": 3, "batch_index_error_message": None},
-                    ],
                 ),
-                partition(2, log_append_time_ms=1_700_000_000_000),
+                PartitionResult(2, ErrorCode.NONE, 9, 1_700_000_000_000, 3),
             ],
-        },
-        {
-            "name": "other",
-            "topic_id": None,
-            "partition_responses": [
-                partition(5, error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER),
-                partition(6, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ),
+        (
+            "other",
+            None,
+            [
+                PartitionResult(5, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+                PartitionResult(6, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
             ],
-        },
+        ),
     ],
 }
+
+
+def as_fields(topics: Topics) -> list[dict[str, Any]]:
+    """The same topics as the dicts the generic build takes."""
+    return [
+        {
+            "name": name,
+            "topic_id": topic_id,
+            "partition_responses": [
+                {
+                    **r._asdict(),
+                    "record_errors": [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in r.record_errors
+                    ],
+                }
+                for r in results
+            ],
+        }
+        for name, topic_id, results in topics
+    ]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -76,7 +80,7 @@ def test_produce_response_equals_the_generic_build(version: int, case: str) -> N
     fast = produce_response(version, topics)
     generic = build(
         response_type(ApiKey.PRODUCE, version),
-        {"responses": topics, "throttle_time_ms": 0},
+        {"responses": as_fields(topics), "throttle_time_ms": 0},
     )
     assert type(fast) is type(generic)
     assert fast == generic

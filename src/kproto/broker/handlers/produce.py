@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import uuid
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -27,7 +28,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.meta import wire_fields
 
-__all__ = ["produce", "produce_response"]
+__all__ = ["PartitionResult", "produce", "produce_response"]
 
 #: DefaultRecordBatch: attributes (int16) at byte 21, producer id (int64) at 43,
 #: producer epoch (int16) at 51; attribute bit 4 is "transactional".
@@ -62,70 +63,97 @@ def _verify_transaction(
 log = logging.getLogger("kproto.broker")
 
 
-class _Level(NamedTuple):
-    """One level of the ProduceResponse of a version: its class and
-    ``{field name: nullable}``."""
+class PartitionResult(NamedTuple):
+    """What a Produce did with one partition's records (``ProduceResponse.json``'s
+    PartitionProduceResponse: offsets -1 when nothing was appended;
+    ``record_errors``: ``(batch_index, message)`` pairs)."""
 
-    cls: Any
-    fields: dict[str, bool]
-
-    def make(self, values: dict[str, Any]) -> Any:
-        """The entity of ``values`` with the names this version lacks dropped, and
-        ``None`` for a non-nullable field taken as its default (what
-        :func:`kproto.meta.build_entity` with ``drop_absent`` does)."""
-        fields = self.fields
-        return self.cls(
-            **{
-                k: v
-                for k, v in values.items()
-                if k in fields and (v is not None or fields[k])
-            }
-        )
+    index: int
+    error_code: int
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    record_errors: tuple[tuple[int, str | None], ...] = ()
+    error_message: str | None = None
 
 
-def _level(cls: Any, child: str | None = None) -> tuple[_Level, Any]:
-    nested = None
-    fields: dict[str, bool] = {}
-    for field, w in wire_fields(cls):
-        fields[field.name] = w.nullable
-        if field.name == child and w.element is not None:
-            nested = w.element.entity
-    return _Level(cls, fields), nested
+class _Layout(NamedTuple):
+    """The classes of one ProduceResponse version and the fields it has."""
+
+    response: Any
+    topic: Any
+    partition: Any
+    record_error: Any
+    name: bool
+    topic_id: bool
+    log_start_offset: bool
+    errors: bool  # record_errors and error_message (v8+)
+
+
+def _element(cls: Any, name: str) -> Any:
+    return next(w.element.entity for f, w in wire_fields(cls) if f.name == name)
 
 
 @cache
-def _response_levels(version: int) -> tuple[_Level, _Level, _Level, _Level | None]:
-    """ProduceResponse ``version``: the response, topic, partition and record
-    error levels (``None``: the version has no record errors)."""
-    response, topic_cls = _level(response_type(ApiKey.PRODUCE, version), "responses")
-    topic, partition_cls = _level(topic_cls, "partition_responses")
-    partition, error_cls = _level(partition_cls, "record_errors")
-    return (
+def _layout(version: int) -> _Layout:
+    response = response_type(ApiKey.PRODUCE, version)
+    topic = _element(response, "responses")
+    partition = _element(topic, "partition_responses")
+    topic_fields = {f.name for f, _ in wire_fields(topic)}
+    fields = {f.name for f, _ in wire_fields(partition)}
+    errors = "record_errors" in fields
+    return _Layout(
         response,
         topic,
         partition,
-        None if error_cls is None else _level(error_cls)[0],
+        _element(partition, "record_errors") if errors else None,
+        "name" in topic_fields,
+        "topic_id" in topic_fields,
+        "log_start_offset" in fields,
+        errors,
     )
 
 
-def produce_response(version: int, topics: list[dict[str, Any]]) -> Any:
+def produce_response(
+    version: int,
+    topics: list[tuple[str, uuid.UUID | None, list[PartitionResult]]],
+) -> Any:
     """The ProduceResponse entity of ``version`` (``ProduceResponse.json``) for
-    ``topics``, shaped as :func:`kproto.broker.handlers.context.build` takes them
-    (``name``, ``topic_id``, ``partition_responses`` of dicts with
-    ``record_errors`` as dicts), ``throttle_time_ms`` 0; equal to what ``build``
-    makes of them, without its generic walk (a request's cost: the classes and
-    their fields are looked up once per version)."""
-    response, topic, partition, record_error = _response_levels(version)
+    ``topics``, ``(name, topic_id, partitions)`` each, ``throttle_time_ms`` 0.
+
+    Equal to what :func:`kproto.broker.handlers.context.build` makes of the
+    same values (fields a version lacks dropped, a ``None`` topic id the
+    default), without its generic walk: the classes of each version are looked
+    up once."""
+    lay = _layout(version)
+    partition, record_error = lay.partition, lay.record_error
     built = []
-    for t in topics:
+    for name, topic_id, results in topics:
         parts = []
-        for p in t["partition_responses"]:
-            errors = p.get("record_errors")
-            if errors and record_error is not None:  # else dropped, or empty
-                p = {**p, "record_errors": tuple(record_error.make(e) for e in errors)}
-            parts.append(partition.make(p))
-        built.append(topic.make({**t, "partition_responses": tuple(parts)}))
-    return response.make({"responses": tuple(built), "throttle_time_ms": 0})
+        for r in results:
+            kw: dict[str, Any] = {
+                "index": r.index,
+                "error_code": r.error_code,
+                "base_offset": r.base_offset,
+                "log_append_time_ms": r.log_append_time_ms,
+            }
+            if lay.log_start_offset:
+                kw["log_start_offset"] = r.log_start_offset
+            if lay.errors:
+                kw["error_message"] = r.error_message
+                if r.record_errors:
+                    kw["record_errors"] = tuple(
+                        record_error(batch_index=i, batch_index_error_message=m)
+                        for i, m in r.record_errors
+                    )
+            parts.append(partition(**kw))
+        tkw: dict[str, Any] = {"partition_responses": tuple(parts)}
+        if lay.name:
+            tkw["name"] = name
+        if lay.topic_id and topic_id is not None:
+            tkw["topic_id"] = topic_id
+        built.append(lay.topic(**tkw))
+    return lay.response(responses=tuple(built), throttle_time_ms=0)
 
 
 async def produce(ctx: RequestContext, request: Any) -> Any:
@@ -145,7 +173,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         name, topic_error = topic_name(ctx, topic_data)
         partitions = []
         for pdata in topic_data.partition_data:
-            error, message, record_errors = topic_error, None, []
+            error, message, record_errors = topic_error, None, ()
             base_offset, append_time, start = -1, -1, -1
             if acks not in (0, 1, -1):
                 error = ErrorCode.INVALID_REQUIRED_ACKS
@@ -164,7 +192,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     policy = LogPolicy.for_produce(info.config, state.now_ms())
                     records = pdata.records or b""
                     try:
-                        # decompression and record checks off the event loop
+                        # small requests inline, large or bombs off the event loop
                         checked = await validate_off_loop(
                             records, policy, wait=off_turn
                         )
@@ -178,14 +206,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                         )
                     except LogAppendError as err:
                         error, message = err.error_code, str(err)
-                        record_errors = [
-                            {"batch_index": i, "batch_index_error_message": m}
-                            for i, m in (
-                                err.record_errors
-                                if isinstance(err, RecordValidationError)
-                                else ()
-                            )
-                        ]
+                        if isinstance(err, RecordValidationError):
+                            record_errors = err.record_errors
                     else:
                         base_offset = result.base_offset
                         append_time = result.log_append_time_ms
@@ -195,23 +217,17 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                             state.apply_retention(name, pdata.index)
                         start = plog.log_start_offset
             partitions.append(
-                {
-                    "index": pdata.index,
-                    "error_code": error,
-                    "base_offset": base_offset,
-                    "log_append_time_ms": append_time,
-                    "log_start_offset": start,
-                    "record_errors": record_errors,
-                    "error_message": message,
-                }
+                PartitionResult(
+                    pdata.index,
+                    error,
+                    base_offset,
+                    append_time,
+                    start,
+                    record_errors,
+                    message,
+                )
             )
-        topics.append(
-            {
-                "name": name,
-                "topic_id": getattr(topic_data, "topic_id", None),
-                "partition_responses": partitions,
-            }
-        )
+        topics.append((name, getattr(topic_data, "topic_id", None), partitions))
     if acks == 0:
         return None
     return produce_response(ctx.api_version, topics)
