@@ -13,9 +13,8 @@ from typing import Any
 import crc32c
 import pytest
 
-from kproto.broker import Cluster
+from kproto.broker import Cluster, log_validator
 from kproto.broker.log import LogAppendError, PartitionLog
-from kproto.broker import log_validator
 from kproto.broker.log_validator import (
     LogPolicy,
     RecordValidationError,

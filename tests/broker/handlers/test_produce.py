@@ -61,6 +61,7 @@ def as_fields(topics: Topics) -> list[dict[str, Any]]:
             "partition_responses": [
                 {
                     **r._asdict(),
+                    "index": r.partition_index,
                     "record_errors": [
                         {"batch_index": i, "batch_index_error_message": m}
                         for i, m in r.record_errors

@@ -68,7 +68,7 @@ class PartitionResult(NamedTuple):
     PartitionProduceResponse: offsets -1 when nothing was appended;
     ``record_errors``: ``(batch_index, message)`` pairs)."""
 
-    index: int
+    partition_index: int
     error_code: int
     base_offset: int = -1
     log_append_time_ms: int = -1
@@ -91,7 +91,11 @@ class _Layout(NamedTuple):
 
 
 def _element(cls: Any, name: str) -> Any:
-    return next(w.element.entity for f, w in wire_fields(cls) if f.name == name)
+    """The entity class of the array field ``name`` of ``cls``."""
+    for field, w in wire_fields(cls):
+        if field.name == name and w.element is not None:
+            return w.element.entity
+    raise LookupError(f"{cls.__qualname__} has no array of structs {name!r}")
 
 
 @cache
@@ -132,7 +136,7 @@ def produce_response(
         parts = []
         for r in results:
             kw: dict[str, Any] = {
-                "index": r.index,
+                "index": r.partition_index,
                 "error_code": r.error_code,
                 "base_offset": r.base_offset,
                 "log_append_time_ms": r.log_append_time_ms,
@@ -173,7 +177,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         name, topic_error = topic_name(ctx, topic_data)
         partitions = []
         for pdata in topic_data.partition_data:
-            error, message, record_errors = topic_error, None, ()
+            error, message = topic_error, None
+            record_errors: tuple[tuple[int, str | None], ...] = ()
             base_offset, append_time, start = -1, -1, -1
             if acks not in (0, 1, -1):
                 error = ErrorCode.INVALID_REQUIRED_ACKS
