@@ -273,6 +273,22 @@ def test_small_compressed_requests_validate_inline_and_large_ones_on_a_thread(
         assert len(submitted) == 2
         submitted.clear()
 
+    # a client whose batch expanded past the bound goes to the threads directly
+    # for its next 100 requests; other clients still validate inline
+    def sent(records: bytes, client: str) -> int:
+        before = len(submitted)
+        asyncio.run(validate_off_loop(records, policy, client=client))
+        return len(submitted) - before
+
+    small = records(100, 1000, Compression.ZSTD)
+    large = records(1500, 1000, Compression.ZSTD)
+    assert sent(small, "bomber") == 0
+    assert sent(large, "bomber") == 1
+    assert [sent(small, "bomber") for _ in range(100)] == [1] * 100
+    assert sent(small, "bomber") == 0  # forgiven
+    assert sent(small, "other") == 0
+    assert len(log_validator._off_loop_clients) == 0
+
 
 # ---------------------------------------------------------------- over the wire
 

@@ -24,10 +24,11 @@ for Produce v8+'s ``record_errors``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import NamedTuple
 
 import attrs
@@ -75,6 +76,14 @@ _INLINE_MAX_BYTES = 64 * 1024
 #: ... when compressed, if their records expand to at most this many bytes;
 #: decompression stops there and a larger batch goes to the threads.
 _INLINE_MAX_DECOMPRESSED = 256 * 1024
+#: A client whose compressed batch expanded past that bound has its next this
+#: many requests validated on the threads without an inline attempt (a client
+#: sending bombs costs the loop one attempt in so many) ...
+_OFF_LOOP_REQUESTS = 100
+#: ... remembered for at most this many clients (the least recent forgotten).
+_OFF_LOOP_CLIENTS = 1024
+#: client -> requests left to send to the threads (event loop thread only)
+_off_loop_clients: collections.OrderedDict[Hashable, int] = collections.OrderedDict()
 #: The threads validating large or compressed batches (decompression in cramjam
 #: releases the GIL); at most ``queued.max.requests`` wait for them.
 _POOL = concurrent.futures.ThreadPoolExecutor(
@@ -572,6 +581,7 @@ async def validate_off_loop(
     wait: (
         Callable[[Awaitable[list[ValidBatch]]], Awaitable[list[ValidBatch]]] | None
     ) = None,
+    client: Hashable | None = None,
 ) -> list[ValidBatch]:
     """:func:`validate_batches` where it does not hold up the event loop: inline
     for small requests (64 KiB) whose records, if compressed, expand to at most
@@ -580,16 +590,28 @@ async def validate_off_loop(
     other connections no more than a share of the CPU (Kafka validates on its
     request-handler threads, not on the network threads). ``wait`` wraps the wait
     for the thread (the broker passes
-    :func:`kproto.broker.connection_limits.off_turn`).
+    :func:`kproto.broker.connection_limits.off_turn`). A ``client`` (any key: the
+    broker passes the address, principal and client id) whose compressed batch
+    expanded past the inline bound goes to the threads directly for its next 100
+    requests.
 
     Raises:
         RecordValidationError: as :func:`validate_batches`.
     """
-    if len(records) <= _INLINE_MAX_BYTES:
+    left = None if client is None else _off_loop_clients.get(client)
+    if left is not None:
+        if left > 1:
+            _off_loop_clients[client] = left - 1
+        else:
+            del _off_loop_clients[client]
+    elif len(records) <= _INLINE_MAX_BYTES:
         try:
             return _validate(records, policy, _INLINE_MAX_DECOMPRESSED)
         except _OffLoop:
-            pass
+            if client is not None:
+                _off_loop_clients[client] = _OFF_LOOP_REQUESTS
+                if len(_off_loop_clients) > _OFF_LOOP_CLIENTS:
+                    _off_loop_clients.popitem(last=False)
     loop = asyncio.get_running_loop()
     future = loop.run_in_executor(_POOL, validate_batches, records, policy)
     return await (future if wait is None else wait(future))

@@ -199,7 +199,10 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     try:
                         # small requests inline, large or bombs off the event loop
                         checked = await validate_off_loop(
-                            records, policy, wait=off_turn
+                            records,
+                            policy,
+                            wait=off_turn,
+                            client=(ctx.client_host, ctx.principal, ctx.client_id),
                         )
                         result = plog.append_batches(
                             records,
