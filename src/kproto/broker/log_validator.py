@@ -75,7 +75,7 @@ _C_LOOP_MAX_RECORDS = 65_536
 _INLINE_MAX_BYTES = 64 * 1024
 #: ... when compressed, if their records expand to at most this many bytes;
 #: decompression stops there and a larger batch goes to the threads.
-_INLINE_MAX_DECOMPRESSED = 256 * 1024
+_INLINE_MAX_DECOMPRESSED = 1024 * 1024
 #: A client whose compressed batch expanded past that bound has its next this
 #: many requests validated on the threads without an inline attempt (a client
 #: sending bombs costs the loop one attempt in so many) ...
@@ -585,7 +585,7 @@ async def validate_off_loop(
 ) -> list[ValidBatch]:
     """:func:`validate_batches` where it does not hold up the event loop: inline
     for small requests (64 KiB) whose records, if compressed, expand to at most
-    256 KiB (decompression stops there: a bomb costs the loop no more), else on a
+    1 MiB (decompression stops there: a bomb costs the loop no more), else on a
     pool of two threads, so a decompression bomb or a million-record batch costs
     other connections no more than a share of the CPU (Kafka validates on its
     request-handler threads, not on the network threads). ``wait`` wraps the wait
