@@ -39,10 +39,12 @@ __all__ = [
     "batch_records",
     "decode_record",
     "encode_records",
+    "encode_versioned",
     "group_metadata_record",
     "java_string_hashcode",
     "offset_commit_record",
     "partition_for",
+    "read_versioned",
 ]
 
 OFFSET_COMMIT_KEY_TYPE = 1
@@ -80,7 +82,9 @@ def partition_for(group_id: str, offsets_partitions: int) -> int:
     return (java_string_hashcode(group_id) & 0x7FFFFFFF) % offsets_partitions
 
 
-def _encode(cls: type, version: int, fields: dict[str, Any]) -> bytes:
+def encode_versioned(cls: type, version: int, fields: dict[str, Any]) -> bytes:
+    """``version`` as an int16, then the entity of ``cls`` holding ``fields``: a
+    coordinator record's key or value (Kafka's ``CoordinatorRecordSerde``)."""
     return _write(cls, version, cls(**fields))
 
 
@@ -101,7 +105,7 @@ def offset_commit_record(
     expire timestamp, as Kafka's ``GroupCoordinatorRecordHelpers`` chooses.
     """
     key_cls = data_type("OffsetCommitKey", OFFSET_COMMIT_KEY_TYPE)
-    key = _encode(
+    key = encode_versioned(
         key_cls,
         OFFSET_COMMIT_KEY_TYPE,
         {"group": group_id, "topic": topic, "partition": partition},
@@ -119,7 +123,9 @@ def offset_commit_record(
     else:
         version = OFFSET_COMMIT_VALUE_VERSION
         fields["leader_epoch"] = value.leader_epoch
-    return key, _encode(data_type("OffsetCommitValue", version), version, fields)
+    return key, encode_versioned(
+        data_type("OffsetCommitValue", version), version, fields
+    )
 
 
 def group_metadata_record(
@@ -131,14 +137,14 @@ def group_metadata_record(
     of ``GroupMetadataValue``'s ``MemberMetadata`` fields.
     """
     key_cls = data_type("GroupMetadataKey", GROUP_METADATA_KEY_TYPE)
-    key = _encode(key_cls, GROUP_METADATA_KEY_TYPE, {"group": group_id})
+    key = encode_versioned(key_cls, GROUP_METADATA_KEY_TYPE, {"group": group_id})
     if value is None:
         return key, None
     value_cls = data_type("GroupMetadataValue", GROUP_METADATA_VALUE_VERSION)
     entity = attrs.fields_dict(value_cls)["members"].metadata[WIRE].element.entity
     fields = dict(value)
     fields["members"] = tuple(entity(**m) for m in value["members"])
-    return key, _encode(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
+    return key, encode_versioned(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
 
 
 def encode_records(
@@ -167,7 +173,8 @@ class GroupRecord:
     value: Any
 
 
-def _read(name: str, version: int, data: bytes) -> Any:
+def read_versioned(name: str, version: int, data: bytes) -> Any:
+    """The ``name`` entity at ``version`` after the int16 version prefix of ``data``."""
     stream = io.BytesIO(data)
     stream.seek(2)
     return entity_reader(data_type(name, version))(stream)
@@ -186,10 +193,10 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
     value_version = None if value is None else _value_version(value)
     try:
         if key_type in (0, 1):
-            k = _read("OffsetCommitKey", key_type, key)
+            k = read_versioned("OffsetCommitKey", key_type, key)
             if value is None:
                 return OffsetRecord(k.group, k.topic, k.partition, None)
-            v = _read("OffsetCommitValue", value_version or 0, value)
+            v = read_versioned("OffsetCommitValue", value_version or 0, value)
             committed = CommittedOffset(
                 v.offset,
                 getattr(v, "leader_epoch", -1),
@@ -199,11 +206,11 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
             )
             return OffsetRecord(k.group, k.topic, k.partition, committed)
         if key_type == 2:
-            k = _read("GroupMetadataKey", 2, key)
+            k = read_versioned("GroupMetadataKey", 2, key)
             if value is None:
                 return GroupRecord(k.group, None)
             return GroupRecord(
-                k.group, _read("GroupMetadataValue", value_version or 0, value)
+                k.group, read_versioned("GroupMetadataValue", value_version or 0, value)
             )
     except LookupError as exc:
         raise DecodeError(f"__consumer_offsets record: {exc}") from exc
@@ -292,10 +299,10 @@ class ModernRecords:
         if name is None:
             return None
         try:
-            k = _read(f"{name}Key", key_type, key)
+            k = read_versioned(f"{name}Key", key_type, key)
             if value is None:
                 return CoordinatorRecord(name, k, None)
-            v = _read(f"{name}Value", _value_version(value), value)
+            v = read_versioned(f"{name}Value", _value_version(value), value)
         except LookupError as exc:
             raise DecodeError(f"__consumer_offsets {name} record: {exc}") from exc
         return CoordinatorRecord(name, k, v)

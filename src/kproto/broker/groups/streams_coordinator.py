@@ -45,7 +45,6 @@ from .streams_group import (
     StreamsGroupMember,
     Subtopology,
     TaskSet,
-    TopicInfo,
     configure_topology,
     sticky_assign,
 )
@@ -105,19 +104,9 @@ def task_set(tasks: Any) -> TaskSet | None:
     return out
 
 
-def _topic_info(info: Any) -> TopicInfo:
-    return TopicInfo(
-        info.name,
-        info.partitions,
-        info.replication_factor,
-        tuple((c.key, c.value) for c in info.topic_configs),
-    )
-
-
 def topology_from(topology: Any) -> tuple[Subtopology, ...]:
     """The declared subtopologies of a heartbeat's ``Topology``; raises
     BrokerError(INVALID_REQUEST) for a source topic regex (not supported here)."""
-    out = []
     for s in topology.subtopologies:
         if s.source_topic_regex:
             raise BrokerError(
@@ -125,16 +114,7 @@ def topology_from(topology: Any) -> tuple[Subtopology, ...]:
                 f"Subtopology {s.subtopology_id}: SourceTopicRegex is not supported"
                 " by the kproto broker; name the source topics.",
             )
-        out.append(
-            Subtopology(
-                s.subtopology_id,
-                tuple(s.source_topics),
-                tuple(s.repartition_sink_topics),
-                tuple(_topic_info(t) for t in s.state_changelog_topics),
-                tuple(_topic_info(t) for t in s.repartition_source_topics),
-            )
-        )
-    return tuple(out)
+    return tuple(Subtopology.from_entity(s) for s in topology.subtopologies)
 
 
 class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):

@@ -74,6 +74,23 @@ class TopicInfo:
     replication_factor: int = 0
     configs: tuple[tuple[str, str], ...] = ()
 
+    @classmethod
+    def from_entity(cls, entity: Any) -> TopicInfo:
+        """The ``TopicInfo`` of a heartbeat's topology or of a
+        ``StreamsGroupTopologyValue`` (the same fields)."""
+        configs = tuple((c.key, c.value) for c in entity.topic_configs)
+        return cls(entity.name, entity.partitions, entity.replication_factor, configs)
+
+    def as_fields(self, partitions: int | None = None) -> dict[str, Any]:
+        """The ``TopicInfo`` struct's fields (``partitions`` instead of the declared
+        count when given)."""
+        return {
+            "name": self.name,
+            "partitions": self.partitions if partitions is None else partitions,
+            "replication_factor": self.replication_factor,
+            "topic_configs": [{"key": k, "value": v} for k, v in self.configs],
+        }
+
 
 @attrs.frozen
 class Subtopology:
@@ -85,6 +102,34 @@ class Subtopology:
     repartition_sink_topics: tuple[str, ...] = ()
     state_changelog_topics: tuple[TopicInfo, ...] = ()
     repartition_source_topics: tuple[TopicInfo, ...] = ()
+
+    @classmethod
+    def from_entity(cls, entity: Any) -> Subtopology:
+        """The subtopology of a heartbeat's topology or of a
+        ``StreamsGroupTopologyValue`` (its source topic regex is not read)."""
+        return cls(
+            entity.subtopology_id,
+            tuple(entity.source_topics),
+            tuple(entity.repartition_sink_topics),
+            tuple(TopicInfo.from_entity(t) for t in entity.state_changelog_topics),
+            tuple(TopicInfo.from_entity(t) for t in entity.repartition_source_topics),
+        )
+
+    def as_fields(self, sizes: Mapping[TopicInfo, int] | None = None) -> dict[str, Any]:
+        """The ``Subtopology`` struct's fields; ``sizes`` gives the partition count
+        each internal topic was configured with (the declared one otherwise)."""
+        sized = sizes or {}
+
+        def infos(topics: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
+            return [t.as_fields(sized.get(t)) for t in topics]
+
+        return {
+            "subtopology_id": self.subtopology_id,
+            "source_topics": list(self.source_topics),
+            "repartition_sink_topics": list(self.repartition_sink_topics),
+            "state_changelog_topics": infos(self.state_changelog_topics),
+            "repartition_source_topics": infos(self.repartition_source_topics),
+        }
 
 
 @attrs.frozen

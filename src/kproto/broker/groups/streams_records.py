@@ -24,7 +24,6 @@ from .streams_group import (
     StreamsMemberState,
     Subtopology,
     TaskSet,
-    TopicInfo,
 )
 
 __all__ = [
@@ -60,18 +59,6 @@ def _tasks(tasks: TaskSet) -> list[dict[str, Any]]:
     ]
 
 
-def _topic_infos(infos: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": t.name,
-            "partitions": t.partitions,
-            "replication_factor": t.replication_factor,
-            "topic_configs": [{"key": k, "value": v} for k, v in t.configs],
-        }
-        for t in infos
-    ]
-
-
 def metadata_hash(metadata: dict[str, int]) -> int:
     """A stable int64 of the source topics' partition counts (Kafka hashes the
     topics' metadata; only equality matters)."""
@@ -97,16 +84,7 @@ def group_records(group: StreamsGroup, *, targets: bool) -> list[Pair]:
         )
     ]
     if group.topology is not None:
-        subtopologies = [
-            {
-                "subtopology_id": s.subtopology_id,
-                "source_topics": list(s.source_topics),
-                "repartition_sink_topics": list(s.repartition_sink_topics),
-                "state_changelog_topics": _topic_infos(s.state_changelog_topics),
-                "repartition_source_topics": _topic_infos(s.repartition_source_topics),
-            }
-            for s in group.topology
-        ]
+        subtopologies = [s.as_fields() for s in group.topology]
         value = {"epoch": group.topology_epoch, "subtopologies": subtopologies}
         out.append(_record("StreamsGroupTopology", key, value))
     out.append(
@@ -184,18 +162,6 @@ def _task_set(tasks: Any) -> TaskSet:
     return {t.subtopology_id: frozenset(t.partitions) for t in tasks if t.partitions}
 
 
-def _infos(infos: Any) -> tuple[TopicInfo, ...]:
-    return tuple(
-        TopicInfo(
-            t.name,
-            t.partitions,
-            t.replication_factor,
-            tuple((c.key, c.value) for c in t.topic_configs),
-        )
-        for t in infos
-    )
-
-
 def load_streams_groups(
     records: Mapping[tuple[str, str, str], CoordinatorRecord],
 ) -> dict[str, StreamsGroup]:
@@ -218,16 +184,7 @@ def load_streams_groups(
         v = rec.value
         if name == "StreamsGroupTopology":
             group.topology_epoch = v.epoch
-            group.topology = tuple(
-                Subtopology(
-                    s.subtopology_id,
-                    tuple(s.source_topics),
-                    tuple(s.repartition_sink_topics),
-                    _infos(s.state_changelog_topics),
-                    _infos(s.repartition_source_topics),
-                )
-                for s in v.subtopologies
-            )
+            group.topology = tuple(Subtopology.from_entity(s) for s in v.subtopologies)
         elif name == "StreamsGroupTargetAssignmentMetadata":
             group.assignment_epoch = v.assignment_epoch
         elif name == "StreamsGroupTargetAssignmentMember":
