@@ -28,7 +28,7 @@ share session that it may no longer read is dropped from the session when refuse
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -152,19 +152,16 @@ async def _describe_offsets(ctx: RequestContext, handler: Handler, request: Any)
     def described(name: str) -> bool:
         return allowed(ctx, _Op.DESCRIBE, ResourceType.TOPIC, name)
 
-    refused: dict[str, dict[str, Any]] = {}
-    denied_topics: dict[str, list[dict[str, Any]]] = {}
+    # per request group, in order: its refusal, or the topics refused in it
+    plan: list[tuple[bool, list[dict[str, Any]] | None]] = []
     kept = []
     for g in request.groups:
         if not allowed(ctx, _Op.DESCRIBE, ResourceType.GROUP, g.group_id):
-            refused[g.group_id] = {
-                "group_id": g.group_id,
-                "error_code": GROUP_DENIED,
-                "topics": [],
-            }
+            plan.append((False, None))
             continue
+        denied = None
         if g.topics is not None:
-            denied_topics[g.group_id] = [
+            denied = [
                 {
                     "topic_name": t.topic_name,
                     "topic_id": _topic_id(ctx, t.topic_name),
@@ -185,26 +182,27 @@ async def _describe_offsets(ctx: RequestContext, handler: Handler, request: Any)
             g = attrs.evolve(
                 g, topics=tuple(t for t in g.topics if described(t.topic_name))
             )
+        plan.append((True, denied))
         kept.append(g)
-    answered: dict[str, Any] = {}
     response = None
+    answers: Iterator[Any] = iter(())
     if kept:
         response = await call(handler, ctx, attrs.evolve(request, groups=tuple(kept)))
-        answered = {g.group_id: g for g in response.groups}
-    built = respond(ctx, groups=list(refused.values()))
-    answered.update({g.group_id: g for g in built.groups})
+        answers = iter(response.groups)
     groups = []
-    for asked in request.groups:
-        g = answered[asked.group_id]
-        if g.error_code == ErrorCode.NONE and asked.group_id not in refused:
-            topics = [t for t in g.topics if described(t.topic_name)]
-            extra = denied_topics.get(asked.group_id, [])
-            topics += (
-                respond(ctx, groups=[{"group_id": "", "topics": extra}])
-                .groups[0]
-                .topics
-            )
-            g = attrs.evolve(g, topics=tuple(topics))
+    for asked, (permitted, denied) in zip(request.groups, plan, strict=True):
+        if not permitted:
+            refusal = {"group_id": asked.group_id, "error_code": GROUP_DENIED}
+            groups.append(respond(ctx, groups=[refusal]).groups[0])
+            continue
+        g = next(answers)
+        if g.error_code == ErrorCode.NONE:
+            if denied is None:  # all topics: the undescribable ones left out
+                topics = tuple(t for t in g.topics if described(t.topic_name))
+            else:
+                extra = {"group_id": g.group_id, "topics": denied}
+                topics = g.topics + respond(ctx, groups=[extra]).groups[0].topics
+            g = attrs.evolve(g, topics=topics)
         groups.append(g)
     if response is None:
         return respond(ctx, throttle_time_ms=0, groups=groups)
