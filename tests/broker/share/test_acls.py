@@ -30,7 +30,7 @@ from tests.broker.share.support import DEADLINE_S, SHARE_CONFIGS, ck
 
 pytestmark = pytest.mark.timeout(120)
 
-USERS = {"alice": "alice-pw", "admin": "admin-pw"}
+USERS = {"alice": "alice-pw", "admin": "admin-pw", "carol": "carol-pw"}
 OPEN, SECRET = "q-open", "q-secret"
 _Op = AclOperation
 
@@ -63,6 +63,17 @@ def cluster() -> Iterator[Cluster]:
                     rt, name, pattern, "User:alice", "*", op, AclPermissionType.ALLOW
                 )
             )
+        store.add(  # carol may list every group, and nothing else
+            AclBinding(
+                ResourceType.CLUSTER,
+                "kafka-cluster",
+                PatternType.LITERAL,
+                "User:carol",
+                "*",
+                _Op.DESCRIBE,
+                AclPermissionType.ALLOW,
+            )
+        )
         producer = ck.Producer(c.client_config("admin"))
         for topic in (OPEN, SECRET):
             for i in range(3):
@@ -261,6 +272,28 @@ def test_offset_apis(cluster: Cluster) -> None:
         assert deleted.error_code == E.NONE
         codes = {t.topic_name: t.error_code for t in deleted.responses}
         assert codes == {OPEN: E.NONE, SECRET: E.TOPIC_AUTHORIZATION_FAILED}
+        # every topic refused: answered without the coordinator
+        only_secret = [both[1]]
+        altered = conn.request(
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id=group, topics=only_secret
+        )
+        assert altered.error_code == E.NONE
+        assert [p.error_code for t in altered.responses for p in t.partitions] == [
+            E.TOPIC_AUTHORIZATION_FAILED
+        ]
+        deleted = conn.request(
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+            group_id=group,
+            topics=[{"topic_name": SECRET}],
+        )
+        assert [t.error_code for t in deleted.responses] == [
+            E.TOPIC_AUTHORIZATION_FAILED
+        ]
+        (bob,) = conn.request(
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+            groups=[{"group_id": "bob-offsets", "topics": None}],
+        ).groups
+        assert bob.error_code == E.GROUP_AUTHORIZATION_FAILED
         # READ on the group does not allow deleting its offsets
         refused = conn.request(
             ApiKey.DELETE_SHARE_GROUP_OFFSETS,
@@ -300,9 +333,11 @@ def test_list_delete_and_configs_of_share_groups(cluster: Cluster) -> None:
             "alice-g": E.NONE,
             "admins-share": E.GROUP_AUTHORIZATION_FAILED,
         }
-    with connect(cluster, "admin") as conn:
+    with connect(cluster, "carol") as conn:  # cluster DESCRIBE: every group
         listed = conn.request(ApiKey.LIST_GROUPS, states_filter=[], types_filter=[])
-        assert "admins-share" in {g.group_id for g in listed.groups}
+        assert {"admins-share", "alice-g"} <= {g.group_id for g in listed.groups}
+        (g,) = conn.request(ApiKey.SHARE_GROUP_DESCRIBE, group_ids=["alice-g"]).groups
+        assert g.error_code == E.GROUP_AUTHORIZATION_FAILED  # listing is not describing
 
 
 def _share_consume(cluster: Cluster, group: str) -> tuple[list[bytes], list[str]]:
