@@ -17,6 +17,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.acl import (
     AclBinding,
+    AclFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -197,6 +198,59 @@ def test_share_fetch_and_acknowledge_per_partition(cluster: Cluster) -> None:
         )
         (g,) = offsets.groups
         assert {t.topic_name for t in g.topics} == {OPEN}
+
+
+def test_share_session_topic_refused_once_its_acl_is_gone(cluster: Cluster) -> None:
+    """A topic already in the share session is refused (and nothing acquired from
+    it) as soon as the principal may no longer read it."""
+    topic = "q-revoked"
+    cluster.create_topic(topic, 1)
+    producer = ck.Producer(cluster.client_config("admin"))
+    producer.produce(topic, b"late", partition=0)
+    assert producer.flush(10) == 0
+    store = cluster.security.acls
+    assert store is not None
+    grant = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        PatternType.LITERAL,
+        "User:alice",
+        "*",
+        _Op.READ,
+        AclPermissionType.ALLOW,
+    )
+    store.add(grant)
+    named = [
+        {"topic_id": topic_id(cluster, topic), "partitions": [{"partition_index": 0}]}
+    ]
+    with connect(cluster, "alice") as conn:
+        opened = _fetch(conn, "alice-revoked", 0, named)
+        assert _partitions(opened, cluster)[topic].error_code == E.NONE
+        removed = store.remove(
+            AclFilter(
+                ResourceType.TOPIC,
+                topic,
+                PatternType.LITERAL,
+                "User:alice",
+                None,
+                _Op.READ,
+                AclPermissionType.ALLOW,
+            )
+        )
+        assert removed == [grant]
+        producer.produce(topic, b"later", partition=0)
+        assert producer.flush(10) == 0
+        for epoch, topics in ((1, []), (2, named)):  # from the session, or named
+            answer = _fetch(conn, "alice-revoked", epoch, topics)
+            assert answer.error_code == E.NONE
+            (p,) = [
+                p
+                for t in answer.responses
+                if t.topic_id == topic_id(cluster, topic)
+                for p in t.partitions
+            ]
+            assert p.error_code == E.TOPIC_AUTHORIZATION_FAILED
+            assert p.acquired_records == ()
 
 
 def test_describe_shows_only_describable_groups_and_topics(cluster: Cluster) -> None:

@@ -105,27 +105,27 @@ async def _share_session_api(
     if not allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id or ""):
         return refuse_whole(ctx, GROUP_DENIED, responses=[], node_endpoints=[])
     names = topic_ids(ctx)
-    kept, denied = [], []
+    kept = []
+    # refused partitions by topic id: whether they carried acknowledgements
+    denied: dict[uuid.UUID, dict[int, bool]] = {}
     for t in request.topics:
         name = names.get(t.topic_id)
         if name is None or _readable(ctx, name):
             kept.append(t)  # an unknown id gets the handler's UNKNOWN_TOPIC_ID
-        else:
-            parts = [
-                (p.partition_index, bool(p.acknowledgement_batches))
-                for p in t.partitions
-            ]
-            denied.append((t.topic_id, parts))
+            continue
+        refused = denied.setdefault(t.topic_id, {})
+        for p in t.partitions:
+            refused[p.partition_index] = bool(p.acknowledgement_batches)
     forgotten: dict[uuid.UUID, list[int]] = {}
     share = ctx.share
     if fetch and share is not None and request.share_session_epoch > 0:
         session = share.session(ctx.node_id, request.group_id, request.member_id)
-        named = {t.topic_id for t in request.topics}
         for topic, partition in list(session.partitions) if session else ():
             info = ctx.state.topics.get(topic)
-            if info and info.topic_id not in named and not _readable(ctx, topic):
+            if info is not None and not _readable(ctx, topic):
                 forgotten.setdefault(info.topic_id, []).append(partition)
-    if not denied and not forgotten:
+                denied.setdefault(info.topic_id, {}).setdefault(partition, False)
+    if not denied:
         return await handler(ctx, request)
     changes: dict[str, Any] = {"topics": kept}
     if forgotten:
@@ -135,8 +135,8 @@ async def _share_session_api(
     response = await call(handler, ctx, _evolve(ctx, request, **changes))
     if response.error_code != ErrorCode.NONE:
         return response  # the session refused the request: nothing was served
-    denied += [(t, [(p, False) for p in ps]) for t, ps in forgotten.items()]
-    extra = respond(ctx, responses=_denied_partitions(denied, fetch)).responses
+    refusals = [(t, sorted(ps.items())) for t, ps in denied.items()]
+    extra = respond(ctx, responses=_denied_partitions(refusals, fetch)).responses
     return attrs.evolve(response, responses=response.responses + extra)
 
 
