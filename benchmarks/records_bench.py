@@ -206,7 +206,9 @@ def arrow_rates(rounds: int, records: list[Any], batches: int = 20) -> list[str]
     ``batches`` uncompressed batches of ``records``, median of interleaved rounds."""
     from aiokafka.record import default_records as aio_default
 
-    batch = [encode_batch(records, base_offset=i * len(records)) for i in range(batches)]
+    batch = [
+        encode_batch(records, base_offset=i * len(records)) for i in range(batches)
+    ]
     data = b"".join(batch)
     total = len(records) * batches
 

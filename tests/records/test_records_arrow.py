@@ -62,7 +62,9 @@ def _binary(offsets: Any, validity: Any, data: Any, n: int) -> list[bytes | None
     assert len(o) == n + 1 and o[0] == 0 and o[n] == len(data)
     if validity is not None:
         assert len(validity) == (n + 7) // 8
-    return [bytes(data[o[i] : o[i + 1]]) if _bits(validity, i) else None for i in range(n)]
+    return [
+        bytes(data[o[i] : o[i + 1]]) if _bits(validity, i) else None for i in range(n)
+    ]
 
 
 def as_columns(r: ArrowColumns) -> dict[str, list[Any]]:
@@ -108,7 +110,7 @@ def as_columns(r: ArrowColumns) -> dict[str, list[Any]]:
         "base_sequence": lambda h: h.base_sequence,
     }
     start = 0
-    for name, get in batch_level.items():
+    for name in batch_level:
         cols[name] = []
     for head, end in zip(r.batches, r.batch_ends, strict=True):
         for name, get in batch_level.items():
@@ -159,7 +161,9 @@ def assert_arrow_agrees(data: bytes, **kw: Any) -> ArrowColumns | None:
 
 
 @given(records_v2, st.sampled_from(list(Compression)), st.integers(0, 1 << 40))
-def test_hypothesis_batches_alike(src: list[Any], codec: Compression, base: int) -> None:
+def test_hypothesis_batches_alike(
+    src: list[Any], codec: Compression, base: int
+) -> None:
     data = encode_batch(src, compression=codec, base_offset=base)
     data += encode_batch(src[:3], compression=codec, base_offset=base + len(src))
     assert_arrow_agrees(data)
@@ -225,7 +229,9 @@ def test_int64_overflow_is_a_decode_error(
     base_offset: int, base_ts: int, delta: int
 ) -> None:
     # decode_columns returns Python ints past int64; Arrow's int64 cannot hold them.
-    data = encode_batch([(b"k", b"v", [], 0), (b"k", None, [], delta)], base_timestamp=0)
+    data = encode_batch(
+        [(b"k", b"v", [], 0), (b"k", None, [], delta)], base_timestamp=0
+    )
     data = data[:27] + base_ts.to_bytes(8, "big", signed=True) + data[35:]
     data = base_offset.to_bytes(8, "big", signed=True) + fix_crc(data)[8:]
     outcomes = {_outcome(n, data)[:3] for n in BOTH}

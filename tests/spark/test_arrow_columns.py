@@ -86,7 +86,9 @@ def test_every_kind_of_batch(codec: str) -> None:
     )
     data += with_region(encode_batch([(b"k", b"v")], base_offset=123), b"", 0)
     legacy_codec = "none" if codec == "zstd" else codec  # magic 0/1: no zstd
-    data += legacy_batch(1, 123, recs[:5], legacy_codec) + legacy_batch(0, 128, recs[:2])
+    data += legacy_batch(1, 123, recs[:5], legacy_codec) + legacy_batch(
+        0, 128, recs[:2]
+    )
     batch = check(data)
     assert batch.num_rows == 130
     assert batch.column("magic").to_pylist()[-7:] == [1] * 5 + [0] * 2

@@ -21,8 +21,8 @@ the column lists (:meth:`PyArrowBuilder.add_lists`); they are rare.
 from __future__ import annotations
 
 from array import array
-from itertools import accumulate
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, Final
 
 import attrs
@@ -85,11 +85,11 @@ class ArrowColumns:
     header_value_offsets: Buffer
     header_value_validity: Buffer | None
     header_value_data: Buffer
-    batches: tuple[BatchHead, ...] = ()
-    batch_ends: tuple[int, ...] = ()
-    corrupt: tuple[tuple[int, int, str], ...] = ()
-    partial_tail_bytes: int = 0
-    partial_tail_position: int | None = None
+    batches: tuple[BatchHead, ...] = attrs.field(default=(), kw_only=True)
+    batch_ends: tuple[int, ...] = attrs.field(default=(), kw_only=True)
+    corrupt: tuple[tuple[int, int, str], ...] = attrs.field(default=(), kw_only=True)
+    partial_tail_bytes: int = attrs.field(default=0, kw_only=True)
+    partial_tail_position: int | None = attrs.field(default=None, kw_only=True)
 
 
 def _offsets(items: Sequence[bytes | None]) -> bytes:
@@ -280,4 +280,3 @@ def decode_arrow_columns(
         partial_tail_bytes=scan.partial_tail_bytes,
         partial_tail_position=scan.partial_tail_position,
     )
-

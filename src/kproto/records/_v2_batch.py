@@ -144,7 +144,9 @@ def decode_v2_arrow(
     except (Bad, IndexError, VarintError, UnicodeDecodeError):
         raise v2_records_checked(buf, rpos, rend, count, path, 0, where) from None
     except OverflowError as exc:
-        raise DecodeError(f"{exc}{where}", path=path + ".records", offset=rpos) from None
+        raise DecodeError(
+            f"{exc}{where}", path=path + ".records", offset=rpos
+        ) from None
     return v2_head(pos, h), count
 
 
@@ -156,7 +158,9 @@ def add_to_arrow(
     try:
         builder.add_lists(*cols)
     except OverflowError as exc:
-        raise DecodeError(f"{exc}{where}", path=path + ".records", offset=offset) from None
+        raise DecodeError(
+            f"{exc}{where}", path=path + ".records", offset=offset
+        ) from None
 
 
 def _open_v2(

@@ -10,6 +10,7 @@ one value per batch and run-end decoded. Timestamps become Spark's microseconds
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -24,7 +25,7 @@ _TYPES: Final = {f.name: f.type for f in SEGMENT_ARROW_SCHEMA}
 _HEADERS: Final = _TYPES["headers"]
 _HEADER_FIELDS: Final = (_HEADERS.value_type.field(0), _HEADERS.value_type.field(1))
 # Batch-level columns: the BatchHead field each comes from.
-_BATCH_LEVEL: Final = {
+_BATCH_LEVEL: Final[dict[str, Callable[[Any], Any]]] = {
     "timestamp_type": lambda h: int(h.timestamp_type),
     "base_offset": lambda h: h.base_offset,
     "partition_leader_epoch": lambda h: h.partition_leader_epoch,

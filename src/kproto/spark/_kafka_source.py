@@ -60,6 +60,8 @@ from kproto.client import (
     Client,
 )
 from kproto.errors import ErrorCode
+from kproto.records import ArrowColumns
+from kproto.spark._columns import arrow_columns_to_batch, record_key
 from kproto.spark._kafka_options import (
     KafkaOptions,
     OffsetRange,
@@ -74,8 +76,6 @@ from kproto.spark._kafka_options import (
     split_ranges,
     topic_partitions,
 )
-from kproto.records import ArrowColumns
-from kproto.spark._columns import arrow_columns_to_batch, record_key
 from kproto.spark._segments import HEADERS_TYPE
 
 __all__ = [
