@@ -311,11 +311,15 @@ bad:
     return NULL;
 }
 
-/* An int64 from a Python int: 0, or 1 (*ovf set) when it is not an int64, -1 on
- * another error (not an int). */
+/* An int64 from a Python int: 0 (*ovf set when it is not an int64), or -1 with
+ * TypeError for anything but an int (no __index__: it could change the lists). */
 static inline int
 list_i64(PyObject *o, int64_t *out, int *ovf)
 {
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "expected int, got %.100s", Py_TYPE(o)->tp_name);
+        return -1;
+    }
     int o_ovf;
     long long v = PyLong_AsLongLongAndOverflow(o, &o_ovf);
     if (v == -1 && PyErr_Occurred())

@@ -328,6 +328,8 @@ def test_add_lists_alike() -> None:
         b.add_lists(*cols)
         with pytest.raises(OverflowError, match="outside int64"):
             b.add_lists([1 << 63], [0], [None], [None], [[("x", b"y")]])
+        with pytest.raises(TypeError):  # appends nothing either
+            b.add_lists([7, "8"], [0, 0], [b"a", None], [None, b"b"], [[], []])
         results.append([bytes(x) if x else x for x in b.finish()])
         assert b.finish()[0] == 0  # finish starts again empty
     assert all(r == results[0] for r in results)
