@@ -71,7 +71,7 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
             status=None,
         )
     result = await coordinator.streams.heartbeat(
-        request, ctx.client_id or "", ctx.client_host
+        request, ctx.client_id or "", ctx.member_host
     )
     group = coordinator.streams.groups.get(request.group_id)
     sent = result.active is not None
