@@ -245,7 +245,9 @@ def test_arrow_writer_parquet_options(spark: SparkSession, tmp_path: Path) -> No
         assert not columns[name].has_dictionary_page
     for name in ("key", "value", "topic", "producer_id"):
         assert columns[name].has_dictionary_page
-    assert columns["key"].statistics is None or not columns["key"].statistics.has_min_max
+    assert (
+        columns["key"].statistics is None or not columns["key"].statistics.has_min_max
+    )
     assert columns["value"].statistics is None
     assert columns["offset"].statistics.min == 0
     back = {
