@@ -58,11 +58,14 @@ from kproto.framing import (
     RequestDecodeError,
     UnsupportedRequestError,
     decode_request_frame,
+    encode_frame,
     encode_response,
+    encode_response_parts,
 )
-from kproto.index import ApiKey
+from kproto.index import ApiKey, request_type, response_type
+from kproto.meta import build_entity
 
-__all__ = ["NodeServer"]
+__all__ = ["NodeServer", "CLIENT_HOT_VERSIONS", "warm_codecs", "write_response"]
 
 log = logging.getLogger("kproto.broker")
 
@@ -367,7 +370,9 @@ class NodeServer:
                     response = await handling
             except InjectedDisconnect:
                 return
-            data = None if response is None else encode_response(header, response)
+            parts = (
+                None if response is None else encode_response_parts(header, response)
+            )
             throttle_ms = 0
             if self.quotas is not None and self.quotas.enabled:
                 throttle_ms = self.quotas.record(
@@ -375,18 +380,41 @@ class NodeServer:
                     client_id,
                     api_key,
                     request_bytes=len(frame),
-                    response_bytes=len(data or b""),
+                    response_bytes=(
+                        0 if parts is None else len(parts[0]) + len(parts[1])
+                    ),
                     handler_ms=(time.monotonic() - received - waited) * 1000,
                 )
                 if throttle_ms and response is not None:
-                    data = encode_response(header, with_throttle(response, throttle_ms))
+                    parts = encode_response_parts(
+                        header, with_throttle(response, throttle_ms)
+                    )
             held.close()
-            if data is not None:
-                writer.write(data)
+            if parts is not None:
+                write_response(writer, parts)
                 await writer.drain()
             if throttle_ms:
                 # KIP-219: answered at once, then muted for the throttle time
                 await asyncio.sleep(throttle_ms / 1000)
+
+
+#: Below this many bytes a response body is copied behind its header and written
+#: in one send; from it on the two are written apart, the body uncopied.
+WRITE_APART_BYTES = 64 * 1024
+
+
+def write_response(writer: asyncio.StreamWriter, parts: tuple[bytes, bytes]) -> None:
+    """Write a response frame given as :func:`kproto.framing.encode_response_parts`
+    (size prefix + header, body): a small one in one ``write``, a large one as two,
+    so its body (a FetchResponse's records) is handed to the transport as it is
+    rather than copied into a frame (the transport sends it at once when the
+    socket takes it, else keeps it until it does)."""
+    head, body = parts
+    if len(body) < WRITE_APART_BYTES:
+        writer.write(head + body)
+    else:
+        writer.write(head)
+        writer.write(body)
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:
@@ -406,3 +434,69 @@ def unsupported_api_versions_frame(correlation_id: int) -> bytes:
         },
     )
     return encode_response(ResponseHeader(correlation_id=correlation_id), body)
+
+
+#: The request versions the bundled clients send on their produce, consume and
+#: group paths (librdkafka 2.x as observed against this broker; the Java clients,
+#: kafka-python and aiokafka negotiate the newest the broker serves, also warmed).
+CLIENT_HOT_VERSIONS: dict[ApiKey, tuple[int, ...]] = {
+    ApiKey.API_VERSIONS: (3,),
+    ApiKey.METADATA: (12, 13),
+    ApiKey.PRODUCE: (10,),
+    ApiKey.FETCH: (16,),
+    ApiKey.LIST_OFFSETS: (7,),
+    ApiKey.FIND_COORDINATOR: (2,),
+    ApiKey.OFFSET_COMMIT: (9,),
+    ApiKey.OFFSET_FETCH: (9,),
+    ApiKey.JOIN_GROUP: (5,),
+    ApiKey.SYNC_GROUP: (3,),
+    ApiKey.HEARTBEAT: (3,),
+    ApiKey.LEAVE_GROUP: (1,),
+    ApiKey.INIT_PRODUCER_ID: (4,),
+}
+
+
+def warm_codecs(
+    versions: dict[ApiKey, tuple[int, ...]] = CLIENT_HOT_VERSIONS,
+) -> int:
+    """Import and compile, now, the request decoder and response encoder of each
+    (api_key, version) in ``versions`` and of the newest version the broker serves
+    of each such API; return how many pairs were warmed.
+
+    A schema module is imported and its codecs generated on the first request of
+    its version (about 5-20 ms each); ``kproto broker`` pays that at startup
+    instead of on its first clients' requests, as a JVM broker loads its classes
+    before it serves. Versions the broker does not serve are skipped.
+    """
+    warmed = 0
+    for api_key, listed in versions.items():
+        served = SERVED_APIS.get(api_key)
+        if served is None:
+            continue
+        low, high = served
+        for version in sorted({*listed, high}):
+            if not low <= version <= high:
+                continue
+            request_cls: type = request_type(api_key, version)
+            response_cls: type = response_type(api_key, version)
+            header_cls: type = request_cls.__header_schema__
+            frame = encode_frame(
+                build_entity(
+                    header_cls,
+                    {
+                        "request_api_key": api_key,
+                        "request_api_version": version,
+                        "correlation_id": 0,
+                        "client_id": "",
+                    },
+                    drop_absent=True,
+                ),
+                build_entity(request_cls, {}),
+            )
+            decode_request_frame(frame[SIZE_PREFIX.size :])
+            encode_response(
+                response_cls.__header_schema__(correlation_id=0),
+                build(response_cls, {}),
+            )
+            warmed += 1
+    return warmed
