@@ -1,6 +1,7 @@
-"""The broker's response write path: ``encode_response_parts`` and ``write_response``
-give the very bytes of the generic encoder, for every FetchResponse version served
-and the cases a Fetch answers with; ``warm_codecs`` prepares what it lists."""
+"""The broker's response path: the Fetch handler's builder (``fetch_response``),
+``encode_response_parts`` and ``write_response`` give the very entities and bytes of
+the generic build and encoder, for every FetchResponse version served and the cases
+a Fetch answers with; ``warm_codecs`` prepares what it lists."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 import pytest
 
 from kproto.broker.dispatch import SERVED_APIS
+from kproto.broker.fetch_session import PartitionAnswer, TopicAnswer
 from kproto.broker.handlers.context import build
+from kproto.broker.handlers.fetch_response import fetch_response
 from kproto.broker.server import WRITE_APART_BYTES, warm_codecs, write_response
 from kproto.errors import ErrorCode
 from kproto.framing import (
@@ -206,3 +209,87 @@ def test_warm_codecs_covers_the_listed_and_newest_served_versions() -> None:
     assert warm_codecs() >= len(
         [k for k in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA) if k in SERVED_APIS]
     )
+
+
+# ----------------------------------------------------- the Fetch handler's builder
+
+ANSWER_CASES: dict[str, list[TopicAnswer]] = {
+    "no topics": [],
+    "records, errors, aborted transactions, empty partitions": [
+        TopicAnswer(
+            "t",
+            TOPIC_ID,
+            [
+                PartitionAnswer(0, ErrorCode.NONE, 43, 43, 0, None, SMALL),
+                PartitionAnswer(1, ErrorCode.NONE, 43, 3, 0, [(7, 0), (9, 2)], LARGE),
+                PartitionAnswer(
+                    2, ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1, -1, None, b""
+                ),
+                PartitionAnswer(3, ErrorCode.KAFKA_STORAGE_ERROR, 5, 5, 0, None, b""),
+                PartitionAnswer(4, ErrorCode.NONE, 43, 43, 0, [], b""),
+            ],
+        ),
+        TopicAnswer("u", None, []),
+        TopicAnswer(
+            "",
+            None,
+            [PartitionAnswer(0, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, b"")],
+        ),
+    ],
+}
+
+
+def _as_fields(
+    error_code: int, session_id: int, topics: list[TopicAnswer]
+) -> dict[str, Any]:
+    """The same answer as the dicts the generic ``respond`` builds from."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error_code,
+        "session_id": session_id,
+        "responses": [
+            {
+                "topic": t.topic,
+                "topic_id": t.topic_id,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": p.error_code,
+                        "high_watermark": p.high_watermark,
+                        "last_stable_offset": p.last_stable_offset,
+                        "log_start_offset": p.log_start_offset,
+                        "aborted_transactions": (
+                            None
+                            if p.aborted_transactions is None
+                            else [
+                                {"producer_id": pid, "first_offset": first}
+                                for pid, first in p.aborted_transactions
+                            ]
+                        ),
+                        "preferred_read_replica": -1,
+                        "records": p.records,
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in topics
+        ],
+    }
+
+
+@pytest.mark.parametrize("case", sorted(ANSWER_CASES))
+@pytest.mark.parametrize(
+    "error_code", [ErrorCode.NONE, ErrorCode.INVALID_FETCH_SESSION_EPOCH]
+)
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_fetch_response_builder_matches_the_generic_build(
+    version: int, error_code: int, case: str
+) -> None:
+    topics = ANSWER_CASES[case]
+    fast = fetch_response(version, error_code, 31, topics)
+    generic = build(
+        response_type(ApiKey.FETCH, version), _as_fields(error_code, 31, topics)
+    )
+    assert fast == generic
+    header = type(generic).__header_schema__(correlation_id=5)
+    assert encode_response(header, fast) == _generic(version, generic, 5)
