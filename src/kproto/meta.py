@@ -23,7 +23,6 @@ Example::
 from __future__ import annotations
 
 import builtins
-import functools
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal, TypeVar
 
@@ -239,10 +238,15 @@ def build_entity(
     return cls(**values)
 
 
-@functools.cache
+_WIRE_MAPS: dict[type, dict[str, Wire]] = {}
+
+
 def _wire_map(cls: type) -> dict[str, Wire]:
     """``{field name: Wire}`` of a generated entity class (built once per class)."""
-    return {f.name: w for f, w in wire_fields(cls)}
+    known = _WIRE_MAPS.get(cls)
+    if known is None:
+        known = _WIRE_MAPS[cls] = {f.name: w for f, w in wire_fields(cls)}
+    return known
 
 
 def _build_dropping(cls: type[_E], fields: Mapping[str, Any]) -> _E:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from kproto.aio import read_frame
 from kproto.broker.connection_limits import (
@@ -477,8 +478,8 @@ def warm_codecs(
         for version in sorted({*listed, high}):
             if not low <= version <= high:
                 continue
-            request_cls: type = request_type(api_key, version)
-            response_cls: type = response_type(api_key, version)
+            request_cls: Any = request_type(api_key, version)
+            response_cls: Any = response_type(api_key, version)
             header_cls: type = request_cls.__header_schema__
             frame = encode_frame(
                 build_entity(

@@ -20,9 +20,9 @@ from kproto.broker.fetch_session import (
 )
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.fetch_response import fetch_response
-from kproto.broker.log import Extent
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.leadership import leader_epoch
+from kproto.broker.log import Extent
 from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]

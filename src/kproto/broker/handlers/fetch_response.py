@@ -113,11 +113,13 @@ def fetch_response(
         )
     else:
         responses = tuple(
-            topic_cls(
-                topic_id=t.topic_id, partitions=tuple(map(partition, t.partitions))
+            (
+                topic_cls(
+                    topic_id=t.topic_id, partitions=tuple(map(partition, t.partitions))
+                )
+                if t.topic_id is not None
+                else topic_cls(partitions=tuple(map(partition, t.partitions)))
             )
-            if t.topic_id is not None
-            else topic_cls(partitions=tuple(map(partition, t.partitions)))
             for t in topics
         )
     if "session_id" in shape.response_fields:  # v7+
