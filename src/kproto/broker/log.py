@@ -35,7 +35,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
 from kproto.broker.producer_state import ProducerStateManager
-from kproto.broker.segment import Segment, segment_file_name
+from kproto.broker.segment import Extent, Segment, segment_file_name
 from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
@@ -72,25 +72,6 @@ def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
     _BASE_OFFSET.pack_into(out, 35, timestamp_ms)
     _UINT32.pack_into(out, 17, crc32c.crc32c(bytes(out[21:])))
     return bytes(out)
-
-
-@attrs.frozen
-class Extent:
-    """Whole batches of one segment: ``size`` bytes at byte ``position``, ending
-    before offset ``end_offset`` (:meth:`PartitionLog.read_extent`)."""
-
-    segment: Segment
-    position: int
-    size: int
-    end_offset: int
-
-    def read(self) -> bytes:
-        """The batches' bytes (one ``pread``).
-
-        Raises:
-            OSError: the segment cannot be opened or read.
-        """
-        return self.segment.read(self.position, self.size)
 
 
 @attrs.frozen
