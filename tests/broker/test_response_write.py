@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from kproto.broker.dispatch import SERVED_APIS
+from kproto.broker.dispatch import SERVED_APIS, warm_codecs
 from kproto.broker.fetch_session import PartitionAnswer, TopicAnswer
 from kproto.broker.handlers.context import build
 from kproto.broker.handlers.fetch_response import fetch_response
-from kproto.broker.server import WRITE_APART_BYTES, warm_codecs, write_response
+from kproto.broker.server import WRITE_APART_BYTES, write_response
 from kproto.errors import ErrorCode
 from kproto.framing import (
     SIZE_PREFIX,
@@ -199,16 +199,18 @@ def test_encode_response_parts_refuses_a_request() -> None:
 
 
 def test_warm_codecs_covers_the_listed_and_newest_served_versions() -> None:
-    low, high = SERVED_APIS[ApiKey.FETCH]
-    # 16 and the newest served; a version below the served range is skipped, and
+    from kproto.broker.dispatch import CLIENT_VERSIONS, WARM_APIS
+
+    low, high = SERVED_APIS[ApiKey.METADATA]
+    # 12 and the newest served; a version below the served range is skipped, and
     # so is an API the broker does not serve
-    assert warm_codecs({ApiKey.FETCH: (16, low - 1)}) == 2
-    assert warm_codecs({ApiKey.FETCH: (high,)}) == 1
+    assert warm_codecs((), {ApiKey.METADATA: (12, low - 1)}) == 2
+    assert warm_codecs((), {ApiKey.METADATA: (high,)}) == 1
     unserved = next(k for k in ApiKey if k not in SERVED_APIS)
-    assert warm_codecs({unserved: (0,)}) == 0
-    assert warm_codecs() >= len(
-        [k for k in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA) if k in SERVED_APIS]
-    )
+    assert warm_codecs((), {unserved: (0,)}) == 0
+    # every served version of Produce and Fetch, and at least one of each other API
+    every = sum(SERVED_APIS[k][1] - SERVED_APIS[k][0] + 1 for k in WARM_APIS)
+    assert warm_codecs() >= every + len(CLIENT_VERSIONS)
 
 
 # ----------------------------------------------------- the Fetch handler's builder

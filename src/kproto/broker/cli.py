@@ -193,8 +193,8 @@ def run_broker(args: argparse.Namespace) -> int:
             (nothing keeps running then).
     """
     from kproto.broker.cluster import Cluster
+    from kproto.broker.dispatch import warm_codecs
     from kproto.broker.quotas import QuotaDefaults
-    from kproto.broker.server import warm_codecs
     from kproto.broker.state import CorruptStateError
 
     last = args.port + args.nodes - 1
@@ -210,6 +210,7 @@ def run_broker(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
+        warm_codecs()  # before the clients come, as a broker loads its code
         try:
             cluster = Cluster(
                 nodes=args.nodes,
@@ -238,7 +239,6 @@ def run_broker(args: argparse.Namespace) -> int:
             if exc.filename is not None:  # a file of the data dir: said as is
                 raise
             raise _listen_error(exc, args) from exc
-        warm_codecs()  # the clients' first requests find their codecs ready
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

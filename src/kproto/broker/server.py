@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
 from kproto.aio import read_frame
 from kproto.broker.connection_limits import (
@@ -59,14 +58,12 @@ from kproto.framing import (
     RequestDecodeError,
     UnsupportedRequestError,
     decode_request_frame,
-    encode_frame,
     encode_response,
     encode_response_parts,
 )
-from kproto.index import ApiKey, request_type, response_type
-from kproto.meta import build_entity
+from kproto.index import ApiKey
 
-__all__ = ["NodeServer", "CLIENT_HOT_VERSIONS", "warm_codecs", "write_response"]
+__all__ = ["NodeServer", "write_response"]
 
 log = logging.getLogger("kproto.broker")
 
@@ -435,69 +432,3 @@ def unsupported_api_versions_frame(correlation_id: int) -> bytes:
         },
     )
     return encode_response(ResponseHeader(correlation_id=correlation_id), body)
-
-
-#: The request versions the bundled clients send on their produce, consume and
-#: group paths (librdkafka 2.x as observed against this broker; the Java clients,
-#: kafka-python and aiokafka negotiate the newest the broker serves, also warmed).
-CLIENT_HOT_VERSIONS: dict[ApiKey, tuple[int, ...]] = {
-    ApiKey.API_VERSIONS: (3,),
-    ApiKey.METADATA: (12, 13),
-    ApiKey.PRODUCE: (10,),
-    ApiKey.FETCH: (16,),
-    ApiKey.LIST_OFFSETS: (7,),
-    ApiKey.FIND_COORDINATOR: (2,),
-    ApiKey.OFFSET_COMMIT: (9,),
-    ApiKey.OFFSET_FETCH: (9,),
-    ApiKey.JOIN_GROUP: (5,),
-    ApiKey.SYNC_GROUP: (3,),
-    ApiKey.HEARTBEAT: (3,),
-    ApiKey.LEAVE_GROUP: (1,),
-    ApiKey.INIT_PRODUCER_ID: (4,),
-}
-
-
-def warm_codecs(
-    versions: dict[ApiKey, tuple[int, ...]] = CLIENT_HOT_VERSIONS,
-) -> int:
-    """Import and compile, now, the request decoder and response encoder of each
-    (api_key, version) in ``versions`` and of the newest version the broker serves
-    of each such API; return how many pairs were warmed.
-
-    A schema module is imported and its codecs generated on the first request of
-    its version (about 5-20 ms each); ``kproto broker`` pays that at startup
-    instead of on its first clients' requests, as a JVM broker loads its classes
-    before it serves. Versions the broker does not serve are skipped.
-    """
-    warmed = 0
-    for api_key, listed in versions.items():
-        served = SERVED_APIS.get(api_key)
-        if served is None:
-            continue
-        low, high = served
-        for version in sorted({*listed, high}):
-            if not low <= version <= high:
-                continue
-            request_cls: Any = request_type(api_key, version)
-            response_cls: Any = response_type(api_key, version)
-            header_cls: type = request_cls.__header_schema__
-            frame = encode_frame(
-                build_entity(
-                    header_cls,
-                    {
-                        "request_api_key": api_key,
-                        "request_api_version": version,
-                        "correlation_id": 0,
-                        "client_id": "",
-                    },
-                    drop_absent=True,
-                ),
-                build_entity(request_cls, {}),
-            )
-            decode_request_frame(frame[SIZE_PREFIX.size :])
-            encode_response(
-                response_cls.__header_schema__(correlation_id=0),
-                build(response_cls, {}),
-            )
-            warmed += 1
-    return warmed
