@@ -85,7 +85,7 @@ def warm_codecs(
     A schema module is imported and its codecs generated on the first request of
     its version (5-20 ms of CPU each; a client's first Fetch v16 spent more than
     reading 200k messages back); ``kproto broker`` calls this before it listens
-    (about 0.3 s, once per process), as a broker loads its code at start."""
+    (about 0.4 s, once per process), as a broker loads its code at start."""
     pairs: list[tuple[ApiKey, int]] = []
     for api_key in api_keys:
         low, high = SERVED_APIS[api_key]
