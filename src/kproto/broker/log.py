@@ -306,7 +306,7 @@ class PartitionLog:
         with ``one_batch``, to one batch), as Kafka's ``LogValidator``
         does; each gets the next base offset patched into its first 8 bytes and is
         written unchanged otherwise (``checked``: what
-        :func:`~kproto.broker.log_validator.validate_off_loop` returned for
+        :meth:`~kproto.broker.validation_pool.ValidationPool.validate` returned for
         ``records``, not validated again). Idempotent batches (producer_id >= 0) are
         sequence-checked per producer id and epoch as Kafka's
         ``ProducerAppendInfo.checkSequence``: a retried batch among the producer's

@@ -23,12 +23,9 @@ for Produce v8+'s ``record_errors``.
 
 from __future__ import annotations
 
-import asyncio
-import collections
-import concurrent.futures
 import struct
 import time
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Callable
 from typing import NamedTuple
 
 import attrs
@@ -44,11 +41,12 @@ from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
 
 __all__ = [
+    "InlineBoundExceeded",
     "LogPolicy",
     "RecordValidationError",
     "ValidBatch",
     "validate_batches",
-    "validate_off_loop",
+    "validate_inline",
 ]
 
 #: base_offset (int64) and batch_length (int32): the bytes before every batch body.
@@ -70,29 +68,11 @@ MIN_DECOMPRESSED_BOUND = 16 * 1024 * 1024
 #: Above this many records the C loop (whose column lists cost ~100 bytes a
 #: record) gives way to the walk, which builds nothing and yields the GIL.
 _C_LOOP_MAX_RECORDS = 65_536
-#: Requests up to this many bytes validate inline (no thread hand-off, which
-#: costs more CPU than validating a typical batch) ...
-_INLINE_MAX_BYTES = 64 * 1024
-#: ... when compressed, if their records expand to at most this many bytes;
-#: decompression stops there and a larger batch goes to the threads.
-_INLINE_MAX_DECOMPRESSED = 1024 * 1024
-#: A client whose compressed batch expanded past that bound has its next this
-#: many requests validated on the threads without an inline attempt (a client
-#: sending bombs costs the loop one attempt in so many) ...
-_OFF_LOOP_REQUESTS = 100
-#: ... remembered for at most this many clients (the least recent forgotten).
-_OFF_LOOP_CLIENTS = 1024
-#: client -> requests left to send to the threads (event loop thread only)
-_off_loop_clients: collections.OrderedDict[Hashable, int] = collections.OrderedDict()
-#: The threads validating large or compressed batches (decompression in cramjam
-#: releases the GIL); at most ``queued.max.requests`` wait for them.
-_POOL = concurrent.futures.ThreadPoolExecutor(
-    max_workers=2, thread_name_prefix="kproto-validate"
-)
 
 
-class _OffLoop(Exception):
-    """A compressed batch expands past the inline bound: validate it on a thread."""
+class InlineBoundExceeded(Exception):
+    """A compressed batch expands past the inline bound given to
+    :func:`validate_inline`: validate it with :func:`validate_batches` on a thread."""
 
 
 class RecordValidationError(LogAppendError):
@@ -189,15 +169,16 @@ def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
     Raises:
         RecordValidationError: see the module doc.
     """
-    return _validate(records, policy, None)
+    return validate_inline(records, policy, None)
 
 
-def _validate(
+def validate_inline(
     records: bytes, policy: LogPolicy, inline_bound: int | None
 ) -> list[ValidBatch]:
-    """:func:`validate_batches`; with ``inline_bound``, raise :class:`_OffLoop`
-    for a compressed batch whose records expand past that many bytes (and not
-    past the policy's limit, which is an error)."""
+    """:func:`validate_batches`; with ``inline_bound`` (bytes), raise
+    :class:`InlineBoundExceeded` for a compressed batch whose records expand past
+    that many bytes (and not past the policy's limit, which is an error), having
+    decompressed no more than that."""
     data = bytes(records)
     n = len(data)
     out: list[ValidBatch] = []
@@ -335,7 +316,7 @@ def _validate_batch(
                 ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
             )
         if off_loop:
-            raise _OffLoop
+            raise InlineBoundExceeded
         if failure is not None:
             raise failure
         rpos, rend = 0, len(buf)
@@ -572,46 +553,3 @@ def _varint(buf: bytes, p: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise _invalid("varint longer than 10 bytes in a record")
-
-
-async def validate_off_loop(
-    records: bytes,
-    policy: LogPolicy,
-    *,
-    wait: (
-        Callable[[Awaitable[list[ValidBatch]]], Awaitable[list[ValidBatch]]] | None
-    ) = None,
-    client: Hashable | None = None,
-) -> list[ValidBatch]:
-    """:func:`validate_batches` where it does not hold up the event loop: inline
-    for small requests (64 KiB) whose records, if compressed, expand to at most
-    1 MiB (decompression stops there: a bomb costs the loop no more), else on a
-    pool of two threads, so a decompression bomb or a million-record batch costs
-    other connections no more than a share of the CPU (Kafka validates on its
-    request-handler threads, not on the network threads). ``wait`` wraps the wait
-    for the thread (the broker passes
-    :func:`kproto.broker.connection_limits.off_turn`). A ``client`` (any key: the
-    broker passes the address, principal and client id) whose compressed batch
-    expanded past the inline bound goes to the threads directly for its next 100
-    requests.
-
-    Raises:
-        RecordValidationError: as :func:`validate_batches`.
-    """
-    left = None if client is None else _off_loop_clients.get(client)
-    if left is not None:
-        if left > 1:
-            _off_loop_clients[client] = left - 1
-        else:
-            del _off_loop_clients[client]
-    elif len(records) <= _INLINE_MAX_BYTES:
-        try:
-            return _validate(records, policy, _INLINE_MAX_DECOMPRESSED)
-        except _OffLoop:
-            if client is not None:
-                _off_loop_clients[client] = _OFF_LOOP_REQUESTS
-                if len(_off_loop_clients) > _OFF_LOOP_CLIENTS:
-                    _off_loop_clients.popitem(last=False)
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(_POOL, validate_batches, records, policy)
-    return await (future if wait is None else wait(future))

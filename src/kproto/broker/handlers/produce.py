@@ -19,11 +19,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
-from kproto.broker.log_validator import (
-    LogPolicy,
-    RecordValidationError,
-    validate_off_loop,
-)
+from kproto.broker.log_validator import LogPolicy, RecordValidationError
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.meta import wire_fields
@@ -198,7 +194,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     records = pdata.records or b""
                     try:
                         # small requests inline, large or bombs off the event loop
-                        checked = await validate_off_loop(
+                        checked = await state.validation.validate(
                             records,
                             policy,
                             wait=off_turn,
