@@ -105,6 +105,11 @@ def test_non_leader_answers_not_leader_or_follower(cluster: Cluster) -> None:
         assert response.responses[0].partition_responses[0].error_code == 0
 
 
+def _fetch_waiting(cluster: Cluster) -> bool:
+    event = cluster.state._appended
+    return event is not None and bool(getattr(event, "_waiters", None))
+
+
 def test_fetch_long_poll_is_woken_by_produce(cluster: Cluster) -> None:
     leader = cluster.state.leader("p", 1)
     start = cluster.state.partition_log("p", 1).high_watermark
@@ -118,8 +123,11 @@ def test_fetch_long_poll_is_woken_by_produce(cluster: Cluster) -> None:
             )
         )
         poll.start()
-        while not cluster.requests.filter(api_key=ApiKey.FETCH) and poll.is_alive():
+        # the fetch is parked once it waits on the cluster's append event (the
+        # request log records a request only when it is answered)
+        while poll.is_alive() and not _fetch_waiting(cluster):
             poll.join(0.01)
+        assert poll.is_alive(), "the fetch answered before any append"
         produce(producer_conn, cluster, "p", 1, encode_batch([(None, b"wake")]))
         poll.join(30)
         assert result, "the long poll was not woken"
