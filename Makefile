@@ -12,7 +12,7 @@ $(PY):
 
 $(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c \
     src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,bench,speed]'
 	touch $@
 
 install: $(STAMP)

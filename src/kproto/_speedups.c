@@ -624,42 +624,46 @@ bad:
     return NULL;
 }
 
+/* A Record with the fields of `f` (their references are taken, also on failure). */
 static PyObject *
-v2_records(PyObject *self, PyObject *args)
+make_record(Fields *f)
 {
-    if (record_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
+    PyObject *rec = record_type->tp_alloc(record_type, 0);
+    if (rec == NULL) {
+        fields_clear(f);
         return NULL;
     }
-    LoopArgs a;
-    if (loop_args(args, &a) < 0)
-        return NULL;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    char *base = (char *)rec;
+    *(PyObject **)(base + slot_offset[S_OFFSET]) = f->offset;
+    *(PyObject **)(base + slot_offset[S_TIMESTAMP]) = f->timestamp;
+    *(PyObject **)(base + slot_offset[S_KEY]) = f->key;
+    *(PyObject **)(base + slot_offset[S_VALUE]) = f->value;
+    *(PyObject **)(base + slot_offset[S_HEADERS]) = f->headers;
+    Py_INCREF(Py_None);
+    *(PyObject **)(base + slot_offset[S_CONTROL]) = Py_None;
+    return rec;
+}
+
+/* The records of a.data[a.pos:a.end] as a tuple of Record; Bad when malformed. */
+static PyObject *
+records_tuple(const LoopArgs *a)
+{
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a->data);
     NameCache cache = {{NULL}};
-    PyObject *out = PyTuple_New(a.count);
+    PyObject *out = PyTuple_New(a->count);
     if (out == NULL)
         goto error;
-    Py_ssize_t p = a.pos;
-    for (Py_ssize_t i = 0; i < a.count; i++) {
+    Py_ssize_t p = a->pos;
+    for (Py_ssize_t i = 0; i < a->count; i++) {
         Fields f;
-        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 0, &cache, &f) < 0)
+        if (read_record(d, &p, a->end, a->base_offset, a->base_ts, 0, &cache, &f) < 0)
             goto error;
-        PyObject *rec = record_type->tp_alloc(record_type, 0);
-        if (rec == NULL) {
-            fields_clear(&f);
+        PyObject *rec = make_record(&f);
+        if (rec == NULL)
             goto error;
-        }
-        char *base = (char *)rec;
-        *(PyObject **)(base + slot_offset[S_OFFSET]) = f.offset;
-        *(PyObject **)(base + slot_offset[S_TIMESTAMP]) = f.timestamp;
-        *(PyObject **)(base + slot_offset[S_KEY]) = f.key;
-        *(PyObject **)(base + slot_offset[S_VALUE]) = f.value;
-        *(PyObject **)(base + slot_offset[S_HEADERS]) = f.headers;
-        Py_INCREF(Py_None);
-        *(PyObject **)(base + slot_offset[S_CONTROL]) = Py_None;
         PyTuple_SET_ITEM(out, i, rec);
     }
-    if (p != a.end) {
+    if (p != a->end) {
         fail_bad();
         goto error;
     }
@@ -670,6 +674,333 @@ error:
     name_cache_clear(&cache);
     return NULL;
 }
+
+static PyObject *
+v2_records(PyObject *self, PyObject *args)
+{
+    if (record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
+        return NULL;
+    }
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    return records_tuple(&a);
+}
+
+/* ---- Lazy records: a checked batch's records, built as they are iterated --------
+ *
+ * v2_lazy(data, pos, end, count, base_offset, base_ts) checks the records region with
+ * v2_scan (Bad on exactly the input v2_records rejects: the same layout checks) and
+ * returns a RecordSequence over it, building no record. Iterating it builds one Record
+ * per step, from the checked bytes, with the sharing of v2_records (one NameCache per
+ * iterator), so a loop over a batch's records keeps only the current record alive
+ * instead of all of them. Anything else (indexing, len() aside; ==, hash, in, +, repr,
+ * pickling) builds the tuple v2_records returns, once, and answers from it: the
+ * sequence behaves as that tuple, is equal to it (and to equal tuples) and hashes alike;
+ * it pickles (and copies) as the tuple. It holds `data` (immutable bytes) until the
+ * tuple is built. */
+
+typedef struct {
+    PyObject_HEAD
+    LoopArgs a;      /* a.data: a strong reference, dropped once `items` is built */
+    PyObject *items; /* the tuple of Record, once built */
+} RecordSequence;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *data; /* NULL once exhausted */
+    Py_ssize_t pos, end, left;
+    long long base_offset, base_ts;
+    NameCache cache;
+} RecordIterator;
+
+static PyTypeObject RecordSequenceType;
+static PyTypeObject RecordIteratorType;
+
+/* The tuple of Record (a borrowed reference), built on first use. */
+static PyObject *
+seq_items(RecordSequence *s)
+{
+    if (s->items == NULL) {
+        PyObject *t = records_tuple(&s->a);
+        if (t == NULL) {
+            if (PyErr_ExceptionMatches(bad_exc)) /* checked in v2_lazy: never */
+                PyErr_SetString(PyExc_RuntimeError, "checked records failed to decode");
+            return NULL;
+        }
+        s->items = t;
+        Py_CLEAR(s->a.data);
+    }
+    return s->items;
+}
+
+static PyObject *
+v2_lazy(PyObject *self, PyObject *args)
+{
+    if (record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
+        return NULL;
+    }
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    PyObject *summary = v2_scan(self, args); /* Bad where v2_records would be */
+    if (summary == NULL)
+        return NULL;
+    Py_DECREF(summary);
+    RecordSequence *s = PyObject_New(RecordSequence, &RecordSequenceType);
+    if (s == NULL)
+        return NULL;
+    s->a = a;
+    Py_INCREF(a.data);
+    s->items = NULL;
+    if (a.count == 0 && seq_items(s) == NULL) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    return (PyObject *)s;
+}
+
+static void
+seq_dealloc(RecordSequence *s)
+{
+    Py_XDECREF(s->a.data);
+    Py_XDECREF(s->items);
+    PyObject_Free(s);
+}
+
+static Py_ssize_t
+seq_len(RecordSequence *s)
+{
+    return s->a.count;
+}
+
+static PyObject *
+seq_iter(RecordSequence *s)
+{
+    if (s->items != NULL)
+        return PyObject_GetIter(s->items);
+    RecordIterator *it = PyObject_New(RecordIterator, &RecordIteratorType);
+    if (it == NULL)
+        return NULL;
+    Py_INCREF(s->a.data);
+    it->data = s->a.data;
+    it->pos = s->a.pos;
+    it->end = s->a.end;
+    it->left = s->a.count;
+    it->base_offset = s->a.base_offset;
+    it->base_ts = s->a.base_ts;
+    memset(&it->cache, 0, sizeof(it->cache));
+    return (PyObject *)it;
+}
+
+static PyObject *
+seq_subscript(RecordSequence *s, PyObject *key)
+{
+    PyObject *items = seq_items(s);
+    return items == NULL ? NULL : PyObject_GetItem(items, key);
+}
+
+static PyObject *
+seq_item(RecordSequence *s, Py_ssize_t i)
+{
+    PyObject *items = seq_items(s);
+    return items == NULL ? NULL : PySequence_GetItem(items, i);
+}
+
+static int
+seq_contains(RecordSequence *s, PyObject *value)
+{
+    PyObject *items = seq_items(s);
+    return items == NULL ? -1 : PySequence_Contains(items, value);
+}
+
+/* The tuple that `o` stands for (borrowed), or NULL without an error set when `o`
+ * is neither a RecordSequence nor a tuple. */
+static PyObject *
+as_tuple(PyObject *o, int *failed)
+{
+    *failed = 0;
+    if (Py_IS_TYPE(o, &RecordSequenceType)) {
+        PyObject *t = seq_items((RecordSequence *)o);
+        *failed = t == NULL;
+        return t;
+    }
+    return PyTuple_Check(o) ? o : NULL;
+}
+
+static PyObject *
+seq_concat(PyObject *left, PyObject *right)
+{
+    int failed;
+    PyObject *a = as_tuple(left, &failed);
+    if (failed)
+        return NULL;
+    PyObject *b = as_tuple(right, &failed);
+    if (failed)
+        return NULL;
+    if (a == NULL || b == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    return PySequence_Concat(a, b);
+}
+
+static PyObject *
+seq_richcompare(PyObject *self, PyObject *other, int op)
+{
+    int failed;
+    PyObject *a = as_tuple(self, &failed);
+    if (failed)
+        return NULL;
+    PyObject *b = as_tuple(other, &failed);
+    if (failed)
+        return NULL;
+    if (a == NULL || b == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    return PyObject_RichCompare(a, b, op);
+}
+
+static Py_hash_t
+seq_hash(RecordSequence *s)
+{
+    PyObject *items = seq_items(s);
+    return items == NULL ? -1 : PyObject_Hash(items);
+}
+
+static PyObject *
+seq_repr(RecordSequence *s)
+{
+    PyObject *items = seq_items(s);
+    return items == NULL ? NULL : PyObject_Repr(items);
+}
+
+static PyObject *
+seq_reduce(RecordSequence *s, PyObject *unused)
+{
+    PyObject *items = seq_items(s);
+    return items == NULL ? NULL : Py_BuildValue("O(O)", &PyTuple_Type, items);
+}
+
+/* index() and count(), as the tuple's. */
+static PyObject *
+seq_delegate(RecordSequence *s, PyObject *args, const char *name)
+{
+    PyObject *items = seq_items(s);
+    if (items == NULL)
+        return NULL;
+    PyObject *method = PyObject_GetAttrString(items, name);
+    if (method == NULL)
+        return NULL;
+    PyObject *r = PyObject_Call(method, args, NULL);
+    Py_DECREF(method);
+    return r;
+}
+
+static PyObject *
+seq_index(RecordSequence *s, PyObject *args)
+{
+    return seq_delegate(s, args, "index");
+}
+
+static PyObject *
+seq_count(RecordSequence *s, PyObject *args)
+{
+    return seq_delegate(s, args, "count");
+}
+
+static PyMethodDef seq_methods[] = {
+    {"__reduce__", (PyCFunction)seq_reduce, METH_NOARGS,
+     "Pickles (and copies) as the tuple of records."},
+    {"index", (PyCFunction)seq_index, METH_VARARGS, "As tuple.index."},
+    {"count", (PyCFunction)seq_count, METH_VARARGS, "As tuple.count."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods seq_as_sequence = {
+    .sq_length = (lenfunc)seq_len,
+    .sq_concat = seq_concat,
+    .sq_item = (ssizeargfunc)seq_item,
+    .sq_contains = (objobjproc)seq_contains,
+};
+
+static PyMappingMethods seq_as_mapping = {
+    .mp_length = (lenfunc)seq_len,
+    .mp_subscript = (binaryfunc)seq_subscript,
+};
+
+static PyTypeObject RecordSequenceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kproto.records.RecordSequence",
+    .tp_basicsize = sizeof(RecordSequence),
+    .tp_dealloc = (destructor)seq_dealloc,
+    .tp_repr = (reprfunc)seq_repr,
+    .tp_as_sequence = &seq_as_sequence,
+    .tp_as_mapping = &seq_as_mapping,
+    .tp_hash = (hashfunc)seq_hash,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_SEQUENCE,
+    .tp_doc = "The records of one batch: a tuple of Record built as it is iterated.",
+    .tp_richcompare = seq_richcompare,
+    .tp_iter = (getiterfunc)seq_iter,
+    .tp_methods = seq_methods,
+};
+
+static void
+iter_release(RecordIterator *it)
+{
+    Py_CLEAR(it->data);
+    name_cache_clear(&it->cache);
+}
+
+static void
+iter_dealloc(RecordIterator *it)
+{
+    iter_release(it);
+    PyObject_Free(it);
+}
+
+static PyObject *
+iter_next(RecordIterator *it)
+{
+    if (it->data == NULL)
+        return NULL;
+    if (it->left == 0) {
+        iter_release(it);
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(it->data);
+    Fields f;
+    if (read_record(d, &it->pos, it->end, it->base_offset, it->base_ts, 0, &it->cache,
+                    &f) < 0) {
+        if (PyErr_ExceptionMatches(bad_exc)) /* checked in v2_lazy: never */
+            PyErr_SetString(PyExc_RuntimeError, "checked records failed to decode");
+        iter_release(it);
+        return NULL;
+    }
+    it->left--;
+    return make_record(&f);
+}
+
+static PyObject *
+iter_length_hint(RecordIterator *it, PyObject *unused)
+{
+    return PyLong_FromSsize_t(it->data == NULL ? 0 : it->left);
+}
+
+static PyMethodDef iter_methods[] = {
+    {"__length_hint__", (PyCFunction)iter_length_hint, METH_NOARGS,
+     "Records left."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RecordIteratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kproto.records.RecordIterator",
+    .tp_basicsize = sizeof(RecordIterator),
+    .tp_dealloc = (destructor)iter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Iterator over a RecordSequence: one Record built per step.",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)iter_next,
+    .tp_methods = iter_methods,
+};
 
 /* setup(Record, _RecordSlots, Bad): check that Record is a subclass of its slot
  * storage with the same layout and take the slot offsets from the storage's
@@ -945,6 +1276,9 @@ static PyMethodDef methods[] = {
     {"v2_records", v2_records, METH_VARARGS,
      "v2_records(data, pos, end, count, base_offset, base_ts) -> tuple of Record; "
      "as records._v2_loop.v2_records_fast."},
+    {"v2_lazy", v2_lazy, METH_VARARGS,
+     "v2_lazy(data, pos, end, count, base_offset, base_ts) -> RecordSequence: "
+     "v2_scan's checks now, the records of v2_records as they are iterated."},
     {"v2_encode_records", v2_encode_records, METH_VARARGS,
      "v2_encode_records(items, base_ts) -> the records region as bytes, or "
      "NotImplemented for the Python encoder; as records._encode._v2_records_fast."},
@@ -972,5 +1306,16 @@ PyInit__speedups(void)
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&RecordSequenceType) < 0 || PyType_Ready(&RecordIteratorType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&RecordSequenceType);
+    if (PyModule_AddObject(m, "RecordSequence", (PyObject *)&RecordSequenceType) < 0) {
+        Py_DECREF(&RecordSequenceType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
