@@ -133,6 +133,26 @@ name_cache_clear(NameCache *c)
     Py_CLEAR(c->timestamp);
 }
 
+/* Whether a[:n] == b[:n]; inline for the short names and values a batch repeats. */
+static inline int
+same_bytes(const void *a, const void *b, size_t n)
+{
+    if (n > 32)
+        return memcmp(a, b, n) == 0;
+    const unsigned char *x = a, *y = b;
+    for (; n >= 8; n -= 8, x += 8, y += 8) {
+        uint64_t u, v;
+        memcpy(&u, x, 8);
+        memcpy(&v, y, 8);
+        if (u != v)
+            return 0;
+    }
+    for (; n > 0; n--)
+        if (*x++ != *y++)
+            return 0;
+    return 1;
+}
+
 /* The header name d[p:p+n] as str, from the cache slot `i` when it holds it. */
 static PyObject *
 header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
@@ -140,7 +160,7 @@ header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
 {
     PyObject *cached = (c != NULL && i < NAME_CACHE) ? c->names[i] : NULL;
     if (cached != NULL && PyUnicode_GET_LENGTH(cached) == n &&
-        memcmp(PyUnicode_DATA(cached), d + p, (size_t)n) == 0) {
+        same_bytes(PyUnicode_DATA(cached), d + p, (size_t)n)) {
         Py_INCREF(cached);
         return cached;
     }
@@ -230,20 +250,23 @@ header_count(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end,
     return 0;
 }
 
-/* Whether `pair` (a cached (name, value) tuple) holds the name d[ns:ns+nn] and the
- * value d[vs:vs+vn] (None when `null`). */
+/* How much of `pair` (a cached (name, value) tuple) the header d[ns:ns+nn] (name),
+ * d[vs:vs+vn] (value, None when `null`) repeats: 2 both, 1 the (ASCII) name only, 0
+ * not the name. */
 static inline int
 pair_matches(PyObject *pair, const unsigned char *d, Py_ssize_t ns, Py_ssize_t nn,
              int null, Py_ssize_t vs, Py_ssize_t vn)
 {
     PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
     if (!PyUnicode_IS_COMPACT_ASCII(name) || PyUnicode_GET_LENGTH(name) != nn ||
-        memcmp(PyUnicode_DATA(name), d + ns, (size_t)nn) != 0)
+        !same_bytes(PyUnicode_DATA(name), d + ns, (size_t)nn))
         return 0;
     if (null)
-        return value == Py_None;
+        return value == Py_None ? 2 : 1;
     return value != Py_None && PyBytes_GET_SIZE(value) == vn &&
-           memcmp(PyBytes_AS_STRING(value), d + vs, (size_t)vn) == 0;
+                   same_bytes(PyBytes_AS_STRING(value), d + vs, (size_t)vn)
+               ? 2
+               : 1;
 }
 
 /* Header `i` of a record at d[*pos] as a (name, value) tuple: the cached pair of
@@ -259,12 +282,17 @@ read_pair(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, NameCache
     if (null < 0)
         return NULL;
     PyObject *cached = i < NAME_CACHE ? c->pairs[i] : NULL;
-    if (cached != NULL && pair_matches(cached, d, ns, nn, null, vs, vn)) {
+    int same = cached != NULL ? pair_matches(cached, d, ns, nn, null, vs, vn) : 0;
+    if (same == 2) {
         Py_INCREF(cached);
         return cached;
     }
-    PyObject *name = header_name(d, ns, nn, c, i);
-    if (name == NULL)
+    PyObject *name;
+    if (same == 1) { /* the name again (a str equal to the bytes just compared) */
+        name = PyTuple_GET_ITEM(cached, 0);
+        Py_INCREF(name);
+    }
+    else if ((name = header_name(d, ns, nn, c, i)) == NULL)
         return NULL;
     PyObject *value;
     if (null) {
@@ -624,6 +652,53 @@ bad:
     return NULL;
 }
 
+/* read_record's checks, in its order and with its helpers, building nothing: 0 with
+ * *pos past the record, or -1 (Bad set) exactly where read_record would fail. Header
+ * names must be UTF-8 (PyUnicode_DecodeUTF8's strict test, as header_name's). */
+static int
+check_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end)
+{
+    Py_ssize_t p = *pos, s, n, count;
+    uint64_t v;
+    if (read_uvar(d, &p, end, 5, &v) < 0)
+        return fail_bad();
+    int64_t length = zigzag(v);
+    if (length <= 0 || length > (int64_t)(end - p))
+        return fail_bad();
+    Py_ssize_t rec_end = p + (Py_ssize_t)length;
+    p += 1; /* attributes */
+    if (read_uvar(d, &p, rec_end, 10, &v) < 0 || read_uvar(d, &p, rec_end, 5, &v) < 0)
+        return fail_bad();
+    if (blob_span(d, &p, rec_end, 1, &s, &n) < 0 || blob_span(d, &p, rec_end, 1, &s, &n) < 0)
+        return -1;
+    if (header_count(d, &p, rec_end, &count) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (blob_span(d, &p, rec_end, 0, &s, &n) < 0)
+            return -1;
+        Py_ssize_t j = 0;
+        while (j < n && d[s + j] < 0x80)
+            j++;
+        if (j < n) { /* not ASCII: decode to test, as header_name would */
+            PyObject *name = PyUnicode_DecodeUTF8((const char *)d + s, n, NULL);
+            if (name == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                    PyErr_Clear();
+                    fail_bad();
+                }
+                return -1;
+            }
+            Py_DECREF(name);
+        }
+        if (blob_span(d, &p, rec_end, 1, &s, &n) < 0)
+            return -1;
+    }
+    if (p != rec_end)
+        return fail_bad();
+    *pos = p;
+    return 0;
+}
+
 /* A Record with the fields of `f` (their references are taken, also on failure). */
 static PyObject *
 make_record(Fields *f)
@@ -745,10 +820,16 @@ v2_lazy(PyObject *self, PyObject *args)
     LoopArgs a;
     if (loop_args(args, &a) < 0)
         return NULL;
-    PyObject *summary = v2_scan(self, args); /* Bad where v2_records would be */
-    if (summary == NULL)
+    /* Bad exactly where v2_records would raise it, before any record is built. */
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    Py_ssize_t p = a.pos;
+    for (Py_ssize_t i = 0; i < a.count; i++)
+        if (check_record(d, &p, a.end) < 0)
+            return NULL;
+    if (p != a.end) {
+        fail_bad();
         return NULL;
-    Py_DECREF(summary);
+    }
     RecordSequence *s = PyObject_New(RecordSequence, &RecordSequenceType);
     if (s == NULL)
         return NULL;

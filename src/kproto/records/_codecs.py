@@ -18,7 +18,8 @@ Formats:
 * zstd: zstd frames.
 
 Optional accelerators (the ``speed`` extra), used when installed: ISA-L's inflate
-(``isal``) for gzip and ``zstandard`` for a single zstd frame that declares its size.
+(``isal``) for gzip, python-lz4 for a batch that is one lz4 frame, ``zstandard`` for
+a single zstd frame that declares its size.
 They decode the same formats to the same bytes; whatever they reject (or whatever is
 not a case they take) goes to the standard path (``zlib``, cramjam), so the bytes and
 every error message are the same with or without them.
@@ -40,6 +41,10 @@ try:  # optional (the `speed` extra): ISA-L's inflate, about twice zlib's speed
     from isal import isal_zlib as _isal_zlib
 except ImportError:  # pragma: no cover - depends on the install
     _isal_zlib = None
+try:  # optional (the `speed` extra): one lz4 frame straight into bytes
+    import lz4.frame as _lz4_frame
+except ImportError:  # pragma: no cover - depends on the install
+    _lz4_frame = None
 try:  # optional (the `speed` extra): one zstd frame straight into bytes
     import zstandard as _zstandard
 except ImportError:  # pragma: no cover - depends on the install
@@ -268,7 +273,7 @@ def _snappy_decompress(data: bytes, limit: int) -> bytes:
 
 def _snappy_into(data: bytes, limit: int) -> bytes | None:
     """``data`` (raw or xerial) decompressed block by block into the scratch buffer,
-    then copied out once: 1.3x faster than a bytes object per block and a join.
+    then copied out once: 1.15x faster than a bytes object per block and a join.
     ``None`` for anything :func:`_snappy_decompress` would reject (it then names it)."""
     mv = memoryview(data)
     blocks: list[memoryview] = []
@@ -377,6 +382,21 @@ def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
     except IndexError:
         raise DecodeError("lz4: truncated frame", offset=n) from None
     src = bytes(patched) if patched is not None else data
+    if (
+        _lz4_frame is not None
+        and bound_total <= limit
+        and len(frames) == 1
+        and frames[0][:2] == (0, n)
+    ):
+        # One frame, nothing around it: python-lz4 writes it straight into bytes
+        # (it reads one frame only, so anything more goes to cramjam below). Its
+        # output is at most bound_total bytes.
+        try:
+            out: bytes = _lz4_frame.decompress(src)
+        except Exception:  # noqa: BLE001 - cramjam below names what is wrong
+            pass
+        else:
+            return out
     if bound_total <= limit:
         if 0 < bound_total <= _SCRATCH_MAX:
             # Into a buffer of the worst-case size, 5x faster than letting
