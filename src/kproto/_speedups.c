@@ -1004,6 +1004,11 @@ static PySequenceMethods seq_as_sequence = {
     .sq_contains = (objobjproc)seq_contains,
 };
 
+/* nb_add too, so that tuple + RecordSequence (tried on the right operand) works. */
+static PyNumberMethods seq_as_number = {
+    .nb_add = seq_concat,
+};
+
 static PyMappingMethods seq_as_mapping = {
     .mp_length = (lenfunc)seq_len,
     .mp_subscript = (binaryfunc)seq_subscript,
@@ -1014,6 +1019,7 @@ static PyTypeObject RecordSequenceType = {
     .tp_basicsize = sizeof(RecordSequence),
     .tp_dealloc = (destructor)seq_dealloc,
     .tp_repr = (reprfunc)seq_repr,
+    .tp_as_number = &seq_as_number,
     .tp_as_sequence = &seq_as_sequence,
     .tp_as_mapping = &seq_as_mapping,
     .tp_hash = (hashfunc)seq_hash,
