@@ -19,8 +19,7 @@ import cramjam
 import pytest
 
 from kproto.exceptions import DecodeError
-from kproto.records import Compression, decode_batches, encode_batch
-from kproto.records import _codecs
+from kproto.records import Compression, _codecs, decode_batches, encode_batch
 from kproto.records._codecs import compress, decompress
 
 ACCELERATORS = ("_isal_zlib", "_lz4_frame", "_zstandard")
@@ -71,7 +70,7 @@ def test_accelerators_installed_by_make_install() -> None:
 def test_intact_payloads_alike(plain: Any, codec: Compression) -> None:
     for payload in (PAYLOAD, b"x", bytes(70_000), os.urandom(5000)):
         data = compress(codec, payload)
-        assert _both(plain, lambda: decompress(codec, data, 1 << 24)) == (
+        assert _both(plain, lambda data=data: decompress(codec, data, 1 << 24)) == (
             "ok",
             payload,
         )

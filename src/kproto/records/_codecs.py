@@ -27,6 +27,7 @@ every error message are the same with or without them.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import zlib
 from typing import Any
@@ -37,18 +38,18 @@ from kproto.exceptions import DecodeError, EncodeError
 
 from ._types import Compression
 
-try:  # optional (the `speed` extra): ISA-L's inflate, about twice zlib's speed
-    from isal import isal_zlib as _isal_zlib
-except ImportError:  # pragma: no cover - depends on the install
-    _isal_zlib = None
-try:  # optional (the `speed` extra): one lz4 frame straight into bytes
-    import lz4.frame as _lz4_frame
-except ImportError:  # pragma: no cover - depends on the install
-    _lz4_frame = None
-try:  # optional (the `speed` extra): one zstd frame straight into bytes
-    import zstandard as _zstandard
-except ImportError:  # pragma: no cover - depends on the install
-    _zstandard = None
+
+def _optional(name: str) -> Any:
+    """The module ``name`` when installed (the ``speed`` extra), else ``None``."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - depends on the install
+        return None
+
+
+_isal_zlib = _optional("isal.isal_zlib")  # ISA-L's inflate, ~2x zlib's
+_lz4_frame = _optional("lz4.frame")  # one lz4 frame straight into bytes
+_zstandard = _optional("zstandard")  # one zstd frame straight into bytes
 
 __all__ = ["SizeLimitError", "compress", "decompress", "xxh32"]
 
@@ -392,11 +393,11 @@ def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
         # (it reads one frame only, so anything more goes to cramjam below). Its
         # output is at most bound_total bytes.
         try:
-            out: bytes = _lz4_frame.decompress(src)
+            one: bytes = _lz4_frame.decompress(src)
         except Exception:  # noqa: BLE001 - cramjam below names what is wrong
             pass
         else:
-            return out
+            return one
     if bound_total <= limit:
         if 0 < bound_total <= _SCRATCH_MAX:
             # Into a buffer of the worst-case size, 5x faster than letting

@@ -57,7 +57,8 @@ def v2_lazy() -> Loop | None:
         return None
     if not _registered:
         _register(module.RecordSequence)
-    return module.v2_lazy
+    lazy: Loop = module.v2_lazy
+    return lazy
 
 
 _registered = False
