@@ -486,6 +486,34 @@ loop_args(PyObject *args, LoopArgs *a)
     return 0;
 }
 
+/* The head of one record at d[*pos] in a batch ending at `end`: its length
+ * (positive, inside the batch), attributes (int8, unused), timestamp delta and
+ * offset delta; *rec_end is where the record ends. -1 (nothing set, no exception)
+ * when malformed. Shared by v2_scan and ArrowBuilder.add_v2. */
+static inline int
+record_head(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
+            Py_ssize_t *rec_end, int64_t *ts_delta, int64_t *off_delta)
+{
+    Py_ssize_t p = *pos;
+    uint64_t v;
+    if (read_uvar(d, &p, end, 5, &v) < 0)
+        return -1;
+    int64_t length = zigzag(v);
+    if (length <= 0 || length > (int64_t)(end - p))
+        return -1;
+    Py_ssize_t stop = p + (Py_ssize_t)length;
+    p += 1; /* attributes */
+    if (read_uvar(d, &p, stop, 10, &v) < 0)
+        return -1;
+    *ts_delta = zigzag(v);
+    if (read_uvar(d, &p, stop, 5, &v) < 0)
+        return -1;
+    *off_delta = zigzag(v);
+    *rec_end = stop;
+    *pos = p;
+    return 0;
+}
+
 static PyObject *
 v2_columns(PyObject *self, PyObject *args)
 {
@@ -593,18 +621,11 @@ v2_scan(PyObject *self, PyObject *args)
     Py_ssize_t null_keys = 0;
     int detail = 0;
     for (Py_ssize_t i = 0; i < a.count; i++) {
-        uint64_t v;
-        if (read_uvar(d, &p, end, 5, &v) < 0)
+        Py_ssize_t rec_end;
+        int64_t ts_delta, off_delta, ts, off;
+        if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
             goto bad;
-        int64_t length = zigzag(v);
-        if (length <= 0 || length > (int64_t)(end - p))
-            goto bad;
-        Py_ssize_t rec_end = p + (Py_ssize_t)length;
-        p += 1; /* attributes */
-        if (read_uvar(d, &p, rec_end, 10, &v) < 0)
-            goto bad;
-        int64_t ts;
-        if (__builtin_add_overflow((int64_t)a.base_ts, zigzag(v), &ts))
+        if (__builtin_add_overflow((int64_t)a.base_ts, ts_delta, &ts))
             detail = 1;
         else {
             if (ts < min_ts)
@@ -612,10 +633,7 @@ v2_scan(PyObject *self, PyObject *args)
             if (ts > max_ts)
                 max_ts = ts;
         }
-        if (read_uvar(d, &p, rec_end, 5, &v) < 0)
-            goto bad;
-        int64_t off;
-        if (__builtin_add_overflow((int64_t)a.base_offset, zigzag(v), &off) ||
+        if (__builtin_add_overflow((int64_t)a.base_offset, off_delta, &off) ||
             off != (int64_t)a.base_offset + (int64_t)i)
             detail = 1;
         int is_null;
@@ -1349,6 +1367,8 @@ v2_plain(PyObject *self, PyObject *records)
     Py_RETURN_TRUE;
 }
 
+#include "_arrow_columns.h"
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(Record, _RecordSlots, Bad): bind the record class and the rejection "
@@ -1391,13 +1411,19 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     empty_tuple = PyTuple_New(0);
-    if (empty_tuple == NULL)
+    if (empty_tuple == NULL || PyType_Ready(&ArrowBuilderType) < 0)
         return NULL;
     if (PyType_Ready(&RecordSequenceType) < 0 || PyType_Ready(&RecordIteratorType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
+    Py_INCREF(&ArrowBuilderType);
+    if (PyModule_AddObject(m, "ArrowBuilder", (PyObject *)&ArrowBuilderType) < 0) {
+        Py_DECREF(&ArrowBuilderType);
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&RecordSequenceType);
     if (PyModule_AddObject(m, "RecordSequence", (PyObject *)&RecordSequenceType) < 0) {
         Py_DECREF(&RecordSequenceType);

@@ -523,3 +523,48 @@ def test_describe_topic_partitions_hides_topics(cluster: Cluster) -> None:
     assert {t.name for t in listed.topics} == {"alice-orders", "alice-secret"}
     codes = {t.name: t.error_code for t in named.topics}
     assert codes == {"alice-orders": 0, "bob-orders": 29}  # TOPIC_AUTHORIZATION_FAILED
+
+
+def test_every_served_api_has_a_check() -> None:
+    """No API the broker serves falls back to super users only under ACLs."""
+    from kproto.broker.acl import CHECKED_APIS
+    from kproto.broker.handlers import HANDLERS
+    from kproto.broker.handlers.authorize import CHECKS, UNCHECKED
+
+    assert set(HANDLERS) <= CHECKED_APIS
+    assert CHECKED_APIS - UNCHECKED == set(CHECKS)
+
+
+def test_consumer_group_heartbeat_and_describe(cluster: Cluster) -> None:
+    """KIP-848: heartbeat group READ then DESCRIBE on each subscribed topic;
+    describe group DESCRIBE per group, the member's host as Kafka writes it."""
+    port = cluster.servers[0].port
+    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+
+    def beat(conn: Connection, group: str, member: str, topics: list[str]) -> Any:
+        return conn.request(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            group_id=group,
+            member_id=member,
+            member_epoch=0,
+            rebalance_timeout_ms=1000,
+            subscribed_topic_names=topics,
+            topic_partitions=[],
+        )
+
+    with Connection("127.0.0.1", port, sasl=alice) as conn:
+        assert beat(conn, "alice-group", "m1", ["alice-orders"]).error_code == 0
+        assert beat(conn, "bob-group", "m1", ["alice-orders"]).error_code == 30
+        mixed = beat(conn, "alice-group", "m2", ["alice-orders", "bob-orders"])
+        assert mixed.error_code == 29  # TOPIC_AUTHORIZATION_FAILED
+        described = conn.request(
+            ApiKey.CONSUMER_GROUP_DESCRIBE,
+            group_ids=["alice-group", "bob-group"],
+            include_authorized_operations=True,
+        )
+    groups = {g.group_id: g for g in described.groups}
+    ok = groups["alice-group"]
+    assert ok.error_code == 0
+    assert [m.client_host for m in ok.members] == ["/127.0.0.1"]
+    assert ok.authorized_operations == (1 << 3) | (1 << 8)  # READ implies DESCRIBE
+    assert groups["bob-group"].error_code == 30  # GROUP_AUTHORIZATION_FAILED

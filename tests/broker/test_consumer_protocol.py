@@ -204,6 +204,7 @@ def test_admin_client_describes_lists_and_deletes_the_group() -> None:
                 (tp.topic, tp.partition) for tp in member.assignment.topic_partitions
             }
             assert assigned == {("watched", 0), ("watched", 1)}
+            assert member.host == "/127.0.0.1"  # Kafka's InetAddress.toString()
             listed = admin.list_consumer_groups().result(10).valid
             assert ("watchers", ck.ConsumerGroupType.CONSUMER) in {
                 (g.group_id, g.type) for g in listed
@@ -217,6 +218,20 @@ def test_admin_client_describes_lists_and_deletes_the_group() -> None:
         # empty now: deletable
         assert admin.delete_consumer_groups(["watchers"])["watchers"].result(10) is None
         assert "watchers" not in cluster.groups.consumer.groups
+
+
+@pytest.mark.parametrize(
+    ("peer", "reported"),
+    [
+        ("127.0.0.1", "/127.0.0.1"),
+        ("::1", "/0:0:0:0:0:0:0:1"),  # Java's Inet6Address: uncompressed, no zeros
+        ("fe80::a:1%eth0", "/fe80:0:0:0:0:0:a:1%eth0"),
+    ],
+)
+def test_member_host_as_kafka_reports_it(peer: str, reported: str) -> None:
+    from kproto.broker.handlers.context import client_host_string
+
+    assert client_host_string(peer) == reported
 
 
 def test_an_empty_classic_group_is_upgraded_with_its_offsets() -> None:

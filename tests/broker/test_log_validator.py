@@ -3,6 +3,7 @@ count and sizes, keys on compacted topics, timestamps, short writes."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import struct
 from collections.abc import Iterator
@@ -12,12 +13,14 @@ from typing import Any
 import crc32c
 import pytest
 
-from kproto.broker import Cluster
+from kproto.broker import Cluster, log_validator
 from kproto.broker.log import LogAppendError, PartitionLog
 from kproto.broker.log_validator import (
     LogPolicy,
     RecordValidationError,
+    ValidBatch,
     validate_batches,
+    validate_off_loop,
 )
 from kproto.broker.segment import Segment
 from kproto.connection import Connection
@@ -212,6 +215,79 @@ def test_short_writes_are_retried_and_a_failed_write_is_not_indexed(
         ).high_watermark
         == 4
     )
+
+
+def test_small_compressed_requests_validate_inline_and_large_ones_on_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    submitted: list[int] = []
+    pool = log_validator._POOL
+
+    class Counting:
+        def submit(self, fn: Any, *args: Any) -> Any:
+            submitted.append(len(args[0]))
+            return pool.submit(fn, *args)
+
+    monkeypatch.setattr(log_validator, "_POOL", Counting())
+    policy = LogPolicy.for_produce(
+        {
+            "cleanup.policy": "delete",
+            "max.message.bytes": "1048588",
+            "message.timestamp.type": "CreateTime",
+            "message.timestamp.before.max.ms": str(2**63 - 1),
+            "message.timestamp.after.max.ms": str(2**63 - 1),
+        }.get,
+        0,
+    )
+
+    def check(records: bytes) -> list[ValidBatch] | ErrorCode:
+        try:
+            return asyncio.run(validate_off_loop(records, policy))
+        except RecordValidationError as err:
+            return err.error_code
+
+    def records(n: int, size: int, codec: Compression) -> bytes:
+        value = bytes(size)
+        return encode_batch(
+            [(b"k", value, (), 1000) for _ in range(n)], compression=codec
+        )
+
+    for codec in (Compression.LZ4, Compression.ZSTD, Compression.GZIP):
+        small = records(100, 1000, codec)  # ~100 KB of records: inline
+        assert len(small) < 64 * 1024
+        assert [b.last_offset_delta for b in check(small)] == [99]  # type: ignore[union-attr]
+        assert submitted == []
+        large = records(1500, 1000, codec)  # ~1.5 MB: past the inline bound
+        assert len(large) < 64 * 1024
+        assert [b.last_offset_delta for b in check(large)] == [1499]  # type: ignore[union-attr]
+        assert submitted == [len(large)]
+        # past the topic's bound (one record of at most max.message.bytes):
+        # refused, on the thread
+        bomb = records(1, 2 << 20, codec)
+        assert len(bomb) < 64 * 1024
+        assert check(bomb) == ErrorCode.RECORD_LIST_TOO_LARGE
+        assert submitted == [len(large), len(bomb)]
+        # a corrupt small batch is refused inline as on the thread
+        bad = patched(small, _LAST_OFFSET_DELTA_AT, ">i", 5)
+        assert check(bad) == ErrorCode.INVALID_RECORD
+        assert len(submitted) == 2
+        submitted.clear()
+
+    # a client whose batch expanded past the bound goes to the threads directly
+    # for its next 100 requests; other clients still validate inline
+    def sent(records: bytes, client: str) -> int:
+        before = len(submitted)
+        asyncio.run(validate_off_loop(records, policy, client=client))
+        return len(submitted) - before
+
+    small = records(100, 1000, Compression.ZSTD)
+    large = records(1500, 1000, Compression.ZSTD)
+    assert sent(small, "bomber") == 0
+    assert sent(large, "bomber") == 1
+    assert [sent(small, "bomber") for _ in range(100)] == [1] * 100
+    assert sent(small, "bomber") == 0  # forgiven
+    assert sent(small, "other") == 0
+    assert len(log_validator._off_loop_clients) == 0
 
 
 # ---------------------------------------------------------------- over the wire

@@ -289,3 +289,21 @@ def test_produce_v0_to_v2_is_advertised_but_refused(
         # the connection stays open and in step, and a v3+ produce still works
         produce(conn, cluster, name, 0, encode_batch([(None, b"new")]))
     assert [r.value for r in cluster.records(name, 0)] == [b"new"]
+
+
+def test_warm_codecs_builds_every_served_produce_and_fetch_codec() -> None:
+    from kproto.broker.dispatch import SERVED_APIS, WARM_APIS, warm_codecs
+    from kproto.index import response_type
+    from kproto.serial import entity_reader, entity_writer
+
+    warm_codecs()
+    readers, writers = entity_reader.cache_info(), entity_writer.cache_info()
+    assert set(WARM_APIS) == {ApiKey.PRODUCE, ApiKey.FETCH}
+    for api_key in WARM_APIS:
+        low, high = SERVED_APIS[api_key]
+        for version in range(low, high + 1):
+            entity_reader(request_type(api_key, version))
+            entity_writer(response_type(api_key, version))
+    # every one was built already: no new reader or writer
+    assert entity_reader.cache_info().misses == readers.misses
+    assert entity_writer.cache_info().misses == writers.misses

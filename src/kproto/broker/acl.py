@@ -88,7 +88,17 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.DESCRIBE_TRANSACTIONS,
         ApiKey.LIST_TRANSACTIONS,
         ApiKey.DESCRIBE_PRODUCERS,
-        ApiKey.SHARE_GROUP_HEARTBEAT,  # refused to everyone (not served)
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        ApiKey.SHARE_FETCH,
+        ApiKey.SHARE_ACKNOWLEDGE,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+        ApiKey.STREAMS_GROUP_HEARTBEAT,
+        ApiKey.STREAMS_GROUP_DESCRIBE,
+        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
     }
 )
 

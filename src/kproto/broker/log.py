@@ -58,7 +58,7 @@ _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 
 
-def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
+def set_log_append_time(batch: bytes | bytearray, timestamp_ms: int) -> bytes:
     """A magic 2 batch stamped with LogAppendTime ``timestamp_ms`` (ms): the
     timestamp type bit (0x08) of ``attributes`` set, ``max_timestamp`` replaced and
     the CRC-32C (over attributes onwards) recomputed, as Kafka's
@@ -361,9 +361,12 @@ class PartitionLog:
     ) -> None:
         base = self.high_watermark
         size = batch.size
-        raw = _BASE_OFFSET.pack(base) + bytes(
-            memoryview(records)[batch.position + 8 : batch.position + size]
+        # one copy of the batch, its base offset patched in place (Kafka's
+        # setLastOffset on the request's buffer), written by one pwrite
+        raw: bytes | bytearray = bytearray(
+            memoryview(records)[batch.position : batch.position + size]
         )
+        _BASE_OFFSET.pack_into(raw, 0, base)
         segment = self.segments[-1]
         if segment.size and segment.size + size > self.segment_bytes:
             segment = self._roll(base)
@@ -374,7 +377,7 @@ class PartitionLog:
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
         if batch.is_control:  # a transaction marker (rare): decoded whole
-            for decoded in decode_batches(raw):
+            for decoded in decode_batches(bytes(raw)):
                 self._track(decoded, base)
                 self.txn_index.on_batch(decoded, base)
         else:

@@ -24,10 +24,12 @@ for Produce v8+'s ``record_errors``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import NamedTuple
 
 import attrs
 import crc32c
@@ -68,13 +70,29 @@ MIN_DECOMPRESSED_BOUND = 16 * 1024 * 1024
 #: Above this many records the C loop (whose column lists cost ~100 bytes a
 #: record) gives way to the walk, which builds nothing and yields the GIL.
 _C_LOOP_MAX_RECORDS = 65_536
-#: Requests up to this many bytes with uncompressed batches validate inline.
+#: Requests up to this many bytes validate inline (no thread hand-off, which
+#: costs more CPU than validating a typical batch) ...
 _INLINE_MAX_BYTES = 64 * 1024
+#: ... when compressed, if their records expand to at most this many bytes;
+#: decompression stops there and a larger batch goes to the threads.
+_INLINE_MAX_DECOMPRESSED = 1024 * 1024
+#: A client whose compressed batch expanded past that bound has its next this
+#: many requests validated on the threads without an inline attempt (a client
+#: sending bombs costs the loop one attempt in so many) ...
+_OFF_LOOP_REQUESTS = 100
+#: ... remembered for at most this many clients (the least recent forgotten).
+_OFF_LOOP_CLIENTS = 1024
+#: client -> requests left to send to the threads (event loop thread only)
+_off_loop_clients: collections.OrderedDict[Hashable, int] = collections.OrderedDict()
 #: The threads validating large or compressed batches (decompression in cramjam
 #: releases the GIL); at most ``queued.max.requests`` wait for them.
 _POOL = concurrent.futures.ThreadPoolExecutor(
     max_workers=2, thread_name_prefix="kproto-validate"
 )
+
+
+class _OffLoop(Exception):
+    """A compressed batch expands past the inline bound: validate it on a thread."""
 
 
 class RecordValidationError(LogAppendError):
@@ -149,10 +167,10 @@ class LogPolicy:
         )
 
 
-@attrs.frozen
-class ValidBatch:
+class ValidBatch(NamedTuple):
     """One validated batch: byte ``position`` and ``size`` (overhead included) in
-    the input, and the header fields the log indexes."""
+    the input, and the header fields the log indexes (a tuple: one is made per
+    produced batch)."""
 
     position: int
     size: int
@@ -171,6 +189,15 @@ def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
     Raises:
         RecordValidationError: see the module doc.
     """
+    return _validate(records, policy, None)
+
+
+def _validate(
+    records: bytes, policy: LogPolicy, inline_bound: int | None
+) -> list[ValidBatch]:
+    """:func:`validate_batches`; with ``inline_bound``, raise :class:`_OffLoop`
+    for a compressed batch whose records expand past that many bytes (and not
+    past the policy's limit, which is an error)."""
     data = bytes(records)
     n = len(data)
     out: list[ValidBatch] = []
@@ -194,7 +221,7 @@ def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
                 f"partial record batch at byte {pos}: {length + LOG_OVERHEAD} bytes "
                 f"declared, {n - pos} present"
             )
-        out.append(_validate_batch(data, pos, end, base_offset, policy))
+        out.append(_validate_batch(data, pos, end, base_offset, policy, inline_bound))
         pos = end
     if not out:
         raise _invalid("Record batch has no batches at all")
@@ -211,7 +238,12 @@ def _invalid(message: str) -> RecordValidationError:
 
 
 def _validate_batch(
-    data: bytes, pos: int, end: int, base_offset: int, policy: LogPolicy
+    data: bytes,
+    pos: int,
+    end: int,
+    base_offset: int,
+    policy: LogPolicy,
+    inline_bound: int | None,
 ) -> ValidBatch:
     size = end - pos
     if policy.client and base_offset != 0:
@@ -287,9 +319,12 @@ def _validate_batch(
         if policy.max_message_bytes is not None:
             # no record may be larger than a whole batch may be
             limit = min(limit, count * max(policy.max_message_bytes, _RECORDS_AT))
+        bound = limit if inline_bound is None else min(limit, inline_bound)
+        off_loop = False
         try:
-            buf = bytes(decompress(codec, data[start:end], limit))
+            buf = bytes(decompress(codec, data[start:end], bound))
         except SizeLimitError as err:
+            off_loop = bound < limit
             failure = RecordValidationError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"compressed record batch at byte {pos} of {count} records expands "
@@ -299,6 +334,8 @@ def _validate_batch(
             failure = RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
             )
+        if off_loop:
+            raise _OffLoop
         if failure is not None:
             raise failure
         rpos, rend = 0, len(buf)
@@ -544,20 +581,37 @@ async def validate_off_loop(
     wait: (
         Callable[[Awaitable[list[ValidBatch]]], Awaitable[list[ValidBatch]]] | None
     ) = None,
+    client: Hashable | None = None,
 ) -> list[ValidBatch]:
     """:func:`validate_batches` where it does not hold up the event loop: inline
-    for small uncompressed requests (64 KiB), else on a pool of two threads, so a
-    decompression bomb or a million-record batch costs other connections no more
-    than a share of the CPU (Kafka validates on its request-handler threads, not
-    on the network threads). ``wait`` wraps the wait for the thread (the broker
-    passes :func:`kproto.broker.connection_limits.off_turn`).
+    for small requests (64 KiB) whose records, if compressed, expand to at most
+    1 MiB (decompression stops there: a bomb costs the loop no more), else on a
+    pool of two threads, so a decompression bomb or a million-record batch costs
+    other connections no more than a share of the CPU (Kafka validates on its
+    request-handler threads, not on the network threads). ``wait`` wraps the wait
+    for the thread (the broker passes
+    :func:`kproto.broker.connection_limits.off_turn`). A ``client`` (any key: the
+    broker passes the address, principal and client id) whose compressed batch
+    expanded past the inline bound goes to the threads directly for its next 100
+    requests.
 
     Raises:
         RecordValidationError: as :func:`validate_batches`.
     """
-    compressed = len(records) > 22 and records[22] & 0x07
-    if len(records) <= _INLINE_MAX_BYTES and not compressed:
-        return validate_batches(records, policy)
+    left = None if client is None else _off_loop_clients.get(client)
+    if left is not None:
+        if left > 1:
+            _off_loop_clients[client] = left - 1
+        else:
+            del _off_loop_clients[client]
+    elif len(records) <= _INLINE_MAX_BYTES:
+        try:
+            return _validate(records, policy, _INLINE_MAX_DECOMPRESSED)
+        except _OffLoop:
+            if client is not None:
+                _off_loop_clients[client] = _OFF_LOOP_REQUESTS
+                if len(_off_loop_clients) > _OFF_LOOP_CLIENTS:
+                    _off_loop_clients.popitem(last=False)
     loop = asyncio.get_running_loop()
     future = loop.run_in_executor(_POOL, validate_batches, records, policy)
     return await (future if wait is None else wait(future))

@@ -56,7 +56,9 @@ class Segment:
     def close(self) -> None:
         self.files.close(self)
 
-    def add(self, batch_bytes: bytes, base: int, last: int, max_ts: int) -> None:
+    def add(
+        self, batch_bytes: bytes | bytearray, base: int, last: int, max_ts: int
+    ) -> None:
         """Write ``batch_bytes`` at the end of the file, then index it.
 
         ``os.pwrite`` may write less than asked (a full disk, a signal): it is

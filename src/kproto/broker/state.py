@@ -18,6 +18,8 @@ import logging
 import shutil
 import time
 import uuid
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 import attrs
@@ -47,7 +49,17 @@ __all__ = [
     "CorruptStateError",
     "TOPIC_CONFIG_DEFAULTS",
     "DEFAULT_MAX_PARTITIONS",
+    "TOPIC_CREATION_ALLOWED",
 ]
+
+#: Who may create topics on the side of the request being served (a predicate on
+#: the topic name; None: anyone). The ACL checks set it around a request whose
+#: handler creates topics itself (StreamsGroupHeartbeat's internal topics:
+#: :mod:`kproto.broker.handlers.authorize.streams`); :meth:`ClusterState.
+#: create_topic` refuses a topic it rejects (TOPIC_AUTHORIZATION_FAILED).
+TOPIC_CREATION_ALLOWED: ContextVar[Callable[[str], bool] | None] = ContextVar(
+    "TOPIC_CREATION_ALLOWED", default=None
+)
 
 log = logging.getLogger("kproto.broker")
 
@@ -337,8 +349,16 @@ class ClusterState:
 
         Raises:
             TopicError: as :meth:`plan_topic`; KAFKA_STORAGE_ERROR when a log
-                cannot be created (nothing of the topic is left behind).
+                cannot be created (nothing of the topic is left behind);
+                TOPIC_AUTHORIZATION_FAILED when :data:`TOPIC_CREATION_ALLOWED`
+                refuses the name.
         """
+        may_create = TOPIC_CREATION_ALLOWED.get()
+        if may_create is not None and not may_create(name):
+            raise TopicError(
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                f"Unauthorized to CREATE on topic {name}.",
+            )
         info = self.plan_topic(name, partitions, configs=configs, internal=internal)
         if validate_only:
             return info

@@ -22,7 +22,7 @@ from kproto.exceptions import DecodeError
 from ._header import MAGIC_AT, BatchHead, batch_path
 from ._legacy import decode_legacy
 from ._types import COLUMN_NAMES, Record, RecordBatch, _RecordBatchSlots
-from ._v2_batch import decode_v2, make_records
+from ._v2_batch import add_to_arrow, decode_v2, decode_v2_arrow, make_records
 from .segments import next_frame
 
 __all__ = [
@@ -66,8 +66,12 @@ class _Scan:
         self.partial_tail_position: int | None = None
         self.corrupt: list[tuple[int, int, str]] = []
 
-    def batches(self, want_records: bool) -> Iterator[tuple[BatchHead, Any]]:
-        """Yield ``(header, records or columns)`` for every complete batch."""
+    def batches(
+        self, want_records: bool, builder: Any = None
+    ) -> Iterator[tuple[BatchHead, Any]]:
+        """Yield ``(header, records or columns)`` for every complete batch; with an
+        Arrow ``builder`` (:mod:`kproto.records._arrow`), append each batch's records
+        to it and yield ``(header, record count)``."""
         data = self.data
         mv = memoryview(data)
         n = len(data)
@@ -94,7 +98,11 @@ class _Scan:
                         path=batch_path(pos, f.base_offset) + field,
                         offset=f.problem_at,
                     )
-                if f.magic == 2:
+                if builder is not None and f.magic == 2:
+                    yield decode_v2_arrow(
+                        data, mv, pos, end, check_crc, limit, max_records, builder
+                    )
+                elif f.magic == 2:
                     yield decode_v2(
                         data, mv, pos, end, check_crc, limit, max_records, want_records
                     )
@@ -102,7 +110,11 @@ class _Scan:
                     head, cols = decode_legacy(
                         data, pos, end, check_crc, limit, max_records
                     )
-                    yield head, (make_records(cols, None) if want_records else cols)
+                    if builder is not None:
+                        add_to_arrow(builder, cols, batch_path(pos, f.base_offset), pos)
+                        yield head, len(cols[0])
+                    else:
+                        yield head, (make_records(cols, None) if want_records else cols)
             except DecodeError as exc:
                 if not self.skip_corrupt:
                     raise

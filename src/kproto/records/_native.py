@@ -1,8 +1,9 @@
 """The record-batch side of :mod:`kproto.speedups`: the C loops, or the Python ones.
 
 ``kproto._speedups`` restates :func:`~kproto.records._v2_loop.v2_columns_fast`,
-:func:`~kproto.records._v2_loop.v2_records_fast` (the reference) and the records-region
-writer of :mod:`kproto.records._encode`; this module binds it to :class:`Record` and
+:func:`~kproto.records._v2_loop.v2_records_fast` (the reference), the records-region
+writer of :mod:`kproto.records._encode` and the Arrow buffer builder of
+:mod:`kproto.records._arrow`; this module binds it to :class:`Record` and
 hands out whichever path :mod:`kproto.speedups` has switched on.
 """
 
@@ -16,7 +17,7 @@ from kproto import speedups
 from ._types import Record, _RecordSlots
 from ._v2_loop import Bad, v2_columns_fast, v2_records_fast
 
-__all__ = ["v2_encoder", "v2_lazy", "v2_loops", "v2_plain", "v2_scan"]
+__all__ = ["arrow_builder", "v2_encoder", "v2_lazy", "v2_loops", "v2_plain", "v2_scan"]
 
 Loop = Callable[[bytes, int, int, int, int, int], Any]
 Encoder = Callable[[list[Any], int], Any]
@@ -94,3 +95,10 @@ def v2_scan() -> Loop | None:
     leaves int64 (ask the columns loop). ``None`` when the C extension is off."""
     module = _module()
     return None if module is None else module.v2_scan
+
+
+def arrow_builder() -> Any:
+    """When enabled, a new C ``ArrowBuilder``, the twin of
+    :class:`~kproto.records._arrow.PyArrowBuilder`; else ``None``."""
+    module = _module()
+    return None if module is None else module.ArrowBuilder()

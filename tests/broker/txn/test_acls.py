@@ -1,5 +1,5 @@
 """With ACLs on, the transaction APIs are checked on the transactional id as Kafka's
-``KafkaApis`` checks them (:mod:`kproto.broker.handlers.authorize_txn`)."""
+``KafkaApis`` checks them (:mod:`kproto.broker.handlers.authorize.txn`)."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
             server_assignor=request.server_assignor,
             owned=None if owned is None else assignment_from(owned),
             client_id=ctx.client_id or "",
-            client_host=ctx.client_host,
+            client_host=ctx.member_host,
             api_version=ctx.api_version,
         )
     )

@@ -9,6 +9,7 @@ request's version (``kproto.index.response_type(api_key, ctx.api_version)``), or
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -23,7 +24,23 @@ from kproto.broker.txn import TransactionCoordinator
 from kproto.index import ApiKey, response_type
 from kproto.meta import build_entity
 
-__all__ = ["RequestContext", "Handler", "build", "respond"]
+__all__ = ["RequestContext", "Handler", "build", "client_host_string", "respond"]
+
+
+def client_host_string(address: str) -> str:
+    """A peer address as Kafka reports a group member's host: Java's
+    ``InetAddress.toString()`` of an unresolved address, ``/127.0.0.1``, IPv6 in
+    Java's uncompressed form (``/0:0:0:0:0:0:0:1``). Anything not an IP address
+    (a Unix socket path) gets the slash alone."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return "/" + address
+    if ip.version == 4:
+        return f"/{ip}"
+    groups = ip.exploded.split(":")
+    scope = address[len(address.split("%", 1)[0]) :]
+    return "/" + ":".join(f"{int(g, 16):x}" for g in groups) + scope
 
 
 @attrs.define
@@ -40,7 +57,8 @@ class RequestContext:
         header: the decoded ``RequestHeader`` entity (v0, v1 or v2).
         api_version: the request's api_version.
         client_id: the header's client_id (``None`` for header v0 or a null id).
-        client_host: the peer's address, for DescribeGroups ``client_host``.
+        client_host: the peer's address (``127.0.0.1``), as ACLs match hosts;
+            :attr:`member_host` is how group APIs report it.
         principal: who the connection authenticated as (``User:alice``;
             ``User:ANONYMOUS`` without authentication).
         security: the listener's security settings and users.
@@ -62,6 +80,12 @@ class RequestContext:
     security: ListenerSecurity = attrs.field(factory=ListenerSecurity)
     fetch_sessions: FetchSessionCache | None = None
     share: ShareCoordinator | None = None
+
+    @property
+    def member_host(self) -> str:
+        """The ``client_host`` group describe APIs report for a member this
+        connection joins (``/127.0.0.1``: :func:`client_host_string`)."""
+        return client_host_string(self.client_host)
 
 
 #: A request handler: request entity -> response entity (``None``: no response).

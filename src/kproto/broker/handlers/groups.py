@@ -131,7 +131,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
         session_timeout_ms=request.session_timeout_ms,
         rebalance_timeout_ms=getattr(request, "rebalance_timeout_ms", -1),
         client_id=ctx.client_id or "",
-        client_host=ctx.client_host,
+        client_host=ctx.member_host,
         require_known_member_id=ctx.api_version >= 4,
     )
     return respond(

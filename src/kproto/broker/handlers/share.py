@@ -91,7 +91,7 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         request.rack_id,
         request.subscribed_topic_names,
         ctx.client_id or "",
-        ctx.client_host,
+        ctx.member_host,
     )
     assignment = None
     if result.assignment is not None:

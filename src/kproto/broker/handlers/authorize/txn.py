@@ -34,6 +34,8 @@ from typing import Any
 import attrs
 
 from kproto.broker.acl import AclOperation, ResourceType
+from kproto.broker.handlers.authorize.common import CLUSTER as _CLUSTER
+from kproto.broker.handlers.authorize.common import allowed, call
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -42,18 +44,7 @@ __all__ = ["TXN_CHECKS", "transactional_produce_denied"]
 
 E = ErrorCode
 _TXN_DENIED = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-_CLUSTER = "kafka-cluster"
-
-
-async def _call(handler: Handler, ctx: RequestContext, request: Any) -> Any:
-    """``handler``'s answer (typed ``Any``: these APIs always answer)."""
-    return await handler(ctx, request)
-
-
-def _ok(ctx: RequestContext, op: AclOperation, rt: ResourceType, name: str) -> bool:
-    store = ctx.security.acls
-    assert store is not None  # called by guarded() only, with ACLs on
-    return store.authorize(ctx.principal, ctx.client_host, op, rt, name)
+_call, _ok = call, allowed
 
 
 def _txn_ok(ctx: RequestContext, txn_id: str | None, op: AclOperation) -> bool:
@@ -298,7 +289,7 @@ async def _describe_producers(
 
 
 #: The check of each transaction API (FindCoordinator and InitProducerId only when
-#: they name a transactional id: :func:`kproto.broker.handlers.authorize.guarded`).
+#: they name a transactional id: :mod:`.groups` and :mod:`.cluster` route them).
 TXN_CHECKS: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
     ApiKey.FIND_COORDINATOR: _find_coordinator,
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,

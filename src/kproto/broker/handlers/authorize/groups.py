@@ -1,0 +1,216 @@
+"""ACL checks of the group APIs shared by every group type, and of the classic and
+consumer (KIP-848) group APIs; the share and streams group APIs are in
+:mod:`.share` and :mod:`.streams` (Kafka's ``KafkaApis`` ``handle*`` of each)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+from kproto.broker.acl import AclOperation, ResourceType
+from kproto.broker.handlers.authorize.common import (
+    CLUSTER,
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    Check,
+    all_described,
+    allowed,
+    call,
+    entries,
+    group_allowed,
+    group_operations,
+    refuse_whole,
+)
+from kproto.broker.handlers.authorize.txn import TXN_CHECKS
+from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+
+__all__ = ["GROUP_CHECKS", "describe_groups_and_topics", "heartbeat_check"]
+
+_Op = AclOperation
+
+
+async def _list_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    """Every group with cluster DESCRIBE; else those the principal may DESCRIBE
+    (of every type: classic, consumer, share, streams)."""
+    response = await call(handler, ctx, request)
+    if allowed(ctx, _Op.DESCRIBE, ResourceType.CLUSTER, CLUSTER):
+        return response
+    check = group_allowed(ctx, _Op.DESCRIBE)
+    return attrs.evolve(
+        response, groups=tuple(g for g in response.groups if check(g.group_id))
+    )
+
+
+async def _describe_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "groups",
+        group_allowed(ctx, _Op.DESCRIBE),
+        "groups",
+        lambda g: {"group_id": g, "error_code": GROUP_DENIED},
+    )
+
+
+async def _delete_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    """Group DELETE, for every group type (share and streams groups too)."""
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "groups_names",
+        group_allowed(ctx, _Op.DELETE),
+        "results",
+        lambda g: {"group_id": g, "error_code": GROUP_DENIED},
+    )
+
+
+async def _offset_fetch(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if not hasattr(request, "groups"):
+        if allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id):
+            return await handler(ctx, request)
+        return refuse_whole(ctx, GROUP_DENIED, topics=[])
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "groups",
+        group_allowed(ctx, _Op.READ),
+        "groups",
+        lambda g: {"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []},
+    )
+
+
+async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    """Key type 0 (group): group DESCRIBE; 1 (transaction): :mod:`.txn`; share
+    coordinator keys (2) are refused by the handler itself."""
+    if request.key_type == 1:
+        return await TXN_CHECKS[ApiKey.FIND_COORDINATOR](ctx, handler, request)
+    if request.key_type != 0:
+        return await handler(ctx, request)
+    if not hasattr(request, "coordinator_keys"):
+        if allowed(ctx, _Op.DESCRIBE, ResourceType.GROUP, request.key):
+            return await handler(ctx, request)
+        return refuse_whole(ctx, GROUP_DENIED, node_id=-1, host="", port=-1)
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "coordinator_keys",
+        group_allowed(ctx, _Op.DESCRIBE),
+        "coordinators",
+        lambda k: {
+            "key": k,
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+            "error_code": GROUP_DENIED,
+        },
+    )
+
+
+def heartbeat_check(topics_of: Callable[[Any], Iterable[str] | None]) -> Check:
+    """The check of a group heartbeat: group READ (GROUP_AUTHORIZATION_FAILED),
+    then DESCRIBE on every topic ``topics_of(request)`` names (else the whole
+    answer is TOPIC_AUTHORIZATION_FAILED: ``handleConsumerGroupHeartbeat``,
+    ``handleShareGroupHeartbeat``, ``handleStreamsGroupHeartbeat``)."""
+
+    async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+        if not allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id):
+            return refuse_whole(ctx, GROUP_DENIED)
+        if not all_described(ctx, topics_of(request) or ()):
+            return refuse_whole(ctx, TOPIC_DENIED)
+        return await handler(ctx, request)
+
+    return check
+
+
+async def _group_read(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id):
+        return await handler(ctx, request)
+    return refuse_whole(ctx, GROUP_DENIED)
+
+
+async def _offset_delete(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    if allowed(ctx, _Op.DELETE, ResourceType.GROUP, request.group_id):
+        return await handler(ctx, request)
+    return refuse_whole(ctx, GROUP_DENIED)
+
+
+def describe_groups_and_topics(
+    topics_of: Callable[[Any], Iterable[str]], message: str
+) -> Check:
+    """The check of ConsumerGroupDescribe, ShareGroupDescribe and
+    StreamsGroupDescribe: group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED);
+    a described group naming a topic (``topics_of(group)``) the principal may not
+    DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with ``message`` and nothing
+    else; ``authorized_operations``, when asked, are the principal's."""
+
+    async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+        response = await entries(
+            ctx,
+            handler,
+            request,
+            "group_ids",
+            group_allowed(ctx, _Op.DESCRIBE),
+            "groups",
+            lambda g: {"group_id": g, "error_code": GROUP_DENIED},
+        )
+        asked = request.include_authorized_operations
+        groups = []
+        for g in response.groups:
+            if g.error_code == ErrorCode.NONE:
+                if not all_described(ctx, topics_of(g)):
+                    g = respond(
+                        ctx,
+                        groups=[
+                            {
+                                "group_id": g.group_id,
+                                "error_code": TOPIC_DENIED,
+                                "error_message": message,
+                                "members": [],
+                            }
+                        ],
+                    ).groups[0]
+                elif asked:
+                    operations = group_operations(ctx, g.group_id)
+                    g = attrs.evolve(g, authorized_operations=operations)
+            groups.append(g)
+        return attrs.evolve(response, groups=tuple(groups))
+
+    return check
+
+
+def _assigned_topics(group: Any) -> Iterable[str]:
+    for member in group.members:
+        for assignment in (member.assignment, member.target_assignment):
+            for tp in assignment.topic_partitions:
+                yield tp.topic_name
+
+
+#: The check of each classic or consumer group API.
+GROUP_CHECKS: dict[int, Check] = {
+    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.LIST_GROUPS: _list_groups,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups,
+    ApiKey.DELETE_GROUPS: _delete_groups,
+    ApiKey.JOIN_GROUP: _group_read,
+    ApiKey.SYNC_GROUP: _group_read,
+    ApiKey.HEARTBEAT: _group_read,
+    ApiKey.LEAVE_GROUP: _group_read,
+    ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: heartbeat_check(
+        lambda r: r.subscribed_topic_names
+    ),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: describe_groups_and_topics(
+        _assigned_topics,
+        "The group has described topic(s) that the client is not authorized to "
+        "describe.",
+    ),
+}
