@@ -695,6 +695,11 @@ check_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end)
         if (blob_span(d, &p, rec_end, 0, &s, &n) < 0)
             return -1;
         Py_ssize_t j = 0;
+        for (uint64_t w; j + 8 <= n; j += 8) { /* ASCII, 8 bytes at a time */
+            memcpy(&w, d + s + j, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+        }
         while (j < n && d[s + j] < 0x80)
             j++;
         if (j < n) { /* not ASCII: decode to test, as header_name would */
