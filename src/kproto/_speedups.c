@@ -810,6 +810,7 @@ typedef struct {
     PyObject *data; /* NULL once exhausted */
     Py_ssize_t pos, end, left;
     long long base_offset, base_ts;
+    int busy; /* inside iter_next: a re-entrant call (from a finalizer) is refused */
     NameCache cache;
 } RecordIterator;
 
@@ -821,14 +822,23 @@ static PyObject *
 seq_items(RecordSequence *s)
 {
     if (s->items == NULL) {
-        PyObject *t = records_tuple(&s->a);
+        /* Our own reference to the bytes while reading them: code run by the garbage
+         * collector during the build could build the tuple too and drop s->a.data. */
+        LoopArgs a = s->a;
+        Py_INCREF(a.data);
+        PyObject *t = records_tuple(&a);
+        Py_DECREF(a.data);
         if (t == NULL) {
             if (PyErr_ExceptionMatches(bad_exc)) /* checked in v2_lazy: never */
                 PyErr_SetString(PyExc_RuntimeError, "checked records failed to decode");
             return NULL;
         }
-        s->items = t;
-        Py_CLEAR(s->a.data);
+        if (s->items == NULL) {
+            s->items = t;
+            Py_CLEAR(s->a.data);
+        }
+        else
+            Py_DECREF(t);
     }
     return s->items;
 }
@@ -895,6 +905,7 @@ seq_iter(RecordSequence *s)
     it->left = s->a.count;
     it->base_offset = s->a.base_offset;
     it->base_ts = s->a.base_ts;
+    it->busy = 0;
     memset(&it->cache, 0, sizeof(it->cache));
     return (PyObject *)it;
 }
@@ -1072,14 +1083,21 @@ iter_next(RecordIterator *it)
 {
     if (it->data == NULL)
         return NULL;
+    if (it->busy) { /* as a generator's "already executing" */
+        PyErr_SetString(PyExc_ValueError, "RecordIterator already executing");
+        return NULL;
+    }
     if (it->left == 0) {
         iter_release(it);
         return NULL;
     }
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(it->data);
     Fields f;
-    if (read_record(d, &it->pos, it->end, it->base_offset, it->base_ts, 0, &it->cache,
-                    &f) < 0) {
+    it->busy = 1;
+    int rc = read_record(d, &it->pos, it->end, it->base_offset, it->base_ts, 0,
+                         &it->cache, &f);
+    it->busy = 0;
+    if (rc < 0) {
         if (PyErr_ExceptionMatches(bad_exc)) /* checked in v2_lazy: never */
             PyErr_SetString(PyExc_RuntimeError, "checked records failed to decode");
         iter_release(it);
