@@ -60,8 +60,8 @@ check_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end)
 /* ---- Lazy records: a checked batch's records, built as they are iterated --------
  *
  * v2_lazy(data, pos, end, count, base_offset, base_ts) checks the records region with
- * v2_scan (Bad on exactly the input v2_records rejects: the same layout checks) and
- * returns a RecordSequence over it, building no record. Iterating it builds one Record
+ * check_record (Bad on exactly the input v2_records rejects) and returns a
+ * RecordSequence over it, building no record. Iterating it builds one Record
  * per step, from the checked bytes, with the sharing of v2_records (one NameCache per
  * iterator), so a loop over a batch's records keeps only the current record alive
  * instead of all of them. Anything else (indexing, len() aside; ==, hash, in, +, repr,
