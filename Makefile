@@ -82,6 +82,7 @@ bench-spark: $(STAMP)
 ## kproto's broker vs librdkafka's mock cluster: confluent-kafka produce and consume, peak RSS.
 bench-broker: $(STAMP)
 	$(PY) -m benchmarks.broker_bench
+	$(PY) -m benchmarks.broker_fetch_bench
 
 ## The good confluent-kafka pair beside each hostile client of issue 17.
 bench-broker-fairness: $(STAMP)

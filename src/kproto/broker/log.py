@@ -35,7 +35,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
 from kproto.broker.producer_state import ProducerStateManager
-from kproto.broker.segment import Segment, segment_file_name
+from kproto.broker.segment import Extent, Segment, segment_file_name
 from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
@@ -46,6 +46,7 @@ __all__ = [
     "Segment",
     "LogAppendError",
     "AppendResult",
+    "Extent",
     "segment_file_name",
 ]
 
@@ -406,28 +407,50 @@ class PartitionLog:
         ``max_offset`` (read_committed: the last stable offset) no batch starting
         at or after it is returned.
         """
+        extent = self.read_extent(
+            offset, max_bytes, min_one=min_one, max_offset=max_offset
+        )
+        return b"" if extent is None else extent.read()
+
+    def read_extent(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        max_offset: int | None = None,
+    ) -> Extent | None:
+        """Where :meth:`read` would read, from the batch index alone (no file is
+        touched): the segment, byte position and size of the whole batches it
+        returns and the offset after the last of them; None when it returns
+        nothing. A Fetch waiting for ``min_bytes`` counts sizes this way."""
         if max_offset is not None and offset >= max_offset:
-            return b""
+            return None
         for segment in self.segments:
             if offset < segment.next_offset and segment.offsets:
                 break
         else:
-            return b""
-        i = max(bisect.bisect_right(segment.offsets, offset) - 1, 0)
+            return None
+        offsets = segment.offsets
+        i = max(bisect.bisect_right(offsets, offset) - 1, 0)
         if segment.last_offsets[i] < offset:  # a gap left by compaction
             i += 1
         start = segment.positions[i]
         end = start
-        n = len(segment.offsets)
+        n = len(offsets)
+        sizes = segment.sizes
+        first = i
         while i < n:
-            if max_offset is not None and segment.offsets[i] >= max_offset:
+            if max_offset is not None and offsets[i] >= max_offset:
                 break
-            size = segment.sizes[i]
+            size = sizes[i]
             if end - start + size > max_bytes and not (min_one and end == start):
                 break
             end += size
             i += 1
-        return segment.read(start, end - start) if end > start else b""
+        if i == first:
+            return None
+        return Extent(segment, start, end - start, segment.last_offsets[i - 1] + 1)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >=
