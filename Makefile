@@ -11,8 +11,9 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c \
-    src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
+    src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h \
+    src/kproto/_arrow_columns.h src/kproto/_record_sequence.h | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev,spark,bench,speed]'
 	touch $@
 
 install: $(STAMP)

@@ -9,7 +9,7 @@ hands out whichever path :mod:`kproto.speedups` has switched on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kproto import speedups
@@ -17,7 +17,7 @@ from kproto import speedups
 from ._types import Record, _RecordSlots
 from ._v2_loop import Bad, v2_columns_fast, v2_records_fast
 
-__all__ = ["arrow_builder", "v2_encoder", "v2_loops", "v2_plain", "v2_scan"]
+__all__ = ["arrow_builder", "v2_encoder", "v2_lazy", "v2_loops", "v2_plain", "v2_scan"]
 
 Loop = Callable[[bytes, int, int, int, int, int], Any]
 Encoder = Callable[[list[Any], int], Any]
@@ -44,6 +44,32 @@ def v2_loops() -> tuple[Loop, Loop]:
     if module is None:
         return _PYTHON_LOOPS
     return module.v2_columns, module.v2_records
+
+
+def v2_lazy() -> Loop | None:
+    """When enabled, the C records loop that builds records as they are iterated:
+    ``(data, pos, end, count, base_offset, base_ts) -> RecordSequence``, raising
+    :class:`Bad` on exactly the input the records loop rejects (before any record is
+    built) and otherwise returning a sequence equal to the records loop's tuple whose
+    iterator builds one :class:`Record` per step (see ``_speedups.c``); ``None``
+    when the C extension is off."""
+    module = _module()
+    if module is None:
+        return None
+    if not _registered:
+        _register(module.RecordSequence)
+    lazy: Loop = module.v2_lazy
+    return lazy
+
+
+_registered = False
+
+
+def _register(cls: type) -> None:
+    """Make the C RecordSequence a :class:`collections.abc.Sequence`."""
+    global _registered
+    Sequence.register(cls)
+    _registered = True
 
 
 def v2_encoder() -> Encoder | None:

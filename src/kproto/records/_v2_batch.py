@@ -76,7 +76,9 @@ def decode_v2(
     columns_fast, records_fast = _native.v2_loops()
     try:
         if want_records and not special:
-            payload: Any = records_fast(
+            # C: checked now, Records built as they are iterated (see _native.v2_lazy)
+            lazy = _native.v2_lazy()
+            payload: Any = (lazy or records_fast)(
                 buf, rpos, rend, count, base_offset, h.base_timestamp
             )
         else:
