@@ -493,7 +493,8 @@ class ConnectionAuth:
 async def accept_tls(
     writer: Any, security: ListenerSecurity, timeout_s: float = 10.0
 ) -> str | None:
-    """Run the TLS handshake on a new connection (``StreamWriter.start_tls``, so a
+    """Run the TLS handshake on a new connection (its ``start_tls``, as
+    :meth:`kproto.broker.transport.FrameConnection.start_tls`, so a
     failed handshake is this connection's error, logged with its reason, not the
     event loop's). Returns the principal of the client's certificate, if any.
 

@@ -1,8 +1,8 @@
 """One broker node: an asyncio server on 127.0.0.1 and its connections.
 
-Per connection one task reads frames with :func:`kproto.aio.read_frame` (a
-:class:`kproto.frame_reader.FrameReader` bounded by ``socket_request_max_bytes``),
-decodes each with :func:`kproto.framing.decode_request_frame`, hands it to the node's
+Per connection one task reads frames from a
+:class:`kproto.broker.transport.FrameConnection` (the connection's protocol: frames
+cut in one receive buffer, bounded by ``socket_request_max_bytes``), decodes each with :func:`kproto.framing.decode_request_frame`, hands it to the node's
 :class:`~kproto.broker.dispatch.Dispatcher` and writes the response before reading the
 next request, so responses go out in request order (Kafka mutes a connection while
 one of its requests is in flight, with the same effect).
@@ -30,7 +30,6 @@ import asyncio
 import logging
 import time
 
-from kproto.aio import read_frame
 from kproto.broker.connection_limits import (
     WAITING_APIS,
     ClientTurns,
@@ -48,6 +47,7 @@ from kproto.broker.quotas import ClientQuotas, user_of, with_throttle
 from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState, NodeInfo
+from kproto.broker.transport import FrameConnection, warm_allocator
 from kproto.broker.txn import TransactionCoordinator
 from kproto.errors import ErrorCode
 from kproto.framing import (
@@ -148,7 +148,9 @@ class NodeServer:
 
     async def start(self) -> NodeInfo:
         """Listen; return the node's address (the real port when ``port`` was 0)."""
-        self.server = await asyncio.start_server(self._connected, self.host, self.port)
+        warm_allocator()
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_server(self._protocol, self.host, self.port)
         self.port = self.server.sockets[0].getsockname()[1]
         info = NodeInfo(self.node_id, self.host, self.port)
         self.state.nodes[self.node_id] = info
@@ -190,13 +192,21 @@ class NodeServer:
             await self.server.wait_closed()
             self.server = None
 
-    async def _connected(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def _protocol(self) -> FrameConnection:
+        return FrameConnection(
+            self._start_task,
+            max_frame_bytes=self.socket_request_max_bytes,
+            tls=self.security.uses_tls,
+        )
+
+    def _start_task(self, conn: FrameConnection) -> None:
+        task = asyncio.get_running_loop().create_task(self._connected(conn))
+        self.connections.add(task)  # before it runs: stop() cancels it too
+
+    async def _connected(self, conn: FrameConnection) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self.connections.add(task)
-        peer = writer.get_extra_info("peername")
+        peer = conn.get_extra_info("peername")
         client_host = peer[0] if isinstance(peer, tuple) else str(peer)
         refused = self.connection_quotas.admit(client_host)
         try:
@@ -206,7 +216,7 @@ class NodeServer:
             tls_principal = None
             if self.security.uses_tls:
                 try:
-                    tls_principal = await accept_tls(writer, self.security)
+                    tls_principal = await accept_tls(conn, self.security)
                 except (OSError, TimeoutError) as err:
                     log.warning(
                         "node %d: TLS handshake from %s failed: %s",
@@ -215,7 +225,7 @@ class NodeServer:
                         err,
                     )
                     return
-            await self._serve(reader, writer, client_host, tls_principal)
+            await self._serve(conn, client_host, tls_principal)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away, possibly mid-frame
         except asyncio.CancelledError:
@@ -229,16 +239,15 @@ class NodeServer:
             if refused is None:
                 self.connection_quotas.release(client_host)
             self.connections.discard(task)
-            writer.close()
+            conn.close()
             try:
-                await writer.wait_closed()
+                await conn.wait_closed()
             except (OSError, asyncio.CancelledError):  # ssl.SSLError is an OSError
                 pass
 
     async def _serve(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        conn: FrameConnection,
         client_host: str,
         tls_principal: str | None = None,
     ) -> None:
@@ -248,10 +257,7 @@ class NodeServer:
             try:
                 # Kafka's connections.max.idle.ms: a connection that sends nothing
                 # (or stalls mid-frame) that long is closed
-                async with asyncio.timeout(idle_s):
-                    frame = await read_frame(
-                        reader, max_frame_bytes=self.socket_request_max_bytes
-                    )
+                frame = await conn.read_frame(idle_s)
             except TimeoutError:
                 log.info(
                     "node %d: closing connection from %s: idle for %d ms",
@@ -289,9 +295,9 @@ class NodeServer:
                         auth.reason,
                     )
                     return
-                writer.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
+                conn.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
                 held.close()
-                await writer.drain()
+                await conn.drain()
                 continue
             try:
                 # bytes left over after the body are ignored, as Kafka's broker
@@ -302,9 +308,9 @@ class NodeServer:
                     err.api_key == ApiKey.API_VERSIONS
                     and err.correlation_id is not None
                 ):
-                    writer.write(unsupported_api_versions_frame(err.correlation_id))
+                    conn.write(unsupported_api_versions_frame(err.correlation_id))
                     held.close()
-                    await writer.drain()
+                    await conn.drain()
                     continue
                 log.warning(
                     "node %d: closing connection from %s: %s",
@@ -348,8 +354,8 @@ class NodeServer:
                     )
                 held.close()
                 if response is not None:
-                    writer.write(encode_response(header, response))
-                    await writer.drain()
+                    conn.write(encode_response(header, response))
+                    await conn.drain()
                 if close:
                     return
                 continue
@@ -389,8 +395,9 @@ class NodeServer:
                     )
             held.close()
             if parts is not None:
-                write_response(writer, parts)
-                await writer.drain()
+                write_response(conn, parts)
+                if conn.write_paused:
+                    await conn.drain()
             if throttle_ms:
                 # KIP-219: answered at once, then muted for the throttle time
                 await asyncio.sleep(throttle_ms / 1000)
@@ -401,7 +408,7 @@ class NodeServer:
 WRITE_APART_BYTES = 64 * 1024
 
 
-def write_response(writer: asyncio.StreamWriter, parts: tuple[bytes, bytes]) -> None:
+def write_response(writer: FrameConnection, parts: tuple[bytes, bytes]) -> None:
     """Write a response frame given as :func:`kproto.framing.encode_response_parts`
     (size prefix + header, body): a small one in one ``write``, a large one as two,
     so its body (a FetchResponse's records) is handed to the transport as it is
