@@ -239,6 +239,10 @@ class NodeServer:
             if refused is None:
                 self.connection_quotas.release(client_host)
             self.connections.discard(task)
+            try:
+                conn.flush()  # responses held back for pipelined requests
+            except ConnectionError:
+                pass
             conn.close()
             try:
                 await conn.wait_closed()
@@ -277,6 +281,8 @@ class NodeServer:
                 )
                 return
             received = time.monotonic()  # request time (KIP-124) counts from here
+            if self.request_queue.full:
+                conn.flush()  # responses held back must not wait for a slot
             # a queue slot, then this client's turn (round robin across clients)
             held = await admit(
                 self.request_queue,
@@ -367,6 +373,7 @@ class NodeServer:
             )
             try:
                 if api_key in WAITING_APIS:  # waits for data or a group: no turn held
+                    conn.flush()
                     started = time.monotonic()
                     response = await off_turn(handling)
                     waited = time.monotonic() - started  # purgatory: not request time
@@ -400,6 +407,7 @@ class NodeServer:
                     await conn.drain()
             if throttle_ms:
                 # KIP-219: answered at once, then muted for the throttle time
+                conn.flush()
                 await asyncio.sleep(throttle_ms / 1000)
 
 

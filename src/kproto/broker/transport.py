@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Callable, Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -40,6 +41,7 @@ from kproto.framing import (
 )
 
 __all__ = [
+    "CORK_BYTES",
     "FrameConnection",
     "HEAP_BLOCK_BYTES",
     "MIN_READ_BYTES",
@@ -50,12 +52,17 @@ __all__ = [
 
 #: The least free space offered to a read (bytes); the buffer starts this big.
 MIN_READ_BYTES: Final = 16 * 1024
+#: Below this much free space the buffer is compacted or grown before a read.
+_LOW_FREE_BYTES: Final = 4096
 #: Bytes read past a complete frame that is not yet taken before reading pauses.
 READ_AHEAD_BYTES: Final = 128 * 1024
 #: An emptied buffer larger than this is dropped (a large request's memory is
 #: not kept for the connection's life).
 SHRINK_BYTES: Final = 1024 * 1024
 
+#: Responses held back while more requests are already buffered, up to this many
+#: bytes, are sent together (one ``send`` for a pipelined run of requests).
+CORK_BYTES: Final = 64 * 1024
 #: Blocks up to this size come from the heap after :func:`warm_allocator`.
 HEAP_BLOCK_BYTES: Final = 1024 * 1024
 
@@ -122,6 +129,8 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._closed: asyncio.Future[None] | None = None
+        self._pending: list[bytes | bytearray | memoryview] = []
+        self._pending_bytes = 0
 
     # -- asyncio.BufferedProtocol ------------------------------------------------
 
@@ -143,14 +152,16 @@ class FrameConnection(asyncio.BufferedProtocol):
             need = 4 + self._size - used  # <= 0: the front frame is complete
         else:
             need = 4 - used
-        # offer at least MIN_READ_BYTES; for a large frame up to what it lacks, but
-        # grow by no more than what already arrived (doubling), whatever it claims
-        want = max(MIN_READ_BYTES, min(need, used))
-        if len(buf) - end < want:
+        # make room when little is left, or when the front frame cannot complete in
+        # it: at least MIN_READ_BYTES, for a large frame up to what it lacks but no
+        # more than what already arrived (doubling), whatever size it claims
+        free = len(buf) - end
+        if free < _LOW_FREE_BYTES or (need > free and free < used):
+            want = max(MIN_READ_BYTES, min(need, used))
             if start and len(buf) - used >= want:
                 buf[:used] = buf[start:end]  # move the tail to the front (a copy)
             else:
-                grown = bytearray(max(used + want, 2 * len(buf)))
+                grown = bytearray(used + want)
                 grown[:used] = memoryview(buf)[start:end]
                 self._buf = buf = grown
             self._start, self._end = start, end = 0, used
@@ -276,6 +287,8 @@ class FrameConnection(asyncio.BufferedProtocol):
         payload = self._take()
         if payload is not None:
             return payload
+        if self._pending:
+            self.flush()
         loop = self._loop
         self._deadline = loop.time() + idle_s
         if self._timer is None:
@@ -302,15 +315,49 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     # -- writing and closing ---------------------------------------------------------
 
+    @property
+    def frame_ready(self) -> bool:
+        """A complete frame is buffered (:meth:`read_frame` returns it at once)."""
+        size = self._size
+        return size >= 0 and self._end - self._start >= 4 + size
+
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Hand ``data`` to the transport (sent at once when the socket takes it).
+        """Send ``data``: at once, or, while a complete request is already buffered
+        behind it (a pipelining client), held back with the next responses until
+        none is, :data:`CORK_BYTES` are held or :meth:`flush` (the server flushes
+        before anything that may wait: a full request queue, a Fetch's wait, a
+        throttle, closing).
 
         Raises:
             ConnectionResetError: the connection was lost.
         """
         if self._lost:
             raise ConnectionResetError("connection lost")
+        size = self._size
+        if size >= 0 and self._end - self._start >= 4 + size:
+            pending = self._pending_bytes + len(data)
+            if pending < CORK_BYTES:
+                self._pending.append(data)
+                self._pending_bytes = pending
+                return
+        if self._pending:
+            if len(data) < CORK_BYTES:  # the held ones and this in one send
+                self._pending.append(data)
+                self.flush()
+                return
+            self.flush()  # a large body goes out uncopied
         self.transport.write(data)
+
+    def flush(self) -> None:
+        """Send the responses held back by :meth:`write` (in one ``write``)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        self._pending_bytes = 0
+        if self._lost:
+            raise ConnectionResetError("connection lost")
+        self.transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
     async def drain(self) -> None:
         """Wait until the transport's write buffer is under its low-water mark.
@@ -350,7 +397,9 @@ class FrameConnection(asyncio.BufferedProtocol):
                 ssl_handshake_timeout=ssl_handshake_timeout,
             )
         except BaseException:
-            self._lost = True  # start_tls closed the socket; this protocol hears no more
+            self._lost = (
+                True  # start_tls closed the socket; this protocol hears no more
+            )
             raise
         self._reading_paused = False
 

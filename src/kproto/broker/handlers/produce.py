@@ -20,6 +20,7 @@ from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.broker.state import TopicMetadata
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.meta import wire_fields
@@ -31,6 +32,27 @@ __all__ = ["PartitionResult", "produce", "produce_response"]
 _ATTRIBUTES = struct.Struct(">h")
 _PRODUCER = struct.Struct(">qh")
 _TRANSACTIONAL = 0x10
+
+
+#: ``{topic name: (its configs, now_ms, policy)}``: the last policy built per topic.
+_POLICIES: dict[str, tuple[dict[str, str], int, LogPolicy]] = {}
+_POLICIES_MAX = 1024
+
+
+def produce_policy(info: TopicMetadata, now_ms: int) -> LogPolicy:
+    """``LogPolicy.for_produce(info.config, now_ms)``, reused while the topic's
+    configs and the clock's millisecond are the ones it was built for (the
+    partitions of one request share it). The policy is a function of those two
+    only, so the reuse cannot go stale: a changed config or a new millisecond
+    builds a new one."""
+    hit = _POLICIES.get(info.name)
+    if hit is not None and hit[1] == now_ms and hit[0] == info.configs:
+        return hit[2]
+    policy = LogPolicy.for_produce(info.config, now_ms)
+    if len(_POLICIES) >= _POLICIES_MAX:
+        _POLICIES.clear()
+    _POLICIES[info.name] = (dict(info.configs), now_ms, policy)
+    return policy
 
 
 def _verify_transaction(
@@ -190,7 +212,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     )
                 if plog is not None and not error:
                     info = state.topics[name]
-                    policy = LogPolicy.for_produce(info.config, state.now_ms())
+                    policy = produce_policy(info, state.now_ms())
                     records = pdata.records or b""
                     try:
                         # small requests inline, large or bombs off the event loop
