@@ -23,6 +23,7 @@ from kproto.broker.connection_limits import (
     ConnectionQuotas,
     RequestQueue,
     admit,
+    admit_now,
     off_turn,
 )
 from kproto.broker.log_validator import (
@@ -305,6 +306,33 @@ def test_the_request_queue_bound_holds() -> None:
 
     events = asyncio.run(run())
     assert events.index("release") == 2  # two entered, two waited for a slot
+
+
+def test_admit_now_takes_only_what_is_free_now() -> None:
+    """The coroutine-free admission takes a slot and the turn when both are free,
+    and nothing when either is taken (the caller then waits in :func:`admit`)."""
+
+    async def run() -> None:
+        queue, turns = RequestQueue(1), ClientTurns()
+        metadata = struct.pack(">hhih", 3, 12, 1, 1) + b"a" + b"\x00"
+        fetch = struct.pack(">hhih", 1, 16, 1, 1) + b"b" + b"\x00"
+        held = admit_now(queue, turns, metadata, "h", "User:x")
+        assert held is not None and queue.size == 1 and queue.peak == 1
+        assert admit_now(queue, turns, metadata, "h", "User:x") is None  # no slot
+        assert queue.size == 1 and turns.waiting(("h", "User:x", b"a")) == 0
+        # a Fetch takes no slot, but the client's turn is still needed
+        other = admit_now(queue, turns, fetch, "h", "User:x")
+        assert other is not None and queue.size == 1
+        assert admit_now(queue, turns, fetch, "h", "User:x") is None  # turn taken
+        other.close()
+        held.close()
+        assert queue.size == 0
+        await asyncio.sleep(0)  # turns pass on at the next loop round
+        again = admit_now(queue, turns, metadata, "h", "User:x")
+        assert again is not None
+        again.close()
+
+    asyncio.run(run())
 
 
 def test_the_request_queue_bounds_a_node() -> None:

@@ -31,6 +31,7 @@ __all__ = [
     "RequestQueue",
     "WAITING_APIS",
     "admit",
+    "admit_now",
     "client_key",
     "close_open_pass",
     "off_turn",
@@ -274,6 +275,37 @@ class Pass:
             self.queue._slots.release()
             self.queue = None
         _PASS.set(None)
+
+
+def admit_now(
+    queue: RequestQueue, turns: ClientTurns, frame: bytes, host: str, principal: str
+) -> Pass | None:
+    """:func:`admit` when it would not wait (a queue slot free, the client's turn
+    free), without a coroutine; ``None`` (nothing taken) when it would."""
+    api_key = int.from_bytes(frame[:2], "big") if len(frame) >= 2 else -1
+    held: RequestQueue | None = None
+    if api_key not in WAITING_APIS:
+        slots = queue._slots
+        if slots.locked():  # no slot free, or others already waiting for one
+            return None
+        held = queue
+    if not turns.enabled:
+        if held is not None:
+            slots._value -= 1  # Semaphore.acquire's own step when not locked
+            queue.peak = max(queue.peak, queue.size)
+        return Pass(held, turns, None)
+    turn = _Turn(client_key(frame, host, principal))
+    if turn.client in turns._busy:
+        return None
+    if held is not None:
+        slots._value -= 1
+        queue.peak = max(queue.peak, queue.size)
+    turns._busy.add(turn.client)
+    turn.held = True
+    _CURRENT.set((turns, turn))
+    admitted = Pass(held, turns, turn)
+    _PASS.set(admitted)
+    return admitted
 
 
 async def admit(

@@ -36,6 +36,7 @@ from kproto.broker.connection_limits import (
     ConnectionQuotas,
     RequestQueue,
     admit,
+    admit_now,
     close_open_pass,
     off_turn,
 )
@@ -284,7 +285,13 @@ class NodeServer:
             if self.request_queue.full:
                 conn.flush()  # responses held back must not wait for a slot
             # a queue slot, then this client's turn (round robin across clients)
-            held = await admit(
+            held = admit_now(
+                self.request_queue,
+                self.client_turns,
+                frame,
+                client_host,
+                auth.principal,
+            ) or await admit(
                 self.request_queue,
                 self.client_turns,
                 frame,
