@@ -14,6 +14,8 @@ import uuid
 from functools import cache
 from typing import Any, NamedTuple
 
+import attrs
+
 from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
@@ -34,24 +36,29 @@ _PRODUCER = struct.Struct(">qh")
 _TRANSACTIONAL = 0x10
 
 
-#: ``{topic name: (its configs, now_ms, policy)}``: the last policy built per topic.
-_POLICIES: dict[str, tuple[dict[str, str], int, LogPolicy]] = {}
+#: ``{topic name: (its configs, the policy's fields but now_ms, last policy)}``.
+_POLICIES: dict[str, tuple[dict[str, str], dict[str, Any], LogPolicy]] = {}
 _POLICIES_MAX = 1024
 
 
 def produce_policy(info: TopicMetadata, now_ms: int) -> LogPolicy:
-    """``LogPolicy.for_produce(info.config, now_ms)``, reused while the topic's
-    configs and the clock's millisecond are the ones it was built for (the
-    partitions of one request share it). The policy is a function of those two
-    only, so the reuse cannot go stale: a changed config or a new millisecond
-    builds a new one."""
+    """``LogPolicy.for_produce(info.config, now_ms)``, its config-derived fields
+    reused while the topic's configs are the ones they were read from (a changed
+    config reads them again), the whole policy while the clock's millisecond is
+    the same too (the partitions of one request)."""
     hit = _POLICIES.get(info.name)
-    if hit is not None and hit[1] == now_ms and hit[0] == info.configs:
-        return hit[2]
-    policy = LogPolicy.for_produce(info.config, now_ms)
-    if len(_POLICIES) >= _POLICIES_MAX:
-        _POLICIES.clear()
-    _POLICIES[info.name] = (dict(info.configs), now_ms, policy)
+    if hit is None or hit[0] != info.configs:
+        policy = LogPolicy.for_produce(info.config, now_ms)
+        fields = attrs.asdict(policy, recurse=False)
+        del fields["now_ms"]
+        if len(_POLICIES) >= _POLICIES_MAX:
+            _POLICIES.clear()
+        _POLICIES[info.name] = (dict(info.configs), fields, policy)
+        return policy
+    configs, fields, policy = hit
+    if policy.now_ms != now_ms:
+        policy = LogPolicy(now_ms=now_ms, **fields)
+        _POLICIES[info.name] = (configs, fields, policy)
     return policy
 
 
