@@ -186,9 +186,13 @@ class Dispatcher:
             share=self.share,
         )
         handler = HANDLERS[api_key]
-        time_ms = self.state.now_ms()
+        time_ms = self.state.now_ms() if self.request_log is not None else 0
         if self.faults is None or self.faults.idle:
-            response = await self._call(handler, ctx, request)
+            response = await (
+                handler(ctx, request)
+                if self.security.acls is None
+                else guarded(ctx, handler, request)
+            )
         else:
             response = await self.faults.apply(
                 ctx, request, lambda: self._call(handler, ctx, request)
