@@ -83,6 +83,7 @@ bench-spark: $(STAMP)
 bench-broker: $(STAMP)
 	$(PY) -m benchmarks.broker_bench
 	$(PY) -m benchmarks.broker_fetch_bench
+	$(PY) -m benchmarks.broker_request_bench
 
 ## The good confluent-kafka pair beside each hostile client of issue 17.
 bench-broker-fairness: $(STAMP)

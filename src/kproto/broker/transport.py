@@ -64,7 +64,7 @@ SHRINK_BYTES: Final = 1024 * 1024
 #: bytes, are sent together (one ``send`` for a pipelined run of requests).
 CORK_BYTES: Final = 64 * 1024
 #: Blocks up to this size come from the heap after :func:`warm_allocator`.
-HEAP_BLOCK_BYTES: Final = 1024 * 1024
+HEAP_BLOCK_BYTES: Final = 256 * 1024
 
 _unpack_size = SIZE_PREFIX.unpack_from
 
@@ -79,8 +79,9 @@ def warm_allocator(size: int = HEAP_BLOCK_BYTES) -> None:
     80% more broker CPU); asyncio's stream reader raised the threshold by accident,
     allocating 256 KiB per ``recv``, and :class:`FrameConnection` reads into its
     own buffer instead, so the node does it once on start: one block of ``size``
-    allocated (``calloc``: no page touched) and freed. Elsewhere than glibc this
-    costs one allocation and does nothing more.
+    allocated (``calloc``: no page touched) and freed. No higher by default: larger
+    blocks from the heap may stay resident after they are freed (peak RSS). Elsewhere
+    than glibc this costs one allocation and does nothing more.
     """
     block = bytes(size)  # calloc'ed: no page touched
     del block
