@@ -15,12 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.transport import (
-    CORK_BYTES,
-    MIN_READ_BYTES,
-    READ_AHEAD_BYTES,
-    FrameConnection,
-)
+from kproto.broker.transport import MIN_READ_BYTES, READ_AHEAD_BYTES, FrameConnection
 from kproto.framing import ConnectionClosedError, FrameError, FrameTooLargeError
 
 T = TypeVar("T")
@@ -219,43 +214,18 @@ def test_connection_lost_wakes_a_reader_and_fails_writes() -> None:
     run(body)
 
 
-def test_responses_behind_pipelined_requests_go_out_together_in_order() -> None:
-    async def body(conn: FrameConnection, transport: FakeTransport) -> None:
-        receive(conn, framed(b"req1") + framed(b"req2") + framed(b"req3"))
-        for i in (1, 2):
-            await conn.read_frame(5)
-            conn.write(b"answer %d;" % i)
-        assert transport.writes == []  # r2 / r3 still buffered: held back
-        await conn.read_frame(5)
-        conn.write(b"answer 3;")  # nothing buffered behind it: all go
-        assert transport.writes == [b"answer 1;answer 2;answer 3;"]
-
-    run(body)
-
-
-def test_held_responses_are_bounded_and_flushed_before_waiting() -> None:
+def test_responses_go_to_the_transport_at_once() -> None:
     async def body(conn: FrameConnection, transport: FakeTransport) -> None:
         receive(conn, framed(b"req1") + framed(b"req2"))
         await conn.read_frame(5)
-        conn.write(b"a" * 10)
-        big = b"b" * CORK_BYTES
-        conn.write(big)  # over the bound: the held one first, then this
-        assert transport.writes == [b"a" * 10, big]
-        conn.write(b"c")
-        conn.flush()
-        assert transport.writes[-1] == b"c"
-        await conn.read_frame(5)
-        conn.write(b"d")
-        assert transport.writes[-1] == b"d"
-        receive(conn, framed(b"req3") + framed(b"req4"))
-        await conn.read_frame(5)
-        conn.write(b"e")  # r4 buffered: held
-        assert transport.writes[-1] == b"d"
-        await conn.read_frame(5)
-        reading = asyncio.ensure_future(conn.read_frame(5))
-        await asyncio.sleep(0)  # waiting for a frame sends what was held
-        assert transport.writes[-1] == b"e"
-        reading.cancel()
+        conn.write(b"answer 1")  # not held back for the buffered req2
+        assert transport.writes == [b"answer 1"]
+        conn.pause_writing()
+        draining = asyncio.ensure_future(conn.drain())
+        await asyncio.sleep(0)
+        assert not draining.done()
+        conn.resume_writing()
+        await draining
 
     run(body)
 

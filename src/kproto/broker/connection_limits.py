@@ -130,11 +130,6 @@ class RequestQueue:
         """Requests in the queue now."""
         return self.capacity - self._slots._value
 
-    @property
-    def full(self) -> bool:
-        """No slot is free: a request arriving now waits."""
-        return self._slots._value <= 0
-
     async def __aenter__(self) -> RequestQueue:
         await self._slots.acquire()
         self.peak = max(self.peak, self.size)

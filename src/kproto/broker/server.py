@@ -240,10 +240,6 @@ class NodeServer:
             if refused is None:
                 self.connection_quotas.release(client_host)
             self.connections.discard(task)
-            try:
-                conn.flush()  # responses held back for pipelined requests
-            except ConnectionError:
-                pass
             conn.close()
             try:
                 await conn.wait_closed()
@@ -282,8 +278,6 @@ class NodeServer:
                 )
                 return
             received = time.monotonic()  # request time (KIP-124) counts from here
-            if self.request_queue.full:
-                conn.flush()  # responses held back must not wait for a slot
             # a queue slot, then this client's turn (round robin across clients)
             held = admit_now(
                 self.request_queue,
@@ -380,7 +374,6 @@ class NodeServer:
             )
             try:
                 if api_key in WAITING_APIS:  # waits for data or a group: no turn held
-                    conn.flush()
                     started = time.monotonic()
                     response = await off_turn(handling)
                     waited = time.monotonic() - started  # purgatory: not request time
@@ -414,7 +407,6 @@ class NodeServer:
                     await conn.drain()
             if throttle_ms:
                 # KIP-219: answered at once, then muted for the throttle time
-                conn.flush()
                 await asyncio.sleep(throttle_ms / 1000)
 
 

@@ -41,7 +41,6 @@ from kproto.framing import (
 )
 
 __all__ = [
-    "CORK_BYTES",
     "FrameConnection",
     "HEAP_BLOCK_BYTES",
     "MIN_READ_BYTES",
@@ -60,9 +59,6 @@ READ_AHEAD_BYTES: Final = 128 * 1024
 #: not kept for the connection's life).
 SHRINK_BYTES: Final = 1024 * 1024
 
-#: Responses held back while more requests are already buffered, up to this many
-#: bytes, are sent together (one ``send`` for a pipelined run of requests).
-CORK_BYTES: Final = 64 * 1024
 #: Blocks up to this size come from the heap after :func:`warm_allocator`.
 HEAP_BLOCK_BYTES: Final = 256 * 1024
 
@@ -130,8 +126,6 @@ class FrameConnection(asyncio.BufferedProtocol):
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._closed: asyncio.Future[None] | None = None
-        self._pending: list[bytes | bytearray | memoryview] = []
-        self._pending_bytes = 0
 
     # -- asyncio.BufferedProtocol ------------------------------------------------
 
@@ -288,8 +282,6 @@ class FrameConnection(asyncio.BufferedProtocol):
         payload = self._take()
         if payload is not None:
             return payload
-        if self._pending:
-            self.flush()
         loop = self._loop
         self._deadline = loop.time() + idle_s
         if self._timer is None:
@@ -316,49 +308,16 @@ class FrameConnection(asyncio.BufferedProtocol):
 
     # -- writing and closing ---------------------------------------------------------
 
-    @property
-    def frame_ready(self) -> bool:
-        """A complete frame is buffered (:meth:`read_frame` returns it at once)."""
-        size = self._size
-        return size >= 0 and self._end - self._start >= 4 + size
-
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        """Send ``data``: at once, or, while a complete request is already buffered
-        behind it (a pipelining client), held back with the next responses until
-        none is, :data:`CORK_BYTES` are held or :meth:`flush` (the server flushes
-        before anything that may wait: a full request queue, a Fetch's wait, a
-        throttle, closing).
+        """Hand ``data`` to the transport (sent at once when the socket takes it,
+        else buffered by the transport until it does).
 
         Raises:
             ConnectionResetError: the connection was lost.
         """
         if self._lost:
             raise ConnectionResetError("connection lost")
-        size = self._size
-        if size >= 0 and self._end - self._start >= 4 + size:
-            pending = self._pending_bytes + len(data)
-            if pending < CORK_BYTES:
-                self._pending.append(data)
-                self._pending_bytes = pending
-                return
-        if self._pending:
-            if len(data) < CORK_BYTES:  # the held ones and this in one send
-                self._pending.append(data)
-                self.flush()
-                return
-            self.flush()  # a large body goes out uncopied
         self.transport.write(data)
-
-    def flush(self) -> None:
-        """Send the responses held back by :meth:`write` (in one ``write``)."""
-        pending = self._pending
-        if not pending:
-            return
-        self._pending = []
-        self._pending_bytes = 0
-        if self._lost:
-            raise ConnectionResetError("connection lost")
-        self.transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
 
     async def drain(self) -> None:
         """Wait until the transport's write buffer is under its low-water mark.
