@@ -2,10 +2,12 @@
 
 Per connection one task reads frames from a
 :class:`kproto.broker.transport.FrameConnection` (the connection's protocol: frames
-cut in one receive buffer, bounded by ``socket_request_max_bytes``), decodes each with :func:`kproto.framing.decode_request_frame`, hands it to the node's
-:class:`~kproto.broker.dispatch.Dispatcher` and writes the response before reading the
-next request, so responses go out in request order (Kafka mutes a connection while
-one of its requests is in flight, with the same effect).
+cut in one receive buffer, bounded by ``socket_request_max_bytes``, read ahead by
+at most 128 KiB), decodes each with :func:`kproto.framing.decode_request_frame`,
+hands it to the node's :class:`~kproto.broker.dispatch.Dispatcher` and writes the
+response before taking the next request, so responses go out in request order
+(Kafka mutes a connection while one of its requests is in flight, with the same
+effect).
 
 Bad input never stops the node or other connections (Kafka's ``SocketServer`` /
 ``RequestContext.parseRequest``):
