@@ -12,8 +12,9 @@ buffer copy and a timer per frame) under :class:`kproto.broker.server.NodeServer
 Bounds (what the stream layer gave, kept):
 
 * a size prefix below 4 or over ``max_frame_bytes`` (``socket.request.max.bytes``)
-  stops reading at once and fails the next :meth:`~FrameConnection.read_frame`
-  with :class:`~kproto.framing.FrameError`, before the claimed size is allocated;
+  stops reading as soon as it is the front frame's (the frames before it are
+  served first) and fails the next :meth:`~FrameConnection.read_frame` with
+  :class:`~kproto.framing.FrameError`, before the claimed size is allocated;
 * the buffer only grows with what arrived (at most doubling, never to a size a peer
   claims), and reading pauses once a complete frame waits with
   :data:`READ_AHEAD_BYTES` more behind it: a connection whose requests are not
