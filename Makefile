@@ -11,7 +11,8 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c \
-    src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h | $(PY)
+    src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h \
+    src/kproto/_entity_wrapper.h | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
 	touch $@
 

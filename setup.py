@@ -51,7 +51,11 @@ setup(
         Extension(
             f"kproto.{name}",
             [f"src/kproto/{name}.c"],
-            depends=["src/kproto/_entity_desc.h", "src/kproto/_entity_out.h"],
+            depends=[
+                "src/kproto/_entity_desc.h",
+                "src/kproto/_entity_out.h",
+                "src/kproto/_entity_wrapper.h",
+            ],
             extra_compile_args=["-O2"] if os.name != "nt" else [],
         )
         for name in ("_speedups", "_entity_reader", "_entity_writer")
