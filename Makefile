@@ -12,8 +12,8 @@ $(PY):
 
 $(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c \
     src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h \
-    src/kproto/_entity_wrapper.h | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,spark,bench]'
+    src/kproto/_entity_wrapper.h src/kproto/_arrow_columns.h src/kproto/_record_sequence.h | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev,spark,bench,speed]'
 	touch $@
 
 install: $(STAMP)
@@ -82,6 +82,7 @@ bench-spark: $(STAMP)
 ## kproto's broker vs librdkafka's mock cluster: confluent-kafka produce and consume, peak RSS.
 bench-broker: $(STAMP)
 	$(PY) -m benchmarks.broker_bench
+	$(PY) -m benchmarks.broker_fetch_bench
 
 ## The good confluent-kafka pair beside each hostile client of issue 17.
 bench-broker-fairness: $(STAMP)

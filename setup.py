@@ -52,9 +52,11 @@ setup(
             f"kproto.{name}",
             [f"src/kproto/{name}.c"],
             depends=[
+                "src/kproto/_arrow_columns.h",
                 "src/kproto/_entity_desc.h",
                 "src/kproto/_entity_out.h",
                 "src/kproto/_entity_wrapper.h",
+                "src/kproto/_record_sequence.h",
             ],
             extra_compile_args=["-O2"] if os.name != "nt" else [],
         )

@@ -6,11 +6,19 @@ Run from the repository root::
 
 A batch of 1000 records (16-byte keys, 200-byte values, 2 headers) is decoded
 (iterating every record and touching key, value and headers) and encoded, for
-no compression and each codec. The implementations run in interleaved rounds
-and the median time per operation is reported, in milliseconds. kproto's decoders
+no compression and each codec. The implementations run in interleaved rounds, in
+an order shuffled every round (seeded): in a fixed order a decoder that always ran
+right after the encoders found colder caches and paid for it. The median CPU time
+per operation (the process's, so other load on a shared machine does not count) is
+reported, in milliseconds. kproto's decoders
 run on both paths of :mod:`kproto.speedups` (the C record loops and pure Python) when
 the extension is built; "C / aiokafka" is kproto's C-path time divided by aiokafka's
 (target: <= 0.8), "ratio" kafka-python's time divided by kproto's.
+
+A last table gives records per second on one core (CPU time, ``time.process_time``)
+for uncompressed batches decoded into Arrow buffers by ``decode_arrow_columns`` (C and
+pure Python), beside ``decode_columns`` and aiokafka's C decode (records built and
+key, value and headers touched), over a run of 20 batches (target: >= 5M records/s).
 
 kafka-python 3.0.12's ``kafka.record.default_records`` is pure Python;
 aiokafka 0.14.0's ``aiokafka.record.default_records`` resolves to its Cython
@@ -20,15 +28,23 @@ extension (``aiokafka.record._crecords``), which this script checks.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 from kproto import speedups
-from kproto.records import Compression, decode_batches, decode_columns, encode_batch
+from kproto.records import (
+    Compression,
+    decode_arrow_columns,
+    decode_batches,
+    decode_columns,
+    encode_batch,
+)
 
 CODECS = [
     Compression.NONE,
@@ -59,9 +75,13 @@ def make_records(n: int) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], in
 
 
 def _time(fn: Callable[[], Any]) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+    """The process's CPU time (seconds) spent in ``fn()``; a ``native`` attribute on
+    ``fn`` selects the kproto path (switched outside the timed call)."""
+    native = getattr(fn, "native", None)
+    with speedups.using(native) if native is not None else contextlib.nullcontext():
+        t = time.process_time()
+        fn()
+        return time.process_time() - t
 
 
 def run(rounds: int, n: int) -> str:
@@ -101,9 +121,9 @@ def run(rounds: int, n: int) -> str:
 
         def on(native: bool, fn: Callable[[], None]) -> Callable[[], None]:
             def run() -> None:
-                with speedups.using(native):
-                    fn()
+                fn()
 
+            run.native = native  # type: ignore[attr-defined]
             return run
 
         def kp_decode(data: bytes = data) -> None:
@@ -148,12 +168,15 @@ def run(rounds: int, n: int) -> str:
             "aio_encode": aio_encode,
         }
         for fn in fns.values():  # warm up
-            fn()
+            _time(fn)
         times: dict[str, list[float]] = {name: [] for name in fns}
+        order = list(fns.items())
+        shuffle = random.Random(codec).shuffle
         gc.disable()
         try:
             for _ in range(rounds):
-                for name, fn in fns.items():
+                shuffle(order)  # no implementation always runs after the same one
+                for name, fn in order:
                     times[name].append(_time(fn))
         finally:
             gc.enable()
@@ -174,9 +197,10 @@ def run(rounds: int, n: int) -> str:
             f"| {med['kproto_encode_' + c] / med['aio_encode']:.2f} "
             f"| {med['kp_encode'] / med['kproto_encode_' + c]:.2f}x |"
         )
+    lines_arrow = arrow_rates(rounds, records)
     head = (
         f"{n} records/batch, 16-byte keys, 200-byte values, 2 headers; median of "
-        f"{rounds} interleaved rounds; kproto C extension: {speedups.reason()}\n"
+        f"{rounds} interleaved rounds (CPU time); kproto C extension: {speedups.reason()}\n"
     )
     return (
         head
@@ -184,7 +208,64 @@ def run(rounds: int, n: int) -> str:
         + "\n".join(lines_dec)
         + "\n\nEncode\n\n"
         + "\n".join(lines_enc)
+        + "\n\nInto Arrow buffers (uncompressed; records/s on one core, CPU time)\n\n"
+        + "\n".join(lines_arrow)
     )
+
+
+def arrow_rates(rounds: int, records: list[Any], batches: int = 20) -> list[str]:
+    """Records/s (CPU time) of decode_arrow_columns, decode_columns and aiokafka on
+    ``batches`` uncompressed batches of ``records``, median of interleaved rounds."""
+    from aiokafka.record import default_records as aio_default
+
+    batch = [
+        encode_batch(records, base_offset=i * len(records)) for i in range(batches)
+    ]
+    data = b"".join(batch)
+    total = len(records) * batches
+
+    def on(native: bool, fn: Callable[[bytes], Any]) -> Callable[[], None]:
+        def run() -> None:
+            with speedups.using(native):
+                fn(data)
+
+        return run
+
+    def aio() -> None:
+        for b in batch:
+            for r in aio_default.DefaultRecordBatch(b):
+                r.key  # noqa: B018
+                r.value  # noqa: B018
+                r.headers  # noqa: B018
+
+    fns: dict[str, Callable[[], None]] = {}
+    for native in [True, False] if speedups.available() else [False]:
+        path = "C" if native else "Python"
+        fns[f"kproto decode_arrow_columns ({path})"] = on(native, decode_arrow_columns)
+        fns[f"kproto decode_columns ({path})"] = on(native, decode_columns)
+    fns["aiokafka (C) decode"] = aio
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()
+    # Interleaved blocks, the first call of each block not counted: the fresh output
+    # pages one decoder's buffers need depend on what the previous decoder freed
+    # (glibc trims its heap after large frees), so each is measured in its own
+    # steady state, as a task decoding chunk after chunk runs.
+    gc.disable()
+    try:
+        for _ in range(3):
+            for name, fn in fns.items():
+                fn()
+                for _ in range(max(2, rounds // 3)):
+                    t = time.process_time()
+                    fn()
+                    cpu[name].append(time.process_time() - t)
+    finally:
+        gc.enable()
+    lines = ["| decoder | records/s (one core) |", "|---|---:|"]
+    for name, times in cpu.items():
+        lines.append(f"| {name} | {total / statistics.median(times):,.0f} |")
+    return lines
 
 
 def main() -> None:

@@ -20,7 +20,10 @@ MB on disk, then runs, in one embedded Spark session (``local[*]``):
   pyarrow's default settings: the size reference of the ``x pyarrow`` column.
 
 CPU seconds are user+system time of the driver, the JVM and every Python worker
-(psutil over the process tree, including reaped children), measured around each job.
+(psutil over the process tree, including reaped children), measured around each job
+(the read-back that counts a Spark writer job's rows is not measured).
+``--breakdown`` prints each job's CPU per JVM thread group (task threads, JIT
+compilers, GC) and Python process kind.
 """
 
 from __future__ import annotations
@@ -133,6 +136,41 @@ def _tree_cpu() -> float:
     return total
 
 
+def _cpu_groups() -> dict[str, float]:
+    """CPU seconds per group of this process tree: the JVM's threads by name
+    (``jvm: Executor task launch worker``, ``jvm: GC Thread``, ``jvm: C2
+    CompilerThread``..., numbers stripped) and every other process by kind (``python
+    workers``, ``driver``). Reaped children count under their parent's kind."""
+    me = psutil.Process()
+    groups: dict[str, float] = {}
+
+    def add(name: str, seconds: float) -> None:
+        groups[name] = groups.get(name, 0.0) + seconds
+
+    for p in [me] + me.children(recursive=True):
+        try:
+            t = p.cpu_times()
+            is_jvm = p.name() == "java"
+        except psutil.Error:
+            continue
+        reaped = t.children_user + t.children_system
+        if not is_jvm:
+            kind = "driver" if p.pid == me.pid else "python workers"
+            add(kind, t.user + t.system + (0.0 if p.pid == me.pid else reaped))
+            continue
+        add("jvm: reaped children", reaped)
+        for task in Path(f"/proc/{p.pid}/task").iterdir():
+            try:
+                comm = (task / "comm").read_text().strip()
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            ticks = int(fields[11]) + int(fields[12])  # utime, stime
+            name = comm.rstrip("0123456789#").rstrip(" -#") or comm
+            add(f"jvm: {name}", ticks / os.sysconf("SC_CLK_TCK"))
+    return groups
+
+
 def measure(
     fn: Callable[[], int], *, in_process: bool = False
 ) -> tuple[float, float, int]:
@@ -159,7 +197,7 @@ def job_kproto(spark: Any, data: Path, out: Path) -> int:
 
     df = read_log_segments(spark, data)
     df.write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(str(out))
-    return int(spark.read.parquet(str(out)).where("error is null").count())
+    return -1  # counted by reading back, outside the measurement
 
 
 def job_nodict(spark: Any, data: Path, out: Path) -> int:
@@ -173,7 +211,7 @@ def job_nodict(spark: Any, data: Path, out: Path) -> int:
     }
     df = read_log_segments(spark, data)
     df.write.mode("overwrite").options(**options).parquet(str(out))
-    return int(spark.read.parquet(str(out)).where("error is null").count())
+    return -1
 
 
 def job_arrow(spark: Any, data: Path, out: Path) -> int:
@@ -224,7 +262,7 @@ def job_naive(spark: Any, data: Path, out: Path) -> int:
 
     df = spark.createDataFrame(rdd, schema)
     df.write.mode("overwrite").options(**PARQUET_OPTIONS).parquet(str(out))
-    return int(spark.read.parquet(str(out)).count())
+    return -1
 
 
 def job_floor(spark: Any, data: Path, out: Path) -> int:
@@ -280,6 +318,11 @@ def main(argv: list[str] | None = None) -> int:
         "median reported)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the data set")
+    ap.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="print each job's CPU per JVM thread group and Python process kind",
+    )
     ap.add_argument("--warm-mb", type=float, default=20.0, help="warm-up data set size")
     ap.add_argument("--master", default="local[*]")
     ap.add_argument(
@@ -333,8 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     if warm.exists():
         shutil.rmtree(warm)
     generate(warm, args.warm_mb, 4)
+    names = set(args.jobs.split(",")) - {"single"}
     for warm_job in (job_kproto, job_nodict, job_arrow, job_naive, job_floor):
-        warm_job(spark, warm, work / "warm-out" / warm_job.__name__)
+        if warm_job.__name__.removeprefix("job_") in names:
+            warm_job(spark, warm, work / "warm-out" / warm_job.__name__)
 
     jobs: dict[str, Callable[[], int]] = {
         "kproto": lambda: job_kproto(spark, data, outs / "kproto"),
@@ -349,7 +394,19 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[tuple[float, float, int]]] = {}
     out_mb: dict[str, float] = {}
     for name in args.jobs.split(","):
+        before = _cpu_groups() if args.breakdown else {}
         wall, cpu, n = measure(jobs[name], in_process=name == "single")
+        if n < 0:  # a Spark writer job: count its record rows, not measured
+            back = spark.read.parquet(str(outs / name))
+            n = int(
+                back.where("error is null").count() if name != "naive" else back.count()
+            )
+        if args.breakdown:
+            after = _cpu_groups()
+            spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+            for group, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+                if seconds >= 0.05:
+                    print(f"    {group}: {seconds:.2f} CPU-s", flush=True)
         runs.setdefault(name, []).append((wall, cpu, n))
         out_mb[name] = _parquet_mb(outs / name)
         print(

@@ -133,6 +133,26 @@ name_cache_clear(NameCache *c)
     Py_CLEAR(c->timestamp);
 }
 
+/* Whether a[:n] == b[:n]; inline for the short names and values a batch repeats. */
+static inline int
+same_bytes(const void *a, const void *b, size_t n)
+{
+    if (n > 32)
+        return memcmp(a, b, n) == 0;
+    const unsigned char *x = a, *y = b;
+    for (; n >= 8; n -= 8, x += 8, y += 8) {
+        uint64_t u, v;
+        memcpy(&u, x, 8);
+        memcpy(&v, y, 8);
+        if (u != v)
+            return 0;
+    }
+    for (; n > 0; n--)
+        if (*x++ != *y++)
+            return 0;
+    return 1;
+}
+
 /* The header name d[p:p+n] as str, from the cache slot `i` when it holds it. */
 static PyObject *
 header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
@@ -140,7 +160,7 @@ header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
 {
     PyObject *cached = (c != NULL && i < NAME_CACHE) ? c->names[i] : NULL;
     if (cached != NULL && PyUnicode_GET_LENGTH(cached) == n &&
-        memcmp(PyUnicode_DATA(cached), d + p, (size_t)n) == 0) {
+        same_bytes(PyUnicode_DATA(cached), d + p, (size_t)n)) {
         Py_INCREF(cached);
         return cached;
     }
@@ -230,20 +250,23 @@ header_count(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end,
     return 0;
 }
 
-/* Whether `pair` (a cached (name, value) tuple) holds the name d[ns:ns+nn] and the
- * value d[vs:vs+vn] (None when `null`). */
+/* How much of `pair` (a cached (name, value) tuple) the header d[ns:ns+nn] (name),
+ * d[vs:vs+vn] (value, None when `null`) repeats: 2 both, 1 the (ASCII) name only, 0
+ * not the name. */
 static inline int
 pair_matches(PyObject *pair, const unsigned char *d, Py_ssize_t ns, Py_ssize_t nn,
              int null, Py_ssize_t vs, Py_ssize_t vn)
 {
     PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
     if (!PyUnicode_IS_COMPACT_ASCII(name) || PyUnicode_GET_LENGTH(name) != nn ||
-        memcmp(PyUnicode_DATA(name), d + ns, (size_t)nn) != 0)
+        !same_bytes(PyUnicode_DATA(name), d + ns, (size_t)nn))
         return 0;
     if (null)
-        return value == Py_None;
+        return value == Py_None ? 2 : 1;
     return value != Py_None && PyBytes_GET_SIZE(value) == vn &&
-           memcmp(PyBytes_AS_STRING(value), d + vs, (size_t)vn) == 0;
+                   same_bytes(PyBytes_AS_STRING(value), d + vs, (size_t)vn)
+               ? 2
+               : 1;
 }
 
 /* Header `i` of a record at d[*pos] as a (name, value) tuple: the cached pair of
@@ -259,12 +282,17 @@ read_pair(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, NameCache
     if (null < 0)
         return NULL;
     PyObject *cached = i < NAME_CACHE ? c->pairs[i] : NULL;
-    if (cached != NULL && pair_matches(cached, d, ns, nn, null, vs, vn)) {
+    int same = cached != NULL ? pair_matches(cached, d, ns, nn, null, vs, vn) : 0;
+    if (same == 2) {
         Py_INCREF(cached);
         return cached;
     }
-    PyObject *name = header_name(d, ns, nn, c, i);
-    if (name == NULL)
+    PyObject *name;
+    if (same == 1) { /* the name again (a str equal to the bytes just compared) */
+        name = PyTuple_GET_ITEM(cached, 0);
+        Py_INCREF(name);
+    }
+    else if ((name = header_name(d, ns, nn, c, i)) == NULL)
         return NULL;
     PyObject *value;
     if (null) {
@@ -458,6 +486,34 @@ loop_args(PyObject *args, LoopArgs *a)
     return 0;
 }
 
+/* The head of one record at d[*pos] in a batch ending at `end`: its length
+ * (positive, inside the batch), attributes (int8, unused), timestamp delta and
+ * offset delta; *rec_end is where the record ends. -1 (nothing set, no exception)
+ * when malformed. Shared by v2_scan and ArrowBuilder.add_v2. */
+static inline int
+record_head(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
+            Py_ssize_t *rec_end, int64_t *ts_delta, int64_t *off_delta)
+{
+    Py_ssize_t p = *pos;
+    uint64_t v;
+    if (read_uvar(d, &p, end, 5, &v) < 0)
+        return -1;
+    int64_t length = zigzag(v);
+    if (length <= 0 || length > (int64_t)(end - p))
+        return -1;
+    Py_ssize_t stop = p + (Py_ssize_t)length;
+    p += 1; /* attributes */
+    if (read_uvar(d, &p, stop, 10, &v) < 0)
+        return -1;
+    *ts_delta = zigzag(v);
+    if (read_uvar(d, &p, stop, 5, &v) < 0)
+        return -1;
+    *off_delta = zigzag(v);
+    *rec_end = stop;
+    *pos = p;
+    return 0;
+}
+
 static PyObject *
 v2_columns(PyObject *self, PyObject *args)
 {
@@ -565,18 +621,11 @@ v2_scan(PyObject *self, PyObject *args)
     Py_ssize_t null_keys = 0;
     int detail = 0;
     for (Py_ssize_t i = 0; i < a.count; i++) {
-        uint64_t v;
-        if (read_uvar(d, &p, end, 5, &v) < 0)
+        Py_ssize_t rec_end;
+        int64_t ts_delta, off_delta, ts, off;
+        if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
             goto bad;
-        int64_t length = zigzag(v);
-        if (length <= 0 || length > (int64_t)(end - p))
-            goto bad;
-        Py_ssize_t rec_end = p + (Py_ssize_t)length;
-        p += 1; /* attributes */
-        if (read_uvar(d, &p, rec_end, 10, &v) < 0)
-            goto bad;
-        int64_t ts;
-        if (__builtin_add_overflow((int64_t)a.base_ts, zigzag(v), &ts))
+        if (__builtin_add_overflow((int64_t)a.base_ts, ts_delta, &ts))
             detail = 1;
         else {
             if (ts < min_ts)
@@ -584,10 +633,7 @@ v2_scan(PyObject *self, PyObject *args)
             if (ts > max_ts)
                 max_ts = ts;
         }
-        if (read_uvar(d, &p, rec_end, 5, &v) < 0)
-            goto bad;
-        int64_t off;
-        if (__builtin_add_overflow((int64_t)a.base_offset, zigzag(v), &off) ||
+        if (__builtin_add_overflow((int64_t)a.base_offset, off_delta, &off) ||
             off != (int64_t)a.base_offset + (int64_t)i)
             detail = 1;
         int is_null;
@@ -624,42 +670,46 @@ bad:
     return NULL;
 }
 
+/* A Record with the fields of `f` (their references are taken, also on failure). */
 static PyObject *
-v2_records(PyObject *self, PyObject *args)
+make_record(Fields *f)
 {
-    if (record_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
+    PyObject *rec = record_type->tp_alloc(record_type, 0);
+    if (rec == NULL) {
+        fields_clear(f);
         return NULL;
     }
-    LoopArgs a;
-    if (loop_args(args, &a) < 0)
-        return NULL;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    char *base = (char *)rec;
+    *(PyObject **)(base + slot_offset[S_OFFSET]) = f->offset;
+    *(PyObject **)(base + slot_offset[S_TIMESTAMP]) = f->timestamp;
+    *(PyObject **)(base + slot_offset[S_KEY]) = f->key;
+    *(PyObject **)(base + slot_offset[S_VALUE]) = f->value;
+    *(PyObject **)(base + slot_offset[S_HEADERS]) = f->headers;
+    Py_INCREF(Py_None);
+    *(PyObject **)(base + slot_offset[S_CONTROL]) = Py_None;
+    return rec;
+}
+
+/* The records of a.data[a.pos:a.end] as a tuple of Record; Bad when malformed. */
+static PyObject *
+records_tuple(const LoopArgs *a)
+{
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a->data);
     NameCache cache = {{NULL}};
-    PyObject *out = PyTuple_New(a.count);
+    PyObject *out = PyTuple_New(a->count);
     if (out == NULL)
         goto error;
-    Py_ssize_t p = a.pos;
-    for (Py_ssize_t i = 0; i < a.count; i++) {
+    Py_ssize_t p = a->pos;
+    for (Py_ssize_t i = 0; i < a->count; i++) {
         Fields f;
-        if (read_record(d, &p, a.end, a.base_offset, a.base_ts, 0, &cache, &f) < 0)
+        if (read_record(d, &p, a->end, a->base_offset, a->base_ts, 0, &cache, &f) < 0)
             goto error;
-        PyObject *rec = record_type->tp_alloc(record_type, 0);
-        if (rec == NULL) {
-            fields_clear(&f);
+        PyObject *rec = make_record(&f);
+        if (rec == NULL)
             goto error;
-        }
-        char *base = (char *)rec;
-        *(PyObject **)(base + slot_offset[S_OFFSET]) = f.offset;
-        *(PyObject **)(base + slot_offset[S_TIMESTAMP]) = f.timestamp;
-        *(PyObject **)(base + slot_offset[S_KEY]) = f.key;
-        *(PyObject **)(base + slot_offset[S_VALUE]) = f.value;
-        *(PyObject **)(base + slot_offset[S_HEADERS]) = f.headers;
-        Py_INCREF(Py_None);
-        *(PyObject **)(base + slot_offset[S_CONTROL]) = Py_None;
         PyTuple_SET_ITEM(out, i, rec);
     }
-    if (p != a.end) {
+    if (p != a->end) {
         fail_bad();
         goto error;
     }
@@ -670,6 +720,21 @@ error:
     name_cache_clear(&cache);
     return NULL;
 }
+
+static PyObject *
+v2_records(PyObject *self, PyObject *args)
+{
+    if (record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
+        return NULL;
+    }
+    LoopArgs a;
+    if (loop_args(args, &a) < 0)
+        return NULL;
+    return records_tuple(&a);
+}
+
+#include "_record_sequence.h" /* v2_lazy: RecordSequence, RecordIterator */
 
 /* setup(Record, _RecordSlots, Bad): check that Record is a subclass of its slot
  * storage with the same layout and take the slot offsets from the storage's
@@ -931,6 +996,8 @@ v2_plain(PyObject *self, PyObject *records)
     Py_RETURN_TRUE;
 }
 
+#include "_arrow_columns.h"
+
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(Record, _RecordSlots, Bad): bind the record class and the rejection "
@@ -945,6 +1012,9 @@ static PyMethodDef methods[] = {
     {"v2_records", v2_records, METH_VARARGS,
      "v2_records(data, pos, end, count, base_offset, base_ts) -> tuple of Record; "
      "as records._v2_loop.v2_records_fast."},
+    {"v2_lazy", v2_lazy, METH_VARARGS,
+     "v2_lazy(data, pos, end, count, base_offset, base_ts) -> RecordSequence: "
+     "v2_scan's checks now, the records of v2_records as they are iterated."},
     {"v2_encode_records", v2_encode_records, METH_VARARGS,
      "v2_encode_records(items, base_ts) -> the records region as bytes, or "
      "NotImplemented for the Python encoder; as records._encode._v2_records_fast."},
@@ -970,7 +1040,24 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     empty_tuple = PyTuple_New(0);
-    if (empty_tuple == NULL)
+    if (empty_tuple == NULL || PyType_Ready(&ArrowBuilderType) < 0)
         return NULL;
-    return PyModule_Create(&module);
+    if (PyType_Ready(&RecordSequenceType) < 0 || PyType_Ready(&RecordIteratorType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&ArrowBuilderType);
+    if (PyModule_AddObject(m, "ArrowBuilder", (PyObject *)&ArrowBuilderType) < 0) {
+        Py_DECREF(&ArrowBuilderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&RecordSequenceType);
+    if (PyModule_AddObject(m, "RecordSequence", (PyObject *)&RecordSequenceType) < 0) {
+        Py_DECREF(&RecordSequenceType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

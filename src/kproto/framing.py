@@ -55,6 +55,7 @@ __all__ = [
     "decode_request_frame",
     "RequestFrame",
     "encode_response",
+    "encode_response_parts",
     "RequestHeaderInfo",
     "peek_request_header",
     "RequestDecodeError",
@@ -380,13 +381,29 @@ def encode_response(header: Any, response: Any) -> bytes:
         TypeError: ``response`` is not a generated response entity.
         kproto.serial.EncodeError: a field does not fit its type.
     """
+    head, body = encode_response_parts(header, response)
+    return head + body
+
+
+def encode_response_parts(header: Any, response: Any) -> tuple[bytes, bytes]:
+    """:func:`encode_response`'s frame in two pieces, ``(int32 size + response
+    header, response body)``, whose concatenation is that frame: a server writes a
+    large body (a FetchResponse's records) to its socket without first copying it
+    into one frame.
+
+    Raises:
+        TypeError: ``response`` is not a generated response entity.
+        kproto.serial.EncodeError: a field does not fit its type.
+    """
     info = entity_info(response)
     if info.message_type != "response" or info.api_key is None or not info.top_level:
         raise TypeError(f"{type(response).__qualname__} is not a response message")
     header_cls: type = type(response).__header_schema__
     if type(header) is not header_cls:
         header = header_cls(correlation_id=header.correlation_id)
-    return encode_frame(header, response)
+    head = encode(header)
+    body = encode(response)
+    return SIZE_PREFIX.pack(len(head) + len(body)) + head, body
 
 
 def check_frame_size(size: int, max_frame_bytes: int) -> int:

@@ -222,22 +222,72 @@ def build_entity(
         TypeError: without ``drop_absent``, a name is not a field of ``cls`` at this
             version (the message names the path and the fields that exist).
     """
-    known = {f.name: w for f, w in wire_fields(cls)}
+    if drop_absent:
+        return _build_dropping(cls, fields)
+    known = _wire_map(cls)
     values: dict[str, Any] = {}
     for name, value in fields.items():
         w = known.get(name)
         where = f"{path}.{name}" if path else f"{cls.__name__}.{name}"
         if w is None:
-            if drop_absent:
-                continue
             raise TypeError(
                 f"{where}: no such field in {cls.__qualname__} v{entity_info(cls).version}; "
                 f"fields: {', '.join(known)}"
             )
-        if value is None and drop_absent and not w.nullable:
-            continue
         values[name] = _build_value(w, value, where, drop_absent)
     return cls(**values)
+
+
+_WIRE_MAPS: dict[type, dict[str, Wire]] = {}
+
+
+def _wire_map(cls: type) -> dict[str, Wire]:
+    """``{field name: Wire}`` of a generated entity class (built once per class)."""
+    known = _WIRE_MAPS.get(cls)
+    if known is None:
+        known = _WIRE_MAPS[cls] = {f.name: w for f, w in wire_fields(cls)}
+    return known
+
+
+def _build_dropping(cls: type[_E], fields: Mapping[str, Any]) -> _E:
+    """:func:`build_entity` with ``drop_absent``: the same values, without the
+    error paths that only a strict build can need (a server builds every response
+    this way)."""
+    known = _wire_map(cls)
+    values: dict[str, Any] = {}
+    for name, value in fields.items():
+        w = known.get(name)
+        if w is None:
+            continue
+        if value is None:
+            if w.nullable:
+                values[name] = None
+            continue
+        values[name] = _value_dropping(w, value)
+    return cls(**values)
+
+
+def _value_dropping(w: Wire, value: Any) -> Any:
+    """:func:`_build_value` with ``drop_absent``, without the error path."""
+    if value is None:
+        return None
+    kind = w.kind
+    if kind == "struct":
+        if w.entity is not None and isinstance(value, Mapping):
+            return _build_dropping(w.entity, value)
+        return value
+    if kind == "array" and isinstance(value, list | tuple):
+        element = w.element
+        if element is None:
+            return tuple(value)
+        if element.kind == "struct" and element.entity is not None:
+            entity = element.entity
+            return tuple(
+                _build_dropping(entity, v) if isinstance(v, Mapping) else v
+                for v in value
+            )
+        return tuple(_value_dropping(element, v) for v in value)
+    return value
 
 
 def _build_value(w: Wire, value: Any, path: str, drop_absent: bool) -> Any:

@@ -255,18 +255,20 @@ def test_cache_eviction_as_kafka() -> None:
     cache = FetchSessionCache(max_slots=2, eviction_ms=1000, clock=lambda: now[0])
 
     def open_session(size: int) -> int | None:
-        from kproto.broker.fetch_session import FetchPartition, FetchPlan, FetchTopic
+        from kproto.broker.fetch_session import (
+            FetchPartition,
+            FetchPlan,
+            FetchTopic,
+            PartitionAnswer,
+            TopicAnswer,
+        )
 
         view = FetchTopic("t", None, [FetchPartition(p, 0, 1) for p in range(size)])
         plan = FetchPlan(ErrorCode.NONE, [view], full=True)
-        answer = {
-            "high_watermark": 0,
-            "last_stable_offset": 0,
-            "log_start_offset": 0,
-            "records": b"",
-            "error_code": ErrorCode.NONE,
-        }
-        cache.finish(plan, [view], [{"topic": "t", "partitions": [answer] * size}])
+        answers = [
+            PartitionAnswer(p, ErrorCode.NONE, 0, 0, 0, None, b"") for p in range(size)
+        ]
+        cache.finish(plan, [view], [TopicAnswer("t", None, answers)])
         return plan.session.session_id if plan.session else None
 
     a = open_session(5)

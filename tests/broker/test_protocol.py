@@ -105,6 +105,11 @@ def test_non_leader_answers_not_leader_or_follower(cluster: Cluster) -> None:
         assert response.responses[0].partition_responses[0].error_code == 0
 
 
+def _fetch_waiting(cluster: Cluster) -> bool:
+    event = cluster.state._appended
+    return event is not None and bool(getattr(event, "_waiters", None))
+
+
 def test_fetch_long_poll_is_woken_by_produce(cluster: Cluster) -> None:
     leader = cluster.state.leader("p", 1)
     start = cluster.state.partition_log("p", 1).high_watermark
@@ -118,8 +123,11 @@ def test_fetch_long_poll_is_woken_by_produce(cluster: Cluster) -> None:
             )
         )
         poll.start()
-        while not cluster.requests.filter(api_key=ApiKey.FETCH) and poll.is_alive():
+        # the fetch is parked once it waits on the cluster's append event (the
+        # request log records a request only when it is answered)
+        while poll.is_alive() and not _fetch_waiting(cluster):
             poll.join(0.01)
+        assert poll.is_alive(), "the fetch answered before any append"
         produce(producer_conn, cluster, "p", 1, encode_batch([(None, b"wake")]))
         poll.join(30)
         assert result, "the long poll was not woken"
@@ -289,3 +297,21 @@ def test_produce_v0_to_v2_is_advertised_but_refused(
         # the connection stays open and in step, and a v3+ produce still works
         produce(conn, cluster, name, 0, encode_batch([(None, b"new")]))
     assert [r.value for r in cluster.records(name, 0)] == [b"new"]
+
+
+def test_warm_codecs_builds_every_served_produce_and_fetch_codec() -> None:
+    from kproto.broker.dispatch import SERVED_APIS, WARM_APIS, warm_codecs
+    from kproto.index import response_type
+    from kproto.serial import entity_reader, entity_writer
+
+    warm_codecs()
+    readers, writers = entity_reader.cache_info(), entity_writer.cache_info()
+    assert set(WARM_APIS) == {ApiKey.PRODUCE, ApiKey.FETCH}
+    for api_key in WARM_APIS:
+        low, high = SERVED_APIS[api_key]
+        for version in range(low, high + 1):
+            entity_reader(request_type(api_key, version))
+            entity_writer(response_type(api_key, version))
+    # every one was built already: no new reader or writer
+    assert entity_reader.cache_info().misses == readers.misses
+    assert entity_writer.cache_info().misses == writers.misses

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.groups.modern import reconcile
 from kproto.broker.groups.streams_group import (
     StreamsGroup,
     StreamsGroupMember,
@@ -23,15 +24,14 @@ from kproto.broker.groups.streams_group import (
     Subtopology,
     TopicInfo,
     configure_topology,
-    reconcile_tasks,
     sticky_assign,
 )
 from kproto.broker.groups.streams_records import (
+    STREAMS_RECORDS,
     decode_streams_record,
     group_records,
     load_streams_groups,
     member_records,
-    member_tombstones,
 )
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
@@ -491,10 +491,10 @@ def test_configure_topology_sizes_internal_topics() -> None:
 
 
 def test_reconcile_revokes_before_assigning() -> None:
-    m = StreamsGroupMember("m", member_epoch=1, active={"0": frozenset({0, 1})})
+    m = StreamsGroupMember("m", member_epoch=1, assigned={"0": frozenset({0, 1})})
     # target moves task 1 away and adds task 2, held by another member
     target = {"0": frozenset({0, 2})}
-    assert reconcile_tasks(m, 2, target, {"0": frozenset({0, 1})}, {("0", 2): 1})
+    assert reconcile(m, 2, target, {"0": frozenset({0, 1})}, {("0", 2): 1})
     assert (m.member_epoch, m.state, m.active, m.pending_revocation) == (
         1,
         StreamsMemberState.UNREVOKED_TASKS,
@@ -502,15 +502,15 @@ def test_reconcile_revokes_before_assigning() -> None:
         {"0": frozenset({1})},
     )
     # still reporting task 1: nothing changes
-    assert not reconcile_tasks(m, 2, target, {"0": frozenset({0, 1})}, {("0", 2): 1})
+    assert not reconcile(m, 2, target, {"0": frozenset({0, 1})}, {("0", 2): 1})
     # revoked, but task 2 is still held elsewhere
-    assert reconcile_tasks(m, 2, target, {"0": frozenset({0})}, {("0", 2): 1})
+    assert reconcile(m, 2, target, {"0": frozenset({0})}, {("0", 2): 1})
     assert (m.member_epoch, m.state, m.active) == (
         2,
         StreamsMemberState.UNRELEASED_TASKS,
         {"0": frozenset({0})},
     )
-    assert reconcile_tasks(m, 2, target, {"0": frozenset({0})}, {})
+    assert reconcile(m, 2, target, {"0": frozenset({0})}, {})
     assert (m.state, m.active) == (StreamsMemberState.STABLE, target)
 
 
@@ -529,7 +529,7 @@ def test_records_roundtrip() -> None:
         user_endpoint=("localhost", 8080),
         member_epoch=4,
         previous_member_epoch=3,
-        active={"0": frozenset({0, 1})},
+        assigned={"0": frozenset({0, 1})},
         topology_epoch=2,
     )
     group.members["m1"] = member
@@ -549,9 +549,9 @@ def test_records_roundtrip() -> None:
         member.active,
     )
     assert (back.process_id, back.user_endpoint) == ("p", ("localhost", 8080))
-    assert loaded.task_epochs == {("0", 0): 4, ("0", 1): 4}
+    assert loaded.partition_epochs == {("0", 0): 4, ("0", 1): 4}
     # tombstones remove the member
-    for k, v in member_tombstones("app", "m1"):
+    for k, v in STREAMS_RECORDS.member_tombstones("app", "m1"):
         rec = decode_streams_record(k, v)
         assert rec is not None and rec.value is None
         records[rec.replay_key] = rec

@@ -209,3 +209,50 @@ def test_parquet_size_near_pyarrow_defaults(
     reference = (tmp_path / "default.parquet").stat().st_size
     assert sizes["spark"] <= 1.2 * reference, (sizes, reference)
     assert sizes["arrow"] <= 1.2 * reference, (sizes, reference)
+
+
+def test_arrow_writer_parquet_options(spark: SparkSession, tmp_path: Path) -> None:
+    """``--writer arrow`` applies ARROW_PARQUET_OPTIONS: offset and timestamp
+    DELTA_BINARY_PACKED, dictionaries elsewhere, no key/value statistics; the rows
+    read back equal to Spark's writer's."""
+    import pyarrow.parquet as pq
+
+    from kproto.spark._arrow_write import ARROW_PARQUET_OPTIONS
+
+    names = {f.name for f in SEGMENT_SCHEMA}
+    encoded = set(ARROW_PARQUET_OPTIONS["use_dictionary"])  # type: ignore[arg-type]
+    assert encoded | {"offset", "timestamp"} == names
+    stats = set(ARROW_PARQUET_OPTIONS["write_statistics"])  # type: ignore[arg-type]
+    assert stats | {"key", "value"} == names
+    recs = make_records(300, seed=7)
+    src = tmp_path / "in"
+    write_segment(
+        src, "t", 3, [v2_batch(0, recs[:150], "lz4"), v2_batch(150, recs[150:])]
+    )
+    for writer in ("spark", "arrow"):
+        args = _parse(
+            ["spark", "segments", str(src), "--out", str(tmp_path / writer)]
+            + ["--writer", writer]
+        )
+        assert args.func(args, out=io.StringIO()) == 0
+    (part,) = (tmp_path / "arrow").glob("*.parquet")
+    meta = pq.ParquetFile(part).metadata.row_group(0)
+    columns = {
+        meta.column(i).path_in_schema: meta.column(i) for i in range(meta.num_columns)
+    }
+    for name in ("offset", "timestamp"):
+        assert "DELTA_BINARY_PACKED" in columns[name].encodings
+        assert not columns[name].has_dictionary_page
+    for name in ("key", "value", "topic", "producer_id"):
+        assert columns[name].has_dictionary_page
+    assert (
+        columns["key"].statistics is None or not columns["key"].statistics.has_min_max
+    )
+    assert columns["value"].statistics is None
+    assert columns["offset"].statistics.min == 0
+    back = {
+        w: spark.read.parquet(str(tmp_path / w)).orderBy("offset").collect()
+        for w in ("spark", "arrow")
+    }
+    assert len(back["arrow"]) == 300
+    assert back["arrow"] == back["spark"]

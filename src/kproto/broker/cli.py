@@ -193,6 +193,7 @@ def run_broker(args: argparse.Namespace) -> int:
             (nothing keeps running then).
     """
     from kproto.broker.cluster import Cluster
+    from kproto.broker.dispatch import warm_codecs
     from kproto.broker.quotas import QuotaDefaults
     from kproto.broker.state import CorruptStateError
 
@@ -209,6 +210,7 @@ def run_broker(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
+        warm_codecs()  # before the clients come, as a broker loads its code
         try:
             cluster = Cluster(
                 nodes=args.nodes,

@@ -135,6 +135,16 @@ class FaultInjector:
             check_error_response(api_key)
         self._errors.setdefault((api_key, node_id), collections.deque()).extend(parsed)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing is injected (no queued outcome, latency or hook): requests go
+        straight to their handlers."""
+        return (
+            not self._latency_ms
+            and not any(self._hooks.values())
+            and not any(self._errors.values())
+        )
+
     def pop_error(self, api_key: int, node_id: int) -> Fault | None:
         """The next queued outcome for a request of ``api_key`` on ``node_id``."""
         for key in ((api_key, node_id), (api_key, None)):

@@ -31,7 +31,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -46,6 +46,8 @@ __all__ = [
     "FetchSession",
     "FetchSessionCache",
     "FetchTopic",
+    "PartitionAnswer",
+    "TopicAnswer",
 ]
 
 INITIAL_EPOCH = 0
@@ -110,6 +112,29 @@ class FetchPlan:
     @property
     def session_id(self) -> int:
         return self.session.session_id if self.session is not None else 0
+
+
+class PartitionAnswer(NamedTuple):
+    """What a Fetch answers for one partition (a response ``PartitionData``):
+    error code, high watermark, last stable offset and log start offset,
+    aborted transactions (``(producer_id, first_offset)`` pairs, or None: a
+    null array), and the record batches."""
+
+    partition_index: int
+    error_code: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[tuple[int, int]] | None
+    records: bytes
+
+
+class TopicAnswer(NamedTuple):
+    """What a Fetch answers for one topic (a response ``FetchableTopicResponse``)."""
+
+    topic: str
+    topic_id: uuid.UUID | None
+    partitions: list[PartitionAnswer]
 
 
 def _key(topic: Any, uses_ids: bool) -> Any:
@@ -213,20 +238,18 @@ class FetchSessionCache:
         )
 
     def finish(
-        self, plan: FetchPlan, topics: list[FetchTopic], responses: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
+        self, plan: FetchPlan, topics: list[FetchTopic], answers: list[TopicAnswer]
+    ) -> list[TopicAnswer]:
         """Record what was answered and shape the response's topics: an
         incremental response keeps only the changed partitions; a full fetch
         opens a session (``plan.session``) if the cache has room."""
         changed = []
-        for view, response in zip(topics, responses, strict=True):
+        session = plan.session
+        incremental = plan.incremental
+        for view, answer in zip(topics, answers, strict=True):
             kept = []
-            for part, p in zip(view.partitions, response["partitions"], strict=True):
-                new = (
-                    p["high_watermark"],
-                    p["last_stable_offset"],
-                    p["log_start_offset"],
-                )
+            for part, p in zip(view.partitions, answer.partitions, strict=True):
+                new = (p.high_watermark, p.last_stable_offset, p.log_start_offset)
                 old = (
                     part.high_watermark,
                     part.last_stable_offset,
@@ -235,22 +258,17 @@ class FetchSessionCache:
                 part.high_watermark, part.last_stable_offset, part.log_start_offset = (
                     new
                 )
-                if p["records"] or p["error_code"] or new != old:
+                if p.records or p.error_code or new != old:
                     kept.append(p)
-                    if plan.session is not None:  # answered ones go last (fairness)
-                        key = (_key(view, plan.session.uses_topic_ids), part.partition)
-                        entry = plan.session.partitions.pop(key, None)
+                    if session is not None:  # answered ones go last (fairness)
+                        key = (_key(view, session.uses_topic_ids), part.partition)
+                        entry = session.partitions.pop(key, None)
                         if entry is not None:
-                            plan.session.partitions[key] = entry
-            if kept or not plan.incremental:
-                changed.append(
-                    {
-                        **response,
-                        "partitions": (
-                            kept if plan.incremental else response["partitions"]
-                        ),
-                    }
-                )
+                            session.partitions[key] = entry
+            if not incremental:
+                changed.append(answer)
+            elif kept:
+                changed.append(answer._replace(partitions=kept))
         if plan.full:
             plan.session = self._create(topics, uses_ids=plan.uses_topic_ids)
         return changed

@@ -35,7 +35,7 @@ from kproto.broker.errors import LogAppendError
 from kproto.broker.file_cache import FileCache, shared_file_cache
 from kproto.broker.log_validator import LogPolicy, ValidBatch, validate_batches
 from kproto.broker.producer_state import ProducerStateManager
-from kproto.broker.segment import Segment, segment_file_name
+from kproto.broker.segment import Extent, Segment, segment_file_name
 from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
@@ -46,6 +46,7 @@ __all__ = [
     "Segment",
     "LogAppendError",
     "AppendResult",
+    "Extent",
     "segment_file_name",
 ]
 
@@ -58,7 +59,7 @@ _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 
 
-def set_log_append_time(batch: bytes, timestamp_ms: int) -> bytes:
+def set_log_append_time(batch: bytes | bytearray, timestamp_ms: int) -> bytes:
     """A magic 2 batch stamped with LogAppendTime ``timestamp_ms`` (ms): the
     timestamp type bit (0x08) of ``attributes`` set, ``max_timestamp`` replaced and
     the CRC-32C (over attributes onwards) recomputed, as Kafka's
@@ -305,7 +306,7 @@ class PartitionLog:
         with ``one_batch``, to one batch), as Kafka's ``LogValidator``
         does; each gets the next base offset patched into its first 8 bytes and is
         written unchanged otherwise (``checked``: what
-        :func:`~kproto.broker.log_validator.validate_off_loop` returned for
+        :meth:`~kproto.broker.validation_pool.ValidationPool.validate` returned for
         ``records``, not validated again). Idempotent batches (producer_id >= 0) are
         sequence-checked per producer id and epoch as Kafka's
         ``ProducerAppendInfo.checkSequence``: a retried batch among the producer's
@@ -361,9 +362,12 @@ class PartitionLog:
     ) -> None:
         base = self.high_watermark
         size = batch.size
-        raw = _BASE_OFFSET.pack(base) + bytes(
-            memoryview(records)[batch.position + 8 : batch.position + size]
+        # one copy of the batch, its base offset patched in place (Kafka's
+        # setLastOffset on the request's buffer), written by one pwrite
+        raw: bytes | bytearray = bytearray(
+            memoryview(records)[batch.position : batch.position + size]
         )
+        _BASE_OFFSET.pack_into(raw, 0, base)
         segment = self.segments[-1]
         if segment.size and segment.size + size > self.segment_bytes:
             segment = self._roll(base)
@@ -374,7 +378,7 @@ class PartitionLog:
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
         if batch.is_control:  # a transaction marker (rare): decoded whole
-            for decoded in decode_batches(raw):
+            for decoded in decode_batches(bytes(raw)):
                 self._track(decoded, base)
                 self.txn_index.on_batch(decoded, base)
         else:
@@ -403,28 +407,50 @@ class PartitionLog:
         ``max_offset`` (read_committed: the last stable offset) no batch starting
         at or after it is returned.
         """
+        extent = self.read_extent(
+            offset, max_bytes, min_one=min_one, max_offset=max_offset
+        )
+        return b"" if extent is None else extent.read()
+
+    def read_extent(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one: bool = True,
+        max_offset: int | None = None,
+    ) -> Extent | None:
+        """Where :meth:`read` would read, from the batch index alone (no file is
+        touched): the segment, byte position and size of the whole batches it
+        returns and the offset after the last of them; None when it returns
+        nothing. A Fetch waiting for ``min_bytes`` counts sizes this way."""
         if max_offset is not None and offset >= max_offset:
-            return b""
+            return None
         for segment in self.segments:
             if offset < segment.next_offset and segment.offsets:
                 break
         else:
-            return b""
-        i = max(bisect.bisect_right(segment.offsets, offset) - 1, 0)
+            return None
+        offsets = segment.offsets
+        i = max(bisect.bisect_right(offsets, offset) - 1, 0)
         if segment.last_offsets[i] < offset:  # a gap left by compaction
             i += 1
         start = segment.positions[i]
         end = start
-        n = len(segment.offsets)
+        n = len(offsets)
+        sizes = segment.sizes
+        first = i
         while i < n:
-            if max_offset is not None and segment.offsets[i] >= max_offset:
+            if max_offset is not None and offsets[i] >= max_offset:
                 break
-            size = segment.sizes[i]
+            size = sizes[i]
             if end - start + size > max_bytes and not (min_one and end == start):
                 break
             end += size
             i += 1
-        return segment.read(start, end - start) if end > start else b""
+        if i == first:
+            return None
+        return Extent(segment, start, end - start, segment.last_offsets[i - 1] + 1)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >=

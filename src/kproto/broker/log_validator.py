@@ -23,11 +23,10 @@ for Produce v8+'s ``record_errors``.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import NamedTuple
 
 import attrs
 import crc32c
@@ -42,11 +41,12 @@ from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
 
 __all__ = [
+    "InlineBoundExceeded",
     "LogPolicy",
     "RecordValidationError",
     "ValidBatch",
     "validate_batches",
-    "validate_off_loop",
+    "validate_inline",
 ]
 
 #: base_offset (int64) and batch_length (int32): the bytes before every batch body.
@@ -68,13 +68,11 @@ MIN_DECOMPRESSED_BOUND = 16 * 1024 * 1024
 #: Above this many records the C loop (whose column lists cost ~100 bytes a
 #: record) gives way to the walk, which builds nothing and yields the GIL.
 _C_LOOP_MAX_RECORDS = 65_536
-#: Requests up to this many bytes with uncompressed batches validate inline.
-_INLINE_MAX_BYTES = 64 * 1024
-#: The threads validating large or compressed batches (decompression in cramjam
-#: releases the GIL); at most ``queued.max.requests`` wait for them.
-_POOL = concurrent.futures.ThreadPoolExecutor(
-    max_workers=2, thread_name_prefix="kproto-validate"
-)
+
+
+class InlineBoundExceeded(Exception):
+    """A compressed batch expands past the inline bound given to
+    :func:`validate_inline`: validate it with :func:`validate_batches` on a thread."""
 
 
 class RecordValidationError(LogAppendError):
@@ -149,10 +147,10 @@ class LogPolicy:
         )
 
 
-@attrs.frozen
-class ValidBatch:
+class ValidBatch(NamedTuple):
     """One validated batch: byte ``position`` and ``size`` (overhead included) in
-    the input, and the header fields the log indexes."""
+    the input, and the header fields the log indexes (a tuple: one is made per
+    produced batch)."""
 
     position: int
     size: int
@@ -171,6 +169,16 @@ def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
     Raises:
         RecordValidationError: see the module doc.
     """
+    return validate_inline(records, policy, None)
+
+
+def validate_inline(
+    records: bytes, policy: LogPolicy, inline_bound: int | None
+) -> list[ValidBatch]:
+    """:func:`validate_batches`; with ``inline_bound`` (bytes), raise
+    :class:`InlineBoundExceeded` for a compressed batch whose records expand past
+    that many bytes (and not past the policy's limit, which is an error), having
+    decompressed no more than that."""
     data = bytes(records)
     n = len(data)
     out: list[ValidBatch] = []
@@ -194,7 +202,7 @@ def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
                 f"partial record batch at byte {pos}: {length + LOG_OVERHEAD} bytes "
                 f"declared, {n - pos} present"
             )
-        out.append(_validate_batch(data, pos, end, base_offset, policy))
+        out.append(_validate_batch(data, pos, end, base_offset, policy, inline_bound))
         pos = end
     if not out:
         raise _invalid("Record batch has no batches at all")
@@ -211,7 +219,12 @@ def _invalid(message: str) -> RecordValidationError:
 
 
 def _validate_batch(
-    data: bytes, pos: int, end: int, base_offset: int, policy: LogPolicy
+    data: bytes,
+    pos: int,
+    end: int,
+    base_offset: int,
+    policy: LogPolicy,
+    inline_bound: int | None,
 ) -> ValidBatch:
     size = end - pos
     if policy.client and base_offset != 0:
@@ -287,9 +300,12 @@ def _validate_batch(
         if policy.max_message_bytes is not None:
             # no record may be larger than a whole batch may be
             limit = min(limit, count * max(policy.max_message_bytes, _RECORDS_AT))
+        bound = limit if inline_bound is None else min(limit, inline_bound)
+        off_loop = False
         try:
-            buf = bytes(decompress(codec, data[start:end], limit))
+            buf = bytes(decompress(codec, data[start:end], bound))
         except SizeLimitError as err:
+            off_loop = bound < limit
             failure = RecordValidationError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
                 f"compressed record batch at byte {pos} of {count} records expands "
@@ -299,6 +315,8 @@ def _validate_batch(
             failure = RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE, f"corrupt compressed records: {err}"
             )
+        if off_loop:
+            raise InlineBoundExceeded
         if failure is not None:
             raise failure
         rpos, rend = 0, len(buf)
@@ -535,29 +553,3 @@ def _varint(buf: bytes, p: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise _invalid("varint longer than 10 bytes in a record")
-
-
-async def validate_off_loop(
-    records: bytes,
-    policy: LogPolicy,
-    *,
-    wait: (
-        Callable[[Awaitable[list[ValidBatch]]], Awaitable[list[ValidBatch]]] | None
-    ) = None,
-) -> list[ValidBatch]:
-    """:func:`validate_batches` where it does not hold up the event loop: inline
-    for small uncompressed requests (64 KiB), else on a pool of two threads, so a
-    decompression bomb or a million-record batch costs other connections no more
-    than a share of the CPU (Kafka validates on its request-handler threads, not
-    on the network threads). ``wait`` wraps the wait for the thread (the broker
-    passes :func:`kproto.broker.connection_limits.off_turn`).
-
-    Raises:
-        RecordValidationError: as :func:`validate_batches`.
-    """
-    compressed = len(records) > 22 and records[22] & 0x07
-    if len(records) <= _INLINE_MAX_BYTES and not compressed:
-        return validate_batches(records, policy)
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(_POOL, validate_batches, records, policy)
-    return await (future if wait is None else wait(future))

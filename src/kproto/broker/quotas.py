@@ -170,12 +170,22 @@ class ClientQuotas:
         return self.defaults.get(key)
 
     @property
-    def enabled(self) -> bool:
-        """Whether any quota is configured (no measurement otherwise)."""
-        return bool(self.entities()) or any(
-            self.defaults.get(k) is not None
+    def defaults(self) -> QuotaDefaults:
+        """The broker's defaults when no entity quota applies."""
+        return self._defaults
+
+    @defaults.setter
+    def defaults(self, value: QuotaDefaults) -> None:
+        self._defaults = value
+        self._any_default = any(
+            value.get(k) is not None
             for k in (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
         )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any quota is configured (no measurement otherwise)."""
+        return self._any_default or bool(self.entities())
 
     def record(
         self,

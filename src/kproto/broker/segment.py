@@ -11,9 +11,11 @@ import os
 from array import array
 from pathlib import Path
 
+import attrs
+
 from kproto.broker.file_cache import FileCache, shared_file_cache
 
-__all__ = ["Segment", "segment_file_name"]
+__all__ = ["Extent", "Segment", "segment_file_name"]
 
 log = logging.getLogger("kproto.broker")
 
@@ -56,7 +58,9 @@ class Segment:
     def close(self) -> None:
         self.files.close(self)
 
-    def add(self, batch_bytes: bytes, base: int, last: int, max_ts: int) -> None:
+    def add(
+        self, batch_bytes: bytes | bytearray, base: int, last: int, max_ts: int
+    ) -> None:
         """Write ``batch_bytes`` at the end of the file, then index it.
 
         ``os.pwrite`` may write less than asked (a full disk, a signal): it is
@@ -109,3 +113,23 @@ class Segment:
     def read_all(self) -> bytes:
         """The file's ``size`` bytes (without opening it if it is empty)."""
         return self.read(0, self.size) if self.size else b""
+
+
+@attrs.frozen
+class Extent:
+    """Whole batches of one segment: ``size`` bytes at byte ``position``, ending
+    before offset ``end_offset`` (:meth:`kproto.broker.log.PartitionLog.read_extent`).
+    """
+
+    segment: Segment
+    position: int
+    size: int
+    end_offset: int
+
+    def read(self) -> bytes:
+        """The batches' bytes (one ``pread``).
+
+        Raises:
+            OSError: the segment cannot be opened or read.
+        """
+        return self.segment.read(self.position, self.size)

@@ -59,10 +59,11 @@ from kproto.framing import (
     UnsupportedRequestError,
     decode_request_frame,
     encode_response,
+    encode_response_parts,
 )
 from kproto.index import ApiKey
 
-__all__ = ["NodeServer"]
+__all__ = ["NodeServer", "write_response"]
 
 log = logging.getLogger("kproto.broker")
 
@@ -367,7 +368,9 @@ class NodeServer:
                     response = await handling
             except InjectedDisconnect:
                 return
-            data = None if response is None else encode_response(header, response)
+            parts = (
+                None if response is None else encode_response_parts(header, response)
+            )
             throttle_ms = 0
             if self.quotas is not None and self.quotas.enabled:
                 throttle_ms = self.quotas.record(
@@ -375,18 +378,41 @@ class NodeServer:
                     client_id,
                     api_key,
                     request_bytes=len(frame),
-                    response_bytes=len(data or b""),
+                    response_bytes=(
+                        0 if parts is None else len(parts[0]) + len(parts[1])
+                    ),
                     handler_ms=(time.monotonic() - received - waited) * 1000,
                 )
                 if throttle_ms and response is not None:
-                    data = encode_response(header, with_throttle(response, throttle_ms))
+                    parts = encode_response_parts(
+                        header, with_throttle(response, throttle_ms)
+                    )
             held.close()
-            if data is not None:
-                writer.write(data)
+            if parts is not None:
+                write_response(writer, parts)
                 await writer.drain()
             if throttle_ms:
                 # KIP-219: answered at once, then muted for the throttle time
                 await asyncio.sleep(throttle_ms / 1000)
+
+
+#: Below this many bytes a response body is copied behind its header and written
+#: in one send; from it on the two are written apart, the body uncopied.
+WRITE_APART_BYTES = 64 * 1024
+
+
+def write_response(writer: asyncio.StreamWriter, parts: tuple[bytes, bytes]) -> None:
+    """Write a response frame given as :func:`kproto.framing.encode_response_parts`
+    (size prefix + header, body): a small one in one ``write``, a large one as two,
+    so its body (a FetchResponse's records) is handed to the transport as it is
+    rather than copied into a frame (the transport sends it at once when the
+    socket takes it, else keeps it until it does)."""
+    head, body = parts
+    if len(body) < WRITE_APART_BYTES:
+        writer.write(head + body)
+    else:
+        writer.write(head)
+        writer.write(body)
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:

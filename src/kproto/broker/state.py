@@ -38,6 +38,7 @@ from kproto.broker.topic_config import (
     TOPIC_CONFIG_DEFAULTS,
     validate_topic_configs,
 )
+from kproto.broker.validation_pool import ValidationPool
 from kproto.errors import ErrorCode
 from kproto.json import kafka_uuid
 
@@ -150,6 +151,7 @@ class ClusterState:
             answered POLICY_VIOLATION.
         files: the bounded cache of open segment files (``max_open_files``).
         pending_topics: names of topics being created (their logs are opening).
+        validation: where produced batches are validated (:class:`ValidationPool`).
     """
 
     def __init__(
@@ -184,6 +186,8 @@ class ClusterState:
         self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
         #: group configs, client quotas, finalized features (kproto.broker.dynamic_config)
         self.dynamic = DynamicConfigs(data_dir)
+        #: where produced batches are validated (inline or on a thread)
+        self.validation = ValidationPool()
         self._appended: asyncio.Event | None = None
         self._rr = 0
 

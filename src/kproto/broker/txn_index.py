@@ -70,7 +70,7 @@ class TransactionIndex:
         if control is not None:
             self.on_marker(batch.producer_id, control.type, base_offset)
 
-    def on_stored(self, batch: bytes, base_offset: int) -> None:
+    def on_stored(self, batch: bytes | bytearray, base_offset: int) -> None:
         """As :meth:`on_batch`, from a stored magic 2 batch's bytes: the header
         says whether it is transactional; only a marker (rare) is decoded."""
         (attributes,) = _ATTRIBUTES.unpack_from(batch, 21)

@@ -23,7 +23,7 @@ import argparse
 import base64
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -100,7 +100,7 @@ class BatchView:
     producer_id: int
     producer_epoch: int
     base_sequence: int
-    records: tuple[Record, ...] = ()
+    records: Sequence[Record] = ()
     error: str | None = None
 
     @property

@@ -13,13 +13,15 @@ header checksum of magic 0 is accepted and written), zstd. Decompression is
 bounded by ``max_decompressed_size``.
 
 Entry points: :func:`decode_batches`, :func:`decode_records`,
-:func:`decode_columns` (columnar, for bulk pipelines), :func:`encode_batch`,
+:func:`decode_columns` (columnar, for bulk pipelines), :func:`decode_arrow_columns`
+(Arrow-ready buffers), :func:`encode_batch`,
 :func:`encode_control_batch`, :func:`encode_legacy`. Errors are
 :class:`kproto.exceptions.DecodeError` / ``EncodeError``.
 """
 
 from __future__ import annotations
 
+from ._arrow import ArrowColumns, decode_arrow_columns
 from ._decode import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     DEFAULT_MAX_RECORDS,
@@ -42,6 +44,7 @@ from ._types import (
 
 __all__ = [
     "COLUMN_NAMES",
+    "ArrowColumns",
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "DEFAULT_MAX_RECORDS",
     "BatchIterator",
@@ -53,6 +56,7 @@ __all__ = [
     "RecordBatch",
     "RecordInput",
     "TimestampType",
+    "decode_arrow_columns",
     "decode_batches",
     "decode_columns",
     "decode_records",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 
 import attrs
 
@@ -190,8 +191,11 @@ class RecordBatch(_RecordBatchSlots):
         producer_id: int64; -1 when not idempotent and for legacy messages.
         producer_epoch: int16; -1 likewise.
         base_sequence: int32; -1 likewise.
-        records: the records, in order. For a compressed legacy wrapper, its
-            inner messages (flattened, with absolute offsets).
+        records: the records, in order: a tuple, or (C extension, plain magic 2
+            batches) a ``RecordSequence`` that behaves as that tuple and is equal
+            to it, built one record at a time as it is iterated (see README,
+            "Record batches"). For a compressed legacy wrapper, its inner messages
+            (flattened, with absolute offsets).
     """
 
     position: int
@@ -212,7 +216,7 @@ class RecordBatch(_RecordBatchSlots):
     producer_id: int
     producer_epoch: int
     base_sequence: int
-    records: tuple[Record, ...]
+    records: Sequence[Record]
 
 
 COLUMN_NAMES: tuple[str, ...] = (

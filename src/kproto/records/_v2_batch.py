@@ -35,7 +35,7 @@ from ._types import ControlRecord, ControlRecordType, Record, _RecordSlots
 from ._v2_checked import v2_records_checked
 from ._v2_loop import Bad, Columns
 
-__all__ = ["decode_v2", "make_records"]
+__all__ = ["add_to_arrow", "decode_v2", "decode_v2_arrow", "make_records"]
 
 _crc32c = _crc32c_module.crc32c
 _INT16 = struct.Struct(">h")
@@ -64,6 +64,124 @@ def decode_v2(
             declared, records decompressing to more than ``max_bytes``, malformed
             records (named by :func:`~kproto.records._v2_checked.v2_records_checked`).
     """
+    h, buf, rpos, rend, where = _open_v2(
+        data, mv, pos, end, check_crc, max_bytes, max_records
+    )
+    attributes = h.attributes
+    count = h.records_count
+    special = attributes & _SPECIAL
+    base_offset = h.base_offset
+    # The C loops (kproto.speedups) when built and enabled, else _v2_loop's; both
+    # reject the same batches, which the careful Python reader then explains.
+    columns_fast, records_fast = _native.v2_loops()
+    try:
+        if want_records and not special:
+            # C: checked now, Records built as they are iterated (see _native.v2_lazy)
+            lazy = _native.v2_lazy()
+            payload: Any = (lazy or records_fast)(
+                buf, rpos, rend, count, base_offset, h.base_timestamp
+            )
+        else:
+            payload = columns_fast(
+                buf, rpos, rend, count, base_offset, h.base_timestamp
+            )
+    except (Bad, IndexError, VarintError, UnicodeDecodeError):
+        raise v2_records_checked(
+            buf, rpos, rend, count, batch_path(pos, base_offset), 0, where
+        ) from None
+    if special:
+        cols: Columns = payload
+        if attributes & ATTR_LOG_APPEND_TIME:
+            cols = (
+                cols[0],
+                [h.max_timestamp] * len(cols[0]),
+                cols[2],
+                cols[3],
+                cols[4],
+            )
+        controls = None
+        if attributes & ATTR_CONTROL:
+            controls = _control_records(cols[2], cols[3], batch_path(pos, base_offset))
+        payload = make_records(cols, controls) if want_records else cols
+    return v2_head(pos, h), payload
+
+
+def decode_v2_arrow(
+    data: bytes,
+    mv: memoryview,
+    pos: int,
+    end: int,
+    check_crc: bool,
+    max_bytes: int,
+    max_records: int,
+    builder: Any,
+) -> tuple[BatchHead, int]:
+    """As :func:`decode_v2`, appending the records to the Arrow ``builder``
+    (:mod:`kproto.records._arrow`) instead; returns the head and the record count.
+
+    Raises:
+        DecodeError: as :func:`decode_v2`; also for offsets or timestamps outside
+            int64 and a column past Arrow's int32 offsets (the builder's
+            OverflowError).
+    """
+    h, buf, rpos, rend, where = _open_v2(
+        data, mv, pos, end, check_crc, max_bytes, max_records
+    )
+    attributes = h.attributes
+    count = h.records_count
+    base_offset = h.base_offset
+    path = batch_path(pos, base_offset)
+    lat = h.max_timestamp if attributes & ATTR_LOG_APPEND_TIME else None
+    try:
+        if attributes & ATTR_CONTROL:  # rare: checked through the column lists
+            cols = _native.v2_loops()[0](
+                buf, rpos, rend, count, base_offset, h.base_timestamp
+            )
+            if lat is not None:
+                cols = (cols[0], [lat] * len(cols[0]), cols[2], cols[3], cols[4])
+            _control_records(cols[2], cols[3], path)
+            add_to_arrow(builder, cols, path, rpos, where)
+        else:
+            builder.add_v2(buf, rpos, rend, count, base_offset, h.base_timestamp, lat)
+    except (Bad, IndexError, VarintError, UnicodeDecodeError):
+        raise v2_records_checked(buf, rpos, rend, count, path, 0, where) from None
+    except OverflowError as exc:
+        raise DecodeError(
+            f"{exc}{where}", path=path + ".records", offset=rpos
+        ) from None
+    return v2_head(pos, h), count
+
+
+def add_to_arrow(
+    builder: Any, cols: Columns, path: str, offset: int, where: str = ""
+) -> None:
+    """``builder.add_lists(*cols)``, its OverflowError as a :class:`DecodeError`
+    naming ``path`` (a batch) and ``offset``."""
+    try:
+        builder.add_lists(*cols)
+    except OverflowError as exc:
+        raise DecodeError(
+            f"{exc}{where}", path=path + ".records", offset=offset
+        ) from None
+
+
+def _open_v2(
+    data: bytes,
+    mv: memoryview,
+    pos: int,
+    end: int,
+    check_crc: bool,
+    max_bytes: int,
+    max_records: int,
+) -> tuple[V2Header, bytes, int, int, str]:
+    """The checked header of the magic 2 batch ``data[pos:end]`` and its records
+    region: ``(header, buf, start, end, where)``, ``buf`` the decompressed records
+    (positions 0..len, ``where`` " (in decompressed data)") or ``data`` itself.
+
+    Raises:
+        DecodeError: CRC mismatch, unknown codec, more than ``max_records`` records
+            declared, records decompressing to more than ``max_bytes``.
+    """
     h = V2Header._make(V2_HEADER.unpack_from(data, pos))
     if check_crc:
         actual = _crc32c(mv[pos + ATTRIBUTES_AT : end])
@@ -91,6 +209,7 @@ def decode_v2(
             offset=pos + RECORDS_COUNT_AT,
         )
     start = pos + RECORDS_AT
+    buf: bytes
     if codec:
         try:
             buf = decompress(codec, data[start:end], max_bytes)
@@ -104,43 +223,8 @@ def decode_v2(
             raise DecodeError(
                 reason, path=batch_path(pos, h.base_offset) + ".records", offset=start
             ) from None
-        rpos, rend, where = 0, len(buf), " (in decompressed data)"
-    else:
-        buf = data
-        rpos, rend, where = start, end, ""
-    special = attributes & _SPECIAL
-    base_offset = h.base_offset
-    # The C loops (kproto.speedups) when built and enabled, else _v2_loop's; both
-    # reject the same batches, which the careful Python reader then explains.
-    columns_fast, records_fast = _native.v2_loops()
-    try:
-        if want_records and not special:
-            payload: Any = records_fast(
-                buf, rpos, rend, count, base_offset, h.base_timestamp
-            )
-        else:
-            payload = columns_fast(
-                buf, rpos, rend, count, base_offset, h.base_timestamp
-            )
-    except (Bad, IndexError, VarintError, UnicodeDecodeError):
-        raise v2_records_checked(
-            buf, rpos, rend, count, batch_path(pos, base_offset), 0, where
-        ) from None
-    if special:
-        cols: Columns = payload
-        if attributes & ATTR_LOG_APPEND_TIME:
-            cols = (
-                cols[0],
-                [h.max_timestamp] * len(cols[0]),
-                cols[2],
-                cols[3],
-                cols[4],
-            )
-        controls = None
-        if attributes & ATTR_CONTROL:
-            controls = _control_records(cols[2], cols[3], batch_path(pos, base_offset))
-        payload = make_records(cols, controls) if want_records else cols
-    return v2_head(pos, h), payload
+        return h, buf, 0, len(buf), " (in decompressed data)"
+    return h, data, start, end, ""
 
 
 def _control_records(

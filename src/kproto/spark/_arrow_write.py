@@ -12,12 +12,41 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kproto.records import COLUMN_NAMES
 from kproto.spark._framing import find_segment_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["resolve_writer", "write_segments_arrow"]
+__all__ = ["ARROW_PARQUET_OPTIONS", "resolve_writer", "write_segments_arrow"]
+
+#: The columns of the segments schema (``kproto.spark._segments.SEGMENT_SCHEMA``,
+#: which imports pyspark: this module does not).
+_SEGMENT_COLUMNS: tuple[str, ...] = (
+    "topic",
+    "partition",
+    *COLUMN_NAMES,
+    "file",
+    "error",
+)
+
+#: ``pyarrow.parquet.ParquetWriter`` settings of ``--writer arrow`` besides the
+#: schema (the twin of :data:`kproto.spark.cli.PARQUET_OPTIONS`): pyarrow's defaults
+#: (snappy, dictionaries) but ``offset`` and ``timestamp`` are DELTA_BINARY_PACKED
+#: (offsets rise by one per record, timestamps nearly so within a partition: a few
+#: bits per value where a dictionary of distinct values stores each once), and
+#: ``key``/``value`` have no min/max statistics (arbitrary bytes no reader prunes
+#: on). Against dictionaries on every column but ``offset`` (the settings before),
+#: the benchmark's output is 34% smaller and the write takes 12% less CPU (pyarrow
+#: 26; the README's Spark pipeline section).
+ARROW_PARQUET_OPTIONS: dict[str, object] = {
+    "use_dictionary": [c for c in _SEGMENT_COLUMNS if c not in ("offset", "timestamp")],
+    "column_encoding": {
+        "offset": "DELTA_BINARY_PACKED",
+        "timestamp": "DELTA_BINARY_PACKED",
+    },
+    "write_statistics": [c for c in _SEGMENT_COLUMNS if c not in ("key", "value")],
+}
 
 
 def _arrow_task(
@@ -35,11 +64,9 @@ def _arrow_task(
 
     records = 0
     corrupt: dict[str, int] = {}
-    # pyarrow's defaults but for offset (unique): see PARQUET_OPTIONS.
-    dictionary = [f.name for f in SEGMENT_ARROW_SCHEMA if f.name != "offset"]
     path = os.path.join(out, f"part-{index:05d}.parquet")
     with pq.ParquetWriter(
-        path, SEGMENT_ARROW_SCHEMA, use_dictionary=dictionary
+        path, SEGMENT_ARROW_SCHEMA, **ARROW_PARQUET_OPTIONS
     ) as writer:
         for r in ranges:
             for batch in read_range(ByteRange(*r), check_crc=check_crc):

@@ -6,7 +6,8 @@ Batch (``spark.read``) and Structured Streaming (``spark.readStream``) reads ove
 columns, the same offsets JSON in the checkpoint. Planning (driver) lists offsets
 with ListOffsets; each task reads one ``[start, end)`` offset range of one
 partition with Fetch from the leader, decodes whole batches with
-:func:`kproto.records.decode_columns` and yields Arrow batches.
+:func:`kproto.records.decode_arrow_columns` and yields Arrow batches over those
+buffers (:mod:`kproto.spark._columns`).
 
 Every task is bounded: each Fetch asks for at most ``kafka.max.partition.fetch.bytes``
 (8 MiB) and waits at most 500 ms; a range that stops advancing before its end for
@@ -59,6 +60,8 @@ from kproto.client import (
     Client,
 )
 from kproto.errors import ErrorCode
+from kproto.records import ArrowColumns
+from kproto.spark._columns import arrow_columns_to_batch, record_key
 from kproto.spark._kafka_options import (
     KafkaOptions,
     OffsetRange,
@@ -73,7 +76,7 @@ from kproto.spark._kafka_options import (
     split_ranges,
     topic_partitions,
 )
-from kproto.spark._segments import HEADERS_TYPE, columns_to_batch
+from kproto.spark._segments import HEADERS_TYPE
 
 __all__ = [
     "KAFKA_FORMAT_NAME",
@@ -169,7 +172,7 @@ def read_range(
         kproto.client.ClientError: no progress for ``kafkaConsumer.pollTimeoutMs``.
         kproto.client.BrokerError, kproto.connection.KafkaConnectionError: Fetch.
     """
-    from kproto.records import decode_columns
+    from kproto.records import decode_arrow_columns
 
     where = f"{r.topic}-{r.partition}"
     offset = r.start
@@ -221,8 +224,8 @@ def read_range(
             continue
         stalled_since = None
         if result.raw:
-            columns = decode_columns(result.raw)
-            offsets = columns["offset"]
+            columns = decode_arrow_columns(result.raw)
+            offsets = memoryview(columns.offset).cast("q")
             lo = bisect.bisect_left(offsets, offset)
             hi = bisect.bisect_left(offsets, r.end)
             keep = None
@@ -234,49 +237,48 @@ def read_range(
 
 
 def _committed_mask(
-    columns: Any, aborted: Sequence[AbortedTransaction]
+    columns: ArrowColumns, aborted: Sequence[AbortedTransaction]
 ) -> list[bool] | None:
     """Per row of ``columns`` (whole batches in offset order), whether a
-    read_committed consumer sees it; None when every row is visible. Batches are
-    the runs of equal ``base_offset``; an ABORT marker is a control record whose
-    key's type (bytes 2-3) is 0."""
+    read_committed consumer sees it; None when every row is visible. An ABORT
+    marker is a control record whose key's type (bytes 2-3) is 0."""
     committed = AbortedFilter(aborted)
-    base = columns["base_offset"]
-    offsets = columns["offset"]
-    pids = columns["producer_id"]
+    offsets = memoryview(columns.offset).cast("q")
     keep: list[bool] | None = None
-    i, n = 0, len(base)
-    while i < n:
-        j = bisect.bisect_right(base, base[i], i)
-        control = bool(columns["is_control"][i])
-        key = columns["key"][i]
+    start = 0
+    for head, end in zip(columns.batches, columns.batch_ends, strict=True):
+        if end == start:
+            continue
+        control = head.is_control
+        key = record_key(columns, start) if control else None
         visible = committed.keep(
-            last_offset=offsets[j - 1],
-            producer_id=pids[i],
-            is_transactional=bool(columns["is_transactional"][i]),
+            last_offset=offsets[end - 1],
+            producer_id=head.producer_id,
+            is_transactional=head.is_transactional,
             is_control=control,
             is_abort_marker=control and key is not None and key[2:4] == b"\0\0",
         )
         if not visible and not control:
             if keep is None:
-                keep = [True] * n
-            keep[i:j] = [False] * (j - i)
-        i = j
+                keep = [True] * columns.records
+            keep[start:end] = [False] * (end - start)
+        start = end
     return keep
 
 
 def _to_arrow(
-    columns: Any,
+    columns: ArrowColumns,
     lo: int,
     hi: int,
     r: OffsetRange,
     schema: pa.Schema,
     keep: list[bool] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    batch = columns_to_batch(columns, r.topic, r.partition, "").slice(lo, hi - lo)
+    batch = arrow_columns_to_batch(columns, r.topic, r.partition, "")
+    batch = batch.slice(lo, hi - lo)
     if keep is not None:
         batch = batch.filter(pa.array(keep[lo:hi], type=pa.bool_()))
-    if any(columns["is_control"][lo:hi]):
+    if any(h.is_control for h in columns.batches):
         batch = batch.filter(pc.invert(batch.column("is_control")))
     arrays = [
         batch.column("timestamp_type" if f.name == "timestampType" else f.name)

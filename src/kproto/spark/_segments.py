@@ -4,9 +4,9 @@ Planning (driver side) lists the files, cuts files larger than ``splitBytes`` in
 ranges at batch boundaries (a header-only scan) and packs small files together into
 partitions of about ``splitBytes``. Each task reads its ranges in chunks of about
 ``chunkBytes`` of whole batches, decodes each chunk with
-:func:`kproto.records.decode_columns` into one list per column and yields a pyarrow
-``RecordBatch`` of at most ``maxRecordsPerBatch`` rows built straight from those
-lists. Memory per task is therefore bounded by the chunk size (plus one batch, if a
+:func:`kproto.records.decode_arrow_columns` into Arrow buffers and yields pyarrow
+``RecordBatch`` es of at most ``maxRecordsPerBatch`` rows wrapping those buffers
+(:mod:`kproto.spark._columns`: no per-record Python object). Memory per task is therefore bounded by the chunk size (plus one batch, if a
 single batch is larger) and its decompressed size, whatever the file size.
 
 Batches that fail to decode (bad CRC, bad compression, bad framing, truncation) are
@@ -153,8 +153,9 @@ def plan_partitions(paths: Sequence[str], split_bytes: int) -> list[SegmentParti
     return partitions
 
 
-def _timestamps(ms: list[int]) -> pa.Array:
-    arr = pa.array(ms, pa.int64())
+def _timestamps(ms: list[int] | pa.Array) -> pa.Array:
+    """Kafka's ms (a list or an int64 array) as Spark timestamps (µs)."""
+    arr = ms if isinstance(ms, pa.Array) else pa.array(ms, pa.int64())
     try:
         us = pc.multiply_checked(arr, 1000)
     except pa.ArrowInvalid:
@@ -300,15 +301,16 @@ def error_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=SEGMENT_ARROW_SCHEMA)
 
 
-def _decode(data: bytes, check_crc: bool) -> tuple[dict[str, list[Any]], list[Any]]:
-    """:func:`kproto.records.decode_columns` of whole batches: (columns, corrupt).
+def _decode(data: bytes, check_crc: bool) -> tuple[Any, list[Any]]:
+    """:func:`kproto.records.decode_arrow_columns` of whole batches: (columns,
+    corrupt).
 
     ``corrupt`` holds ``(position in data, base_offset, message)`` per batch that
     failed to decode; an incomplete tail (impossible after framing) is reported too.
     """
-    from kproto.records import decode_columns
+    from kproto.records import decode_arrow_columns
 
-    result = decode_columns(data, check_crc=check_crc, skip_corrupt=True)
+    result = decode_arrow_columns(data, check_crc=check_crc, skip_corrupt=True)
     corrupt: list[Any] = list(result.corrupt)
     if result.partial_tail_bytes:
         corrupt.append(
@@ -364,9 +366,13 @@ def read_range(
                 continue
             if complete:
                 columns, corrupt = _decode(buf[:complete], check_crc)
-                n = len(columns["offset"])
+                n = columns.records
                 if n:
-                    batch = columns_to_batch(columns, r.topic, r.partition, r.path)
+                    from kproto.spark._columns import arrow_columns_to_batch
+
+                    batch = arrow_columns_to_batch(
+                        columns, r.topic, r.partition, r.path
+                    )
                     for i in range(0, n, max_records):
                         yield batch.slice(i, max_records)
                 if corrupt:

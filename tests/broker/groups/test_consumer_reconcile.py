@@ -10,8 +10,8 @@ from kproto.broker.groups.consumer_group import (
     ConsumerGroupMember,
     ConsumerGroupState,
     MemberState,
-    reconcile,
 )
+from kproto.broker.groups.modern import reconcile
 
 T = uuid.UUID(int=7)
 
@@ -71,7 +71,7 @@ def test_group_state_follows_epochs() -> None:
     m.member_epoch = 1
     assert g.state is ConsumerGroupState.STABLE
     m.assigned = {T: fs(0)}
-    g.hold(m)
+    g.add_partition_epochs(m)
     assert g.partition_epochs == {(T, 0): 1}
     g.remove_member("m")
     assert (g.partition_epochs, g.state) == ({}, ConsumerGroupState.EMPTY)

@@ -14,38 +14,32 @@
    or the subscribed topics' metadata changed (new topic matching a regex, new
    partitions); recompute the target assignment when the group epoch passed the
    assignment epoch;
-4. reconcile the member towards its target (:func:`.consumer_group.reconcile`),
-   append the changed records to ``__consumer_offsets`` and (re)arm the session
-   timer and, while the member must revoke, the rebalance timer.
+4. reconcile the member towards its target (:func:`.modern.reconcile`), append the
+   changed records to ``__consumer_offsets`` and (re)arm the session timer and,
+   while the member must revoke, the rebalance timer.
 
-State changes are applied in memory before the append; a failed append answers
-COORDINATOR_NOT_AVAILABLE (Kafka would roll the in-memory state back).
+What streams groups do alike (the append, group creation and conversion, epoch
+checks, fencing, timers, offset validation, deletion) is in
+:class:`.modern_coordinator.ModernGroups`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import logging
 import uuid
-from collections.abc import Coroutine, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
+from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
-from .consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    compile_regex,
-    reconcile,
-)
+from .consumer_group import ConsumerGroup, ConsumerGroupMember, compile_regex
 from .consumer_lifecycle import load_groups
 from .consumer_records import (
-    ConsumerRecord,
+    CONSUMER_RECORDS,
     current_assignment_record,
     group_epoch_record,
     member_metadata_record,
@@ -53,22 +47,22 @@ from .consumer_records import (
     target_member_record,
     target_metadata_record,
 )
-from .records import group_metadata_record
-from .timers import arm_member_timers
+from .modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from .modern_coordinator import (
+    DEFAULT_HEARTBEAT_INTERVAL_MS,
+    DEFAULT_SESSION_TIMEOUT_MS,
+    ModernGroups,
+)
+from .records import CoordinatorRecord
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
 
 __all__ = ["ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 
-log = logging.getLogger("kproto.broker.groups")
 E = ErrorCode
 Pair = tuple[bytes, bytes | None]
 
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
-DEFAULT_SESSION_TIMEOUT_MS = 45_000
-DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000
 DEFAULT_ASSIGNORS = ("uniform", "range")
 
 
@@ -103,20 +97,17 @@ class HeartbeatResult:
     assignment: Assignment | None = None
 
 
-class _Error(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class ConsumerGroups:
+class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
     """Every consumer group of a cluster, driven by ConsumerGroupHeartbeat.
 
     Options (ms): ``session_timeout_ms`` (``group.consumer.session.timeout.ms``),
     ``heartbeat_interval_ms`` (``group.consumer.heartbeat.interval.ms``),
     ``assignors`` (``group.consumer.assignors``, the first is the default).
     """
+
+    GROUP_TYPE = "consumer"
+    ASSIGNMENT_UNIT = "partitions"
+    RECORDS = CONSUMER_RECORDS
 
     def __init__(
         self,
@@ -126,10 +117,11 @@ class ConsumerGroups:
         heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
         assignors: Iterable[str] = DEFAULT_ASSIGNORS,
     ) -> None:
-        self.coordinator = coordinator
-        self.groups: dict[str, ConsumerGroup] = {}
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
+        super().__init__(
+            coordinator,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+        )
         self.assignors = tuple(assignors)
         unknown = [a for a in self.assignors if a not in ASSIGNORS]
         if unknown or not self.assignors:
@@ -137,40 +129,27 @@ class ConsumerGroups:
                 f"group.consumer.assignors must name some of {sorted(ASSIGNORS)},"
                 f" got {list(self.assignors)}"
             )
-        self._tasks: set[asyncio.Task[Any]] = set()
 
     # -- heartbeat -------------------------------------------------------------------
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         """Serve one ConsumerGroupHeartbeat (see the module docstring)."""
-        records: list[Pair] = []
-        try:
-            self._validate(request)
-            if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                result = self._leave(request, records)
-            else:
-                result = self._heartbeat(request, records)
-        except _Error as error:
-            return HeartbeatResult(error.code, error.message, request.member_id or None)
-        if records and not await self.coordinator._append(request.group_id, records):
-            return HeartbeatResult(
-                E.COORDINATOR_NOT_AVAILABLE, "cannot write to __consumer_offsets"
-            )
-        return result
+        return await self._serve(
+            request, lambda records: self._heartbeat(request, records)
+        )
+
+    def _error_result(
+        self, request: HeartbeatRequest, code: ErrorCode, message: str
+    ) -> HeartbeatResult:
+        return HeartbeatResult(code, message, request.member_id or None)
+
+    def _new_group(self, group_id: str) -> ConsumerGroup:
+        return ConsumerGroup(group_id)
 
     def _validate(self, r: HeartbeatRequest) -> None:
-        def invalid(message: str) -> _Error:
-            return _Error(E.INVALID_REQUEST, message)
-
-        if not r.group_id:
-            raise invalid("GroupId can't be empty.")
-        if r.instance_id is not None and not r.instance_id:
-            raise invalid("InstanceId can't be empty.")
-        if r.rack_id is not None and not r.rack_id:
-            raise invalid("RackId can't be empty.")
+        invalid = self._invalid
+        self._validate_common(r)
         if r.member_epoch == 0:
-            if r.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if r.owned is None or r.owned:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
             if r.subscribed_topic_names is None and r.subscribed_topic_regex is None:
@@ -178,11 +157,9 @@ class ConsumerGroups:
                     "SubscribedTopicNames or SubscribedTopicRegex must be set in"
                     " first request."
                 )
-        elif r.member_epoch == STATIC_LEAVE_EPOCH:
+        elif r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             if r.instance_id is None:
                 raise invalid("InstanceId can't be null.")
-        elif r.member_epoch < STATIC_LEAVE_EPOCH:
-            raise invalid(f"MemberEpoch is invalid: {r.member_epoch}.")
         if (r.member_epoch != 0 or r.api_version >= 1) and not r.member_id:
             # v1+ members generate their own id (KIP-1082); v0 joins get one
             raise invalid("MemberId can't be empty.")
@@ -190,60 +167,32 @@ class ConsumerGroups:
             try:
                 compile_regex(r.subscribed_topic_regex)
             except ValueError as exc:
-                raise _Error(
+                raise BrokerError(
                     E.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is not a"
                     f" valid regular expression: {exc}.",
                 ) from None
         if r.server_assignor is not None and r.server_assignor not in self.assignors:
-            raise _Error(
+            raise BrokerError(
                 E.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {r.server_assignor} is not supported. Supported"
                 f" assignors: {', '.join(self.assignors)}.",
             )
 
-    def _group_for_join(self, group_id: str, records: list[Pair]) -> ConsumerGroup:
-        group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        if group_id in self.coordinator.streams.groups:  # KIP-1071
-            raise _Error(
-                E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-            )
-        classic = self.coordinator.groups.get(group_id)
-        group = ConsumerGroup(group_id)
-        if classic is not None:
-            if classic.members:
-                raise _Error(
-                    E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-                )
-            # online upgrade of an empty classic group: its offsets carry over
-            group.offsets = classic.offsets
-            del self.coordinator.groups[group_id]
-            records.append(group_metadata_record(group_id, None))
-        self.groups[group_id] = group
-        return group
-
     def _heartbeat(self, r: HeartbeatRequest, records: list[Pair]) -> HeartbeatResult:
         if r.member_epoch == 0:
             group = self._group_for_join(r.group_id, records)
         else:
-            found = self.groups.get(r.group_id)
-            if found is None:
-                raise _Error(E.GROUP_ID_NOT_FOUND, f"Group {r.group_id} not found.")
-            group = found
+            group = self._group(r.group_id)
         bump = False
         member_id = r.member_id or str(uuid.uuid4())
-        member = group.members.get(member_id)
         if r.member_epoch == 0:
-            member, bump = self._join(group, member_id, member, r, records)
+            member, bump = self._join(
+                group, member_id, group.members.get(member_id), r, records
+            )
         else:
-            if member is None:
-                raise _Error(
-                    E.UNKNOWN_MEMBER_ID,
-                    f"Member {member_id} is not a member of group {r.group_id}.",
-                )
-            self._check_epoch(member, r)
+            member = self._member(group, member_id)
+            self._check_epoch(member, r.member_epoch, r.owned)
         if self._update_member(member, r):
             bump = True
             records.append(member_metadata_record(group.group_id, member_id, member))
@@ -254,15 +203,7 @@ class ConsumerGroups:
             records.append(group_epoch_record(group.group_id, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, records)
-        group.release(member)
-        changed = reconcile(
-            member,
-            group.assignment_epoch,
-            group.target.get(member_id, {}),
-            r.owned,
-            group.partition_epochs,
-        )
-        group.hold(member)
+        changed = group.reconcile_member(member, r.owned)
         if changed or r.member_epoch == 0:
             records.append(current_assignment_record(group.group_id, member_id, member))
         self._arm_timers(group, member)
@@ -272,7 +213,7 @@ class ConsumerGroups:
             None,
             member_id,
             member.member_epoch,
-            self._setting(group.group_id, "consumer.heartbeat.interval.ms"),
+            self.heartbeat_interval(group.group_id),
             member.assigned if changed or full else None,
         )
 
@@ -288,8 +229,8 @@ class ConsumerGroups:
         previous_id = group.static_members.get(r.instance_id or "")
         if r.instance_id is not None and previous_id not in (None, member_id):
             previous = group.members[previous_id or ""]
-            if previous.member_epoch != STATIC_LEAVE_EPOCH:
-                raise _Error(
+            if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise BrokerError(
                     E.UNRELEASED_INSTANCE_ID,
                     f"Static member {previous_id} with instance id {r.instance_id}"
                     " is not released yet.",
@@ -299,8 +240,9 @@ class ConsumerGroups:
             group.members.pop(previous.member_id)
             previous.cancel_timers()
             target = group.target.pop(previous.member_id, {})
-            for pair in self._member_tombstones(group.group_id, previous.member_id):
-                records.append(pair)
+            records += self.RECORDS.member_tombstones(
+                group.group_id, previous.member_id
+            )
             previous.member_id = member_id
             previous.member_epoch = previous.previous_member_epoch
             group.add_member(previous)
@@ -309,40 +251,11 @@ class ConsumerGroups:
             records.append(target_member_record(group.group_id, member_id, target))
             return previous, False
         if member is not None:
-            # rejoining with epoch 0: it gives up what it held and starts over
-            group.release(member)
-            member.assigned, member.pending_revocation = {}, {}
-            member.state = MemberState.STABLE
-            member.member_epoch, member.previous_member_epoch = 0, -1
+            group.rejoin(member)
             return member, False
         member = ConsumerGroupMember(member_id, instance_id=r.instance_id)
         group.add_member(member)
         return member, True
-
-    @staticmethod
-    def _check_epoch(member: ConsumerGroupMember, r: HeartbeatRequest) -> None:
-        """Kafka's ``throwIfMemberEpochIsInvalid``."""
-        fenced = _Error(
-            E.FENCED_MEMBER_EPOCH,
-            f"The consumer group member has a smaller member epoch"
-            f" ({r.member_epoch}) than the one known by the group coordinator"
-            f" ({member.member_epoch}). The member must abandon all its partitions"
-            " and rejoin.",
-        )
-        if r.member_epoch > member.member_epoch:
-            raise _Error(
-                E.FENCED_MEMBER_EPOCH,
-                f"The consumer group member has a greater member epoch"
-                f" ({r.member_epoch}) than the one known by the group coordinator"
-                f" ({member.member_epoch}). The member must abandon all its"
-                " partitions and rejoin.",
-            )
-        if r.member_epoch < member.member_epoch:
-            if r.member_epoch != member.previous_member_epoch or r.owned is None:
-                raise fenced
-            for topic, parts in r.owned.items():
-                if not parts <= member.assigned.get(topic, frozenset()):
-                    raise fenced
 
     def _update_member(self, member: ConsumerGroupMember, r: HeartbeatRequest) -> bool:
         """Apply the request's non-null fields; True if the subscription changed."""
@@ -351,19 +264,13 @@ class ConsumerGroups:
             member.subscribed_topic_regex,
             member.server_assignor,
         )
-        if r.instance_id is not None:
-            member.instance_id = r.instance_id
-        if r.rack_id is not None:
-            member.rack_id = r.rack_id
-        if r.rebalance_timeout_ms != -1:
-            member.rebalance_timeout_ms = r.rebalance_timeout_ms
+        member.update_from(r, r.client_id, r.client_host)
         if r.subscribed_topic_names is not None:
             member.subscribed_topic_names = tuple(r.subscribed_topic_names)
         if r.subscribed_topic_regex is not None:
             member.subscribed_topic_regex = r.subscribed_topic_regex or None
         if r.server_assignor is not None:
             member.server_assignor = r.server_assignor
-        member.client_id, member.client_host = r.client_id, r.client_host
         after = (
             member.subscribed_topic_names,
             member.subscribed_topic_regex,
@@ -431,142 +338,30 @@ class ConsumerGroups:
     # -- leaving, fencing, timers ----------------------------------------------------
 
     def _leave(self, r: HeartbeatRequest, records: list[Pair]) -> HeartbeatResult:
-        group = self.groups.get(r.group_id)
-        if group is None:
-            raise _Error(E.GROUP_ID_NOT_FOUND, f"Group {r.group_id} not found.")
+        group = self._group(r.group_id)
         member_id = r.member_id
         if r.instance_id is not None:
             member_id = group.static_members.get(r.instance_id, member_id)
-        member = group.members.get(member_id)
-        if member is None:
-            raise _Error(
-                E.UNKNOWN_MEMBER_ID,
-                f"Member {member_id} is not a member of group {r.group_id}.",
-            )
-        if r.member_epoch == STATIC_LEAVE_EPOCH:
+        member = self._member(group, member_id)
+        if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # the static member keeps its assignment until its session expires
             member.previous_member_epoch = member.member_epoch
-            member.member_epoch = STATIC_LEAVE_EPOCH
+            member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
             records.append(current_assignment_record(group.group_id, member_id, member))
             self._arm_timers(group, member)
         else:
             self._remove(group, member, records)
         return HeartbeatResult(E.NONE, None, r.member_id, r.member_epoch, 0, None)
 
-    def _member_tombstones(self, group_id: str, member_id: str) -> list[Pair]:
-        return [
-            current_assignment_record(group_id, member_id, None),
-            target_member_record(group_id, member_id, None),
-            member_metadata_record(group_id, member_id, None),
-        ]
-
-    def _remove(
-        self, group: ConsumerGroup, member: ConsumerGroupMember, records: list[Pair]
-    ) -> None:
-        """Remove ``member`` (leave, session or rebalance timeout) and bump the epoch."""
-        group.remove_member(member.member_id)
-        records.extend(self._member_tombstones(group.group_id, member.member_id))
-        self._refresh_metadata(group, records)
-        group.group_epoch += 1
-        records.append(group_epoch_record(group.group_id, group.group_epoch))
-
-    def _setting(self, group_id: str, name: str) -> int:
-        """``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` of
-        the group: its GROUP config when set (``ClusterState.group_config``), else
-        this coordinator's (Kafka's ``GroupMetadataManager`` per-group lookup)."""
-        own = (
-            self.session_timeout_ms
-            if name == "consumer.session.timeout.ms"
-            else self.heartbeat_interval_ms
-        )
-        lookup = getattr(self.coordinator.state, "group_config", None)
-        return own if lookup is None else int(lookup(group_id, name, str(own)))
-
-    def _arm_timers(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        arm_member_timers(
-            self.coordinator.scheduler,
-            member,
-            self._setting(group.group_id, "consumer.session.timeout.ms"),
-            member.state == MemberState.UNREVOKED_PARTITIONS,
-            lambda why, epoch: self._expire(group, member, why, epoch),
-        )
-
-    def _expire(
-        self,
-        group: ConsumerGroup,
-        member: ConsumerGroupMember,
-        why: str,
-        epoch: int | None,
-    ) -> None:
-        if group.members.get(member.member_id) is not member or group.dead:
-            return
-        if epoch is not None:
-            member.rebalance_timer = None
-            if member.member_epoch != epoch or (
-                member.state != MemberState.UNREVOKED_PARTITIONS
-            ):
-                return
-        log.info(
-            "group %s: member %s fenced (%s)", group.group_id, member.member_id, why
-        )
+    def _epoch_records(self, group: ConsumerGroup) -> list[Pair]:
+        """A removed member's subscription may change the subscribed topics' metadata;
+        then the new group epoch."""
         records: list[Pair] = []
-        self._remove(group, member, records)
-        self._spawn(self.coordinator._append(group.group_id, records))
+        self._refresh_metadata(group, records)
+        records.append(group_epoch_record(group.group_id, group.group_epoch))
+        return records
 
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def stop(self) -> None:
-        """Cancel every timer and wait for pending appends."""
-        for group in self.groups.values():
-            for member in group.members.values():
-                member.cancel_timers()
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    # -- offsets, describe, delete ---------------------------------------------------
-
-    def validate_commit(
-        self,
-        group: ConsumerGroup,
-        member_epoch: int,
-        member_id: str,
-        instance_id: str | None,
-    ) -> int:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``: a commit without member
-        (epoch < 0, no ids) only to an empty group, else UNKNOWN_MEMBER_ID; a member's
-        commit at another epoch than its own STALE_MEMBER_EPOCH."""
-        if member_epoch < 0 and not member_id and instance_id is None:
-            return E.NONE if group.is_empty() else E.UNKNOWN_MEMBER_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        if member_epoch != member.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE
-
-    def is_member(self, group_id: str, member_id: str) -> bool:
-        """Whether ``member_id`` is a member of the consumer group ``group_id``."""
-        group = self.groups.get(group_id)
-        return group is not None and member_id in group.members
-
-    def validate_fetch(
-        self, group_id: str, member_id: str | None, member_epoch: int
-    ) -> int:
-        """Kafka's ``ConsumerGroup.validateOffsetFetch`` (OffsetFetch v9+): no member
-        id and epoch -1 fetch freely; otherwise UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH.
-        """
-        group = self.groups.get(group_id)
-        if group is None or (member_id is None and member_epoch < 0):
-            return E.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        return E.NONE if member_epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
-
-    def delete_records(self, group: ConsumerGroup) -> list[Pair]:
+    def group_tombstones(self, group: ConsumerGroup) -> list[Pair]:
         """Tombstones of an (empty) group's consumer records (Kafka's
         ``ConsumerGroup.createGroupTombstoneRecords``)."""
         return [
@@ -580,13 +375,7 @@ class ConsumerGroups:
             info.topic_id: name for name, info in self.coordinator.state.topics.items()
         }
 
-    # -- recovery --------------------------------------------------------------------
-
-    def load(self, records: dict[tuple[str, str, str], ConsumerRecord]) -> None:
-        """Rebuild the groups from the last record of each key
-        (:func:`.consumer_lifecycle.load_groups`); members get fresh session
-        timers, as Kafka's loader gives them."""
-        for group_id, group in load_groups(records).items():
-            self.groups[group_id] = group
-            for member in group.members.values():
-                self._arm_timers(group, member)
+    def _load_groups(
+        self, records: Mapping[tuple[str, str, str], CoordinatorRecord]
+    ) -> dict[str, ConsumerGroup]:
+        return load_groups(records)

@@ -11,31 +11,31 @@ group meets the classic group APIs, following Kafka's ``GroupMetadataManager``:
   (``group.consumer.migration.policy`` ``bidirectional``: classic members inside a
   consumer group) are not served: the broker behaves as with policy ``disabled``
   for non-empty groups.
-- :func:`delete_group` and :func:`delete_offsets`: DeleteGroups and OffsetDelete.
+- :func:`delete_offsets`: OffsetDelete (DeleteGroups is
+  :meth:`.modern_coordinator.ModernGroups.delete_group`).
 - :func:`load_groups`: the groups rebuilt from the last record of each key read
   from ``__consumer_offsets``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ErrorCode
 
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
-from .consumer_records import ConsumerRecord, assignment_from
+from .consumer_records import assignment_from
 from .group import ClassicGroup, JoinResult
-from .records import offset_commit_record
+from .records import CoordinatorRecord, offset_commit_record
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
 
 __all__ = [
     "classic_join",
-    "delete_group",
     "delete_offsets",
     "load_groups",
-    "record_key",
 ]
 
 E = ErrorCode
@@ -50,7 +50,7 @@ async def classic_join(
     if modern is not None:
         if not modern.is_empty():
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
-        tombstones = coordinator.consumer.delete_records(modern)
+        tombstones = coordinator.consumer.group_tombstones(modern)
         if not await coordinator._append(group_id, tombstones):
             return JoinResult(E.COORDINATOR_NOT_AVAILABLE)
         del coordinator.consumer.groups[group_id]
@@ -60,21 +60,6 @@ async def classic_join(
         )
         classic.offsets = modern.offsets
     return await coordinator.membership.join_group(group_id, *args, **kwargs)
-
-
-async def delete_group(coordinator: GroupCoordinator, group_id: str) -> int:
-    """DeleteGroups of a consumer group: NON_EMPTY_GROUP while it has members;
-    otherwise tombstones for its offsets and records."""
-    modern = coordinator.consumer.groups[group_id]
-    if not modern.is_empty():
-        return E.NON_EMPTY_GROUP
-    pairs = [offset_commit_record(group_id, t, p, None) for t, p in modern.offsets]
-    pairs += coordinator.consumer.delete_records(modern)
-    if not await coordinator._append(group_id, pairs):
-        return E.COORDINATOR_NOT_AVAILABLE
-    modern.dead = True
-    del coordinator.consumer.groups[group_id]
-    return E.NONE
 
 
 async def delete_offsets(
@@ -103,15 +88,10 @@ async def delete_offsets(
     return E.NONE, result
 
 
-def record_key(rec: ConsumerRecord) -> tuple[str, str, str]:
-    """The replay key of a consumer record: ``(name, group_id, member_id or "")``."""
-    return rec.name, rec.group_id, str(getattr(rec.key, "member_id", ""))
-
-
 def load_groups(
-    records: dict[tuple[str, str, str], ConsumerRecord],
+    records: Mapping[tuple[str, str, str], CoordinatorRecord],
 ) -> dict[str, ConsumerGroup]:
-    """The groups described by the last record of each :func:`record_key` (a group
+    """The groups described by the last record of each ``replay_key`` (a group
     needs its ``ConsumerGroupMetadata`` record; a member its
     ``ConsumerGroupMemberMetadata``). Timers are not armed here."""
     by_group: dict[str, dict[str, Any]] = {}
@@ -147,15 +127,11 @@ def _load_member(group: ConsumerGroup, member_id: str, values: dict[str, Any]) -
         return
     member = ConsumerGroupMember(
         member_id,
-        instance_id=sub.instance_id,
-        rack_id=sub.rack_id,
-        client_id=sub.client_id,
-        client_host=sub.client_host,
-        rebalance_timeout_ms=sub.rebalance_timeout_ms,
         subscribed_topic_names=tuple(sub.subscribed_topic_names or ()),
         subscribed_topic_regex=sub.subscribed_topic_regex or None,
         server_assignor=sub.server_assignor,
     )
+    member.replay_metadata(sub)
     current = values.get("ConsumerGroupCurrentMemberAssignment")
     if current is not None:
         member.member_epoch = current.member_epoch
@@ -172,4 +148,4 @@ def _load_member(group: ConsumerGroup, member_id: str, values: dict[str, Any]) -
     if target is not None:
         group.target[member_id] = assignment_from(target.topic_partitions)
     group.add_member(member)
-    group.hold(member)
+    group.add_partition_epochs(member)

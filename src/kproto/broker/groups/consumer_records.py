@@ -16,19 +16,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import attrs
-
-from kproto.index import data_type
-from kproto.meta import WIRE
-from kproto.serial import DecodeError
-
 from .assignors import Assignment
 from .consumer_group import ConsumerGroupMember
-from .records import _encode, _read, _value_version
+from .records import CoordinatorRecord, ModernRecords
 
 __all__ = [
     "CONSUMER_KEY_TYPES",
-    "ConsumerRecord",
+    "CONSUMER_RECORDS",
     "assignment_from",
     "current_assignment_record",
     "decode_consumer_record",
@@ -48,29 +42,17 @@ CONSUMER_KEY_TYPES: dict[int, str] = {
     7: "ConsumerGroupTargetAssignmentMember",
     8: "ConsumerGroupCurrentMemberAssignment",
 }
-_TYPE_OF = {name: key_type for key_type, name in CONSUMER_KEY_TYPES.items()}
+CONSUMER_RECORDS = ModernRecords("ConsumerGroup", CONSUMER_KEY_TYPES)
+_record = CONSUMER_RECORDS.record
 Pair = tuple[bytes, bytes | None]
 
 
-def _element(cls: type, field: str) -> Any:
-    return attrs.fields_dict(cls)[field].metadata[WIRE].element.entity
-
-
-def _record(name: str, key: dict[str, Any], value: dict[str, Any] | None) -> Pair:
-    key_type = _TYPE_OF[name]
-    key_bytes = _encode(data_type(f"{name}Key", key_type), key_type, key)
-    if value is None:
-        return key_bytes, None
-    return key_bytes, _encode(data_type(f"{name}Value", 0), 0, value)
-
-
-def _partitions(cls: type, field: str, assignment: Assignment) -> tuple[Any, ...]:
-    entity = _element(cls, field)
-    return tuple(
-        entity(topic_id=t, partitions=tuple(sorted(ps)))
+def _partitions(assignment: Assignment) -> list[dict[str, Any]]:
+    return [
+        {"topic_id": t, "partitions": sorted(ps)}
         for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))
         if ps
-    )
+    ]
 
 
 def assignment_from(topic_partitions: Any) -> Assignment:
@@ -94,16 +76,14 @@ def partition_metadata_record(
     group_id: str, topics: dict[str, tuple[uuid.UUID, int]] | None
 ) -> Pair:
     """``ConsumerGroupPartitionMetadata``: ``{name: (topic_id, partitions)}``."""
-    if topics is None:
-        return _record("ConsumerGroupPartitionMetadata", {"group_id": group_id}, None)
-    cls = data_type("ConsumerGroupPartitionMetadataValue", 0)
-    entity = _element(cls, "topics")
-    value = {
-        "topics": tuple(
-            entity(topic_id=tid, topic_name=name, num_partitions=count)
-            for name, (tid, count) in sorted(topics.items())
-        )
-    }
+    value = None
+    if topics is not None:
+        value = {
+            "topics": [
+                {"topic_id": tid, "topic_name": name, "num_partitions": count}
+                for name, (tid, count) in sorted(topics.items())
+            ]
+        }
     return _record("ConsumerGroupPartitionMetadata", {"group_id": group_id}, value)
 
 
@@ -115,13 +95,9 @@ def member_metadata_record(
     if member is None:
         return _record("ConsumerGroupMemberMetadata", key, None)
     value = {
-        "instance_id": member.instance_id,
-        "rack_id": member.rack_id,
-        "client_id": member.client_id,
-        "client_host": member.client_host,
+        **member.metadata_fields(),
         "subscribed_topic_names": member.subscribed_topic_names,
         "subscribed_topic_regex": member.subscribed_topic_regex,
-        "rebalance_timeout_ms": member.rebalance_timeout_ms,
         "server_assignor": member.server_assignor,
     }
     return _record("ConsumerGroupMemberMetadata", key, value)
@@ -140,10 +116,9 @@ def target_member_record(
 ) -> Pair:
     """``ConsumerGroupTargetAssignmentMember``: one member's target assignment."""
     key = {"group_id": group_id, "member_id": member_id}
-    if assignment is None:
-        return _record("ConsumerGroupTargetAssignmentMember", key, None)
-    cls = data_type("ConsumerGroupTargetAssignmentMemberValue", 0)
-    value = {"topic_partitions": _partitions(cls, "topic_partitions", assignment)}
+    value = None
+    if assignment is not None:
+        value = {"topic_partitions": _partitions(assignment)}
     return _record("ConsumerGroupTargetAssignmentMember", key, value)
 
 
@@ -154,34 +129,17 @@ def current_assignment_record(
     key = {"group_id": group_id, "member_id": member_id}
     if member is None:
         return _record("ConsumerGroupCurrentMemberAssignment", key, None)
-    cls = data_type("ConsumerGroupCurrentMemberAssignmentValue", 0)
     value = {
         "member_epoch": member.member_epoch,
         "previous_member_epoch": member.previous_member_epoch,
         "state": int(member.state),
-        "assigned_partitions": _partitions(cls, "assigned_partitions", member.assigned),
-        "partitions_pending_revocation": _partitions(
-            cls, "partitions_pending_revocation", member.pending_revocation
-        ),
+        "assigned_partitions": _partitions(member.assigned),
+        "partitions_pending_revocation": _partitions(member.pending_revocation),
     }
     return _record("ConsumerGroupCurrentMemberAssignment", key, value)
 
 
-@attrs.frozen
-class ConsumerRecord:
-    """A decoded consumer group record: ``name`` (see :data:`CONSUMER_KEY_TYPES`),
-    its key entity and value entity (``None``: tombstone)."""
-
-    name: str
-    key: Any
-    value: Any
-
-    @property
-    def group_id(self) -> str:
-        return str(self.key.group_id)
-
-
-def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | None:
+def decode_consumer_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
     """Decode a consumer group record; None when the key type is not one of
     :data:`CONSUMER_KEY_TYPES` (a classic record or one this broker ignores, such as
     ``ConsumerGroupRegularExpression``).
@@ -189,17 +147,4 @@ def decode_consumer_record(key: bytes, value: bytes | None) -> ConsumerRecord | 
     Raises:
         DecodeError: bytes that do not decode as the record they claim to be.
     """
-    if len(key) < 2:
-        raise DecodeError("__consumer_offsets record without a key version")
-    key_type = int.from_bytes(key[:2], "big", signed=True)
-    name = CONSUMER_KEY_TYPES.get(key_type)
-    if name is None:
-        return None
-    try:
-        k = _read(f"{name}Key", key_type, key)
-        if value is None:
-            return ConsumerRecord(name, k, None)
-        version = _value_version(value)
-        return ConsumerRecord(name, k, _read(f"{name}Value", version, value))
-    except LookupError as exc:
-        raise DecodeError(f"__consumer_offsets {name} record: {exc}") from exc
+    return CONSUMER_RECORDS.decode(key, value)

@@ -34,12 +34,13 @@ from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
 from .consumer_coordinator import ConsumerGroups
-from .consumer_lifecycle import classic_join, delete_group, record_key
-from .consumer_records import ConsumerRecord, decode_consumer_record
+from .consumer_lifecycle import classic_join
+from .consumer_records import decode_consumer_record
 from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, Member
 from .membership import Membership
 from .offsets import OffsetMetadataManager
 from .records import (
+    CoordinatorRecord,
     GroupRecord,
     batch_records,
     decode_record,
@@ -49,7 +50,7 @@ from .records import (
     partition_for,
 )
 from .streams_coordinator import StreamsGroups
-from .streams_records import StreamsRecord, decode_streams_record, group_tombstones
+from .streams_records import decode_streams_record
 from .timers import AsyncioScheduler, Scheduler
 from .txn_offsets import PendingTxnOffsets
 
@@ -170,8 +171,8 @@ class GroupCoordinator(OffsetMetadataManager):
         and skipped, as Kafka's loader does."""
         offsets: dict[tuple[str, str, int], CommittedOffset] = {}
         metadata: dict[str, Any] = {}
-        consumer: dict[tuple[str, str, str], ConsumerRecord] = {}
-        streams: dict[tuple[str, str, str], StreamsRecord] = {}
+        consumer: dict[tuple[str, str, str], CoordinatorRecord] = {}
+        streams: dict[tuple[str, str, str], CoordinatorRecord] = {}
         for partition in range(self.offsets_partitions):
             plog = self.state.partition_log(OFFSETS_TOPIC, partition)
             if plog is None:
@@ -208,8 +209,8 @@ class GroupCoordinator(OffsetMetadataManager):
         offsets: dict[tuple[str, str, int], CommittedOffset],
         metadata: dict[str, Any],
         partition: int,
-        consumer: dict[tuple[str, str, str], ConsumerRecord] | None = None,
-        streams: dict[tuple[str, str, str], StreamsRecord] | None = None,
+        consumer: dict[tuple[str, str, str], CoordinatorRecord] | None = None,
+        streams: dict[tuple[str, str, str], CoordinatorRecord] | None = None,
     ) -> None:
         """Apply one partition's records in offset order (last write wins;
         tombstones delete); KIP-848 consumer group records go to ``consumer``, KIP-1071
@@ -231,7 +232,7 @@ class GroupCoordinator(OffsetMetadataManager):
                     modern = decode_consumer_record(key or b"", value)
                     if modern is not None:
                         if consumer is not None:
-                            consumer[record_key(modern)] = modern
+                            consumer[modern.replay_key] = modern
                         continue
                     record = decode_record(key, value)
                 except DecodeError as exc:
@@ -363,13 +364,7 @@ class GroupCoordinator(OffsetMetadataManager):
             out.append(
                 (group_id, group.protocol_type or "", group.state.value, "classic")
             )
-        for group_id, modern in self.consumer.groups.items():
-            state = modern.state.value
-            if wanted_states and state.lower() not in wanted_states:
-                continue
-            if wanted_types and "consumer" not in wanted_types:
-                continue
-            out.append((group_id, "consumer", state, "consumer"))
+        out += self.consumer.list_groups(wanted_states, wanted_types)
         out += self.streams.list_groups(wanted_states, wanted_types)
         return sorted(out)
 
@@ -379,22 +374,12 @@ class GroupCoordinator(OffsetMetadataManager):
         tombstones."""
         result: dict[str, int] = {}
         for group_id in group_ids:
-            if group_id in self.consumer.groups:
-                result[group_id] = await delete_group(self, group_id)
+            modern = next(
+                (k for k in (self.consumer, self.streams) if group_id in k.groups), None
+            )
+            if modern is not None:
+                result[group_id] = await modern.delete_group(group_id)
                 continue
-            streams = self.streams.groups.get(group_id)
-            if streams is not None and streams.members:
-                result[group_id] = E.NON_EMPTY_GROUP
-                continue
-            if streams is not None:  # its offsets go below, as a classic group's
-                if not await self._append(group_id, group_tombstones(group_id)):
-                    result[group_id] = E.COORDINATOR_NOT_AVAILABLE
-                    continue
-                del self.streams.groups[group_id]
-                self.groups[group_id] = ClassicGroup(
-                    group_id, state_timestamp_ms=self.now_ms()
-                )
-                self.groups[group_id].offsets = streams.offsets
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 result[group_id] = E.GROUP_ID_NOT_FOUND

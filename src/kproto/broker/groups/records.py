@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from kproto.index import data_type
-from kproto.meta import WIRE
+from kproto.meta import WIRE, build_entity
 from kproto.records import RecordBatch, encode_batch
 from kproto.serial import DecodeError, entity_reader, entity_writer
 
@@ -32,15 +32,19 @@ from .group import CommittedOffset
 __all__ = [
     "GROUP_METADATA_VALUE_VERSION",
     "OFFSET_COMMIT_VALUE_VERSION",
+    "CoordinatorRecord",
     "GroupRecord",
+    "ModernRecords",
     "OffsetRecord",
     "batch_records",
     "decode_record",
     "encode_records",
+    "encode_versioned",
     "group_metadata_record",
     "java_string_hashcode",
     "offset_commit_record",
     "partition_for",
+    "read_versioned",
 ]
 
 OFFSET_COMMIT_KEY_TYPE = 1
@@ -78,10 +82,17 @@ def partition_for(group_id: str, offsets_partitions: int) -> int:
     return (java_string_hashcode(group_id) & 0x7FFFFFFF) % offsets_partitions
 
 
-def _encode(cls: type, version: int, fields: dict[str, Any]) -> bytes:
+def encode_versioned(cls: type, version: int, fields: dict[str, Any]) -> bytes:
+    """``version`` as an int16, then the entity of ``cls`` holding ``fields``: a
+    coordinator record's key or value (Kafka's ``CoordinatorRecordSerde``)."""
+    return _write(cls, version, cls(**fields))
+
+
+def _write(cls: type, version: int, entity: Any) -> bytes:
+    """``version`` as an int16, then ``entity`` (of ``cls``)."""
     buf = io.BytesIO()
     buf.write(_INT16.pack(version))
-    entity_writer(cls)(buf, cls(**fields))
+    entity_writer(cls)(buf, entity)
     return buf.getvalue()
 
 
@@ -94,7 +105,7 @@ def offset_commit_record(
     expire timestamp, as Kafka's ``GroupCoordinatorRecordHelpers`` chooses.
     """
     key_cls = data_type("OffsetCommitKey", OFFSET_COMMIT_KEY_TYPE)
-    key = _encode(
+    key = encode_versioned(
         key_cls,
         OFFSET_COMMIT_KEY_TYPE,
         {"group": group_id, "topic": topic, "partition": partition},
@@ -112,7 +123,9 @@ def offset_commit_record(
     else:
         version = OFFSET_COMMIT_VALUE_VERSION
         fields["leader_epoch"] = value.leader_epoch
-    return key, _encode(data_type("OffsetCommitValue", version), version, fields)
+    return key, encode_versioned(
+        data_type("OffsetCommitValue", version), version, fields
+    )
 
 
 def group_metadata_record(
@@ -124,14 +137,14 @@ def group_metadata_record(
     of ``GroupMetadataValue``'s ``MemberMetadata`` fields.
     """
     key_cls = data_type("GroupMetadataKey", GROUP_METADATA_KEY_TYPE)
-    key = _encode(key_cls, GROUP_METADATA_KEY_TYPE, {"group": group_id})
+    key = encode_versioned(key_cls, GROUP_METADATA_KEY_TYPE, {"group": group_id})
     if value is None:
         return key, None
     value_cls = data_type("GroupMetadataValue", GROUP_METADATA_VALUE_VERSION)
     entity = attrs.fields_dict(value_cls)["members"].metadata[WIRE].element.entity
     fields = dict(value)
     fields["members"] = tuple(entity(**m) for m in value["members"])
-    return key, _encode(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
+    return key, encode_versioned(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
 
 
 def encode_records(
@@ -160,7 +173,8 @@ class GroupRecord:
     value: Any
 
 
-def _read(name: str, version: int, data: bytes) -> Any:
+def read_versioned(name: str, version: int, data: bytes) -> Any:
+    """The ``name`` entity at ``version`` after the int16 version prefix of ``data``."""
     stream = io.BytesIO(data)
     stream.seek(2)
     return entity_reader(data_type(name, version))(stream)
@@ -179,10 +193,10 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
     value_version = None if value is None else _value_version(value)
     try:
         if key_type in (0, 1):
-            k = _read("OffsetCommitKey", key_type, key)
+            k = read_versioned("OffsetCommitKey", key_type, key)
             if value is None:
                 return OffsetRecord(k.group, k.topic, k.partition, None)
-            v = _read("OffsetCommitValue", value_version or 0, value)
+            v = read_versioned("OffsetCommitValue", value_version or 0, value)
             committed = CommittedOffset(
                 v.offset,
                 getattr(v, "leader_epoch", -1),
@@ -192,11 +206,11 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetRecord | Grou
             )
             return OffsetRecord(k.group, k.topic, k.partition, committed)
         if key_type == 2:
-            k = _read("GroupMetadataKey", 2, key)
+            k = read_versioned("GroupMetadataKey", 2, key)
             if value is None:
                 return GroupRecord(k.group, None)
             return GroupRecord(
-                k.group, _read("GroupMetadataValue", value_version or 0, value)
+                k.group, read_versioned("GroupMetadataValue", value_version or 0, value)
             )
     except LookupError as exc:
         raise DecodeError(f"__consumer_offsets record: {exc}") from exc
@@ -214,3 +228,86 @@ def batch_records(batch: RecordBatch) -> Iterable[tuple[bytes | None, bytes | No
     if batch.is_control:
         return ()
     return [(r.key, r.value) for r in batch.records]
+
+
+@attrs.frozen
+class CoordinatorRecord:
+    """A decoded consumer (KIP-848) or streams (KIP-1071) group record: ``name``
+    (``ConsumerGroupMetadata``, ``StreamsGroupTopology``...), its key entity and
+    value entity (``None``: a tombstone)."""
+
+    name: str
+    key: Any
+    value: Any
+
+    @property
+    def group_id(self) -> str:
+        return str(self.key.group_id)
+
+    @property
+    def replay_key(self) -> tuple[str, str, str]:
+        """``(name, group_id, member_id or "")``: the last record of each wins."""
+        return self.name, self.group_id, str(getattr(self.key, "member_id", ""))
+
+
+@attrs.frozen
+class ModernRecords:
+    """The ``__consumer_offsets`` records of one modern group type, as Kafka's
+    ``GroupCoordinatorRecordHelpers`` write them: ``key_types`` maps each key type
+    to the record name (``<name>Key`` at that version, ``<name>Value`` v0);
+    ``prefix`` (``ConsumerGroup``, ``StreamsGroup``) names the member records."""
+
+    prefix: str
+    key_types: Mapping[int, str]
+
+    def record(
+        self, name: str, key: dict[str, Any], value: dict[str, Any] | None
+    ) -> tuple[bytes, bytes | None]:
+        """The (key, value) of record ``name``; nested structs as dicts, arrays
+        as lists (:func:`kproto.meta.build_entity`); ``value`` None: a tombstone."""
+        (key_type,) = (t for t, n in self.key_types.items() if n == name)
+        key_bytes = _encode_built(f"{name}Key", key_type, key)
+        if value is None:
+            return key_bytes, None
+        return key_bytes, _encode_built(f"{name}Value", 0, value)
+
+    def member_tombstones(
+        self, group_id: str, member_id: str
+    ) -> list[tuple[bytes, bytes | None]]:
+        """Tombstones of a member's current assignment, target assignment and
+        metadata (Kafka's ``removeMember`` records)."""
+        key = {"group_id": group_id, "member_id": member_id}
+        return [
+            self.record(f"{self.prefix}{name}", key, None)
+            for name in (
+                "CurrentMemberAssignment",
+                "TargetAssignmentMember",
+                "MemberMetadata",
+            )
+        ]
+
+    def decode(self, key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+        """Decode one of these records; None for another key type.
+
+        Raises:
+            DecodeError: bytes that do not decode as the record they claim to be.
+        """
+        if len(key) < 2:
+            raise DecodeError("__consumer_offsets record without a key version")
+        (key_type,) = _INT16.unpack_from(key)
+        name = self.key_types.get(key_type)
+        if name is None:
+            return None
+        try:
+            k = read_versioned(f"{name}Key", key_type, key)
+            if value is None:
+                return CoordinatorRecord(name, k, None)
+            v = read_versioned(f"{name}Value", _value_version(value), value)
+        except LookupError as exc:
+            raise DecodeError(f"__consumer_offsets {name} record: {exc}") from exc
+        return CoordinatorRecord(name, k, v)
+
+
+def _encode_built(name: str, version: int, fields: dict[str, Any]) -> bytes:
+    cls = data_type(name, version)
+    return _write(cls, version, build_entity(cls, fields))

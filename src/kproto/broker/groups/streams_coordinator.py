@@ -4,9 +4,9 @@
 (``coordinator.streams``) and follows Kafka's ``GroupMetadataManager.streamsGroupHeartbeat``:
 
 1. validate the request (INVALID_REQUEST as ``throwIfStreamsGroupHeartbeatRequestIsInvalid``);
-2. find or create the group (epoch 0 only; a classic or consumer group of the same
-   id answers GROUP_ID_NOT_FOUND) and the member (UNKNOWN_MEMBER_ID,
-   FENCED_MEMBER_EPOCH as for consumer groups);
+2. find or create the group (epoch 0 only; an empty classic group is converted, a
+   non-empty one or a consumer group of the same id answers GROUP_ID_NOT_FOUND) and
+   the member (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH as for consumer groups);
 3. take the topology of the first member (or of a member joining an empty group);
    a member with another topology epoch gets the STALE_TOPOLOGY status;
 4. bump the group epoch when a member joins or leaves or a source topic's partition
@@ -16,51 +16,46 @@
    Kafka's broker does for the statuses its ``InternalTopicManager`` reports);
 5. recompute the target tasks with :func:`.streams_group.sticky_assign` when the
    group epoch passed the assignment epoch, reconcile the member
-   (:func:`.streams_group.reconcile_tasks`) and (re)arm its session timer and,
-   while it must revoke tasks, its rebalance timer.
+   (:func:`.modern.reconcile`) and (re)arm its session timer and, while it must
+   revoke tasks, its rebalance timer.
 
 Changes are appended to ``__consumer_offsets`` as the ``StreamsGroup*`` records
-(:mod:`.streams_records`) and replayed on start. State changes are applied in memory
-before the append; a failed append answers COORDINATOR_NOT_AVAILABLE (Kafka would
-roll the in-memory state back).
+(:mod:`.streams_records`) and replayed on start. What consumer groups do alike (the
+append, group creation and conversion, epoch checks, fencing, timers, the
+``streams.*`` group configs, offset validation, deletion) is in
+:class:`.modern_coordinator.ModernGroups`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
+from .modern_coordinator import ModernGroups
+from .records import CoordinatorRecord
 from .streams_group import (
     ConfiguredTopology,
     StreamsGroup,
     StreamsGroupMember,
-    StreamsMemberState,
     Subtopology,
     TaskSet,
-    TopicInfo,
     configure_topology,
-    reconcile_tasks,
     sticky_assign,
 )
 from .streams_records import (
-    StreamsRecord,
+    STREAMS_RECORDS,
     group_records,
+    group_tombstones,
     load_streams_groups,
     member_records,
-    member_tombstones,
     metadata_hash,
 )
-from .timers import arm_member_timers
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
 
 __all__ = ["Status", "StreamsGroups", "StreamsHeartbeatResult", "task_set"]
 
@@ -68,10 +63,6 @@ log = logging.getLogger("kproto.broker.groups")
 E = ErrorCode
 Pair = tuple[bytes, bytes | None]
 
-LEAVE_EPOCH = -1
-STATIC_LEAVE_EPOCH = -2
-DEFAULT_SESSION_TIMEOUT_MS = 45_000  # group.streams.session.timeout.ms
-DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000  # group.streams.heartbeat.interval.ms
 TASK_OFFSET_INTERVAL_MS = 60_000
 ACCEPTABLE_RECOVERY_LAG = 10_000
 
@@ -113,19 +104,9 @@ def task_set(tasks: Any) -> TaskSet | None:
     return out
 
 
-def _topic_info(info: Any) -> TopicInfo:
-    return TopicInfo(
-        info.name,
-        info.partitions,
-        info.replication_factor,
-        tuple((c.key, c.value) for c in info.topic_configs),
-    )
-
-
 def topology_from(topology: Any) -> tuple[Subtopology, ...]:
     """The declared subtopologies of a heartbeat's ``Topology``; raises
     BrokerError(INVALID_REQUEST) for a source topic regex (not supported here)."""
-    out = []
     for s in topology.subtopologies:
         if s.source_topic_regex:
             raise BrokerError(
@@ -133,37 +114,19 @@ def topology_from(topology: Any) -> tuple[Subtopology, ...]:
                 f"Subtopology {s.subtopology_id}: SourceTopicRegex is not supported"
                 " by the kproto broker; name the source topics.",
             )
-        out.append(
-            Subtopology(
-                s.subtopology_id,
-                tuple(s.source_topics),
-                tuple(s.repartition_sink_topics),
-                tuple(_topic_info(t) for t in s.state_changelog_topics),
-                tuple(_topic_info(t) for t in s.repartition_source_topics),
-            )
-        )
-    return tuple(out)
+    return tuple(Subtopology.from_entity(s) for s in topology.subtopologies)
 
 
-class StreamsGroups:
+class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
     """Every streams group of a cluster, driven by StreamsGroupHeartbeat.
 
     Options (ms): ``session_timeout_ms`` (``group.streams.session.timeout.ms``),
     ``heartbeat_interval_ms`` (``group.streams.heartbeat.interval.ms``).
     """
 
-    def __init__(
-        self,
-        coordinator: GroupCoordinator,
-        *,
-        session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-        heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
-    ) -> None:
-        self.coordinator = coordinator
-        self.groups: dict[str, StreamsGroup] = {}
-        self.session_timeout_ms = session_timeout_ms
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self._tasks: set[asyncio.Task[Any]] = set()
+    GROUP_TYPE = "streams"
+    ASSIGNMENT_UNIT = "tasks"
+    RECORDS = STREAMS_RECORDS
 
     # -- heartbeat -------------------------------------------------------------------
 
@@ -171,41 +134,25 @@ class StreamsGroups:
         self, request: Any, client_id: str, client_host: str
     ) -> StreamsHeartbeatResult:
         """Serve one StreamsGroupHeartbeat (see the module docstring)."""
-        records: list[Pair] = []
-        try:
-            self._validate(request)
-            if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                result = self._leave(request, records)
-            else:
-                result = self._heartbeat(request, client_id, client_host, records)
-        except BrokerError as error:
-            return StreamsHeartbeatResult(
-                error.error_code, error.message, request.member_id
-            )
-        if records and not await self.coordinator._append(request.group_id, records):
-            return StreamsHeartbeatResult(
-                E.COORDINATOR_NOT_AVAILABLE,
-                "cannot write to __consumer_offsets",
-                request.member_id,
-            )
-        return result
+        return await self._serve(
+            request,
+            lambda records: self._heartbeat(request, client_id, client_host, records),
+        )
 
-    @staticmethod
-    def _validate(r: Any) -> None:
-        def invalid(message: str) -> BrokerError:
-            return BrokerError(E.INVALID_REQUEST, message)
+    def _error_result(
+        self, request: Any, code: ErrorCode, message: str
+    ) -> StreamsHeartbeatResult:
+        return StreamsHeartbeatResult(code, message, request.member_id)
 
-        if not r.group_id:
-            raise invalid("GroupId can't be empty.")
+    def _new_group(self, group_id: str) -> StreamsGroup:
+        return StreamsGroup(group_id)
+
+    def _validate(self, r: Any) -> None:
+        invalid = self._invalid
+        self._validate_common(r)
         if not r.member_id:
             raise invalid("MemberId can't be empty.")
-        if r.instance_id is not None and not r.instance_id:
-            raise invalid("InstanceId can't be empty.")
-        if r.rack_id is not None and not r.rack_id:
-            raise invalid("RackId can't be empty.")
         if r.member_epoch == 0:
-            if r.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if r.topology is None:
                 raise invalid("Topology must be non-null when joining.")
             for name in ("active_tasks", "standby_tasks", "warmup_tasks"):
@@ -214,59 +161,27 @@ class StreamsGroups:
                         f"{name.title().replace('_', '')} must be empty when"
                         " (re-)joining."
                     )
-        elif r.member_epoch < STATIC_LEAVE_EPOCH:
-            raise invalid(f"MemberEpoch is invalid: {r.member_epoch}.")
-
-    def _group_for_join(self, group_id: str) -> StreamsGroup:
-        group = self.groups.get(group_id)
-        if group is not None:
-            return group
-        classic = self.coordinator.groups.get(group_id)
-        if (classic is not None and classic.members) or group_id in (
-            self.coordinator.consumer.groups
-        ):
-            raise BrokerError(
-                E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group."
-            )
-        group = self.groups[group_id] = StreamsGroup(group_id)
-        if classic is not None:  # an empty classic group: its offsets carry over
-            group.offsets = classic.offsets
-            del self.coordinator.groups[group_id]
-        return group
 
     def _heartbeat(
         self, r: Any, client_id: str, client_host: str, records: list[Pair]
     ) -> StreamsHeartbeatResult:
-        if r.member_epoch == 0:
-            group = self._group_for_join(r.group_id)
-        else:
-            found = self.groups.get(r.group_id)
-            if found is None:
-                raise BrokerError(
-                    E.GROUP_ID_NOT_FOUND, f"Group {r.group_id} not found."
-                )
-            group = found
         status: list[tuple[int, str]] = []
         bump = False
-        member = group.members.get(r.member_id)
+        owned = task_set(r.active_tasks)
         if r.member_epoch == 0:
+            group = self._group_for_join(r.group_id, records)
+            member = group.members.get(r.member_id)
             if member is None:
                 member = StreamsGroupMember(r.member_id)
                 group.members[r.member_id] = member
                 bump = True
-            else:  # rejoining: it gives up what it held and starts over
-                group.release(member)
-                member.active, member.pending_revocation = {}, {}
-                member.state = StreamsMemberState.STABLE
-                member.member_epoch, member.previous_member_epoch = 0, -1
+            else:
+                group.rejoin(member)
             bump = self._topology(group, member, r.topology, status) or bump
-        elif member is None:
-            raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
-                f"Member {r.member_id} is not a member of group {r.group_id}.",
-            )
         else:
-            self._check_epoch(member, r.member_epoch, task_set(r.active_tasks))
+            group = self._group(r.group_id)
+            member = self._member(group, r.member_id)
+            self._check_epoch(member, r.member_epoch, owned)
         updated = self._update_member(member, r, client_id, client_host)
         if member.topology_epoch != group.topology_epoch:
             status.append(
@@ -285,16 +200,7 @@ class StreamsGroups:
             self._assign(group)
         if bump or assigned:
             records += group_records(group, targets=assigned)
-        owned = task_set(r.active_tasks)
-        group.release(member)
-        changed = reconcile_tasks(
-            member,
-            group.assignment_epoch,
-            group.target.get(member.member_id, {}),
-            owned,
-            group.task_epochs,
-        )
-        group.hold(member)
+        changed = group.reconcile_member(member, owned)
         if changed or updated or r.member_epoch == 0:
             records += member_records(group.group_id, member)
         self._arm_timers(group, member)
@@ -304,8 +210,8 @@ class StreamsGroups:
             None,
             member.member_id,
             member.member_epoch,
-            self.heartbeat_interval_ms,
-            member.active if send else None,
+            self.heartbeat_interval(group.group_id),
+            member.assigned if send else None,
             tuple(status),
         )
 
@@ -328,49 +234,19 @@ class StreamsGroups:
         return False
 
     @staticmethod
-    def _check_epoch(
-        member: StreamsGroupMember, epoch: int, owned: TaskSet | None
-    ) -> None:
-        """Kafka's ``throwIfStreamsGroupMemberEpochIsInvalid``."""
-        if epoch > member.member_epoch or (
-            epoch < member.member_epoch
-            and (
-                epoch != member.previous_member_epoch
-                or owned is None
-                or any(
-                    not parts <= member.active.get(sub, frozenset())
-                    for sub, parts in owned.items()
-                )
-            )
-        ):
-            raise BrokerError(
-                E.FENCED_MEMBER_EPOCH,
-                f"The streams group member has a {'greater' if epoch > member.member_epoch else 'smaller'}"
-                f" member epoch ({epoch}) than the one known by the group coordinator"
-                f" ({member.member_epoch}). The member must abandon all its tasks and"
-                " rejoin.",
-            )
-
-    @staticmethod
     def _update_member(
         member: StreamsGroupMember, r: Any, client_id: str, client_host: str
     ) -> bool:
         """Apply the request's non-null fields; True if the member's metadata
         changed."""
         before = attrs.astuple(member, recurse=False)
-        if r.instance_id is not None:
-            member.instance_id = r.instance_id
-        if r.rack_id is not None:
-            member.rack_id = r.rack_id
-        if r.rebalance_timeout_ms != -1:
-            member.rebalance_timeout_ms = r.rebalance_timeout_ms
+        member.update_from(r, client_id, client_host)
         if r.process_id is not None:
             member.process_id = r.process_id
         if r.user_endpoint is not None:
             member.user_endpoint = (r.user_endpoint.host, r.user_endpoint.port)
         if r.client_tags is not None:
             member.client_tags = tuple((t.key, t.value) for t in r.client_tags)
-        member.client_id, member.client_host = client_id, client_host
         return attrs.astuple(member, recurse=False) != before
 
     # -- topology, metadata, assignment ----------------------------------------------
@@ -451,130 +327,17 @@ class StreamsGroups:
     # -- leaving, fencing, timers ----------------------------------------------------
 
     def _leave(self, r: Any, records: list[Pair]) -> StreamsHeartbeatResult:
-        group = self.groups.get(r.group_id)
-        if group is None:
-            raise BrokerError(E.GROUP_ID_NOT_FOUND, f"Group {r.group_id} not found.")
-        member = group.members.get(r.member_id)
-        if member is None:
-            raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
-                f"Member {r.member_id} is not a member of group {r.group_id}.",
-            )
-        self._remove(group, member, records)
+        group = self._group(r.group_id)
+        self._remove(group, self._member(group, r.member_id), records)
         return StreamsHeartbeatResult(E.NONE, None, r.member_id, r.member_epoch)
 
-    def _remove(
-        self, group: StreamsGroup, member: StreamsGroupMember, records: list[Pair]
-    ) -> None:
-        group.remove_member(member.member_id)
-        group.group_epoch += 1
-        records += member_tombstones(group.group_id, member.member_id)
-        records += group_records(group, targets=False)
+    def _epoch_records(self, group: StreamsGroup) -> list[Pair]:
+        return group_records(group, targets=False)
 
-    def _arm_timers(self, group: StreamsGroup, member: StreamsGroupMember) -> None:
-        arm_member_timers(
-            self.coordinator.scheduler,
-            member,
-            self.session_timeout_ms,
-            member.state == StreamsMemberState.UNREVOKED_TASKS,
-            lambda why, epoch: self._expire(group, member, why, epoch),
-        )
+    def group_tombstones(self, group: StreamsGroup) -> list[Pair]:
+        return group_tombstones(group.group_id)
 
-    def _expire(
-        self,
-        group: StreamsGroup,
-        member: StreamsGroupMember,
-        why: str,
-        epoch: int | None,
-    ) -> None:
-        if group.members.get(member.member_id) is not member or group.dead:
-            return
-        if epoch is not None:
-            member.rebalance_timer = None
-            if (
-                member.member_epoch != epoch
-                or member.state != StreamsMemberState.UNREVOKED_TASKS
-            ):
-                return
-        log.info(
-            "streams group %s: member %s fenced (%s)",
-            group.group_id,
-            member.member_id,
-            why,
-        )
-        records: list[Pair] = []
-        self._remove(group, member, records)
-        self._spawn(self.coordinator._append(group.group_id, records))
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def stop(self) -> None:
-        """Cancel every timer and wait for pending appends."""
-        for group in self.groups.values():
-            for member in group.members.values():
-                member.cancel_timers()
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    def load(self, records: dict[tuple[str, str, str], StreamsRecord]) -> None:
-        """Rebuild the groups from the last record of each key
-        (:func:`.streams_records.load_streams_groups`); members get fresh session
-        timers, as Kafka's loader gives them."""
-        for group_id, group in load_streams_groups(records).items():
-            self.groups[group_id] = group
-            for member in group.members.values():
-                self._arm_timers(group, member)
-
-    # -- offsets, list, delete -------------------------------------------------------
-
-    def validate_commit(
-        self, group: StreamsGroup, member_epoch: int, member_id: str
-    ) -> int:
-        """Kafka's ``StreamsGroup.validateOffsetCommit``: a commit without member
-        (epoch < 0, no id) only to an empty group, else UNKNOWN_MEMBER_ID; a
-        member's commit at another epoch than its own STALE_MEMBER_EPOCH."""
-        if member_epoch < 0 and not member_id:
-            return E.NONE if not group.members else E.UNKNOWN_MEMBER_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        return E.NONE if member_epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
-
-    def validate_fetch(
-        self, group_id: str, member_id: str | None, member_epoch: int
-    ) -> int:
-        """Kafka's ``StreamsGroup.validateOffsetFetch`` (OffsetFetch v9+)."""
-        group = self.groups.get(group_id)
-        if group is None or (member_id is None and member_epoch < 0):
-            return E.NONE
-        member = group.members.get(member_id or "")
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        return E.NONE if member_epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
-
-    def list_groups(
-        self, states: set[str], types: set[str]
-    ) -> list[tuple[str, str, str, str]]:
-        """ListGroups rows ``(group_id, protocol_type, state, "streams")``, filtered
-        by lower-cased state names and group types."""
-        if types and "streams" not in types:
-            return []
-        return [
-            (group_id, "streams", g.state.value, "streams")
-            for group_id, g in sorted(self.groups.items())
-            if not states or g.state.value.lower() in states
-        ]
-
-    def delete(self, group_id: str) -> int | None:
-        """DeleteGroups for a streams group: NON_EMPTY_GROUP while it has members,
-        else the group is dropped (its offsets stay for the caller to tombstone);
-        None when ``group_id`` is not a streams group."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if group.members:
-            return E.NON_EMPTY_GROUP
-        return E.NONE
+    def _load_groups(
+        self, records: Mapping[tuple[str, str, str], CoordinatorRecord]
+    ) -> dict[str, StreamsGroup]:
+        return load_streams_groups(records)

@@ -9,10 +9,11 @@ drives it. Follows Kafka's group-coordinator ``streams`` package: ``StreamsGroup
   its widest source (or repartition source) topic has partitions;
 - the topology is *configured* (:func:`configure_topology`) once every source topic
   exists; until then the group is NOT_READY and its members get no tasks;
-- members converge towards their target tasks as KIP-848 consumers do: a task is
-  given to its new owner only once no other member holds it, and a member that must
-  give tasks up stays at its epoch in UNREVOKED_TASKS until its heartbeat no longer
-  reports them (:func:`reconcile_tasks`).
+- members converge towards their target tasks as KIP-848 consumers do
+  (:func:`.modern.reconcile`, with what else the two share in :mod:`.modern`): a
+  task is given to its new owner only once no other member holds it, and a member
+  that must give tasks up stays at its epoch in UNREVOKED_TASKS until its heartbeat
+  no longer reports them.
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from typing import Any
 
 import attrs
 
-from .group import CommittedOffset
-from .timers import TimerHandle
+from .modern import ModernGroup, ModernGroupMember
 
 __all__ = [
     "ConfiguredTopology",
@@ -37,7 +37,7 @@ __all__ = [
     "TaskSet",
     "TopicInfo",
     "configure_topology",
-    "reconcile_tasks",
+    "sticky_assign",
 ]
 
 #: Tasks: subtopology id -> partitions (Kafka's ``TasksTuple`` for one task kind).
@@ -74,6 +74,23 @@ class TopicInfo:
     replication_factor: int = 0
     configs: tuple[tuple[str, str], ...] = ()
 
+    @classmethod
+    def from_entity(cls, entity: Any) -> TopicInfo:
+        """The ``TopicInfo`` of a heartbeat's topology or of a
+        ``StreamsGroupTopologyValue`` (the same fields)."""
+        configs = tuple((c.key, c.value) for c in entity.topic_configs)
+        return cls(entity.name, entity.partitions, entity.replication_factor, configs)
+
+    def as_fields(self, partitions: int | None = None) -> dict[str, Any]:
+        """The ``TopicInfo`` struct's fields (``partitions`` instead of the declared
+        count when given)."""
+        return {
+            "name": self.name,
+            "partitions": self.partitions if partitions is None else partitions,
+            "replication_factor": self.replication_factor,
+            "topic_configs": [{"key": k, "value": v} for k, v in self.configs],
+        }
+
 
 @attrs.frozen
 class Subtopology:
@@ -85,6 +102,34 @@ class Subtopology:
     repartition_sink_topics: tuple[str, ...] = ()
     state_changelog_topics: tuple[TopicInfo, ...] = ()
     repartition_source_topics: tuple[TopicInfo, ...] = ()
+
+    @classmethod
+    def from_entity(cls, entity: Any) -> Subtopology:
+        """The subtopology of a heartbeat's topology or of a
+        ``StreamsGroupTopologyValue`` (its source topic regex is not read)."""
+        return cls(
+            entity.subtopology_id,
+            tuple(entity.source_topics),
+            tuple(entity.repartition_sink_topics),
+            tuple(TopicInfo.from_entity(t) for t in entity.state_changelog_topics),
+            tuple(TopicInfo.from_entity(t) for t in entity.repartition_source_topics),
+        )
+
+    def as_fields(self, sizes: Mapping[TopicInfo, int] | None = None) -> dict[str, Any]:
+        """The ``Subtopology`` struct's fields; ``sizes`` gives the partition count
+        each internal topic was configured with (the declared one otherwise)."""
+        sized = sizes or {}
+
+        def infos(topics: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
+            return [t.as_fields(sized.get(t)) for t in topics]
+
+        return {
+            "subtopology_id": self.subtopology_id,
+            "source_topics": list(self.source_topics),
+            "repartition_sink_topics": list(self.repartition_sink_topics),
+            "state_changelog_topics": infos(self.state_changelog_topics),
+            "repartition_source_topics": infos(self.repartition_source_topics),
+        }
 
 
 @attrs.frozen
@@ -148,81 +193,57 @@ def configure_topology(
 
 
 @attrs.define(eq=False)
-class StreamsGroupMember:
-    """One member (Kafka's ``StreamsGroupMember``); timeouts in ms. ``active``
-    excludes ``pending_revocation`` (active tasks to give up, not yet
-    acknowledged)."""
+class StreamsGroupMember(ModernGroupMember[str]):
+    """One member (Kafka's ``StreamsGroupMember``): the common fields of
+    :class:`.modern.ModernGroupMember` (``assigned``: its active tasks by
+    subtopology) and what a Kafka Streams client declares."""
 
-    member_id: str
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    rebalance_timeout_ms: int = 300_000
+    STABLE_STATE = StreamsMemberState.STABLE
+    UNREVOKED_STATE = StreamsMemberState.UNREVOKED_TASKS
+    UNRELEASED_STATE = StreamsMemberState.UNRELEASED_TASKS
+
     topology_epoch: int = 0
     process_id: str = ""
     user_endpoint: tuple[str, int] | None = None
     client_tags: tuple[tuple[str, str], ...] = ()
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
-    state: StreamsMemberState = StreamsMemberState.STABLE
-    active: TaskSet = attrs.field(factory=dict)
-    pending_revocation: TaskSet = attrs.field(factory=dict)
-    session_timer: TimerHandle | None = None
-    rebalance_timer: TimerHandle | None = None
 
-    def cancel_timers(self) -> None:
-        for timer in (self.session_timer, self.rebalance_timer):
-            if timer is not None:
-                timer.cancel()
-        self.session_timer = self.rebalance_timer = None
+    @property
+    def active(self) -> TaskSet:
+        """The active tasks (Kafka's ``assignedTasks().activeTasks()``); standby and
+        warm-up tasks are not assigned here."""
+        return self.assigned
 
 
 @attrs.define(eq=False)
-class StreamsGroup:
-    """A streams group (Kafka's ``StreamsGroup``).
+class StreamsGroup(ModernGroup[StreamsGroupMember, str]):
+    """A streams group (Kafka's ``StreamsGroup``): the state of
+    :class:`.modern.ModernGroup` (``target`` the target active tasks,
+    ``partition_epochs`` keyed by task ``(subtopology, partition)``) and its
+    topology.
 
     ``topology`` is the declared one (None until the first member joins),
     ``configured`` its :func:`configure_topology` result at the group epoch,
-    ``target`` the target active tasks per member, ``task_epochs`` maps
-    ``(subtopology, partition)`` to the epoch of the member holding it and
-    ``offsets`` the committed offsets (shared with OffsetCommit/OffsetFetch);
-    ``loaded_hash`` the metadata hash of a group recovered from its records.
+    ``metadata`` the source topics' partition counts and ``loaded_hash`` the
+    metadata hash of a group recovered from its records.
     """
 
-    group_id: str
-    group_epoch: int = 0
-    assignment_epoch: int = 0
     topology_epoch: int = 0
     topology: tuple[Subtopology, ...] | None = None
     configured: ConfiguredTopology | None = None
     metadata: dict[str, int] = attrs.field(factory=dict)
-    members: dict[str, StreamsGroupMember] = attrs.field(factory=dict)
-    target: dict[str, TaskSet] = attrs.field(factory=dict)
-    task_epochs: dict[tuple[str, int], int] = attrs.field(factory=dict)
-    offsets: dict[tuple[str, int], CommittedOffset] = attrs.field(factory=dict)
     topology_description: dict[str, Any] | None = None
     loaded_hash: int | None = None
-    dead: bool = False
 
     @property
     def state(self) -> StreamsGroupState:
-        """Kafka's ``StreamsGroup.maybeUpdateGroupState``."""
-        if self.dead:
-            return StreamsGroupState.DEAD
-        if not self.members:
-            return StreamsGroupState.EMPTY
+        """Kafka's ``StreamsGroup.maybeUpdateGroupState``: NOT_READY while a
+        member waits for the topology to be configured."""
+        state = self._state(StreamsGroupState)
+        if state in (StreamsGroupState.DEAD, StreamsGroupState.EMPTY):
+            return state
         if self.configured is None or self.configured.tasks is None:
             return StreamsGroupState.NOT_READY
-        if self.group_epoch > self.assignment_epoch:
-            return StreamsGroupState.ASSIGNING
-        for member in self.members.values():
-            if (
-                member.member_epoch != self.assignment_epoch
-                or member.state != StreamsMemberState.STABLE
-            ):
-                return StreamsGroupState.RECONCILING
-        return StreamsGroupState.STABLE
+        return state
 
     def source_topics(self) -> set[str]:
         """Every source topic of the topology (internal repartition ones included)."""
@@ -231,103 +252,6 @@ class StreamsGroup:
             out.update(s.source_topics)
             out.update(t.name for t in s.repartition_source_topics)
         return out
-
-    def remove_member(self, member_id: str) -> StreamsGroupMember | None:
-        """Remove a member, its target tasks and the tasks it held."""
-        member = self.members.pop(member_id, None)
-        if member is None:
-            return None
-        member.cancel_timers()
-        self.target.pop(member_id, None)
-        self.release(member)
-        return member
-
-    def release(self, member: StreamsGroupMember) -> None:
-        for tasks in (member.active, member.pending_revocation):
-            for sub, parts in tasks.items():
-                for p in parts:
-                    self.task_epochs.pop((sub, p), None)
-
-    def hold(self, member: StreamsGroupMember) -> None:
-        for tasks in (member.active, member.pending_revocation):
-            for sub, parts in tasks.items():
-                for p in parts:
-                    self.task_epochs[(sub, p)] = member.member_epoch
-
-
-def _owns_any(owned: TaskSet | None, pending: TaskSet) -> bool:
-    if owned is None:
-        return True
-    return any(owned.get(sub, frozenset()) & parts for sub, parts in pending.items())
-
-
-def reconcile_tasks(
-    member: StreamsGroupMember,
-    target_epoch: int,
-    target: TaskSet,
-    owned: TaskSet | None,
-    held_by_other: Mapping[tuple[str, int], int],
-) -> bool:
-    """Move ``member`` towards its ``target`` active tasks (Kafka's streams
-    ``CurrentAssignmentBuilder``); True when the member changed. ``owned`` is what
-    the heartbeat reports (None: not reported, so revocations are not
-    acknowledged); ``held_by_other`` is the group's ``task_epochs`` after
-    :meth:`StreamsGroup.release` of this member."""
-    before = (
-        member.member_epoch,
-        member.state,
-        member.active,
-        member.pending_revocation,
-    )
-    if member.state == StreamsMemberState.UNREVOKED_TASKS and _owns_any(
-        owned, member.pending_revocation
-    ):
-        return False
-    if (
-        member.state == StreamsMemberState.STABLE
-        and member.member_epoch == target_epoch
-    ):
-        return False
-    kept: TaskSet = {}
-    revoke: TaskSet = {}
-    unreleased = False
-    for sub in set(target) | set(member.active):
-        want = target.get(sub, frozenset())
-        have = member.active.get(sub, frozenset())
-        if want & have:
-            kept[sub] = want & have
-        if have - want:
-            revoke[sub] = have - want
-        free = frozenset(p for p in want - have if (sub, p) not in held_by_other)
-        unreleased = unreleased or len(free) < len(want - have)
-        if free:
-            kept[sub] = kept.get(sub, frozenset()) | free
-    if revoke and _owns_any(owned, revoke):
-        member.state = StreamsMemberState.UNREVOKED_TASKS
-        member.active = {
-            sub: member.active[sub] & target.get(sub, frozenset())
-            for sub in member.active
-            if member.active[sub] & target.get(sub, frozenset())
-        }
-        member.pending_revocation = revoke
-    else:
-        member.state = (
-            StreamsMemberState.UNRELEASED_TASKS
-            if unreleased
-            else StreamsMemberState.STABLE
-        )
-        member.active = kept
-        member.pending_revocation = {}
-        if member.member_epoch != target_epoch:
-            member.previous_member_epoch = member.member_epoch
-            member.member_epoch = target_epoch
-    after = (
-        member.member_epoch,
-        member.state,
-        member.active,
-        member.pending_revocation,
-    )
-    return before != after
 
 
 def sticky_assign(

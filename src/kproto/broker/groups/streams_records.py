@@ -14,34 +14,26 @@ Value version 0 for all; a null value is a tombstone; as in
 from __future__ import annotations
 
 import hashlib
-import io
+from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
-from kproto.index import data_type
-from kproto.meta import build_entity
-from kproto.serial import DecodeError, entity_writer
-
-from .records import _read, _value_version
+from .records import CoordinatorRecord, ModernRecords
 from .streams_group import (
     StreamsGroup,
     StreamsGroupMember,
     StreamsMemberState,
     Subtopology,
     TaskSet,
-    TopicInfo,
 )
 
 __all__ = [
     "STREAMS_KEY_TYPES",
-    "StreamsRecord",
+    "STREAMS_RECORDS",
     "decode_streams_record",
     "group_records",
     "group_tombstones",
     "load_streams_groups",
     "member_records",
-    "member_tombstones",
     "metadata_hash",
 ]
 
@@ -54,22 +46,9 @@ STREAMS_KEY_TYPES: dict[int, str] = {
     22: "StreamsGroupCurrentMemberAssignment",
     23: "StreamsGroupTopology",
 }
-_TYPE_OF = {name: key_type for key_type, name in STREAMS_KEY_TYPES.items()}
+STREAMS_RECORDS = ModernRecords("StreamsGroup", STREAMS_KEY_TYPES)
+_record = STREAMS_RECORDS.record
 Pair = tuple[bytes, bytes | None]
-
-
-def _encode(name: str, version: int, fields: dict[str, Any]) -> bytes:
-    cls = data_type(name, version)
-    buf = io.BytesIO()
-    buf.write(version.to_bytes(2, "big", signed=True))
-    entity_writer(cls)(buf, build_entity(cls, fields))
-    return buf.getvalue()
-
-
-def _record(name: str, key: dict[str, Any], value: dict[str, Any] | None) -> Pair:
-    key_type = _TYPE_OF[name]
-    key_bytes = _encode(f"{name}Key", key_type, key)
-    return key_bytes, None if value is None else _encode(f"{name}Value", 0, value)
 
 
 def _tasks(tasks: TaskSet) -> list[dict[str, Any]]:
@@ -77,18 +56,6 @@ def _tasks(tasks: TaskSet) -> list[dict[str, Any]]:
         {"subtopology_id": sub, "partitions": sorted(ps)}
         for sub, ps in sorted(tasks.items())
         if ps
-    ]
-
-
-def _topic_infos(infos: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": t.name,
-            "partitions": t.partitions,
-            "replication_factor": t.replication_factor,
-            "topic_configs": [{"key": k, "value": v} for k, v in t.configs],
-        }
-        for t in infos
     ]
 
 
@@ -117,16 +84,7 @@ def group_records(group: StreamsGroup, *, targets: bool) -> list[Pair]:
         )
     ]
     if group.topology is not None:
-        subtopologies = [
-            {
-                "subtopology_id": s.subtopology_id,
-                "source_topics": list(s.source_topics),
-                "repartition_sink_topics": list(s.repartition_sink_topics),
-                "state_changelog_topics": _topic_infos(s.state_changelog_topics),
-                "repartition_source_topics": _topic_infos(s.repartition_source_topics),
-            }
-            for s in group.topology
-        ]
+        subtopologies = [s.as_fields() for s in group.topology]
         value = {"epoch": group.topology_epoch, "subtopologies": subtopologies}
         out.append(_record("StreamsGroupTopology", key, value))
     out.append(
@@ -157,11 +115,7 @@ def member_records(group_id: str, member: StreamsGroupMember) -> list[Pair]:
             "StreamsGroupMemberMetadata",
             key,
             {
-                "instance_id": member.instance_id,
-                "rack_id": member.rack_id,
-                "client_id": member.client_id,
-                "client_host": member.client_host,
-                "rebalance_timeout_ms": member.rebalance_timeout_ms,
+                **member.metadata_fields(),
                 "topology_epoch": member.topology_epoch,
                 "process_id": member.process_id,
                 "user_endpoint": (
@@ -179,19 +133,10 @@ def member_records(group_id: str, member: StreamsGroupMember) -> list[Pair]:
                 "member_epoch": member.member_epoch,
                 "previous_member_epoch": member.previous_member_epoch,
                 "state": int(member.state),
-                "active_tasks": _tasks(member.active),
+                "active_tasks": _tasks(member.assigned),
                 "active_tasks_pending_revocation": _tasks(member.pending_revocation),
             },
         ),
-    ]
-
-
-def member_tombstones(group_id: str, member_id: str) -> list[Pair]:
-    key = {"group_id": group_id, "member_id": member_id}
-    return [
-        _record("StreamsGroupCurrentMemberAssignment", key, None),
-        _record("StreamsGroupTargetAssignmentMember", key, None),
-        _record("StreamsGroupMemberMetadata", key, None),
     ]
 
 
@@ -204,66 +149,21 @@ def group_tombstones(group_id: str) -> list[Pair]:
     ]
 
 
-@attrs.frozen
-class StreamsRecord:
-    """A decoded streams group record: ``name`` (see :data:`STREAMS_KEY_TYPES`),
-    key and value entities (value ``None``: tombstone)."""
-
-    name: str
-    key: Any
-    value: Any
-
-    @property
-    def replay_key(self) -> tuple[str, str, str]:
-        """``(name, group_id, member_id or "")``: the last record of each wins."""
-        return (
-            self.name,
-            str(self.key.group_id),
-            str(getattr(self.key, "member_id", "")),
-        )
-
-
-def decode_streams_record(key: bytes, value: bytes | None) -> StreamsRecord | None:
+def decode_streams_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
     """Decode a streams group record; None for another key type.
 
     Raises:
         DecodeError: bytes that do not decode as the record they claim to be.
     """
-    if len(key) < 2:
-        raise DecodeError("__consumer_offsets record without a key version")
-    key_type = int.from_bytes(key[:2], "big", signed=True)
-    name = STREAMS_KEY_TYPES.get(key_type)
-    if name is None:
-        return None
-    try:
-        k = _read(f"{name}Key", key_type, key)
-        if value is None:
-            return StreamsRecord(name, k, None)
-        return StreamsRecord(
-            name, k, _read(f"{name}Value", _value_version(value), value)
-        )
-    except LookupError as exc:
-        raise DecodeError(f"__consumer_offsets {name} record: {exc}") from exc
+    return STREAMS_RECORDS.decode(key, value)
 
 
 def _task_set(tasks: Any) -> TaskSet:
     return {t.subtopology_id: frozenset(t.partitions) for t in tasks if t.partitions}
 
 
-def _infos(infos: Any) -> tuple[TopicInfo, ...]:
-    return tuple(
-        TopicInfo(
-            t.name,
-            t.partitions,
-            t.replication_factor,
-            tuple((c.key, c.value) for c in t.topic_configs),
-        )
-        for t in infos
-    )
-
-
 def load_streams_groups(
-    records: dict[tuple[str, str, str], StreamsRecord],
+    records: Mapping[tuple[str, str, str], CoordinatorRecord],
 ) -> dict[str, StreamsGroup]:
     """The groups described by the last record of each key (a group needs its
     ``StreamsGroupMetadata``, a member its ``StreamsGroupMemberMetadata``). The
@@ -284,25 +184,14 @@ def load_streams_groups(
         v = rec.value
         if name == "StreamsGroupTopology":
             group.topology_epoch = v.epoch
-            group.topology = tuple(
-                Subtopology(
-                    s.subtopology_id,
-                    tuple(s.source_topics),
-                    tuple(s.repartition_sink_topics),
-                    _infos(s.state_changelog_topics),
-                    _infos(s.repartition_source_topics),
-                )
-                for s in v.subtopologies
-            )
+            group.topology = tuple(Subtopology.from_entity(s) for s in v.subtopologies)
         elif name == "StreamsGroupTargetAssignmentMetadata":
             group.assignment_epoch = v.assignment_epoch
         elif name == "StreamsGroupTargetAssignmentMember":
             group.target[member_id] = _task_set(v.active_tasks)
         elif name == "StreamsGroupMemberMetadata":
             member = group.members.setdefault(member_id, StreamsGroupMember(member_id))
-            member.instance_id, member.rack_id = v.instance_id, v.rack_id
-            member.client_id, member.client_host = v.client_id, v.client_host
-            member.rebalance_timeout_ms = v.rebalance_timeout_ms
+            member.replay_metadata(v)
             member.topology_epoch, member.process_id = v.topology_epoch, v.process_id
             if v.user_endpoint is not None:
                 member.user_endpoint = (v.user_endpoint.host, v.user_endpoint.port)
@@ -318,9 +207,9 @@ def load_streams_groups(
         member.member_epoch = v.member_epoch
         member.previous_member_epoch = v.previous_member_epoch
         member.state = StreamsMemberState(v.state)
-        member.active = _task_set(v.active_tasks)
+        member.assigned = _task_set(v.active_tasks)
         member.pending_revocation = _task_set(v.active_tasks_pending_revocation)
-        group.hold(member)
+        group.add_partition_epochs(member)
     for group in groups.values():
         group.target = {m: t for m, t in group.target.items() if m in group.members}
     return groups

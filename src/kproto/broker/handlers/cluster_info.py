@@ -8,6 +8,7 @@ Response.json`` (KIP-700); Kafka's ``KafkaApis.handleTopicMetadataRequest``.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,11 +16,11 @@ from kproto.broker import topic_admin
 from kproto.broker.acl import ResourceType
 from kproto.broker.authorized_operations import authorized_operations
 from kproto.broker.errors import TopicError
-from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.leadership import leader_epoch
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey, api_versions
+from kproto.index import ApiKey, api_versions, response_type
 
 __all__ = [
     "served_api_ranges",
@@ -87,13 +88,28 @@ async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
     return respond(
         ctx,
         error_code=ErrorCode.NONE,
-        api_keys=[
-            {"api_key": k, "min_version": lo, "max_version": hi}
-            for k, (lo, hi) in ctx.served_apis.items()
-        ],
+        api_keys=_api_keys(
+            ctx.api_version,
+            tuple((k, lo, hi) for k, (lo, hi) in ctx.served_apis.items()),
+        ),
         throttle_time_ms=0,
         **api_versions_feature_fields(ctx.state),
     )
+
+
+@functools.cache
+def _api_keys(version: int, served: tuple[tuple[int, int, int], ...]) -> Any:
+    """The ``api_keys`` entities of an ApiVersionsResponse of ``version`` listing
+    ``served`` (built once: every connection asks)."""
+    return build(
+        response_type(ApiKey.API_VERSIONS, version),
+        {
+            "api_keys": [
+                {"api_key": k, "min_version": lo, "max_version": hi}
+                for k, lo, hi in served
+            ]
+        },
+    ).api_keys
 
 
 def operations(

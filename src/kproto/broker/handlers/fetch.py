@@ -9,43 +9,50 @@ max timestamp), ``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
 from __future__ import annotations
 
 import asyncio
-import struct
 from typing import Any
 
 from kproto.broker.errors import LogAppendError
-from kproto.broker.fetch_session import FetchPlan, FetchSessionCache
+from kproto.broker.fetch_session import (
+    FetchPlan,
+    FetchSessionCache,
+    PartitionAnswer,
+    TopicAnswer,
+)
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.fetch_response import fetch_response
 from kproto.broker.handlers.partitions import leader_log, topic_name
 from kproto.broker.leadership import leader_epoch
+from kproto.broker.log import Extent
 from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]
 
 _LATEST, _EARLIEST, _MAX_TIMESTAMP, _EARLIEST_LOCAL = -1, -2, -3, -4
-_BASE_AND_LENGTH = struct.Struct(">qi")
-_INT32 = struct.Struct(">i")
 #: ``isolation_level`` (Fetch v4+, ListOffsets v2+; KIP-98).
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
 def _read_all(
     ctx: RequestContext, request: Any, wanted: list[Any]
-) -> tuple[list[dict[str, Any]], int, bool]:
+) -> tuple[list[TopicAnswer], list[tuple[int, int, Extent]], int, bool]:
     """One pass over the ``wanted`` topics (the request's, or its fetch
-    session's): ``(topics, bytes read, any error)``."""
+    session's), from the logs' batch indexes alone: ``(topics, reads, bytes to
+    read, any error)``, where ``reads`` lists ``(topic index, partition index,
+    extent)`` for :func:`_read_records` (nothing is read while a Fetch waits for
+    ``min_bytes``)."""
     remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     total = 0
     errors = False
-    topics = []
+    topics: list[TopicAnswer] = []
+    reads: list[tuple[int, int, Extent]] = []
     for t in wanted:
         name, topic_error = topic_name(ctx, t, "topic")
-        partitions = []
+        partitions: list[PartitionAnswer] = []
         for p in t.partitions:
             error = topic_error
-            records = b""
             hwm = start = lso = -1
-            aborted: list[dict[str, int]] | None = None
+            aborted = None
             plog = None
             if not error:
                 plog, error = leader_log(
@@ -60,66 +67,55 @@ def _read_all(
                     # KIP-74: the first batch of the first non-empty partition is
                     # returned whole even above the limits, so a fetch always
                     # makes progress.
-                    try:
-                        records = plog.read(
-                            p.fetch_offset,
-                            min(p.partition_max_bytes, max(remaining, 0)),
-                            min_one=total == 0,
-                            max_offset=lso if committed else None,
-                        )
-                    except OSError:  # EMFILE, EIO: this partition only
-                        error = ErrorCode.KAFKA_STORAGE_ERROR
-                    if committed and not error:
-                        aborted = _aborted(plog, p.fetch_offset, records, lso)
-                    total += len(records)
-                    remaining -= len(records)
+                    extent = plog.read_extent(
+                        p.fetch_offset,
+                        min(p.partition_max_bytes, max(remaining, 0)),
+                        min_one=total == 0,
+                        max_offset=lso if committed else None,
+                    )
+                    if extent is not None:
+                        reads.append((len(topics), len(partitions), extent))
+                        total += extent.size
+                        remaining -= extent.size
+                        if committed:
+                            aborted = _aborted(plog, p.fetch_offset, extent.end_offset)
             errors = errors or bool(error)
             partitions.append(
-                {
-                    "partition_index": p.partition,
-                    "error_code": error,
-                    "high_watermark": hwm,
-                    "last_stable_offset": lso,
-                    "log_start_offset": start,
-                    "aborted_transactions": aborted,
-                    "preferred_read_replica": -1,
-                    "records": records,
-                }
+                PartitionAnswer(p.partition, error, hwm, lso, start, aborted, b"")
             )
-        topics.append(
-            {
-                "topic": name,
-                "topic_id": getattr(t, "topic_id", None),
-                "partitions": partitions,
-            }
-        )
-    return topics, total, errors
+        topics.append(TopicAnswer(name, getattr(t, "topic_id", None), partitions))
+    return topics, reads, total, errors
+
+
+def _read_records(
+    topics: list[TopicAnswer], reads: list[tuple[int, int, Extent]]
+) -> None:
+    """Read the planned extents into ``topics`` (one ``pread`` each); a read
+    that fails (EMFILE, EIO) answers its partition KAFKA_STORAGE_ERROR."""
+    for ti, pi, extent in reads:
+        partitions = topics[ti].partitions
+        answer = partitions[pi]
+        try:
+            partitions[pi] = answer._replace(records=extent.read())
+        except OSError:  # this partition only
+            partitions[pi] = answer._replace(
+                error_code=ErrorCode.KAFKA_STORAGE_ERROR, aborted_transactions=None
+            )
 
 
 def _aborted(
-    plog: Any, fetch_offset: int, records: bytes, lso: int
-) -> list[dict[str, int]] | None:
-    """The aborted transactions a read-committed consumer needs for ``records``
-    (read from ``fetch_offset``): those overlapping the fetched offsets (Kafka's
-    ``LocalLog.collectAbortedTransactions`` up to the end of the fetched data);
-    ``None`` (a null array, as Kafka sends) when there are none."""
-    if not records:
-        return None
-    end = lso
-    position = 0
-    # walk the batch headers (DefaultRecordBatch: base offset at 0, length at 8,
-    # last offset delta at 23) without decoding the records
-    while position + 27 <= len(records):
-        base, length = _BASE_AND_LENGTH.unpack_from(records, position)
-        (delta,) = _INT32.unpack_from(records, position + 23)
-        end = base + delta + 1
-        position += 12 + length
-    found = plog.txn_index.aborted_between(fetch_offset, end)
+    plog: Any, fetch_offset: int, end_offset: int
+) -> list[tuple[int, int]] | None:
+    """The aborted transactions a read-committed consumer needs for the batches
+    fetched from ``fetch_offset`` up to ``end_offset`` (exclusive): those
+    overlapping the fetched offsets (Kafka's
+    ``LocalLog.collectAbortedTransactions`` up to the end of the fetched data),
+    as ``(producer_id, first_offset)``; ``None`` (a null array, as Kafka sends)
+    when there are none."""
+    found = plog.txn_index.aborted_between(fetch_offset, end_offset)
     if not found:
         return None
-    return [
-        {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in found
-    ]
+    return [(a.producer_id, a.first_offset) for a in found]
 
 
 async def fetch(ctx: RequestContext, request: Any) -> Any:
@@ -134,36 +130,28 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
     :class:`kproto.broker.fetch_session.FetchSessionCache`: a full fetch opens
     one, an incremental fetch reads the session's partitions and is answered
     with the changed ones; session errors are answered with no partitions.
+
+    The response entity is built straight from the answers
+    (:func:`kproto.broker.handlers.fetch_response.fetch_response`), not through
+    :func:`~kproto.broker.handlers.context.respond`; the bytes are the same.
     """
     cache = ctx.fetch_sessions or FetchSessionCache(max_slots=0)
     plan = cache.plan(request, ctx.api_version)
     if plan.error:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=plan.error,
-            session_id=0,
-            responses=[],
-        )
+        return fetch_response(ctx.api_version, plan.error, 0, [])
     topics = await _fetch_wait(ctx, request, plan)
-    responses = cache.finish(plan, plan.topics, topics)  # may open a session
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        session_id=plan.session_id,
-        responses=responses,
-    )
+    answered = cache.finish(plan, plan.topics, topics)  # may open a session
+    return fetch_response(ctx.api_version, ErrorCode.NONE, plan.session_id, answered)
 
 
 async def _fetch_wait(
     ctx: RequestContext, request: Any, plan: FetchPlan
-) -> list[dict[str, Any]]:
+) -> list[TopicAnswer]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     while True:
         wake = ctx.state.appended_event()
-        topics, total, errors = _read_all(ctx, request, plan.topics)
+        topics, reads, total, errors = _read_all(ctx, request, plan.topics)
         left = deadline - loop.time()
         if total >= request.min_bytes or errors or left <= 0:
             break
@@ -173,8 +161,9 @@ async def _fetch_wait(
             async with asyncio.timeout(left):
                 await wake.wait()
         except TimeoutError:
-            topics, total, errors = _read_all(ctx, request, plan.topics)
+            topics, reads, total, errors = _read_all(ctx, request, plan.topics)
             break
+    _read_records(topics, reads)
     return topics
 
 

@@ -10,22 +10,21 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import Any
+import uuid
+from functools import cache
+from typing import Any, NamedTuple
 
 from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log, topic_name
-from kproto.broker.log_validator import (
-    LogPolicy,
-    RecordValidationError,
-    validate_off_loop,
-)
+from kproto.broker.log_validator import LogPolicy, RecordValidationError
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey
+from kproto.index import ApiKey, response_type
+from kproto.meta import wire_fields
 
-__all__ = ["produce"]
+__all__ = ["PartitionResult", "produce", "produce_response"]
 
 #: DefaultRecordBatch: attributes (int16) at byte 21, producer id (int64) at 43,
 #: producer epoch (int16) at 51; attribute bit 4 is "transactional".
@@ -60,6 +59,103 @@ def _verify_transaction(
 log = logging.getLogger("kproto.broker")
 
 
+class PartitionResult(NamedTuple):
+    """What a Produce did with one partition's records (``ProduceResponse.json``'s
+    PartitionProduceResponse: offsets -1 when nothing was appended;
+    ``record_errors``: ``(batch_index, message)`` pairs)."""
+
+    partition_index: int
+    error_code: int
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    record_errors: tuple[tuple[int, str | None], ...] = ()
+    error_message: str | None = None
+
+
+class _Layout(NamedTuple):
+    """The classes of one ProduceResponse version and the fields it has."""
+
+    response: Any
+    topic: Any
+    partition: Any
+    record_error: Any
+    name: bool
+    topic_id: bool
+    log_start_offset: bool
+    errors: bool  # record_errors and error_message (v8+)
+
+
+def _element(cls: Any, name: str) -> Any:
+    """The entity class of the array field ``name`` of ``cls``."""
+    for field, w in wire_fields(cls):
+        if field.name == name and w.element is not None:
+            return w.element.entity
+    raise LookupError(f"{cls.__qualname__} has no array of structs {name!r}")
+
+
+@cache
+def _layout(version: int) -> _Layout:
+    response = response_type(ApiKey.PRODUCE, version)
+    topic = _element(response, "responses")
+    partition = _element(topic, "partition_responses")
+    topic_fields = {f.name for f, _ in wire_fields(topic)}
+    fields = {f.name for f, _ in wire_fields(partition)}
+    errors = "record_errors" in fields
+    return _Layout(
+        response,
+        topic,
+        partition,
+        _element(partition, "record_errors") if errors else None,
+        "name" in topic_fields,
+        "topic_id" in topic_fields,
+        "log_start_offset" in fields,
+        errors,
+    )
+
+
+def produce_response(
+    version: int,
+    topics: list[tuple[str, uuid.UUID | None, list[PartitionResult]]],
+) -> Any:
+    """The ProduceResponse entity of ``version`` (``ProduceResponse.json``) for
+    ``topics``, ``(name, topic_id, partitions)`` each, ``throttle_time_ms`` 0.
+
+    Equal to what :func:`kproto.broker.handlers.context.build` makes of the
+    same values (fields a version lacks dropped, a ``None`` topic id the
+    default), without its generic walk: the classes of each version are looked
+    up once."""
+    lay = _layout(version)
+    partition, record_error = lay.partition, lay.record_error
+    built = []
+    for name, topic_id, results in topics:
+        parts = []
+        for r in results:
+            kw: dict[str, Any] = {
+                "index": r.partition_index,
+                "error_code": r.error_code,
+                "base_offset": r.base_offset,
+                "log_append_time_ms": r.log_append_time_ms,
+            }
+            if lay.log_start_offset:
+                kw["log_start_offset"] = r.log_start_offset
+            if lay.errors:
+                kw["error_message"] = r.error_message
+                if r.record_errors:
+                    kw["record_errors"] = tuple(
+                        record_error(batch_index=i, batch_index_error_message=m)
+                        for i, m in r.record_errors
+                    )
+            parts.append(partition(**kw))
+        tkw: dict[str, Any] = {"partition_responses": tuple(parts)}
+        if lay.name:
+            tkw["name"] = name
+        if lay.topic_id and topic_id is not None:
+            tkw["topic_id"] = topic_id
+        built.append(lay.topic(**tkw))
+    return lay.response(responses=tuple(built), throttle_time_ms=0)
+
+
 async def produce(ctx: RequestContext, request: Any) -> Any:
     """Append each partition's batches; with ``acks=0`` answer nothing. ``acks``
     1 and -1 (all) are the same here: there are no followers to wait for.
@@ -77,7 +173,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         name, topic_error = topic_name(ctx, topic_data)
         partitions = []
         for pdata in topic_data.partition_data:
-            error, message, record_errors = topic_error, None, []
+            error, message = topic_error, None
+            record_errors: tuple[tuple[int, str | None], ...] = ()
             base_offset, append_time, start = -1, -1, -1
             if acks not in (0, 1, -1):
                 error = ErrorCode.INVALID_REQUIRED_ACKS
@@ -96,9 +193,12 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     policy = LogPolicy.for_produce(info.config, state.now_ms())
                     records = pdata.records or b""
                     try:
-                        # decompression and record checks off the event loop
-                        checked = await validate_off_loop(
-                            records, policy, wait=off_turn
+                        # small requests inline, large or bombs off the event loop
+                        checked = await state.validation.validate(
+                            records,
+                            policy,
+                            wait=off_turn,
+                            client=(ctx.client_host, ctx.principal, ctx.client_id),
                         )
                         result = plog.append_batches(
                             records,
@@ -110,14 +210,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                         )
                     except LogAppendError as err:
                         error, message = err.error_code, str(err)
-                        record_errors = [
-                            {"batch_index": i, "batch_index_error_message": m}
-                            for i, m in (
-                                err.record_errors
-                                if isinstance(err, RecordValidationError)
-                                else ()
-                            )
-                        ]
+                        if isinstance(err, RecordValidationError):
+                            record_errors = err.record_errors
                     else:
                         base_offset = result.base_offset
                         append_time = result.log_append_time_ms
@@ -127,26 +221,20 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                             state.apply_retention(name, pdata.index)
                         start = plog.log_start_offset
             partitions.append(
-                {
-                    "index": pdata.index,
-                    "error_code": error,
-                    "base_offset": base_offset,
-                    "log_append_time_ms": append_time,
-                    "log_start_offset": start,
-                    "record_errors": record_errors,
-                    "error_message": message,
-                }
+                PartitionResult(
+                    pdata.index,
+                    error,
+                    base_offset,
+                    append_time,
+                    start,
+                    record_errors,
+                    message,
+                )
             )
-        topics.append(
-            {
-                "name": name,
-                "topic_id": getattr(topic_data, "topic_id", None),
-                "partition_responses": partitions,
-            }
-        )
+        topics.append((name, getattr(topic_data, "topic_id", None), partitions))
     if acks == 0:
         return None
-    return respond(ctx, responses=topics, throttle_time_ms=0)
+    return produce_response(ctx.api_version, topics)
 
 
 def _unsupported_version(ctx: RequestContext, request: Any) -> Any:

@@ -17,7 +17,7 @@ from kproto.broker.groups.streams_coordinator import (
     ACCEPTABLE_RECOVERY_LAG,
     TASK_OFFSET_INTERVAL_MS,
 )
-from kproto.broker.groups.streams_group import StreamsGroup, TaskSet, TopicInfo
+from kproto.broker.groups.streams_group import StreamsGroup, TaskSet
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 
@@ -95,18 +95,6 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _topic_infos(infos: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": t.name,
-            "partitions": t.partitions,
-            "replication_factor": t.replication_factor,
-            "topic_configs": [{"key": k, "value": v} for k, v in t.configs],
-        }
-        for t in infos
-    ]
-
-
 def _topology(group: StreamsGroup) -> dict[str, Any]:
     configured = group.configured
     ready = configured is not None and configured.tasks is not None
@@ -114,28 +102,7 @@ def _topology(group: StreamsGroup) -> dict[str, Any]:
     return {
         "epoch": group.topology_epoch,
         "subtopologies": (
-            [
-                {
-                    "subtopology_id": s.subtopology_id,
-                    "source_topics": list(s.source_topics),
-                    "repartition_sink_topics": list(s.repartition_sink_topics),
-                    "state_changelog_topics": _topic_infos(
-                        tuple(
-                            attrs.evolve(t, partitions=sizes.get(t, t.partitions))
-                            for t in s.state_changelog_topics
-                        )
-                    ),
-                    "repartition_source_topics": _topic_infos(
-                        tuple(
-                            attrs.evolve(t, partitions=sizes.get(t, t.partitions))
-                            for t in s.repartition_source_topics
-                        )
-                    ),
-                }
-                for s in group.topology or ()
-            ]
-            if ready
-            else None
+            [s.as_fields(sizes) for s in group.topology or ()] if ready else None
         ),
     }
 

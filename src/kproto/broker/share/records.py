@@ -13,7 +13,6 @@ The partition of a share partition's state is Kafka's
 
 from __future__ import annotations
 
-import io
 import struct
 import uuid
 from typing import Any
@@ -21,10 +20,11 @@ from typing import Any
 import attrs
 
 from kproto.broker.groups import java_string_hashcode
+from kproto.broker.groups.records import encode_versioned, read_versioned
 from kproto.index import data_type
 from kproto.json import kafka_uuid
 from kproto.meta import WIRE
-from kproto.serial import DecodeError, entity_reader, entity_writer
+from kproto.serial import DecodeError
 
 from .partition import StateBatch
 
@@ -54,13 +54,6 @@ def state_partition_for(
     return (java_string_hashcode(key) & 0x7FFFFFFF) % partitions
 
 
-def _encode(cls: type, version: int, fields: dict[str, Any]) -> bytes:
-    buf = io.BytesIO()
-    buf.write(_INT16.pack(version))
-    entity_writer(cls)(buf, cls(**fields))
-    return buf.getvalue()
-
-
 def snapshot_record(
     group_id: str,
     topic_id: uuid.UUID,
@@ -70,7 +63,7 @@ def snapshot_record(
     """The (key, value) of a ``ShareSnapshot`` record; ``value`` holds the
     ``ShareSnapshotValue`` fields with ``state_batches`` as :class:`StateBatch`
     objects; ``None`` is a tombstone."""
-    key = _encode(
+    key = encode_versioned(
         data_type("ShareSnapshotKey", SNAPSHOT_TYPE),
         SNAPSHOT_TYPE,
         {"group_id": group_id, "topic_id": topic_id, "partition": partition},
@@ -83,7 +76,7 @@ def snapshot_record(
     fields["state_batches"] = tuple(
         entity(**attrs.asdict(b)) for b in value["state_batches"]
     )
-    return key, _encode(value_cls, 0, fields)
+    return key, encode_versioned(value_cls, 0, fields)
 
 
 @attrs.frozen
@@ -97,12 +90,6 @@ class ShareStateRecord:
     partition: int
     snapshot: bool
     value: Any
-
-
-def _read(name: str, version: int, data: bytes) -> Any:
-    stream = io.BytesIO(data)
-    stream.seek(2)
-    return entity_reader(data_type(name, version))(stream)
 
 
 def decode_state_record(key: bytes | None, value: bytes | None) -> ShareStateRecord:
@@ -120,12 +107,12 @@ def decode_state_record(key: bytes | None, value: bytes | None) -> ShareStateRec
     snapshot = record_type == SNAPSHOT_TYPE
     name = "ShareSnapshot" if snapshot else "ShareUpdate"
     try:
-        k = _read(f"{name}Key", record_type, key)
+        k = read_versioned(f"{name}Key", record_type, key)
         v = None
         if value is not None:
             if len(value) < 2:
                 raise DecodeError(f"{SHARE_STATE_TOPIC} value without a version")
-            v = _read(f"{name}Value", _INT16.unpack_from(value)[0], value)
+            v = read_versioned(f"{name}Value", _INT16.unpack_from(value)[0], value)
     except LookupError as exc:
         raise DecodeError(f"{SHARE_STATE_TOPIC} record: {exc}") from exc
     return ShareStateRecord(k.group_id, k.topic_id, k.partition, snapshot, v)
