@@ -4,12 +4,14 @@ end offset of a requested epoch (OffsetForLeaderEpoch, KIP-320).
 
 Kafka keeps the cache in the ``leader-epoch-checkpoint`` file, appending an entry
 when a batch of a new epoch is appended. This broker derives it from the stored
-batches' ``partition_leader_epoch`` (bytes 12-15 of each batch header; -1, no
-epoch, is skipped), memoised per log until the log changes, and adds the
-partition's current leader epoch, which starts at the log end offset when no batch
-carries it yet (as ``Partition.makeLeader`` assigns it). A log whose batches carry
-no epoch (producers write -1 and this broker does not stamp its own) is taken as
-written at epoch 0.
+batches' ``partition_leader_epoch`` (bytes 12-15 of each batch header, stamped by
+:meth:`kproto.broker.log.PartitionLog.append_batches` with the partition's leader
+epoch; -1, no epoch, is skipped), memoised per log until the log changes, and adds
+the partition's current leader epoch, which starts at the log end offset when no
+batch carries it yet (as ``Partition.makeLeader`` assigns it): an epoch whose leader
+wrote nothing is not in the cache, as Kafka drops an entry a later one starts at the
+same offset as. A log whose batches carry no epoch (written by a log with no leader
+epoch, e.g. a tool's) is taken as written at epoch 0.
 """
 
 from __future__ import annotations
