@@ -114,7 +114,9 @@ def test_offset_for_leader_epoch(cluster: Cluster) -> None:
             _produce(
                 pc, cluster, "epochs", encode_batch(rows, partition_leader_epoch=99)
             )
-    stored = [b.partition_leader_epoch for b in cluster.state.logs["epochs", 0].batches()]
+    stored = [
+        b.partition_leader_epoch for b in cluster.state.logs["epochs", 0].batches()
+    ]
     assert stored == [0, 2, 5]
     c = _leader_conn(cluster, "epochs", 0)
     try:

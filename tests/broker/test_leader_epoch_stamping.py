@@ -213,7 +213,9 @@ def test_transaction_markers_and_coordinator_records_are_stamped(
         assert stored_epochs(path) == [1, 1]
         # the coordinator's own appends (__transaction_state) are stamped too
         state_logs = [
-            f for f in segment_files(tmp_path, "__transaction_state") if f.stat().st_size
+            f
+            for f in segment_files(tmp_path, "__transaction_state")
+            if f.stat().st_size
         ]
         assert state_logs
         for f in state_logs:
@@ -283,3 +285,94 @@ def test_librdkafka_consumer_reads_everything_across_leader_moves() -> None:
             for p in t.partitions
         ]
         assert asked and max(asked) >= 1
+
+
+def fetch(
+    conn: Connection,
+    cluster: Cluster,
+    topic: str,
+    offset: int,
+    last_epoch: int,
+    session: tuple[int, int] = (0, -1),
+    wait_ms: int = 5000,
+) -> Any:
+    """A Fetch (latest version) of ``topic``-0 at ``offset`` with
+    ``last_fetched_epoch`` ``last_epoch``, in ``(session id, session epoch)``."""
+    return conn.request(
+        ApiKey.FETCH,
+        max_wait_ms=wait_ms,  # a diverging answer does not wait
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=session[0],
+        session_epoch=session[1],
+        topics=[
+            {
+                "topic_id": cluster.state.topics[topic].topic_id,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": last_epoch,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def test_fetch_answers_a_diverging_epoch() -> None:
+    """Fetch v12+ ``last_fetched_epoch`` (Kafka's ``Partition.readRecords``): a
+    fetcher whose log went on past where the epoch ends here gets
+    ``diverging_epoch`` and no records."""
+    with Cluster(nodes=2) as cluster:
+        cluster.create_topic("d", 1)
+        produce(cluster, "d", [b"a", b"b"])  # epoch 0: 0-1
+        cluster.move_leader("d", 0, other_node(cluster, "d"))
+        produce(cluster, "d", [b"c"])  # epoch 1: 2
+        cluster.move_leader("d", 0, other_node(cluster, "d"))
+        cluster.move_leader("d", 0, other_node(cluster, "d"))
+        produce(cluster, "d", [b"d", b"e"])  # epoch 3: 3-4 (2 wrote nothing)
+
+        def answer(
+            offset: int, last_epoch: int, wait_ms: int = 5000
+        ) -> tuple[int, int, int, bytes]:
+            with connect(cluster, "d") as conn:
+                p = fetch(conn, cluster, "d", offset, last_epoch, wait_ms=wait_ms)
+                p = p.responses[0]
+            p = p.partitions[0]
+            div = p.diverging_epoch
+            return p.error_code, div.epoch, div.end_offset, bytes(p.records or b"")
+
+        # epoch 1 ends at 3: a fetcher at 3 is in step and reads on
+        error, epoch, end, records = answer(3, 1)
+        assert (error, epoch, end) == (ErrorCode.NONE, -1, -1)
+        assert [r.value for b in decode_batches(records) for r in b.records] == [
+            b"d",
+            b"e",
+        ]
+        # a fetcher with epoch-1 data up to 4 diverged at 3
+        assert answer(4, 1) == (ErrorCode.NONE, 1, 3, b"")
+        # epoch 2 is not in the log: the one below it (1) ends at 3
+        assert answer(4, 2) == (ErrorCode.NONE, 1, 3, b"")
+        # the current epoch ends at the log end offset
+        assert answer(5, 3, wait_ms=10)[:3] == (ErrorCode.NONE, -1, -1)
+        # above every known epoch: no end offset
+        assert answer(5, 9)[0] == ErrorCode.OFFSET_OUT_OF_RANGE
+        # no epoch (-1, what consumers send): not checked
+        assert answer(4, -1)[:3] == (ErrorCode.NONE, -1, -1)
+
+        # in a fetch session (KIP-227) a diverging partition is always answered
+        # (its high watermark and offsets did not change)
+        with connect(cluster, "d") as conn:
+            opened = fetch(conn, cluster, "d", 5, 3, session=(0, 0), wait_ms=10)
+            assert opened.session_id != 0
+            later = fetch(conn, cluster, "d", 4, 1, session=(opened.session_id, 1))
+        [topic] = later.responses
+        div = topic.partitions[0].diverging_epoch
+        assert (div.epoch, div.end_offset) == (1, 3)
