@@ -32,10 +32,12 @@ def connect(cluster: Cluster, topic: str, partition: int = 0) -> Connection:
     return conn
 
 
-def produce(cluster: Cluster, topic: str, values: list[bytes]) -> None:
+def produce(
+    cluster: Cluster, topic: str, values: list[bytes], timestamp: int = 1000
+) -> None:
     """One batch of ``values`` to ``topic``-0 through its leader, written with the
     producer's ``partition_leader_epoch`` -1 (librdkafka's and Java's)."""
-    batch = encode_batch([(None, v, (), 1000) for v in values])
+    batch = encode_batch([(None, v, (), timestamp) for v in values])
     with connect(cluster, topic) as conn:
         answer = conn.request(
             ApiKey.PRODUCE,
@@ -80,6 +82,37 @@ def end_offsets(
     ]
 
 
+def list_offsets(
+    cluster: Cluster, topic: str, timestamps: list[int]
+) -> list[tuple[int, int]]:
+    """ListOffsets (latest version) of ``topic``-0: ``(offset, leader_epoch)`` for
+    each of ``timestamps`` (ms, or -1 latest, -2 earliest, -3 max timestamp)."""
+    out = []
+    with connect(cluster, topic) as conn:
+        for ts in timestamps:
+            answer = conn.request(
+                ApiKey.LIST_OFFSETS,
+                replica_id=-1,
+                isolation_level=0,
+                topics=[
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "current_leader_epoch": -1,
+                                "timestamp": ts,
+                            }
+                        ],
+                    }
+                ],
+            )
+            p = answer.topics[0].partitions[0]
+            assert p.error_code == ErrorCode.NONE
+            out.append((p.offset, p.leader_epoch))
+    return out
+
+
 def dump_json(path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     assert main(["dump-log", "--json", "--fail-on-corrupt", str(path)]) == 0
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -111,10 +144,10 @@ def test_batches_carry_the_epoch_of_their_leader(
         cluster.create_topic("t", 1)
         produce(cluster, "t", [b"a", b"b"])  # epoch 0: offsets 0-1
         assert cluster.move_leader("t", 0, other_node(cluster, "t")) == 1
-        produce(cluster, "t", [b"c"])  # epoch 1: offset 2
+        produce(cluster, "t", [b"c"], timestamp=2000)  # epoch 1: offset 2
         cluster.stop_node(cluster.leader("t"))  # epoch 2: offsets 3-5
         assert cluster.leader_epoch("t") == 2
-        produce(cluster, "t", [b"d", b"e", b"f"])
+        produce(cluster, "t", [b"d", b"e", b"f"], timestamp=3000)
         cluster.move_leader("t", 0, other_node(cluster, "t"))  # epoch 3: no data
 
         [path] = segment_files(tmp_path, "t")
@@ -152,6 +185,17 @@ def test_batches_carry_the_epoch_of_their_leader(
         [newer] = end_offsets(cluster, "t", [0], current=4)
         assert older[0] == ErrorCode.FENCED_LEADER_EPOCH
         assert newer[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+        # ListOffsets: the epoch that wrote the offset found; the latest, the
+        # partition's (UnifiedLog.fetchOffsetByTimestamp)
+        assert list_offsets(cluster, "t", [-2, 1500, 2500, -3, 9999, -1]) == [
+            (0, 0),
+            (2, 1),
+            (3, 2),
+            (3, 2),
+            (-1, -1),
+            (6, 3),
+        ]
 
         # two moves with nothing written: epoch 4 is not in the cache (Kafka drops
         # an entry the next one starts at the same offset as); 5 has data

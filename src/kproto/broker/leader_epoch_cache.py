@@ -27,6 +27,7 @@ __all__ = [
     "UNDEFINED_EPOCH_OFFSET",
     "epoch_entries",
     "end_offset_for",
+    "epoch_for_offset",
 ]
 
 #: Kafka's ``UNDEFINED_EPOCH`` / ``UNDEFINED_EPOCH_OFFSET``.
@@ -97,3 +98,16 @@ def end_offset_for(
     if higher == 0:
         return requested_epoch, start_of_higher
     return entries[higher - 1][0], start_of_higher
+
+
+def epoch_for_offset(plog: PartitionLog, offset: int, current_epoch: int) -> int:
+    """The leader epoch that wrote ``offset`` (Kafka's
+    ``LeaderEpochFileCache.epochForOffset``): that of the last epoch starting at or
+    before it, the current one starting at the log end offset when no batch
+    carries it yet; :data:`UNDEFINED_EPOCH` when none does (an offset of batches
+    that carry no epoch). ListOffsets answers it with the offsets it finds."""
+    entries = list(_stored_entries(plog))
+    if not entries or current_epoch > entries[-1][0]:
+        entries.append((current_epoch, plog.high_watermark))
+    found = bisect_right([start for _, start in entries], offset)
+    return entries[found - 1][0] if found else UNDEFINED_EPOCH

@@ -26,6 +26,7 @@ from kproto.broker.leader_epoch_cache import (
     UNDEFINED_EPOCH,
     UNDEFINED_EPOCH_OFFSET,
     end_offset_for,
+    epoch_for_offset,
 )
 from kproto.broker.leadership import leader_epoch
 from kproto.broker.log import Extent, PartitionLog
@@ -207,7 +208,10 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
     """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest (the
     last stable offset under ``isolation_level`` READ_COMMITTED, v2+),
     -3 the record with the largest timestamp (KIP-734), else the first record whose
-    timestamp (ms) is at or after the one asked (offset -1 if none)."""
+    timestamp (ms) is at or after the one asked (offset -1 if none). The
+    ``leader_epoch`` (v4+) of the latest offset is the partition's; of any other,
+    the epoch that wrote it (-1: none found, or unstamped batches), as Kafka's
+    ``UnifiedLog.fetchOffsetByTimestamp``."""
     committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     topics = []
     for t in request.topics:
@@ -217,6 +221,8 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                 ctx, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
             )
             offset, timestamp = -1, -1
+            current = leader_epoch(ctx.state, t.name, p.partition_index)
+            epoch = max(current, 0)
             if plog is not None:
                 ts = p.timestamp
                 if ts == _LATEST:
@@ -233,6 +239,12 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     found = plog.offset_for_timestamp(ts)
                     if found is not None:
                         offset, timestamp = found
+                if ts != _LATEST:  # the epoch of the offset found (-1: none)
+                    epoch = (
+                        epoch_for_offset(plog, offset, current)
+                        if offset >= 0
+                        else UNDEFINED_EPOCH
+                    )
             partitions.append(
                 {
                     "partition_index": p.partition_index,
@@ -240,9 +252,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     "old_style_offsets": [offset] if offset >= 0 else [],
                     "timestamp": timestamp,
                     "offset": offset,
-                    "leader_epoch": max(
-                        leader_epoch(ctx.state, t.name, p.partition_index), 0
-                    ),
+                    "leader_epoch": epoch,
                 }
             )
         topics.append({"name": t.name, "partitions": partitions})
