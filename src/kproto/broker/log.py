@@ -59,8 +59,7 @@ log = logging.getLogger("kproto.broker")
 _LOG_OVERHEAD = 12
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-#: where ``partition_leader_epoch`` sits: after base_offset and batch_length
-_EPOCH_AT = 12
+_EPOCH_AT = 12  # partition_leader_epoch: after base_offset and batch_length
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 
@@ -131,9 +130,8 @@ class PartitionLog:
         self.txn_index = TransactionIndex()
         #: called after every successful append (the cluster wakes Fetch long polls)
         self.on_append: Callable[[], None] | None = None
-        #: the partition's current leader epoch, stamped into every appended batch
-        #: (set by the cluster; None: a log no leader writes, e.g. a tool's or a
-        #: test's, whose batches keep the epoch they were written with)
+        #: the partition's leader epoch, stamped into every appended batch (set by
+        #: the cluster; None: a tool's or test's log, batches keep their epoch)
         self.leader_epoch: Callable[[], int] | None = None
         #: the highest ``partition_leader_epoch`` of the stored batches (-1: none),
         #: from recovery and appends: a restarted cluster resumes its epochs here

@@ -1,9 +1,11 @@
 """Fetch, ListOffsets and DeleteRecords: reading a partition and moving its start.
 
 Sources: ``FetchRequest/Response.json`` (KIP-74 byte limits, KIP-227 sessions,
-``last_fetched_epoch`` / ``diverging_epoch`` since v12, KIP-516 topic ids since v13), ``ListOffsetsRequest/Response.json`` (KIP-734
-max timestamp), ``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
-``ReplicaManager.fetchMessages`` / ``readFromLog`` and ``DelayedFetch``.
+``last_fetched_epoch`` / ``diverging_epoch`` since v12, KIP-516 topic ids since
+v13), ``ListOffsetsRequest/Response.json`` (KIP-734 max timestamp),
+``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
+``ReplicaManager.fetchMessages`` / ``readFromLog``, ``Partition.readRecords`` and
+``DelayedFetch``.
 """
 
 from __future__ import annotations
