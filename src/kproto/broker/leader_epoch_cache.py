@@ -21,6 +21,7 @@ import weakref
 from bisect import bisect_right
 
 from kproto.broker.log import PartitionLog
+from kproto.records._header import PARTITION_LEADER_EPOCH_AT
 
 __all__ = [
     "UNDEFINED_EPOCH",
@@ -35,7 +36,6 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 _EPOCH = struct.Struct(">i")
-_EPOCH_AT = 12  # baseOffset int64, batchLength int32, then partitionLeaderEpoch
 
 _memo: weakref.WeakKeyDictionary[
     PartitionLog, tuple[tuple[int, int, int], list[tuple[int, int]]]
@@ -54,9 +54,9 @@ def _stored_entries(plog: PartitionLog) -> list[tuple[int, int]]:
             continue
         data = segment.read_all()
         for base, position in zip(segment.offsets, segment.positions, strict=True):
-            if position + _EPOCH_AT + 4 > len(data):
+            if position + PARTITION_LEADER_EPOCH_AT + 4 > len(data):
                 break
-            (epoch,) = _EPOCH.unpack_from(data, position + _EPOCH_AT)
+            (epoch,) = _EPOCH.unpack_from(data, position + PARTITION_LEADER_EPOCH_AT)
             if epoch >= 0 and (not entries or epoch > entries[-1][0]):
                 entries.append((epoch, max(base, plog.log_start_offset)))
     _memo[plog] = (key, entries)

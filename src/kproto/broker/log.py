@@ -42,6 +42,7 @@ from kproto.broker.segment import Extent, Segment, segment_file_name
 from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
+from kproto.records._header import LOG_OVERHEAD, PARTITION_LEADER_EPOCH_AT
 from kproto.serial import DecodeError
 
 __all__ = [
@@ -55,11 +56,8 @@ __all__ = [
 
 log = logging.getLogger("kproto.broker")
 
-#: base_offset (int64) and batch_length (int32): the 12 bytes before every batch body.
-_LOG_OVERHEAD = 12
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-_EPOCH_AT = 12  # partition_leader_epoch: after base_offset and batch_length
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 
@@ -193,7 +191,7 @@ class PartitionLog:
         try:
             for batch in batches:
                 self._index_recovered(segment, batch, data)
-                good_end = batch.position + _LOG_OVERHEAD + batch.batch_length
+                good_end = batch.position + LOG_OVERHEAD + batch.batch_length
         except DecodeError as err:
             reason = f"corrupt batch: {err}"
         if not reason and batches.partial_tail_bytes:
@@ -215,7 +213,7 @@ class PartitionLog:
         self, segment: Segment, batch: RecordBatch, data: bytes
     ) -> None:
         last = batch.base_offset + batch.last_offset_delta
-        size = _LOG_OVERHEAD + batch.batch_length
+        size = LOG_OVERHEAD + batch.batch_length
         segment.index(
             batch.base_offset, last, batch.position, size, batch.max_timestamp
         )
@@ -388,7 +386,7 @@ class PartitionLog:
         )
         _BASE_OFFSET.pack_into(raw, 0, base)
         if epoch is not None:
-            _INT32.pack_into(raw, _EPOCH_AT, epoch)
+            _INT32.pack_into(raw, PARTITION_LEADER_EPOCH_AT, epoch)
         segment = self.segments[-1]
         if segment.size and segment.size + size > self.segment_bytes:
             segment = self._roll(base)
@@ -398,7 +396,7 @@ class PartitionLog:
             max_ts = log_append_time_ms
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
-        (stored_epoch,) = _INT32.unpack_from(raw, _EPOCH_AT)
+        (stored_epoch,) = _INT32.unpack_from(raw, PARTITION_LEADER_EPOCH_AT)
         self.latest_epoch = max(self.latest_epoch, stored_epoch)
         if batch.is_control:  # a transaction marker (rare): decoded whole
             for decoded in decode_batches(bytes(raw)):
