@@ -70,7 +70,10 @@ class ConsumerGroupMember(ModernGroupMember[uuid.UUID]):
     """One member (Kafka's ``ConsumerGroupMember``): the common fields of
     :class:`.modern.ModernGroupMember` (``assigned``: partitions by topic id) and
     its subscription. ``member_epoch`` -2 marks a static member that left and is
-    expected back (KIP-848 ``LEAVE_GROUP_STATIC_MEMBER_EPOCH``).
+    expected back (KIP-848 ``LEAVE_GROUP_STATIC_MEMBER_EPOCH``). A member using the
+    classic protocol (JoinGroup/SyncGroup, Kafka's ``classicMemberMetadata``) has
+    its ``classic_protocols`` (``(name, metadata)`` in preference order) and
+    ``classic_session_timeout_ms``; both are None for consumer-protocol members.
     """
 
     STABLE_STATE = MemberState.STABLE
@@ -80,6 +83,13 @@ class ConsumerGroupMember(ModernGroupMember[uuid.UUID]):
     subscribed_topic_names: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    classic_session_timeout_ms: int | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """Kafka's ``ConsumerGroupMember.useClassicProtocol``."""
+        return self.classic_protocols is not None
 
     def subscribes(self, topic: str, internal: bool = False) -> bool:
         """Whether ``topic`` is in the subscribed names or fully matches the regex
