@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.groups import GroupCoordinator
 from kproto.broker.groups.consumer_records import decode_consumer_record
 from kproto.broker.groups.records import GroupRecord, decode_record
 from kproto.records import decode_records
@@ -147,7 +148,22 @@ def test_rolling_upgrade_and_downgrade_consume_every_record_once(
     assert kinds[-1] == "classic" or kinds[-1] == "tombstone"
 
 
-def test_upgraded_group_recovers_after_restart_with_its_classic_members(
+def _replayed(cluster: Cluster) -> Any:
+    """What a restarted coordinator loads: a fresh GroupCoordinator replaying the
+    cluster's ``__consumer_offsets`` (its timers cancelled right after)."""
+
+    async def load() -> Any:
+        fresh = GroupCoordinator(
+            cluster.state, offsets_partitions=cluster.groups.offsets_partitions
+        )
+        await fresh.start()
+        await fresh.stop()
+        return fresh
+
+    return cluster._call(load())
+
+
+def test_kafka_python_member_in_an_upgraded_group_and_its_recovery(
     tmp_path: Path,
 ) -> None:
     kafka = pytest.importorskip("kafka")
@@ -168,30 +184,42 @@ def test_upgraded_group_recovers_after_restart_with_its_classic_members(
         def k1_step() -> bool:
             for records in k1.poll(timeout_ms=50).values():
                 seen.extend(("k1", int(r.value)) for r in records)
-            if seen:
                 k1.commit()
-            return len(seen) >= 40
+            return True
 
-        _until(k1_step, "kafka-python to read 40")
+        _until(lambda: k1_step() and len(seen) >= 40, "kafka-python to read 40")
         c3 = _consumer(cluster, "billing", "consumer")
         _until(
-            lambda: (k1_step() or True)
-            and c3.poll(0.05) is None
-            and len(c3.assignment()) > 0,
+            lambda: k1_step() and _idle(c3) and len(c3.assignment()) > 0,
             "c3 to own partitions",
+        )
+        _until(
+            lambda: k1_step() and len(k1.assignment()) + len(c3.assignment()) == 4,
+            "the four partitions shared",
         )
         group = cluster.groups.consumer.groups["billing"]
         assert sum(m.uses_classic_protocol for m in group.members.values()) == 1
-        epoch = group.group_epoch
-        c3.close()  # downgrade; k1 is left alone in a classic group
-        _until(lambda: _group_type(cluster, "billing") == "classic", "downgrade")
+        # a restarted coordinator loads the mixed group: epochs, assignments and
+        # the classic member's protocols and session timeout
+        loaded = _replayed(cluster).consumer.groups["billing"]
+        assert loaded.group_epoch == group.group_epoch
+        assert {m: (x.member_epoch, x.assigned) for m, x in loaded.members.items()} == {
+            m: (x.member_epoch, x.assigned) for m, x in group.members.items()
+        }
+        (classic,) = [m for m in loaded.members.values() if m.uses_classic_protocol]
+        assert classic.classic_session_timeout_ms == 6000
+        assert classic.classic_protocols == group.members[classic.member_id].classic_protocols
+        assert sum(c.offset for c in loaded.offsets.values()) == 40
+        c3.close()  # downgrade: k1 is left alone in a classic group
+        _until(lambda: k1_step() and _group_type(cluster, "billing") == "classic", "downgrade")
+        _until(lambda: k1_step() and len(k1.assignment()) == 4, "k1 to own all four")
+        _produce(cluster, "orders", range(40, 60))
+        _until(lambda: k1_step() and len(seen) >= 60, "kafka-python to read 60")
+        recovered = _replayed(cluster)
+        assert "billing" not in recovered.consumer.groups
+        assert recovered.groups["billing"].protocol_type == "consumer"
         k1.close()
-    with Cluster(data_dir=tmp_path, num_partitions=4, **FAST) as cluster:
-        # the classic group comes back with its offsets
-        assert _group_type(cluster, "billing") == "classic"
-        offsets = cluster.groups.groups["billing"].offsets
-        assert sum(c.offset for c in offsets.values()) == 40
-        assert epoch >= 2
+    assert sorted(v for _, v in seen) == list(range(60))
 
 
 def test_migration_policy_disabled_refuses_mixed_groups() -> None:
