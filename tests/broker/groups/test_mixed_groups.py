@@ -208,10 +208,16 @@ def test_kafka_python_member_in_an_upgraded_group_and_its_recovery(
         }
         (classic,) = [m for m in loaded.members.values() if m.uses_classic_protocol]
         assert classic.classic_session_timeout_ms == 6000
-        assert classic.classic_protocols == group.members[classic.member_id].classic_protocols
+        assert (
+            classic.classic_protocols
+            == group.members[classic.member_id].classic_protocols
+        )
         assert sum(c.offset for c in loaded.offsets.values()) == 40
         c3.close()  # downgrade: k1 is left alone in a classic group
-        _until(lambda: k1_step() and _group_type(cluster, "billing") == "classic", "downgrade")
+        _until(
+            lambda: k1_step() and _group_type(cluster, "billing") == "classic",
+            "downgrade",
+        )
         _until(lambda: k1_step() and len(k1.assignment()) == 4, "k1 to own all four")
         _produce(cluster, "orders", range(40, 60))
         _until(lambda: k1_step() and len(seen) >= 60, "kafka-python to read 60")
@@ -236,7 +242,9 @@ def test_migration_policy_disabled_refuses_mixed_groups() -> None:
         c3.poll(0.1)
         assert c3.assignment() == []
         beats = cluster.requests.filter(api_key=68)
-        assert beats and all(r.response.error_code == 69 for r in beats)  # GROUP_ID_NOT_FOUND
+        assert beats and all(
+            r.response.error_code == 69 for r in beats
+        )  # GROUP_ID_NOT_FOUND
         assert _group_type(cluster, "billing") == "classic"
         c3.close()
         c1.close()

@@ -49,8 +49,8 @@ from .consumer_records import (
     target_member_record,
     target_metadata_record,
 )
-from .modern_coordinator import ModernGroups
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
+from .modern_coordinator import ModernGroups
 from .records import group_metadata_record
 from .timers import arm_member_timers
 
@@ -206,7 +206,9 @@ class ClassicMembers:
             raise BrokerError(E.FENCED_INSTANCE_ID, "")
         return member
 
-    def _check_rebalance(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def _check_rebalance(
+        self, group: ConsumerGroup, member: ConsumerGroupMember
+    ) -> None:
         """Kafka's ``throwIfRebalanceInProgress``, plus: partitions the member waits for
         are free now."""
         behind = group.group_epoch > member.member_epoch
@@ -234,7 +236,8 @@ class ClassicMembers:
         arm_member_timers(
             consumer.coordinator.scheduler,
             member,
-            member.classic_session_timeout_ms or consumer.session_timeout(group.group_id),
+            member.classic_session_timeout_ms
+            or consumer.session_timeout(group.group_id),
             member.revoking,
             lambda why, epoch: consumer._expire(group, member, why, epoch),
         )
@@ -419,7 +422,9 @@ def _common_protocols(group: ConsumerGroup) -> set[str] | None:
 # -- conversions ------------------------------------------------------------------------
 
 
-def upgrade(consumer: ConsumerGroups, classic: ClassicGroup, records: list[Pair]) -> ConsumerGroup:
+def upgrade(
+    consumer: ConsumerGroups, classic: ClassicGroup, records: list[Pair]
+) -> ConsumerGroup:
     """The consumer group made of the non-empty classic group ``classic`` (Kafka's
     ``ConsumerGroup.fromClassicGroup`` and ``convertToConsumerGroup``): its
     members at the generation as member and group epoch, their assignments as
@@ -480,7 +485,6 @@ def upgrade(consumer: ConsumerGroups, classic: ClassicGroup, records: list[Pair]
     group.offsets = classic.offsets
     group.subscription_metadata = consumer._subscribed_metadata(group)
     # the classic group ends: pending answers, timers, its record
-    membership = coordinator.membership
     for m, _ in members:
         m.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, m.member_id))
         m.complete_sync(SyncResult(E.REBALANCE_IN_PROGRESS))

@@ -377,7 +377,10 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         return HeartbeatResult(E.NONE, None, r.member_id, r.member_epoch, 0, None)
 
     def _remove(
-        self, group: ConsumerGroup, member: ModernGroupMember[uuid.UUID], records: list[Pair]
+        self,
+        group: ConsumerGroup,
+        member: ModernGroupMember[uuid.UUID],
+        records: list[Pair],
     ) -> None:
         """Remove ``member`` and bump the group epoch; a group left with classic
         members only is converted back when the policy allows
