@@ -6,6 +6,7 @@ LeaveGroup), the conversions in both directions, and the migration policy."""
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,12 +44,14 @@ def assignment(data: bytes) -> set[int]:
     }
 
 
-def classic_join(conn: Connection, group: str, member: str, topic: str) -> Any:
+def classic_join(
+    conn: Connection, group: str, member: str, topic: str, rebalance_ms: int = 6000
+) -> Any:
     return conn.request(
         ApiKey.JOIN_GROUP,
         group_id=group,
         session_timeout_ms=6000,
-        rebalance_timeout_ms=6000,
+        rebalance_timeout_ms=rebalance_ms,
         member_id=member,
         protocol_type="consumer",
         protocols=[{"name": "range", "metadata": subscription(topic)}],
@@ -264,3 +267,20 @@ def test_policy_upgrade_keeps_a_consumer_group_of_classic_members() -> None:
             assert hb(conn, group, "m1", -1).error_code == 0
             # no downgrade: the classic member stays in the consumer group
             assert set(c.groups.consumer.groups[group].members) == {j.member_id}
+
+
+def test_classic_member_that_does_not_rejoin_is_fenced(
+    cluster: Cluster, conn: Connection
+) -> None:
+    group, topic = fresh(cluster)
+    assert hb(conn, group, "m1", 0, subscribed_topic_names=[topic]).error_code == 0
+    j = classic_join(conn, group, "", topic, rebalance_ms=300)
+    assert hb(conn, group, "m2", 0, subscribed_topic_names=[topic]).error_code == 0
+    assert beat(conn, group, j.member_id, j.generation_id) == E.REBALANCE_IN_PROGRESS
+    deadline = time.monotonic() + 10
+    error = E.REBALANCE_IN_PROGRESS
+    while error == E.REBALANCE_IN_PROGRESS and time.monotonic() < deadline:
+        time.sleep(0.05)  # heartbeating, never rejoining
+        error = beat(conn, group, j.member_id, j.generation_id)
+    assert error == E.UNKNOWN_MEMBER_ID
+    assert set(cluster.groups.consumer.groups[group].members) == {"m1", "m2"}

@@ -216,11 +216,33 @@ class ClassicMembers:
             member.state == MemberState.UNRELEASED_PARTITIONS
             and self._released(group, member)
         ):
+            self._arm_join_timeout(group, member)
             raise BrokerError(
                 E.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member"
                 f" {member.member_id} should rejoin to catch up.",
             )
+
+    def _arm_join_timeout(
+        self, group: ConsumerGroup, member: ConsumerGroupMember
+    ) -> None:
+        """Kafka's ``scheduleConsumerGroupJoinTimeoutIfAbsent``: a member that does
+        not rejoin within its rebalance timeout is fenced."""
+        if member.join_timer is not None:
+            return
+        epoch = member.member_epoch
+
+        def expired() -> None:
+            member.join_timer = None
+            if (
+                member.member_epoch == epoch
+                and group.members.get(member.member_id) is member
+            ):
+                self.consumer._expire(group, member, "join timeout", None)
+
+        member.join_timer = self.consumer.coordinator.scheduler.call_later(
+            member.rebalance_timeout_ms, expired
+        )
 
     @staticmethod
     def _released(group: ConsumerGroup, member: ConsumerGroupMember) -> bool:
@@ -314,6 +336,9 @@ class ClassicMembers:
             records.append(group_epoch_record(gid, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
             consumer._assign(group, records)
+        if member.join_timer is not None:
+            member.join_timer.cancel()
+            member.join_timer = None
         group.reconcile_member(member, self._by_id(owned))
         records.append(current_assignment_record(gid, member_id, member))
         if not await consumer.coordinator._append(gid, records):

@@ -18,6 +18,7 @@ import uuid
 import attrs
 
 from .modern import ModernGroup, ModernGroupMember
+from .timers import TimerHandle
 from .topic_regex import TopicRegex
 
 __all__ = [
@@ -85,6 +86,14 @@ class ConsumerGroupMember(ModernGroupMember[uuid.UUID]):
     server_assignor: str | None = None
     classic_protocols: tuple[tuple[str, bytes], ...] | None = None
     classic_session_timeout_ms: int | None = None
+    #: a classic member told to rejoin must do so within its rebalance timeout
+    join_timer: TimerHandle | None = None
+
+    def cancel_timers(self) -> None:
+        super().cancel_timers()
+        if self.join_timer is not None:
+            self.join_timer.cancel()
+        self.join_timer = None
 
     @property
     def uses_classic_protocol(self) -> bool:
