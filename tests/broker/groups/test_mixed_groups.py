@@ -40,7 +40,9 @@ def _produce(cluster: Cluster, topic: str, values: range) -> None:
     assert producer.flush(DEADLINE_S) == 0
 
 
-def _consumer(cluster: Cluster, group: str, protocol: str = "classic") -> Any:
+def _consumer(
+    cluster: Cluster, group: str, protocol: str = "classic", strategy: str = "range"
+) -> Any:
     conf: dict[str, Any] = {
         "bootstrap.servers": cluster.bootstrap_servers,
         "group.id": group,
@@ -52,7 +54,13 @@ def _consumer(cluster: Cluster, group: str, protocol: str = "classic") -> Any:
     if protocol == "consumer":
         conf["group.protocol"] = "consumer"
     else:
-        conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 200})
+        conf.update(
+            {
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 200,
+                "partition.assignment.strategy": strategy,
+            }
+        )
     consumer = ck.Consumer(conf)
     consumer.subscribe(["orders"])
     return consumer
@@ -60,16 +68,38 @@ def _consumer(cluster: Cluster, group: str, protocol: str = "classic") -> Any:
 
 def _drain(consumers: dict[str, Any], seen: list[tuple[str, int]], total: int) -> None:
     """Poll until ``seen`` holds ``total`` values, committing each message right
-    after it is taken (so a partition moving on is resumed where it was left)."""
+    after it is taken (so a partition moving on is resumed where it was left). A
+    commit refused while a classic rebalance completes (a cooperative member keeps
+    consuming with its old generation: ILLEGAL_GENERATION, as in Kafka) is retried
+    until the member has its new generation."""
+    retry: dict[str, dict[tuple[str, int], int]] = {name: {} for name in consumers}
+
+    def commit(name: str, consumer: Any, offsets: dict[tuple[str, int], int]) -> None:
+        parts = [ck.TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        try:
+            consumer.commit(offsets=parts, asynchronous=False)
+        except ck.KafkaException as exc:
+            code = exc.args[0].code()
+            assert code in (
+                ck.KafkaError.ILLEGAL_GENERATION,
+                ck.KafkaError.REBALANCE_IN_PROGRESS,
+            ), exc
+            retry[name].update(offsets)
+        else:
+            for tp in offsets:
+                retry[name].pop(tp, None)
 
     def step() -> bool:
         for name, consumer in consumers.items():
+            if retry[name]:
+                commit(name, consumer, dict(retry[name]))
             message = consumer.poll(0.05)
             if message is None or message.error() is not None:
                 continue
             seen.append((name, int(message.value())))
-            consumer.commit(message=message, asynchronous=False)
-        return len(seen) >= total
+            tp = (message.topic(), message.partition())
+            commit(name, consumer, {tp: message.offset() + 1})
+        return len(seen) >= total and not any(retry.values())
 
     _until(step, f"{total} messages (have {len(seen)})")
 
@@ -90,15 +120,18 @@ def _group_type(cluster: Cluster, group: str) -> str | None:
     return None
 
 
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_rolling_upgrade_and_downgrade_consume_every_record_once(
-    tmp_path: Path,
+    tmp_path: Path, strategy: str
 ) -> None:
+    """Eager (range: the classic members give everything up and rejoin) and
+    cooperative (they rejoin reporting what they own and revoke only what moves)."""
     seen: list[tuple[str, int]] = []
     with Cluster(data_dir=tmp_path, num_partitions=4, **FAST) as cluster:
         cluster.create_topic("orders", 4)
         _produce(cluster, "orders", range(0, 100))
-        c1 = _consumer(cluster, "billing")
-        c2 = _consumer(cluster, "billing")
+        c1 = _consumer(cluster, "billing", strategy=strategy)
+        c2 = _consumer(cluster, "billing", strategy=strategy)
         _drain({"c1": c1, "c2": c2}, seen, 100)
         assert _group_type(cluster, "billing") == "classic"
         # a consumer-protocol member joins: the classic group is upgraded
