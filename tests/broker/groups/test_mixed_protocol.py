@@ -170,6 +170,9 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
         protocols=[{"name": "range", "metadata": b"\x00"}],
     )
     assert bad.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    # ConsumerGroupDescribe v1 tells the member types apart
+    (d,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]).groups
+    assert {m.member_id: m.member_type for m in d.members} == {"m1": 1, member: 0}
     # the classic member leaves: the consumer group stays, m1 alone
     left = conn.request(
         ApiKey.LEAVE_GROUP, group_id=group, members=[{"member_id": member}]
