@@ -92,10 +92,12 @@ def parts(answer: Any) -> set[int]:
     return {p for tp in answer.assignment.topic_partitions for p in tp.partitions}
 
 
-def _connect(cluster: Cluster) -> Iterator[Connection]:
+def _connect(
+    cluster: Cluster, caps: dict[ApiKey, int] | None = None
+) -> Iterator[Connection]:
     info = cluster.state.nodes[1]
     with Connection(info.host, info.port, timeout_s=20) as c:
-        c.negotiate(caps=CAPS)
+        c.negotiate(caps=caps or CAPS)
         yield c
 
 
@@ -287,3 +289,42 @@ def test_classic_member_that_does_not_rejoin_is_fenced(
         error = beat(conn, group, j.member_id, j.generation_id)
     assert error == E.UNKNOWN_MEMBER_ID
     assert set(cluster.groups.consumer.groups[group].members) == {"m1", "m2"}
+
+
+def test_static_classic_member_restart_takes_its_place(cluster: Cluster) -> None:
+    for conn in _connect(cluster, {ApiKey.JOIN_GROUP: 5, ApiKey.HEARTBEAT: 3}):
+        _static_restart(cluster, conn)
+
+
+def _static_restart(cluster: Cluster, conn: Connection) -> None:
+    group, topic = fresh(cluster)
+    assert hb(conn, group, "m1", 0, subscribed_topic_names=[topic]).error_code == 0
+
+    def static_join(member: str) -> Any:
+        return conn.request(
+            ApiKey.JOIN_GROUP,
+            group_id=group,
+            session_timeout_ms=6000,
+            rebalance_timeout_ms=6000,
+            member_id=member,
+            group_instance_id="i-1",
+            protocol_type="consumer",
+            protocols=[{"name": "range", "metadata": subscription(topic)}],
+        )
+
+    first = static_join("")
+    epoch = cluster.groups.consumer.groups[group].group_epoch
+    second = static_join("")  # restarted: a new member id, same instance id
+    assert second.member_id != first.member_id
+    assert second.generation_id == first.generation_id
+    assert cluster.groups.consumer.groups[group].group_epoch == epoch  # no rebalance
+    members = set(cluster.groups.consumer.groups[group].members)
+    assert members == {"m1", second.member_id}
+    answer = conn.request(
+        ApiKey.HEARTBEAT,
+        group_id=group,
+        generation_id=first.generation_id,
+        member_id=first.member_id,
+        group_instance_id="i-1",
+    )
+    assert answer.error_code == E.FENCED_INSTANCE_ID

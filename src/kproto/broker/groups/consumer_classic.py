@@ -50,7 +50,6 @@ from .consumer_records import (
     target_metadata_record,
 )
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
-from .modern_coordinator import ModernGroups
 from .records import group_metadata_record
 from .timers import arm_member_timers
 
@@ -298,7 +297,7 @@ class ClassicMembers:
             topics, owned, rack_id = decode_subscription(protocols[0][1])
         except DecodeError:
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
-        if unknown and require_known_member_id:
+        if unknown and require_known_member_id and instance_id is None:
             return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
         existing = group.members.get(member_id)
         if existing is not None and not existing.uses_classic_protocol:
@@ -308,8 +307,16 @@ class ClassicMembers:
         gid = group.group_id
         previous_id = group.static_members.get(instance_id or "")
         if previous_id is not None and previous_id != member_id:
-            # a restarted static member takes the place of its predecessor
-            ModernGroups._remove(consumer, group, group.members[previous_id], records)
+            # KIP-345: a restarted static member takes its predecessor's place,
+            # epoch and partitions, without a rebalance
+            previous = group.members.pop(previous_id)
+            previous.cancel_timers()
+            target = group.target.pop(previous_id, {})
+            records += consumer.RECORDS.member_tombstones(gid, previous_id)
+            previous.member_id = member_id
+            group.add_member(previous)
+            group.target[member_id] = target
+            records.append(target_member_record(gid, member_id, target))
         bump = False
         member = group.members.get(member_id)
         if member is None:
