@@ -329,8 +329,10 @@ class ClassicMembers:
         member.server_assignor = None
         member.rack_id = rack_id or member.rack_id
         member.instance_id = instance_id
-        if rebalance_timeout_ms >= 0:
-            member.rebalance_timeout_ms = rebalance_timeout_ms
+        # JoinGroup v0 has no rebalance timeout: the session timeout, as Kafka
+        member.rebalance_timeout_ms = (
+            rebalance_timeout_ms if rebalance_timeout_ms >= 0 else session_timeout_ms
+        )
         member.client_id, member.client_host = client_id, client_host
         member.classic_protocols = protocols
         member.classic_session_timeout_ms = session_timeout_ms
