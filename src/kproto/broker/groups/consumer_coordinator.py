@@ -8,7 +8,7 @@
    INVALID_REGULAR_EXPRESSION);
 2. find or create the group (epoch 0 only; a classic group is converted: an empty
    one always, a non-empty one as ``group.consumer.migration.policy`` allows,
-   :func:`.consumer_classic.upgrade`) and the member (epoch 0 joins, a static
+   :func:`.consumer_migration.upgrade`) and the member (epoch 0 joins, a static
    member replaces its departed predecessor; otherwise UNKNOWN_MEMBER_ID and
    FENCED_MEMBER_EPOCH as ``throwIfMemberEpochIsInvalid``);
 3. bump the group epoch when the member is new, its subscription or assignor changed,
@@ -22,7 +22,7 @@
 Classic-protocol members of a consumer group (JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup) are served by :class:`.consumer_classic.ClassicMembers` (``classic``);
 when the last consumer-protocol member leaves or is fenced, a group of classic
-members is converted back (:func:`.consumer_classic.maybe_downgrade`).
+members is converted back (:func:`.consumer_migration.maybe_downgrade`).
 
 What streams groups do alike (the append, group creation and conversion, epoch
 checks, fencing, timers, offset validation, deletion) is in
@@ -42,9 +42,10 @@ from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
-from .consumer_classic import ClassicMembers, MigrationPolicy, maybe_downgrade, upgrade
+from .consumer_classic import ClassicMembers
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, compile_regex
 from .consumer_lifecycle import load_groups
+from .consumer_migration import MigrationPolicy, maybe_downgrade, upgrade
 from .consumer_records import (
     CONSUMER_RECORDS,
     current_assignment_record,
@@ -384,7 +385,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
     ) -> None:
         """Remove ``member`` and bump the group epoch; a group left with classic
         members only is converted back when the policy allows
-        (:func:`.consumer_classic.maybe_downgrade`)."""
+        (:func:`.consumer_migration.maybe_downgrade`)."""
         super()._remove(group, member, records)
         maybe_downgrade(self, group, records)
 

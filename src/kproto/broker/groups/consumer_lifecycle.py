@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ErrorCode
 
-from .consumer_classic import MigrationPolicy
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from .consumer_migration import MigrationPolicy
 from .consumer_records import assignment_from
 from .group import ClassicGroup, JoinResult
 from .records import CoordinatorRecord, offset_commit_record
