@@ -148,6 +148,26 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         """Serve one ConsumerGroupHeartbeat (see the module docstring)."""
+        classic = self.coordinator.groups.get(request.group_id)
+        if (
+            request.member_epoch == 0
+            and request.group_id not in self.groups
+            and classic is not None
+            and classic.members
+        ):
+            # the upgrade is appended on its own, whatever the join's fate
+            records: list[Pair] = []
+            try:
+                self._validate(request)
+                upgrade(self, classic, records)
+            except BrokerError as error:
+                return self._error_result(request, error.error_code, error.message)
+            if not await self.coordinator._append(request.group_id, records):
+                return self._error_result(
+                    request,
+                    E.COORDINATOR_NOT_AVAILABLE,
+                    "cannot write to __consumer_offsets",
+                )
         return await self._serve(
             request, lambda records: self._heartbeat(request, records)
         )
@@ -195,9 +215,6 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
 
     def _heartbeat(self, r: HeartbeatRequest, records: list[Pair]) -> HeartbeatResult:
         if r.member_epoch == 0:
-            classic = self.coordinator.groups.get(r.group_id)
-            if r.group_id not in self.groups and classic and classic.members:
-                upgrade(self, classic, records)
             group = self._group_for_join(r.group_id, records)
         else:
             group = self._group(r.group_id)

@@ -12,9 +12,9 @@ the consumer group at the group's generation, keeping its assignment. With
 ``downgrade`` or ``bidirectional``, a consumer group whose last consumer-protocol
 member leaves or is fenced while classic members remain becomes a classic group
 again (:func:`maybe_downgrade`) and rebalances. ``disabled`` keeps both conversions
-off (GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL). Each conversion adds the old
-type's tombstones and the new type's records to the batch of the request that
-caused it.
+off (GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL). A conversion is one batch of
+the old type's tombstones and the new type's records (an upgrade is appended before
+the join that caused it; a downgrade with the records of the leave or fencing).
 """
 
 from __future__ import annotations
