@@ -36,7 +36,8 @@ from kproto.broker.errors import LogAppendError
 from kproto.errors import ErrorCode
 from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
-from kproto.records._codecs import SizeLimitError, decompress
+from kproto.records._codecs import SizeLimitError
+from kproto.records._decompress_view import decompress_view
 from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
 
@@ -303,7 +304,8 @@ def _validate_batch(
         bound = limit if inline_bound is None else min(limit, inline_bound)
         off_loop = False
         try:
-            buf = bytes(decompress(codec, data[start:end], bound))
+            # the records are read in the thread's scratch buffer, not copied out
+            buf = decompress_view(codec, memoryview(data)[start:end], bound)
         except SizeLimitError as err:
             off_loop = bound < limit
             failure = RecordValidationError(
@@ -353,7 +355,7 @@ def _validate_batch(
 
 
 def _check_records(
-    buf: bytes,
+    buf: bytes | memoryview,
     p: int,
     rend: int,
     count: int,
@@ -368,7 +370,8 @@ def _check_records(
     object per record), then, only for a batch that fails one of these checks, its
     record loop (the columns it returns are compared as whole lists to name the
     records at fault); without it, :func:`_walk_records`, which builds no objects. A
-    batch the C loop rejects is walked again to name what is wrong."""
+    batch the C loop rejects is walked again to name what is wrong. ``buf`` is bytes
+    or a view of the thread's decompression buffer, read in place."""
     columns_loop = v2_loops()[0]
     if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
         return _walk_records(
@@ -393,6 +396,8 @@ def _check_records(
         return _walk_records(
             buf, p, rend, count, base_timestamp, policy, check_time, is_control
         )
+    if not isinstance(buf, bytes):  # a view of the decompression buffer
+        buf = bytes(buf)
     try:
         offsets, timestamps, keys, _, _ = columns_loop(
             buf, p, rend, count, 0, base_timestamp
@@ -435,7 +440,7 @@ def _bad_time(ts: int, i: int, low: int, high: int) -> str:
 
 
 def _walk_records(
-    buf: bytes,
+    buf: bytes | memoryview,
     p: int,
     rend: int,
     count: int,
@@ -536,7 +541,7 @@ def _walk_records(
     return errors
 
 
-def _varint(buf: bytes, p: int) -> tuple[int, int]:
+def _varint(buf: bytes | memoryview, p: int) -> tuple[int, int]:
     """A zigzag varint at ``buf[p]`` (at most 10 bytes); IndexError past the end."""
     b = buf[p]
     if b < 0x80:
