@@ -93,7 +93,9 @@ def _batches(codec: Compression) -> list[bytes]:
 
 
 @pytest.mark.parametrize("codec", list(Compression), ids=lambda c: c.label)
-def test_intact_batches_alike(monkeypatch: pytest.MonkeyPatch, codec: Compression) -> None:
+def test_intact_batches_alike(
+    monkeypatch: pytest.MonkeyPatch, codec: Compression
+) -> None:
     for data in _batches(codec):
         assert any(o[0] == "ok" for o in _both(monkeypatch, data))
 
@@ -109,7 +111,9 @@ def test_mutated_batches_alike(
         # past the header, CRC made right again: the records (or codec frame) are hit
         for _ in range(rng.randint(1, 3)):
             at = rng.randrange(61, len(data))
-            data[at] = rng.randrange(256) if i % 2 else data[at] ^ (1 << rng.randrange(8))
+            data[at] = (
+                rng.randrange(256) if i % 2 else data[at] ^ (1 << rng.randrange(8))
+            )
         _both(monkeypatch, _resealed(data))
 
 

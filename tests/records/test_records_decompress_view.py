@@ -112,7 +112,9 @@ def test_mutated_payloads_alike(codec: Compression) -> None:
         data = bytearray(rng.choice(bases))
         for _ in range(rng.randint(1, 3)):
             at = rng.randrange(len(data))
-            data[at] = rng.randrange(256) if i % 2 else data[at] ^ (1 << rng.randrange(8))
+            data[at] = (
+                rng.randrange(256) if i % 2 else data[at] ^ (1 << rng.randrange(8))
+            )
         _same(codec, bytes(data))
 
 
@@ -162,7 +164,9 @@ def test_scan_reads_views_as_bytes() -> None:
     if scan is None:
         pytest.skip("C extension off")
     rng = random.Random(7)
-    records = [(b"k%d" % i, b"v" * i, [("h", b"x")] * (i % 3), 1000 + i) for i in range(50)]
+    records = [
+        (b"k%d" % i, b"v" * i, [("h", b"x")] * (i % 3), 1000 + i) for i in range(50)
+    ]
     body = encode_batch(records)[61:]
     for i in range(500):
         data = bytearray(body)
@@ -174,6 +178,8 @@ def test_scan_reads_views_as_bytes() -> None:
         assert _scan_outcome(scan, memoryview(raw), len(raw), count) == want
         assert _scan_outcome(scan, bytearray(raw), len(raw), count) == want
         # a view of a larger buffer, read up to `end` only
-        assert _scan_outcome(scan, memoryview(raw + b"\x00" * 9), len(raw), count) == want
+        assert (
+            _scan_outcome(scan, memoryview(raw + b"\x00" * 9), len(raw), count) == want
+        )
         if i == 0:
             assert want != "bad" and want is not None

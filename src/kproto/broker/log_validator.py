@@ -286,6 +286,7 @@ def _validate_batch(
         )
     codec = attributes & 0x07
     start = pos + _RECORDS_AT
+    buf: bytes | memoryview
     if codec == 0:
         buf, rpos, rend = data, start, end
     else:
