@@ -23,6 +23,8 @@ names the error):
 
 from __future__ import annotations
 
+import struct
+
 import cramjam
 
 from ._codecs import (
@@ -36,6 +38,8 @@ from ._codecs import (
 from ._types import Compression
 
 __all__ = ["decompress_view"]
+
+_U32 = struct.Struct("<I").unpack_from
 
 _LZ4_MAGIC_BYTES = b"\x04\x22\x4d\x18"
 #: FLG of a frame with independent blocks and no checksums (version 1), without
@@ -87,7 +91,7 @@ def _lz4_into(data: bytes | memoryview, limit: int) -> memoryview | None:
         if mv[6] != _LZ4_HC[(flg, bd)]:
             return None
     elif flg == _LZ4_FLG_SIZED:
-        declared = int.from_bytes(mv[6:14], "little")
+        (declared,) = struct.unpack_from("<Q", mv, 6)
         p = 14
         if n < 19 or mv[14] != (xxh32(bytes(mv[4:14])) >> 8) & 0xFF:
             return None
@@ -96,10 +100,11 @@ def _lz4_into(data: bytes | memoryview, limit: int) -> memoryview | None:
     p += 1
     blocks: list[tuple[int, int]] = []  # (start, size); size < 0: stored as is
     bound = 0
+    u32 = _U32
     while True:
         if p + 4 > n:
             return None
-        size = int.from_bytes(mv[p : p + 4], "little")
+        (size,) = u32(mv, p)
         p += 4
         if size == 0:
             break
