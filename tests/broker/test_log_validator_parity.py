@@ -60,6 +60,13 @@ def _resealed(data: bytearray) -> bytes:
     return bytes(data)
 
 
+def _recompressed(plain: bytes, codec: Compression, body: bytes) -> bytes:
+    data = bytearray(plain[:61]) + body
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    data[22] |= codec  # attributes (int16 at 21): the codec bits
+    return _resealed(data)
+
+
 def librdkafka_lz4(plain: bytes) -> bytes:
     """An uncompressed batch recompressed as librdkafka writes lz4: one frame of
     independent 64 KiB blocks, no checksums, no content size."""
@@ -67,10 +74,14 @@ def librdkafka_lz4(plain: bytes) -> bytes:
     frame = lz4_frame.compress(
         plain[61:], block_size=lz4_frame.BLOCKSIZE_MAX64KB, block_linked=False
     )
-    data = bytearray(plain[:61]) + frame
-    struct.pack_into(">i", data, 8, len(data) - 12)
-    data[22] |= Compression.LZ4  # attributes (int16 at 21): the codec bits
-    return _resealed(data)
+    return _recompressed(plain, Compression.LZ4, frame)
+
+
+def librdkafka_zstd(plain: bytes) -> bytes:
+    """As librdkafka writes zstd: a frame without a content size."""
+    zstandard = pytest.importorskip("zstandard")
+    frame = zstandard.ZstdCompressor(write_content_size=False).compress(plain[61:])
+    return _recompressed(plain, Compression.ZSTD, frame)
 
 
 def _batches(codec: Compression) -> list[bytes]:
@@ -89,6 +100,8 @@ def _batches(codec: Compression) -> list[bytes]:
         out.append(encode_batch(records, compression=codec))
         if codec == Compression.LZ4:
             out.append(librdkafka_lz4(encode_batch(records)))
+        if codec == Compression.ZSTD:
+            out.append(librdkafka_zstd(encode_batch(records)))
     return out
 
 
@@ -129,7 +142,7 @@ def test_lz4_bomb_stops_at_the_inline_bound(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_fast_path_is_the_one_measured() -> None:
-    # the validator uses decompress_view (a view of the scratch buffer) for lz4
+    # the validator reads lz4, zstd and snappy records in the scratch buffer
     seen: list[type] = []
     real: Callable[..., Any] = log_validator.decompress_view
 
@@ -141,7 +154,8 @@ def test_the_fast_path_is_the_one_measured() -> None:
     mp = pytest.MonkeyPatch()
     mp.setattr(log_validator, "decompress_view", spy)
     try:
-        log_validator.validate_batches(_batches(Compression.LZ4)[-1], LogPolicy())
+        for codec in (Compression.LZ4, Compression.ZSTD, Compression.SNAPPY):
+            log_validator.validate_batches(_batches(codec)[-1], LogPolicy())
     finally:
         mp.undo()
-    assert seen == [memoryview]
+    assert seen == [memoryview] * 3

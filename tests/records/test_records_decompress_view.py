@@ -19,7 +19,7 @@ import pytest
 from kproto.exceptions import DecodeError
 from kproto.records import Compression, encode_batch
 from kproto.records._codecs import compress, decompress, xxh32
-from kproto.records._decompress_view import _lz4_into, decompress_view
+from kproto.records._decompress_view import _lz4_into, _zstd_into, decompress_view
 from kproto.records._native import v2_scan
 from kproto.records._v2_loop import Bad
 
@@ -70,6 +70,32 @@ def _lz4_frames() -> list[bytes]:
     return out
 
 
+def _zstd_frames() -> list[bytes]:
+    """zstd frames with and without a declared content size (librdkafka's: none)."""
+    zstandard = pytest.importorskip("zstandard")
+    out = []
+    for payload in PAYLOADS:
+        out.append(compress(Compression.ZSTD, payload))
+        for level in (1, 3, 19):
+            for sized in (False, True):
+                c = zstandard.ZstdCompressor(level=level, write_content_size=sized)
+                out.append(c.compress(payload))
+    return out
+
+
+def test_every_zstd_frame_shape_alike() -> None:
+    fast = 0
+    for frame in _zstd_frames():
+        fast += _zstd_into(frame, 1 << 24) is not None
+        assert _same(Compression.ZSTD, frame)[0] == "ok"
+        assert _same(Compression.ZSTD, frame + b"\x00")  # trailing bytes
+        assert _same(Compression.ZSTD, frame + frame)  # two frames
+        assert _same(Compression.ZSTD, frame[: len(frame) // 2])  # truncated
+        for limit in (1000, 65_536, 200_000):
+            _same(Compression.ZSTD, frame, limit)
+    assert fast >= 6  # the one-call path took most frames without a size
+
+
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.label)
 def test_intact_payloads_alike(codec: Compression) -> None:
     for payload in PAYLOADS:
@@ -105,7 +131,8 @@ def test_lz4_stored_blocks_and_wrong_content_size() -> None:
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.label)
 def test_mutated_payloads_alike(codec: Compression) -> None:
     rng = random.Random(18)
-    frames = _lz4_frames()[:20] if codec == Compression.LZ4 else []
+    frames = {Compression.LZ4: _lz4_frames()[:20], Compression.ZSTD: _zstd_frames()}
+    frames = frames.get(codec, [])
     bases = [compress(codec, p) for p in PAYLOADS[:3]] + frames
     cases = int(os.environ.get("KPROTO_FUZZ_CASES", "400"))
     for i in range(cases):

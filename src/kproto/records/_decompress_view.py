@@ -19,6 +19,9 @@ names the error):
   block maximum; a declared content size must match. These are the checks liblz4's
   frame decoder makes on such a frame, so the two accept the same frames.
 * snappy: raw or xerial-framed blocks (``_codecs._snappy_into``).
+* zstd: one frame that declares no content size (librdkafka's), in one call into
+  room for what its block headers allow (``decompress`` starts smaller and
+  decompresses again into a buffer four times larger each time it fills one).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ __all__ = ["decompress_view"]
 _U32 = struct.Struct("<I").unpack_from
 
 _LZ4_MAGIC_BYTES = b"\x04\x22\x4d\x18"
+_ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
 #: FLG of a frame with independent blocks and no checksums (version 1), without
 #: and with a content size.
 _LZ4_FLG_PLAIN = 0x60
@@ -67,6 +71,10 @@ def decompress_view(
             return fast
     elif codec == Compression.SNAPPY:
         view = _snappy_into(data, limit)
+        if view is not None:
+            return view
+    elif codec == Compression.ZSTD:
+        view = _zstd_into(data, limit)
         if view is not None:
             return view
     return decompress(codec, bytes(data), limit)
@@ -138,3 +146,54 @@ def _lz4_into(data: bytes | memoryview, limit: int) -> memoryview | None:
     if declared >= 0 and at != declared:
         return None
     return view[:at]
+
+
+#: The most one zstd block yields (Block_Maximum_Size, RFC 8878 3.1.1.2.3).
+_ZSTD_BLOCK_MAX = 128 * 1024
+
+
+def _zstd_into(data: bytes | memoryview, limit: int) -> memoryview | None:
+    """One zstd frame without a declared content size, nothing after it, decompressed
+    by cramjam into the scratch buffer in one call, with room for what its block
+    headers allow (raw and RLE blocks their size, a compressed block 128 KiB);
+    ``None`` for any other shape (``decompress`` takes a frame that declares its
+    size straight into bytes of that size), a bound past ``limit``, or a failure."""
+    mv = memoryview(data)
+    n = len(mv)
+    if n < 9 or mv[:4] != _ZSTD_MAGIC_BYTES:
+        return None
+    fhd = mv[4]
+    if fhd >> 6 or fhd & 0x20 or fhd & 0x18:
+        return None  # a content size, single segment, reserved or unused bits
+    p = 6 + (0, 1, 2, 4)[fhd & 3]  # magic, FHD, window descriptor, dictionary id
+    bound = 0
+    while True:
+        if p + 3 > n:
+            return None
+        (header,) = _U32(mv[p : p + 3].tobytes() + b"\0")
+        p += 3
+        kind = (header >> 1) & 3
+        size = header >> 3
+        if kind == 0:  # raw
+            bound += size
+            p += size
+        elif kind == 1:  # RLE: one byte, repeated size times
+            bound += size
+            p += 1
+        elif kind == 2:
+            bound += _ZSTD_BLOCK_MAX
+            p += size
+        else:
+            return None
+        if header & 1:
+            break
+    if fhd & 0x04:
+        p += 4  # content checksum
+    if p != n or bound >= min(limit, _SCRATCH_MAX):
+        return None
+    view = _scratch_view(bound + 1)
+    try:
+        got: int = cramjam.zstd.decompress_into(mv, view)
+    except Exception:  # noqa: BLE001 - decompress names what is wrong
+        return None
+    return view[:got] if got <= bound else None
