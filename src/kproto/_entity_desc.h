@@ -26,7 +26,11 @@ static const char *kind_names[N_KINDS] = {
     "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "bool",
     "uuid", "string", "bytes", "struct", "array",
 };
+/* The wire forms: the size of a fixed-width kind, and the width of the non-compact
+ * length or count (-1: null) before a string (int16), bytes or array (int32); a
+ * compact one is an unsigned varint of the length + 1. */
 static const int fixed_size[N_KINDS] = {1, 2, 2, 4, 4, 8, 8, 1, 16, 0, 0, 0, 0};
+static const int count_size[N_KINDS] = {[K_STRING] = 2, [K_BYTES] = 4, [K_ARRAY] = 4};
 
 typedef struct Prog Prog;
 typedef struct Op Op;
@@ -52,7 +56,6 @@ struct Prog {
 static PyTypeObject *uuid_type = NULL;
 static Py_ssize_t uuid_int_slot = -1, uuid_safe_slot = -1;
 static PyObject *uuid_unknown = NULL;
-static int enabled = 1;
 
 /* The object slot at offset `off` of `obj` (NULL when unset). */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -231,19 +234,6 @@ setup(PyObject *self, PyObject *args)
     Py_INCREF(unknown);
     Py_XSETREF(uuid_unknown, unknown);
     Py_RETURN_NONE;
-}
-
-/* set_enabled(bool) -> the previous value (kproto.speedups.using): off, every Reader
- * or Writer of the module calls its fallback. */
-static PyObject *
-set_enabled(PyObject *self, PyObject *arg)
-{
-    int was = enabled;
-    int v = PyObject_IsTrue(arg);
-    if (v < 0)
-        return NULL;
-    enabled = v;
-    return PyBool_FromLong(was);
 }
 
 #endif /* KPROTO_ENTITY_DESC_H */

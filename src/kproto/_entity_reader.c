@@ -22,7 +22,7 @@
  * of compile.py's object.__new__(base) + __class__ assignment. UUIDs are built the
  * same way from uuid.UUID's own slots (int, is_safe).
  */
-#include "_entity_desc.h"
+#include "_entity_wrapper.h"
 
 /* ---- reading --------------------------------------------------------------- */
 
@@ -63,10 +63,11 @@ be(const unsigned char *p, int n)
 }
 
 /* A length or count (-1 for null) as compile.py's _dec_count reads it, checked
- * against the bytes left; `classic` is the width of the non-compact form. */
+ * against the bytes left. */
 static int
-read_count(R *r, Op *op, int classic, Py_ssize_t *out)
+read_count(R *r, Op *op, Py_ssize_t *out)
 {
+    int classic = count_size[op->kind];
     int64_t n;
     if (op->compact) {
         uint64_t u;
@@ -128,9 +129,9 @@ read_fixed(R *r, int kind)
             Py_DECREF(i);
             return NULL;
         }
-        *(PyObject **)((char *)u + uuid_int_slot) = i;
+        SLOT(u, uuid_int_slot) = i;
         Py_INCREF(uuid_unknown);
-        *(PyObject **)((char *)u + uuid_safe_slot) = uuid_unknown;
+        SLOT(u, uuid_safe_slot) = uuid_unknown;
         return u;
     }
     }
@@ -144,7 +145,7 @@ read_value(R *r, Op *op)
     switch (op->kind) {
     case K_STRING:
     case K_BYTES:
-        if (read_count(r, op, op->kind == K_STRING ? 2 : 4, &n) < 0)
+        if (read_count(r, op, &n) < 0)
             return NULL;
         if (n < 0)
             Py_RETURN_NONE;
@@ -164,7 +165,7 @@ read_value(R *r, Op *op)
         }
         return read_entity(r, op->sub);
     case K_ARRAY: {
-        if (read_count(r, op, 4, &n) < 0)
+        if (read_count(r, op, &n) < 0)
             return NULL;
         if (n < 0)
             Py_RETURN_NONE;
@@ -276,34 +277,27 @@ error:
 
 /* ---- the Reader object ----------------------------------------------------- */
 
-typedef struct {
-    PyObject_HEAD
-    Prog *prog;
-    PyObject *fallback;
-    vectorcallfunc vectorcall;
-} Reader;
-
+/* reader(buf, pos) -> (entity, pos): the compiled decoder's signature. */
 static PyObject *
 reader_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
-    Reader *rd = (Reader *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (!enabled || kw != NULL || nargs != 2 || !PyLong_CheckExact(args[1]))
-        return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+        return fall_back(self, args, nargsf, kw);
     Py_ssize_t start = PyLong_AsSsize_t(args[1]);
     if (start == -1 && PyErr_Occurred()) {
         PyErr_Clear();
-        return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+        return fall_back(self, args, nargsf, kw);
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
-        return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
+        return fall_back(self, args, nargsf, kw);
     }
     PyObject *result = NULL;
     if (start >= 0 && start <= view.len) {
         R r = {(const unsigned char *)view.buf, start, view.len};
-        PyObject *obj = read_entity(&r, rd->prog);
+        PyObject *obj = read_entity(&r, ((Wrapper *)self)->prog);
         if (obj != NULL) {
             result = Py_BuildValue("(Nn)", obj, r.pos);
         }
@@ -312,73 +306,27 @@ reader_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject
     if (result != NULL)
         return result;
     PyErr_Clear();
-    return PyObject_Vectorcall(rd->fallback, args, nargsf, kw);
-}
-
-static void
-reader_dealloc(Reader *self)
-{
-    prog_free(self->prog);
-    Py_XDECREF(self->fallback);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* Attributes a Reader lacks come from its fallback (__name__, __code__, ...), so it
- * stands in for the compiled function; __wrapped__ is the fallback itself. */
-static PyObject *
-reader_getattro(PyObject *self, PyObject *name)
-{
-    Reader *rd = (Reader *)self;
-    if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-        Py_INCREF(rd->fallback);
-        return rd->fallback;
-    }
-    PyObject *v = PyObject_GenericGetAttr(self, name);
-    if (v != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return v;
-    PyErr_Clear();
-    return PyObject_GetAttr(rd->fallback, name);
+    return fall_back(self, args, nargsf, kw);
 }
 
 static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
+    WRAPPER_TYPE_SLOTS,
     .tp_name = "kproto._entity_reader.Reader",
-    .tp_basicsize = sizeof(Reader),
-    .tp_dealloc = (destructor)reader_dealloc,
-    .tp_call = PyVectorcall_Call,
-    .tp_getattro = reader_getattro,
-    .tp_vectorcall_offset = offsetof(Reader, vectorcall),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "reader(buf, pos) -> (entity, pos); see kproto.speedups.",
 };
 
 static PyObject *
 make_reader(PyObject *self, PyObject *args)
 {
-    PyObject *desc, *fallback;
-    if (!PyArg_ParseTuple(args, "O!O", &PyTuple_Type, &desc, &fallback))
-        return NULL;
-    Prog *p = prog_from(desc);
-    if (p == NULL)
-        return NULL;
-    Reader *rd = PyObject_New(Reader, &ReaderType);
-    if (rd == NULL) {
-        prog_free(p);
-        return NULL;
-    }
-    rd->prog = p;
-    Py_INCREF(fallback);
-    rd->fallback = fallback;
-    rd->vectorcall = reader_vectorcall;
-    return (PyObject *)rd;
+    return make_wrapper(args, &ReaderType, reader_vectorcall);
 }
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(uuid.UUID, uuid.SafeUUID.unknown)"},
+    SETUP_METHOD,
     {"make_reader", make_reader, METH_VARARGS,
      "make_reader(description, fallback) -> Reader (see kproto.speedups)."},
-    {"set_enabled", set_enabled, METH_O,
-     "set_enabled(bool) -> the previous value: off, every Reader calls its fallback."},
+    SET_ENABLED_METHOD("Reader"),
     {NULL, NULL, 0, NULL},
 };
 
@@ -391,7 +339,5 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__entity_reader(void)
 {
-    if (PyType_Ready(&ReaderType) < 0)
-        return NULL;
-    return PyModule_Create(&module);
+    return wrapper_module(&module, &ReaderType);
 }

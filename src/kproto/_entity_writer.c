@@ -36,7 +36,7 @@
  * they are written (a tagged field's comparison may run Python code); a list that
  * changes size meanwhile sends the entity to Python.
  */
-#include "_entity_desc.h"
+#include "_entity_wrapper.h"
 #include "_entity_out.h"
 
 /* ---- values ------------------------------------------------------------------ */
@@ -45,12 +45,11 @@
  * runs the Python encoder, which raises the right error (or writes what Python
  * writes). */
 
-/* A length or count as _encode_gen.py writes it: -1 is null; `classic` is the width
- * of the non-compact form (2: int16 string lengths, 4: int32 bytes lengths and array
- * counts). */
+/* A length or count as _encode_gen.py writes it (-1 is null), in op's form. */
 static int
-put_length(Out *o, const Op *op, Py_ssize_t n, int classic)
+put_length(Out *o, const Op *op, Py_ssize_t n)
 {
+    int classic = count_size[op->kind];
     if (op->compact) {
         if (n > (Py_ssize_t)0xFFFFFFFE)
             return -1;
@@ -128,12 +127,12 @@ static int
 put_string(Out *o, const Op *op, PyObject *v)
 {
     if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1, 2) : -1;
+        return op->nullable ? put_length(o, op, -1) : -1;
     if (!PyUnicode_CheckExact(v))
         return -1;
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(v, &n);
-    if (s == NULL || put_length(o, op, n, 2) < 0)
+    if (s == NULL || put_length(o, op, n) < 0)
         return -1;
     return put(o, s, n);
 }
@@ -143,10 +142,10 @@ static int
 put_bytes(Out *o, const Op *op, PyObject *v)
 {
     if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1, 4) : -1;
+        return op->nullable ? put_length(o, op, -1) : -1;
     if (PyBytes_CheckExact(v)) {
         Py_ssize_t n = PyBytes_GET_SIZE(v);
-        if (put_length(o, op, n, 4) < 0)
+        if (put_length(o, op, n) < 0)
             return -1;
         return put(o, PyBytes_AS_STRING(v), n);
     }
@@ -155,7 +154,7 @@ put_bytes(Out *o, const Op *op, PyObject *v)
     Py_buffer view;
     if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0)
         return -1;
-    int r = put_length(o, op, view.len, 4);
+    int r = put_length(o, op, view.len);
     if (r == 0)
         r = put(o, view.buf, view.len);
     PyBuffer_Release(&view);
@@ -171,10 +170,10 @@ static int
 put_array(Out *o, const Op *op, PyObject *v)
 {
     if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1, 4) : -1;
+        return op->nullable ? put_length(o, op, -1) : -1;
     if (PyTuple_CheckExact(v)) {
         Py_ssize_t n = PyTuple_GET_SIZE(v);
-        if (put_length(o, op, n, 4) < 0)
+        if (put_length(o, op, n) < 0)
             return -1;
         for (Py_ssize_t i = 0; i < n; i++)
             if (put_value(o, op->elem, PyTuple_GET_ITEM(v, i)) < 0)
@@ -184,7 +183,7 @@ put_array(Out *o, const Op *op, PyObject *v)
     if (!PyList_CheckExact(v))
         return -1;
     Py_ssize_t n = PyList_GET_SIZE(v);
-    if (put_length(o, op, n, 4) < 0)
+    if (put_length(o, op, n) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i >= PyList_GET_SIZE(v))
@@ -418,24 +417,16 @@ encode(const Prog *p, PyObject *obj)
 
 /* ---- the Writer object ----------------------------------------------------- */
 
-typedef struct {
-    PyObject_HEAD
-    Prog *prog;
-    PyObject *fallback; /* the compiled encode_<Class>(entity, append) */
-    vectorcallfunc vectorcall;
-} Writer;
-
 /* writer(entity, append): the compiled encoder's signature; one append call. */
 static PyObject *
 writer_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kw)
 {
-    Writer *wr = (Writer *)self;
     if (!enabled || kw != NULL || PyVectorcall_NARGS(nargsf) != 2)
-        return PyObject_Vectorcall(wr->fallback, args, nargsf, kw);
-    PyObject *data = encode(wr->prog, args[0]);
+        return fall_back(self, args, nargsf, kw);
+    PyObject *data = encode(((Wrapper *)self)->prog, args[0]);
     if (data == NULL) {
         PyErr_Clear();
-        return PyObject_Vectorcall(wr->fallback, args, nargsf, kw);
+        return fall_back(self, args, nargsf, kw);
     }
     PyObject *r = PyObject_CallOneArg(args[1], data);
     Py_DECREF(data);
@@ -453,7 +444,7 @@ static PyObject *append_name, *join_name, *empty_bytes;
 static PyObject *
 writer_to_bytes(PyObject *self, PyObject *obj)
 {
-    Writer *wr = (Writer *)self;
+    Wrapper *wr = (Wrapper *)self;
     if (enabled) {
         PyObject *data = encode(wr->prog, obj);
         if (data != NULL)
@@ -474,31 +465,6 @@ done:
     return result;
 }
 
-static void
-writer_dealloc(Writer *self)
-{
-    prog_free(self->prog);
-    Py_XDECREF(self->fallback);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* Attributes a Writer lacks come from its fallback (__name__, __code__, ...), so it
- * stands in for the compiled function; __wrapped__ is the fallback itself. */
-static PyObject *
-writer_getattro(PyObject *self, PyObject *name)
-{
-    Writer *wr = (Writer *)self;
-    if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-        Py_INCREF(wr->fallback);
-        return wr->fallback;
-    }
-    PyObject *v = PyObject_GenericGetAttr(self, name);
-    if (v != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
-        return v;
-    PyErr_Clear();
-    return PyObject_GetAttr(wr->fallback, name);
-}
-
 static PyMethodDef writer_methods[] = {
     {"to_bytes", writer_to_bytes, METH_O,
      "to_bytes(entity) -> bytes: the encoding (the fallback's when unsure)."},
@@ -507,44 +473,23 @@ static PyMethodDef writer_methods[] = {
 
 static PyTypeObject WriterType = {
     PyVarObject_HEAD_INIT(NULL, 0)
+    WRAPPER_TYPE_SLOTS,
     .tp_name = "kproto._entity_writer.Writer",
-    .tp_basicsize = sizeof(Writer),
-    .tp_dealloc = (destructor)writer_dealloc,
-    .tp_call = PyVectorcall_Call,
-    .tp_getattro = writer_getattro,
     .tp_methods = writer_methods,
-    .tp_vectorcall_offset = offsetof(Writer, vectorcall),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "writer(entity, append) -> None; see kproto.speedups.",
 };
 
 static PyObject *
 make_writer(PyObject *self, PyObject *args)
 {
-    PyObject *desc, *fallback;
-    if (!PyArg_ParseTuple(args, "O!O", &PyTuple_Type, &desc, &fallback))
-        return NULL;
-    Prog *p = prog_from(desc);
-    if (p == NULL)
-        return NULL;
-    Writer *wr = PyObject_New(Writer, &WriterType);
-    if (wr == NULL) {
-        prog_free(p);
-        return NULL;
-    }
-    wr->prog = p;
-    Py_INCREF(fallback);
-    wr->fallback = fallback;
-    wr->vectorcall = writer_vectorcall;
-    return (PyObject *)wr;
+    return make_wrapper(args, &WriterType, writer_vectorcall);
 }
 
 static PyMethodDef methods[] = {
-    {"setup", setup, METH_VARARGS, "setup(uuid.UUID, uuid.SafeUUID.unknown)"},
+    SETUP_METHOD,
     {"make_writer", make_writer, METH_VARARGS,
      "make_writer(description, fallback) -> Writer (see kproto.speedups)."},
-    {"set_enabled", set_enabled, METH_O,
-     "set_enabled(bool) -> the previous value: off, every Writer calls its fallback."},
+    SET_ENABLED_METHOD("Writer"),
     {NULL, NULL, 0, NULL},
 };
 
@@ -557,13 +502,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__entity_writer(void)
 {
-    if (PyType_Ready(&WriterType) < 0)
-        return NULL;
     if (append_name == NULL && (append_name = PyUnicode_InternFromString("append")) == NULL)
         return NULL;
     if (join_name == NULL && (join_name = PyUnicode_InternFromString("join")) == NULL)
         return NULL;
     if (empty_bytes == NULL && (empty_bytes = PyBytes_FromStringAndSize(NULL, 0)) == NULL)
         return NULL;
-    return PyModule_Create(&module);
+    return wrapper_module(&module, &WriterType);
 }

@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kproto import index, speedups
-from kproto.serial import entity_writer
+from kproto.schema.api_versions.v3 import ApiVersionsRequest
+from kproto.serial import decode, encode, entity_writer
 from kproto.serial.compile import decoder
 from tests import strategies
 
@@ -62,3 +63,25 @@ def test_native_and_python_readers_agree(cls: type, data: st.DataObject) -> None
         damaged[rng.randrange(len(damaged))] = rng.choice((0, 1, 0x7F, 0x80, 0xFF))
     native = _outcome(cls, bytes(damaged), True)
     assert repr(native) == repr(_outcome(cls, bytes(damaged), False))
+
+
+def test_a_reader_stands_in_for_its_compiled_decoder() -> None:
+    """Attributes it lacks and calls it does not take go to the compiled decoder it
+    wraps (its ``__wrapped__``), errors included."""
+    read: Any = decoder(ApiVersionsRequest)
+    compiled = read.__wrapped__
+    assert type(read).__name__ == "Reader" and type(compiled).__name__ == "function"
+    assert read.__name__ == compiled.__name__ == "decode_ApiVersionsRequest"
+    assert read.__code__ is compiled.__code__
+    data = encode(
+        ApiVersionsRequest(client_software_name="k", client_software_version="1")
+    )
+    expected = (decode(ApiVersionsRequest, data), len(data))
+    assert read(data, 0) == compiled(data, 0) == expected
+    assert read(buf=data, pos=0) == expected  # keywords: the compiled decoder's call
+    with pytest.raises(TypeError, match=r"^decode_ApiVersionsRequest\(\) takes 2"):
+        read(data, 0, 0)
+    with pytest.raises(
+        AttributeError, match="^'function' object has no attribute 'nope'$"
+    ):
+        read.nope  # noqa: B018

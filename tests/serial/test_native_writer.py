@@ -307,6 +307,31 @@ def test_every_field_set_null_and_unknown_tags(cls: type) -> None:
 
 
 @native_only
+def test_a_writer_stands_in_for_its_compiled_encoder() -> None:
+    """Attributes it lacks and calls it does not take go to the compiled encoder it
+    wraps (its ``__wrapped__``), errors included; ``to_bytes`` returns what it
+    appends."""
+    write: Any = encoder(ApiVersionsRequest)
+    compiled = write.__wrapped__
+    assert type(write).__name__ == "Writer" and type(compiled).__name__ == "function"
+    assert write.__name__ == compiled.__name__ == "encode_ApiVersionsRequest"
+    assert write.__code__ is compiled.__code__
+    entity = ApiVersionsRequest(client_software_name="k", client_software_version="1")
+    parts: list[bytes] = []
+    write(entity, parts.append)
+    assert parts == [write.to_bytes(entity)] == [b"\x02k\x021\x00"]
+    parts.clear()
+    write(obj=entity, w=parts.append)  # keywords: the compiled encoder's call
+    assert b"".join(parts) == b"\x02k\x021\x00"
+    with pytest.raises(TypeError, match=r"^encode_ApiVersionsRequest\(\) missing 1"):
+        write(entity)
+    with pytest.raises(
+        AttributeError, match="^'function' object has no attribute 'nope'$"
+    ):
+        write.nope  # noqa: B018
+
+
+@native_only
 def test_mutation_fuzz_on_large_entities() -> None:
     """Many odd values in a deep entity (MetadataResponse v12 with every field set)."""
     rng = random.Random(18)

@@ -12,12 +12,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kproto.records import COLUMN_NAMES
 from kproto.spark._framing import find_segment_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["ARROW_PARQUET_OPTIONS", "resolve_writer", "write_segments_arrow"]
+
+#: The columns of the segments schema (``kproto.spark._segments.SEGMENT_SCHEMA``,
+#: which imports pyspark: this module does not).
+_SEGMENT_COLUMNS: tuple[str, ...] = (
+    "topic",
+    "partition",
+    *COLUMN_NAMES,
+    "file",
+    "error",
+)
 
 #: ``pyarrow.parquet.ParquetWriter`` settings of ``--writer arrow`` besides the
 #: schema (the twin of :data:`kproto.spark.cli.PARQUET_OPTIONS`): pyarrow's defaults
@@ -29,48 +40,12 @@ __all__ = ["ARROW_PARQUET_OPTIONS", "resolve_writer", "write_segments_arrow"]
 #: the benchmark's output is 34% smaller and the write takes 12% less CPU (pyarrow
 #: 26; the README's Spark pipeline section).
 ARROW_PARQUET_OPTIONS: dict[str, object] = {
-    "use_dictionary": [
-        "topic",
-        "partition",
-        "timestamp_type",
-        "key",
-        "value",
-        "headers",
-        "base_offset",
-        "partition_leader_epoch",
-        "magic",
-        "compression",
-        "is_transactional",
-        "is_control",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
-        "file",
-        "error",
-    ],
+    "use_dictionary": [c for c in _SEGMENT_COLUMNS if c not in ("offset", "timestamp")],
     "column_encoding": {
         "offset": "DELTA_BINARY_PACKED",
         "timestamp": "DELTA_BINARY_PACKED",
     },
-    "write_statistics": [
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestamp_type",
-        "headers",
-        "base_offset",
-        "partition_leader_epoch",
-        "magic",
-        "compression",
-        "is_transactional",
-        "is_control",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
-        "file",
-        "error",
-    ],
+    "write_statistics": [c for c in _SEGMENT_COLUMNS if c not in ("key", "value")],
 }
 
 
