@@ -210,3 +210,24 @@ def test_scan_reads_views_as_bytes() -> None:
         )
         if i == 0:
             assert want != "bad" and want is not None
+
+
+def test_short_and_endless_frames_alike() -> None:
+    # frame headers cut short, and frames of many empty blocks (past the fast
+    # paths' block count): the reference decides, with the same result
+    lz4_sized = b"\x04\x22\x4d\x18\x68\x40"
+    for cut in range(len(lz4_sized) + 10):
+        _same(Compression.LZ4, (lz4_sized + bytes(16))[:cut])
+    plain = b"\x04\x22\x4d\x18\x60\x40" + bytes((_lz4_hc(0x60, 0x40),))
+    stored_empty = (0x80000000).to_bytes(4, "little")
+    for blocks in (1, 1023, 1024, 1025, 3000):
+        frame = plain + stored_empty * blocks + bytes(4)
+        assert _same(Compression.LZ4, frame) == ("ok", b"")
+    zstd_head = b"\x28\xb5\x2f\xfd\x00\x50"  # FHD 0, window descriptor
+    raw_empty, last_empty = b"\x00\x00\x00", b"\x01\x00\x00"
+    for blocks in (0, 1023, 1024, 3000):
+        assert _same(Compression.ZSTD, zstd_head + raw_empty * blocks + last_empty)
+
+
+def _lz4_hc(flg: int, bd: int) -> int:
+    return (xxh32(bytes((flg, bd))) >> 8) & 0xFF
