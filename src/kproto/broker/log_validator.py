@@ -38,6 +38,7 @@ from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
 from kproto.records._codecs import SizeLimitError
 from kproto.records._decompress_view import decompress_view
+from kproto.records._header import LOG_OVERHEAD, RECORDS_AT
 from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
 
@@ -50,10 +51,6 @@ __all__ = [
     "validate_inline",
 ]
 
-#: base_offset (int64) and batch_length (int32): the bytes before every batch body.
-LOG_OVERHEAD = 12
-#: Bytes of the magic 2 batch header; records start here.
-_RECORDS_AT = 61
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _CONTROL = 0x20
 _LOG_APPEND_TIME = 0x08
@@ -191,11 +188,11 @@ def validate_inline(
         magic = data[pos + 16]
         if magic != 2:
             raise _invalid(f"record batch magic {magic}: only magic 2 is accepted")
-        if length < _RECORDS_AT - LOG_OVERHEAD:
+        if length < RECORDS_AT - LOG_OVERHEAD:
             raise RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE,
                 f"record batch length {length} at byte {pos} is below the "
-                f"{_RECORDS_AT - LOG_OVERHEAD}-byte batch header",
+                f"{RECORDS_AT - LOG_OVERHEAD}-byte batch header",
             )
         end = pos + LOG_OVERHEAD + length
         if end > n:
@@ -285,7 +282,7 @@ def _validate_batch(
             f"batch declares {count} records, more than {DEFAULT_MAX_RECORDS}"
         )
     codec = attributes & 0x07
-    start = pos + _RECORDS_AT
+    start = pos + RECORDS_AT
     buf: bytes | memoryview
     if codec == 0:
         buf, rpos, rend = data, start, end
@@ -301,7 +298,7 @@ def _validate_batch(
         limit = policy.max_decompressed_bytes
         if policy.max_message_bytes is not None:
             # no record may be larger than a whole batch may be
-            limit = min(limit, count * max(policy.max_message_bytes, _RECORDS_AT))
+            limit = min(limit, count * max(policy.max_message_bytes, RECORDS_AT))
         bound = limit if inline_bound is None else min(limit, inline_bound)
         off_loop = False
         try:
