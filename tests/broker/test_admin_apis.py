@@ -95,16 +95,31 @@ def _produce(conn: Connection, cluster: Cluster, topic: str, batch: bytes) -> No
     assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 
+def _move_leader_to(cluster: Cluster, topic: str, epoch: int) -> None:
+    """Move the leader of ``topic``-0 between the nodes until its epoch is ``epoch``."""
+    while cluster.leader_epoch(topic, 0) < epoch:
+        other = next(n for n in cluster.state.node_ids if n != cluster.leader(topic))
+        cluster.move_leader(topic, 0, other)
+    assert cluster.leader_epoch(topic, 0) == epoch
+
+
 def test_offset_for_leader_epoch(cluster: Cluster) -> None:
     cluster.create_topic("epochs", 1)
+    # batches written at leader epochs 0 (offsets 0-1), 2 (2-4) and 5 (5): the
+    # leader stamps its epoch over the producer's (99); epochs 1, 3, 4 wrote nothing
+    for epoch, count in ((0, 2), (2, 3), (5, 1)):
+        _move_leader_to(cluster, "epochs", epoch)
+        rows = [(None, b"v", (), 1000 + i) for i in range(count)]
+        with _leader_conn(cluster, "epochs", 0) as pc:
+            _produce(
+                pc, cluster, "epochs", encode_batch(rows, partition_leader_epoch=99)
+            )
+    stored = [
+        b.partition_leader_epoch for b in cluster.state.logs["epochs", 0].batches()
+    ]
+    assert stored == [0, 2, 5]
     c = _leader_conn(cluster, "epochs", 0)
     try:
-        # batches written at leader epochs 0 (offsets 0-1), 2 (2-4) and 5 (5)
-        for epoch, count in ((0, 2), (2, 3), (5, 1)):
-            rows = [(None, b"v", (), 1000 + i) for i in range(count)]
-            _produce(
-                c, cluster, "epochs", encode_batch(rows, partition_leader_epoch=epoch)
-            )
         expected = {
             0: (0, 2),  # ends where epoch 2 starts
             1: (0, 2),  # unknown epoch between: the one below it, next start

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kproto.broker.leader_epoch_cache import end_offset_for, epoch_entries
+from kproto.broker.leader_epoch_cache import (
+    end_offset_for,
+    epoch_entries,
+    epoch_for_offset,
+)
 from kproto.broker.log import PartitionLog
 from kproto.records import encode_batch
 
@@ -49,3 +53,25 @@ def test_unstamped_batches_are_epoch_zero(tmp_path: Path) -> None:
     assert end_offset_for(plog, 0, 2) == (0, 5)
     assert end_offset_for(plog, 2, 2) == (2, 5)
     assert end_offset_for(plog, -1, 2) == (-1, -1)
+
+
+def test_epoch_for_offset(tmp_path: Path) -> None:
+    plog = open_log(tmp_path)
+    # an empty log: the current epoch starts at offset 0 (Partition.makeLeader)
+    assert epoch_for_offset(plog, 0, 2) == 2
+    plog.append_batches(batch(2, -1))  # 0-1: no epoch
+    for epoch in (1, 1, 3):  # 2-3, 4-5, 6-7
+        plog.append_batches(batch(2, epoch))
+    assert [epoch_for_offset(plog, o, 4) for o in range(9)] == [
+        -1,  # unstamped: no epoch (Kafka answers ListOffsets with none)
+        -1,
+        1,
+        1,
+        1,
+        1,
+        3,
+        3,
+        4,  # the log end offset: the current epoch's start
+    ]
+    plog.delete_records_before(3)
+    assert epoch_for_offset(plog, 3, 4) == 1

@@ -238,6 +238,13 @@ ANSWER_CASES: dict[str, list[TopicAnswer]] = {
             [PartitionAnswer(0, ErrorCode.UNKNOWN_TOPIC_ID, -1, -1, -1, None, b"")],
         ),
     ],
+    "a diverging epoch (v12+; dropped before)": [
+        TopicAnswer(
+            "t",
+            TOPIC_ID,
+            [PartitionAnswer(0, ErrorCode.NONE, 43, 43, 0, None, b"", (3, 17))],
+        ),
+    ],
 }
 
 
@@ -270,6 +277,16 @@ def _as_fields(
                         ),
                         "preferred_read_replica": -1,
                         "records": p.records,
+                        **(
+                            {}
+                            if p.diverging_epoch is None
+                            else {
+                                "diverging_epoch": {
+                                    "epoch": p.diverging_epoch[0],
+                                    "end_offset": p.diverging_epoch[1],
+                                }
+                            }
+                        ),
                     }
                     for p in t.partitions
                 ],

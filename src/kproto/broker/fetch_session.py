@@ -70,6 +70,7 @@ class FetchPartition:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1  # Fetch v9+, checked against the leader's
+    last_fetched_epoch: int = -1  # Fetch v12+, checked for a diverging log
     high_watermark: int = -2
     last_stable_offset: int = -2
     log_start_offset: int = -2
@@ -118,7 +119,9 @@ class PartitionAnswer(NamedTuple):
     """What a Fetch answers for one partition (a response ``PartitionData``):
     error code, high watermark, last stable offset and log start offset,
     aborted transactions (``(producer_id, first_offset)`` pairs, or None: a
-    null array), and the record batches."""
+    null array), the record batches, and the diverging epoch (v12+, KIP-595's
+    ``(epoch, end_offset)``: the log diverges from the fetcher's before its fetch
+    offset; None: it does not)."""
 
     partition_index: int
     error_code: int
@@ -127,6 +130,7 @@ class PartitionAnswer(NamedTuple):
     log_start_offset: int
     aborted_transactions: list[tuple[int, int]] | None
     records: bytes
+    diverging_epoch: tuple[int, int] | None = None
 
 
 class TopicAnswer(NamedTuple):
@@ -155,6 +159,7 @@ def _entries(
                 p.fetch_offset,
                 p.partition_max_bytes,
                 getattr(p, "current_leader_epoch", -1),
+                getattr(p, "last_fetched_epoch", -1),
             )
             out.append(((_key(t, uses_ids), p.partition), view, part))
     return out
@@ -221,6 +226,7 @@ class FetchSessionCache:
                 cached[1].fetch_offset = part.fetch_offset
                 cached[1].partition_max_bytes = part.partition_max_bytes
                 cached[1].current_leader_epoch = part.current_leader_epoch
+                cached[1].last_fetched_epoch = part.last_fetched_epoch
         for t in getattr(request, "forgotten_topics_data", None) or ():
             name = _key(t, uses_ids)
             for p in t.partitions:
@@ -258,7 +264,7 @@ class FetchSessionCache:
                 part.high_watermark, part.last_stable_offset, part.log_start_offset = (
                     new
                 )
-                if p.records or p.error_code or new != old:
+                if p.records or p.error_code or new != old or p.diverging_epoch:
                     kept.append(p)
                     if session is not None:  # answered ones go last (fairness)
                         key = (_key(view, session.uses_topic_ids), part.partition)

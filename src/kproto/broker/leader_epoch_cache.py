@@ -4,12 +4,14 @@ end offset of a requested epoch (OffsetForLeaderEpoch, KIP-320).
 
 Kafka keeps the cache in the ``leader-epoch-checkpoint`` file, appending an entry
 when a batch of a new epoch is appended. This broker derives it from the stored
-batches' ``partition_leader_epoch`` (bytes 12-15 of each batch header; -1, no
-epoch, is skipped), memoised per log until the log changes, and adds the
-partition's current leader epoch, which starts at the log end offset when no batch
-carries it yet (as ``Partition.makeLeader`` assigns it). A log whose batches carry
-no epoch (producers write -1 and this broker does not stamp its own) is taken as
-written at epoch 0.
+batches' ``partition_leader_epoch`` (bytes 12-15 of each batch header, stamped by
+:meth:`kproto.broker.log.PartitionLog.append_batches` with the partition's leader
+epoch; -1, no epoch, is skipped), memoised per log until the log changes, and adds
+the partition's current leader epoch, which starts at the log end offset when no
+batch carries it yet (as ``Partition.makeLeader`` assigns it): an epoch whose leader
+wrote nothing is not in the cache, as Kafka drops an entry a later one starts at the
+same offset as. A log whose batches carry no epoch (written by a log with no leader
+epoch, e.g. a tool's) is taken as written at epoch 0.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import weakref
 from bisect import bisect_right
 
 from kproto.broker.log import PartitionLog
+from kproto.records._header import PARTITION_LEADER_EPOCH_AT
 
 __all__ = [
     "UNDEFINED_EPOCH",
     "UNDEFINED_EPOCH_OFFSET",
     "epoch_entries",
     "end_offset_for",
+    "epoch_for_offset",
 ]
 
 #: Kafka's ``UNDEFINED_EPOCH`` / ``UNDEFINED_EPOCH_OFFSET``.
@@ -32,7 +36,6 @@ UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 _EPOCH = struct.Struct(">i")
-_EPOCH_AT = 12  # baseOffset int64, batchLength int32, then partitionLeaderEpoch
 
 _memo: weakref.WeakKeyDictionary[
     PartitionLog, tuple[tuple[int, int, int], list[tuple[int, int]]]
@@ -51,9 +54,9 @@ def _stored_entries(plog: PartitionLog) -> list[tuple[int, int]]:
             continue
         data = segment.read_all()
         for base, position in zip(segment.offsets, segment.positions, strict=True):
-            if position + _EPOCH_AT + 4 > len(data):
+            if position + PARTITION_LEADER_EPOCH_AT + 4 > len(data):
                 break
-            (epoch,) = _EPOCH.unpack_from(data, position + _EPOCH_AT)
+            (epoch,) = _EPOCH.unpack_from(data, position + PARTITION_LEADER_EPOCH_AT)
             if epoch >= 0 and (not entries or epoch > entries[-1][0]):
                 entries.append((epoch, max(base, plog.log_start_offset)))
     _memo[plog] = (key, entries)
@@ -95,3 +98,16 @@ def end_offset_for(
     if higher == 0:
         return requested_epoch, start_of_higher
     return entries[higher - 1][0], start_of_higher
+
+
+def epoch_for_offset(plog: PartitionLog, offset: int, current_epoch: int) -> int:
+    """The leader epoch that wrote ``offset`` (Kafka's
+    ``LeaderEpochFileCache.epochForOffset``): that of the last epoch starting at or
+    before it, the current one starting at the log end offset when no batch
+    carries it yet; :data:`UNDEFINED_EPOCH` when none does (an offset of batches
+    that carry no epoch). ListOffsets answers it with the offsets it finds."""
+    entries = list(_stored_entries(plog))
+    if not entries or current_epoch > entries[-1][0]:
+        entries.append((current_epoch, plog.high_watermark))
+    found = bisect_right([start for _, start in entries], offset)
+    return entries[found - 1][0] if found else UNDEFINED_EPOCH

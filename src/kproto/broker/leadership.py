@@ -6,8 +6,10 @@ partition's leader epoch on every change (``PartitionChangeBuilder``); clients
 carrying an older epoch are fenced (FENCED_LEADER_EPOCH). In this broker every node
 reads the same data directory, so any live node can lead any partition. The leaders
 are :attr:`TopicMetadata.leaders` (saved in ``kproto-topics.json``); the epochs are
-:attr:`ClusterState.leader_epochs`, kept in memory (a restarted cluster starts again
-at 0, where Kafka keeps them in its metadata log).
+:attr:`ClusterState.leader_epochs`, kept in memory. Each partition log stamps the
+current epoch into every batch it appends (``partitionLeaderEpoch``, as Kafka's
+leader does), and a restarted cluster resumes each partition at the latest epoch its
+batches carry (Kafka keeps the epochs in its metadata log).
 
 Every function runs on the cluster's event-loop thread.
 """

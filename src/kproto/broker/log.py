@@ -3,9 +3,12 @@
 Each segment file is named by its first offset (20 digits, zero-padded, as Kafka's
 ``LogFileUtils.filenamePrefixFromOffset``) and holds the record batches exactly as the
 producer sent them, except for the 8-byte ``base_offset`` the log assigns on append
-(the batch CRC covers attributes onwards, not the base offset, so patching it keeps
-the batch valid; Kafka's ``LogValidator`` does the same for uncompressed and
-compressed magic 2 batches it does not recompress).
+and the 4-byte ``partition_leader_epoch`` (bytes 12-15), stamped with the partition's
+leader epoch (:attr:`PartitionLog.leader_epoch`). The batch CRC covers attributes
+onwards, not these two fields, so patching them keeps the batch valid; Kafka's
+``LogValidator`` does the same (``setLastOffset``, ``setPartitionLeaderEpoch``) for
+the magic 2 batches it does not recompress, on every append as leader
+(``UnifiedLog.appendAsLeader``: clients, coordinators, markers).
 
 Memory stays flat in the number of records: batches live on disk; an in-memory
 index keeps, per batch, its base offset, last offset, file position, size and max
@@ -39,6 +42,7 @@ from kproto.broker.segment import Extent, Segment, segment_file_name
 from kproto.broker.txn_index import TransactionIndex
 from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
+from kproto.records._header import LOG_OVERHEAD, PARTITION_LEADER_EPOCH_AT
 from kproto.serial import DecodeError
 
 __all__ = [
@@ -52,9 +56,8 @@ __all__ = [
 
 log = logging.getLogger("kproto.broker")
 
-#: base_offset (int64) and batch_length (int32): the 12 bytes before every batch body.
-_LOG_OVERHEAD = 12
 _BASE_OFFSET = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 
@@ -125,6 +128,12 @@ class PartitionLog:
         self.txn_index = TransactionIndex()
         #: called after every successful append (the cluster wakes Fetch long polls)
         self.on_append: Callable[[], None] | None = None
+        #: the partition's leader epoch, stamped into every appended batch (set by
+        #: the cluster; None: a tool's or test's log, batches keep their epoch)
+        self.leader_epoch: Callable[[], int] | None = None
+        #: the highest ``partition_leader_epoch`` of the stored batches (-1: none),
+        #: from recovery and appends: a restarted cluster resumes its epochs here
+        self.latest_epoch = -1
 
     # ------------------------------------------------------------- open/recover
 
@@ -182,7 +191,7 @@ class PartitionLog:
         try:
             for batch in batches:
                 self._index_recovered(segment, batch, data)
-                good_end = batch.position + _LOG_OVERHEAD + batch.batch_length
+                good_end = batch.position + LOG_OVERHEAD + batch.batch_length
         except DecodeError as err:
             reason = f"corrupt batch: {err}"
         if not reason and batches.partial_tail_bytes:
@@ -204,12 +213,13 @@ class PartitionLog:
         self, segment: Segment, batch: RecordBatch, data: bytes
     ) -> None:
         last = batch.base_offset + batch.last_offset_delta
-        size = _LOG_OVERHEAD + batch.batch_length
+        size = LOG_OVERHEAD + batch.batch_length
         segment.index(
             batch.base_offset, last, batch.position, size, batch.max_timestamp
         )
         self._track(batch, batch.base_offset)
         self.txn_index.on_batch(batch, batch.base_offset)
+        self.latest_epoch = max(self.latest_epoch, batch.partition_leader_epoch)
 
     def _track(self, batch: RecordBatch | ValidBatch, base: int) -> None:
         """Producer state of a batch written at ``base`` (recovered or appended):
@@ -304,8 +314,9 @@ class PartitionLog:
         :func:`kproto.broker.log_validator.validate_batches` under ``policy``
         (default: a client's Produce limited by ``max_message_bytes`` bytes and,
         with ``one_batch``, to one batch), as Kafka's ``LogValidator``
-        does; each gets the next base offset patched into its first 8 bytes and is
-        written unchanged otherwise (``checked``: what
+        does; each gets the next base offset patched into its first 8 bytes and
+        the partition's :attr:`leader_epoch` into its ``partition_leader_epoch``,
+        and is written unchanged otherwise (``checked``: what
         :meth:`~kproto.broker.validation_pool.ValidationPool.validate` returned for
         ``records``, not validated again). Idempotent batches (producer_id >= 0) are
         sequence-checked per producer id and epoch as Kafka's
@@ -340,9 +351,10 @@ class PartitionLog:
             if duplicate is not None:
                 return AppendResult(duplicate, -1, self.log_start_offset)
         first_offset = self.high_watermark
+        epoch = None if self.leader_epoch is None else self.leader_epoch()
         try:
             for batch in checked:
-                self._write(records, batch, log_append_time_ms)
+                self._write(records, batch, log_append_time_ms, epoch)
         except OSError as err:
             raise LogAppendError(
                 ErrorCode.KAFKA_STORAGE_ERROR,
@@ -358,16 +370,23 @@ class PartitionLog:
         )
 
     def _write(
-        self, records: bytes, batch: ValidBatch, log_append_time_ms: int | None
+        self,
+        records: bytes,
+        batch: ValidBatch,
+        log_append_time_ms: int | None,
+        epoch: int | None,
     ) -> None:
         base = self.high_watermark
         size = batch.size
-        # one copy of the batch, its base offset patched in place (Kafka's
-        # setLastOffset on the request's buffer), written by one pwrite
+        # one copy of the batch, its base offset and leader epoch patched in place
+        # (Kafka's setLastOffset and setPartitionLeaderEpoch on the request's
+        # buffer; neither is under the CRC), written by one pwrite
         raw: bytes | bytearray = bytearray(
             memoryview(records)[batch.position : batch.position + size]
         )
         _BASE_OFFSET.pack_into(raw, 0, base)
+        if epoch is not None:
+            _INT32.pack_into(raw, PARTITION_LEADER_EPOCH_AT, epoch)
         segment = self.segments[-1]
         if segment.size and segment.size + size > self.segment_bytes:
             segment = self._roll(base)
@@ -377,6 +396,8 @@ class PartitionLog:
             max_ts = log_append_time_ms
             raw = set_log_append_time(raw, log_append_time_ms)
         segment.add(raw, base, last, max_ts)
+        (stored_epoch,) = _INT32.unpack_from(raw, PARTITION_LEADER_EPOCH_AT)
+        self.latest_epoch = max(self.latest_epoch, stored_epoch)
         if batch.is_control:  # a transaction marker (rare): decoded whole
             for decoded in decode_batches(bytes(raw)):
                 self._track(decoded, base)

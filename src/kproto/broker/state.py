@@ -182,7 +182,9 @@ class ClusterState:
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
-        #: (topic id, partition) -> leader epoch (absent: 0; see broker.leadership)
+        #: (topic id, partition) -> leader epoch (absent: 0; see broker.leadership),
+        #: stamped into the batches each log appends; on open, at least the
+        #: latest epoch the log's batches carry
         self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
         #: group configs, client quotas, finalized features (kproto.broker.dynamic_config)
         self.dynamic = DynamicConfigs(data_dir)
@@ -397,6 +399,11 @@ class ClusterState:
         if not meta.exists():
             meta.write_text(f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
         plog.on_append = self.notify_appended
+        key = (info.topic_id, partition)
+        # the epochs live on in the stored batches: a restart resumes at the latest
+        if plog.latest_epoch > self.leader_epochs.get(key, 0):
+            self.leader_epochs[key] = plog.latest_epoch
+        plog.leader_epoch = lambda: self.leader_epochs.get(key, 0)
         self.logs[(info.name, partition)] = plog
         self.next_producer_id = max(
             self.next_producer_id, plog.producer_state.max_producer_id + 1

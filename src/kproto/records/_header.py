@@ -40,8 +40,10 @@ __all__ = [
     "BATCH_LENGTH_AT",
     "BatchHead",
     "CRC_AT",
+    "LAST_OFFSET_DELTA_AT",
     "LOG_OVERHEAD",
     "MAGIC_AT",
+    "PARTITION_LEADER_EPOCH_AT",
     "RECORDS_AT",
     "RECORDS_COUNT_AT",
     "V2Header",
@@ -53,9 +55,11 @@ __all__ = [
 
 # Byte offsets from the start of a batch.
 BATCH_LENGTH_AT: Final = 8
+PARTITION_LEADER_EPOCH_AT: Final = 12
 MAGIC_AT: Final = 16
 CRC_AT: Final = 17
 ATTRIBUTES_AT: Final = 21
+LAST_OFFSET_DELTA_AT: Final = 23
 RECORDS_COUNT_AT: Final = 57
 RECORDS_AT: Final = 61
 #: base_offset (int64) and batch_length (int32): the bytes not counted in batch_length.

@@ -1,9 +1,11 @@
 """Fetch, ListOffsets and DeleteRecords: reading a partition and moving its start.
 
 Sources: ``FetchRequest/Response.json`` (KIP-74 byte limits, KIP-227 sessions,
-KIP-516 topic ids since v13), ``ListOffsetsRequest/Response.json`` (KIP-734
-max timestamp), ``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
-``ReplicaManager.fetchMessages`` / ``readFromLog`` and ``DelayedFetch``.
+``last_fetched_epoch`` / ``diverging_epoch`` since v12, KIP-516 topic ids since
+v13), ``ListOffsetsRequest/Response.json`` (KIP-734 max timestamp),
+``DeleteRecordsRequest/Response.json`` (KIP-107); Kafka's
+``ReplicaManager.fetchMessages`` / ``readFromLog``, ``Partition.readRecords`` and
+``DelayedFetch``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from kproto.broker.errors import LogAppendError
 from kproto.broker.fetch_session import (
+    FetchPartition,
     FetchPlan,
     FetchSessionCache,
     PartitionAnswer,
@@ -21,8 +24,14 @@ from kproto.broker.fetch_session import (
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.fetch_response import fetch_response
 from kproto.broker.handlers.partitions import leader_log, topic_name
+from kproto.broker.leader_epoch_cache import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    end_offset_for,
+    epoch_for_offset,
+)
 from kproto.broker.leadership import leader_epoch
-from kproto.broker.log import Extent
+from kproto.broker.log import Extent, PartitionLog
 from kproto.errors import ErrorCode
 
 __all__ = ["fetch", "list_offsets", "delete_records"]
@@ -54,6 +63,7 @@ def _read_all(
             hwm = start = lso = -1
             aborted = None
             plog = None
+            diverging = None
             if not error:
                 plog, error = leader_log(
                     ctx, name, p.partition, getattr(p, "current_leader_epoch", -1)
@@ -61,7 +71,11 @@ def _read_all(
             if plog is not None:
                 hwm, start = plog.high_watermark, plog.log_start_offset
                 lso = plog.last_stable_offset
-                if not start <= p.fetch_offset <= hwm:
+                if p.last_fetched_epoch >= 0:
+                    error, diverging = _diverging(ctx, name, p, plog)
+                if error or diverging is not None:
+                    pass  # the fetcher truncates first: nothing is read
+                elif not start <= p.fetch_offset <= hwm:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif remaining > 0 or total == 0:
                     # KIP-74: the first batch of the first non-empty partition is
@@ -79,12 +93,35 @@ def _read_all(
                         remaining -= extent.size
                         if committed:
                             aborted = _aborted(plog, p.fetch_offset, extent.end_offset)
-            errors = errors or bool(error)
+            errors = errors or bool(error) or diverging is not None  # answer now
             partitions.append(
-                PartitionAnswer(p.partition, error, hwm, lso, start, aborted, b"")
+                PartitionAnswer(
+                    p.partition, error, hwm, lso, start, aborted, b"", diverging
+                )
             )
         topics.append(TopicAnswer(name, getattr(t, "topic_id", None), partitions))
     return topics, reads, total, errors
+
+
+def _diverging(
+    ctx: RequestContext, topic: str, p: FetchPartition, plog: PartitionLog
+) -> tuple[ErrorCode, tuple[int, int] | None]:
+    """The fetcher's ``last_fetched_epoch`` (Fetch v12+) checked against the log, as
+    Kafka's ``Partition.readRecords``: ``(error, diverging epoch)``, where the
+    diverging epoch is ``(epoch, end offset)`` when the log's epoch ends before
+    the fetch offset or the epoch is not in the log (the fetcher must truncate;
+    nothing is read). OFFSET_OUT_OF_RANGE when the epoch's end is unknown or the
+    fetch offset is below the log start offset."""
+    epoch, end_offset = end_offset_for(
+        plog, p.last_fetched_epoch, leader_epoch(ctx.state, topic, p.partition)
+    )
+    if epoch == UNDEFINED_EPOCH or end_offset == UNDEFINED_EPOCH_OFFSET:
+        return ErrorCode.OFFSET_OUT_OF_RANGE, None
+    if p.fetch_offset < plog.log_start_offset:
+        return ErrorCode.OFFSET_OUT_OF_RANGE, None
+    if epoch < p.last_fetched_epoch or end_offset < p.fetch_offset:
+        return ErrorCode.NONE, (epoch, end_offset)
+    return ErrorCode.NONE, None
 
 
 def _read_records(
@@ -124,7 +161,9 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
 
     ``isolation_level`` READ_COMMITTED (1) reads only below the last stable offset
     and lists the aborted transactions of the fetched range, whose records the
-    consumer drops (KIP-98); ``last_stable_offset`` is always reported.
+    consumer drops (KIP-98); ``last_stable_offset`` is always reported. A
+    ``last_fetched_epoch`` (v12+) whose epoch ends before the fetch offset in
+    this log is answered at once with ``diverging_epoch`` and no records.
 
     Fetch sessions (KIP-227) are resolved by the node's
     :class:`kproto.broker.fetch_session.FetchSessionCache`: a full fetch opens
@@ -171,7 +210,10 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
     """Offsets by timestamp: -2 earliest (and -4 earliest local), -1 latest (the
     last stable offset under ``isolation_level`` READ_COMMITTED, v2+),
     -3 the record with the largest timestamp (KIP-734), else the first record whose
-    timestamp (ms) is at or after the one asked (offset -1 if none)."""
+    timestamp (ms) is at or after the one asked (offset -1 if none). The
+    ``leader_epoch`` (v4+) of the latest offset is the partition's; of any other,
+    the epoch that wrote it (-1: none found, or unstamped batches), as Kafka's
+    ``UnifiedLog.fetchOffsetByTimestamp``."""
     committed = getattr(request, "isolation_level", READ_UNCOMMITTED) == READ_COMMITTED
     topics = []
     for t in request.topics:
@@ -181,6 +223,8 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                 ctx, t.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
             )
             offset, timestamp = -1, -1
+            current = leader_epoch(ctx.state, t.name, p.partition_index)
+            epoch = max(current, 0)
             if plog is not None:
                 ts = p.timestamp
                 if ts == _LATEST:
@@ -197,6 +241,12 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     found = plog.offset_for_timestamp(ts)
                     if found is not None:
                         offset, timestamp = found
+                if ts != _LATEST:  # the epoch of the offset found (-1: none)
+                    epoch = (
+                        epoch_for_offset(plog, offset, current)
+                        if offset >= 0
+                        else UNDEFINED_EPOCH
+                    )
             partitions.append(
                 {
                     "partition_index": p.partition_index,
@@ -204,9 +254,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> Any:
                     "old_style_offsets": [offset] if offset >= 0 else [],
                     "timestamp": timestamp,
                     "offset": offset,
-                    "leader_epoch": max(
-                        leader_epoch(ctx.state, t.name, p.partition_index), 0
-                    ),
+                    "leader_epoch": epoch,
                 }
             )
         topics.append({"name": t.name, "partitions": partitions})

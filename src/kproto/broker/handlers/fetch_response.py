@@ -5,9 +5,10 @@ The generic way, :func:`kproto.broker.handlers.context.respond`, builds a nested
 dict per partition and converts it field by field; a Fetch answers every
 partition of every fetch, so its response classes are looked up once per version
 (:func:`layout`) and each ``PartitionData`` is made with one constructor call of
-the fields its version has. Fields a broker without replicas never sets keep
-their defaults: ``preferred_read_replica`` -1 (v11+, KIP-392) and the tagged
-``diverging_epoch``, ``current_leader``, ``snapshot_id`` (v12+) and
+the fields its version has. The tagged ``diverging_epoch`` (v12+) is set when a
+fetch's ``last_fetched_epoch`` diverges from the log; fields a broker without
+replicas never sets keep their defaults: ``preferred_read_replica`` -1 (v11+,
+KIP-392) and the tagged ``current_leader``, ``snapshot_id`` (v12+) and
 ``node_endpoints`` (v16+). Source: ``FetchResponse.json`` (versions 4-18).
 """
 
@@ -64,6 +65,9 @@ def layout(version: int) -> FetchLayout:
     )
     has_start = "log_start_offset" in fields  # v5+
     has_replica = "preferred_read_replica" in fields  # v11+
+    diverging_cls = (
+        wire(fields["diverging_epoch"]).entity if "diverging_epoch" in fields else None
+    )  # v12+
 
     def aborted(pairs: list[tuple[int, int]] | None) -> tuple[Any, ...] | None:
         if pairs is None or aborted_cls is None:
@@ -76,6 +80,9 @@ def layout(version: int) -> FetchLayout:
             extra["log_start_offset"] = a.log_start_offset
         if has_replica:
             extra["preferred_read_replica"] = -1
+        if a.diverging_epoch is not None and diverging_cls is not None:
+            epoch, end_offset = a.diverging_epoch
+            extra["diverging_epoch"] = diverging_cls(epoch=epoch, end_offset=end_offset)
         return partition_cls(
             partition_index=a.partition_index,
             error_code=a.error_code,

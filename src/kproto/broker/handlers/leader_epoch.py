@@ -6,7 +6,8 @@ since v2, ``replica_id`` since v3); Kafka's ``Partition.lastOffsetForLeaderEpoch
 the request's ``current_leader_epoch`` (-1: not checked) older than the partition's
 is FENCED_LEADER_EPOCH, newer is UNKNOWN_LEADER_EPOCH, then a node that does not
 lead the partition answers NOT_LEADER_OR_FOLLOWER; the end offset comes from
-:mod:`kproto.broker.leader_epoch_cache`. A result with no known epoch has
+:mod:`kproto.broker.leader_epoch_cache`, built from the epochs the log stamps into
+its batches (:mod:`kproto.broker.leadership`). A result with no known epoch has
 ``leader_epoch`` and ``end_offset`` -1 and no error, as Kafka's.
 """
 
@@ -17,36 +18,21 @@ from typing import Any
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import leader_log
 from kproto.broker.leader_epoch_cache import end_offset_for
-from kproto.broker.state import ClusterState
-from kproto.errors import ErrorCode
+from kproto.broker.leadership import leader_epoch
 
-__all__ = ["offset_for_leader_epoch", "current_leader_epoch"]
-
-
-def current_leader_epoch(state: ClusterState, topic: str, partition: int) -> int:
-    """The partition's leader epoch (what Metadata reports: 0, leaders never move
-    on their own in this broker)."""
-    return 0
+__all__ = ["offset_for_leader_epoch"]
 
 
 def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"partition": p.partition, "error_code": ErrorCode.NONE}
-    if ctx.state.leader(topic, p.partition) is None:
-        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return out
-    epoch = current_leader_epoch(ctx.state, topic, p.partition)
-    asked = getattr(p, "current_leader_epoch", -1)
-    if asked != -1 and asked < epoch:
-        out["error_code"] = ErrorCode.FENCED_LEADER_EPOCH
-        return out
-    if asked > epoch:
-        out["error_code"] = ErrorCode.UNKNOWN_LEADER_EPOCH
-        return out
-    plog, error = leader_log(ctx, topic, p.partition)
-    if plog is None:
-        out["error_code"] = error
-        return out
-    out["leader_epoch"], out["end_offset"] = end_offset_for(plog, p.leader_epoch, epoch)
+    plog, error = leader_log(
+        ctx, topic, p.partition, getattr(p, "current_leader_epoch", -1)
+    )
+    out: dict[str, Any] = {"partition": p.partition, "error_code": error}
+    if plog is not None:
+        current = leader_epoch(ctx.state, topic, p.partition)
+        out["leader_epoch"], out["end_offset"] = end_offset_for(
+            plog, p.leader_epoch, current
+        )
     return out
 
 

@@ -34,6 +34,7 @@ import attrs
 from kproto.broker.groups.timers import Scheduler, TimerHandle
 from kproto.broker.log import PartitionLog
 from kproto.errors import ErrorCode
+from kproto.records._header import ATTRIBUTES_AT, LAST_OFFSET_DELTA_AT
 
 __all__ = [
     "AcknowledgeType",
@@ -45,8 +46,6 @@ __all__ = [
 ]
 
 _HEADER = struct.Struct(">qi")  # base_offset, batch_length
-_ATTRIBUTES_AT = 21
-_LAST_DELTA_AT = 23
 _CONTROL = 0x20
 _READ_CHUNK = 1 << 20
 
@@ -116,8 +115,8 @@ def read_batches(
             end = pos + 12 + length
             if end > len(data):
                 break
-            (attributes,) = struct.unpack_from(">h", data, pos + _ATTRIBUTES_AT)
-            (delta,) = struct.unpack_from(">i", data, pos + _LAST_DELTA_AT)
+            (attributes,) = struct.unpack_from(">h", data, pos + ATTRIBUTES_AT)
+            (delta,) = struct.unpack_from(">i", data, pos + LAST_OFFSET_DELTA_AT)
             batch_last = base + delta
             if base > last:
                 return

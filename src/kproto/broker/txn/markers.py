@@ -5,7 +5,8 @@ leader).
 A marker is a control batch (magic 2, attributes transactional | control) of one
 record: key ControlRecordType version 0 and type (ABORT 0, COMMIT 1), value
 EndTransactionMarker version 0 and the coordinator epoch
-(:func:`kproto.records.encode_control_batch`, CRC-32C over attributes onwards).
+(:func:`kproto.records.encode_control_batch`, CRC-32C over attributes onwards),
+stamped on append with the partition's leader epoch as every batch the leader writes.
 Here the coordinator appends it to each partition log itself; on a
 ``__consumer_offsets`` partition the group coordinator is then told, so the
 transaction's offset commits there become visible or are dropped.
@@ -29,8 +30,6 @@ log = logging.getLogger("kproto.broker.txn")
 #: Appends of the coordinator itself (Kafka's ``AppendOrigin.COORDINATOR``: control
 #: batches allowed, no client checks).
 COORDINATOR = LogPolicy(client=False)
-#: The partition leader epoch stamped on markers (Metadata reports leader epoch 0).
-LEADER_EPOCH = 0
 
 
 def write_markers(
@@ -60,8 +59,7 @@ def write_markers(
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             timestamp=state.now_ms(),
-            partition_leader_epoch=LEADER_EPOCH,
-        )
+        )  # the log stamps its partition's leader epoch (-1 until then)
         try:
             plog.append_batches(batch, COORDINATOR)
         except (LogAppendError, OSError) as exc:
