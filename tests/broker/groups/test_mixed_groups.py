@@ -69,9 +69,9 @@ def _consumer(
 def _drain(consumers: dict[str, Any], seen: list[tuple[str, int]], total: int) -> None:
     """Poll until ``seen`` holds ``total`` values, committing each message right
     after it is taken (so a partition moving on is resumed where it was left). A
-    commit refused while a classic rebalance completes (a cooperative member keeps
-    consuming with its old generation: ILLEGAL_GENERATION, as in Kafka) is retried
-    until the member has its new generation."""
+    commit refused while a rebalance completes (a cooperative member keeps consuming
+    with its old generation: ILLEGAL_GENERATION, as in Kafka; STALE_MEMBER_EPOCH for
+    a consumer-protocol member) is retried until the member has its new epoch."""
     retry: dict[str, dict[tuple[str, int], int]] = {name: {} for name in consumers}
 
     def commit(name: str, consumer: Any, offsets: dict[tuple[str, int], int]) -> None:
@@ -83,6 +83,7 @@ def _drain(consumers: dict[str, Any], seen: list[tuple[str, int]], total: int) -
             assert code in (
                 ck.KafkaError.ILLEGAL_GENERATION,
                 ck.KafkaError.REBALANCE_IN_PROGRESS,
+                ck.KafkaError.STALE_MEMBER_EPOCH,  # the consumer-protocol member's
             ), exc
             retry[name].update(offsets)
         else:

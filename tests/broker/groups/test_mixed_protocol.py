@@ -160,6 +160,19 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
         ],
     )
     assert commit.topics[0].partitions[0].error_code == E.NONE
+    stale = conn.request(
+        ApiKey.OFFSET_COMMIT,
+        group_id=group,
+        generation_id_or_member_epoch=j2.generation_id - 1,
+        member_id=member,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [{"partition_index": 0, "committed_offset": 6}],
+            }
+        ],
+    )
+    assert stale.topics[0].partitions[0].error_code == E.ILLEGAL_GENERATION
     assert hb(conn, group, member, j2.generation_id).error_code == E.UNKNOWN_MEMBER_ID
     # a classic join with a subscription that does not decode is refused
     bad = conn.request(
