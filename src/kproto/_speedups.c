@@ -61,6 +61,20 @@ read_uvar(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int max_byt
           uint64_t *out)
 {
     Py_ssize_t p = *pos;
+    if (p + 1 < limit) { /* the common 1- and 2-byte varints, read straight */
+        unsigned char b0 = d[p];
+        if (b0 < 0x80) {
+            *out = b0;
+            *pos = p + 1;
+            return 0;
+        }
+        unsigned char b1 = d[p + 1];
+        if (b1 < 0x80) {
+            *out = (uint64_t)(b0 & 0x7F) | ((uint64_t)b1 << 7);
+            *pos = p + 2;
+            return 0;
+        }
+    }
     uint64_t result = 0;
     int shift = 0;
     for (int i = 0; i < max_bytes; i++) {
@@ -552,7 +566,7 @@ done:
 
 /* A key/value/header blob at d[*pos] skipped (no object built), with the checks of
  * read_blob; *is_null set for length -1. Header names (is_name) must be UTF-8. */
-static int
+static inline int
 skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
           int is_name, int *is_null)
 {
@@ -606,26 +620,23 @@ skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_n
 
 /* v2_scan(data, pos, end, count, base_offset, base_ts): walk the records as
  * v2_columns does, with the same layout checks (Bad on the same input), building
- * no per-record object. Returns (min_ts, max_ts, null_keys) when every offset is
- * base_offset + i; None when one is not or a timestamp leaves int64 (the caller
- * then asks v2_columns for the detail). */
+ * no per-record object. `data` is any C-contiguous buffer (bytes, or a memoryview
+ * of a decompression buffer: it is read in place, not copied). Returns (min_ts,
+ * max_ts, null_keys) when every offset is base_offset + i; None when one is not or
+ * a timestamp leaves int64 (the caller then asks v2_columns for the detail). */
 static PyObject *
-v2_scan(PyObject *self, PyObject *args)
+scan_records(const unsigned char *d, Py_ssize_t p, Py_ssize_t end, Py_ssize_t count,
+             long long base_offset, long long base_ts)
 {
-    LoopArgs a;
-    if (loop_args(args, &a) < 0)
-        return NULL;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
-    Py_ssize_t p = a.pos, end = a.end;
     int64_t min_ts = INT64_MAX, max_ts = INT64_MIN;
     Py_ssize_t null_keys = 0;
     int detail = 0;
-    for (Py_ssize_t i = 0; i < a.count; i++) {
+    for (Py_ssize_t i = 0; i < count; i++) {
         Py_ssize_t rec_end;
         int64_t ts_delta, off_delta, ts, off;
         if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
             goto bad;
-        if (__builtin_add_overflow((int64_t)a.base_ts, ts_delta, &ts))
+        if (__builtin_add_overflow((int64_t)base_ts, ts_delta, &ts))
             detail = 1;
         else {
             if (ts < min_ts)
@@ -633,8 +644,8 @@ v2_scan(PyObject *self, PyObject *args)
             if (ts > max_ts)
                 max_ts = ts;
         }
-        if (__builtin_add_overflow((int64_t)a.base_offset, off_delta, &off) ||
-            off != (int64_t)a.base_offset + (int64_t)i)
+        if (__builtin_add_overflow((int64_t)base_offset, off_delta, &off) ||
+            off != (int64_t)base_offset + (int64_t)i)
             detail = 1;
         int is_null;
         if (skip_blob(d, &p, rec_end, 1, 0, &is_null) < 0)
@@ -668,6 +679,28 @@ v2_scan(PyObject *self, PyObject *args)
 bad:
     fail_bad();
     return NULL;
+}
+
+static PyObject *
+v2_scan(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, count;
+    long long base_offset, base_ts;
+    if (!PyArg_ParseTuple(args, "y*nnnLL", &view, &pos, &end, &count, &base_offset,
+                          &base_ts))
+        return NULL;
+    PyObject *result;
+    if (pos < 0 || end < pos || end > view.len || count < 0 ||
+        count > (end - pos) / MIN_RECORD_BYTES) {
+        fail_bad();
+        result = NULL;
+    }
+    else
+        result = scan_records((const unsigned char *)view.buf, pos, end, count,
+                              base_offset, base_ts);
+    PyBuffer_Release(&view);
+    return result;
 }
 
 /* A Record with the fields of `f` (their references are taken, also on failure). */

@@ -36,7 +36,9 @@ from kproto.broker.errors import LogAppendError
 from kproto.errors import ErrorCode
 from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
-from kproto.records._codecs import SizeLimitError, decompress
+from kproto.records._codecs import SizeLimitError
+from kproto.records._decompress_view import decompress_view
+from kproto.records._header import LOG_OVERHEAD, RECORDS_AT
 from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
 
@@ -49,10 +51,6 @@ __all__ = [
     "validate_inline",
 ]
 
-#: base_offset (int64) and batch_length (int32): the bytes before every batch body.
-LOG_OVERHEAD = 12
-#: Bytes of the magic 2 batch header; records start here.
-_RECORDS_AT = 61
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _CONTROL = 0x20
 _LOG_APPEND_TIME = 0x08
@@ -190,11 +188,11 @@ def validate_inline(
         magic = data[pos + 16]
         if magic != 2:
             raise _invalid(f"record batch magic {magic}: only magic 2 is accepted")
-        if length < _RECORDS_AT - LOG_OVERHEAD:
+        if length < RECORDS_AT - LOG_OVERHEAD:
             raise RecordValidationError(
                 ErrorCode.CORRUPT_MESSAGE,
                 f"record batch length {length} at byte {pos} is below the "
-                f"{_RECORDS_AT - LOG_OVERHEAD}-byte batch header",
+                f"{RECORDS_AT - LOG_OVERHEAD}-byte batch header",
             )
         end = pos + LOG_OVERHEAD + length
         if end > n:
@@ -284,7 +282,8 @@ def _validate_batch(
             f"batch declares {count} records, more than {DEFAULT_MAX_RECORDS}"
         )
     codec = attributes & 0x07
-    start = pos + _RECORDS_AT
+    start = pos + RECORDS_AT
+    buf: bytes | memoryview
     if codec == 0:
         buf, rpos, rend = data, start, end
     else:
@@ -299,11 +298,12 @@ def _validate_batch(
         limit = policy.max_decompressed_bytes
         if policy.max_message_bytes is not None:
             # no record may be larger than a whole batch may be
-            limit = min(limit, count * max(policy.max_message_bytes, _RECORDS_AT))
+            limit = min(limit, count * max(policy.max_message_bytes, RECORDS_AT))
         bound = limit if inline_bound is None else min(limit, inline_bound)
         off_loop = False
         try:
-            buf = bytes(decompress(codec, data[start:end], bound))
+            # the records are read in the thread's scratch buffer, not copied out
+            buf = decompress_view(codec, memoryview(data)[start:end], bound)
         except SizeLimitError as err:
             off_loop = bound < limit
             failure = RecordValidationError(
@@ -353,7 +353,7 @@ def _validate_batch(
 
 
 def _check_records(
-    buf: bytes,
+    buf: bytes | memoryview,
     p: int,
     rend: int,
     count: int,
@@ -368,7 +368,8 @@ def _check_records(
     object per record), then, only for a batch that fails one of these checks, its
     record loop (the columns it returns are compared as whole lists to name the
     records at fault); without it, :func:`_walk_records`, which builds no objects. A
-    batch the C loop rejects is walked again to name what is wrong."""
+    batch the C loop rejects is walked again to name what is wrong. ``buf`` is bytes
+    or a view of the thread's decompression buffer, read in place."""
     columns_loop = v2_loops()[0]
     if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
         return _walk_records(
@@ -393,6 +394,8 @@ def _check_records(
         return _walk_records(
             buf, p, rend, count, base_timestamp, policy, check_time, is_control
         )
+    if not isinstance(buf, bytes):  # a view of the decompression buffer
+        buf = bytes(buf)
     try:
         offsets, timestamps, keys, _, _ = columns_loop(
             buf, p, rend, count, 0, base_timestamp
@@ -435,7 +438,7 @@ def _bad_time(ts: int, i: int, low: int, high: int) -> str:
 
 
 def _walk_records(
-    buf: bytes,
+    buf: bytes | memoryview,
     p: int,
     rend: int,
     count: int,
@@ -536,7 +539,7 @@ def _walk_records(
     return errors
 
 
-def _varint(buf: bytes, p: int) -> tuple[int, int]:
+def _varint(buf: bytes | memoryview, p: int) -> tuple[int, int]:
     """A zigzag varint at ``buf[p]`` (at most 10 bytes); IndexError past the end."""
     b = buf[p]
     if b < 0x80:

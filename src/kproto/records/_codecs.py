@@ -248,7 +248,7 @@ def _snappy_raw(block: bytes | memoryview, limit: int) -> bytes:
 def _snappy_decompress(data: bytes, limit: int) -> bytes:
     fast = _snappy_into(data, limit)
     if fast is not None:
-        return fast
+        return bytes(fast)
     if not data.startswith(_XERIAL_MAGIC) or len(data) < 16:
         return _snappy_raw(data, limit)
     # xerial framing: 8-byte magic, int32 version, int32 min compatible
@@ -272,14 +272,15 @@ def _snappy_decompress(data: bytes, limit: int) -> bytes:
     return b"".join(out)
 
 
-def _snappy_into(data: bytes, limit: int) -> bytes | None:
-    """``data`` (raw or xerial) decompressed block by block into the scratch buffer,
-    then copied out once: 1.15x faster than a bytes object per block and a join.
-    ``None`` for anything :func:`_snappy_decompress` would reject (it then names it)."""
+def _snappy_into(data: bytes | memoryview, limit: int) -> memoryview | None:
+    """``data`` (raw or xerial) decompressed block by block into the scratch buffer
+    (copied out once by :func:`_snappy_decompress`: 1.15x faster than a bytes object
+    per block and a join); a view of it. ``None`` for anything
+    :func:`_snappy_decompress` would reject (it then names it)."""
     mv = memoryview(data)
     blocks: list[memoryview] = []
     n = len(data)
-    if data.startswith(_XERIAL_MAGIC) and n >= 16:
+    if mv[:8] == _XERIAL_MAGIC and n >= 16:
         pos = 16
         while pos < n:
             size = int.from_bytes(data[pos : pos + 4], "big", signed=True)
@@ -309,7 +310,7 @@ def _snappy_into(data: bytes, limit: int) -> bytes | None:
             at += size
     except Exception:  # noqa: BLE001 - _snappy_decompress names what is wrong
         return None
-    return bytes(view)
+    return view
 
 
 def _snappy_compress(data: bytes) -> bytes:

@@ -20,6 +20,8 @@ from ._v2_loop import Bad, v2_columns_fast, v2_records_fast
 __all__ = ["arrow_builder", "v2_encoder", "v2_lazy", "v2_loops", "v2_plain", "v2_scan"]
 
 Loop = Callable[[bytes, int, int, int, int, int], Any]
+#: v2_scan reads any C-contiguous buffer (a view of a decompression buffer too).
+Scan = Callable[[bytes | memoryview, int, int, int, int, int], Any]
 Encoder = Callable[[list[Any], int], Any]
 
 _PYTHON_LOOPS: tuple[Loop, Loop] = (v2_columns_fast, v2_records_fast)
@@ -87,9 +89,10 @@ def v2_plain() -> Callable[[object], bool] | None:
     return None if module is None else module.v2_plain
 
 
-def v2_scan() -> Loop | None:
+def v2_scan() -> Scan | None:
     """When enabled, the C walk ``(data, pos, end, count, base_offset, base_ts) ->
-    (min_ts, max_ts, null_keys) | None`` that checks what the columns loop checks
+    (min_ts, max_ts, null_keys) | None`` (``data`` bytes or any C-contiguous buffer,
+    read in place) that checks what the columns loop checks
     (raising :class:`Bad` on the same input) without building a per-record object;
     ``None`` from it means an offset is not ``base_offset + i`` or a timestamp
     leaves int64 (ask the columns loop). ``None`` when the C extension is off."""
