@@ -46,6 +46,14 @@ static Py_ssize_t slot_offset[N_SLOTS];
  * delta, key length, value length, header count (1 byte each). */
 #define MIN_RECORD_BYTES 7
 
+/* The small readers of the record loops, inlined into them (GCC left blob_span a
+ * call, about 5% of a batch decode). */
+#if defined(__GNUC__) || defined(__clang__)
+#define HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define HOT_INLINE static inline
+#endif
+
 static int
 fail_bad(void)
 {
@@ -56,7 +64,7 @@ fail_bad(void)
 
 /* An unsigned varint of at most max_bytes (5: 32 bits; 10: 64 bits) at d[*pos],
  * not reading at or past `limit`; as kproto._varint.read_uvarint/read_uvarlong. */
-static inline int
+HOT_INLINE int
 read_uvar(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int max_bytes,
           uint64_t *out)
 {
@@ -197,7 +205,7 @@ header_name(const unsigned char *d, Py_ssize_t p, Py_ssize_t n, NameCache *c,
  * 0 with its bytes at d[*start:*start+*n], -1 (Bad set) when malformed; *pos moves
  * past it. The first-byte tests follow _v2_loop.py exactly (a multi-byte encoding
  * of -1 is rejected there, so it is here). `allow_null` is false for header names. */
-static inline int
+HOT_INLINE int
 blob_span(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
           Py_ssize_t *start, Py_ssize_t *size)
 {
@@ -245,7 +253,7 @@ read_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit)
 
 /* The header count at d[*pos] (inside the record ending at rec_end): 0 or more,
  * at most what the record's bytes can hold; -1 (Bad set) otherwise. */
-static inline int
+HOT_INLINE int
 header_count(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end,
              Py_ssize_t *count)
 {
