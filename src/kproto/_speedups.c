@@ -333,6 +333,11 @@ read_pair(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, NameCache
     }
     PyTuple_SET_ITEM(pair, 0, name);
     PyTuple_SET_ITEM(pair, 1, value);
+    /* A tuple of a str and bytes (or None) can be in no reference cycle: the
+     * collector untracks such tuples at its first pass over them (CPython's
+     * _PyTuple_MaybeUntrack); untracked now, no pass ever visits them (what
+     * decode_columns keeps alive is otherwise ~1 pair per record). */
+    PyObject_GC_UnTrack(pair);
     if (i < NAME_CACHE) {
         Py_INCREF(pair);
         Py_XSETREF(c->pairs[i], pair);
