@@ -142,6 +142,7 @@ typedef struct {
     PyObject *headers;
     PyObject *timestamp;
     int64_t timestamp_delta;
+    int untrack_pairs; /* pairs kept alive together (decode_columns): see read_pair */
 } NameCache;
 
 static void
@@ -335,9 +336,11 @@ read_pair(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t rec_end, NameCache
     PyTuple_SET_ITEM(pair, 1, value);
     /* A tuple of a str and bytes (or None) can be in no reference cycle: the
      * collector untracks such tuples at its first pass over them (CPython's
-     * _PyTuple_MaybeUntrack); untracked now, no pass ever visits them (what
-     * decode_columns keeps alive is otherwise ~1 pair per record). */
-    PyObject_GC_UnTrack(pair);
+     * _PyTuple_MaybeUntrack). decode_columns keeps ~1 pair per record alive, so
+     * there they are untracked now and no pass visits them; a record loop's pairs
+     * mostly die before any pass, where the call would only cost. */
+    if (c->untrack_pairs)
+        PyObject_GC_UnTrack(pair);
     if (i < NAME_CACHE) {
         Py_INCREF(pair);
         Py_XSETREF(c->pairs[i], pair);
@@ -551,6 +554,7 @@ v2_columns(PyObject *self, PyObject *args)
     PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
     NameCache cache = {{NULL}};
+    cache.untrack_pairs = 1;
     for (int c = 0; c < 5; c++)
         if ((cols[c] = PyList_New(a.count)) == NULL)
             goto done;
