@@ -377,10 +377,10 @@ def decode_columns(
         if columns is None:
             columns = list(batch)
         else:
-            for column, part in zip(columns, batch):
+            for column, part in zip(columns, batch, strict=True):
                 column += part
     if columns is not None:
-        for name, column in zip(COLUMN_NAMES, columns):
+        for name, column in zip(COLUMN_NAMES, columns, strict=True):
             result[name] = column
     result.records = len(result["offset"])
     result.corrupt = scan.corrupt
