@@ -19,7 +19,7 @@ Formats:
 
 Optional accelerators (the ``speed`` extra), used when installed: ISA-L's inflate
 (``isal``) for gzip, python-lz4 for a batch that is one lz4 frame, ``zstandard`` for
-a single zstd frame that declares its size.
+a single zstd frame, each when the frame declares its size.
 They decode the same formats to the same bytes; whatever they reject (or whatever is
 not a case they take) goes to the standard path (``zlib``, cramjam), so the bytes and
 every error message are the same with or without them.
