@@ -108,6 +108,9 @@ class Cluster(FaultControls):
             KIP-848 members (Kafka's ``group.consumer.heartbeat.interval.ms``, 5 s).
         consumer_assignors: KIP-848 server assignors, the first the default
             (Kafka's ``group.consumer.assignors``, ``uniform,range``).
+        consumer_migration_policy: Kafka's ``group.consumer.migration.policy``:
+            ``bidirectional`` (default, as Kafka 4), ``upgrade``, ``downgrade`` or
+            ``disabled`` (mixed classic/consumer groups and their conversions).
         streams_session_timeout_ms, streams_heartbeat_interval_ms: the same for
             KIP-1071 streams groups (``group.streams.session.timeout.ms``, 45 s;
             ``group.streams.heartbeat.interval.ms``, 5 s).
@@ -162,6 +165,7 @@ class Cluster(FaultControls):
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        consumer_migration_policy: str = "bidirectional",
         streams_session_timeout_ms: int = 45_000,
         streams_heartbeat_interval_ms: int = 5_000,
         max_connections: int | None = None,
@@ -213,6 +217,7 @@ class Cluster(FaultControls):
             consumer_session_timeout_ms=consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             consumer_assignors=consumer_assignors,
+            consumer_migration_policy=consumer_migration_policy,
             streams_session_timeout_ms=streams_session_timeout_ms,
             streams_heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )

@@ -355,10 +355,13 @@ def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> 
         "protocol_type": "consumer",
         "protocols": [{"name": "range", "metadata": b""}],
     }
+    # a classic member whose subscription does not decode cannot join (mixed groups:
+    # test_mixed_protocol.py)
     refused = conn.request(ApiKey.JOIN_GROUP, **classic_join)
     assert refused.error_code == E.INCONSISTENT_GROUP_PROTOCOL
     assert hb(conn, group, "m1", -1).error_code == 0
-    # now empty: a classic join downgrades it, and a consumer join is then refused
+    # now empty: a classic join downgrades it; a consumer join cannot upgrade a
+    # group whose member's subscription does not decode
     other = Connection(conn.host, conn.port, timeout_s=20)
     with other:
         other.negotiate(caps=CAPS)

@@ -6,8 +6,9 @@
 
 1. validate the request (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
    INVALID_REGULAR_EXPRESSION);
-2. find or create the group (epoch 0 only; an empty classic group is converted, a
-   non-empty one answers GROUP_ID_NOT_FOUND) and the member (epoch 0 joins, a static
+2. find or create the group (epoch 0 only; a classic group is converted: an empty
+   one always, a non-empty one as ``group.consumer.migration.policy`` allows,
+   :func:`.consumer_migration.upgrade`) and the member (epoch 0 joins, a static
    member replaces its departed predecessor; otherwise UNKNOWN_MEMBER_ID and
    FENCED_MEMBER_EPOCH as ``throwIfMemberEpochIsInvalid``);
 3. bump the group epoch when the member is new, its subscription or assignor changed,
@@ -17,6 +18,11 @@
 4. reconcile the member towards its target (:func:`.modern.reconcile`), append the
    changed records to ``__consumer_offsets`` and (re)arm the session timer and,
    while the member must revoke, the rebalance timer.
+
+Classic-protocol members of a consumer group (JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup) are served by :class:`.consumer_classic.ClassicMembers` (``classic``);
+when the last consumer-protocol member leaves or is fenced, a group of classic
+members is converted back (:func:`.consumer_migration.maybe_downgrade`).
 
 What streams groups do alike (the append, group creation and conversion, epoch
 checks, fencing, timers, offset validation, deletion) is in
@@ -36,8 +42,10 @@ from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
+from .consumer_classic import ClassicMembers
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, compile_regex
 from .consumer_lifecycle import load_groups
+from .consumer_migration import MigrationPolicy, maybe_downgrade, upgrade
 from .consumer_records import (
     CONSUMER_RECORDS,
     current_assignment_record,
@@ -47,7 +55,7 @@ from .consumer_records import (
     target_member_record,
     target_metadata_record,
 )
-from .modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from .modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ModernGroupMember
 from .modern_coordinator import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
     DEFAULT_SESSION_TIMEOUT_MS,
@@ -102,7 +110,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
 
     Options (ms): ``session_timeout_ms`` (``group.consumer.session.timeout.ms``),
     ``heartbeat_interval_ms`` (``group.consumer.heartbeat.interval.ms``),
-    ``assignors`` (``group.consumer.assignors``, the first is the default).
+    ``assignors`` (``group.consumer.assignors``, the first is the default),
+    ``migration_policy`` (``group.consumer.migration.policy``: ``disabled``,
+    ``upgrade``, ``downgrade`` or ``bidirectional``, the default).
     """
 
     GROUP_TYPE = "consumer"
@@ -116,6 +126,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
         assignors: Iterable[str] = DEFAULT_ASSIGNORS,
+        migration_policy: str | MigrationPolicy = MigrationPolicy.BIDIRECTIONAL,
     ) -> None:
         super().__init__(
             coordinator,
@@ -129,11 +140,34 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
                 f"group.consumer.assignors must name some of {sorted(ASSIGNORS)},"
                 f" got {list(self.assignors)}"
             )
+        self.migration_policy = MigrationPolicy.parse(migration_policy)
+        #: classic-protocol members of consumer groups
+        self.classic = ClassicMembers(self)
 
     # -- heartbeat -------------------------------------------------------------------
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         """Serve one ConsumerGroupHeartbeat (see the module docstring)."""
+        classic = self.coordinator.groups.get(request.group_id)
+        if (
+            request.member_epoch == 0
+            and request.group_id not in self.groups
+            and classic is not None
+            and classic.members
+        ):
+            # the upgrade is appended on its own, whatever the join's fate
+            records: list[Pair] = []
+            try:
+                self._validate(request)
+                upgrade(self, classic, records)
+            except BrokerError as error:
+                return self._error_result(request, error.error_code, error.message)
+            if not await self.coordinator._append(request.group_id, records):
+                return self._error_result(
+                    request,
+                    E.COORDINATOR_NOT_AVAILABLE,
+                    "cannot write to __consumer_offsets",
+                )
         return await self._serve(
             request, lambda records: self._heartbeat(request, records)
         )
@@ -186,6 +220,13 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             group = self._group(r.group_id)
         bump = False
         member_id = r.member_id or str(uuid.uuid4())
+        existing = group.members.get(member_id)
+        if existing is not None and existing.uses_classic_protocol:
+            raise BrokerError(
+                E.UNKNOWN_MEMBER_ID,
+                f"Member {member_id} uses the classic protocol in group"
+                f" {group.group_id}.",
+            )
         if r.member_epoch == 0:
             member, bump = self._join(
                 group, member_id, group.members.get(member_id), r, records
@@ -352,6 +393,41 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         else:
             self._remove(group, member, records)
         return HeartbeatResult(E.NONE, None, r.member_id, r.member_epoch, 0, None)
+
+    def _remove(
+        self,
+        group: ConsumerGroup,
+        member: ModernGroupMember[uuid.UUID],
+        records: list[Pair],
+    ) -> None:
+        """Remove ``member`` and bump the group epoch; a group left with classic
+        members only is converted back when the policy allows
+        (:func:`.consumer_migration.maybe_downgrade`)."""
+        super()._remove(group, member, records)
+        maybe_downgrade(self, group, records)
+
+    def validate_commit(
+        self,
+        group: ConsumerGroup,
+        member_epoch: int,
+        member_id: str,
+        instance_id: str | None = None,
+    ) -> int:
+        """OffsetCommit to ``group``; a classic member's commit at another generation
+        than its member epoch gets ILLEGAL_GENERATION, as a classic group answers
+        (Kafka's ``ConsumerGroup.validateMemberEpoch``)."""
+        error = super().validate_commit(group, member_epoch, member_id, instance_id)
+        member = group.members.get(member_id)
+        if error == E.STALE_MEMBER_EPOCH and member and member.uses_classic_protocol:
+            return E.ILLEGAL_GENERATION
+        return error
+
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        """Whether ``member_id`` is a consumer-protocol member of ``group_id`` (its
+        classic members commit offsets with any OffsetCommit version)."""
+        group = self.groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        return member is not None and not member.uses_classic_protocol
 
     def _epoch_records(self, group: ConsumerGroup) -> list[Pair]:
         """A removed member's subscription may change the subscribed topics' metadata;

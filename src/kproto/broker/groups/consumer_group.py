@@ -18,6 +18,7 @@ import uuid
 import attrs
 
 from .modern import ModernGroup, ModernGroupMember
+from .timers import TimerHandle
 from .topic_regex import TopicRegex
 
 __all__ = [
@@ -70,7 +71,10 @@ class ConsumerGroupMember(ModernGroupMember[uuid.UUID]):
     """One member (Kafka's ``ConsumerGroupMember``): the common fields of
     :class:`.modern.ModernGroupMember` (``assigned``: partitions by topic id) and
     its subscription. ``member_epoch`` -2 marks a static member that left and is
-    expected back (KIP-848 ``LEAVE_GROUP_STATIC_MEMBER_EPOCH``).
+    expected back (KIP-848 ``LEAVE_GROUP_STATIC_MEMBER_EPOCH``). A member using the
+    classic protocol (JoinGroup/SyncGroup, Kafka's ``classicMemberMetadata``) has
+    its ``classic_protocols`` (``(name, metadata)`` in preference order) and
+    ``classic_session_timeout_ms``; both are None for consumer-protocol members.
     """
 
     STABLE_STATE = MemberState.STABLE
@@ -80,6 +84,21 @@ class ConsumerGroupMember(ModernGroupMember[uuid.UUID]):
     subscribed_topic_names: tuple[str, ...] = ()
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    classic_session_timeout_ms: int | None = None
+    #: a classic member told to rejoin must do so within its rebalance timeout
+    join_timer: TimerHandle | None = None
+
+    def cancel_timers(self) -> None:
+        super().cancel_timers()
+        if self.join_timer is not None:
+            self.join_timer.cancel()
+        self.join_timer = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """Kafka's ``ConsumerGroupMember.useClassicProtocol``."""
+        return self.classic_protocols is not None
 
     def subscribes(self, topic: str, internal: bool = False) -> bool:
         """Whether ``topic`` is in the subscribed names or fully matches the regex

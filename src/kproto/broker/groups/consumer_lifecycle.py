@@ -3,14 +3,13 @@
 Functions the :class:`~kproto.broker.groups.GroupCoordinator` calls where a consumer
 group meets the classic group APIs, following Kafka's ``GroupMetadataManager``:
 
-- :func:`classic_join`: a classic JoinGroup to a consumer group is refused while it
-  has members (INCONSISTENT_GROUP_PROTOCOL); an empty one is converted back to a
-  classic group, keeping its offsets (the online downgrade). The upgrade (a
-  ConsumerGroupHeartbeat join to an empty classic group) is in
-  :meth:`.consumer_coordinator.ConsumerGroups.heartbeat`. Kafka's mixed groups
-  (``group.consumer.migration.policy`` ``bidirectional``: classic members inside a
-  consumer group) are not served: the broker behaves as with policy ``disabled``
-  for non-empty groups.
+- :func:`classic_join`: a classic JoinGroup to a consumer group with members joins
+  it as a classic member (:class:`.consumer_classic.ClassicMembers`; refused with
+  INCONSISTENT_GROUP_PROTOCOL when ``group.consumer.migration.policy`` is
+  ``disabled``); an empty one is converted back to a classic group, keeping its
+  offsets. The upgrade (a ConsumerGroupHeartbeat join to a classic group) is in
+  :meth:`.consumer_coordinator.ConsumerGroups.heartbeat`, the conversions
+  themselves in :mod:`.consumer_classic`.
 - :func:`delete_offsets`: OffsetDelete (DeleteGroups is
   :meth:`.modern_coordinator.ModernGroups.delete_group`).
 - :func:`load_groups`: the groups rebuilt from the last record of each key read
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kproto.errors import ErrorCode
 
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from .consumer_migration import MigrationPolicy
 from .consumer_records import assignment_from
 from .group import ClassicGroup, JoinResult
 from .records import CoordinatorRecord, offset_commit_record
@@ -49,7 +49,11 @@ async def classic_join(
     modern = coordinator.consumer.groups.get(group_id)
     if modern is not None:
         if not modern.is_empty():
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
+            if coordinator.consumer.migration_policy is MigrationPolicy.DISABLED:
+                return JoinResult(
+                    E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
+                )
+            return await coordinator.consumer.classic.join(modern, *args, **kwargs)
         tombstones = coordinator.consumer.group_tombstones(modern)
         if not await coordinator._append(group_id, tombstones):
             return JoinResult(E.COORDINATOR_NOT_AVAILABLE)
@@ -132,6 +136,12 @@ def _load_member(group: ConsumerGroup, member_id: str, values: dict[str, Any]) -
         server_assignor=sub.server_assignor,
     )
     member.replay_metadata(sub)
+    classic = sub.classic_member_metadata
+    if classic is not None:
+        member.classic_session_timeout_ms = classic.session_timeout_ms
+        member.classic_protocols = tuple(
+            (p.name, p.metadata) for p in classic.supported_protocols
+        )
     current = values.get("ConsumerGroupCurrentMemberAssignment")
     if current is not None:
         member.member_epoch = current.member_epoch

@@ -99,6 +99,17 @@ def member_metadata_record(
         "subscribed_topic_names": member.subscribed_topic_names,
         "subscribed_topic_regex": member.subscribed_topic_regex,
         "server_assignor": member.server_assignor,
+        "classic_member_metadata": (
+            None
+            if member.classic_protocols is None
+            else {
+                "session_timeout_ms": member.classic_session_timeout_ms,
+                "supported_protocols": [
+                    {"name": name, "metadata": data}
+                    for name, data in member.classic_protocols
+                ],
+            }
+        ),
     }
     return _record("ConsumerGroupMemberMetadata", key, value)
 

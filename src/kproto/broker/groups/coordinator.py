@@ -36,7 +36,14 @@ from kproto.serial import DecodeError
 from .consumer_coordinator import ConsumerGroups
 from .consumer_lifecycle import classic_join
 from .consumer_records import decode_consumer_record
-from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, Member
+from .group import (
+    ClassicGroup,
+    CommittedOffset,
+    GroupState,
+    JoinResult,
+    Member,
+    SyncResult,
+)
 from .membership import Membership
 from .offsets import OffsetMetadataManager
 from .records import (
@@ -99,6 +106,7 @@ class GroupCoordinator(OffsetMetadataManager):
         consumer_session_timeout_ms: int = 45_000,
         consumer_heartbeat_interval_ms: int = 5_000,
         consumer_assignors: tuple[str, ...] = ("uniform", "range"),
+        consumer_migration_policy: str = "bidirectional",
         streams_session_timeout_ms: int = 45_000,
         streams_heartbeat_interval_ms: int = 5_000,
     ) -> None:
@@ -147,6 +155,7 @@ class GroupCoordinator(OffsetMetadataManager):
             session_timeout_ms=consumer_session_timeout_ms,
             heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             assignors=consumer_assignors,
+            migration_policy=consumer_migration_policy,
         )
         #: KIP-1071 streams groups (:mod:`.streams_coordinator`).
         self.streams = StreamsGroups(
@@ -155,8 +164,6 @@ class GroupCoordinator(OffsetMetadataManager):
             heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
         self.join_group = self._join_group
-        self.sync_group = self.membership.sync_group
-        self.heartbeat = self.membership.heartbeat
         self.leave_group = self.membership.leave_group
         self.started = False
 
@@ -408,11 +415,62 @@ class GroupCoordinator(OffsetMetadataManager):
             return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
         return await classic_join(self, group_id, *args, **kwargs)
 
+    async def sync_group(self, group_id: str, *args: Any, **kwargs: Any) -> SyncResult:
+        """SyncGroup (arguments as ``Membership.sync_group``); a classic member of a
+        consumer group is answered by :class:`.consumer_classic.ClassicMembers`."""
+        modern = self.consumer.groups.get(group_id)
+        if modern is None:
+            return await self.membership.sync_group(group_id, *args, **kwargs)
+        generation_id, member_id, instance_id = args[:3]
+        return self.consumer.classic.sync(
+            modern,
+            generation_id,
+            member_id,
+            instance_id,
+            kwargs.get("protocol_type"),
+            kwargs.get("protocol_name"),
+        )
+
+    def heartbeat(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> int:
+        """Heartbeat (``Membership.heartbeat``, or a classic member of a consumer
+        group: :meth:`.consumer_classic.ClassicMembers.heartbeat`)."""
+        modern = self.consumer.groups.get(group_id)
+        if modern is not None:
+            return self.consumer.classic.heartbeat(
+                modern, generation_id, member_id, group_instance_id
+            )
+        return self.membership.heartbeat(
+            group_id, generation_id, member_id, group_instance_id
+        )
+
+    async def leave(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
+        """LeaveGroup (``Membership.leave_group``, or classic members of a consumer
+        group: :meth:`.consumer_classic.ClassicMembers.leave`)."""
+        modern = self.consumer.groups.get(group_id)
+        if modern is not None:
+            return await self.consumer.classic.leave(modern, members)
+        return self.membership.leave_group(group_id, members)
+
     # -- persistence -----------------------------------------------------------------
 
     async def _persist_group(self, group: ClassicGroup) -> bool:
+        return await self._append(
+            group.group_id,
+            [group_metadata_record(group.group_id, self.group_value(group))],
+        )
+
+    def group_value(self, group: ClassicGroup) -> dict[str, Any]:
+        """The ``GroupMetadataValue`` fields of ``group``."""
         protocol = group.protocol_name
-        value = {
+        return {
             "protocol_type": group.protocol_type or "",
             "generation": group.generation_id,
             "protocol": protocol,
@@ -432,9 +490,6 @@ class GroupCoordinator(OffsetMetadataManager):
                 for m in group.members.values()
             ],
         }
-        return await self._append(
-            group.group_id, [group_metadata_record(group.group_id, value)]
-        )
 
     async def _append(
         self,

@@ -582,6 +582,9 @@ class Membership:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+        self._prepare_rebalance(group, reason)
+
     def cancel_timers(self) -> None:
         """Cancel every timer of every group (the coordinator is stopping)."""
         for group in self.groups.values():

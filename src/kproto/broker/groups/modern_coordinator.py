@@ -12,7 +12,8 @@ parts of Kafka's ``GroupMetadataManager`` that ``consumerGroupHeartbeat`` and
 - a group is created by a member joining with epoch 0; an empty classic group of
   the same id is converted, its offsets carried over and its classic record
   tombstoned (``maybeDeleteEmptyClassicGroup``); a group of another type answers
-  GROUP_ID_NOT_FOUND;
+  GROUP_ID_NOT_FOUND (a consumer group upgrades a classic group with members first
+  when its migration policy allows: :func:`.consumer_migration.upgrade`);
 - a member's epoch is checked as ``throwIfMemberEpochIsInvalid``: FENCED_MEMBER_EPOCH
   unless it is the current one, or the previous one with nothing more than it holds;
 - each member has a session timer and, while it owes a revocation, a rebalance

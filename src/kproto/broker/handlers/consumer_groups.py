@@ -121,7 +121,7 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
             "subscribed_topic_regex": m.subscribed_topic_regex,
             "assignment": _named(m.assigned, names),
             "target_assignment": _named(group.target.get(m.member_id, {}), names),
-            "member_type": 1,  # the consumer protocol (0 would be classic)
+            "member_type": 0 if m.uses_classic_protocol else 1,  # classic: 0
         }
         for m in group.members.values()
     ]

@@ -201,7 +201,7 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     errors: list[int] = [E.NONE] * len(members)
     if error == E.NONE:
-        error, errors = coordinator.leave_group(request.group_id, members)
+        error, errors = await coordinator.leave(request.group_id, members)
     if ctx.api_version < 3:
         # LeaveGroupResponse before v3 has no member list: Kafka puts the member's
         # error at the top level.
