@@ -11,6 +11,7 @@ fuzz`` runs a long one).
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 from typing import Any
@@ -217,6 +218,29 @@ def test_repeated_headers_and_timestamps_shared_but_equal() -> None:
     assert [r.timestamp for r in got] == [s[3] - 1000 for s in src]  # base_ts 0
     assert got[1].headers is got[0].headers  # shared, which only `is` can see
     assert got[2].headers[0] is got[1].headers[0]
+
+
+def test_columns_header_pairs_untracked_and_batches_joined() -> None:
+    # v2_columns builds header pairs untracked by the GC (a str and bytes/None tuple:
+    # what the collector does itself at its first pass); decode_columns takes the
+    # first batch's lists as its columns and extends them with the next batches'.
+    src = [(b"k", b"v", [("ct", b"json"), ("id", bytes([i]))], i) for i in range(3)]
+    two = encode_batch(src) + encode_batch(
+        [(None, None, [("é", None)], 9)], base_offset=3, compression=Compression.GZIP
+    )
+    results = []
+    for native in (True, False):
+        with speedups.using(native):
+            results.append(decode_columns(two))
+    c_cols, py_cols = results
+    assert c_cols == py_cols
+    assert c_cols["offset"] == [0, 1, 2, 3]
+    assert c_cols["compression"] == ["none"] * 3 + ["gzip"]
+    assert c_cols["headers"][3] == [("é", None)]
+    assert len({id(column) for column in c_cols.values()}) == len(c_cols)
+    pairs = [pair for headers in c_cols["headers"] for pair in headers]
+    assert not any(gc.is_tracked(pair) for pair in pairs)
+    assert all(gc.is_tracked(headers) for headers in c_cols["headers"])
 
 
 def test_non_bytes_input_is_a_type_error() -> None:

@@ -127,3 +127,22 @@ def test_batches_decode_alike(plain: Any, codec: Compression) -> None:
     data = encode_batch(src, compression=codec)
     fast = _both(plain, lambda: list(decode_batches(data)))
     assert [r.key for r in fast[1][0].records] == [s[0] for s in src]
+
+
+def test_lz4_frames_with_content_size_alike(plain: Any) -> None:
+    # python-lz4 takes only a lone frame that declares its content size (it allocates
+    # that size): the true size, a smaller or larger one than the blocks hold, an
+    # absurd one; every case as cramjam reads it.
+    lz4_frame = pytest.importorskip("lz4.frame")
+    for payload in (PAYLOAD, b"x", bytes(70_000)):
+        sized = bytearray(lz4_frame.compress(payload, store_size=True))
+        assert sized[4] & 0x08
+        for declared in (len(payload), len(payload) - 1, len(payload) + 1, 1 << 62):
+            sized[6:14] = declared.to_bytes(8, "little")
+            sized[14] = (_codecs.xxh32(bytes(sized[4:14])) >> 8) & 0xFF
+            data = bytes(sized)
+            outcome = _both(
+                plain, lambda data=data: decompress(Compression.LZ4, data, 1 << 24)
+            )
+            if declared == len(payload):
+                assert outcome == ("ok", payload)

@@ -350,40 +350,39 @@ def decode_columns(
     """
     result = ColumnarResult()
     scan = _Scan(data, check_crc, max_decompressed_size, max_records, skip_corrupt)
-    c_offset = result["offset"]
-    c_timestamp = result["timestamp"]
-    c_ts_type = result["timestamp_type"]
-    c_key = result["key"]
-    c_value = result["value"]
-    c_headers = result["headers"]
-    c_base = result["base_offset"]
-    c_epoch = result["partition_leader_epoch"]
-    c_magic = result["magic"]
-    c_codec = result["compression"]
-    c_txn = result["is_transactional"]
-    c_ctl = result["is_control"]
-    c_pid = result["producer_id"]
-    c_pepoch = result["producer_epoch"]
-    c_seq = result["base_sequence"]
+    # The first batch's lists become the columns (the record columns are new lists
+    # from the loops); later batches extend them. One batch, the usual case, copies
+    # nothing.
+    columns: list[list[Any]] | None = None
     for head, cols in scan.batches(False):
         n = len(cols[0])
         result.batches += 1
-        c_offset += cols[0]
-        c_timestamp += cols[1]
-        c_key += cols[2]
-        c_value += cols[3]
-        c_headers += cols[4]
-        c_ts_type += [int(head.timestamp_type)] * n
-        c_base += [head.base_offset] * n
-        c_epoch += [head.partition_leader_epoch] * n
-        c_magic += [head.magic] * n
-        c_codec += [head.compression.label] * n
-        c_txn += [head.is_transactional] * n
-        c_ctl += [head.is_control] * n
-        c_pid += [head.producer_id] * n
-        c_pepoch += [head.producer_epoch] * n
-        c_seq += [head.base_sequence] * n
-    result.records = len(c_offset)
+        batch = (
+            cols[0],
+            cols[1],
+            [int(head.timestamp_type)] * n,
+            cols[2],
+            cols[3],
+            cols[4],
+            [head.base_offset] * n,
+            [head.partition_leader_epoch] * n,
+            [head.magic] * n,
+            [head.compression.label] * n,
+            [head.is_transactional] * n,
+            [head.is_control] * n,
+            [head.producer_id] * n,
+            [head.producer_epoch] * n,
+            [head.base_sequence] * n,
+        )
+        if columns is None:
+            columns = list(batch)
+        else:
+            for column, part in zip(columns, batch, strict=True):
+                column += part
+    if columns is not None:
+        for name, column in zip(COLUMN_NAMES, columns, strict=True):
+            result[name] = column
+    result.records = len(result["offset"])
     result.corrupt = scan.corrupt
     result.partial_tail_bytes = scan.partial_tail_bytes
     result.partial_tail_position = scan.partial_tail_position

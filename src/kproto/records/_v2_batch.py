@@ -73,18 +73,13 @@ def decode_v2(
     base_offset = h.base_offset
     # The C loops (kproto.speedups) when built and enabled, else _v2_loop's; both
     # reject the same batches, which the careful Python reader then explains.
-    columns_fast, records_fast = _native.v2_loops()
+    if want_records and not special:
+        # C: checked now, Records built as they are iterated (see _native.v2_lazy)
+        loop = _native.v2_lazy() or _native.v2_loops()[1]
+    else:
+        loop = _native.v2_loops()[0]
     try:
-        if want_records and not special:
-            # C: checked now, Records built as they are iterated (see _native.v2_lazy)
-            lazy = _native.v2_lazy()
-            payload: Any = (lazy or records_fast)(
-                buf, rpos, rend, count, base_offset, h.base_timestamp
-            )
-        else:
-            payload = columns_fast(
-                buf, rpos, rend, count, base_offset, h.base_timestamp
-            )
+        payload: Any = loop(buf, rpos, rend, count, base_offset, h.base_timestamp)
     except (Bad, IndexError, VarintError, UnicodeDecodeError):
         raise v2_records_checked(
             buf, rpos, rend, count, batch_path(pos, base_offset), 0, where
