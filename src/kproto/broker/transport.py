@@ -72,8 +72,8 @@ def warm_allocator(size: int = HEAP_BLOCK_BYTES) -> None:
     glibc's ``malloc`` maps a block over its mmap threshold (128 KiB at start) anew
     each time, paying a page fault per 4 KiB touched, and raises the threshold to
     the size of the largest mapped block freed. Decompressing a produced batch
-    allocates such blocks on every request (~70 page faults per 19 KB lz4 request,
-    80% more broker CPU); asyncio's stream reader raised the threshold by accident,
+    allocated such blocks on every request (~70 page faults per 19 KB lz4 request,
+    80% more broker CPU, before lz4 frames went to a scratch buffer); asyncio's stream reader raised the threshold by accident,
     allocating 256 KiB per ``recv``, and :class:`FrameConnection` reads into its
     own buffer instead, so the node does it once on start: one block of ``size``
     allocated (``calloc``: no page touched) and freed. No higher by default: larger
