@@ -161,7 +161,11 @@ class ClientTurns:
     client's turn passes on to its next waiting request only on the event loop's
     next round (``call_soon``), after every other ready connection had its go.
     A handler that waits for other work (produce validation on a thread) gives
-    the turn up meanwhile (:func:`off_turn`).
+    the turn up meanwhile (:func:`off_turn`). A request that finds its client's
+    turn being handed on with nobody waiting (the next pipelined request of the
+    connection just answered) queues itself, not a future, and waits that one
+    round (the hand-off, scheduled first, gives it the turn): one loop round
+    per request fewer than waking it through a future.
 
     Args:
         enabled: ``False``: requests are handled as they come (no turns).
@@ -170,17 +174,43 @@ class ClientTurns:
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
         self._busy: set[Hashable] = set()
-        self._waiting: dict[Hashable, collections.deque[asyncio.Future[None]]] = {}
+        # per client, who waits for its turn, first first: a future to resolve,
+        # or a _Turn whose task already wakes on the next round (_acquire)
+        self._waiting: dict[
+            Hashable, collections.deque[asyncio.Future[None] | _Turn]
+        ] = {}
+        # clients whose turn a scheduled _pass_on hands on at the next round
+        self._passing: set[Hashable] = set()
 
     def waiting(self, client: Hashable) -> int:
         """Requests of ``client`` waiting for a turn."""
         return len(self._waiting.get(client, ()))
 
     async def _acquire(self, turn: _Turn) -> None:
-        if turn.client not in self._busy:
-            self._busy.add(turn.client)
+        client = turn.client
+        if client not in self._busy:
+            self._busy.add(client)
             turn.held = True
             return
+        if client in self._passing and client not in self._waiting:
+            # first in line for the turn _pass_on hands on at the next round; this
+            # task's wake-up is scheduled after it
+            self._waiting[client] = collections.deque((turn,))
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                if turn.held:
+                    self._release(turn)
+                else:
+                    self._unqueue(client, turn)
+                raise
+            if turn.held:
+                return
+            self._unqueue(client, turn)  # not handed on (not expected): wait on
+            if client not in self._busy:
+                self._busy.add(client)
+                turn.held = True
+                return
         future = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(turn.client, collections.deque()).append(future)
         try:
@@ -190,28 +220,36 @@ class ClientTurns:
                 turn.held = True  # handed over just before the cancellation
                 self._release(turn)
             else:
-                queue = self._waiting.get(turn.client)
-                if queue is not None and future in queue:
-                    queue.remove(future)
-                    if not queue:
-                        del self._waiting[turn.client]
+                self._unqueue(turn.client, future)
             raise
         turn.held = True
+
+    def _unqueue(self, client: Hashable, waiter: asyncio.Future[None] | _Turn) -> None:
+        queue = self._waiting.get(client)
+        if queue is not None and waiter in queue:
+            queue.remove(waiter)
+            if not queue:
+                del self._waiting[client]
 
     def _release(self, turn: _Turn) -> None:
         if not turn.held:
             return
         turn.held = False
+        self._passing.add(turn.client)
         asyncio.get_running_loop().call_soon(self._pass_on, turn.client)
 
     def _pass_on(self, client: Hashable) -> None:
+        self._passing.discard(client)
         queue = self._waiting.get(client)
         while queue:
-            future = queue.popleft()
+            waiter = queue.popleft()
             if not queue:
                 del self._waiting[client]
-            if not future.done():
-                future.set_result(None)  # the client stays busy
+            if isinstance(waiter, _Turn):
+                waiter.held = True  # its task wakes next, the client stays busy
+                return
+            if not waiter.done():
+                waiter.set_result(None)  # the client stays busy
                 return
         self._busy.discard(client)
 

@@ -116,6 +116,9 @@ class FaultInjector:
         self._latency_ms: dict[int, int] = {}
         self._hooks: dict[int, dict[int, RequestHook]] = {}
         self._ids = itertools.count(1)
+        # True: nothing is injected; set False by whatever injects, and True
+        # again by the first idle check that finds everything used up
+        self._idle = True
 
     # ----------------------------------------------------------------- errors
 
@@ -134,16 +137,22 @@ class FaultInjector:
         if any(f.error_code is not None for f in parsed):
             check_error_response(api_key)
         self._errors.setdefault((api_key, node_id), collections.deque()).extend(parsed)
+        if parsed:
+            self._idle = False
 
     @property
     def idle(self) -> bool:
         """Nothing is injected (no queued outcome, latency or hook): requests go
-        straight to their handlers."""
-        return (
+        straight to their handlers. A flag while nothing was injected since the
+        last check that found nothing (no scan per request)."""
+        if self._idle:
+            return True
+        self._idle = (
             not self._latency_ms
             and not any(self._hooks.values())
             and not any(self._errors.values())
         )
+        return self._idle
 
     def pop_error(self, api_key: int, node_id: int) -> Fault | None:
         """The next queued outcome for a request of ``api_key`` on ``node_id``."""
@@ -166,6 +175,7 @@ class FaultInjector:
         self._errors.clear()
         self._latency_ms.clear()
         self._hooks.clear()
+        self._idle = True
 
     # ---------------------------------------------------------------- latency
 
@@ -179,6 +189,7 @@ class FaultInjector:
             raise ValueError(f"latency must be >= 0 ms, got {ms}")
         if ms:
             self._latency_ms[node_id] = ms
+            self._idle = False
         else:
             self._latency_ms.pop(node_id, None)
 
@@ -194,6 +205,7 @@ class FaultInjector:
             raise TypeError(f"a request hook must be callable, got {fn!r}")
         handle = HookHandle(ApiKey(api_key), next(self._ids))
         self._hooks.setdefault(handle.api_key, {})[handle.hook_id] = fn
+        self._idle = False
         return handle
 
     def remove_hook(self, handle: HookHandle) -> bool:
