@@ -186,15 +186,17 @@ class Dispatcher:
             share=self.share,
         )
         handler = HANDLERS[api_key]
-        time_ms = self.state.now_ms() if self.request_log is not None else 0
-        if self.faults is None or self.faults.idle:
+        request_log = self.request_log
+        time_ms = 0 if request_log is None else self.state.now_ms()
+        faults = self.faults
+        if faults is None or faults.idle:
             response = await (
                 handler(ctx, request)
                 if self.security.acls is None
                 else guarded(ctx, handler, request)
             )
         else:
-            response = await self.faults.apply(
+            response = await faults.apply(
                 ctx, request, lambda: self._call(handler, ctx, request)
             )
         if self.log_requests:
@@ -206,10 +208,10 @@ class Dispatcher:
                 client_id,
                 header.correlation_id,
             )
-        if self.request_log is not None:
+        if request_log is not None:
             if api_key == ApiKey.SASL_AUTHENTICATE:  # a PLAIN token holds a password
                 request = attrs.evolve(request, auth_bytes=b"")
-            self.request_log.append(
+            request_log.append(
                 RequestRecord(
                     self.node_id,
                     client_id,

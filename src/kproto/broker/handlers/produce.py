@@ -197,6 +197,10 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         return _unsupported_version(ctx, request)
     state = ctx.state
     acks = request.acks
+    bad_acks = acks not in (0, 1, -1)
+    transactional_id = getattr(request, "transactional_id", None)
+    client = (ctx.client_host, ctx.principal, ctx.client_id)
+    validate = state.validation.validate
     topics = []
     for topic_data in request.topic_data:
         name, topic_error = topic_name(ctx, topic_data)
@@ -205,14 +209,14 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
             error, message = topic_error, None
             record_errors: tuple[tuple[int, str | None], ...] = ()
             base_offset, append_time, start = -1, -1, -1
-            if acks not in (0, 1, -1):
+            if bad_acks:
                 error = ErrorCode.INVALID_REQUIRED_ACKS
             elif not error:
                 plog, error = leader_log(ctx, name, pdata.index)
                 if plog is not None:
                     error = _verify_transaction(
                         ctx,
-                        getattr(request, "transactional_id", None),
+                        transactional_id,
                         pdata.records or b"",
                         name,
                         pdata.index,
@@ -223,11 +227,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     records = pdata.records or b""
                     try:
                         # small requests inline, large or bombs off the event loop
-                        checked = await state.validation.validate(
-                            records,
-                            policy,
-                            wait=off_turn,
-                            client=(ctx.client_host, ctx.principal, ctx.client_id),
+                        checked = await validate(
+                            records, policy, wait=off_turn, client=client
                         )
                         result = plog.append_batches(
                             records,
