@@ -315,12 +315,11 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
             field path and byte offset).
     """
     head = peek_request_header(frame)
-    where = f"api_key {head.api_key} v{head.api_version} (correlation id {head.correlation_id})"
     try:
         request_cls: Any = request_type(head.api_key, head.api_version)
     except LookupError as err:
         raise UnsupportedRequestError(
-            f"unsupported request {where}: {err}",
+            f"unsupported request {_where(head)}: {err}",
             api_key=head.api_key,
             api_version=head.api_version,
             correlation_id=head.correlation_id,
@@ -332,13 +331,21 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
         request = entity_reader(request_cls)(stream)
     except DecodeError as err:
         raise RequestDecodeError(
-            f"cannot decode request {where}: {err}",
+            f"cannot decode request {_where(head)}: {err}",
             api_key=head.api_key,
             api_version=head.api_version,
             correlation_id=head.correlation_id,
             cause=err,
         ) from err
     return RequestFrame(header, request, bytes(frame[stream.tell() :]))
+
+
+def _where(head: RequestHeaderInfo) -> str:
+    """A request named in an error (formatted only when one is raised)."""
+    return (
+        f"api_key {head.api_key} v{head.api_version} "
+        f"(correlation id {head.correlation_id})"
+    )
 
 
 def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
