@@ -17,6 +17,7 @@ from kproto.schema.api_versions.v3 import ApiVersionsRequest, ApiVersionsRespons
 from kproto.schema.metadata.v1 import MetadataRequest as MetadataRequestV1
 from kproto.schema.metadata.v12 import MetadataRequest, MetadataResponse
 from kproto.schema.request_header.v2 import RequestHeader
+from kproto.serial import EncodeError
 
 
 def test_decode_request_roundtrips_encode_request() -> None:
@@ -95,3 +96,31 @@ def test_decode_request_frame_keeps_trailing_bytes_losslessly() -> None:
     assert encode(header) + encode(request) + trailing == payload
     with pytest.raises(RequestDecodeError, match="3 bytes left over"):
         decode_request(payload)
+
+
+@pytest.mark.parametrize("response", [ApiVersionsResponse(), MetadataResponse()])
+def test_encode_response_from_a_request_header_equals_the_response_header_path(
+    response: object,
+) -> None:
+    # a request header's correlation id is packed behind the size prefix directly
+    # (v0: nothing after it, v1: the empty tag section); a ResponseHeader entity
+    # given as it is goes through the encoder: the bytes are the same
+    header_cls = type(response).__header_schema__  # type: ignore[attr-defined]
+    for correlation_id in (0, 7, -1, 2**31 - 1, -(2**31)):
+        request_header = RequestHeader(
+            request_api_key=3,
+            request_api_version=12,
+            correlation_id=correlation_id,
+            client_id="c",
+        )
+        assert encode_response(request_header, response) == encode_response(
+            header_cls(correlation_id=correlation_id), response
+        )
+
+
+def test_encode_response_correlation_id_out_of_int32_is_an_encode_error() -> None:
+    class Header:
+        correlation_id = 2**31
+
+    with pytest.raises(EncodeError):
+        encode_response(Header(), MetadataResponse())

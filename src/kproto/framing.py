@@ -406,11 +406,39 @@ def encode_response_parts(header: Any, response: Any) -> tuple[bytes, bytes]:
     if info.message_type != "response" or info.api_key is None or not info.top_level:
         raise TypeError(f"{type(response).__qualname__} is not a response message")
     header_cls: type = type(response).__header_schema__
-    if type(header) is not header_cls:
-        header = header_cls(correlation_id=header.correlation_id)
-    head = encode(header)
     body = encode(response)
+    if type(header) is not header_cls:
+        tail = _header_tail(header_cls)
+        correlation_id = header.correlation_id
+        if tail is not None and type(correlation_id) is int:
+            try:
+                return (
+                    _SIZE_AND_ID.pack(4 + len(tail) + len(body), correlation_id) + tail,
+                    body,
+                )
+            except struct.error:
+                pass  # out of int32's range: the encoder names the error
+        header = header_cls(correlation_id=correlation_id)
+    head = encode(header)
     return SIZE_PREFIX.pack(len(head) + len(body)) + head, body
+
+
+_SIZE_AND_ID: Final = struct.Struct(">ii")
+_HEADER_TAILS: dict[type, bytes | None] = {}
+
+
+def _header_tail(header_cls: type) -> bytes | None:
+    """What a ``header_cls`` holding only a correlation id encodes to after that
+    int32 (v0: nothing, v1: the empty tagged fields), found once per class by
+    encoding one; ``None``: the header is not that simple (encoded field by field)."""
+    tail = _HEADER_TAILS.get(header_cls, b"?")
+    if tail == b"?":
+        probe = encode(header_cls(correlation_id=0x01020304))
+        tail = probe[4:] if probe[:4] == b"\x01\x02\x03\x04" else None
+        if tail not in (b"", b"\x00"):
+            tail = None
+        _HEADER_TAILS[header_cls] = tail
+    return tail
 
 
 def check_frame_size(size: int, max_frame_bytes: int) -> int:
