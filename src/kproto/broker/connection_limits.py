@@ -319,7 +319,9 @@ def admit_now(
     held: RequestQueue | None = None
     if api_key not in WAITING_APIS:
         slots = queue._slots
-        if slots.locked():  # no slot free, or others already waiting for one
+        # no slot free, or others already waiting for one (Semaphore.locked
+        # without its scan for cancelled waiters: admit sorts those out)
+        if slots._value <= 0 or slots._waiters:
             return None
         held = queue
     if not turns.enabled:
