@@ -28,6 +28,7 @@ every error message are the same with or without them.
 from __future__ import annotations
 
 import importlib
+import struct
 import threading
 import zlib
 from typing import Any
@@ -37,6 +38,7 @@ import cramjam
 from kproto.exceptions import DecodeError, EncodeError
 
 from ._types import Compression
+from ._xxh32 import xxh32
 
 
 def _optional(name: str) -> Any:
@@ -60,56 +62,6 @@ _SNAPPY_MAX_RATIO = 32
 
 _LZ4_MAGIC = 0x184D2204
 _LZ4_BLOCK_MAX = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}
-
-_M32 = 0xFFFFFFFF
-_P1 = 2654435761
-_P2 = 2246822519
-_P3 = 3266489917
-_P4 = 668265263
-_P5 = 374761393
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32 of ``data`` (pure Python; used only on LZ4 frame descriptors)."""
-    n = len(data)
-    i = 0
-    if n >= 16:
-        v1 = (seed + _P1 + _P2) & _M32
-        v2 = (seed + _P2) & _M32
-        v3 = seed & _M32
-        v4 = (seed - _P1) & _M32
-        while i + 16 <= n:
-            lanes = [
-                int.from_bytes(data[i + j : i + j + 4], "little") for j in (0, 4, 8, 12)
-            ]
-            v1 = (_rotl((v1 + lanes[0] * _P2) & _M32, 13) * _P1) & _M32
-            v2 = (_rotl((v2 + lanes[1] * _P2) & _M32, 13) * _P1) & _M32
-            v3 = (_rotl((v3 + lanes[2] * _P2) & _M32, 13) * _P1) & _M32
-            v4 = (_rotl((v4 + lanes[3] * _P2) & _M32, 13) * _P1) & _M32
-            i += 16
-        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
-    else:
-        h = (seed + _P5) & _M32
-    h = (h + n) & _M32
-    while i + 4 <= n:
-        h = (h + int.from_bytes(data[i : i + 4], "little") * _P3) & _M32
-        h = (_rotl(h, 17) * _P4) & _M32
-        i += 4
-    while i < n:
-        h = (h + data[i] * _P5) & _M32
-        h = (_rotl(h, 11) * _P1) & _M32
-        i += 1
-    h ^= h >> 15
-    h = (h * _P2) & _M32
-    h ^= h >> 13
-    h = (h * _P3) & _M32
-    h ^= h >> 16
-    return h
-
 
 _scratch = threading.local()
 _SCRATCH_MAX = 1 << 23
@@ -326,8 +278,112 @@ def _snappy_compress(data: bytes) -> bytes:
 # ---------------------------------------------------------------- lz4
 
 
+_U32 = struct.Struct("<I").unpack_from
+#: The most blocks a fast path walks: Kafka's clients write 64 KiB to 4 MiB lz4
+#: blocks and 128 KiB zstd blocks, so more than this is no batch within the limits
+#: (or empty blocks, which only cost time): ``decompress`` takes it.
+_MAX_BLOCKS = 1024
+
+_LZ4_MAGIC_BYTES = b"\x04\x22\x4d\x18"
+#: FLG of a frame with independent blocks and no checksums (version 1), without
+#: and with a content size.
+_LZ4_FLG_PLAIN = 0x60
+_LZ4_FLG_SIZED = 0x68
+#: The header checksum of each descriptor without a content size, (FLG, BD) ->
+#: second byte of XXH32 (computed once: the descriptor Kafka's clients write).
+_LZ4_HC = {
+    (_LZ4_FLG_PLAIN, bd): (xxh32(bytes((_LZ4_FLG_PLAIN, bd))) >> 8) & 0xFF
+    for bd in (0x40, 0x50, 0x60, 0x70)
+}
+
+
+def _lz4_into(data: bytes | memoryview, limit: int) -> memoryview | None:
+    """One lz4 frame as Kafka's clients write it, decompressed block by block into the
+    scratch buffer; a view of it, ``None`` for any other shape or a failure (the
+    reference path then decides and names it).
+
+    The shape: frame version 1, independent blocks, no block or content checksum, no
+    dictionary id, a content size or none, nothing after the frame
+    (KafkaLZ4BlockOutputStream, librdkafka's LZ4F with independent blocks, kproto's
+    own encoder). Its header checksum is checked, each block decompressed with
+    liblz4's ``LZ4_decompress_safe`` (cramjam) into its place, bounded by the frame's
+    block maximum, and a declared content size must match: the checks liblz4's frame
+    decoder makes on such a frame, so the two accept the same frames.
+    """
+    mv = memoryview(data)
+    n = len(mv)
+    if n < 11 or mv[:4] != _LZ4_MAGIC_BYTES:
+        return None
+    flg = mv[4]
+    bd = mv[5]
+    block_max = _LZ4_BLOCK_MAX.get(bd >> 4)
+    if block_max is None or bd & 0x8F:
+        return None
+    if flg == _LZ4_FLG_PLAIN:
+        declared = -1
+        p = 6
+        if mv[6] != _LZ4_HC[(flg, bd)]:
+            return None
+    elif flg == _LZ4_FLG_SIZED:
+        if n < 19 or mv[14] != (xxh32(bytes(mv[4:14])) >> 8) & 0xFF:
+            return None
+        (declared,) = struct.unpack_from("<Q", mv, 6)
+        p = 14
+    else:
+        return None
+    p += 1
+    blocks: list[tuple[int, int]] = []  # (start, size); size < 0: stored as is
+    bound = 0
+    u32 = _U32
+    for _ in range(_MAX_BLOCKS):
+        if p + 4 > n:
+            return None
+        (size,) = u32(mv, p)
+        p += 4
+        if size == 0:
+            break
+        stored = size & 0x80000000
+        size &= 0x7FFFFFFF
+        if size > block_max or p + size > n:
+            return None
+        if stored:
+            blocks.append((p, -size))
+            bound += size
+        else:
+            blocks.append((p, size))
+            bound += block_max
+        p += size
+    else:
+        return None  # more blocks than a batch within the limits holds
+    if p != n or not 0 < bound <= min(limit, _SCRATCH_MAX):
+        return None
+    view = _scratch_view(bound)
+    at = 0
+    decompress_block_into = cramjam.lz4.decompress_block_into
+    try:
+        for start, size in blocks:
+            if size < 0:
+                view[at : at - size] = mv[start : start - size]
+                at -= size
+            else:
+                at += decompress_block_into(
+                    mv[start : start + size], view[at : at + block_max]
+                )
+    except Exception:  # noqa: BLE001 - decompress names what is wrong
+        return None
+    if declared >= 0 and at != declared:
+        return None
+    return view[:at]
+
+
 def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
     """Decompress LZ4 frames; ``old_kafka`` accepts the KAFKA-3160 header checksum."""
+    fast = _lz4_into(data, limit)
+    if fast is not None:
+        # Block by block into the scratch buffer, then one exact-size copy: 1.5x
+        # faster than cramjam's frame decoder on Kafka's frames (and python-lz4's,
+        # which grows its output when the frame declares no size).
+        return bytes(fast)
     n = len(data)
     pos = 0
     frames: list[tuple[int, int, int, bool]] = []  # start, end, bound, independent
@@ -462,22 +518,32 @@ def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
     return bytes(out)
 
 
+#: The block size kproto writes (BD 0x40), as KafkaLZ4BlockOutputStream's default.
+_LZ4_BLOCK = 1 << 16
+#: kproto's frame descriptor: version 1, independent blocks, no checksums or size.
+_LZ4_HEAD = (_LZ4_FLG_PLAIN, 0x40)
+
+
 def _lz4_compress(data: bytes, old_kafka: bool) -> bytes:
-    # Kafka's reader (KafkaLZ4BlockInputStream) needs independent blocks; level 1
-    # is the fast (non-HC) compressor, as librdkafka and kafka-python use.
-    c = cramjam.lz4.Compressor(level=1, content_checksum=False, block_linked=False)
-    c.compress(data)
-    frame = bytes(c.finish())
-    if not old_kafka:
-        return frame
-    # Kafka < 0.10 (KAFKA-3160) expects the header checksum computed over the
-    # magic number and descriptor, and no content size field.
-    flg = frame[4]
-    desc_end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
-    body = frame[desc_end + 1 :]
-    head = bytearray(frame[:6])
-    head[4] = flg & ~0x08 & 0xFF
-    return bytes(head) + bytes(((xxh32(bytes(head)) >> 8) & 0xFF,)) + body
+    """One lz4 frame of ``data`` as Kafka's KafkaLZ4BlockOutputStream writes it:
+    64 KiB independent blocks (Kafka's reader needs them), no block or content
+    checksum, no content size; a block that does not shrink is stored as is. Blocks
+    are compressed by liblz4's fast compressor (acceleration 1), as librdkafka and
+    kafka-python do. ``old_kafka`` (magic 0): the header checksum over the magic
+    number and descriptor, as Kafka < 0.10 expects (KAFKA-3160)."""
+    hc = xxh32((_LZ4_MAGIC_BYTES if old_kafka else b"") + bytes(_LZ4_HEAD))
+    parts: list[Any] = [_LZ4_MAGIC_BYTES, bytes((*_LZ4_HEAD, (hc >> 8) & 0xFF))]
+    mv = memoryview(data)
+    compress_block = cramjam.lz4.compress_block
+    for at in range(0, len(mv), _LZ4_BLOCK):
+        chunk = mv[at : at + _LZ4_BLOCK]
+        block = compress_block(chunk, store_size=False)
+        if len(block) < len(chunk):
+            parts += (len(block).to_bytes(4, "little"), block)
+        else:
+            parts += ((len(chunk) | 0x80000000).to_bytes(4, "little"), chunk)
+    parts.append(b"\x00\x00\x00\x00")  # end mark
+    return b"".join(parts)
 
 
 # ---------------------------------------------------------------- zstd
