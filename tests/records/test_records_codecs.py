@@ -10,7 +10,8 @@ import pytest
 from kafka import codec as kcodec
 
 from kproto.records import Compression, decode_batches, encode_batch
-from kproto.records._codecs import _lz4_into, compress, decompress, xxh32
+from kproto.records._codecs import compress, decompress, xxh32
+from kproto.records._lz4 import _lz4_into
 from kproto.serial.exceptions import DecodeError
 
 PAYLOAD = b"".join(b"record %d " % i + os.urandom(8) for i in range(5000))  # ~80 KB

@@ -3,7 +3,7 @@
 :func:`decompress_view` gives the same bytes as :func:`~kproto.records._codecs.decompress`
 (it *is* that function for anything outside its fast paths, errors included), but
 for the common shapes of a produced batch it writes them into the thread's reusable
-buffer (``_codecs._scratch_view``, at most 8 MiB kept per thread; larger outputs
+buffer (``_codec_base._scratch_view``, at most 8 MiB kept per thread; larger outputs
 get a buffer of their own) and returns a memoryview of it, valid until the same
 thread decompresses again. The broker's validator reads the records there once and
 drops the view: no bytes object is allocated, zero-filled or copied per batch.
@@ -28,15 +28,9 @@ from __future__ import annotations
 
 import cramjam
 
-from ._codecs import (
-    _MAX_BLOCKS,
-    _SCRATCH_MAX,
-    _U32,
-    _lz4_into,
-    _scratch_view,
-    _snappy_into,
-    decompress,
-)
+from ._codec_base import _SCRATCH_MAX, _scratch_view
+from ._codecs import _snappy_into, decompress
+from ._lz4 import _MAX_BLOCKS, _U32, _lz4_into
 from ._types import Compression
 
 __all__ = ["decompress_view"]
