@@ -11,6 +11,7 @@ from kafka import codec as kcodec
 
 from kproto.records import Compression, decode_batches, encode_batch
 from kproto.records._codecs import compress, decompress, xxh32
+from kproto.records._lz4 import _lz4_into
 from kproto.serial.exceptions import DecodeError
 
 PAYLOAD = b"".join(b"record %d " % i + os.urandom(8) for i in range(5000))  # ~80 KB
@@ -92,6 +93,51 @@ def test_decompression_bomb_codec_level(codec: int) -> None:
     with pytest.raises(DecodeError, match="max_decompressed_size"):
         decompress(codec, packed, 1 << 20)
     assert decompress(codec, packed, len(BOMB)) == BOMB
+
+
+def test_lz4_encode_is_kafkas_frame_shape() -> None:
+    """KafkaLZ4BlockOutputStream's frame: FLG 0x60 (version 1, independent blocks,
+    no checksums or size), BD 0x40 (64 KiB blocks), a stored block for data that does
+    not shrink, an end mark and nothing after; liblz4 (python-lz4, cramjam) and
+    kafka-python read it."""
+    lz4_frame = pytest.importorskip("lz4.frame")
+    noise = os.urandom(70_000)  # first block stored as is, the rest compressed
+    for payload in (b"", b"x", PAYLOAD, noise, noise + bytes(100_000)):
+        frame = compress(Compression.LZ4, payload)
+        assert frame[:7] == b"\x04\x22\x4d\x18\x60\x40" + bytes(
+            ((xxh32(b"\x60\x40") >> 8) & 0xFF,)
+        )
+        assert frame.endswith(b"\x00\x00\x00\x00")
+        assert lz4_frame.decompress(frame) == payload
+        assert bytes(cramjam.lz4.decompress(frame)) == payload
+        assert kcodec.lz4_decode(frame) == payload
+        assert decompress(Compression.LZ4, frame, 1 << 20) == payload
+    stored = compress(Compression.LZ4, noise)
+    assert int.from_bytes(stored[7:11], "little") == 0x80000000 | 65536
+    assert stored[11 : 11 + 65536] == noise[:65536]
+
+
+def test_lz4_fast_and_reference_paths_alike() -> None:
+    """Kafka-shaped frames take the block-by-block path in ``decompress``; frames with
+    block checksums (liblz4's defaults), linked blocks or a content checksum take
+    cramjam's frame decoder: same bytes either way, for the shapes liblz4 writes."""
+    lz4_frame = pytest.importorskip("lz4.frame")
+    ours = compress(Compression.LZ4, PAYLOAD)
+    assert _lz4_into(ours, 1 << 20) is not None
+    for kw in (
+        {"block_checksum": True},
+        {"content_checksum": True},
+        {"block_linked": True},
+        {"store_size": True},
+    ):
+        frame = lz4_frame.compress(PAYLOAD, block_size=4, **kw)
+        assert decompress(Compression.LZ4, frame, 1 << 20) == PAYLOAD
+    checked = lz4_frame.compress(PAYLOAD, block_linked=False, block_checksum=True)
+    assert _lz4_into(checked, 1 << 20) is None  # liblz4 checks the block checksums
+    bad = bytearray(checked)
+    bad[-6] ^= 1  # the last block's checksum (before the end mark)
+    with pytest.raises(DecodeError, match="lz4"):
+        decompress(Compression.LZ4, bytes(bad), 1 << 20)
 
 
 def test_lz4_block_by_block_under_limit() -> None:

@@ -27,8 +27,6 @@ every error message are the same with or without them.
 
 from __future__ import annotations
 
-import importlib
-import threading
 import zlib
 from typing import Any
 
@@ -36,19 +34,19 @@ import cramjam
 
 from kproto.exceptions import DecodeError, EncodeError
 
+from ._codec_base import (
+    _SCRATCH_MAX,
+    SizeLimitError,
+    _optional,
+    _scratch,
+    _scratch_view,
+    _too_big,
+)
+from ._lz4 import _lz4_compress, _lz4_decompress
 from ._types import Compression
-
-
-def _optional(name: str) -> Any:
-    """The module ``name`` when installed (the ``speed`` extra), else ``None``."""
-    try:
-        return importlib.import_module(name)
-    except ImportError:  # pragma: no cover - depends on the install
-        return None
-
+from ._xxh32 import xxh32
 
 _isal_zlib = _optional("isal.isal_zlib")  # ISA-L's inflate, ~2x zlib's
-_lz4_frame = _optional("lz4.frame")  # one lz4 frame straight into bytes
 _zstandard = _optional("zstandard")  # one zstd frame straight into bytes
 
 __all__ = ["SizeLimitError", "compress", "decompress", "xxh32"]
@@ -57,100 +55,6 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
 _XERIAL_BLOCK = 32 * 1024
 _SNAPPY_MAX_RATIO = 32
-
-_LZ4_MAGIC = 0x184D2204
-_LZ4_BLOCK_MAX = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}
-
-_M32 = 0xFFFFFFFF
-_P1 = 2654435761
-_P2 = 2246822519
-_P3 = 3266489917
-_P4 = 668265263
-_P5 = 374761393
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
-def xxh32(data: bytes, seed: int = 0) -> int:
-    """XXH32 of ``data`` (pure Python; used only on LZ4 frame descriptors)."""
-    n = len(data)
-    i = 0
-    if n >= 16:
-        v1 = (seed + _P1 + _P2) & _M32
-        v2 = (seed + _P2) & _M32
-        v3 = seed & _M32
-        v4 = (seed - _P1) & _M32
-        while i + 16 <= n:
-            lanes = [
-                int.from_bytes(data[i + j : i + j + 4], "little") for j in (0, 4, 8, 12)
-            ]
-            v1 = (_rotl((v1 + lanes[0] * _P2) & _M32, 13) * _P1) & _M32
-            v2 = (_rotl((v2 + lanes[1] * _P2) & _M32, 13) * _P1) & _M32
-            v3 = (_rotl((v3 + lanes[2] * _P2) & _M32, 13) * _P1) & _M32
-            v4 = (_rotl((v4 + lanes[3] * _P2) & _M32, 13) * _P1) & _M32
-            i += 16
-        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
-    else:
-        h = (seed + _P5) & _M32
-    h = (h + n) & _M32
-    while i + 4 <= n:
-        h = (h + int.from_bytes(data[i : i + 4], "little") * _P3) & _M32
-        h = (_rotl(h, 17) * _P4) & _M32
-        i += 4
-    while i < n:
-        h = (h + data[i] * _P5) & _M32
-        h = (_rotl(h, 11) * _P1) & _M32
-        i += 1
-    h ^= h >> 15
-    h = (h * _P2) & _M32
-    h ^= h >> 13
-    h = (h * _P3) & _M32
-    h ^= h >> 16
-    return h
-
-
-_scratch = threading.local()
-_SCRATCH_MAX = 1 << 23
-
-
-def _scratch_view(size: int) -> memoryview:
-    """A writable ``size``-byte view to decompress into, then copy out of.
-
-    Up to 8 MiB it is the calling thread's reusable buffer: allocating (and
-    zero-filling) a large buffer per batch costs page faults that take longer
-    than the decompression. cramjam is given a memoryview, as it handles a
-    bytearray slowly.
-    """
-    if size > _SCRATCH_MAX:
-        return memoryview(bytearray(size))
-    buf: bytearray | None = getattr(_scratch, "buf", None)
-    if buf is None or len(buf) < size:
-        buf = _scratch.buf = bytearray(max(size, 1 << 16))
-    return memoryview(buf)[:size]
-
-
-class SizeLimitError(DecodeError):
-    """A payload that decompresses to more than the ``limit`` it was given.
-
-    Attributes:
-        codec: ``"gzip"``, ``"snappy"``, ``"lz4"`` or ``"zstd"``.
-        limit: the limit (bytes) passed to :func:`decompress`; callers that pass what
-            is left of a larger budget rewrite the message to name both.
-    """
-
-    def __init__(self, codec: str, limit: int) -> None:
-        super().__init__(
-            f"{codec} payload decompresses to more than max_decompressed_size "
-            f"({limit} bytes)"
-        )
-        self.codec = codec
-        self.limit = limit
-
-
-def _too_big(codec: str, limit: int) -> DecodeError:
-    return SizeLimitError(codec, limit)
 
 
 # ---------------------------------------------------------------- gzip
@@ -321,163 +225,6 @@ def _snappy_compress(data: bytes) -> bytes:
         parts.append(len(block).to_bytes(4, "big"))
         parts.append(block)
     return b"".join(parts)
-
-
-# ---------------------------------------------------------------- lz4
-
-
-def _lz4_decompress(data: bytes, limit: int, old_kafka: bool) -> bytes:
-    """Decompress LZ4 frames; ``old_kafka`` accepts the KAFKA-3160 header checksum."""
-    n = len(data)
-    pos = 0
-    frames: list[tuple[int, int, int, bool]] = []  # start, end, bound, independent
-    patched: bytearray | None = None
-    bound_total = 0
-    sized = False
-    try:
-        while pos < n:
-            magic = int.from_bytes(data[pos : pos + 4], "little")
-            if 0x184D2A50 <= magic <= 0x184D2A5F:  # skippable frame
-                pos += 8 + int.from_bytes(data[pos + 4 : pos + 8], "little")
-                continue
-            if magic != _LZ4_MAGIC:
-                raise DecodeError(f"lz4: bad frame magic 0x{magic:08x}", offset=pos)
-            flg = data[pos + 4]
-            bd = data[pos + 5]
-            if flg >> 6 != 1:
-                raise DecodeError(
-                    f"lz4: unsupported frame version {flg >> 6}", offset=pos
-                )
-            block_max = _LZ4_BLOCK_MAX.get((bd >> 4) & 7)
-            if block_max is None:
-                raise DecodeError(f"lz4: bad block maximum size code {bd}", offset=pos)
-            desc_end = pos + 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
-            stored_hc = data[desc_end]
-            right_hc = (xxh32(data[pos + 4 : desc_end]) >> 8) & 0xFF
-            if stored_hc != right_hc:
-                if old_kafka and stored_hc == (xxh32(data[pos:desc_end]) >> 8) & 0xFF:
-                    if patched is None:
-                        patched = bytearray(data)
-                    patched[desc_end] = right_hc
-                else:
-                    raise DecodeError("lz4: bad frame header checksum", offset=desc_end)
-            p = desc_end + 1
-            bound = 0
-            while True:
-                if p + 4 > n:
-                    raise DecodeError("lz4: truncated frame", offset=p)
-                size = int.from_bytes(data[p : p + 4], "little")
-                p += 4
-                if size == 0:
-                    break
-                if size & 0x80000000:
-                    size &= 0x7FFFFFFF
-                    bound += size
-                else:
-                    bound += block_max
-                p += size + (4 if flg & 0x10 else 0)
-            p += 4 if flg & 0x04 else 0
-            if p > n:
-                raise DecodeError("lz4: truncated frame", offset=n)
-            frames.append((pos, p, bound, bool(flg & 0x20)))
-            # The frame declares its content size, within what its blocks can hold
-            # (python-lz4 allocates the declared size).
-            sized = bool(flg & 0x08) and (
-                int.from_bytes(data[pos + 6 : pos + 14], "little") <= bound
-            )
-            bound_total += bound
-            pos = p
-    except IndexError:
-        raise DecodeError("lz4: truncated frame", offset=n) from None
-    src = bytes(patched) if patched is not None else data
-    if (
-        _lz4_frame is not None
-        and sized
-        and bound_total <= limit
-        and len(frames) == 1
-        and frames[0][:2] == (0, n)
-    ):
-        # One frame of declared size, nothing around it: python-lz4 writes it
-        # straight into bytes of that size (it reads one frame only, so anything
-        # more goes to cramjam below). Its output is at most bound_total bytes.
-        # Without a declared size (Kafka's and kproto's writers) it grows its
-        # output as it goes, which in some process states (asyncio imported) took
-        # 370 us for this 250 KB batch, against 55 us into the scratch buffer.
-        try:
-            one: bytes = _lz4_frame.decompress(src)
-        except Exception:  # noqa: BLE001 - cramjam below names what is wrong
-            pass
-        else:
-            return one
-    if bound_total <= limit:
-        if 0 < bound_total <= _SCRATCH_MAX:
-            # Into a buffer of the worst-case size, 5x faster than letting
-            # cramjam grow its output. On failure the plain call below reports
-            # the error.
-            view = _scratch_view(bound_total)
-            try:
-                got = cramjam.lz4.decompress_into(src, view)
-            except Exception:
-                pass
-            else:
-                return bytes(view[:got])
-        try:
-            return bytes(cramjam.lz4.decompress(src))
-        except Exception as exc:
-            raise DecodeError(f"lz4: {exc}") from None
-    # The worst case exceeds the limit: decompress block by block, stopping
-    # at the limit (possible for independent blocks, which Kafka requires).
-    out = bytearray()
-    for start, _end, _bound, independent in frames:
-        if not independent:
-            raise DecodeError(
-                "lz4: a frame with linked blocks may exceed max_decompressed_size "
-                f"({limit} bytes)"
-            )
-        flg = src[start + 4]
-        block_max = _LZ4_BLOCK_MAX[(src[start + 5] >> 4) & 7]
-        p = start + 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
-        while True:
-            size = int.from_bytes(src[p : p + 4], "little")
-            p += 4
-            if size == 0:
-                break
-            raw = size & 0x80000000
-            size &= 0x7FFFFFFF
-            if raw:
-                out += src[p : p + size]
-            else:
-                room = min(block_max, limit - len(out) + 1)
-                buf = bytearray(room)
-                try:
-                    got = cramjam.lz4.decompress_block_into(src[p : p + size], buf)
-                except Exception:
-                    if room < block_max:
-                        raise _too_big("lz4", limit) from None
-                    raise DecodeError("lz4: corrupt block", offset=p) from None
-                out += buf[:got]
-            if len(out) > limit:
-                raise _too_big("lz4", limit)
-            p += size + (4 if flg & 0x10 else 0)
-    return bytes(out)
-
-
-def _lz4_compress(data: bytes, old_kafka: bool) -> bytes:
-    # Kafka's reader (KafkaLZ4BlockInputStream) needs independent blocks; level 1
-    # is the fast (non-HC) compressor, as librdkafka and kafka-python use.
-    c = cramjam.lz4.Compressor(level=1, content_checksum=False, block_linked=False)
-    c.compress(data)
-    frame = bytes(c.finish())
-    if not old_kafka:
-        return frame
-    # Kafka < 0.10 (KAFKA-3160) expects the header checksum computed over the
-    # magic number and descriptor, and no content size field.
-    flg = frame[4]
-    desc_end = 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
-    body = frame[desc_end + 1 :]
-    head = bytearray(frame[:6])
-    head[4] = flg & ~0x08 & 0xFF
-    return bytes(head) + bytes(((xxh32(bytes(head)) >> 8) & 0xFF,)) + body
 
 
 # ---------------------------------------------------------------- zstd

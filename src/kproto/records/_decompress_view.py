@@ -3,7 +3,7 @@
 :func:`decompress_view` gives the same bytes as :func:`~kproto.records._codecs.decompress`
 (it *is* that function for anything outside its fast paths, errors included), but
 for the common shapes of a produced batch it writes them into the thread's reusable
-buffer (``_codecs._scratch_view``, at most 8 MiB kept per thread; larger outputs
+buffer (``_codec_base._scratch_view``, at most 8 MiB kept per thread; larger outputs
 get a buffer of their own) and returns a memoryview of it, valid until the same
 thread decompresses again. The broker's validator reads the records there once and
 drops the view: no bytes object is allocated, zero-filled or copied per batch.
@@ -26,40 +26,16 @@ names the error):
 
 from __future__ import annotations
 
-import struct
-
 import cramjam
 
-from ._codecs import (
-    _LZ4_BLOCK_MAX,
-    _SCRATCH_MAX,
-    _scratch_view,
-    _snappy_into,
-    decompress,
-    xxh32,
-)
+from ._codec_base import _SCRATCH_MAX, _scratch_view
+from ._codecs import _snappy_into, decompress
+from ._lz4 import _MAX_BLOCKS, _U32, _lz4_into
 from ._types import Compression
 
 __all__ = ["decompress_view"]
 
-_U32 = struct.Struct("<I").unpack_from
-#: The most blocks a fast path walks: Kafka's clients write 64 KiB to 4 MiB lz4
-#: blocks and 128 KiB zstd blocks, so more than this is no batch within the limits
-#: (or empty blocks, which only cost time): ``decompress`` takes it.
-_MAX_BLOCKS = 1024
-
-_LZ4_MAGIC_BYTES = b"\x04\x22\x4d\x18"
 _ZSTD_MAGIC_BYTES = b"\x28\xb5\x2f\xfd"
-#: FLG of a frame with independent blocks and no checksums (version 1), without
-#: and with a content size.
-_LZ4_FLG_PLAIN = 0x60
-_LZ4_FLG_SIZED = 0x68
-#: The header checksum of each descriptor without a content size, (FLG, BD) ->
-#: second byte of XXH32 (computed once: the descriptor Kafka's clients write).
-_LZ4_HC = {
-    (_LZ4_FLG_PLAIN, bd): (xxh32(bytes((_LZ4_FLG_PLAIN, bd))) >> 8) & 0xFF
-    for bd in (0x40, 0x50, 0x60, 0x70)
-}
 
 
 def decompress_view(
@@ -82,76 +58,6 @@ def decompress_view(
         if view is not None:
             return view
     return decompress(codec, bytes(data), limit)
-
-
-def _lz4_into(data: bytes | memoryview, limit: int) -> memoryview | None:
-    """One plain lz4 frame (see the module doc) decompressed block by block into the
-    scratch buffer; ``None`` for any other shape, or a failure (``decompress``
-    then decides and names it)."""
-    mv = memoryview(data)
-    n = len(mv)
-    if n < 11 or mv[:4] != _LZ4_MAGIC_BYTES:
-        return None
-    flg = mv[4]
-    bd = mv[5]
-    block_max = _LZ4_BLOCK_MAX.get(bd >> 4)
-    if block_max is None or bd & 0x8F:
-        return None
-    if flg == _LZ4_FLG_PLAIN:
-        declared = -1
-        p = 6
-        if mv[6] != _LZ4_HC[(flg, bd)]:
-            return None
-    elif flg == _LZ4_FLG_SIZED:
-        if n < 19 or mv[14] != (xxh32(bytes(mv[4:14])) >> 8) & 0xFF:
-            return None
-        (declared,) = struct.unpack_from("<Q", mv, 6)
-        p = 14
-    else:
-        return None
-    p += 1
-    blocks: list[tuple[int, int]] = []  # (start, size); size < 0: stored as is
-    bound = 0
-    u32 = _U32
-    for _ in range(_MAX_BLOCKS):
-        if p + 4 > n:
-            return None
-        (size,) = u32(mv, p)
-        p += 4
-        if size == 0:
-            break
-        stored = size & 0x80000000
-        size &= 0x7FFFFFFF
-        if size > block_max or p + size > n:
-            return None
-        if stored:
-            blocks.append((p, -size))
-            bound += size
-        else:
-            blocks.append((p, size))
-            bound += block_max
-        p += size
-    else:
-        return None  # more blocks than a batch within the limits holds
-    if p != n or not 0 < bound <= min(limit, _SCRATCH_MAX):
-        return None
-    view = _scratch_view(bound)
-    at = 0
-    decompress_block_into = cramjam.lz4.decompress_block_into
-    try:
-        for start, size in blocks:
-            if size < 0:
-                view[at : at - size] = mv[start : start - size]
-                at -= size
-            else:
-                at += decompress_block_into(
-                    mv[start : start + size], view[at : at + block_max]
-                )
-    except Exception:  # noqa: BLE001 - decompress names what is wrong
-        return None
-    if declared >= 0 and at != declared:
-        return None
-    return view[:at]
 
 
 #: The most one zstd block yields (Block_Maximum_Size, RFC 8878 3.1.1.2.3).
