@@ -400,3 +400,48 @@ def test_a_client_gets_one_turn_at_a_time_across_its_connections() -> None:
     order = asyncio.run(run())
     assert order[:2] == ["f0", "good"]
     assert len(order) == 52
+
+
+def test_a_pipelined_request_gets_the_turn_handed_on_in_order() -> None:
+    """The next request of a client whose turn is being handed on waits one loop
+    round in line, ahead of requests of that client arriving after it; cancelled
+    while waiting, it leaves the client free."""
+
+    async def run() -> None:
+        queue, turns = RequestQueue(500), ClientTurns()
+        frame = struct.pack(">hhih", 3, 12, 1, 1) + b"c" + b"\x00"
+        key = ("h", "User:x", b"c")
+        first = await admit(queue, turns, frame, "h", "User:x")
+        first.close()  # the hand-off is scheduled for the next round
+        order: list[str] = []
+
+        async def request(name: str) -> None:
+            held = await admit(queue, turns, frame, "h", "User:x")
+            order.append(name)
+            await asyncio.sleep(0)
+            held.close()
+
+        second = asyncio.create_task(request("second"))
+        await asyncio.sleep(0)  # second queues itself first in line
+        third = asyncio.create_task(request("third"))
+        await asyncio.sleep(0)
+        assert turns.waiting(key) in (1, 2)
+        await asyncio.gather(second, third)
+        assert order == ["second", "third"]
+        assert turns.waiting(key) == 0
+
+        again = await admit(queue, turns, frame, "h", "User:x")
+        waiter = asyncio.create_task(admit(queue, turns, frame, "h", "User:x"))
+        again.close()
+        await asyncio.sleep(0)  # waiter queued itself, then was handed the turn
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert turns.waiting(key) == 0
+        last = admit_now(queue, turns, frame, "h", "User:x")
+        assert last is not None  # nobody holds the client's turn
+        last.close()
+
+    asyncio.run(run())
