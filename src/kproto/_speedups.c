@@ -582,45 +582,26 @@ done:
 }
 
 /* A key/value/header blob at d[*pos] skipped (no object built), with the checks of
- * read_blob; *is_null set for length -1. Header names (is_name) must be UTF-8. */
+ * read_blob (blob_span); *is_null set for length -1. Header names (is_name) must be
+ * UTF-8. */
 static inline int
 skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_null,
           int is_name, int *is_null)
 {
-    Py_ssize_t p = *pos;
-    *is_null = 0;
-    if (p >= limit)
-        return fail_bad();
-    unsigned char v = d[p];
-    uint64_t n;
-    if (!(v & 0x81)) {
-        n = v >> 1;
-        p += 1;
-    }
-    else if (v == 1 && allow_null) {
-        *pos = p + 1;
-        *is_null = 1;
-        return 0;
-    }
-    else {
-        if (v & 1)
-            return fail_bad();
-        uint64_t raw;
-        if (read_uvar(d, &p, limit, 5, &raw) < 0)
-            return fail_bad();
-        n = raw >> 1;
-    }
-    if ((uint64_t)(limit - p) < n)
-        return fail_bad();
+    Py_ssize_t p, n;
+    int r = blob_span(d, pos, limit, allow_null, &p, &n);
+    *is_null = r == 1;
+    if (r != 0)
+        return r < 0 ? -1 : 0;
     if (is_name) {
         int ascii = 1;
-        for (uint64_t i = 0; i < n; i++)
-            if (d[p + (Py_ssize_t)i] & 0x80) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (d[p + i] & 0x80) {
                 ascii = 0;
                 break;
             }
         if (!ascii) {
-            PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, (Py_ssize_t)n, NULL);
+            PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, n, NULL);
             if (s == NULL) {
                 if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
                     PyErr_Clear();
@@ -631,7 +612,6 @@ skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_n
             Py_DECREF(s);
         }
     }
-    *pos = p + (Py_ssize_t)n;
     return 0;
 }
 

@@ -38,6 +38,7 @@ from kproto.broker.topic_config import (
     TOPIC_CONFIG_DEFAULTS,
     validate_topic_configs,
 )
+from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
 from kproto.broker.validation_pool import ValidationPool
 from kproto.errors import ErrorCode
 from kproto.json import kafka_uuid
@@ -69,10 +70,6 @@ DEFAULT_MAX_PARTITIONS = 200_000
 
 _TOPICS_FILE = "kproto-topics.json"
 _CHECKPOINT_FILE = "log-start-offset-checkpoint"
-#: Kafka's Topic.isValid: legal characters and the 249-character bound.
-_LEGAL_TOPIC_CHARS = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
-)
 
 
 class CorruptStateError(ValueError):
@@ -91,47 +88,6 @@ class NodeInfo:
     host: str
     port: int
     rack: str | None = None
-
-
-@attrs.define
-class TopicMetadata:
-    """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
-    ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
-    v10+), partition count, the node id of each partition's leader, its explicitly
-    set configs, and whether it is internal. A client's view of a topic is
-    :class:`kproto.client.results.TopicMetadata`, a different thing."""
-
-    name: str
-    topic_id: uuid.UUID
-    leaders: list[int]
-    configs: dict[str, str] = attrs.field(factory=dict)
-    internal: bool = False
-
-    @property
-    def partitions(self) -> int:
-        return len(self.leaders)
-
-    def config(self, name: str) -> str:
-        """The config value in effect (set, else Kafka's default)."""
-        return self.configs.get(name, TOPIC_CONFIG_DEFAULTS.get(name, ""))
-
-    def int_config(self, name: str) -> int:
-        return int(self.config(name))
-
-
-def validate_topic_name(name: str) -> None:
-    """Raise TopicError(INVALID_TOPIC_EXCEPTION) unless ``name`` is a legal topic
-    name (Kafka's ``Topic.validate``: 1-249 chars of ``[a-zA-Z0-9._-]``, not . or ..).
-    """
-    if (
-        not name
-        or name in (".", "..")
-        or len(name) > 249
-        or not set(name) <= _LEGAL_TOPIC_CHARS
-    ):
-        raise TopicError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION, f"invalid topic name {name!r}"
-        )
 
 
 class ClusterState:

@@ -189,11 +189,11 @@ class Membership:
                 new.awaiting_join(self._join_result(group, member))
             else:
                 self._update_member(group, member, new)
-                self._prepare_rebalance(group, f"member {member_id} changed protocols")
+                self.prepare_rebalance(group, f"member {member_id} changed protocols")
         else:  # Stable
             if member_id == group.leader_id or not member.matches(new.protocols):
                 self._update_member(group, member, new)
-                self._prepare_rebalance(group, f"member {member_id} rejoined")
+                self.prepare_rebalance(group, f"member {member_id} rejoined")
             else:
                 assert new.awaiting_join is not None
                 new.awaiting_join(self._join_result(group, member))
@@ -231,7 +231,7 @@ class Membership:
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
         else:
-            self._prepare_rebalance(
+            self.prepare_rebalance(
                 group, f"static member {new.group_instance_id} rejoined"
             )
 
@@ -266,11 +266,12 @@ class Membership:
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
         else:
-            self._prepare_rebalance(group, reason)
+            self.prepare_rebalance(group, reason)
 
     # -- rebalance -------------------------------------------------------------------
 
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+        """Move ``group`` to PreparingRebalance (Kafka's ``prepareRebalance``)."""
         log.debug("group %s: preparing rebalance: %s", group.group_id, reason)
         if group.is_(GroupState.COMPLETING_REBALANCE):
             self._reset_sync(group, E.REBALANCE_IN_PROGRESS)
@@ -380,7 +381,7 @@ class Membership:
             if member is not None:
                 self._remove_member(group, member)
         group.pending_sync.clear()
-        self._prepare_rebalance(
+        self.prepare_rebalance(
             group, "members did not sync within the rebalance timeout"
         )
 
@@ -444,7 +445,7 @@ class Membership:
             if current and not stored:
                 # Kafka: a failed metadata append resets the assignment and rebalances.
                 self._reset_sync(group, E.COORDINATOR_NOT_AVAILABLE)
-                self._prepare_rebalance(group, "storing the group metadata failed")
+                self.prepare_rebalance(group, "storing the group metadata failed")
             elif current:
                 group.transition(GroupState.STABLE, self.now_ms())
                 for m in group.members.values():
@@ -566,7 +567,7 @@ class Membership:
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._try_complete_join(group)
         elif group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, f"member {member.member_id} left")
+            self.prepare_rebalance(group, f"member {member.member_id} left")
 
     # -- background work -------------------------------------------------------------
 
@@ -581,9 +582,6 @@ class Membership:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
-        self._prepare_rebalance(group, reason)
 
     def cancel_timers(self) -> None:
         """Cancel every timer of every group (the coordinator is stopping)."""

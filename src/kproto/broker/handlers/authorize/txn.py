@@ -87,7 +87,10 @@ async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any)
     return respond(ctx, throttle_time_ms=0, coordinators=found + list(extra))
 
 
-async def _init_producer_id(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+async def _txn_write(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+    """InitProducerId and EndTxn: WRITE on the request's transactional id, else
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED with producer id and epoch -1 where the
+    response version has them."""
     if _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
         return await handler(ctx, request)
     return respond(
@@ -155,18 +158,6 @@ async def _add_offsets(ctx: RequestContext, handler: Handler, request: Any) -> A
     if error == E.NONE:
         return await handler(ctx, request)
     return respond(ctx, throttle_time_ms=0, error_code=error)
-
-
-async def _end_txn(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    if _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
-        return await handler(ctx, request)
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=_TXN_DENIED,
-        producer_id=-1,
-        producer_epoch=-1,
-    )
 
 
 async def _txn_offset_commit(
@@ -292,10 +283,10 @@ async def _describe_producers(
 #: they name a transactional id: :mod:`.groups` and :mod:`.cluster` route them).
 TXN_CHECKS: dict[int, Callable[[RequestContext, Handler, Any], Any]] = {
     ApiKey.FIND_COORDINATOR: _find_coordinator,
-    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.INIT_PRODUCER_ID: _txn_write,
     ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions,
     ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets,
-    ApiKey.END_TXN: _end_txn,
+    ApiKey.END_TXN: _txn_write,
     ApiKey.TXN_OFFSET_COMMIT: _txn_offset_commit,
     ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
     ApiKey.LIST_TRANSACTIONS: _list_transactions,
