@@ -99,6 +99,9 @@ CHECKED_APIS: frozenset[int] = frozenset(
         ApiKey.STREAMS_GROUP_HEARTBEAT,
         ApiKey.STREAMS_GROUP_DESCRIBE,
         ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
+        ApiKey.PUSH_TELEMETRY,
+        ApiKey.LIST_CONFIG_RESOURCES,
     }
 )
 

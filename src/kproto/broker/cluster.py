@@ -9,12 +9,14 @@ import shutil
 import ssl
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
+from kproto.broker.client_metrics import PushedMetrics
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.faults import FaultInjector
@@ -399,6 +401,24 @@ class Cluster(FaultControls):
         AlterClientQuotas stores (``state.dynamic.quotas``), read on every lookup;
         change it on the cluster's loop or before start."""
         return self.state.dynamic.quotas
+
+    def client_metrics(
+        self,
+        *,
+        client_id: str | None = None,
+        client_instance_id: uuid.UUID | None = None,
+    ) -> list[PushedMetrics]:
+        """The client metrics (KIP-714) clients pushed, oldest first: every accepted
+        PushTelemetry payload, decompressed (:class:`PushedMetrics`; ``.metrics`` is
+        the OpenTelemetry ``MetricsData``), optionally of one client id or client
+        instance. Clients push only what a ``CLIENT_METRICS`` subscription asks for
+        (set with IncrementalAlterConfigs, as ``kafka-client-metrics.sh`` does); the
+        newest :data:`kproto.broker.client_metrics.MAX_PUSHES` are kept."""
+        return self._on_loop(
+            lambda: self.state.client_metrics.pushes(
+                client_id=client_id, client_instance_id=client_instance_id
+            )
+        )
 
     @property
     def bootstrap_servers(self) -> str:

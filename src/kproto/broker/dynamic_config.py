@@ -1,5 +1,6 @@
 """What Kafka keeps in its metadata log besides topics: group configs
-(``ConfigRecord`` of GROUP resources), client quotas (``ClientQuotaRecord``) and
+(``ConfigRecord`` of GROUP resources), client metrics subscriptions (``ConfigRecord``
+of CLIENT_METRICS resources, KIP-714), client quotas (``ClientQuotaRecord``) and
 finalized feature levels (``FeatureLevelRecord``).
 
 This broker has no metadata log: :class:`DynamicConfigs` holds them and saves them
@@ -31,6 +32,8 @@ class DynamicConfigs:
 
     Attributes:
         group_configs: group id -> explicitly set configs.
+        client_metrics: subscription name -> its configs
+            (:mod:`kproto.broker.client_metrics`).
         quotas: entity -> ``{quota key: value}``.
         features: finalized feature name -> level (absent: level 0, off).
         features_epoch: bumped on every feature change (ApiVersions'
@@ -42,6 +45,7 @@ class DynamicConfigs:
     ) -> None:
         self.path = data_dir / DYNAMIC_CONFIGS_FILE
         self.group_configs: dict[str, dict[str, str]] = {}
+        self.client_metrics: dict[str, dict[str, str]] = {}
         self.quotas: dict[QuotaEntity, dict[str, float]] = {}
         self.features: dict[str, int] = dict(default_features or {})
         self.features_epoch = 0
@@ -61,6 +65,10 @@ class DynamicConfigs:
                 str(g): {str(k): str(v) for k, v in c.items()}
                 for g, c in saved["group_configs"].items()
             }
+            self.client_metrics = {
+                str(name): {str(k): str(v) for k, v in c.items()}
+                for name, c in saved.get("client_metrics", {}).items()
+            }
             self.quotas = {
                 tuple((str(t), n) for t, n in entry["entity"]): {
                     str(k): float(v) for k, v in entry["values"].items()
@@ -76,6 +84,7 @@ class DynamicConfigs:
         """Write the file atomically (a crash leaves the old or the new one)."""
         body = {
             "group_configs": self.group_configs,
+            "client_metrics": self.client_metrics,
             "quotas": [
                 {"entity": [list(pair) for pair in entity], "values": values}
                 for entity, values in self.quotas.items()

@@ -29,6 +29,7 @@ from kproto.broker.checkpoint import (
     write_atomic,
     write_offset_checkpoint,
 )
+from kproto.broker.client_metrics import ClientMetricsManager
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
@@ -144,6 +145,8 @@ class ClusterState:
         self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
         #: group configs, client quotas, finalized features (kproto.broker.dynamic_config)
         self.dynamic = DynamicConfigs(data_dir)
+        #: KIP-714 client metrics subscriptions and pushes (kproto.broker.client_metrics)
+        self.client_metrics = ClientMetricsManager()
         #: where produced batches are validated (inline or on a thread)
         self.validation = ValidationPool()
         self._appended: asyncio.Event | None = None
@@ -512,6 +515,7 @@ class ClusterState:
             self.dynamic.load()
         except ValueError as exc:
             raise CorruptStateError(self.dynamic.path, f"{exc.__cause__}") from exc
+        self.client_metrics.load(self.dynamic.client_metrics)
         path = self.data_dir / _TOPICS_FILE
         if not path.exists():
             return

@@ -30,6 +30,8 @@ module               APIs
 ``client_quotas``    DescribeClientQuotas, AlterClientQuotas
 ``features``         UpdateFeatures (and the features ApiVersions reports)
 ``topic_partitions`` DescribeTopicPartitions (KIP-966)
+``telemetry``        GetTelemetrySubscriptions, PushTelemetry (KIP-714),
+                     ListConfigResources (KIP-1000, KIP-1142)
 ===================  ========================================================
 
 :mod:`.context` holds what every handler is given (:class:`RequestContext`) and
@@ -62,6 +64,7 @@ from kproto.broker.handlers import (
     share,
     share_admin,
     streams_groups,
+    telemetry,
     topic_partitions,
     transactions,
 )
@@ -135,5 +138,8 @@ HANDLERS: Final[Mapping[ApiKey, Handler]] = MappingProxyType(
         ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_admin.alter_share_group_offsets,
         ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_admin.delete_share_group_offsets,
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.describe_topic_partitions,
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: telemetry.get_telemetry_subscriptions,
+        ApiKey.PUSH_TELEMETRY: telemetry.push_telemetry,
+        ApiKey.LIST_CONFIG_RESOURCES: telemetry.list_config_resources,
     }
 )

@@ -1,5 +1,6 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and groups
-(KIP-848 group configs, :mod:`kproto.broker.group_config`), and a read-only view of
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, groups
+(KIP-848 group configs, :mod:`kproto.broker.group_config`) and client metrics
+subscriptions (KIP-714, :mod:`kproto.broker.client_metrics`), and a read-only view of
 broker configs.
 
 Sources: ``DescribeConfigsRequest/Response.json`` (synonyms since v1, KIP-226;
@@ -16,6 +17,11 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.client_metrics import (
+    CLIENT_METRICS_CONFIG_DEFAULTS,
+    CLIENT_METRICS_CONFIGS,
+    Subscription,
+)
 from kproto.broker.errors import TopicError
 from kproto.broker.group_config import (
     GROUP_CONFIG_DEFAULTS,
@@ -35,11 +41,17 @@ from kproto.errors import ErrorCode
 
 __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 
-# ConfigResource.Type: TOPIC 2, BROKER 4, GROUP 32.
-_TOPIC, _BROKER, _GROUP = 2, 4, 32
+# ConfigResource.Type: TOPIC 2, BROKER 4, CLIENT_METRICS 16, GROUP 32.
+_TOPIC, _BROKER, _CLIENT_METRICS, _GROUP = 2, 4, 16, 32
 # ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5,
-# GROUP_CONFIG 8.
-_DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT, _GROUP_CONFIG = 1, 4, 5, 8
+# CLIENT_METRICS_CONFIG 7, GROUP_CONFIG 8.
+_DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT, _CLIENT_METRICS_CONFIG, _GROUP_CONFIG = (
+    1,
+    4,
+    5,
+    7,
+    8,
+)
 # AlterConfigOp.OpType: SET 0, DELETE 1, APPEND 2, SUBTRACT 3.
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
@@ -62,6 +74,29 @@ def _group_entries(
         }
         for name, default in sorted(GROUP_CONFIG_DEFAULTS.items())
         if keys is None or name in keys
+    ]
+
+
+def _client_metrics_entries(
+    ctx: RequestContext, name: str, keys: set[str] | None
+) -> list[dict[str, Any]]:
+    """A subscription's explicitly set configs (Kafka describes only those, with
+    source CLIENT_METRICS_CONFIG; an unknown name has none)."""
+    explicit = ctx.state.dynamic.client_metrics.get(name, {})
+    return [
+        {
+            "name": key,
+            "value": value,
+            "read_only": False,
+            "is_default": False,
+            "config_source": _CLIENT_METRICS_CONFIG,
+            "is_sensitive": False,
+            "synonyms": [],
+            "config_type": CLIENT_METRICS_CONFIGS[key].type,
+            "documentation": CLIENT_METRICS_CONFIGS[key].documentation,
+        }
+        for key, value in sorted(explicit.items())
+        if keys is None or key in keys
     ]
 
 
@@ -117,6 +152,14 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
             if ctx.share is not None:  # the share.* configs: the share coordinator's
                 error, message, shared = group_configs(ctx, r.resource_name, keys)
                 entries = sorted(entries + shared, key=lambda e: str(e["name"]))
+        elif r.resource_type == _CLIENT_METRICS:
+            if r.resource_name:
+                entries = _client_metrics_entries(ctx, r.resource_name, keys)
+            else:
+                error, message = (
+                    ErrorCode.INVALID_REQUEST,
+                    "Client metrics subscription name must not be empty",
+                )
         elif r.resource_type == _BROKER:
             for name, value in sorted(_broker_configs(state).items()):
                 if keys is None or name in keys:
@@ -156,9 +199,10 @@ def _alter(
     responses = []
     for r in request.resources:
         error, message = ErrorCode.NONE, None
-        if r.resource_type == _GROUP:
+        if r.resource_type in (_GROUP, _CLIENT_METRICS):
+            alter = _alter_group if r.resource_type == _GROUP else _alter_client_metrics
             try:
-                error, message = _alter_group(
+                error, message = alter(
                     ctx, r, changes_of, replace, request.validate_only
                 )
             except TopicError as err:
@@ -166,7 +210,7 @@ def _alter(
         elif r.resource_type != _TOPIC:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
-                "only topic and group configs can be altered",
+                "only topic, group and client metrics configs can be altered",
             )
         else:
             try:
@@ -253,6 +297,41 @@ def _alter_group(
     return ErrorCode.NONE, None
 
 
+def _alter_client_metrics(
+    ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    """Apply ``r``'s changes to a client metrics subscription (validated as Kafka's
+    ``ClientMetricsConfigs.validate`` on the result; no configs left removes it).
+
+    Raises:
+        TopicError: INVALID_REQUEST (no name), INVALID_CONFIG.
+    """
+    if not r.resource_name:
+        raise TopicError(ErrorCode.INVALID_REQUEST, "Subscription name can't be empty")
+    store = ctx.state.dynamic
+    current = store.client_metrics.get(r.resource_name, {})
+    changes = changes_of(
+        r, CLIENT_METRICS_CONFIGS, current, CLIENT_METRICS_CONFIG_DEFAULTS
+    )
+    new = {} if replace else dict(current)
+    for key, value in changes.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    if new:
+        Subscription.parse(r.resource_name, new)
+    if validate_only or new == current:
+        return ErrorCode.NONE, None
+    ctx.state.client_metrics.set_subscription(r.resource_name, new)
+    if new:
+        store.client_metrics[r.resource_name] = new
+    else:
+        store.client_metrics.pop(r.resource_name, None)
+    store.save()
+    return ErrorCode.NONE, None
+
+
 def _replace_changes(resource: Any, *_: Any) -> dict[str, str | None]:
     return {c.name: c.value for c in resource.configs}
 
@@ -313,6 +392,7 @@ def _incremental_changes(
 
 
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
-    """SET, DELETE, APPEND and SUBTRACT on topic and group configs (KIP-339)."""
+    """SET, DELETE, APPEND and SUBTRACT on topic, group and client metrics configs
+    (KIP-339)."""
     responses = _alter(ctx, request, _incremental_changes, False)
     return respond(ctx, throttle_time_ms=0, responses=responses)

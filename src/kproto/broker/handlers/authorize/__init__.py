@@ -33,7 +33,8 @@ module          APIs and their checks
                 Produce naming a transactional id
 ==============  ===============================================================
 
-ApiVersions, SaslHandshake, SaslAuthenticate and DescribeCluster need no check
+ApiVersions, SaslHandshake, SaslAuthenticate, DescribeCluster and the KIP-714
+telemetry APIs (GetTelemetrySubscriptions, PushTelemetry) need no check
 (:data:`UNCHECKED`). An API with no check here (one added to the broker later) is
 served to super users only when ACLs are on: anyone else's connection is closed
 (:data:`kproto.broker.acl.CHECKED_APIS` is what :mod:`kproto.broker.security` lets
@@ -66,6 +67,8 @@ UNCHECKED: Final = frozenset(
         ApiKey.SASL_HANDSHAKE,
         ApiKey.SASL_AUTHENTICATE,
         ApiKey.DESCRIBE_CLUSTER,
+        ApiKey.GET_TELEMETRY_SUBSCRIPTIONS,
+        ApiKey.PUSH_TELEMETRY,
     }
 )
 
