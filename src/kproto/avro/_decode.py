@@ -453,6 +453,8 @@ def decode_py(
             dec.null(top)
             continue
         start, end = offs[i], offs[i + 1]
+        if not 0 <= start <= end <= len(d):
+            raise ValueError("offsets out of order or past the data")
         pos = start
         schema_id: int | None = None
         try:
