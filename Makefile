@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-spark bench-broker bench-broker-fairness lint clean asan fuzz
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-avro bench-spark bench-broker bench-broker-fairness lint clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,10 @@ demo: $(STAMP)
 ## Serializer and record-batch benchmarks against kio, kafka-python and aiokafka.
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+## Avro -> Arrow on one core: kproto C and Python against fastavro and confluent-kafka.
+bench-avro: $(STAMP)
+	$(PY) -m benchmarks.avro_bench
 
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
