@@ -13,7 +13,7 @@ from typing import Any
 
 from kproto import speedups
 
-__all__ = ["avro_module", "compile_plan"]
+__all__ = ["available", "avro_module", "compile_plan"]
 
 
 def _load() -> ModuleType | None:
@@ -48,3 +48,8 @@ def compile_plan(plan: Any) -> Any:
         )
         object.__setattr__(plan, "native", program)
     return plan.native
+
+
+def available() -> bool:
+    """True when ``kproto._avro`` is built and loaded (whatever the switch says)."""
+    return _module is not None
