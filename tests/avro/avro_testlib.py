@@ -107,6 +107,12 @@ def to_expected(s: Schema, v: Any) -> Any:
         if shape != "struct":
             return to_expected(rest[j], v)
         return {f"member{i}": to_expected(b, v) if i == j else None for i, b in enumerate(rest)}
+    if s.kind in ("bytes", "fixed") and isinstance(v, str):
+        # fastavro returns a bytes default as its JSON text (code points 0-255)
+        raw = v.encode("latin-1")
+        if s.logical != "decimal":
+            return raw
+        return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-s.scale)
     if s.logical == "time-millis":
         return _micros(v) // 1000
     if s.logical == "time-micros":
