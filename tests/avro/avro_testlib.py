@@ -34,7 +34,11 @@ def write(schema: Any, records: list[Any]) -> list[bytes]:
 def read(writer: Any, values: list[bytes], reader: Any = None) -> list[Any]:
     """fastavro's ``schemaless_reader`` of each value."""
     w = fastavro.parse_schema(json.loads(json.dumps(writer)))
-    r = None if reader is None else fastavro.parse_schema(json.loads(json.dumps(reader)))
+    r = (
+        None
+        if reader is None
+        else fastavro.parse_schema(json.loads(json.dumps(reader)))
+    )
     return [fastavro.schemaless_reader(io.BytesIO(v), w, r) for v in values]
 
 
@@ -55,12 +59,23 @@ def column(values: list[bytes | None]) -> tuple[int, bytes, bytes | None, bytes]
     return len(values), offsets.tobytes(), validity, b"".join(v for v in values if v)
 
 
-def decode(plans: Any, values: list[bytes | None], mode: Any = "FAILFAST") -> AvroColumns:
+def decode(
+    plans: Any, values: list[bytes | None], mode: Any = "FAILFAST"
+) -> AvroColumns:
     return decode_avro(plans, *column(values), mode=mode)
 
 
-def decode_arrow(writer: Any, values: list[bytes | None], reader: Any = None) -> pa.Array:
-    return to_arrow(decode(avro_plan(json.dumps(writer), None if reader is None else json.dumps(reader)), values))
+def decode_arrow(
+    writer: Any, values: list[bytes | None], reader: Any = None
+) -> pa.Array:
+    return to_arrow(
+        decode(
+            avro_plan(
+                json.dumps(writer), None if reader is None else json.dumps(reader)
+            ),
+            values,
+        )
+    )
 
 
 def _matches(s: Schema, v: Any) -> bool:
@@ -106,7 +121,10 @@ def to_expected(s: Schema, v: Any) -> Any:
         j = next(i for i, b in enumerate(rest) if _matches(b, v))
         if shape != "struct":
             return to_expected(rest[j], v)
-        return {f"member{i}": to_expected(b, v) if i == j else None for i, b in enumerate(rest)}
+        return {
+            f"member{i}": to_expected(b, v) if i == j else None
+            for i, b in enumerate(rest)
+        }
     if s.kind in ("bytes", "fixed") and isinstance(v, str):
         # fastavro returns a bytes default as its JSON text (code points 0-255)
         raw = v.encode("latin-1")

@@ -14,7 +14,9 @@ import pytest
 from kproto import speedups
 from kproto.avro import _native
 
-PATHS = ["native", "python"] if _native.available() and speedups.available() else ["python"]
+PATHS = (
+    ["native", "python"] if _native.available() and speedups.available() else ["python"]
+)
 
 
 @pytest.fixture(scope="module", params=PATHS, autouse=True)

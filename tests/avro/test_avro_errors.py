@@ -60,9 +60,16 @@ def test_permissive_null_rows_and_error_strings() -> None:
     arr = to_arrow(cols)
     arr.validate(full=True)
     assert arr.to_pylist() == [
-        {"a": 1, "s": "one"}, None, None, None, {"a": 2, "s": "two"}
+        {"a": 1, "s": "one"},
+        None,
+        None,
+        None,
+        {"a": 2, "s": "two"},
     ]
-    assert [(e[0], e[2], e[3]) for e in cols.errors] == [(1, E_TRAILING, 5), (2, E_TRUNCATED, 1)]
+    assert [(e[0], e[2], e[3]) for e in cols.errors] == [
+        (1, E_TRAILING, 5),
+        (2, E_TRUNCATED, 1),
+    ]
     assert error_array(cols).to_pylist() == [
         None,
         "record 1, byte 5: bytes left after the value",
@@ -112,29 +119,61 @@ def test_failed_record_leaves_no_partial_rows_in_nested_columns() -> None:
         (["null", "int"], b"\x04", E_UNION, 0),
         (["null", "int"], b"\x01", E_UNION, 0),
         ({"type": "enum", "name": "E", "symbols": ["A"]}, b"\x02", E_ENUM, 0),
-        ({"type": "array", "items": "long"}, b"\x80\x80\x80\x80\x10\x01\x02\x03", E_BLOCK, 0),
+        (
+            {"type": "array", "items": "long"},
+            b"\x80\x80\x80\x80\x10\x01\x02\x03",
+            E_BLOCK,
+            0,
+        ),
         ({"type": "array", "items": "long"}, b"\x06\x02\x04", E_BLOCK, 0),
         ({"type": "array", "items": "long"}, b"\x02\x80", E_TRUNCATED, 1),
         ({"type": "array", "items": "long"}, b"\x03\x7f\x02", E_NEG_LENGTH, 0),
         ({"type": "array", "items": "double"}, b"\x02" + b"\x00" * 7, E_BLOCK, 0),
         ({"type": "array", "items": "null"}, b"\x82\x80\x08\x00", E_BLOCK, 0),
         ({"type": "array", "items": "null"}, b"\x80\x80\x08\x00", None, None),
-        ({"type": "map", "values": "null"}, b"\x80\x80\x80\x80\x10\x00\x00\x00", E_BLOCK, 0),
+        (
+            {"type": "map", "values": "null"},
+            b"\x80\x80\x80\x80\x10\x00\x00\x00",
+            E_BLOCK,
+            0,
+        ),
         ({"type": "map", "values": "int"}, b"\x02\x02\xc3\x00\x00", E_UTF8, 1),
         ({"type": "fixed", "name": "F", "size": 3}, b"\x00\x00", E_TRUNCATED, 0),
-        ({"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 0},
-         b"\x02\x64", E_DECIMAL, 0),  # 100 has 3 digits
-        ({"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 0},
-         b"\x02\x9d", None, None),  # -99
-        ({"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 0},
-         b"\x22" + b"\x00" * 17, None, None),  # 17 bytes of zeros
-        ({"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 0},
-         b"\x22\x01" + b"\x00" * 16, E_DECIMAL, 0),
-        ({"type": "long", "logicalType": "timestamp-millis"},
-         b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", E_TIMESTAMP, 0),
+        (
+            {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 0},
+            b"\x02\x64",
+            E_DECIMAL,
+            0,
+        ),  # 100 has 3 digits
+        (
+            {"type": "bytes", "logicalType": "decimal", "precision": 2, "scale": 0},
+            b"\x02\x9d",
+            None,
+            None,
+        ),  # -99
+        (
+            {"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 0},
+            b"\x22" + b"\x00" * 17,
+            None,
+            None,
+        ),  # 17 bytes of zeros
+        (
+            {"type": "bytes", "logicalType": "decimal", "precision": 38, "scale": 0},
+            b"\x22\x01" + b"\x00" * 16,
+            E_DECIMAL,
+            0,
+        ),
+        (
+            {"type": "long", "logicalType": "timestamp-millis"},
+            b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+            E_TIMESTAMP,
+            0,
+        ),
     ],
 )
-def test_bad_values(schema: Any, value: bytes, code: int | None, position: int | None) -> None:
+def test_bad_values(
+    schema: Any, value: bytes, code: int | None, position: int | None
+) -> None:
     plan = plan_of(schema)
     cols = decode(plan, [value], mode="PERMISSIVE")
     if code is None:

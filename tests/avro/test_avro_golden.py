@@ -24,7 +24,7 @@ from tests.avro.avro_testlib import (
     write,
 )
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 INNER = {
     "type": "record",
     "name": "Inner",
@@ -44,7 +44,10 @@ EVERY: dict[str, Any] = {
         {"name": "by", "type": "bytes"},
         {"name": "s", "type": "string"},
         {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}},
+        {
+            "name": "e",
+            "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]},
+        },
         {"name": "rec", "type": INNER},
         {"name": "arr", "type": {"type": "array", "items": "int"}},
         {"name": "mp", "type": {"type": "map", "values": "string"}},
@@ -67,7 +70,12 @@ EVERY: dict[str, Any] = {
         },
         {
             "name": "dec",
-            "type": {"type": "bytes", "logicalType": "decimal", "precision": 10, "scale": 2},
+            "type": {
+                "type": "bytes",
+                "logicalType": "decimal",
+                "precision": 10,
+                "scale": 2,
+            },
         },
         {
             "name": "decf",
@@ -82,7 +90,10 @@ EVERY: dict[str, Any] = {
         },
         {"name": "uid", "type": {"type": "string", "logicalType": "uuid"}},
         {"name": "recs", "type": {"type": "array", "items": "Inner"}},
-        {"name": "marr", "type": {"type": "map", "values": {"type": "array", "items": "long"}}},
+        {
+            "name": "marr",
+            "type": {"type": "map", "values": {"type": "array", "items": "long"}},
+        },
         {"name": "orec", "type": ["null", "Inner"]},
     ],
 }
@@ -155,7 +166,9 @@ def test_type_mapping_is_spark_avros() -> None:
         "arr": pa.list_(pa.field("element", pa.int32(), False)),
         "mp": pa.map_(pa.string(), pa.field("value", pa.string(), False)),
         "opt": pa.string(),
-        "u3": pa.struct([pa.field("member0", pa.int32()), pa.field("member1", pa.string())]),
+        "u3": pa.struct(
+            [pa.field("member0", pa.int32()), pa.field("member1", pa.string())]
+        ),
         "il": pa.int64(),
         "fd": pa.float64(),
         "date": pa.date32(),
@@ -220,7 +233,10 @@ def test_confluent_wire_format_with_plans_per_schema_id() -> None:
             {"name": "b", "type": "string", "default": "dflt"},
         ],
     }
-    plans = {7: avro_plan(json.dumps(old), json.dumps(new)), 8: avro_plan(json.dumps(new))}
+    plans = {
+        7: avro_plan(json.dumps(old), json.dumps(new)),
+        8: avro_plan(json.dumps(new)),
+    }
     values = [
         framed(7, write(old, [{"a": 1}])[0]),
         framed(8, write(new, [{"a": 2, "b": "x"}])[0]),

@@ -69,38 +69,85 @@ def test_float_bits_kept() -> None:
 def test_long_to_float_rounding() -> None:
     writer = rec({"name": "v", "type": "long"})
     reader = rec({"name": "v", "type": "float"})
-    values = write(writer, [{"v": v} for v in (2**53 + 1, 2**63 - 1, -(2**62) - 3, 16777217)])
+    values = write(
+        writer, [{"v": v} for v in (2**53 + 1, 2**63 - 1, -(2**62) - 3, 16777217)]
+    )
     assert_same(avro_plan(json.dumps(writer), json.dumps(reader)), list(values))
 
 
 NESTED: dict[str, Any] = rec(
-    {"name": "m", "type": {"type": "map", "values": ["null", "long", "string",
-                                                       {"type": "array", "items": "int"}]}},
-    {"name": "arr", "type": {"type": "array", "items": rec(
-        {"name": "b", "type": "boolean"},
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
-        {"name": "fx", "type": {"type": "fixed", "name": "F", "size": 2}},
-        name="Item")}},
-    {"name": "dec", "type": {"type": "bytes", "logicalType": "decimal", "precision": 6,
-                             "scale": 1}},
+    {
+        "name": "m",
+        "type": {
+            "type": "map",
+            "values": ["null", "long", "string", {"type": "array", "items": "int"}],
+        },
+    },
+    {
+        "name": "arr",
+        "type": {
+            "type": "array",
+            "items": rec(
+                {"name": "b", "type": "boolean"},
+                {
+                    "name": "e",
+                    "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]},
+                },
+                {"name": "fx", "type": {"type": "fixed", "name": "F", "size": 2}},
+                name="Item",
+            ),
+        },
+    },
+    {
+        "name": "dec",
+        "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 1},
+    },
     {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
     {"name": "nulls", "type": {"type": "array", "items": "null"}},
     name="Nested",
 )
 NESTED_RECORDS = [
-    {"m": {"a": None, "b": 5, "c": "s", "d": [1, 2]}, "arr": [{"b": True, "e": "B",
-     "fx": b"xy"}], "dec": 12345, "ts": 1700000000000, "nulls": [None, None]},
+    {
+        "m": {"a": None, "b": 5, "c": "s", "d": [1, 2]},
+        "arr": [{"b": True, "e": "B", "fx": b"xy"}],
+        "dec": 12345,
+        "ts": 1700000000000,
+        "nulls": [None, None],
+    },
     {"m": {}, "arr": [], "dec": -1, "ts": -5, "nulls": []},
 ]
 NESTED_READER: dict[str, Any] = rec(
-    {"name": "arr", "type": {"type": "array", "items": rec(
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["B"], "default": "B"}},
-        {"name": "extra", "type": ["null", "string"], "default": None},
-        name="Item")}},
-    {"name": "m", "type": {"type": "map", "values": ["null", "double", "bytes",
-                                                       {"type": "array", "items": "long"}]}},
+    {
+        "name": "arr",
+        "type": {
+            "type": "array",
+            "items": rec(
+                {
+                    "name": "e",
+                    "type": {
+                        "type": "enum",
+                        "name": "E",
+                        "symbols": ["B"],
+                        "default": "B",
+                    },
+                },
+                {"name": "extra", "type": ["null", "string"], "default": None},
+                name="Item",
+            ),
+        },
+    },
+    {
+        "name": "m",
+        "type": {
+            "type": "map",
+            "values": ["null", "double", "bytes", {"type": "array", "items": "long"}],
+        },
+    },
     {"name": "added", "type": {"type": "map", "values": "int"}, "default": {"x": 1}},
-    {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
+    {
+        "name": "ts",
+        "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}],
+    },
     name="Nested",
 )
 
@@ -112,7 +159,10 @@ def _plans() -> list[tuple[Any, list[bytes]]]:
     every = list(write(EVERY, RECORDS))
     raw_nested = list(write(NESTED, nested))
     resolved = avro_plan(json.dumps(NESTED), json.dumps(NESTED_READER))
-    plans: dict[int, AvroPlan] = {3: avro_plan(json.dumps(NESTED)), 4: avro_plan(json.dumps(NESTED))}
+    plans: dict[int, AvroPlan] = {
+        3: avro_plan(json.dumps(NESTED)),
+        4: avro_plan(json.dumps(NESTED)),
+    }
     return [
         (avro_plan(json.dumps(EVERY)), every),
         (avro_plan(json.dumps(NESTED)), raw_nested),
@@ -129,7 +179,9 @@ def _mutate(rng: random.Random, value: bytes) -> bytes:
         if op == 0 and b:
             b[min(i, len(b) - 1)] ^= 1 << rng.randrange(8)
         elif op == 1 and b:
-            b[min(i, len(b) - 1)] = rng.choice((0x00, 0x01, 0x7F, 0x80, 0xFF, 0xC3, 0xED))
+            b[min(i, len(b) - 1)] = rng.choice(
+                (0x00, 0x01, 0x7F, 0x80, 0xFF, 0xC3, 0xED)
+            )
         elif op == 2:
             b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
         elif op == 3:
@@ -137,7 +189,9 @@ def _mutate(rng: random.Random, value: bytes) -> bytes:
         elif op == 4:
             del b[i:]
         else:
-            b[i:i] = rng.choice((b"\x80\x80\x80\x80\x10", b"\xff" * 10, b"\x01", b"\x7f"))
+            b[i:i] = rng.choice(
+                (b"\x80\x80\x80\x80\x10", b"\xff" * 10, b"\x01", b"\x7f")
+            )
     return bytes(b)
 
 
@@ -149,7 +203,11 @@ def test_mutated_values_fuzz() -> None:
     for n in range(cases):
         plan, values = plans[n % len(plans)]
         batch: list[bytes | None] = [
-            _mutate(rng, rng.choice(values)) if rng.random() < 0.8 else rng.choice(values)
+            (
+                _mutate(rng, rng.choice(values))
+                if rng.random() < 0.8
+                else rng.choice(values)
+            )
             for _ in range(rng.randint(1, 6))
         ]
         _, errors = assert_same(plan, batch)

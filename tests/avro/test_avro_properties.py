@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.avro.avro_testlib import decode_arrow, expected_arrow, read, write
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 Gen = tuple[Any, st.SearchStrategy[Any]]
 _ms = st.integers(0, 999).map(lambda m: m * 1000)
 
@@ -45,8 +45,14 @@ LEAVES: dict[str, Gen] = {
         st.builds(lambda t, us: t.replace(microsecond=us), st.times(), _ms),
     ),
     "time-micros": ({"type": "long", "logicalType": "time-micros"}, st.times()),
-    "timestamp-millis": ({"type": "long", "logicalType": "timestamp-millis"}, _dt(True, True)),
-    "timestamp-micros": ({"type": "long", "logicalType": "timestamp-micros"}, _dt(True, False)),
+    "timestamp-millis": (
+        {"type": "long", "logicalType": "timestamp-millis"},
+        _dt(True, True),
+    ),
+    "timestamp-micros": (
+        {"type": "long", "logicalType": "timestamp-micros"},
+        _dt(True, False),
+    ),
     "local-timestamp-millis": (
         {"type": "long", "logicalType": "local-timestamp-millis"},
         _dt(False, True),
@@ -62,8 +68,16 @@ LEAVES: dict[str, Gen] = {
     ),
 }
 # Union branches fastavro's writer tells apart by the value's Python type.
-UNION_CLASSES = [("null",), ("boolean",), ("int", "long"), ("float", "double"), ("string",),
-                 ("bytes",), ("array",), ("record",)]
+UNION_CLASSES = [
+    ("null",),
+    ("boolean",),
+    ("int", "long"),
+    ("float", "double"),
+    ("string",),
+    ("bytes",),
+    ("array",),
+    ("record",),
+]
 
 
 @st.composite
@@ -83,17 +97,32 @@ def schemas(draw: st.DrawFn, depth: int = 0, names: list[int] | None = None) -> 
             min_size=size, max_size=size
         )
     if kind == "decimal-fixed":
-        schema = {"type": "fixed", "name": name, "size": 8, "logicalType": "decimal",
-                  "precision": 18, "scale": 2}
+        schema = {
+            "type": "fixed",
+            "name": name,
+            "size": 8,
+            "logicalType": "decimal",
+            "precision": 18,
+            "scale": 2,
+        }
         return schema, _decimal(18, 2)
     if kind == "enum":
         symbols = [f"S{i}" for i in range(draw(st.integers(1, 4)))]
-        return {"type": "enum", "name": name, "symbols": symbols}, st.sampled_from(symbols)
+        return {"type": "enum", "name": name, "symbols": symbols}, st.sampled_from(
+            symbols
+        )
     if kind == "record":
-        fields = [draw(schemas(depth + 1, names)) for _ in range(draw(st.integers(0, 4)))]
-        schema = {"type": "record", "name": name,
-                  "fields": [{"name": f"f{i}", "type": s} for i, (s, _) in enumerate(fields)]}
-        return schema, st.fixed_dictionaries({f"f{i}": v for i, (_, v) in enumerate(fields)})
+        fields = [
+            draw(schemas(depth + 1, names)) for _ in range(draw(st.integers(0, 4)))
+        ]
+        schema = {
+            "type": "record",
+            "name": name,
+            "fields": [{"name": f"f{i}", "type": s} for i, (s, _) in enumerate(fields)],
+        }
+        return schema, st.fixed_dictionaries(
+            {f"f{i}": v for i, (_, v) in enumerate(fields)}
+        )
     if kind == "array":
         items, values = draw(schemas(depth + 1, names))
         return {"type": "array", "items": items}, st.lists(values, max_size=4)
@@ -102,8 +131,9 @@ def schemas(draw: st.DrawFn, depth: int = 0, names: list[int] | None = None) -> 
         return {"type": "map", "values": items}, st.dictionaries(
             st.text(max_size=5), values, max_size=3
         )
-    classes = draw(st.lists(st.sampled_from(UNION_CLASSES), min_size=1, max_size=3,
-                            unique=True))
+    classes = draw(
+        st.lists(st.sampled_from(UNION_CLASSES), min_size=1, max_size=3, unique=True)
+    )
     if ("boolean",) in classes and ("int", "long") in classes:
         classes.remove(("boolean",))
     branches: list[Gen] = []
@@ -111,7 +141,9 @@ def schemas(draw: st.DrawFn, depth: int = 0, names: list[int] | None = None) -> 
         k = draw(st.sampled_from(cls))
         if k == "array":
             items, values = draw(schemas(depth + 1, names))
-            branches.append(({"type": "array", "items": items}, st.lists(values, max_size=3)))
+            branches.append(
+                ({"type": "array", "items": items}, st.lists(values, max_size=3))
+            )
         elif k == "record":
             branches.append(_record_branch(draw, depth, names))
         else:
@@ -123,9 +155,14 @@ def _record_branch(draw: st.DrawFn, depth: int, names: list[int]) -> Gen:
     names[0] += 1
     name = f"T{names[0]}"
     fields = [draw(schemas(depth + 1, names)) for _ in range(draw(st.integers(1, 3)))]
-    schema = {"type": "record", "name": name,
-              "fields": [{"name": f"f{i}", "type": s} for i, (s, _) in enumerate(fields)]}
-    return schema, st.fixed_dictionaries({f"f{i}": v for i, (_, v) in enumerate(fields)})
+    schema = {
+        "type": "record",
+        "name": name,
+        "fields": [{"name": f"f{i}", "type": s} for i, (s, _) in enumerate(fields)],
+    }
+    return schema, st.fixed_dictionaries(
+        {f"f{i}": v for i, (_, v) in enumerate(fields)}
+    )
 
 
 @st.composite

@@ -38,7 +38,7 @@ def check(writer: Any, reader: Any, records: list[Any]) -> list[Any]:
         ("long", "double", -(2**53) - 1),
         ("float", "double", 0.1),
         ("string", "bytes", "ü"),
-        ("bytes", "string", "ok".encode()),
+        ("bytes", "string", b"ok"),
     ],
 )
 def test_promotions(w: str, r: str, value: Any) -> None:
@@ -46,7 +46,9 @@ def test_promotions(w: str, r: str, value: Any) -> None:
 
 
 def test_fields_added_with_defaults_and_removed_fields_skipped() -> None:
-    inner = rec({"name": "p", "type": "int"}, {"name": "q", "type": "string"}, name="In")
+    inner = rec(
+        {"name": "p", "type": "int"}, {"name": "q", "type": "string"}, name="In"
+    )
     writer = rec(
         {"name": "keep", "type": "int"},
         {"name": "gone_rec", "type": inner},
@@ -61,15 +63,37 @@ def test_fields_added_with_defaults_and_removed_fields_skipped() -> None:
         {"name": "last", "type": "string"},
         {"name": "new_s", "type": "string", "default": "d"},
         {"name": "new_opt", "type": ["null", "long"], "default": None},
-        {"name": "new_arr", "type": {"type": "array", "items": "int"}, "default": [1, 2]},
-        {"name": "new_map", "type": {"type": "map", "values": "int"}, "default": {"k": 3}},
-        {"name": "new_rec", "type": rec({"name": "z", "type": "double"}, name="Z"),
-         "default": {"z": 1.5}},
+        {
+            "name": "new_arr",
+            "type": {"type": "array", "items": "int"},
+            "default": [1, 2],
+        },
+        {
+            "name": "new_map",
+            "type": {"type": "map", "values": "int"},
+            "default": {"k": 3},
+        },
+        {
+            "name": "new_rec",
+            "type": rec({"name": "z", "type": "double"}, name="Z"),
+            "default": {"z": 1.5},
+        },
         {"name": "new_b", "type": "bytes", "default": "\u00ff\u0000"},
-        {"name": "new_dec", "type": {"type": "bytes", "logicalType": "decimal",
-                                     "precision": 5, "scale": 2}, "default": "\u0004\u00d2"},
-        {"name": "new_e", "type": {"type": "enum", "name": "E2", "symbols": ["X", "Y"]},
-         "default": "Y"},
+        {
+            "name": "new_dec",
+            "type": {
+                "type": "bytes",
+                "logicalType": "decimal",
+                "precision": 5,
+                "scale": 2,
+            },
+            "default": "\u0004\u00d2",
+        },
+        {
+            "name": "new_e",
+            "type": {"type": "enum", "name": "E2", "symbols": ["X", "Y"]},
+            "default": "Y",
+        },
         {"name": "new_u", "type": ["string", "null"], "default": "first"},
         {"name": "keep", "type": "long"},
     )
@@ -77,9 +101,16 @@ def test_fields_added_with_defaults_and_removed_fields_skipped() -> None:
         writer,
         reader,
         [
-            {"keep": i, "gone_rec": {"p": 1, "q": "x"}, "gone_arr": [None, "s"],
-             "gone_map": {"m": 1.0}, "gone_u": [None, 3, "u"][i % 3], "gone_fx": b"abc",
-             "gone_e": "A", "last": f"last{i}"}
+            {
+                "keep": i,
+                "gone_rec": {"p": 1, "q": "x"},
+                "gone_arr": [None, "s"],
+                "gone_map": {"m": 1.0},
+                "gone_u": [None, 3, "u"][i % 3],
+                "gone_fx": b"abc",
+                "gone_e": "A",
+                "last": f"last{i}",
+            }
             for i in range(4)
         ],
     )
@@ -89,18 +120,31 @@ def test_fields_added_with_defaults_and_removed_fields_skipped() -> None:
 
 
 def test_enum_symbols_map_by_name_with_the_readers_default() -> None:
-    writer = rec({"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}})
+    writer = rec(
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B", "C"]}}
+    )
     reader = rec(
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["C", "A", "Z"],
-                               "default": "Z"}}
+        {
+            "name": "e",
+            "type": {
+                "type": "enum",
+                "name": "E",
+                "symbols": ["C", "A", "Z"],
+                "default": "Z",
+            },
+        }
     )
     assert check(writer, reader, [{"e": s} for s in "ABC"]) == [
-        {"e": "A"}, {"e": "Z"}, {"e": "C"}
+        {"e": "A"},
+        {"e": "Z"},
+        {"e": "C"},
     ]
 
 
 def test_enum_symbol_without_a_default_fails_only_when_used() -> None:
-    writer = rec({"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}})
+    writer = rec(
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}}
+    )
     reader = rec({"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A"]}})
     plan = avro_plan(json.dumps(writer), json.dumps(reader))
     values = write(writer, [{"e": "A"}, {"e": "B"}])
@@ -111,20 +155,28 @@ def test_enum_symbol_without_a_default_fails_only_when_used() -> None:
 
 def test_unions_resolve_by_branch() -> None:
     # writer union -> reader union of other order and promoted branches
-    check(rec({"name": "u", "type": ["null", "int", "string"]}),
-          rec({"name": "u", "type": ["string", "long", "null"]}),
-          [{"u": None}, {"u": 5}, {"u": "s"}])
+    check(
+        rec({"name": "u", "type": ["null", "int", "string"]}),
+        rec({"name": "u", "type": ["string", "long", "null"]}),
+        [{"u": None}, {"u": 5}, {"u": "s"}],
+    )
     # writer non-union -> reader union: Java's choice (Spark's), the branch of the
     # writer's own type before the first it promotes to; fastavro takes the first.
     writer = rec({"name": "u", "type": "int"})
     reader = rec({"name": "u", "type": ["null", "double", "int"]})
     got = decode_arrow(writer, write(writer, [{"u": 7}]), reader).to_pylist()
     assert got == [{"u": {"member0": None, "member1": 7}}]
-    check(rec({"name": "u", "type": "int"}), rec({"name": "u", "type": ["null", "double"]}),
-          [{"u": 7}])
+    check(
+        rec({"name": "u", "type": "int"}),
+        rec({"name": "u", "type": ["null", "double"]}),
+        [{"u": 7}],
+    )
     # writer union -> reader non-union: each branch resolved on its own
-    check(rec({"name": "u", "type": ["int", "long"]}), rec({"name": "u", "type": "double"}),
-          [{"u": 1}, {"u": 2**40}])
+    check(
+        rec({"name": "u", "type": ["int", "long"]}),
+        rec({"name": "u", "type": "double"}),
+        [{"u": 1}, {"u": 2**40}],
+    )
 
 
 def test_writer_branch_without_a_reader_match_fails_when_used() -> None:
@@ -152,12 +204,21 @@ def test_aliases_of_records_and_fields() -> None:
     "writer, reader, match",
     [
         ("string", "int", "does not resolve"),
-        (rec({"name": "a", "type": "int"}), rec({"name": "b", "type": "int"}),
-         "without a default"),
-        (rec({"name": "a", "type": "int"}), rec({"name": "a", "type": "int"}, name="Other"),
-         "does not resolve"),
-        ({"type": "fixed", "name": "F", "size": 2}, {"type": "fixed", "name": "F", "size": 3},
-         "does not resolve"),
+        (
+            rec({"name": "a", "type": "int"}),
+            rec({"name": "b", "type": "int"}),
+            "without a default",
+        ),
+        (
+            rec({"name": "a", "type": "int"}),
+            rec({"name": "a", "type": "int"}, name="Other"),
+            "does not resolve",
+        ),
+        (
+            {"type": "fixed", "name": "F", "size": 2},
+            {"type": "fixed", "name": "F", "size": 3},
+            "does not resolve",
+        ),
         ("long", ["null", "int"], "matches no branch"),
         ("double", "float", "does not resolve"),
     ],
@@ -175,7 +236,10 @@ def test_pairs_that_do_not_resolve(writer: Any, reader: Any, match: str) -> None
         ({"type": "record", "fields": []}, "without a name"),
         (["int", "int"], "two union branches"),
         ("Nope", "unknown type"),
-        ({"type": "enum", "name": "E", "symbols": ["A"], "default": "B"}, "not a symbol"),
+        (
+            {"type": "enum", "name": "E", "symbols": ["A"], "default": "B"},
+            "not a symbol",
+        ),
     ],
 )
 def test_schemas_refused(schema: Any, match: str) -> None:
