@@ -334,6 +334,8 @@ put_bit(Buf *b, Py_ssize_t i, int bit)
 static inline int
 put_bytes(Buf *b, const void *src, Py_ssize_t n)
 {
+    if (n == 0) /* src may be NULL (an empty default, the data of no bytes) */
+        return 0;
     if (need(b, n) < 0)
         return OOM;
     memcpy(b->p + b->len, src, (size_t)n);
