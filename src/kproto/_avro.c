@@ -696,7 +696,7 @@ run(Ctx *x, const Node *op, Py_ssize_t *pos)
             return FAIL;
         return c < 0 ? 0 : append_number(x, c, v);
     case OP_LONG_MS:
-        if (READ_LONG(x, pos, &v) < 0)
+        if ((op->a ? READ_INT(x, pos, &v) : READ_LONG(x, pos, &v)) < 0)
             return FAIL;
         if (c < 0)
             return 0;

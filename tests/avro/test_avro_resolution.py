@@ -45,6 +45,17 @@ def test_promotions(w: str, r: str, value: Any) -> None:
     check(rec({"name": "v", "type": w}), rec({"name": "v", "type": r}), [{"v": value}])
 
 
+def test_int_promoted_to_timestamp_millis_is_scaled() -> None:
+    writer = rec({"name": "t", "type": "int"})
+    reader = rec(
+        {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}}
+    )
+    values = write(writer, [{"t": 1500}, {"t": -(2**31)}])
+    # the reader's logical type reads the promoted long (Java's; fastavro skips it)
+    got = decode_arrow(writer, values, reader).field("t").cast("int64").to_pylist()
+    assert got == [1_500_000, -(2**31) * 1000]
+
+
 def test_fields_added_with_defaults_and_removed_fields_skipped() -> None:
     inner = rec(
         {"name": "p", "type": "int"}, {"name": "q", "type": "string"}, name="In"

@@ -136,7 +136,9 @@ class _Decoder:
     # Reading primitives: each returns (value, next position) or raises _Fail at
     # the position the item starts.
     @staticmethod
-    def varint(d: bytes, pos: int, end: int, last: int, limit: int, code: int) -> tuple[int, int]:
+    def varint(
+        d: bytes, pos: int, end: int, last: int, limit: int, code: int
+    ) -> tuple[int, int]:
         start = pos
         u = 0
         shift = 0
@@ -232,7 +234,8 @@ class _Decoder:
         c = op.col
         if code == OP_INT or code == OP_LONG or code == OP_LONG_MS:
             start = pos
-            v, pos = (self.read_int if code == OP_INT else self.read_long)(d, pos, end)
+            as_int = code == OP_INT or (code == OP_LONG_MS and op.a)
+            v, pos = (self.read_int if as_int else self.read_long)(d, pos, end)
             if c >= 0:
                 if code == OP_LONG_MS:
                     v *= 1000
@@ -296,9 +299,9 @@ class _Decoder:
         if code == OP_MEMBER:
             b = self.cols[c]
             b.valid.append(1)
-            for m, kid in enumerate(b.kids):
+            for m, member in enumerate(b.kids):
                 if m != op.a:
-                    self.null(kid)
+                    self.null(member)
             return self.run(op.kids[0], d, pos, end)
         if code == OP_ENUM:
             start = pos
@@ -440,8 +443,7 @@ def decode_py(
     ``(index, schema id or None, code, byte position in the value)``); without
     ``permissive`` decoding stops at the first error."""
     framed = isinstance(plans, Mapping)
-    first = next(iter(plans.values())) if framed else plans
-    assert isinstance(first, AvroPlan)
+    first = next(iter(plans.values())) if isinstance(plans, Mapping) else plans
     dec = _Decoder(first.columns)
     top = first.column.index
     offs = memoryview(offsets).cast("B").cast("i")

@@ -40,7 +40,7 @@ OP_NULL = 0  # read nothing, append null (recursively) to col
 OP_BOOL = 1
 OP_INT = 2  # into I32, I64, F32 or F64
 OP_LONG = 3  # into I64, F32 or F64
-OP_LONG_MS = 4  # long milliseconds into I64 microseconds
+OP_LONG_MS = 4  # long (a = 1: int) milliseconds into I64 microseconds
 OP_FLOAT = 5  # into F32 or F64
 OP_DOUBLE = 6
 OP_BLOB = 7  # bytes or string into BIN; a = 1: check UTF-8
@@ -261,8 +261,10 @@ _PROMOTIONS: Final = {
 
 
 def _names_match(w: Schema, r: Schema) -> bool:
-    return w.short_name == r.short_name or w.name in r.aliases or any(
-        a.rpartition(".")[2] == w.short_name for a in r.aliases
+    return (
+        w.short_name == r.short_name
+        or w.name in r.aliases
+        or any(a.rpartition(".")[2] == w.short_name for a in r.aliases)
     )
 
 
@@ -299,14 +301,14 @@ class _Resolver:
         if pick is None:
             pick = next((b for b in rest if _matches(w, b, True)), None)
         if pick is None:
-            raise AvroSchemaError(f"{path}: writer's {_label(w)} matches no branch of the reader's union")
+            raise AvroSchemaError(
+                f"{path}: writer's {_label(w)} matches no branch of the reader's union"
+            )
         if shape != "struct":
             return self._value(w, pick, ucol, path)
         m = rest.index(pick)
         member = ucol.children[m][1]
-        return Op(
-            OP_MEMBER, ucol.index, m, kids=(self._value(w, pick, member, path),)
-        )
+        return Op(OP_MEMBER, ucol.index, m, kids=(self._value(w, pick, member, path),))
 
     def _value(self, w: Schema, r: Schema, col: Column, path: str) -> Op:
         c = col.index
@@ -323,11 +325,14 @@ class _Resolver:
             return Op(OP_NULL, c)
         if kind == "boolean":
             return Op(OP_BOOL, c)
-        if kind == "int":
-            return Op(OP_INT, c)
+        millis = col.kind == I64 and r.logical in (
+            "timestamp-millis",
+            "local-timestamp-millis",
+        )
+        if kind == "int":  # an int promoted to a long in milliseconds: a = 1
+            return Op(OP_LONG_MS, c, 1) if millis else Op(OP_INT, c)
         if kind == "long":
-            millis = r.logical in ("timestamp-millis", "local-timestamp-millis")
-            return Op(OP_LONG_MS if millis and col.kind == I64 else OP_LONG, c)
+            return Op(OP_LONG_MS if millis else OP_LONG, c)
         if kind == "float":
             return Op(OP_FLOAT, c)
         if kind == "double":
@@ -366,14 +371,16 @@ class _Resolver:
         used: set[int] = set()
         kids = []
         for wf in w.fields:
-            i = by_name.get(wf.name)
-            if i is None or i in used:
+            j = by_name.get(wf.name)
+            if j is None or j in used:
                 kids.append(_skip(wf.schema))
                 continue
-            used.add(i)
-            rf = r.fields[i]
+            used.add(j)
+            rf = r.fields[j]
             kids.append(
-                self.resolve(wf.schema, rf.schema, col.children[i][1], f"{path}.{rf.name}")
+                self.resolve(
+                    wf.schema, rf.schema, col.children[j][1], f"{path}.{rf.name}"
+                )
             )
         for i, rf in enumerate(r.fields):
             if i in used:
@@ -465,7 +472,9 @@ def encode_default(s: Schema, value: Any, path: str) -> bytes:
     except (TypeError, ValueError, OverflowError, struct.error, KeyError) as exc:
         if isinstance(exc, AvroSchemaError):
             raise
-        raise AvroSchemaError(f"{path}: default {value!r:.80} is not a {s.kind}") from None
+        raise AvroSchemaError(
+            f"{path}: default {value!r:.80} is not a {s.kind}"
+        ) from None
 
 
 def _encode(s: Schema, v: Any, path: str) -> bytes:
@@ -481,7 +490,11 @@ def _encode(s: Schema, v: Any, path: str) -> bytes:
     if kind in ("int", "long"):
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError
-        if not -(2 ** (31 if kind == "int" else 63)) <= v < 2 ** (31 if kind == "int" else 63):
+        if (
+            not -(2 ** (31 if kind == "int" else 63))
+            <= v
+            < 2 ** (31 if kind == "int" else 63)
+        ):
             raise ValueError
         return _zigzag(v)
     if kind in ("float", "double"):
@@ -521,20 +534,22 @@ def _encode(s: Schema, v: Any, path: str) -> bytes:
         values = s.values
         if not isinstance(v, Mapping):
             raise TypeError
-        body = b"".join(_blob(k.encode()) + _encode(values, x, path) for k, x in v.items())
+        body = b"".join(
+            _blob(k.encode()) + _encode(values, x, path) for k, x in v.items()
+        )
         return (_zigzag(len(v)) + body + b"\x00") if v else b"\x00"
     if kind == "union":
         return b"\x00" + _encode(s.branches[0], v, path)
     if not isinstance(v, Mapping):
         raise TypeError
     out = b""
-    for f in s.fields:
-        if f.name in v:
-            out += _encode(f.schema, v[f.name], f"{path}.{f.name}")
-        elif f.has_default:
-            out += _encode(f.schema, f.default, path)
+    for fld in s.fields:
+        if fld.name in v:
+            out += _encode(fld.schema, v[fld.name], f"{path}.{fld.name}")
+        elif fld.has_default:
+            out += _encode(fld.schema, fld.default, path)
         else:
-            raise KeyError(f.name)
+            raise KeyError(fld.name)
     return out
 
 

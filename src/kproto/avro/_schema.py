@@ -115,7 +115,9 @@ class _Parser:
         if kind == "array":
             if "items" not in node:
                 raise AvroSchemaError(f"{path}: array without 'items'")
-            return Schema("array", items=self.parse(node["items"], namespace, path + ".items"))
+            return Schema(
+                "array", items=self.parse(node["items"], namespace, path + ".items")
+            )
         if kind == "map":
             if "values" not in node:
                 raise AvroSchemaError(f"{path}: map without 'values'")

@@ -22,7 +22,9 @@ class AvroDecodeError(ValueError):
     byte offset in the value, framing included, where the bad item starts),
     ``code`` and ``reason`` (what was wrong; :data:`kproto.avro.MESSAGES`)."""
 
-    def __init__(self, index: int, schema_id: int | None, code: int, position: int) -> None:
+    def __init__(
+        self, index: int, schema_id: int | None, code: int, position: int
+    ) -> None:
         self.index = index
         self.schema_id = schema_id
         self.code = code

@@ -60,7 +60,9 @@ def _array(column: Column, buffers: tuple[tuple[Any, ...], ...]) -> pa.Array:
     if k == NULL:
         return pa.nulls(n)
     if k in (BOOL, I32, I64, F32, F64, DEC):
-        return pa.Array.from_buffers(t, n, [_buf(validity), _buf(buf1)], null_count=nulls)
+        return pa.Array.from_buffers(
+            t, n, [_buf(validity), _buf(buf1)], null_count=nulls
+        )
     if k == BIN:
         return pa.Array.from_buffers(
             t, n, [_buf(validity), _buf(buf1), _buf(buf2)], null_count=nulls
