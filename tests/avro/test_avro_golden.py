@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from kproto.avro import avro_plan, decode_avro
+from kproto.avro import avro_plan, decode_avro, decode_avro_values
 from kproto.avro.arrow import arrow_type, to_arrow
 from tests.avro.avro_testlib import (
     column,
@@ -257,3 +257,19 @@ def test_fastavro_parsed_schema_is_accepted() -> None:
     values = write(EVERY, RECORDS[:3])
     got = to_arrow(decode_avro(avro_plan(parsed), *column(list(values))))
     assert got.equals(decode_arrow(EVERY, list(values)))
+
+
+def test_values_of_decoded_record_batches() -> None:
+    from kproto.records import decode_arrow_columns, encode_batch
+
+    values = write(EVERY, RECORDS)
+    batch = encode_batch([(None, v) for v in values] + [(b"k", None)])
+    cols = decode_arrow_columns(batch)
+    got = to_arrow(decode_avro_values(cols, avro_plan(json.dumps(EVERY))))
+    assert got.equals(decode_arrow(EVERY, [*values, None]))
+
+
+def test_plans_of_schema_texts_are_cached() -> None:
+    text = json.dumps(EVERY)
+    assert avro_plan(text) is avro_plan(text)
+    assert avro_plan(text, text) is not avro_plan(text)

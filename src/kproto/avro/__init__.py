@@ -21,7 +21,7 @@ from __future__ import annotations
 from ._decode import MESSAGES
 from ._plan import AvroPlan, Column, avro_plan, reader_columns
 from ._schema import AvroSchemaError, Schema, parse_schema
-from ._values import AvroColumns, AvroDecodeError, decode_avro
+from ._values import AvroColumns, AvroDecodeError, decode_avro, decode_avro_values
 
 __all__ = [
     "MESSAGES",
@@ -33,6 +33,7 @@ __all__ = [
     "Schema",
     "avro_plan",
     "decode_avro",
+    "decode_avro_values",
     "parse_schema",
     "reader_columns",
 ]

@@ -20,6 +20,7 @@ takes the first branch of the writer's type, else the first it promotes to.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Mapping
@@ -559,15 +560,29 @@ def avro_plan(
 ) -> AvroPlan:
     """The plan decoding values written with ``writer`` into ``reader`` (default: the
     writer schema itself); schemas as Avro JSON text, its parsed form or fastavro's.
+    Plans of schemas given as text are cached (the 256 last pairs).
 
     Raises:
         AvroSchemaError: a schema is not valid Avro, has no Arrow shape, or
             ``writer`` does not resolve to ``reader`` (Avro's rules: the message
             names the path in the reader's schema and what did not match).
     """
+    if isinstance(writer, str) and (reader is None or isinstance(reader, str)):
+        return _plan_of_texts(writer, reader)
+    return _build_plan(writer, reader)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_of_texts(writer: str, reader: str | None) -> AvroPlan:
+    return _build_plan(writer, reader)
+
+
+def _build_plan(
+    writer: Schema | str | Mapping[str, Any] | list[Any],
+    reader: Schema | str | Mapping[str, Any] | list[Any] | None,
+) -> AvroPlan:
     w = parse_schema(writer)
     r = w if reader is None else parse_schema(reader)
-    cols = _Columns()
-    column = cols.build(r)
+    column = _Columns().build(r)
     root = _Resolver().resolve(w, r, column, "$")
     return AvroPlan(w, r, root, column, tuple(column.walk()))

@@ -11,7 +11,7 @@ from ._decode import MESSAGES, decode_py
 from ._native import avro_module, compile_plan
 from ._plan import AvroPlan, Column
 
-__all__ = ["AvroColumns", "AvroDecodeError", "decode_avro"]
+__all__ = ["AvroColumns", "AvroDecodeError", "decode_avro", "decode_avro_values"]
 
 MODES: Final = ("FAILFAST", "PERMISSIVE")
 
@@ -128,3 +128,23 @@ def decode_avro(
     if errors and not permissive:
         raise AvroDecodeError(*errors[0])
     return AvroColumns(first.column, count, tuple(buffers), tuple(errors))
+
+
+def decode_avro_values(
+    columns: Any,
+    plans: AvroPlan | Mapping[int, AvroPlan],
+    *,
+    field: Literal["key", "value"] = "value",
+    mode: Literal["FAILFAST", "PERMISSIVE"] = "FAILFAST",
+) -> AvroColumns:
+    """:func:`decode_avro` of the ``value`` (or ``key``) column of a
+    :class:`kproto.records.ArrowColumns` (what
+    :func:`kproto.records.decode_arrow_columns` returns); raises as it does."""
+    return decode_avro(
+        plans,
+        columns.records,
+        getattr(columns, f"{field}_offsets"),
+        getattr(columns, f"{field}_validity"),
+        getattr(columns, f"{field}_data"),
+        mode=mode,
+    )
