@@ -40,6 +40,9 @@ enum {
     E_SCHEMA_ID, E_FULL,
 };
 #define MAX_ZERO_SIZE_ITEMS 65536
+/* Ops nested deeper than this (a schema nested that deep) are refused by
+ * Program(): the Python path decodes them (kproto/avro/_native.py). */
+#define MAX_DEPTH 200
 #define FAIL (-1) /* a bad value: Ctx.code and Ctx.epos say why and where */
 #define OOM (-2)  /* a Python exception is set */
 
@@ -87,7 +90,7 @@ node_free(Node *n)
 static Node *
 node_compile(PyObject *t, Py_ssize_t ncols, int depth)
 {
-    if (depth > 1000) {
+    if (depth > MAX_DEPTH) {
         PyErr_SetString(PyExc_ValueError, "plan too deep");
         return NULL;
     }

@@ -214,3 +214,21 @@ def test_mutated_values_fuzz() -> None:
         failed += len(errors)
         decoded += len(batch) - len(errors)
     assert decoded and failed  # the loop reaches both outcomes
+
+
+def test_plans_too_deep_for_c_fall_back_to_python() -> None:
+    schema: Any = "long"
+    value = b"\x02"
+    for _ in range(250):
+        schema = {"type": "array", "items": schema}
+        value = b"\x02" + value + b"\x00"
+    plan = avro_plan(json.dumps(schema))
+    args = column([value, value[:-1]])
+    with speedups.using(True):
+        fallback = decode_avro(plan, *args, mode="PERMISSIVE")
+    assert plan.native is avro_native.PYTHON_ONLY
+    assert fallback.errors == ((1, None, 1, len(value) - 1),)
+    with speedups.using(False):
+        python = decode_avro(plan, *args, mode="PERMISSIVE")
+    assert fallback == python
+    assert python.buffers[-1][3] == (1).to_bytes(8, "little")

@@ -37,17 +37,26 @@ def avro_module() -> ModuleType | None:
     return _module
 
 
+#: ``AvroPlan.native`` of a plan the C decoder does not take.
+PYTHON_ONLY = False
+
+
 def compile_plan(plan: Any) -> Any:
     """The C program of ``plan`` (an :class:`~kproto.avro.AvroPlan`), compiled once and
-    kept on the plan; None without the extension."""
+    kept on the plan; None without the extension, or when the C decoder does not
+    take the plan (ops nested more than 200 deep): the Python path decodes it, with
+    the same result."""
     if _module is None:
         return None
     if plan.native is None:
-        program = _module.Program(
-            plan.root.to_tuple(), tuple(c.to_tuple() for c in plan.columns)
-        )
+        try:
+            program = _module.Program(
+                plan.root.to_tuple(), tuple(c.to_tuple() for c in plan.columns)
+            )
+        except (ValueError, RecursionError):
+            program = PYTHON_ONLY
         object.__setattr__(plan, "native", program)
-    return plan.native
+    return plan.native or None
 
 
 def available() -> bool:

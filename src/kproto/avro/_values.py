@@ -113,15 +113,18 @@ def decode_avro(
         raise ValueError(f"validity holds fewer than {count} bits")
     permissive = mode == "PERMISSIVE"
     module = avro_module()
-    if module is None:
-        buffers, errors = decode_py(plans, count, offsets, validity, data, permissive)
-    else:
-        programs: Any
-        if framed:
-            assert isinstance(plans, Mapping)
+    programs: Any = None
+    if module is not None:
+        if isinstance(plans, Mapping):
             programs = {int(k): compile_plan(p) for k, p in plans.items()}
+            if None in programs.values():
+                programs = None
         else:
             programs = compile_plan(plans)
+    if programs is None:  # no C decoder, or a plan it does not take
+        buffers, errors = decode_py(plans, count, offsets, validity, data, permissive)
+    else:
+        assert module is not None
         buffers, errors = module.decode(
             programs, count, offsets, validity, data, permissive
         )
