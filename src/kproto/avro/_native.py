@@ -8,6 +8,7 @@ It is loaded like the other extensions of :mod:`kproto.speedups`: off when
 from __future__ import annotations
 
 import os
+import weakref
 from types import ModuleType
 from typing import Any
 
@@ -37,26 +38,27 @@ def avro_module() -> ModuleType | None:
     return _module
 
 
-#: ``AvroPlan.native`` of a plan the C decoder does not take.
-PYTHON_ONLY = False
+#: Each plan's compiled program, or False when the C decoder does not take it.
+_programs: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def compile_plan(plan: Any) -> Any:
-    """The C program of ``plan`` (an :class:`~kproto.avro.AvroPlan`), compiled once and
-    kept on the plan; None without the extension, or when the C decoder does not
+    """The C program of ``plan`` (an :class:`~kproto.avro.AvroPlan`), compiled once
+    per plan; None without the extension, or when the C decoder does not
     take the plan (ops nested more than 200 deep): the Python path decodes it, with
     the same result."""
     if _module is None:
         return None
-    if plan.native is None:
+    program = _programs.get(plan)
+    if program is None:
         try:
             program = _module.Program(
                 plan.root.to_tuple(), tuple(c.to_tuple() for c in plan.columns)
             )
         except (ValueError, RecursionError):
-            program = PYTHON_ONLY
-        object.__setattr__(plan, "native", program)
-    return plan.native or None
+            program = False
+        _programs[plan] = program
+    return program or None
 
 
 def available() -> bool:

@@ -127,7 +127,6 @@ class AvroPlan:
     root: Op
     column: Column
     columns: tuple[Column, ...]
-    native: Any = attrs.field(default=None, repr=False)
 
 
 def _nullable_split(s: Schema) -> tuple[bool, list[Schema]]:
