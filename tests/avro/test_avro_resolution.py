@@ -256,3 +256,25 @@ def test_pairs_that_do_not_resolve(writer: Any, reader: Any, match: str) -> None
 def test_schemas_refused(schema: Any, match: str) -> None:
     with pytest.raises(AvroSchemaError, match=match):
         avro_plan(json.dumps(schema))
+
+
+@pytest.mark.parametrize(
+    "field_type, default",
+    [
+        ("int", "x"),
+        ("int", 2**31),
+        ("string", 1),
+        (["null", "int"], 3),
+        ("boolean", 0),
+        ({"type": "fixed", "name": "F", "size": 2}, "abc"),
+        ("float", 1e39),
+    ],
+)
+def test_bad_defaults_are_schema_errors(field_type: Any, default: Any) -> None:
+    writer = rec({"name": "a", "type": "int"})
+    reader = rec(
+        {"name": "a", "type": "int"},
+        {"name": "b", "type": field_type, "default": default},
+    )
+    with pytest.raises(AvroSchemaError, match=r"\$\.b: default"):
+        avro_plan(json.dumps(writer), json.dumps(reader))
