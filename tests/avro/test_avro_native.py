@@ -1,7 +1,8 @@
 """The C decoder (kproto._avro) against the Python reference, byte for byte.
 
 On golden values, resolution plans and a bounded mutation loop over encoded values
-(``KPROTO_FUZZ_CASES`` sets its size), both decoders give the same buffers and the
+(``KPROTO_FUZZ_CASES`` sets its size), and hypothesis schemas with their values,
+mutated values and arbitrary bytes, both decoders give the same buffers and the
 same errors (record, schema id, code, byte position)."""
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ import struct
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kproto import speedups
 from kproto.avro import AvroPlan, avro_plan, decode_avro
 from kproto.avro import _native as avro_native
 from tests.avro.avro_testlib import column, framed, write
 from tests.avro.test_avro_golden import EVERY, RECORDS
+from tests.avro.test_avro_properties import cases
 from tests.avro.test_avro_resolution import rec
 
 pytestmark = pytest.mark.skipif(
@@ -232,3 +236,14 @@ def test_plans_too_deep_for_c_fall_back_to_python() -> None:
         python = decode_avro(plan, *args, mode="PERMISSIVE")
     assert fallback == python
     assert python.buffers[-1][3] == (1).to_bytes(8, "little")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases(), st.lists(st.binary(max_size=40), max_size=4), st.randoms())
+def test_random_schemas_and_bytes_decode_alike(
+    case: tuple[Any, list[Any]], noise: list[bytes], rng: random.Random
+) -> None:
+    schema, records = case
+    good = list(write(json.loads(json.dumps(schema)), records))
+    values: list[bytes | None] = [*good, *noise, *(_mutate(rng, v) for v in good if v)]
+    assert_same(avro_plan(json.dumps(schema)), values)
