@@ -96,16 +96,13 @@ def decode_avro(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be FAILFAST or PERMISSIVE, not {mode!r}")
-    framed = isinstance(plans, Mapping)
-    if framed:
-        assert isinstance(plans, Mapping)
+    if isinstance(plans, Mapping):
         if not plans:
             raise ValueError("no plans")
         first = next(iter(plans.values()))
         if any(p.columns != first.columns for p in plans.values()):
             raise ValueError("the plans decode into different reader schemas")
     else:
-        assert isinstance(plans, AvroPlan)
         first = plans
     if len(memoryview(offsets).cast("B")) < 4 * (count + 1) or count < 0:
         raise ValueError(f"offsets hold fewer than {count} + 1 int32 values")
