@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-spark bench-broker bench-broker-fairness lint clean asan fuzz
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-avro bench-spark bench-broker bench-broker-fairness lint clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,13 +59,15 @@ asan: $(STAMP)
 	CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1" \
 	  LDFLAGS="-fsanitize=address,undefined" $(PY) setup.py -q build_ext --inplace --force
 	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0 KPROTO_FUZZ_CASES=20000 \
-	  $(PY) -m pytest -p no:cacheprovider --hypothesis-seed=0 tests/records tests/serial; \
+	  $(PY) -m pytest -p no:cacheprovider --hypothesis-seed=0 tests/records tests/serial tests/avro; \
 	  rc=$$?; $(PY) setup.py -q build_ext --inplace --force; exit $$rc
 
 ## A long mutation-fuzz pass of the C record loops against the Python ones (~1 minute).
 fuzz: $(STAMP)
 	KPROTO_FUZZ_CASES=300000 $(PY) -m pytest -p no:cacheprovider -q \
 	  tests/records/test_records_native.py -k fuzz
+	KPROTO_FUZZ_CASES=100000 $(PY) -m pytest -p no:cacheprovider -q \
+	  tests/avro/test_avro_native.py -k fuzz
 
 ## The main job on an embedded broker (librdkafka's mock cluster), then the Spark pipeline.
 demo: $(STAMP)
@@ -74,6 +76,10 @@ demo: $(STAMP)
 ## Serializer and record-batch benchmarks against kio, kafka-python and aiokafka.
 bench: $(STAMP)
 	$(PY) -m benchmarks
+
+## Avro -> Arrow on one core: kproto C and Python against fastavro and confluent-kafka.
+bench-avro: $(STAMP)
+	$(PY) -m benchmarks.avro_bench
 
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench

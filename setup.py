@@ -1,5 +1,5 @@
-"""Build the optional C extensions ``kproto._speedups``, ``_entity_reader`` and
-``_entity_writer`` (see ``kproto.speedups``).
+"""Build the optional C extensions ``kproto._speedups``, ``_entity_reader``,
+``_entity_writer`` (see ``kproto.speedups``) and ``_avro`` (see ``kproto.avro``).
 
 Everything else about the package is in pyproject.toml. The extension is optional:
 without a C compiler (or with ``KPROTO_NO_EXTENSIONS=1`` set at build time) the build
@@ -60,7 +60,7 @@ setup(
             ],
             extra_compile_args=["-O2"] if os.name != "nt" else [],
         )
-        for name in ("_speedups", "_entity_reader", "_entity_writer")
+        for name in ("_speedups", "_entity_reader", "_entity_writer", "_avro")
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )
