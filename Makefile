@@ -10,7 +10,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c \
+$(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c src/kproto/_avro.c \
     src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h \
     src/kproto/_entity_wrapper.h src/kproto/_arrow_columns.h src/kproto/_record_sequence.h | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,spark,bench,speed]'
