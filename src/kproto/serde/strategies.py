@@ -29,7 +29,9 @@ __all__ = [
 SubjectNameStrategy = Callable[[SerializationContext | None, str | None], str]
 
 
-def topic_name_strategy(ctx: SerializationContext | None, record_name: str | None) -> str:
+def topic_name_strategy(
+    ctx: SerializationContext | None, record_name: str | None
+) -> str:
     """``<topic>-key`` or ``<topic>-value``.
 
     Raises:
@@ -40,7 +42,9 @@ def topic_name_strategy(ctx: SerializationContext | None, record_name: str | Non
     return f"{ctx.topic}-{ctx.field}"
 
 
-def record_name_strategy(ctx: SerializationContext | None, record_name: str | None) -> str:
+def record_name_strategy(
+    ctx: SerializationContext | None, record_name: str | None
+) -> str:
     """The record's fully qualified name.
 
     Raises:
@@ -48,18 +52,24 @@ def record_name_strategy(ctx: SerializationContext | None, record_name: str | No
             Schema without ``title``).
     """
     if not record_name:
-        raise ValueError("RecordNameStrategy needs a named record (the schema has no name)")
+        raise ValueError(
+            "RecordNameStrategy needs a named record (the schema has no name)"
+        )
     return record_name
 
 
-def topic_record_name_strategy(ctx: SerializationContext | None, record_name: str | None) -> str:
+def topic_record_name_strategy(
+    ctx: SerializationContext | None, record_name: str | None
+) -> str:
     """``<topic>-<record name>``.
 
     Raises:
         ValueError: no context, or no record name.
     """
     if ctx is None:
-        raise ValueError("TopicRecordNameStrategy needs a SerializationContext (the topic)")
+        raise ValueError(
+            "TopicRecordNameStrategy needs a SerializationContext (the topic)"
+        )
     return f"{ctx.topic}-{record_name_strategy(ctx, record_name)}"
 
 
@@ -70,7 +80,9 @@ _BY_NAME: dict[str, SubjectNameStrategy] = {
 }
 
 
-def subject_name_strategy(value: SubjectNameStrategy | str | None) -> SubjectNameStrategy:
+def subject_name_strategy(
+    value: SubjectNameStrategy | str | None,
+) -> SubjectNameStrategy:
     """The strategy for a ``subject.name.strategy`` config value: a callable, a name
     above (``"RecordNameStrategy"`` or
     ``"io.confluent.kafka.serializers.subject.RecordNameStrategy"``), or None for the

@@ -64,7 +64,9 @@ class SchemaId:
     @property
     def label(self) -> int | str | None:
         """The id (or GUID string) to name in errors."""
-        return self.schema_id if self.schema_id is not None else (self.guid and str(self.guid))
+        if self.schema_id is not None:
+            return self.schema_id
+        return None if self.guid is None else str(self.guid)
 
     def to_prefix(self) -> bytes:
         """Magic 0, the 4-byte id, then the message indexes (if any)."""
@@ -113,7 +115,9 @@ def encode_message_indexes(indexes: Sequence[int]) -> bytes:
         ValueError: an empty path or a negative index.
     """
     if not indexes or any(i < 0 for i in indexes):
-        raise ValueError(f"message indexes must be a non-empty path of >= 0, got {indexes!r}")
+        raise ValueError(
+            f"message indexes must be a non-empty path of >= 0, got {indexes!r}"
+        )
     if list(indexes) == [0]:
         return b"\x00"
     return _zigzag(len(indexes)) + b"".join(_zigzag(i) for i in indexes)
@@ -182,7 +186,11 @@ def decode_schema_id(data: bytes | memoryview, protobuf: bool) -> tuple[SchemaId
 
 
 def _header_name(ctx: SerializationContext) -> str:
-    return KEY_SCHEMA_ID_HEADER if ctx.field == MessageField.KEY else VALUE_SCHEMA_ID_HEADER
+    return (
+        KEY_SCHEMA_ID_HEADER
+        if ctx.field == MessageField.KEY
+        else VALUE_SCHEMA_ID_HEADER
+    )
 
 
 def prefix_schema_id_serializer(
@@ -211,7 +219,9 @@ def header_schema_id_serializer(
     try:
         value = schema_id.to_guid_bytes()
     except ValueError as err:
-        raise in_context(str(err), ctx, deserializing=False, schema_id=schema_id.label) from err
+        raise in_context(
+            str(err), ctx, deserializing=False, schema_id=schema_id.label
+        ) from err
     ctx.headers.append((_header_name(ctx), value))
     return payload
 
@@ -247,8 +257,12 @@ def dual_schema_id_deserializer(
                 try:
                     sid, end = decode_schema_id(value, protobuf)
                     if end != len(value):
-                        raise ValueError(f"{len(value) - end} trailing bytes in the {name} header")
+                        raise ValueError(
+                            f"{len(value) - end} trailing bytes in the {name} header"
+                        )
                 except ValueError as err:
-                    raise in_context(f"header {name}: {err}", ctx, deserializing=True) from err
+                    raise in_context(
+                        f"header {name}: {err}", ctx, deserializing=True
+                    ) from err
                 return sid, memoryview(data)
     return prefix_schema_id_deserializer(data, ctx, protobuf)
