@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import uuid
 from collections.abc import Iterator
@@ -140,7 +141,8 @@ class Handler(BaseHTTPRequestHandler):
                     and (flag("deleted") or any(not e.deleted for e in es))
                 ]
             case "POST", ["subjects", subject, "versions"]:
-                return {"id": self.register(subject, body)}
+                schema_id = self.register(subject, body)
+                return {"id": schema_id, "guid": st.schemas[schema_id - 1]["guid"]}
             case "POST", ["subjects", subject]:
                 key = _schema_key(body)
                 for e in self.entries(subject):
@@ -296,17 +298,24 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serve_registry(auth: tuple[str, str] | None = None) -> Iterator[tuple[str, State]]:
-    """Serve a fresh registry double; yields ``(url, state)``."""
+def serve_registry(
+    auth: tuple[str, str] | None = None, ssl_context: ssl.SSLContext | None = None
+) -> Iterator[tuple[str, State]]:
+    """Serve a fresh registry double (HTTPS with ``ssl_context``); yields
+    ``(url, state)``."""
     state = State(auth=auth)
     handler = type(
         "BoundHandler", (Handler,), {"state": state, "lock": threading.Lock()}
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    scheme = "http"
+    if ssl_context is not None:
+        server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
+        yield f"{scheme}://127.0.0.1:{server.server_address[1]}", state
     finally:
         server.shutdown()
         server.server_close()

@@ -64,7 +64,9 @@ class Schema:
 
     schema_str: str
     schema_type: str = "AVRO"
-    references: tuple[SchemaReference, ...] = attrs.field(default=(), converter=_references)
+    references: tuple[SchemaReference, ...] = attrs.field(
+        default=(), converter=_references
+    )
 
     def to_json(self) -> dict[str, object]:
         """The request body of register / lookup / compatibility (``schemaType``
@@ -227,7 +229,8 @@ class SchemaRegistryClient:
         self.session.headers.update({"Accept": f"{CONTENT_TYPE}, application/json"})
         if basic_auth is not None:
             self.session.auth = basic_auth
-        self.session.verify = ca_file if ca_file is not None else verify
+        # passed with each request: a session-level verify loses to REQUESTS_CA_BUNDLE
+        self.verify: bool | str = ca_file if ca_file is not None else verify
         if client_cert is not None:
             self.session.cert = client_cert
         self.timeout_s = timeout_s
@@ -334,6 +337,7 @@ class SchemaRegistryClient:
                     json=body,
                     headers=headers,
                     timeout=self.timeout_s,
+                    verify=self.verify,
                 )
             except (requests.ConnectionError, requests.Timeout) as err:
                 if attempt >= self.max_retries:
