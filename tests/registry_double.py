@@ -312,7 +312,7 @@ def serve_registry(
     if ssl_context is not None:
         server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
         scheme = "https"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield f"{scheme}://127.0.0.1:{server.server_address[1]}", state

@@ -2,7 +2,8 @@
 :class:`AvroDeserializer` (confluent-kafka's names, arguments and config).
 
 Values are what fastavro reads and writes (dicts for records, ``datetime`` for
-``timestamp-millis``, ...). The deserializer resolves the writer's schema (from the
+``timestamp-millis``, ...); a top-level ``"bytes"`` schema's value is written raw, as
+Confluent's serializers write it. The deserializer resolves the writer's schema (from the
 registry, by the record's schema id) against a reader schema when one is given, or
 the subject's latest version with ``use.latest.version``: records written with an older
 schema read into the newer shape (the Avro specification's schema resolution: added
@@ -56,6 +57,15 @@ def parse_avro(schema: Schema, named: Mapping[str, Schema] | None = None) -> Any
         )
     except (fastavro.schema.SchemaParseException, fastavro.schema.UnknownType) as err:
         raise ValueError(f"invalid Avro schema: {err}") from err
+
+
+def _is_bytes(parsed: Any) -> bool:
+    """A top-level ``"bytes"`` schema, whose values Confluent's serializers (Java's
+    ``AbstractKafkaAvroSerializer``, confluent-kafka's) write raw, without Avro's
+    length prefix."""
+    return parsed == "bytes" or (
+        isinstance(parsed, dict) and parsed.get("type") == "bytes"
+    )
 
 
 def _record_name(parsed: Any) -> str | None:
@@ -121,6 +131,15 @@ class AvroSerializer:
         sid = SchemaId(registered.schema_id, guid_or_none(registered.guid))
         if self.to_dict is not None:
             value = self.to_dict(value, ctx)
+        if _is_bytes(parsed):
+            if not isinstance(value, bytes | bytearray | memoryview):
+                raise in_context(
+                    f"Avro: bytes expected, got {type(value).__name__}",
+                    ctx,
+                    deserializing=False,
+                    schema_id=sid.label,
+                )
+            return self.subjects.config.schema_id_serializer(bytes(value), ctx, sid)
         out = io.BytesIO()
         try:
             fastavro.schemaless_writer(out, parsed, value)
@@ -242,6 +261,9 @@ class AvroDeserializer:
             latest = self.writers.latest(ctx, _record_name(writer))
             if latest is not None:
                 reader = self._parse(f"latest:{latest.schema_id}", latest, ctx)
+        if _is_bytes(writer):
+            value = bytes(payload)
+            return value if self.from_dict is None else self.from_dict(value, ctx)
         buf = io.BytesIO(payload)
         try:
             value = fastavro.schemaless_reader(
