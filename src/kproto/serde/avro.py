@@ -143,9 +143,8 @@ class AvroSerializer:
         out = io.BytesIO()
         try:
             fastavro.schemaless_writer(out, parsed, value)
-        except (
-            Exception
-        ) as err:  # noqa: BLE001 - fastavro raises many types for a misfit value
+        # fastavro raises many exception types for a misfit value
+        except Exception as err:
             raise in_context(
                 f"Avro: value does not fit the schema: {type(err).__name__}: {err}",
                 ctx,
@@ -262,16 +261,15 @@ class AvroDeserializer:
             if latest is not None:
                 reader = self._parse(f"latest:{latest.schema_id}", latest, ctx)
         if _is_bytes(writer):
-            value = bytes(payload)
-            return value if self.from_dict is None else self.from_dict(value, ctx)
+            raw = bytes(payload)
+            return raw if self.from_dict is None else self.from_dict(raw, ctx)
         buf = io.BytesIO(payload)
         try:
             value = fastavro.schemaless_reader(
                 buf, writer, reader, return_record_name=self.return_record_name
             )
-        except (
-            Exception
-        ) as err:  # noqa: BLE001 - fastavro raises many types for bad bytes
+        # fastavro raises many exception types for bad bytes
+        except Exception as err:
             raise in_context(
                 f"Avro: cannot read the value: {type(err).__name__}: {err}",
                 ctx,

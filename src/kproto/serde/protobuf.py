@@ -216,9 +216,11 @@ class ProtobufDeserializer:
             )
             pool = descriptor_pool.DescriptorPool()
             try:
-                main = _file_proto("", schema, dict(refs))
+                main = file_descriptor_proto("", schema, dict(refs))
                 for name, ref_schema in refs:
-                    _add(pool, _file_proto(name, ref_schema, dict(refs)))
+                    ref_proto = file_descriptor_proto(name, ref_schema, dict(refs))
+                    ref_proto.name = name  # the import path the referring file uses
+                    _add(pool, ref_proto)
                 _add(pool, main)
                 found = pool.FindFileByName(main.name)
             except (ValueError, TypeError, KeyError) as err:
@@ -300,7 +302,9 @@ def _add(pool: Any, file_proto: Any) -> None:
         pool.Add(file_proto)
 
 
-def _file_proto(name: str, schema: Schema, named: Mapping[str, Schema]) -> Any:
+def file_descriptor_proto(
+    name: str, schema: Schema, named: Mapping[str, Schema]
+) -> Any:
     """A registry schema as a FileDescriptorProto: base64 of a serialized one (the
     ``format=serialized`` answer), else ``.proto`` text compiled by
     ``kproto.registry.schemas.protobuf.compile_proto``.
