@@ -318,3 +318,36 @@ class _Canned(requests.adapters.BaseAdapter):
 
     def close(self) -> None:
         pass
+
+
+def test_against_the_cluster_registry() -> None:
+    """The same calls against kproto's real registry (Cluster(schema_registry=True))."""
+    from kproto.broker import Cluster
+
+    with Cluster(nodes=1, schema_registry=True) as cluster:
+        client = SchemaRegistryClient.from_config(cluster.schema_registry_config())
+        assert client.register_schema("users-value", Schema(AVRO)) == 1
+        assert client.register_schema("users-value", Schema(AVRO2)) == 2
+        found = SchemaRegistryClient(client.urls[0]).lookup_schema(
+            "users-value", Schema(AVRO)
+        )
+        assert (found.schema_id, found.version) == (1, 1)
+        assert client.get_version("users-value", 2).schema_id == 2
+        assert client.get_subjects() == ["users-value"]
+        bad = Schema(AVRO2.replace("]}", ',{"name":"must","type":"int"}]}'))
+        verdict = client.test_compatibility("users-value", bad, verbose=True)
+        assert not verdict.is_compatible and verdict.messages
+        with pytest.raises(RegistryError) as info:
+            client.register_schema("users-value", bad)
+        assert info.value.error_code == RegistryErrorCode.INCOMPATIBLE_SCHEMA
+        assert client.set_compatibility("NONE", "users-value") == "NONE"
+        assert client.get_compatibility("users-value") == "NONE"
+        assert client.delete_version("users-value", 2) == 2
+        assert client.get_versions("users-value") == [1]
+        assert client.delete_subject("users-value") == [1]
+        assert client.delete_subject("users-value", permanent=True) == [1, 2]
+        with pytest.raises(RegistryError) as info:
+            client.get_versions("users-value")
+        assert info.value.error_code == RegistryErrorCode.SUBJECT_NOT_FOUND
+        assert client.set_mode("READONLY") == "READONLY"
+        assert client.get_mode() == "READONLY"
