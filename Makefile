@@ -75,6 +75,13 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
+## Registry-backed deserializers (Avro, JSON Schema, Protobuf) beside confluent-kafka's on
+## the same bytes; then the registry's own benchmark when it is there.
+.PHONY: bench-serde
+bench-serde: $(STAMP)
+	$(PY) -m benchmarks.serde_bench
+	@if [ -f benchmarks/registry_bench.py ]; then $(PY) -m benchmarks.registry_bench; fi
+
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
 	$(PY) -m benchmarks.spark_live_bench
