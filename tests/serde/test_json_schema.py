@@ -171,3 +171,38 @@ def test_invalid_schema_and_missing_source(registry: Registry) -> None:
         JSONSerializer('{"type": 5}', registry.client)
     with pytest.raises(ValueError, match="schema_str or a schema_registry_client"):
         JSONDeserializer()
+
+
+def test_deeply_nested_bytes_are_refused_not_crashed(registry: Registry) -> None:
+    JSONSerializer("{}", registry.client)(1, VALUE)
+    data = b"\x00\x00\x00\x00\x01" + b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(ValueDeserializationError, match="cannot read the value"):
+        JSONDeserializer(schema_registry_client=registry.client)(data, VALUE)
+
+
+def test_use_latest_version_validates_with_the_latest(registry: Registry) -> None:
+    loose = JSONSerializer('{"type": "object"}', registry.client)
+    data = loose({"a": 1}, VALUE)
+    strict = '{"type": "object", "required": ["b"]}'
+    registry.client.register_schema("orders-value", Schema(strict, "JSON"))
+    assert JSONDeserializer(schema_registry_client=registry.client)(data, VALUE) == {
+        "a": 1
+    }
+    latest = JSONDeserializer(
+        schema_registry_client=registry.client, conf={"use.latest.version": True}
+    )
+    with pytest.raises(
+        ValueDeserializationError, match="'b' is a required property"
+    ) as info:
+        latest(data, VALUE)
+    assert info.value.schema_id == 1  # the record's own id is named
+
+
+def test_confluent_contexts_work_too(registry: Registry) -> None:
+    data = JSONSerializer(TRADE, registry.client)(VALUE_1, C_VALUE)
+    assert (
+        JSONDeserializer(schema_registry_client=registry.client)(data, C_VALUE)
+        == VALUE_1
+    )
+    with pytest.raises(ValueDeserializationError, match="topic 'orders'"):
+        JSONDeserializer(schema_registry_client=registry.client)(data[:6], C_VALUE)

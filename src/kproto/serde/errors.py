@@ -94,10 +94,11 @@ def in_context(
         cls = KeyDeserializationError if key else ValueDeserializationError
     else:
         cls = KeySerializationError if key else ValueSerializationError
+    # getattr: confluent-kafka's own SerializationContext (no partition, offset) works too
     return cls(
         reason,
         topic=ctx.topic,
-        partition=ctx.partition,
-        offset=ctx.offset,
+        partition=getattr(ctx, "partition", None),
+        offset=getattr(ctx, "offset", None),
         schema_id=schema_id,
     )

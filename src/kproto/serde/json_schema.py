@@ -79,7 +79,11 @@ def _validate(validator: Any, value: Any) -> str | None:
     from referencing.exceptions import Unresolvable
 
     try:
-        validator.validate(value)
+        if validator.is_valid(value):
+            return None
+        validator.validate(value)  # again, for the best error
+    except RecursionError:
+        return "JSON Schema: value nested too deeply to validate"
     except jsonschema.ValidationError as err:
         where = "/".join(str(p) for p in err.absolute_path)
         return f"JSON Schema: {err.message}" + (f" at /{where}" if where else "")
@@ -162,7 +166,9 @@ class JSONDeserializer:
             writer's, from the registry).
         from_dict: ``from_dict(value, ctx) -> obj`` applied to each value read.
         schema_registry_client: the registry (needed without ``schema_str``).
-        conf: Confluent's deserializer config plus ``validate`` (True).
+        conf: Confluent's deserializer config plus ``validate`` (True); with
+            ``use.latest.version`` values are validated against the subject's latest
+            version instead of the writer's schema.
 
     Raises:
         ValueError: neither ``schema_str`` nor a registry (at construction).
@@ -231,6 +237,18 @@ class JSONDeserializer:
             self._validators[label] = validator
         return validator
 
+    def _latest_validator(self, ctx: SerializationContext | None) -> Any:
+        """With ``use.latest.version``: the validator of the subject's latest version
+        (the record name is unknown before reading: TopicNameStrategy subjects)."""
+        if self.writers is None or not self.config.use_latest_version:
+            return None
+        latest = self.writers.latest(ctx, None)
+        if latest is None:
+            return None
+        return self._writer_validator(
+            SchemaId(latest.schema_id, guid_or_none(latest.guid)), ctx
+        )
+
     def __call__(
         self, data: bytes | None, ctx: SerializationContext | None = None
     ) -> Any:
@@ -239,10 +257,16 @@ class JSONDeserializer:
         sid, payload = self.config.schema_id_deserializer(data, ctx, False)
         validator = self.validator
         if validator is None and self.validate:
-            validator = self._writer_validator(sid, ctx)
+            latest = self._latest_validator(ctx)
+            validator = (
+                latest if latest is not None else self._writer_validator(sid, ctx)
+            )
         try:
             value = json.loads(bytes(payload).decode())
-        except ValueError as err:  # UnicodeDecodeError and JSONDecodeError
+        except (
+            ValueError,
+            RecursionError,
+        ) as err:  # also UnicodeDecodeError, JSONDecodeError
             raise in_context(
                 f"JSON: cannot read the value: {err}",
                 ctx,
