@@ -19,6 +19,7 @@ from typing import Any
 
 from kproto.registry.client import RegisteredSchema, Schema, SchemaRegistryClient
 
+from .avro_bounds import check_counts, zero_width_arrays
 from .context import SerializationContext
 from .errors import in_context
 from .registry_serde import (
@@ -189,7 +190,9 @@ class AvroDeserializer:
         SerializationError: (the key/value subclass with a context, naming topic,
             partition, offset and schema id) bad framing, an unknown schema id,
             bytes that are not a value of the writer's schema (or with bytes left
-            over), or a writer schema the reader schema cannot resolve.
+            over), an array of zero-width items (``null`` ...) claiming more than
+            2**20 items (:mod:`kproto.serde.avro_bounds`), or a writer schema the
+            reader schema cannot resolve.
     """
 
     def __init__(
@@ -219,6 +222,8 @@ class AvroDeserializer:
             )
             self.reader = parse_avro(schema, named)
         self._parsed: dict[int | str, Any] = {}
+        # writer schemas with arrays of zero-width items: their counts checked first
+        self._guarded: dict[int | str, bool] = {}
 
     def _parse(
         self,
@@ -255,6 +260,7 @@ class AvroDeserializer:
         writer = self._parsed.get(label)
         if writer is None:
             writer = self._parse(label, self.writers.fetch(sid, ctx), ctx)
+            self._guarded[label] = zero_width_arrays(writer)
         reader = self.reader
         if reader is None and self.config.use_latest_version:
             latest = self.writers.latest(ctx, _record_name(writer))
@@ -263,6 +269,13 @@ class AvroDeserializer:
         if _is_bytes(writer):
             raw = bytes(payload)
             return raw if self.from_dict is None else self.from_dict(raw, ctx)
+        if self._guarded.get(label):
+            try:
+                check_counts(writer, bytes(payload))
+            except ValueError as err:
+                raise in_context(
+                    str(err), ctx, deserializing=True, schema_id=label
+                ) from err
         buf = io.BytesIO(payload)
         try:
             value = fastavro.schemaless_reader(
