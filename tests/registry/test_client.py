@@ -351,3 +351,17 @@ def test_against_the_cluster_registry() -> None:
         assert info.value.error_code == RegistryErrorCode.SUBJECT_NOT_FOUND
         assert client.set_mode("READONLY") == "READONLY"
         assert client.get_mode() == "READONLY"
+
+
+def test_caches_are_bounded_and_forget_deleted_subjects() -> None:
+    with serve_registry() as (url, state):
+        client = SchemaRegistryClient(url, cache_capacity=2)
+        for i in range(4):
+            client.register_schema(f"s{i}", Schema(AVRO))
+        client.register_schema("s3", Schema(AVRO))  # still cached: no request
+        assert state.requests.count(("POST", "/subjects/s3/versions")) == 1
+        client.register_schema("s0", Schema(AVRO))  # least recently used: dropped
+        assert state.requests.count(("POST", "/subjects/s0/versions")) == 2
+        client.delete_subject("s3")
+        client.register_schema("s3", Schema(AVRO))  # forgotten: asked again
+        assert state.requests.count(("POST", "/subjects/s3/versions")) == 2

@@ -164,7 +164,9 @@ class ProtobufDeserializer:
     Args:
         message_type: the generated class to read into; None: classes built from the
             writer's schema in the registry, by the record's message-index path.
-        conf: Confluent's deserializer config.
+        conf: Confluent's deserializer config (``use.latest.version`` is accepted
+            and, as in confluent-kafka without rules, changes nothing: a message is
+            read with the writer's descriptor or ``message_type``).
         schema_registry_client: the registry (needed without ``message_type``; with
             it, the record's schema id is checked to exist).
 

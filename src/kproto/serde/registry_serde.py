@@ -213,8 +213,8 @@ class SubjectSchemas:
 
 
 class WriterSchemas:
-    """The reader side: writer schemas by id or GUID, each fetched once and parsed
-    once by the caller's ``parse`` (results kept by id)."""
+    """The reader side: writer schemas by id or GUID (the registry client caches
+    them), and the subject's latest version for ``use.latest.version``."""
 
     def __init__(
         self, client: SchemaRegistryClient, config: DeserializerConfig
