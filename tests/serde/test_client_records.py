@@ -199,3 +199,31 @@ def test_the_client_does_not_import_serde_unless_used() -> None:
         "assert not [m for m in sys.modules if m.startswith('kproto.serde')]"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_async_client_takes_them_too(cluster: Cluster) -> None:
+    import asyncio
+
+    from kproto.client import AsyncClient
+
+    async def main() -> list[tuple[Any, Any]]:
+        async with AsyncClient(cluster.bootstrap_servers) as client:
+            await client.produce(
+                "async-ints",
+                [("k", 7)],
+                partition=0,
+                key_serializer=StringSerializer(),
+                value_serializer=IntegerSerializer(),
+            )
+            return [
+                (r.key, r.value)
+                async for r in client.iter_records(
+                    "async-ints",
+                    0,
+                    0,
+                    key_deserializer=StringDeserializer(),
+                    value_deserializer=IntegerDeserializer(),
+                )
+            ]
+
+    assert asyncio.run(main()) == [("k", 7)]
