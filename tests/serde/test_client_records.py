@@ -227,3 +227,28 @@ def test_async_client_takes_them_too(cluster: Cluster) -> None:
             ]
 
     assert asyncio.run(main()) == [("k", 7)]
+
+
+def test_kproto_serializers_drop_into_confluents_producer_and_consumer(
+    cluster: Cluster, registry: Registry
+) -> None:
+    producer = ck.SerializingProducer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "log_level": 2,
+            "key.serializer": StringSerializer(),
+            "value.serializer": AvroSerializer(registry.client, USER),
+        }
+    )
+    producer.produce("dropin", key="k", value={"id": 5, "name": "five"}, partition=0)
+    assert producer.flush(30) == 0
+    got = consume_all(
+        cluster,
+        "dropin",
+        1,
+        **{
+            "key.deserializer": StringDeserializer(),
+            "value.deserializer": AvroDeserializer(registry.client),
+        },
+    )
+    assert (got[0].key(), got[0].value()) == ("k", {"id": 5, "name": "five"})
