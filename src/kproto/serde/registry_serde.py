@@ -192,16 +192,18 @@ class SubjectSchemas:
             known = self._known.get(subject)
             if known is not None:
                 return known
-            with self._lock:
-                if config.auto_register:
-                    known = self.client.register_schema_full_response(
-                        subject, schema, normalize=config.normalize
-                    )
-                else:
-                    known = self.client.lookup_schema(
-                        subject, schema, normalize=config.normalize
-                    )
-                self._known[subject] = known
+            with self._lock:  # one registration per subject, whatever the threads
+                known = self._known.get(subject)
+                if known is None:
+                    if config.auto_register:
+                        known = self.client.register_schema_full_response(
+                            subject, schema, normalize=config.normalize
+                        )
+                    else:
+                        known = self.client.lookup_schema(
+                            subject, schema, normalize=config.normalize
+                        )
+                    self._known[subject] = known
                 return known
         except RegistryError as err:
             raise in_context(
