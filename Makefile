@@ -81,6 +81,14 @@ bench: $(STAMP)
 bench-avro: $(STAMP)
 	$(PY) -m benchmarks.avro_bench
 
+## Registry-backed deserializers (Avro, JSON Schema, Protobuf) beside confluent-kafka's on
+## the same bytes, the Avro -> Arrow decoder, then the registry's own benchmark.
+.PHONY: bench-serde
+bench-serde: $(STAMP)
+	$(PY) -m benchmarks.serde_bench
+	$(PY) -m benchmarks.avro_bench
+	@if [ -f benchmarks/registry_bench.py ]; then $(PY) -m benchmarks.registry_bench; fi
+
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
 	$(PY) -m benchmarks.spark_live_bench

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
@@ -31,6 +31,9 @@ from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetad
 from kproto.broker.txn import TransactionCoordinator
 from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
+
+if TYPE_CHECKING:
+    from kproto.registry.server import RegistryServer
 
 __all__ = ["Cluster"]
 
@@ -131,6 +134,11 @@ class Cluster(FaultControls):
         share_configs: share-group (KIP-932) settings by Kafka property name, e.g.
             ``{"group.share.record.lock.duration.ms": 500}``
             (:class:`kproto.broker.share.ShareConfig`).
+        schema_registry: also serve Confluent Schema Registry's REST API on
+            127.0.0.1 (:mod:`kproto.registry`; needs ``kproto[registry]``), its
+            schemas stored in the ``_schemas`` topic; see
+            :attr:`schema_registry_url` and :meth:`schema_registry_config`.
+        schema_registry_port: the registry's port (0: any free port).
 
     Raises:
         ValueError: ``nodes`` < 1, a security argument out of place, or an
@@ -176,6 +184,8 @@ class Cluster(FaultControls):
         default_quotas: QuotaDefaults | None = None,
         log_cleaner_backoff_ms: int = 15_000,
         share_configs: Mapping[str, str | int] | None = None,
+        schema_registry: bool = False,
+        schema_registry_port: int = 0,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
@@ -260,6 +270,12 @@ class Cluster(FaultControls):
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]
+        #: The schema registry (``schema_registry=True``), else ``None``.
+        self.schema_registry: RegistryServer | None = None
+        if schema_registry:
+            self.schema_registry = _registry_server(
+                self.state, self.security, schema_registry_port
+            )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = False
@@ -286,7 +302,11 @@ class Cluster(FaultControls):
             await self.txn.start()
             self.cleaner.start()
             await self.share.start()
+            if self.schema_registry is not None:
+                await self.schema_registry.start()
         except BaseException:
+            if self.schema_registry is not None:
+                await self.schema_registry.stop()
             await self.txn.stop()
             await self.cleaner.stop()
             for server in self.servers:
@@ -309,6 +329,8 @@ class Cluster(FaultControls):
         if not self._started:
             return
         self._started = False
+        if self.schema_registry is not None:
+            await self.schema_registry.stop()
         await self.cleaner.stop()
         for server in self.servers:
             await server.stop()
@@ -468,6 +490,45 @@ class Cluster(FaultControls):
             config["ssl.ca.location"] = str(security.ca_file)
         return config
 
+    @property
+    def schema_registry_url(self) -> str:
+        """``"http://127.0.0.1:PORT"`` (``https`` when the listeners use TLS) of
+        the schema registry.
+
+        Raises:
+            RuntimeError: the cluster was made without ``schema_registry=True``.
+        """
+        if self.schema_registry is None:
+            raise RuntimeError(
+                "no schema registry: make the Cluster with schema_registry=True"
+            )
+        return self.schema_registry.url
+
+    def schema_registry_config(self, user: str | None = None) -> dict[str, str]:
+        """Settings for confluent-kafka's ``SchemaRegistryClient``: ``url``, and as
+        the cluster needs them ``basic.auth.user.info`` (``user:password``, for
+        SASL clusters) and ``ssl.ca.location`` (the cluster's own CA). The password
+        is in the dict: do not log it.
+
+        Raises:
+            RuntimeError: no schema registry.
+            ValueError: a SASL cluster without ``user``, or an unknown user.
+        """
+        config = {"url": self.schema_registry_url}
+        security = self.security
+        if security.uses_sasl:
+            if user is None:
+                raise ValueError(
+                    f"a {security.protocol} cluster's registry needs user="
+                )
+            password = security.credentials.password(user)
+            if password is None:
+                raise ValueError(f"unknown user {user!r}: not in Cluster(users=...)")
+            config["basic.auth.user.info"] = f"{user}:{password.reveal()}"
+        if security.ca_file is not None:
+            config["ssl.ca.location"] = str(security.ca_file)
+        return config
+
     def client_certificate(self, common_name: str) -> tuple[Path, Path]:
         """``(certfile, keyfile)`` of a client certificate for mutual TLS, signed
         by the cluster's own CA (principal ``User:CN=<common_name>,OU=clients,O=kproto
@@ -554,3 +615,17 @@ class Cluster(FaultControls):
     ) -> CleanerStats:
         """:meth:`compact` on the cluster's own loop."""
         return await self.cleaner.clean_once(topic, force=force)
+
+
+def _registry_server(
+    state: ClusterState, security: ListenerSecurity, port: int
+) -> RegistryServer:
+    """The cluster's schema registry (imported here: aiohttp is an extra)."""
+    try:
+        from kproto.registry.server import RegistryServer
+    except ImportError as exc:
+        raise RuntimeError(
+            f"schema_registry=True needs the registry extra (pip install "
+            f"'kproto[registry]'): {exc}"
+        ) from exc
+    return RegistryServer(state, security, port=port)

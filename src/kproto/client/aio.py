@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
@@ -27,6 +27,9 @@ from .results import (
     TopicPartition,
 )
 from .sync import DEFAULT_FETCH_MAX_BYTES
+
+if TYPE_CHECKING:
+    from kproto.serde import Deserializer, Serializer
 
 __all__ = ["AsyncClient"]
 
@@ -127,8 +130,17 @@ class AsyncClient:
         acks: int = -1,
         compression: Compression = Compression.NONE,
         timeout_ms: int = 30_000,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
     ) -> list[ProducedRecord]:
-        """As :meth:`kproto.client.Client.produce`."""
+        """As :meth:`kproto.client.Client.produce`. The serializers run on the event
+        loop (a registry-backed one blocks it for its first registry request)."""
+        if key_serializer is not None or value_serializer is not None:
+            from kproto.serde.records import serialize_records
+
+            records = serialize_records(
+                topic, records, key_serializer, value_serializer
+            )
         return await self.run(
             self.core.produce(
                 topic,
@@ -150,9 +162,12 @@ class AsyncClient:
         max_wait_ms: int = 0,
         isolation_level: int = 0,
         decode: bool = True,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> FetchResult:
-        """As :meth:`kproto.client.Client.fetch`."""
-        return await self.run(
+        """As :meth:`kproto.client.Client.fetch` (the deserializers run on the
+        event loop)."""
+        result = await self.run(
             self.core.fetch(
                 topic,
                 partition,
@@ -162,6 +177,13 @@ class AsyncClient:
                 isolation_level=isolation_level,
                 decode=decode,
             )
+        )
+        if key_deserializer is None and value_deserializer is None:
+            return result
+        from kproto.serde.records import deserialize_result
+
+        return deserialize_result(
+            result, topic, partition, key_deserializer, value_deserializer
         )
 
     async def iter_records(
@@ -174,6 +196,8 @@ class AsyncClient:
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 500,
         isolation_level: int = 0,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> AsyncIterator[Record]:
         """As :meth:`kproto.client.Client.iter_records` (``async for``)."""
         pager = Pager(offset, follow=follow, isolation_level=isolation_level)
@@ -185,6 +209,8 @@ class AsyncClient:
                 max_bytes=max_bytes,
                 max_wait_ms=max_wait_ms if follow else 0,
                 isolation_level=isolation_level,
+                key_deserializer=key_deserializer,
+                value_deserializer=value_deserializer,
             )
             for record in pager.take(result, f"{topic}-{partition}"):
                 yield record

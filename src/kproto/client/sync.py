@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import request_type
@@ -25,6 +25,9 @@ from .results import (
     TopicDescription,
     TopicPartition,
 )
+
+if TYPE_CHECKING:
+    from kproto.serde import Deserializer, Serializer
 
 __all__ = ["EARLIEST", "LATEST", "Client"]
 
@@ -192,6 +195,8 @@ class Client:
         acks: int = -1,
         compression: Compression = Compression.NONE,
         timeout_ms: int = 30_000,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
     ) -> list[ProducedRecord]:
         """Produce ``records`` to ``topic``: one record batch (magic 2) per partition,
         one Produce request per partition leader.
@@ -206,10 +211,23 @@ class Client:
             acks: -1 (all in-sync replicas), 1 (leader) or 0 (no answer).
             compression: the batches' codec.
             timeout_ms: the broker's wait for acks (Produce ``timeout_ms``).
+            key_serializer / value_serializer: turn each key / value into bytes
+                (a :mod:`kproto.serde` serializer, or any ``(value, ctx) ->
+                bytes | None``), before partitioning.
 
         Returns:
             one :class:`ProducedRecord` per record, in order (offset -1 with acks=0).
+
+        Raises:
+            kproto.serde.SerializationError: a key or value the serializer refused
+                (``KeySerializationError`` / ``ValueSerializationError``).
         """
+        if key_serializer is not None or value_serializer is not None:
+            from kproto.serde.records import serialize_records
+
+            records = serialize_records(
+                topic, records, key_serializer, value_serializer
+            )
         return self.run(
             self.core.produce(
                 topic,
@@ -231,6 +249,8 @@ class Client:
         max_wait_ms: int = 0,
         isolation_level: int = 0,
         decode: bool = True,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> FetchResult:
         """One Fetch of ``topic``/``partition`` from ``offset``.
 
@@ -251,11 +271,17 @@ class Client:
             decode: False: read only the batch headers (``records`` empty,
                 ``next_offset`` and ``raw`` as usual), for callers that decode
                 ``raw`` themselves (e.g. into columns).
+            key_deserializer / value_deserializer: turn each record's key / value
+                bytes into a value (a :mod:`kproto.serde` deserializer, or any
+                ``(data, ctx) -> value``); the records then carry those values.
 
         Raises:
             BrokerError: OFFSET_OUT_OF_RANGE and other partition errors.
+            kproto.serde.SerializationError: bytes the deserializer refused
+                (``KeyDeserializationError`` / ``ValueDeserializationError``, naming
+                topic, partition and offset).
         """
-        return self.run(
+        result = self.run(
             self.core.fetch(
                 topic,
                 partition,
@@ -265,6 +291,13 @@ class Client:
                 isolation_level=isolation_level,
                 decode=decode,
             )
+        )
+        if key_deserializer is None and value_deserializer is None:
+            return result
+        from kproto.serde.records import deserialize_result
+
+        return deserialize_result(
+            result, topic, partition, key_deserializer, value_deserializer
         )
 
     def iter_records(
@@ -277,6 +310,8 @@ class Client:
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         max_wait_ms: int = 500,
         isolation_level: int = 0,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> Iterator[Record]:
         """Yield the records of a partition from ``offset`` on, fetching page by page.
 
@@ -286,10 +321,13 @@ class Client:
         ``isolation_level`` 1 (read_committed) yields committed records only and
         stops at the last stable offset of the first fetch instead.
 
+        ``key_deserializer`` / ``value_deserializer`` as :meth:`fetch`'s.
+
         Raises:
             ClientError: without ``follow``, a fetch below the end returned nothing
                 (instead of looping).
             BrokerError: as :meth:`fetch` (e.g. OFFSET_OUT_OF_RANGE).
+            kproto.serde.SerializationError: as :meth:`fetch`.
         """
         pager = Pager(offset, follow=follow, isolation_level=isolation_level)
         while not pager.done:
@@ -300,6 +338,8 @@ class Client:
                 max_bytes=max_bytes,
                 max_wait_ms=max_wait_ms if follow else 0,
                 isolation_level=isolation_level,
+                key_deserializer=key_deserializer,
+                value_deserializer=value_deserializer,
             )
             yield from pager.take(result, f"{topic}-{partition}")
 

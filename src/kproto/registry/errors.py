@@ -15,6 +15,7 @@ __all__ = ["RegistryErrorCode", "RegistryError"]
 class RegistryErrorCode(IntEnum):
     """Confluent Schema Registry's ``error_code`` values."""
 
+    BAD_REQUEST = 400
     UNAUTHORIZED = 401
     NOT_FOUND = 404
     METHOD_NOT_ALLOWED = 405
@@ -29,6 +30,7 @@ class RegistryErrorCode(IntEnum):
     SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED = 40408
     SUBJECT_LEVEL_MODE_NOT_CONFIGURED = 40409
     INCOMPATIBLE_SCHEMA = 409
+    UNPROCESSABLE_ENTITY = 422
     INVALID_SCHEMA = 42201
     INVALID_VERSION = 42202
     INVALID_COMPATIBILITY_LEVEL = 42203
@@ -41,6 +43,7 @@ class RegistryErrorCode(IntEnum):
     STORE_ERROR = 50001
     OPERATION_TIMEOUT = 50002
     REQUEST_FORWARDING_FAILED = 50003
+    INTERNAL_SERVER_ERROR = 500
 
     @property
     def http_status(self) -> int:

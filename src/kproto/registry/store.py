@@ -1,0 +1,216 @@
+"""The registry's state, rebuilt from the ``_schemas`` records.
+
+:class:`RegistryState` holds what Confluent's ``InMemoryCache`` and
+``LookupCache`` hold: subjects and their versions, schemas by id (one id per
+distinct (type, text, references): the same schema in two subjects shares its id),
+configs and modes, and who references what. It changes only through
+:meth:`RegistryState.apply`, called for each record on replay at start and for
+each record the registry has just stored, so a restarted registry is the one
+that stopped (Confluent's ``KafkaStoreMessageHandler``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import attrs
+
+from kproto.registry.records import (
+    ClearSubjectKey,
+    ConfigKey,
+    ConfigValue,
+    DeleteSubjectKey,
+    DeleteSubjectValue,
+    ModeKey,
+    ModeValue,
+    NoopKey,
+    RecordError,
+    RegistryKey,
+    RegistryValue,
+    SchemaKey,
+    SchemaValue,
+    decode_key,
+    decode_value,
+)
+from kproto.registry.schemas import SchemaReference
+
+__all__ = ["RegistryState", "StoredSchema", "SubjectVersion"]
+
+log = logging.getLogger("kproto.registry")
+
+
+@attrs.frozen
+class StoredSchema:
+    """A schema as stored: its type, text and references (what makes an id)."""
+
+    schema_type: str
+    schema: str
+    references: tuple[SchemaReference, ...] = ()
+
+
+@attrs.define(slots=True)
+class SubjectVersion:
+    """One version of a subject."""
+
+    subject: str
+    version: int
+    schema_id: int
+    deleted: bool = False
+
+
+class RegistryState:
+    """Subjects, versions, schemas, configs and modes (see the module docstring).
+
+    Attributes:
+        schemas: schema id -> :class:`StoredSchema`, for ids some version (live
+            or soft-deleted) has.
+        ids: :class:`StoredSchema` -> its id.
+        subjects: subject -> {version -> :class:`SubjectVersion`}, versions in
+            increasing order.
+        configs: subject (``None``: global) -> compatibility level.
+        modes: subject (``None``: global) -> mode.
+        max_id: the largest id ever seen (new ids are above it, never reused).
+    """
+
+    def __init__(self) -> None:
+        self.schemas: dict[int, StoredSchema] = {}
+        self.ids: dict[StoredSchema, int] = {}
+        self.subjects: dict[str, dict[int, SubjectVersion]] = {}
+        self.configs: dict[str | None, str] = {}
+        self.modes: dict[str | None, str] = {}
+        self.max_id = 0
+        # schema id -> the (subject, version)s that have it
+        self._uses: dict[int, set[tuple[str, int]]] = {}
+        # (subject, version) referenced -> ids of the schemas referencing it
+        self._referrers: dict[tuple[str, int], set[int]] = {}
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> int:
+        """Apply stored records in offset order; return how many were skipped
+        (undecodable or unknown keys, logged once each at WARNING)."""
+        skipped = 0
+        for key_bytes, value_bytes in records:
+            try:
+                key = decode_key(key_bytes or b"")
+                if key is None:
+                    skipped += 1
+                    continue
+                value = None if value_bytes is None else decode_value(key, value_bytes)
+            except RecordError as exc:
+                log.warning("_schemas: skipping a record: %s", exc)
+                skipped += 1
+                continue
+            self.apply(key, value)
+        return skipped
+
+    def apply(self, key: RegistryKey, value: RegistryValue | None) -> None:
+        """Apply one record (``value`` ``None``: a tombstone)."""
+        if isinstance(key, SchemaKey):
+            if isinstance(value, SchemaValue):
+                self._put_version(value)
+            else:
+                self._drop_version(key.subject, key.version)
+        elif isinstance(key, ConfigKey):
+            if isinstance(value, ConfigValue):
+                self.configs[key.subject] = value.compatibility_level
+            else:
+                self.configs.pop(key.subject, None)
+        elif isinstance(key, ModeKey):
+            if isinstance(value, ModeValue):
+                self.modes[key.subject] = value.mode
+            else:
+                self.modes.pop(key.subject, None)
+        elif isinstance(key, DeleteSubjectKey):
+            if isinstance(value, DeleteSubjectValue):
+                for entry in self.subjects.get(key.subject, {}).values():
+                    if entry.version <= value.version:
+                        entry.deleted = True
+        elif isinstance(key, ClearSubjectKey):
+            if value is not None:
+                for version in list(self.subjects.get(key.subject, {})):
+                    self._drop_version(key.subject, version)
+        elif not isinstance(key, NoopKey):  # pragma: no cover - exhaustive
+            raise TypeError(f"unknown key {key!r}")
+
+    def _put_version(self, value: SchemaValue) -> None:
+        stored = StoredSchema(value.schema_type, value.schema, value.references)
+        versions = self.subjects.setdefault(value.subject, {})
+        old = versions.get(value.version)
+        if old is not None and old.schema_id != value.id:
+            self._unuse(old.schema_id, value.subject, value.version)
+        known = self.schemas.get(value.id)
+        if known is None:
+            self.schemas[value.id] = stored
+            for ref in stored.references:
+                self._referrers.setdefault((ref.subject, ref.version), set()).add(
+                    value.id
+                )
+        self.ids.setdefault(stored, value.id)
+        self.max_id = max(self.max_id, value.id)
+        self._uses.setdefault(value.id, set()).add((value.subject, value.version))
+        if old is None:
+            last = next(reversed(versions), 0)
+            versions[value.version] = SubjectVersion(
+                value.subject, value.version, value.id, value.deleted
+            )
+            if value.version < last:  # an import out of order: keep versions sorted
+                self.subjects[value.subject] = dict(sorted(versions.items()))
+        else:
+            old.schema_id = value.id
+            old.deleted = value.deleted
+
+    def _drop_version(self, subject: str, version: int) -> None:
+        versions = self.subjects.get(subject)
+        if versions is None:
+            return
+        entry = versions.pop(version, None)
+        if not versions:
+            del self.subjects[subject]
+        if entry is not None:
+            self._unuse(entry.schema_id, subject, version)
+
+    def _unuse(self, schema_id: int, subject: str, version: int) -> None:
+        uses = self._uses.get(schema_id)
+        if uses is None:
+            return
+        uses.discard((subject, version))
+        if uses:
+            return
+        del self._uses[schema_id]
+        stored = self.schemas.pop(schema_id, None)
+        if stored is None:
+            return
+        if self.ids.get(stored) == schema_id:
+            del self.ids[stored]
+        for ref in stored.references:
+            referrers = self._referrers.get((ref.subject, ref.version))
+            if referrers is not None:
+                referrers.discard(schema_id)
+                if not referrers:
+                    del self._referrers[(ref.subject, ref.version)]
+
+    # ------------------------------------------------------------------ queries
+
+    def versions(self, subject: str, *, deleted: bool = False) -> list[SubjectVersion]:
+        """The subject's versions, oldest first (soft-deleted ones with ``deleted``)."""
+        entries = self.subjects.get(subject, {}).values()
+        return [e for e in entries if deleted or not e.deleted]
+
+    def version_uses(self, schema_id: int) -> list[SubjectVersion]:
+        """Every (live or soft-deleted) version with ``schema_id``, by subject and
+        version."""
+        out = []
+        for subject, version in sorted(self._uses.get(schema_id, ())):
+            out.append(self.subjects[subject][version])
+        return out
+
+    def referenced_by(self, subject: str, version: int) -> list[int]:
+        """Ids of schemas with a live version that reference ``subject``/``version``
+        (Confluent's ``/referencedby``), increasing."""
+        out = []
+        for schema_id in sorted(self._referrers.get((subject, version), ())):
+            if any(not e.deleted for e in self.version_uses(schema_id)):
+                out.append(schema_id)
+        return out

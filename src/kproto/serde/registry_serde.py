@@ -1,0 +1,312 @@
+"""What the registry-backed serializers share: their config (Confluent's property
+names), finding the writer schema id for a subject, and fetching a writer schema (and
+the schemas it references) by id or GUID.
+
+Serializer config (confluent-kafka's ``AvroSerializer`` / ``JSONSerializer`` /
+``ProtobufSerializer`` names and defaults):
+
+- ``auto.register.schemas`` (True): register the schema under the subject on first use;
+  False: look it up (the registry's 40401/40403 raised as a serialization error).
+- ``normalize.schemas`` (False): register / look up with ``normalize=true``.
+- ``use.schema.id`` (None): write this schema id, never registering.
+- ``use.latest.version`` (False): write with the subject's latest version (its id, and
+  for Avro its schema), never registering.
+- ``subject.name.strategy`` (TopicNameStrategy): see :mod:`kproto.serde.strategies`.
+- ``schema.id.serializer`` (:func:`~kproto.serde.wire.prefix_schema_id_serializer`).
+
+Deserializer config: ``use.latest.version`` (read into the subject's latest version:
+Avro's reader schema), ``subject.name.strategy``, ``schema.id.deserializer``
+(:func:`~kproto.serde.wire.dual_schema_id_deserializer`).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from kproto.registry.client import RegisteredSchema, Schema, SchemaRegistryClient
+from kproto.registry.errors import RegistryError
+
+from .context import SerializationContext
+from .errors import in_context
+from .strategies import SubjectNameStrategy, subject_name_strategy
+from .wire import (
+    SchemaId,
+    SchemaIdDeserializer,
+    SchemaIdSerializer,
+    dual_schema_id_deserializer,
+    prefix_schema_id_serializer,
+)
+
+__all__ = [
+    "SerializerConfig",
+    "DeserializerConfig",
+    "SubjectSchemas",
+    "WriterSchemas",
+    "MAX_REFERENCE_DEPTH",
+    "resolve_references",
+    "guid_or_none",
+]
+
+MAX_REFERENCE_DEPTH = 32
+
+
+def _check_keys(conf: Mapping[str, Any], known: set[str], what: str) -> None:
+    unknown = sorted(set(conf) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown {what} config: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+        )
+
+
+@attrs.frozen
+class SerializerConfig:
+    """A registry-backed serializer's config (see the module docs)."""
+
+    auto_register: bool = True
+    normalize: bool = False
+    use_schema_id: int | None = None
+    use_latest_version: bool = False
+    strategy: SubjectNameStrategy = attrs.field(
+        default=None, converter=subject_name_strategy
+    )
+    schema_id_serializer: SchemaIdSerializer = prefix_schema_id_serializer
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> SerializerConfig:
+        """From Confluent's property names.
+
+        Raises:
+            ValueError: an unknown key, or ``use.latest.version`` with
+                ``auto.register.schemas`` (Confluent refuses the pair too).
+        """
+        conf = dict(conf or {})
+        _check_keys(
+            conf,
+            {
+                "auto.register.schemas",
+                "normalize.schemas",
+                "use.schema.id",
+                "use.latest.version",
+                "subject.name.strategy",
+                "schema.id.serializer",
+            },
+            "serializer",
+        )
+        auto = bool(conf.get("auto.register.schemas", True))
+        latest = bool(conf.get("use.latest.version", False))
+        if auto and latest:
+            raise ValueError(
+                "cannot enable both use.latest.version and auto.register.schemas"
+            )
+        use_id = conf.get("use.schema.id")
+        return cls(
+            auto_register=auto,
+            normalize=bool(conf.get("normalize.schemas", False)),
+            use_schema_id=None if use_id is None else int(use_id),
+            use_latest_version=latest,
+            strategy=conf.get("subject.name.strategy"),
+            schema_id_serializer=conf.get("schema.id.serializer")
+            or prefix_schema_id_serializer,
+        )
+
+
+@attrs.frozen
+class DeserializerConfig:
+    """A registry-backed deserializer's config (see the module docs)."""
+
+    use_latest_version: bool = False
+    strategy: SubjectNameStrategy = attrs.field(
+        default=None, converter=subject_name_strategy
+    )
+    schema_id_deserializer: SchemaIdDeserializer = dual_schema_id_deserializer
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> DeserializerConfig:
+        """From Confluent's property names.
+
+        Raises:
+            ValueError: an unknown key.
+        """
+        conf = dict(conf or {})
+        _check_keys(
+            conf,
+            {"use.latest.version", "subject.name.strategy", "schema.id.deserializer"},
+            "deserializer",
+        )
+        return cls(
+            use_latest_version=bool(conf.get("use.latest.version", False)),
+            strategy=conf.get("subject.name.strategy"),
+            schema_id_deserializer=conf.get("schema.id.deserializer")
+            or dual_schema_id_deserializer,
+        )
+
+
+class SubjectSchemas:
+    """The writer side: which schema id a serializer writes under each subject
+    (registered or looked up once per subject, as Confluent's serializers do)."""
+
+    def __init__(self, client: SchemaRegistryClient, config: SerializerConfig) -> None:
+        self.client = client
+        self.config = config
+        self._known: dict[str, RegisteredSchema] = {}
+        self._lock = threading.Lock()
+
+    def subject(self, ctx: SerializationContext | None, record_name: str | None) -> str:
+        """The subject by the configured strategy.
+
+        Raises:
+            SerializationError: the strategy cannot name one (no context, no name).
+        """
+        try:
+            return self.config.strategy(ctx, record_name)
+        except ValueError as err:
+            raise in_context(str(err), ctx, deserializing=False) from err
+
+    def writer(
+        self,
+        ctx: SerializationContext | None,
+        record_name: str | None,
+        schema: Schema,
+        fmt: str | None = None,
+    ) -> RegisteredSchema:
+        """The registered schema to write with: ``use.schema.id``'s, the latest
+        version (``use.latest.version``), or ``schema`` registered (or looked up).
+
+        Raises:
+            SerializationError: the registry refused or lacks it (its
+                :class:`~kproto.registry.errors.RegistryError` chained).
+        """
+        config = self.config
+        try:
+            if config.use_schema_id is not None:
+                found = self.client.get_schema(config.use_schema_id, fmt=fmt)
+                return RegisteredSchema(config.use_schema_id, found)
+            subject = self.subject(ctx, record_name)
+            if config.use_latest_version:
+                return self.client.get_latest_version(subject, fmt=fmt)
+            known = self._known.get(subject)
+            if known is not None:
+                return known
+            with self._lock:  # one registration per subject, whatever the threads
+                known = self._known.get(subject)
+                if known is None:
+                    if config.auto_register:
+                        known = self.client.register_schema_full_response(
+                            subject, schema, normalize=config.normalize
+                        )
+                    else:
+                        known = self.client.lookup_schema(
+                            subject, schema, normalize=config.normalize
+                        )
+                    self._known[subject] = known
+                return known
+        except RegistryError as err:
+            raise in_context(
+                f"schema registry: {err}",
+                ctx,
+                deserializing=False,
+                schema_id=config.use_schema_id,
+            ) from err
+
+
+class WriterSchemas:
+    """The reader side: writer schemas by id or GUID (the registry client caches
+    them), and the subject's latest version for ``use.latest.version``."""
+
+    def __init__(
+        self, client: SchemaRegistryClient, config: DeserializerConfig
+    ) -> None:
+        self.client = client
+        self.config = config
+
+    def fetch(
+        self, sid: SchemaId, ctx: SerializationContext | None, fmt: str | None = None
+    ) -> RegisteredSchema:
+        """The schema ``sid`` names.
+
+        Raises:
+            SerializationError: the registry has no such schema (40403 chained).
+        """
+        try:
+            if sid.schema_id is not None:
+                schema = self.client.get_schema(sid.schema_id, fmt=fmt)
+                return RegisteredSchema(sid.schema_id, schema)
+            assert sid.guid is not None
+            return self.client.get_schema_by_guid(str(sid.guid), fmt=fmt)
+        except RegistryError as err:
+            raise in_context(
+                f"writer schema: {err}", ctx, deserializing=True, schema_id=sid.label
+            ) from err
+
+    def latest(
+        self,
+        ctx: SerializationContext | None,
+        record_name: str | None,
+        fmt: str | None = None,
+    ) -> RegisteredSchema | None:
+        """The subject's latest version with ``use.latest.version``, else None."""
+        if not self.config.use_latest_version:
+            return None
+        try:
+            subject = self.config.strategy(ctx, record_name)
+            return self.client.get_latest_version(subject, fmt=fmt)
+        except (ValueError, RegistryError) as err:
+            raise in_context(f"reader schema: {err}", ctx, deserializing=True) from err
+
+
+def resolve_references(
+    client: SchemaRegistryClient,
+    schema: Schema,
+    ctx: SerializationContext | None,
+    *,
+    deserializing: bool,
+    fmt: str | None = None,
+) -> list[tuple[str, Schema]]:
+    """Every schema ``schema`` references, transitively, dependencies first, as
+    ``(reference name, schema)`` (each once).
+
+    Raises:
+        SerializationError: a reference the registry lacks, or a chain deeper than 32.
+    """
+    out: list[tuple[str, Schema]] = []
+    seen: set[tuple[str, int]] = set()
+
+    def visit(s: Schema, depth: int) -> None:
+        if depth > MAX_REFERENCE_DEPTH:
+            raise in_context(
+                f"schema references nested deeper than {MAX_REFERENCE_DEPTH}",
+                ctx,
+                deserializing=deserializing,
+            )
+        for ref in s.references:
+            if (ref.subject, ref.version) in seen:
+                continue
+            seen.add((ref.subject, ref.version))
+            try:
+                found = client.get_version(ref.subject, ref.version, fmt=fmt).schema
+            except RegistryError as err:
+                raise in_context(
+                    f"reference {ref.name!r} ({ref.subject} v{ref.version}): {err}",
+                    ctx,
+                    deserializing=deserializing,
+                ) from err
+            visit(found, depth + 1)
+            out.append((ref.name, found))
+
+    visit(schema, 0)
+    return out
+
+
+def guid_or_none(value: str | None) -> uuid.UUID | None:
+    """A registry's ``guid`` string as a UUID (None when absent or malformed)."""
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
