@@ -18,8 +18,8 @@ needs:
   sync timeout); both trigger a rebalance.
 
 Waiting uses asyncio futures and timers from a :class:`Scheduler` (``loop.call_later``
-by default; tests drive a manual one), never sleep loops. Offsets, group lookup and
-persistence live in :mod:`kproto.broker.groups.coordinator`.
+by default; tests drive a manual one), never sleep loops. Offsets live in :mod:`kproto.broker.groups.offsets`, group lookup
+and persistence in :mod:`kproto.broker.groups.coordinator`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def _cancel(handle: TimerHandle | None) -> None:
 class Membership:
     """Join/sync/heartbeat/leave over a shared ``groups`` dict (group_id -> group).
 
-    ``persist_group(group)`` is awaited to append the group's metadata record;
+    ``persist_group(group)`` is awaited to append the group's metadata record and
+    returns the error code of the write (NONE: stored);
     ``now_ms()`` gives the wall clock in ms.
     """
 
@@ -437,14 +438,14 @@ class Membership:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             generation = group.generation_id
-            stored = await self.persist_group(group)
+            error = await self.persist_group(group)
             current = (
                 group.is_(GroupState.COMPLETING_REBALANCE)
                 and group.generation_id == generation
             )
-            if current and not stored:
+            if current and error:
                 # Kafka: a failed metadata append resets the assignment and rebalances.
-                self._reset_sync(group, E.COORDINATOR_NOT_AVAILABLE)
+                self._reset_sync(group, error)
                 self.prepare_rebalance(group, "storing the group metadata failed")
             elif current:
                 group.transition(GroupState.STABLE, self.now_ms())

@@ -2,33 +2,28 @@
 OffsetDelete, the offsets of deleted topics and transactional offsets made visible by
 their marker, following Kafka's ``OffsetMetadataManager`` (group-coordinator module).
 
-:class:`OffsetMetadataManager` is a mixin of
-:class:`kproto.broker.groups.coordinator.GroupCoordinator`, which owns the groups and
-the ``__consumer_offsets`` appends it uses.
+:class:`OffsetMetadataManager` is held by
+:class:`kproto.broker.groups.coordinator.GroupCoordinator` (``coordinator.offsets``);
+it reads the groups of every type from the :class:`.group_store.GroupStore` and
+writes through its ``__consumer_offsets`` writer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, cast
 
-from kproto.broker.errors import LogAppendError
+from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.errors import ErrorCode
 
+from .consumer_coordinator import ConsumerGroups
 from .consumer_group import ConsumerGroup
-from .consumer_lifecycle import delete_offsets
 from .group import ClassicGroup, CommittedOffset, GroupState
+from .group_store import GroupStore
+from .membership import Membership
 from .records import offset_commit_record
+from .streams_coordinator import StreamsGroups
 from .streams_group import StreamsGroup
-
-if TYPE_CHECKING:
-    from kproto.broker.state import ClusterState
-
-    from .consumer_coordinator import ConsumerGroups
-    from .coordinator import GroupCoordinator
-    from .membership import Membership
-    from .streams_coordinator import StreamsGroups
-    from .txn_offsets import PendingTxnOffsets
+from .txn_offsets import PendingTxnOffsets
 
 __all__ = ["OffsetMetadataManager", "OFFSET_METADATA_MAX_BYTES"]
 
@@ -39,25 +34,33 @@ OFFSET_METADATA_MAX_BYTES = 4096
 
 
 class OffsetMetadataManager:
-    """The offsets half of the group coordinator (see the module docstring)."""
+    """The committed offsets of every group (see the module docstring).
 
-    state: ClusterState
-    groups: dict[str, ClassicGroup]
-    consumer: ConsumerGroups
-    streams: StreamsGroups
-    membership: Membership
-    pending_txn_offsets: PendingTxnOffsets
+    Args:
+        store: the groups and their writer.
+        membership: the classic groups' protocol (a commit refreshes a member's
+            session).
+        consumer, streams: the KIP-848 and KIP-1071 groups.
+        pending_txn_offsets: TxnOffsetCommit offsets waiting for their marker.
+    """
+
+    def __init__(
+        self,
+        store: GroupStore,
+        membership: Membership,
+        consumer: ConsumerGroups,
+        streams: StreamsGroups,
+        pending_txn_offsets: PendingTxnOffsets,
+    ) -> None:
+        self.store = store
+        self.groups = store.classic
+        self.membership = membership
+        self.consumer = consumer
+        self.streams = streams
+        self.pending_txn_offsets = pending_txn_offsets
 
     def now_ms(self) -> int:
-        raise NotImplementedError
-
-    async def _append(
-        self,
-        group_id: str,
-        pairs: list[tuple[bytes, bytes | None]],
-        producer: tuple[int, int] | None = None,
-    ) -> bool:
-        raise NotImplementedError
+        return self.store.now_ms()
 
     async def commit_offsets(
         self,
@@ -120,7 +123,7 @@ class OffsetMetadataManager:
         result: dict[tuple[str, int], int] = {}
         accepted: dict[tuple[str, int], CommittedOffset] = {}
         for (topic, partition), (offset, epoch, metadata, timestamp) in offsets.items():
-            count = self.state.topic_partitions(topic)
+            count = self.store.state.topic_partitions(topic)
             if count is None or not 0 <= partition < count:
                 result[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
             elif (
@@ -143,11 +146,9 @@ class OffsetMetadataManager:
                 for (t, p), c in accepted.items()
             ]
             try:
-                stored = await self._append(group_id, pairs, producer)
-            except LogAppendError as err:
+                self.store.append(group_id, pairs, producer)
+            except CoordinatorWriteError as err:
                 return {tp: err.error_code for tp in offsets}
-            if not stored:
-                return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
             if producer is None:
                 group.offsets.update(accepted)
             else:
@@ -214,9 +215,7 @@ class OffsetMetadataManager:
         group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
         of topics an active consumer group subscribes to."""
         if group_id in self.consumer.groups:
-            return await delete_offsets(
-                cast("GroupCoordinator", self), group_id, partitions
-            )
+            return self.consumer.delete_offsets(group_id, partitions)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return E.GROUP_ID_NOT_FOUND, {}
@@ -236,8 +235,10 @@ class OffsetMetadataManager:
                     deleted.append((topic, partition))
         if deleted:
             pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
-            if not await self._append(group_id, pairs):
-                return E.COORDINATOR_NOT_AVAILABLE, {}
+            try:
+                self.store.append(group_id, pairs)
+            except CoordinatorWriteError as err:
+                return err.error_code, {}
             for tp in deleted:
                 group.offsets.pop(tp, None)
         return E.NONE, result
@@ -258,10 +259,13 @@ class OffsetMetadataManager:
             if not stale:
                 continue
             pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
-            if await self._append(group_id, pairs):
-                for tp in stale:
-                    group.offsets.pop(tp, None)
-                removed += len(stale)
+            try:
+                self.store.append(group_id, pairs)
+            except CoordinatorWriteError:
+                continue  # logged by the writer; kept until the next deletion
+            for tp in stale:
+                group.offsets.pop(tp, None)
+            removed += len(stale)
         return removed
 
     def complete_transaction(

@@ -37,6 +37,7 @@ import attrs
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
+from .group_store import Pair
 from .modern_coordinator import ModernGroups
 from .records import CoordinatorRecord
 from .streams_group import (
@@ -61,7 +62,6 @@ __all__ = ["Status", "StreamsGroups", "StreamsHeartbeatResult", "task_set"]
 
 log = logging.getLogger("kproto.broker.groups")
 E = ErrorCode
-Pair = tuple[bytes, bytes | None]
 
 TASK_OFFSET_INTERVAL_MS = 60_000
 ACCEPTABLE_RECOVERY_LAG = 10_000
@@ -255,7 +255,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
         """Partition counts of the source topics; True if they changed."""
         current = {}
         for name in group.source_topics():
-            count = self.coordinator.state.topic_partitions(name)
+            count = self.store.state.topic_partitions(name)
             if count is not None:
                 current[name] = count
         if current == group.metadata and group.configured is not None:
@@ -285,7 +285,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
                 )
             ]
         missing = []
-        state = self.coordinator.state
+        state = self.store.state
         for info, partitions in configured.internal_topics:
             if state.topic_partitions(info.name) is not None or partitions < 1:
                 continue
@@ -328,7 +328,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
 
     def _leave(self, r: Any, records: list[Pair]) -> StreamsHeartbeatResult:
         group = self._group(r.group_id)
-        self._remove(group, self._member(group, r.member_id), records)
+        self.remove_member(group, self._member(group, r.member_id), records)
         return StreamsHeartbeatResult(E.NONE, None, r.member_id, r.member_epoch)
 
     def _epoch_records(self, group: StreamsGroup) -> list[Pair]:
