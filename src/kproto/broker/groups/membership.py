@@ -402,7 +402,8 @@ class Membership:
         """Handle one SyncGroup; the leader's ``assignments`` (member_id -> bytes)
         complete the generation. Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
         ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS,
-        COORDINATOR_NOT_AVAILABLE."""
+        COORDINATOR_NOT_AVAILABLE (a dead group), the write's error when the
+        group's metadata could not be stored (NOT_COORDINATOR)."""
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(E.UNKNOWN_MEMBER_ID)
