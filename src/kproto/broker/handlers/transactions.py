@@ -21,7 +21,6 @@ from typing import Any
 
 from kproto.broker.groups import OFFSETS_TOPIC
 from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.handlers.partitions import leader_log
 from kproto.broker.txn import TransactionMetadata
 from kproto.errors import ErrorCode
 
@@ -363,7 +362,7 @@ async def describe_producers(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         partitions = []
         for index in t.partition_indexes:
-            plog, error = leader_log(ctx, t.name, index)
+            plog, error = ctx.replicas.leader_log(t.name, index)
             producers = []
             if plog is not None:
                 ongoing = plog.txn_index.ongoing
