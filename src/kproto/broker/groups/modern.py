@@ -168,10 +168,14 @@ class ModernGroup(Generic[M, K]):
     offsets: dict[tuple[str, int], CommittedOffset] = attrs.field(factory=dict)
     dead: bool = False
 
+    #: The group type's states: an enum with DEAD, EMPTY, ASSIGNING, RECONCILING
+    #: and STABLE members, named as Kafka's.
+    STATES: ClassVar[type[enum.Enum]]
+
     @property
     def state(self) -> enum.Enum:
-        """The group's state (a subclass's enum of Kafka's state names)."""
-        raise NotImplementedError
+        """The group's state (Kafka's ``maybeUpdateGroupState``)."""
+        return self._state(self.STATES)
 
     def _state(self, states: type[S]) -> S:
         """Kafka's ``maybeUpdateGroupState`` in ``states`` (an enum with DEAD, EMPTY,
