@@ -48,7 +48,6 @@ __all__ = [
     "encode_assignment",
 ]
 
-E = ErrorCode
 #: The classic protocol type of consumers (Kafka's ``ConsumerProtocol.PROTOCOL_TYPE``).
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -170,14 +169,14 @@ class ClassicMembers:
         member = group.members.get(member_id)
         if member is None or not member.uses_classic_protocol:
             if instance_id is not None and instance_id in group.static_members:
-                raise BrokerError(E.FENCED_INSTANCE_ID, "")
+                raise BrokerError(ErrorCode.FENCED_INSTANCE_ID, "")
             raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a classic member of group"
                 f" {group.group_id}.",
             )
         if instance_id is not None and member.instance_id != instance_id:
-            raise BrokerError(E.FENCED_INSTANCE_ID, "")
+            raise BrokerError(ErrorCode.FENCED_INSTANCE_ID, "")
         return member
 
     def _check_rebalance(
@@ -192,7 +191,7 @@ class ClassicMembers:
         ):
             self._arm_join_timeout(group, member)
             raise BrokerError(
-                E.REBALANCE_IN_PROGRESS,
+                ErrorCode.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member"
                 f" {member.member_id} should rejoin to catch up.",
             )
@@ -268,16 +267,16 @@ class ClassicMembers:
             or not protocols
             or (common is not None and not names & common)
         ):
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         try:
             topics, owned, rack_id = decode_subscription(protocols[0][1])
         except DecodeError:
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if unknown and require_known_member_id and instance_id is None:
-            return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
         existing = group.members.get(member_id)
         if existing is not None and not existing.uses_classic_protocol:
-            return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
         records: list[Pair] = []
         consumer = self.consumer
         gid = group.group_id
@@ -332,7 +331,7 @@ class ClassicMembers:
             return JoinResult(err.error_code, member_id)
         self.arm(group, member)
         return JoinResult(
-            E.NONE,
+            ErrorCode.NONE,
             member_id,
             generation_id=member.member_epoch,
             protocol_type=CONSUMER_PROTOCOL_TYPE,
@@ -355,18 +354,18 @@ class ClassicMembers:
         try:
             member = self._classic_member(group, member_id, instance_id)
             if generation_id != member.member_epoch:
-                return SyncResult(E.ILLEGAL_GENERATION)
+                return SyncResult(ErrorCode.ILLEGAL_GENERATION)
             name = (member.classic_protocols or (("", b""),))[0][0]
             if (
                 protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE
             ) or (protocol_name is not None and protocol_name != name):
-                return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
+                return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             self._check_rebalance(group, member)
         except BrokerError as error:
             return SyncResult(error.error_code)
         self.arm(group, member)
         assignment = encode_assignment(self._by_name(member.assigned))
-        return SyncResult(E.NONE, assignment, CONSUMER_PROTOCOL_TYPE, name)
+        return SyncResult(ErrorCode.NONE, assignment, CONSUMER_PROTOCOL_TYPE, name)
 
     def heartbeat(
         self,
@@ -381,12 +380,12 @@ class ClassicMembers:
         try:
             member = self._classic_member(group, member_id, instance_id)
             if generation_id != member.member_epoch:
-                return E.ILLEGAL_GENERATION
+                return ErrorCode.ILLEGAL_GENERATION
             self.arm(group, member)
             self._check_rebalance(group, member)
         except BrokerError as error:
             return error.error_code
-        return E.NONE
+        return ErrorCode.NONE
 
     async def leave(
         self, group: ConsumerGroup, members: list[tuple[str, str | None]]
@@ -401,24 +400,24 @@ class ClassicMembers:
             if instance_id is not None:
                 current = group.static_members.get(instance_id)
                 if current is None:
-                    errors.append(E.UNKNOWN_MEMBER_ID)
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                     continue
                 if member_id and member_id != current:
-                    errors.append(E.FENCED_INSTANCE_ID)
+                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
                     continue
                 member_id = current
             member = group.members.get(member_id)
             if member is None or not member.uses_classic_protocol:
-                errors.append(E.UNKNOWN_MEMBER_ID)
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 continue
-            errors.append(E.NONE)
+            errors.append(ErrorCode.NONE)
             self.consumer.remove_member(group, member, records)
         if records:
             try:
                 self.consumer.store.append(group.group_id, records)
             except BrokerError as err:  # CoordinatorWriteError
                 return err.error_code, []
-        return E.NONE, errors
+        return ErrorCode.NONE, errors
 
 
 def _common_protocols(group: ConsumerGroup) -> set[str] | None:

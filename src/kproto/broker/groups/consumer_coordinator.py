@@ -67,7 +67,6 @@ from .records import CoordinatorRecord, offset_commit_record
 
 __all__ = ["ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 
-E = ErrorCode
 
 DEFAULT_ASSIGNORS = ("uniform", "range")
 
@@ -198,13 +197,13 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
                 compile_regex(r.subscribed_topic_regex)
             except ValueError as exc:
                 raise BrokerError(
-                    E.INVALID_REGULAR_EXPRESSION,
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is not a"
                     f" valid regular expression: {exc}.",
                 ) from None
         if r.server_assignor is not None and r.server_assignor not in self.assignors:
             raise BrokerError(
-                E.UNSUPPORTED_ASSIGNOR,
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {r.server_assignor} is not supported. Supported"
                 f" assignors: {', '.join(self.assignors)}.",
             )
@@ -219,7 +218,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         existing = group.members.get(member_id)
         if existing is not None and existing.uses_classic_protocol:
             raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} uses the classic protocol in group"
                 f" {group.group_id}.",
             )
@@ -246,7 +245,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         self._arm_timers(group, member)
         full = r.member_epoch == 0 or r.owned is not None
         return HeartbeatResult(
-            E.NONE,
+            ErrorCode.NONE,
             None,
             member_id,
             member.member_epoch,
@@ -268,7 +267,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             previous = group.members[previous_id or ""]
             if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise BrokerError(
-                    E.UNRELEASED_INSTANCE_ID,
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {previous_id} with instance id {r.instance_id}"
                     " is not released yet.",
                 )
@@ -388,7 +387,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             self._arm_timers(group, member)
         else:
             self.remove_member(group, member, records)
-        return HeartbeatResult(E.NONE, None, r.member_id, r.member_epoch, 0, None)
+        return HeartbeatResult(
+            ErrorCode.NONE, None, r.member_id, r.member_epoch, 0, None
+        )
 
     def remove_member(
         self,
@@ -414,8 +415,12 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         (Kafka's ``ConsumerGroup.validateMemberEpoch``)."""
         error = super().validate_commit(group, member_epoch, member_id, instance_id)
         member = group.members.get(member_id)
-        if error == E.STALE_MEMBER_EPOCH and member and member.uses_classic_protocol:
-            return E.ILLEGAL_GENERATION
+        if (
+            error == ErrorCode.STALE_MEMBER_EPOCH
+            and member
+            and member.uses_classic_protocol
+        ):
+            return ErrorCode.ILLEGAL_GENERATION
         return error
 
     def is_member(self, group_id: str, member_id: str) -> bool:
@@ -463,9 +468,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         deleted = []
         for tp in partitions:
             if tp[0] in subscribed and not group.is_empty():
-                result[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                result[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             else:
-                result[tp] = E.NONE
+                result[tp] = ErrorCode.NONE
                 if tp in group.offsets:
                     deleted.append(tp)
         if deleted:
@@ -476,4 +481,4 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
                 return err.error_code, {}
             for tp in deleted:
                 group.offsets.pop(tp, None)
-        return E.NONE, result
+        return ErrorCode.NONE, result

@@ -52,8 +52,6 @@ from .records import group_metadata_record
 
 __all__ = ["ConsumerGroupsView", "MigrationPolicy", "maybe_downgrade", "upgrade"]
 
-E = ErrorCode
-
 
 class MigrationPolicy(enum.Enum):
     """Kafka's ``ConsumerGroupMigrationPolicy`` (``group.consumer.migration.policy``)."""
@@ -123,7 +121,7 @@ def upgrade(
 
     def refuse(why: str) -> BrokerError:
         return BrokerError(
-            E.GROUP_ID_NOT_FOUND,
+            ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {gid} to consumer group: {why}.",
         )
 
@@ -168,8 +166,8 @@ def upgrade(
     group.subscription_metadata = consumer.subscribed_metadata(group)
     # the classic group ends: pending answers, timers, its record
     for m, _ in members:
-        m.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, m.member_id))
-        m.complete_sync(SyncResult(E.REBALANCE_IN_PROGRESS))
+        m.complete_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
+        m.complete_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
     _cancel_timers(classic)
     classic.transition(GroupState.DEAD, store.now_ms())
     del store.classic[gid]

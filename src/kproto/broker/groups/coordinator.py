@@ -64,7 +64,6 @@ from .txn_offsets import PendingTxnOffsets
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
 
 log = logging.getLogger("kproto.broker.groups")
-E = ErrorCode
 
 DEFAULT_OFFSETS_PARTITIONS = 5
 DEFAULT_INITIAL_REBALANCE_DELAY_MS = 100
@@ -399,9 +398,9 @@ class GroupCoordinator:
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
-                result[group_id] = E.GROUP_ID_NOT_FOUND
+                result[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif not group.is_(GroupState.EMPTY):
-                result[group_id] = E.NON_EMPTY_GROUP
+                result[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
                 pairs = [
                     offset_commit_record(group_id, t, p, None) for t, p in group.offsets
@@ -415,7 +414,7 @@ class GroupCoordinator:
                 group.transition(GroupState.DEAD, self.now_ms())
                 group.offsets.clear()
                 del self.groups[group_id]
-                result[group_id] = E.NONE
+                result[group_id] = ErrorCode.NONE
         return result
 
     # -- KIP-848 consumer groups (state in .consumer_coordinator) ---------------------
@@ -428,13 +427,15 @@ class GroupCoordinator:
         ``group.consumer.migration.policy`` is ``disabled``); an empty consumer
         group is converted back to a classic group, keeping its offsets."""
         if group_id in self.streams.groups:
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
+            return JoinResult(
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
+            )
         modern = self.consumer.groups.get(group_id)
         if modern is not None:
             if not modern.is_empty():
                 if self.consumer.migration_policy is MigrationPolicy.DISABLED:
                     return JoinResult(
-                        E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
+                        ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
                     )
                 return await self.consumer.classic.join(modern, *args, **kwargs)
             try:
@@ -504,4 +505,4 @@ class GroupCoordinator:
             )
         except CoordinatorWriteError as err:
             return err.error_code
-        return E.NONE
+        return ErrorCode.NONE

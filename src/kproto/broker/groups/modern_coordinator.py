@@ -57,7 +57,6 @@ from .timers import arm_member_timers
 __all__ = ["ModernGroups"]
 
 log = logging.getLogger("kproto.broker.groups")
-E = ErrorCode
 G = TypeVar("G", bound="ModernGroup[Any, Any]")
 #: Kafka's ``group.consumer.session.timeout.ms`` and ``group.streams.session.timeout.ms``.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
@@ -145,7 +144,7 @@ class ModernGroups(ABC, Generic[G, R]):
 
     @staticmethod
     def _invalid(message: str) -> BrokerError:
-        return BrokerError(E.INVALID_REQUEST, message)
+        return BrokerError(ErrorCode.INVALID_REQUEST, message)
 
     @classmethod
     def _validate_common(cls, r: Any) -> None:
@@ -169,7 +168,9 @@ class ModernGroups(ABC, Generic[G, R]):
         """The group, or BrokerError(GROUP_ID_NOT_FOUND)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise BrokerError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            raise BrokerError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            )
         return group
 
     def _group_for_join(self, group_id: str, records: list[Pair]) -> G:
@@ -183,7 +184,7 @@ class ModernGroups(ABC, Generic[G, R]):
         other = store.taken_by_other(group_id, self)
         if other or (classic is not None and classic.members):
             raise BrokerError(
-                E.GROUP_ID_NOT_FOUND,
+                ErrorCode.GROUP_ID_NOT_FOUND,
                 f"Group {group_id} is not a {self.GROUP_TYPE} group.",
             )
         group = self._new_group(group_id)
@@ -201,7 +202,7 @@ class ModernGroups(ABC, Generic[G, R]):
         member = group.members.get(member_id)
         if member is None:
             raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group.group_id}.",
             )
         return member
@@ -226,7 +227,7 @@ class ModernGroups(ABC, Generic[G, R]):
             )
         ):
             raise BrokerError(
-                E.FENCED_MEMBER_EPOCH,
+                ErrorCode.FENCED_MEMBER_EPOCH,
                 f"The {self.GROUP_TYPE} group member has a"
                 f" {'greater' if epoch > member.member_epoch else 'smaller'} member"
                 f" epoch ({epoch}) than the one known by the group coordinator"
@@ -327,7 +328,7 @@ class ModernGroups(ABC, Generic[G, R]):
         :meth:`.modern.ModernGroup.validate_offset_fetch`)."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.NONE
+            return ErrorCode.NONE
         return group.validate_offset_fetch(member_id, member_epoch)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
@@ -353,7 +354,7 @@ class ModernGroups(ABC, Generic[G, R]):
         members; otherwise tombstones for its offsets and records, in one batch."""
         group = self.groups[group_id]
         if not group.is_empty():
-            return E.NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         pairs = [offset_commit_record(group_id, t, p, None) for t, p in group.offsets]
         pairs += self.group_tombstones(group)
         try:
@@ -362,4 +363,4 @@ class ModernGroups(ABC, Generic[G, R]):
             return err.error_code
         group.dead = True
         del self.groups[group_id]
-        return E.NONE
+        return ErrorCode.NONE

@@ -27,7 +27,6 @@ from .txn_offsets import PendingTxnOffsets
 
 __all__ = ["OffsetMetadataManager", "OFFSET_METADATA_MAX_BYTES"]
 
-E = ErrorCode
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
@@ -102,15 +101,15 @@ class OffsetMetadataManager:
             )
         if (
             producer is not None
-            and error == E.ILLEGAL_GENERATION
+            and error == ErrorCode.ILLEGAL_GENERATION
             and generation_id < 0
             and not member_id
             and group_instance_id is None
         ):
             # TxnOffsetCommit before v3 carries no member (Kafka's
             # validateOffsetCommit with isTransactional)
-            error = E.NONE
-        if error != E.NONE:
+            error = ErrorCode.NONE
+        if error != ErrorCode.NONE:
             return {tp: error for tp in offsets}
         group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
             modern or streams or self.groups.get(group_id)
@@ -125,14 +124,14 @@ class OffsetMetadataManager:
         for (topic, partition), (offset, epoch, metadata, timestamp) in offsets.items():
             count = self.store.state.topic_partitions(topic)
             if count is None or not 0 <= partition < count:
-                result[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                result[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif (
                 metadata is not None
                 and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES
             ):
-                result[(topic, partition)] = E.OFFSET_METADATA_TOO_LARGE
+                result[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                result[(topic, partition)] = E.NONE
+                result[(topic, partition)] = ErrorCode.NONE
                 accepted[(topic, partition)] = CommittedOffset(
                     offset,
                     epoch,
@@ -172,24 +171,24 @@ class OffsetMetadataManager:
     ) -> int:
         group = self.groups.get(group_id)
         if group is None:
-            return E.NONE if generation_id < 0 else E.ILLEGAL_GENERATION
+            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
         if group.is_(GroupState.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_(GroupState.EMPTY):
-            return E.NONE
+            return ErrorCode.NONE
         if group.is_static_member_fenced(member_id, instance_id):
-            return E.FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if generation_id >= 0 or member_id or instance_id is not None:
             if member_id not in group.members:
-                return E.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
-                return E.ILLEGAL_GENERATION
+                return ErrorCode.ILLEGAL_GENERATION
         else:
             # an admin commit (no member, generation -1) to a group with members
-            return E.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(GroupState.COMPLETING_REBALANCE):
-            return E.REBALANCE_IN_PROGRESS
-        return E.NONE
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None
@@ -218,19 +217,19 @@ class OffsetMetadataManager:
             return self.consumer.delete_offsets(group_id, partitions)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
-            return E.GROUP_ID_NOT_FOUND, {}
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] | None = set()
         if not group.is_(GroupState.EMPTY):
             if group.protocol_type != "consumer":
-                return E.NON_EMPTY_GROUP, {}
+                return ErrorCode.NON_EMPTY_GROUP, {}
             subscribed = group.subscribed_topics()
         result: dict[tuple[str, int], int] = {}
         deleted: list[tuple[str, int]] = []
         for topic, partition in partitions:
             if subscribed is None or topic in subscribed:
-                result[(topic, partition)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                result[(topic, partition)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             else:
-                result[(topic, partition)] = E.NONE
+                result[(topic, partition)] = ErrorCode.NONE
                 if (topic, partition) in group.offsets:
                     deleted.append((topic, partition))
         if deleted:
@@ -241,7 +240,7 @@ class OffsetMetadataManager:
                 return err.error_code, {}
             for tp in deleted:
                 group.offsets.pop(tp, None)
-        return E.NONE, result
+        return ErrorCode.NONE, result
 
     async def on_topic_deleted(self, topic: str) -> int:
         """Drop every group's committed offsets of ``topic`` (tombstones appended),

@@ -48,7 +48,6 @@ from .records import (
 __all__ = ["ShareCoordinator", "ShareSession", "SHARE_STATE_TOPIC"]
 
 log = logging.getLogger("kproto.broker.share")
-E = ErrorCode
 _EPOCH_MAX = 2**31 - 1
 
 #: (group id, topic, partition)
@@ -237,7 +236,7 @@ class ShareCoordinator:
         handle = self._member_timers.pop(key, None)
         if handle is not None:
             handle.cancel()
-        if result.error_code == E.NONE and result.member_epoch >= 0:
+        if result.error_code == ErrorCode.NONE and result.member_epoch >= 0:
             self._member_timers[key] = self.scheduler.call_later(
                 self.config_for(group_id).session_timeout_ms,
                 lambda: self._expire_member(key),
@@ -341,9 +340,9 @@ class ShareCoordinator:
         could not be written)."""
         share = self.partitions.get((group_id, topic, partition))
         if share is None:
-            return E.INVALID_RECORD_STATE
+            return ErrorCode.INVALID_RECORD_STATE
         error = share.acknowledge(member_id, batches)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
         self.state.notify_appended()
         return self._write(share, ApiKey.SHARE_ACKNOWLEDGE)
@@ -417,7 +416,7 @@ class ShareCoordinator:
                     self.runtime.append(p, pairs)
                 except CoordinatorWriteError as err:
                     return err.error_for(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
-        return E.NONE
+        return ErrorCode.NONE
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         """Delete an empty share group, its configs and its share partitions'
@@ -425,16 +424,16 @@ class ShareCoordinator:
         GROUP_ID_NOT_FOUND if unknown."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.GROUP_ID_NOT_FOUND
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
-            return E.NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         for topic in sorted({t for g, t, _ in self.partitions if g == group_id}):
             error = await self.delete_offsets(group_id, topic)
-            if error != E.NONE:
+            if error != ErrorCode.NONE:
                 return error
         del self.groups[group_id]
         self.group_configs.pop(group_id, None)
-        return E.NONE
+        return ErrorCode.NONE
 
     # -- persistence -----------------------------------------------------------
 
@@ -448,7 +447,7 @@ class ShareCoordinator:
         answers (:meth:`CoordinatorWriteError.error_for`)."""
         info = self.state.topics.get(share.topic)
         if info is None:
-            return E.UNKNOWN_TOPIC_OR_PARTITION
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now = self.state.now_ms()
         value = {
             "snapshot_epoch": 0,
@@ -470,4 +469,4 @@ class ShareCoordinator:
             self.runtime.append(p, [pair])
         except CoordinatorWriteError as err:
             return err.error_for(api)
-        return E.NONE
+        return ErrorCode.NONE

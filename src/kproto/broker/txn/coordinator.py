@@ -59,7 +59,6 @@ from .records import (
 __all__ = ["TransactionCoordinator", "TRANSACTION_STATE_TOPIC"]
 
 log = logging.getLogger("kproto.broker.txn")
-E = ErrorCode
 S = TransactionState
 
 DEFAULT_TRANSACTION_PARTITIONS = 5
@@ -205,9 +204,9 @@ class TransactionCoordinator:
         producer), CONCURRENT_TRANSACTIONS.
         """
         if not transactional_id:
-            return E.INVALID_REQUEST, -1, -1
+            return ErrorCode.INVALID_REQUEST, -1, -1
         if not 0 < transaction_timeout_ms <= self.max_timeout_ms:
-            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
         now = self.state.now_ms()
         meta = self.transactions.get(transactional_id)
         if meta is None:
@@ -221,12 +220,12 @@ class TransactionCoordinator:
         if expected is not None and not (
             meta.producer_epoch == NO_PRODUCER_EPOCH or expected[0] == meta.producer_id
         ):
-            return E.PRODUCER_FENCED, -1, -1
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         if meta.state == S.ONGOING:
             error = self._fence_and_abort(meta)
-            return error or E.CONCURRENT_TRANSACTIONS, -1, -1
+            return error or ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return E.CONCURRENT_TRANSACTIONS, -1, -1
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         new = attrs.evolve(meta, partitions=set())
         if meta.is_epoch_exhausted and (
             expected is None or expected[1] == meta.producer_epoch
@@ -249,14 +248,14 @@ class TransactionCoordinator:
         elif expected[1] == meta.last_producer_epoch:
             pass  # a retry of a bump that succeeded: same epoch again
         else:
-            return E.PRODUCER_FENCED, -1, -1
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         new.txn_timeout_ms = transaction_timeout_ms
         new.transition(S.EMPTY, now)
         new.txn_start_timestamp_ms = -1
         error = self._persist(new)
         if error:
             return error, -1, -1
-        return E.NONE, new.producer_id, new.producer_epoch
+        return ErrorCode.NONE, new.producer_id, new.producer_epoch
 
     def _new_producer_id(self) -> int:
         producer_id = self.state.next_producer_id
@@ -270,12 +269,12 @@ class TransactionCoordinator:
     ) -> tuple[ErrorCode, TransactionMetadata | None]:
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING, None
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
         if meta.producer_epoch != producer_epoch:
-            return E.PRODUCER_FENCED, None
+            return ErrorCode.PRODUCER_FENCED, None
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return E.CONCURRENT_TRANSACTIONS, None
-        return E.NONE, meta
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
+        return ErrorCode.NONE, meta
 
     def add_partitions(
         self,
@@ -306,21 +305,21 @@ class TransactionCoordinator:
         if unknown:
             return {
                 tp: (
-                    E.UNKNOWN_TOPIC_OR_PARTITION
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     if tp in unknown
-                    else E.OPERATION_NOT_ATTEMPTED
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED
                 )
                 for tp in asked
             }
         if meta.state == S.ONGOING and set(asked) <= meta.partitions:
-            return dict.fromkeys(asked, E.NONE)
+            return dict.fromkeys(asked, ErrorCode.NONE)
         new = attrs.evolve(meta, partitions=set(meta.partitions))
         new.transition(S.ONGOING, self.state.now_ms())
         new.partitions.update(asked)
         error = self._persist(new)
         if error:
             return dict.fromkeys(asked, error)
-        return dict.fromkeys(asked, E.NONE)
+        return dict.fromkeys(asked, ErrorCode.NONE)
 
     def verify_partitions(
         self,
@@ -340,9 +339,9 @@ class TransactionCoordinator:
             return dict.fromkeys(asked, error)
         return {
             tp: (
-                E.NONE
+                ErrorCode.NONE
                 if meta.state == S.ONGOING and tp in meta.partitions
-                else E.INVALID_TXN_STATE
+                else ErrorCode.INVALID_TXN_STATE
             )
             for tp in asked
         }
@@ -398,15 +397,15 @@ class TransactionCoordinator:
         """
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if producer_epoch != meta.producer_epoch:
-            return E.PRODUCER_FENCED
+            return ErrorCode.PRODUCER_FENCED
         if meta.state == S.ONGOING:
             return self._end(meta, committed)
         done = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
         if meta.state == done:
-            return E.NONE
-        return E.INVALID_TXN_STATE
+            return ErrorCode.NONE
+        return ErrorCode.INVALID_TXN_STATE
 
     def _end(self, meta: TransactionMetadata, committed: bool) -> ErrorCode:
         prepared = attrs.evolve(meta, partitions=set(meta.partitions))
@@ -417,7 +416,7 @@ class TransactionCoordinator:
         if error:
             return error
         self._complete(prepared)
-        return E.NONE
+        return ErrorCode.NONE
 
     def _complete(self, meta: TransactionMetadata) -> None:
         """Write the markers of a prepared transaction, then its Complete state."""
@@ -458,7 +457,7 @@ class TransactionCoordinator:
         for txn_id, meta in list(self.transactions.items()):
             if meta.timed_out(now):
                 log.info("transaction %s timed out: aborting it", txn_id)
-                if self._fence_and_abort(meta) == E.NONE:
+                if self._fence_and_abort(meta) == ErrorCode.NONE:
                     aborted.append(txn_id)
         return aborted
 
@@ -525,4 +524,4 @@ class TransactionCoordinator:
         except CoordinatorWriteError as err:
             return err.error_code
         self.transactions[meta.transactional_id] = meta
-        return E.NONE
+        return ErrorCode.NONE
