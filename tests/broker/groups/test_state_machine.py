@@ -650,10 +650,10 @@ def test_recovery_skips_records_that_do_not_decode() -> None:
         await h.coord.commit_offsets("g", -1, "", None, {("t", 0): (4, -1, "", -1)})
         plog = h.state.partition_log("__consumer_offsets", h.coord.partition_for("g"))
         assert plog is not None
-        from kproto.broker.groups.records import encode_records
+        from kproto.records import encode_batch
 
         plog.append_batches(
-            encode_records([(b"\x00\x09junk", b"\x00\x00"), (None, b"x")], 1)
+            encode_batch([(b"\x00\x09junk", b"\x00\x00", (), 1), (None, b"x", (), 1)])
         )
         await h.coord.commit_offsets("g", -1, "", None, {("t", 1): (6, -1, "", -1)})
         again = GroupCoordinator(h.state, scheduler=h.scheduler)

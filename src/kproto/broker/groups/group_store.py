@@ -11,7 +11,7 @@ the parts that use it.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kproto.broker.coordinator_runtime import CoordinatorRuntime
 
@@ -40,6 +40,16 @@ class GroupsHost(Protocol):
 
     def now_ms(self) -> int: ...
 
+    def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        *,
+        configs: dict[str, str] | None = None,
+    ) -> object:
+        """Create a topic (a streams group's internal topics)."""
+        ...
+
 
 class GroupKind(Protocol):
     """A modern group type registered with the store (consumer, streams)."""
@@ -60,7 +70,7 @@ class GroupStore:
     """
 
     def __init__(
-        self, state: Any, runtime: CoordinatorRuntime, scheduler: Scheduler
+        self, state: GroupsHost, runtime: CoordinatorRuntime, scheduler: Scheduler
     ) -> None:
         self.state = state
         self.runtime = runtime

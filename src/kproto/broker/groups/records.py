@@ -24,7 +24,7 @@ import attrs
 
 from kproto.index import data_type
 from kproto.meta import WIRE, build_entity
-from kproto.records import RecordBatch, encode_batch
+from kproto.records import RecordBatch
 from kproto.serial import DecodeError, entity_reader, entity_writer
 
 from .group import CommittedOffset
@@ -38,7 +38,6 @@ __all__ = [
     "OffsetRecord",
     "batch_records",
     "decode_record",
-    "encode_records",
     "encode_versioned",
     "group_metadata_record",
     "offset_commit_record",
@@ -116,13 +115,6 @@ def group_metadata_record(
     fields = dict(value)
     fields["members"] = tuple(entity(**m) for m in value["members"])
     return key, encode_versioned(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
-
-
-def encode_records(
-    pairs: Iterable[tuple[bytes, bytes | None]], timestamp_ms: int
-) -> bytes:
-    """One uncompressed record batch (magic 2) holding ``pairs`` as (key, value)."""
-    return encode_batch([(k, v, (), timestamp_ms) for k, v in pairs])
 
 
 @attrs.frozen

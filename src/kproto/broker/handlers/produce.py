@@ -17,12 +17,12 @@ from typing import Any, NamedTuple
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
-from kproto.broker.replica_manager import PartitionResult, produce_policy
+from kproto.broker.replica_manager import PartitionResult
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.meta import wire_fields
 
-__all__ = ["PartitionResult", "produce", "produce_policy", "produce_response"]
+__all__ = ["PartitionResult", "produce", "produce_response"]
 
 log = logging.getLogger("kproto.broker")
 
