@@ -219,16 +219,45 @@ def test_consumer_group_heartbeat(cluster: Cluster, conn: Connection) -> None:
     assert join().error_code == ErrorCode.NONE
 
 
-def test_classic_join_and_sync_group(cluster: Cluster, conn: Connection) -> None:
-    joined = conn.request(
+def classic_join(conn: Connection, group: str) -> Any:
+    return conn.request(
         ApiKey.JOIN_GROUP,
-        group_id="classic",
+        group_id=group,
         session_timeout_ms=10_000,
         rebalance_timeout_ms=10_000,
         member_id="",
         protocol_type="consumer",
         protocols=[{"name": "range", "metadata": b""}],
     )
+
+
+def test_classic_join_converting_a_consumer_group(
+    cluster: Cluster, conn: Connection
+) -> None:
+    def heartbeat(epoch: int) -> Any:
+        return conn.request(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT,
+            group_id="converted",
+            member_id="member-1",
+            member_epoch=epoch,
+            rebalance_timeout_ms=5000,
+            subscribed_topic_names=["t"],
+            topic_partitions=[],
+        )
+
+    joined = heartbeat(0)
+    assert joined.error_code == ErrorCode.NONE
+    assert heartbeat(-1).error_code == ErrorCode.NONE  # left: an empty group
+    # a classic join converts the empty consumer group: its tombstones fail
+    with failing(cluster, OFFSETS_TOPIC):
+        refused = classic_join(conn, "converted")
+    assert refused.error_code == ErrorCode.NOT_COORDINATOR
+    still_answers(conn)
+    assert classic_join(conn, "converted").error_code == ErrorCode.NONE
+
+
+def test_classic_join_and_sync_group(cluster: Cluster, conn: Connection) -> None:
+    joined = classic_join(conn, "classic")
     assert joined.error_code == ErrorCode.NONE
     with failing(cluster, OFFSETS_TOPIC):
         synced = conn.request(
