@@ -6,6 +6,7 @@ state write), the failure injected into the internal topic's segment writes."""
 
 from __future__ import annotations
 
+import doctest
 import errno
 import json
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kproto.broker import Cluster
+from kproto.broker import Cluster, coordinator_runtime
 from kproto.broker.coordinator_runtime import (
     CoordinatorRuntime,
     CoordinatorWriteError,
@@ -45,6 +46,11 @@ def test_partition_for_is_kafkas_abs_of_the_java_hashcode() -> None:
     assert java_string_hashcode("polygenelubricants") == -(2**31)
     assert partition_for("polygenelubricants", 7) == 0
     assert partition_for("hello", 50) == 99162322 % 50
+
+
+def test_the_module_examples_hold() -> None:
+    failures, tried = doctest.testmod(coordinator_runtime)
+    assert (failures, tried) == (0, 2)
 
 
 def test_storage_errors_are_mapped_as_kafkas_coordinators_map_them() -> None:
