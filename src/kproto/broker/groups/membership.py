@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -63,7 +63,7 @@ class Membership:
         groups: dict[str, ClassicGroup],
         scheduler: Scheduler,
         now_ms: Callable[[], int],
-        persist_group: Callable[[ClassicGroup], Any],
+        persist_group: Callable[[ClassicGroup], Awaitable[ErrorCode]],
         *,
         initial_rebalance_delay_ms: int,
         min_session_timeout_ms: int,
