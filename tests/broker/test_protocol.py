@@ -106,8 +106,9 @@ def test_non_leader_answers_not_leader_or_follower(cluster: Cluster) -> None:
 
 
 def _fetch_waiting(cluster: Cluster) -> bool:
-    event = cluster.state._appended
-    return event is not None and bool(getattr(event, "_waiters", None))
+    # the event the next append sets (asyncio.Event keeps its waiters in _waiters)
+    event = cluster.state.append_waiters.event()
+    return bool(getattr(event, "_waiters", None))
 
 
 def test_fetch_long_poll_is_woken_by_produce(cluster: Cluster) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.connection_limits import off_turn
 from kproto.broker.faults import FaultInjector
 from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
@@ -26,6 +27,7 @@ from kproto.broker.handlers.authorize import guarded
 from kproto.broker.handlers.cluster_info import served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.replica_manager import ReplicaManager
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
@@ -146,6 +148,11 @@ class Dispatcher:
         self.log_requests = log_requests
         #: this node's incremental fetch sessions (KIP-227)
         self.fetch_sessions = FetchSessionCache()
+        #: the partitions this node leads; a batch validated off the event loop
+        #: gives up the request's turn meanwhile
+        self.replicas = ReplicaManager(
+            state, node_id, verify_transaction=txn.in_transaction, wait=off_turn
+        )
 
     @staticmethod
     def serves(api_key: int) -> bool:
@@ -184,6 +191,7 @@ class Dispatcher:
             principal=principal,
             security=self.security,
             share=self.share,
+            replicas=self.replicas,
         )
         handler = HANDLERS[api_key]
         request_log = self.request_log

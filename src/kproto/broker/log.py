@@ -4,7 +4,7 @@ Each segment file is named by its first offset (20 digits, zero-padded, as Kafka
 ``LogFileUtils.filenamePrefixFromOffset``) and holds the record batches exactly as the
 producer sent them, except for the 8-byte ``base_offset`` the log assigns on append
 and the 4-byte ``partition_leader_epoch`` (bytes 12-15), stamped with the partition's
-leader epoch (:attr:`PartitionLog.leader_epoch`). The batch CRC covers attributes
+leader epoch (:meth:`LogListener.leader_epoch`). The batch CRC covers attributes
 onwards, not these two fields, so patching them keeps the batch valid; Kafka's
 ``LogValidator`` does the same (``setLastOffset``, ``setPartitionLeaderEpoch``) for
 the magic 2 batches it does not recompress, on every append as leader
@@ -27,8 +27,9 @@ import errno
 import logging
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 import crc32c
@@ -46,6 +47,7 @@ from kproto.records._header import LOG_OVERHEAD, PARTITION_LEADER_EPOCH_AT
 from kproto.serial import DecodeError
 
 __all__ = [
+    "LogListener",
     "PartitionLog",
     "Segment",
     "LogAppendError",
@@ -77,6 +79,20 @@ def set_log_append_time(batch: bytes | bytearray, timestamp_ms: int) -> bytes:
     return bytes(out)
 
 
+class LogListener(Protocol):
+    """What a partition log asks of, and tells, the partition it holds; given once,
+    when the log is opened (the cluster's is
+    :class:`kproto.broker.partition_state.PartitionListener`)."""
+
+    def leader_epoch(self) -> int:
+        """The partition's leader epoch, stamped into every appended batch."""
+        ...
+
+    def appended(self) -> None:
+        """Records were appended (the cluster wakes Fetch long polls)."""
+        ...
+
+
 @attrs.frozen
 class AppendResult:
     """The outcome of an append: the first offset written (or, for a duplicate
@@ -99,6 +115,8 @@ class PartitionLog:
         high_watermark: the log end offset (no replication: every appended batch
             is committed at once).
         segment_bytes: roll a new segment when the active one would exceed this.
+        listener: the partition's :class:`LogListener` (None: a tool's or test's
+            log; batches keep their epoch).
         producer_state: idempotent producers' epochs and sequences
             (:class:`kproto.broker.producer_state.ProducerStateManager`).
         txn_index: open and aborted transactions
@@ -116,6 +134,7 @@ class PartitionLog:
         *,
         segment_bytes: int,
         files: FileCache | None = None,
+        listener: LogListener | None = None,
     ) -> None:
         self.files = files if files is not None else shared_file_cache()
         self.topic = topic
@@ -126,11 +145,7 @@ class PartitionLog:
         self.log_start_offset = 0
         self.producer_state = ProducerStateManager()
         self.txn_index = TransactionIndex()
-        #: called after every successful append (the cluster wakes Fetch long polls)
-        self.on_append: Callable[[], None] | None = None
-        #: the partition's leader epoch, stamped into every appended batch (set by
-        #: the cluster; None: a tool's or test's log, batches keep their epoch)
-        self.leader_epoch: Callable[[], int] | None = None
+        self.listener = listener
         #: the highest ``partition_leader_epoch`` of the stored batches (-1: none),
         #: from recovery and appends: a restarted cluster resumes its epochs here
         self.latest_epoch = -1
@@ -147,15 +162,21 @@ class PartitionLog:
         segment_bytes: int,
         log_start_offset: int = 0,
         files: FileCache | None = None,
+        listener: LogListener | None = None,
     ) -> PartitionLog:
         """Open (creating if needed) the log in ``directory`` and recover it.
 
         Every ``*.log`` file is scanned in base-offset order; a trailing partial or
         corrupt batch is truncated away (logged as a warning), as Kafka's recovery
-        does after an unclean shutdown.
+        does after an unclean shutdown. ``listener``: see :class:`LogListener`.
         """
         self = cls(
-            topic, partition, directory, segment_bytes=segment_bytes, files=files
+            topic,
+            partition,
+            directory,
+            segment_bytes=segment_bytes,
+            files=files,
+            listener=listener,
         )
         directory.mkdir(parents=True, exist_ok=True)
         recover_swaps(directory)  # a compaction cut short
@@ -317,7 +338,7 @@ class PartitionLog:
         (default: a client's Produce limited by ``max_message_bytes`` bytes and,
         with ``one_batch``, to one batch), as Kafka's ``LogValidator``
         does; each gets the next base offset patched into its first 8 bytes and
-        the partition's :attr:`leader_epoch` into its ``partition_leader_epoch``,
+        the partition's leader epoch (:meth:`LogListener.leader_epoch`) into its ``partition_leader_epoch``,
         and is written unchanged otherwise (``checked``: what
         :meth:`~kproto.broker.validation_pool.ValidationPool.validate` returned for
         ``records``, not validated again). Idempotent batches (producer_id >= 0) are
@@ -353,7 +374,8 @@ class PartitionLog:
             if duplicate is not None:
                 return AppendResult(duplicate, -1, self.log_start_offset)
         first_offset = self.high_watermark
-        epoch = None if self.leader_epoch is None else self.leader_epoch()
+        listener = self.listener
+        epoch = None if listener is None else listener.leader_epoch()
         try:
             for batch in checked:
                 self._write(records, batch, log_append_time_ms, epoch)
@@ -363,8 +385,8 @@ class PartitionLog:
                 f"could not write to the log of {self.topic}-{self.partition}: {err}",
             ) from err
         finally:
-            if self.high_watermark != first_offset and self.on_append is not None:
-                self.on_append()
+            if self.high_watermark != first_offset and listener is not None:
+                listener.appended()
         return AppendResult(
             first_offset,
             log_append_time_ms if log_append_time_ms is not None else -1,

@@ -1,11 +1,11 @@
-"""The shared state of one in-process cluster: nodes, topics, partition logs.
+"""The shared state of one in-process cluster: nodes, topics and their lifecycle,
+partition logs.
 
-Topic metadata (name, topic id, partition count, leaders, configs) is kept in
-``<data_dir>/kproto-topics.json`` (Kafka keeps it in the KRaft metadata log; this
-broker has none) and each partition's topic id also in ``partition.metadata`` as
-Kafka writes it. Log start offsets raised by DeleteRecords or retention are kept in
-``<data_dir>/log-start-offset-checkpoint`` in Kafka's checkpoint format
-(``OffsetCheckpointFile``: version line, count line, ``topic partition offset``).
+Creating, growing, reconfiguring and deleting topics happens here (Kafka's
+controller and ``LogManager``); what is kept on disk and how is
+:mod:`kproto.broker.topics_file` (each partition's topic id is also written to
+``partition.metadata`` as Kafka writes it); each partition's leader epoch and the
+wake-up of waiting fetches are :mod:`kproto.broker.partition_state`.
 
 Every method runs on the cluster's event-loop thread.
 """
@@ -13,7 +13,6 @@ Every method runs on the cluster's event-loop thread.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import shutil
 import time
@@ -24,22 +23,25 @@ from pathlib import Path
 
 import attrs
 
-from kproto.broker.checkpoint import (
-    read_offset_checkpoint,
-    write_atomic,
-    write_offset_checkpoint,
-)
 from kproto.broker.client_metrics import ClientMetricsManager
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
 from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
 from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
+from kproto.broker.partition_state import AppendWaiters, LeaderEpochs, PartitionListener
 from kproto.broker.topic_config import (
     TOPIC_CONFIG_DEFAULTS,
     validate_topic_configs,
 )
 from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
+from kproto.broker.topics_file import (
+    CorruptStateError,
+    read_start_offsets,
+    read_topics,
+    write_start_offsets,
+    write_topics,
+)
 from kproto.broker.validation_pool import ValidationPool
 from kproto.errors import ErrorCode
 from kproto.json import kafka_uuid
@@ -68,17 +70,6 @@ log = logging.getLogger("kproto.broker")
 
 #: Partitions a cluster holds at most (all topics, internal ones included).
 DEFAULT_MAX_PARTITIONS = 200_000
-
-_TOPICS_FILE = "kproto-topics.json"
-_CHECKPOINT_FILE = "log-start-offset-checkpoint"
-
-
-class CorruptStateError(ValueError):
-    """A state file of the data directory does not parse; ``path`` names it."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        self.path = path
-        super().__init__(f"{path}: {reason}")
 
 
 @attrs.frozen
@@ -142,14 +133,15 @@ class ClusterState:
         #: (topic id, partition) -> leader epoch (absent: 0; see broker.leadership),
         #: stamped into the batches each log appends; on open, at least the
         #: latest epoch the log's batches carry
-        self.leader_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        self.leader_epochs: LeaderEpochs = {}
         #: group configs, client quotas, finalized features (kproto.broker.dynamic_config)
         self.dynamic = DynamicConfigs(data_dir)
         #: KIP-714 client metrics subscriptions and pushes (kproto.broker.client_metrics)
         self.client_metrics = ClientMetricsManager()
         #: where produced batches are validated (inline or on a thread)
         self.validation = ValidationPool()
-        self._appended: asyncio.Event | None = None
+        #: the Fetch and ShareFetch long polls waiting for an append
+        self.append_waiters = AppendWaiters()
         self._rr = 0
 
     # ------------------------------------------------------------ interface
@@ -346,6 +338,7 @@ class ClusterState:
         self, info: TopicMetadata, partition: int, log_start_offset: int = 0
     ) -> PartitionLog:
         directory = self.data_dir / f"{info.name}-{partition}"
+        key = (info.topic_id, partition)
         plog = PartitionLog.open(
             info.name,
             partition,
@@ -353,16 +346,14 @@ class ClusterState:
             segment_bytes=self.segment_size(info.configs),
             log_start_offset=log_start_offset,
             files=self.files,
+            listener=PartitionListener(self.leader_epochs, key, self.append_waiters),
         )
         meta = directory / "partition.metadata"
         if not meta.exists():
             meta.write_text(f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
-        plog.on_append = self.notify_appended
-        key = (info.topic_id, partition)
         # the epochs live on in the stored batches: a restart resumes at the latest
         if plog.latest_epoch > self.leader_epochs.get(key, 0):
             self.leader_epochs[key] = plog.latest_epoch
-        plog.leader_epoch = lambda: self.leader_epochs.get(key, 0)
         self.logs[(info.name, partition)] = plog
         self.next_producer_id = max(
             self.next_producer_id, plog.producer_state.max_producer_id + 1
@@ -475,30 +466,11 @@ class ClusterState:
 
     def notify_appended(self) -> None:
         """Wake every Fetch long poll waiting for data."""
-        if self._appended is not None:
-            self._appended.set()
-        self._appended = None
+        self.append_waiters.notify()
 
     def appended_event(self) -> asyncio.Event:
         """An event set on the next append (for Fetch ``max_wait_ms``)."""
-        if self._appended is None:
-            self._appended = asyncio.Event()
-        return self._appended
-
-    def apply_retention(self, topic: str, partition: int) -> None:
-        """Apply ``retention.ms`` / ``retention.bytes`` to one partition."""
-        info = self.topics[topic]
-        if info.config("cleanup.policy") == "compact":
-            return
-        plog = self.logs[(topic, partition)]
-        before = plog.log_start_offset
-        plog.apply_retention(
-            retention_ms=info.int_config("retention.ms"),
-            retention_bytes=info.int_config("retention.bytes"),
-            now_ms=self.now_ms(),
-        )
-        if plog.log_start_offset != before:
-            self.save_checkpoint()
+        return self.append_waiters.event()
 
     # ------------------------------------------------------------ persistence
 
@@ -516,68 +488,35 @@ class ClusterState:
         except ValueError as exc:
             raise CorruptStateError(self.dynamic.path, f"{exc.__cause__}") from exc
         self.client_metrics.load(self.dynamic.client_metrics)
-        path = self.data_dir / _TOPICS_FILE
-        if not path.exists():
+        saved = read_topics(self.data_dir)
+        if saved is None:
             return
-        starts = self._read_checkpoint()
-        try:
-            saved = json.loads(path.read_text())
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-            raise CorruptStateError(path, f"not a kproto topics file: {exc}") from exc
-        if not isinstance(saved, dict) or not isinstance(saved.get("topics"), list):
-            raise CorruptStateError(path, "not a kproto topics file: no topics list")
-        for entry in saved["topics"]:
-            leaders = [
-                n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]
-                for p, n in enumerate(entry["leaders"])
+        starts = read_start_offsets(self.data_dir)
+        nodes = self.node_ids
+        for info in saved.topics:
+            info.leaders = [
+                n if n in nodes else nodes[p % len(nodes)]
+                for p, n in enumerate(info.leaders)
             ]
-            info = TopicMetadata(
-                entry["name"],
-                uuid.UUID(entry["topic_id"]),
-                leaders,
-                dict(entry["configs"]),
-                bool(entry["internal"]),
-            )
             self.topics[info.name] = info
             for p in range(info.partitions):
                 self._open_log(info, p, starts.get((info.name, p), 0))
-        self.cluster_id = saved.get("cluster_id", self.cluster_id)
-        self.next_producer_id = max(
-            self.next_producer_id, int(saved.get("next_producer_id", 0))
-        )
+        self.cluster_id = saved.cluster_id or self.cluster_id
+        self.next_producer_id = max(self.next_producer_id, saved.next_producer_id)
         log.info("recovered %d topics from %s", len(self.topics), self.data_dir)
 
     def save_topics(self) -> None:
-        """Write ``kproto-topics.json`` (atomically, through a rename)."""
-        body = {
-            "cluster_id": self.cluster_id,
-            "next_producer_id": self.next_producer_id,
-            "topics": [
-                {
-                    "name": t.name,
-                    "topic_id": str(t.topic_id),
-                    "leaders": t.leaders,
-                    "configs": t.configs,
-                    "internal": t.internal,
-                }
-                for t in self.topics.values()
-            ],
-        }
-        write_atomic(self.data_dir / _TOPICS_FILE, json.dumps(body, indent=1))
+        """Write ``kproto-topics.json`` (:func:`kproto.broker.topics_file.write_topics`)."""
+        write_topics(
+            self.data_dir, self.cluster_id, self.next_producer_id, self.topics.values()
+        )
 
     def save_checkpoint(self) -> None:
         """Write the log start offsets in Kafka's checkpoint format."""
-        write_offset_checkpoint(
-            self.data_dir / _CHECKPOINT_FILE,
-            {
-                tp: plog.log_start_offset
-                for tp, plog in self.logs.items()
-                if plog.log_start_offset > 0
-            },
+        write_start_offsets(
+            self.data_dir,
+            {tp: plog.log_start_offset for tp, plog in self.logs.items()},
         )
-
-    def _read_checkpoint(self) -> dict[tuple[str, int], int]:
-        return read_offset_checkpoint(self.data_dir / _CHECKPOINT_FILE)
 
     def close(self) -> None:
         """Persist metadata and close every log file."""

@@ -9,6 +9,8 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.errors import LogAppendError
+from kproto.errors import ErrorCode
 from kproto.records import RecordBatch, decode_batches
 
 
@@ -28,9 +30,9 @@ class FakeLog:
         self.high_watermark = 0
         self.fail = False
 
-    async def append(self, records: bytes, **_: Any) -> int:
-        if self.fail:
-            raise OSError("disk full")
+    def append_batches(self, records: bytes, policy: Any = None) -> int:
+        if self.fail:  # what PartitionLog raises when the segment write fails
+            raise LogAppendError(ErrorCode.KAFKA_STORAGE_ERROR, "disk full")
         base = self.high_watermark
         # Rewrite the base offset (the first 8 bytes), as the broker's log does.
         data = base.to_bytes(8, "big") + records[8:]

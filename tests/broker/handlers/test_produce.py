@@ -11,13 +11,7 @@ import pytest
 from kproto.broker.dispatch import SERVED_APIS
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import build
-from kproto.broker.handlers.produce import (
-    PartitionResult,
-    produce_policy,
-    produce_response,
-)
-from kproto.broker.log_validator import LogPolicy
-from kproto.broker.state import TopicMetadata
+from kproto.broker.handlers.produce import PartitionResult, produce_response
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.serial import encode
@@ -101,21 +95,3 @@ def test_the_cases_reach_every_field() -> None:
     assert topic.topic_id == uuid.UUID(int=0x1234)
     assert [e.batch_index for e in topic.partition_responses[1].record_errors] == [0, 3]
     assert _HIGH >= 13 and _LOW <= 3
-
-
-def test_produce_policy_is_for_produce_whatever_was_built_before() -> None:
-    info = TopicMetadata("policy-topic", uuid.uuid4(), [0])
-    for now_ms in (1000, 1000, 1001):
-        assert produce_policy(info, now_ms) == LogPolicy.for_produce(
-            info.config, now_ms
-        )
-    # a config changed in place or replaced is read again
-    info.configs["cleanup.policy"] = "compact"
-    info.configs["max.message.bytes"] = "2048"
-    policy = produce_policy(info, 1001)
-    assert policy.compacted and policy.max_message_bytes == 2048
-    assert policy == LogPolicy.for_produce(info.config, 1001)
-    info.configs = {"message.timestamp.type": "LogAppendTime"}
-    policy = produce_policy(info, 1002)
-    assert policy.log_append_time and not policy.compacted
-    assert policy == LogPolicy.for_produce(info.config, 1002)

@@ -338,7 +338,6 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
 
     import attrs
 
-    from kproto.broker.groups.records import encode_records
     from kproto.broker.share.records import (
         SHARE_STATE_TOPIC,
         UPDATE_TYPE,
@@ -346,6 +345,7 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
     )
     from kproto.index import data_type
     from kproto.meta import WIRE
+    from kproto.records import encode_batch
     from kproto.serial import entity_writer
 
     with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:
@@ -405,7 +405,7 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
         def append() -> None:
             plog = cluster.state.partition_log(SHARE_STATE_TOPIC, partition)
             assert plog is not None
-            plog.append_batches(encode_records([(key, value)], 0))
+            plog.append_batches(encode_batch([(key, value, (), 0)]))
 
         cluster._on_loop(append)
     with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:

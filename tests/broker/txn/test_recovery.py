@@ -19,6 +19,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.txn import TransactionState
+from kproto.errors import ErrorCode
 from kproto.records import ControlRecordType
 
 ck = pytest.importorskip("confluent_kafka")
@@ -102,7 +103,7 @@ def test_restart_recovers_transactions(tmp_path: Path) -> None:
             meta = cluster.txn.transactions["prepared"]
             new = attrs.evolve(meta, partitions=set(meta.partitions))
             new.transition(TransactionState.PREPARE_COMMIT, cluster.state.now_ms())
-            assert cluster.txn._persist(new)
+            assert cluster.txn._persist(new) == ErrorCode.NONE
 
         cluster._on_loop(prepare)
         before = dict(cluster.txn.transactions)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
@@ -29,27 +29,25 @@ from kproto.serial import DecodeError, encode, entity_reader
 from .assignors import Assignment
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from .consumer_records import (
+    CONSUMER_RECORDS,
     current_assignment_record,
     group_epoch_record,
     member_metadata_record,
     target_member_record,
 )
 from .group import JoinResult, SyncResult
+from .group_store import GroupStore, Pair
 from .timers import arm_member_timers
-
-if TYPE_CHECKING:
-    from .consumer_coordinator import ConsumerGroups
 
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
     "ClassicMembers",
+    "ConsumerGroupOwner",
     "decode_assignment",
     "decode_subscription",
     "encode_assignment",
 ]
 
-E = ErrorCode
-Pair = tuple[bytes, bytes | None]
 #: The classic protocol type of consumers (Kafka's ``ConsumerProtocol.PROTOCOL_TYPE``).
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -116,11 +114,38 @@ def encode_assignment(partitions: dict[str, frozenset[int]]) -> bytes:
 # -- classic members of a consumer group -----------------------------------------------
 
 
+class ConsumerGroupOwner(Protocol):
+    """What :class:`ClassicMembers` uses of the consumer groups that hold it
+    (:class:`.consumer_coordinator.ConsumerGroups`)."""
+
+    store: GroupStore
+
+    def topic_names(self) -> dict[uuid.UUID, str]: ...
+
+    def session_timeout(self, group_id: str) -> int: ...
+
+    def expire(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        why: str,
+        epoch: int | None,
+    ) -> None: ...
+
+    def refresh_metadata(self, group: ConsumerGroup, records: list[Pair]) -> bool: ...
+
+    def assign(self, group: ConsumerGroup, records: list[Pair]) -> None: ...
+
+    def remove_member(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, records: list[Pair]
+    ) -> None: ...
+
+
 class ClassicMembers:
     """JoinGroup/SyncGroup/Heartbeat/LeaveGroup of classic members of the consumer
     groups of ``consumer`` (see the module docstring)."""
 
-    def __init__(self, consumer: ConsumerGroups) -> None:
+    def __init__(self, consumer: ConsumerGroupOwner) -> None:
         self.consumer = consumer
 
     def _names(self) -> dict[uuid.UUID, str]:
@@ -131,7 +156,7 @@ class ClassicMembers:
         return {names[t]: ps for t, ps in assignment.items() if t in names}
 
     def _by_id(self, partitions: dict[str, frozenset[int]]) -> Assignment:
-        topics = self.consumer.coordinator.state.topics
+        topics = self.consumer.store.state.topics
         return {
             topics[t].topic_id: ps for t, ps in partitions.items() if t in topics and ps
         }
@@ -144,14 +169,14 @@ class ClassicMembers:
         member = group.members.get(member_id)
         if member is None or not member.uses_classic_protocol:
             if instance_id is not None and instance_id in group.static_members:
-                raise BrokerError(E.FENCED_INSTANCE_ID, "")
+                raise BrokerError(ErrorCode.FENCED_INSTANCE_ID, "")
             raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a classic member of group"
                 f" {group.group_id}.",
             )
         if instance_id is not None and member.instance_id != instance_id:
-            raise BrokerError(E.FENCED_INSTANCE_ID, "")
+            raise BrokerError(ErrorCode.FENCED_INSTANCE_ID, "")
         return member
 
     def _check_rebalance(
@@ -166,7 +191,7 @@ class ClassicMembers:
         ):
             self._arm_join_timeout(group, member)
             raise BrokerError(
-                E.REBALANCE_IN_PROGRESS,
+                ErrorCode.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member"
                 f" {member.member_id} should rejoin to catch up.",
             )
@@ -186,9 +211,9 @@ class ClassicMembers:
                 member.member_epoch == epoch
                 and group.members.get(member.member_id) is member
             ):
-                self.consumer._expire(group, member, "join timeout", None)
+                self.consumer.expire(group, member, "join timeout", None)
 
-        member.join_timer = self.consumer.coordinator.scheduler.call_later(
+        member.join_timer = self.consumer.store.scheduler.call_later(
             member.rebalance_timeout_ms, expired
         )
 
@@ -201,15 +226,16 @@ class ClassicMembers:
                     return True
         return False
 
-    def _arm(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def arm(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """(Re)arm the session and rebalance timers of a classic member."""
         consumer = self.consumer
         arm_member_timers(
-            consumer.coordinator.scheduler,
+            consumer.store.scheduler,
             member,
             member.classic_session_timeout_ms
             or consumer.session_timeout(group.group_id),
             member.revoking,
-            lambda why, epoch: consumer._expire(group, member, why, epoch),
+            lambda why, epoch: consumer.expire(group, member, why, epoch),
         )
 
     async def join(
@@ -230,7 +256,7 @@ class ClassicMembers:
         ``classicGroupJoinToConsumerGroup``). Errors: INCONSISTENT_GROUP_PROTOCOL (not
         protocol type ``consumer``, no protocol the classic members share, a
         subscription that does not decode), MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID (a
-        consumer-protocol member's id), COORDINATOR_NOT_AVAILABLE (append failed)."""
+        consumer-protocol member's id), the writer's error when the append failed."""
         unknown = not member_id
         if unknown:
             member_id = str(uuid.uuid4())
@@ -241,16 +267,16 @@ class ClassicMembers:
             or not protocols
             or (common is not None and not names & common)
         ):
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         try:
             topics, owned, rack_id = decode_subscription(protocols[0][1])
         except DecodeError:
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if unknown and require_known_member_id and instance_id is None:
-            return JoinResult(E.MEMBER_ID_REQUIRED, member_id)
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
         existing = group.members.get(member_id)
         if existing is not None and not existing.uses_classic_protocol:
-            return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
         records: list[Pair] = []
         consumer = self.consumer
         gid = group.group_id
@@ -261,7 +287,7 @@ class ClassicMembers:
             previous = group.members.pop(previous_id)
             previous.cancel_timers()
             target = group.target.pop(previous_id, {})
-            records += consumer.RECORDS.member_tombstones(gid, previous_id)
+            records += CONSUMER_RECORDS.member_tombstones(gid, previous_id)
             previous.member_id = member_id
             group.add_member(previous)
             group.target[member_id] = target
@@ -287,23 +313,25 @@ class ClassicMembers:
         member.classic_session_timeout_ms = session_timeout_ms
         bump = bump or before != (topics, None)
         records.append(member_metadata_record(gid, member_id, member))
-        if consumer._refresh_metadata(group, records):
+        if consumer.refresh_metadata(group, records):
             bump = True
         if bump:
             group.group_epoch += 1
             records.append(group_epoch_record(gid, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
-            consumer._assign(group, records)
+            consumer.assign(group, records)
         if member.join_timer is not None:
             member.join_timer.cancel()
             member.join_timer = None
         group.reconcile_member(member, self._by_id(owned))
         records.append(current_assignment_record(gid, member_id, member))
-        if not await consumer.coordinator._append(gid, records):
-            return JoinResult(E.COORDINATOR_NOT_AVAILABLE, member_id)
-        self._arm(group, member)
+        try:
+            consumer.store.append(gid, records)
+        except BrokerError as err:  # CoordinatorWriteError
+            return JoinResult(err.error_code, member_id)
+        self.arm(group, member)
         return JoinResult(
-            E.NONE,
+            ErrorCode.NONE,
             member_id,
             generation_id=member.member_epoch,
             protocol_type=CONSUMER_PROTOCOL_TYPE,
@@ -326,18 +354,18 @@ class ClassicMembers:
         try:
             member = self._classic_member(group, member_id, instance_id)
             if generation_id != member.member_epoch:
-                return SyncResult(E.ILLEGAL_GENERATION)
+                return SyncResult(ErrorCode.ILLEGAL_GENERATION)
             name = (member.classic_protocols or (("", b""),))[0][0]
             if (
                 protocol_type is not None and protocol_type != CONSUMER_PROTOCOL_TYPE
             ) or (protocol_name is not None and protocol_name != name):
-                return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
+                return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             self._check_rebalance(group, member)
         except BrokerError as error:
             return SyncResult(error.error_code)
-        self._arm(group, member)
+        self.arm(group, member)
         assignment = encode_assignment(self._by_name(member.assigned))
-        return SyncResult(E.NONE, assignment, CONSUMER_PROTOCOL_TYPE, name)
+        return SyncResult(ErrorCode.NONE, assignment, CONSUMER_PROTOCOL_TYPE, name)
 
     def heartbeat(
         self,
@@ -352,12 +380,12 @@ class ClassicMembers:
         try:
             member = self._classic_member(group, member_id, instance_id)
             if generation_id != member.member_epoch:
-                return E.ILLEGAL_GENERATION
-            self._arm(group, member)
+                return ErrorCode.ILLEGAL_GENERATION
+            self.arm(group, member)
             self._check_rebalance(group, member)
         except BrokerError as error:
             return error.error_code
-        return E.NONE
+        return ErrorCode.NONE
 
     async def leave(
         self, group: ConsumerGroup, members: list[tuple[str, str | None]]
@@ -365,30 +393,31 @@ class ClassicMembers:
         """LeaveGroup from a consumer group (Kafka's
         ``classicGroupLeaveToConsumerGroup``): each named classic member is removed
         (the group epoch bumps); per member UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID.
-        The top-level error is COORDINATOR_NOT_AVAILABLE when the append fails."""
+        The top-level error is the writer's when the append fails."""
         records: list[Pair] = []
         errors: list[int] = []
         for member_id, instance_id in members:
             if instance_id is not None:
                 current = group.static_members.get(instance_id)
                 if current is None:
-                    errors.append(E.UNKNOWN_MEMBER_ID)
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                     continue
                 if member_id and member_id != current:
-                    errors.append(E.FENCED_INSTANCE_ID)
+                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
                     continue
                 member_id = current
             member = group.members.get(member_id)
             if member is None or not member.uses_classic_protocol:
-                errors.append(E.UNKNOWN_MEMBER_ID)
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 continue
-            errors.append(E.NONE)
-            self.consumer._remove(group, member, records)
-        if records and not await self.consumer.coordinator._append(
-            group.group_id, records
-        ):
-            return E.COORDINATOR_NOT_AVAILABLE, []
-        return E.NONE, errors
+            errors.append(ErrorCode.NONE)
+            self.consumer.remove_member(group, member, records)
+        if records:
+            try:
+                self.consumer.store.append(group.group_id, records)
+            except BrokerError as err:  # CoordinatorWriteError
+                return err.error_code, []
+        return ErrorCode.NONE, errors
 
 
 def _common_protocols(group: ConsumerGroup) -> set[str] | None:

@@ -34,17 +34,17 @@ from __future__ import annotations
 import collections
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 import attrs
 
+from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
 from .consumer_classic import ClassicMembers
 from .consumer_group import ConsumerGroup, ConsumerGroupMember, compile_regex
-from .consumer_lifecycle import load_groups
+from .consumer_loader import load_groups
 from .consumer_migration import MigrationPolicy, maybe_downgrade, upgrade
 from .consumer_records import (
     CONSUMER_RECORDS,
@@ -55,21 +55,18 @@ from .consumer_records import (
     target_member_record,
     target_metadata_record,
 )
+from .group_store import GroupStore, Pair
+from .membership import Membership
 from .modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ModernGroupMember
 from .modern_coordinator import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
     DEFAULT_SESSION_TIMEOUT_MS,
     ModernGroups,
 )
-from .records import CoordinatorRecord
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
+from .records import CoordinatorRecord, offset_commit_record
 
 __all__ = ["ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 
-E = ErrorCode
-Pair = tuple[bytes, bytes | None]
 
 DEFAULT_ASSIGNORS = ("uniform", "range")
 
@@ -121,7 +118,8 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
 
     def __init__(
         self,
-        coordinator: GroupCoordinator,
+        store: GroupStore,
+        membership: Membership,
         *,
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -129,7 +127,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         migration_policy: str | MigrationPolicy = MigrationPolicy.BIDIRECTIONAL,
     ) -> None:
         super().__init__(
-            coordinator,
+            store,
             session_timeout_ms=session_timeout_ms,
             heartbeat_interval_ms=heartbeat_interval_ms,
         )
@@ -141,6 +139,8 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
                 f" got {list(self.assignors)}"
             )
         self.migration_policy = MigrationPolicy.parse(migration_policy)
+        #: the classic groups' membership protocol (a downgraded group rejoins it)
+        self.membership = membership
         #: classic-protocol members of consumer groups
         self.classic = ClassicMembers(self)
 
@@ -148,7 +148,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         """Serve one ConsumerGroupHeartbeat (see the module docstring)."""
-        classic = self.coordinator.groups.get(request.group_id)
+        classic = self.store.classic.get(request.group_id)
         if (
             request.member_epoch == 0
             and request.group_id not in self.groups
@@ -160,14 +160,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             try:
                 self._validate(request)
                 upgrade(self, classic, records)
-            except BrokerError as error:
+                self.store.append(request.group_id, records)
+            except BrokerError as error:  # CoordinatorWriteError too
                 return self._error_result(request, error.error_code, error.message)
-            if not await self.coordinator._append(request.group_id, records):
-                return self._error_result(
-                    request,
-                    E.COORDINATOR_NOT_AVAILABLE,
-                    "cannot write to __consumer_offsets",
-                )
         return await self._serve(
             request, lambda records: self._heartbeat(request, records)
         )
@@ -202,13 +197,13 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
                 compile_regex(r.subscribed_topic_regex)
             except ValueError as exc:
                 raise BrokerError(
-                    E.INVALID_REGULAR_EXPRESSION,
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is not a"
                     f" valid regular expression: {exc}.",
                 ) from None
         if r.server_assignor is not None and r.server_assignor not in self.assignors:
             raise BrokerError(
-                E.UNSUPPORTED_ASSIGNOR,
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {r.server_assignor} is not supported. Supported"
                 f" assignors: {', '.join(self.assignors)}.",
             )
@@ -223,7 +218,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         existing = group.members.get(member_id)
         if existing is not None and existing.uses_classic_protocol:
             raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} uses the classic protocol in group"
                 f" {group.group_id}.",
             )
@@ -237,20 +232,20 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         if self._update_member(member, r):
             bump = True
             records.append(member_metadata_record(group.group_id, member_id, member))
-        if self._refresh_metadata(group, records):
+        if self.refresh_metadata(group, records):
             bump = True
         if bump:
             group.group_epoch += 1
             records.append(group_epoch_record(group.group_id, group.group_epoch))
         if group.group_epoch > group.assignment_epoch:
-            self._assign(group, records)
+            self.assign(group, records)
         changed = group.reconcile_member(member, r.owned)
         if changed or r.member_epoch == 0:
             records.append(current_assignment_record(group.group_id, member_id, member))
         self._arm_timers(group, member)
         full = r.member_epoch == 0 or r.owned is not None
         return HeartbeatResult(
-            E.NONE,
+            ErrorCode.NONE,
             None,
             member_id,
             member.member_epoch,
@@ -272,7 +267,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             previous = group.members[previous_id or ""]
             if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise BrokerError(
-                    E.UNRELEASED_INSTANCE_ID,
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {previous_id} with instance id {r.instance_id}"
                     " is not released yet.",
                 )
@@ -321,20 +316,20 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
 
     # -- metadata and assignment -----------------------------------------------------
 
-    def _subscribed_metadata(
+    def subscribed_metadata(
         self, group: ConsumerGroup
     ) -> dict[str, tuple[uuid.UUID, int]]:
         """``{topic: (topic_id, partitions)}`` of the existing topics some member
         subscribes to; regexes do not match internal topics."""
         out: dict[str, tuple[uuid.UUID, int]] = {}
-        for name, info in self.coordinator.state.topics.items():
+        for name, info in self.store.state.topics.items():
             if any(m.subscribes(name, info.internal) for m in group.members.values()):
                 out[name] = (info.topic_id, info.partitions)
         return out
 
-    def _refresh_metadata(self, group: ConsumerGroup, records: list[Pair]) -> bool:
+    def refresh_metadata(self, group: ConsumerGroup, records: list[Pair]) -> bool:
         """Update the group's subscription metadata; True (record added) if changed."""
-        current = self._subscribed_metadata(group)
+        current = self.subscribed_metadata(group)
         if current == group.subscription_metadata:
             return False
         group.subscription_metadata = current
@@ -351,12 +346,12 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
         return self.assignors[0]
 
-    def _assign(self, group: ConsumerGroup, records: list[Pair]) -> None:
+    def assign(self, group: ConsumerGroup, records: list[Pair]) -> None:
         """Compute the target assignment at the group epoch (Kafka's
         ``TargetAssignmentBuilder``); records for the members whose target changed."""
         ids = {name: tid for name, (tid, _) in group.subscription_metadata.items()}
         counts = {tid: n for tid, n in group.subscription_metadata.values()}
-        topics = self.coordinator.state.topics
+        topics = self.store.state.topics
         internal = {t for t in ids if t in topics and topics[t].internal}
         specs = {
             member_id: MemberSpec(
@@ -391,10 +386,12 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             records.append(current_assignment_record(group.group_id, member_id, member))
             self._arm_timers(group, member)
         else:
-            self._remove(group, member, records)
-        return HeartbeatResult(E.NONE, None, r.member_id, r.member_epoch, 0, None)
+            self.remove_member(group, member, records)
+        return HeartbeatResult(
+            ErrorCode.NONE, None, r.member_id, r.member_epoch, 0, None
+        )
 
-    def _remove(
+    def remove_member(
         self,
         group: ConsumerGroup,
         member: ModernGroupMember[uuid.UUID],
@@ -403,7 +400,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         """Remove ``member`` and bump the group epoch; a group left with classic
         members only is converted back when the policy allows
         (:func:`.consumer_migration.maybe_downgrade`)."""
-        super()._remove(group, member, records)
+        super().remove_member(group, member, records)
         maybe_downgrade(self, group, records)
 
     def validate_commit(
@@ -418,8 +415,12 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         (Kafka's ``ConsumerGroup.validateMemberEpoch``)."""
         error = super().validate_commit(group, member_epoch, member_id, instance_id)
         member = group.members.get(member_id)
-        if error == E.STALE_MEMBER_EPOCH and member and member.uses_classic_protocol:
-            return E.ILLEGAL_GENERATION
+        if (
+            error == ErrorCode.STALE_MEMBER_EPOCH
+            and member
+            and member.uses_classic_protocol
+        ):
+            return ErrorCode.ILLEGAL_GENERATION
         return error
 
     def is_member(self, group_id: str, member_id: str) -> bool:
@@ -433,7 +434,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         """A removed member's subscription may change the subscribed topics' metadata;
         then the new group epoch."""
         records: list[Pair] = []
-        self._refresh_metadata(group, records)
+        self.refresh_metadata(group, records)
         records.append(group_epoch_record(group.group_id, group.group_epoch))
         return records
 
@@ -447,11 +448,37 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         ]
 
     def topic_names(self) -> dict[uuid.UUID, str]:
-        return {
-            info.topic_id: name for name, info in self.coordinator.state.topics.items()
-        }
+        return {info.topic_id: name for name, info in self.store.state.topics.items()}
 
     def _load_groups(
         self, records: Mapping[tuple[str, str, str], CoordinatorRecord]
     ) -> dict[str, ConsumerGroup]:
         return load_groups(records)
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[tuple[str, int]]
+    ) -> tuple[int, dict[tuple[str, int], int]]:
+        """OffsetDelete of the consumer group ``group_id``: GROUP_SUBSCRIBED_TO_TOPIC
+        for topics the members subscribe to (Kafka's
+        ``ConsumerGroup.validateOffsetDelete`` and ``isSubscribedToTopic``);
+        returns ``(group error, error per partition)``."""
+        group = self.groups[group_id]
+        subscribed = set(group.subscription_metadata)
+        result: dict[tuple[str, int], int] = {}
+        deleted = []
+        for tp in partitions:
+            if tp[0] in subscribed and not group.is_empty():
+                result[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                result[tp] = ErrorCode.NONE
+                if tp in group.offsets:
+                    deleted.append(tp)
+        if deleted:
+            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
+            try:
+                self.store.append(group_id, pairs)
+            except CoordinatorWriteError as err:
+                return err.error_code, {}
+            for tp in deleted:
+                group.offsets.pop(tp, None)
+        return ErrorCode.NONE, result

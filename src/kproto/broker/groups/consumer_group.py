@@ -119,10 +119,7 @@ class ConsumerGroup(ModernGroup[ConsumerGroupMember, uuid.UUID]):
     to ``(topic_id, partitions)`` as last seen (a change bumps the group epoch).
     """
 
+    STATES = ConsumerGroupState
+
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = attrs.field(factory=dict)
     preferred_assignor: str | None = None
-
-    @property
-    def state(self) -> ConsumerGroupState:
-        """Kafka's ``ConsumerGroup.maybeUpdateGroupState``."""
-        return self._state(ConsumerGroupState)

@@ -20,7 +20,8 @@ the join that caused it; a downgrade with the records of the leave or fencing).
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+import uuid
+from typing import Protocol
 
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
@@ -28,12 +29,15 @@ from kproto.serial import DecodeError
 
 from .consumer_classic import (
     CONSUMER_PROTOCOL_TYPE,
+    ClassicMembers,
+    ConsumerGroupOwner,
     decode_assignment,
     decode_subscription,
     encode_assignment,
 )
 from .consumer_group import ConsumerGroup, ConsumerGroupMember
 from .consumer_records import (
+    CONSUMER_RECORDS,
     current_assignment_record,
     group_epoch_record,
     member_metadata_record,
@@ -42,15 +46,11 @@ from .consumer_records import (
     target_metadata_record,
 )
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
+from .group_store import Pair
+from .membership import Membership
 from .records import group_metadata_record
 
-if TYPE_CHECKING:
-    from .consumer_coordinator import ConsumerGroups
-
-__all__ = ["MigrationPolicy", "maybe_downgrade", "upgrade"]
-
-E = ErrorCode
-Pair = tuple[bytes, bytes | None]
+__all__ = ["ConsumerGroupsView", "MigrationPolicy", "maybe_downgrade", "upgrade"]
 
 
 class MigrationPolicy(enum.Enum):
@@ -86,8 +86,24 @@ class MigrationPolicy(enum.Enum):
         return self in (MigrationPolicy.DOWNGRADE, MigrationPolicy.BIDIRECTIONAL)
 
 
+class ConsumerGroupsView(ConsumerGroupOwner, Protocol):
+    """What the conversions use of the consumer groups
+    (:class:`.consumer_coordinator.ConsumerGroups`)."""
+
+    groups: dict[str, ConsumerGroup]
+    classic: ClassicMembers
+    membership: Membership
+    migration_policy: MigrationPolicy
+
+    def subscribed_metadata(
+        self, group: ConsumerGroup
+    ) -> dict[str, tuple[uuid.UUID, int]]: ...
+
+    def group_tombstones(self, group: ConsumerGroup) -> list[Pair]: ...
+
+
 def upgrade(
-    consumer: ConsumerGroups, classic: ClassicGroup, records: list[Pair]
+    consumer: ConsumerGroupsView, classic: ClassicGroup, records: list[Pair]
 ) -> ConsumerGroup:
     """The consumer group made of the non-empty classic group ``classic`` (Kafka's
     ``ConsumerGroup.fromClassicGroup`` and ``convertToConsumerGroup``): its
@@ -100,12 +116,12 @@ def upgrade(
         BrokerError: GROUP_ID_NOT_FOUND when the policy forbids the upgrade or the
             group's protocol type is not ``consumer`` or a member's subscription or
             assignment does not decode."""
-    coordinator = consumer.coordinator
+    store = consumer.store
     gid = classic.group_id
 
     def refuse(why: str) -> BrokerError:
         return BrokerError(
-            E.GROUP_ID_NOT_FOUND,
+            ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {gid} to consumer group: {why}.",
         )
 
@@ -115,7 +131,7 @@ def upgrade(
         )
     if classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
         raise refuse(f"its protocol type is {classic.protocol_type!r}, not 'consumer'")
-    topics = coordinator.state.topics
+    topics = store.state.topics
     epoch = classic.generation_id
     group = ConsumerGroup(gid, group_epoch=epoch, assignment_epoch=epoch)
     members = []
@@ -147,14 +163,14 @@ def upgrade(
         group.add_partition_epochs(member)
         members.append((m, member))
     group.offsets = classic.offsets
-    group.subscription_metadata = consumer._subscribed_metadata(group)
+    group.subscription_metadata = consumer.subscribed_metadata(group)
     # the classic group ends: pending answers, timers, its record
     for m, _ in members:
-        m.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, m.member_id))
-        m.complete_sync(SyncResult(E.REBALANCE_IN_PROGRESS))
+        m.complete_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
+        m.complete_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
     _cancel_timers(classic)
-    classic.transition(GroupState.DEAD, coordinator.now_ms())
-    del coordinator.groups[gid]
+    classic.transition(GroupState.DEAD, store.now_ms())
+    del store.classic[gid]
     records.append(group_metadata_record(gid, None))
     records.append(group_epoch_record(gid, epoch))
     records.append(partition_metadata_record(gid, group.subscription_metadata))
@@ -166,7 +182,7 @@ def upgrade(
         records.append(current_assignment_record(gid, member.member_id, member))
     consumer.groups[gid] = group
     for _, member in members:
-        consumer.classic._arm(group, member)
+        consumer.classic.arm(group, member)
     return group
 
 
@@ -183,7 +199,7 @@ def _cancel_timers(group: ClassicGroup) -> None:
 
 
 def maybe_downgrade(
-    consumer: ConsumerGroups, group: ConsumerGroup, records: list[Pair]
+    consumer: ConsumerGroupsView, group: ConsumerGroup, records: list[Pair]
 ) -> bool:
     """Convert ``group`` back to a classic group when members remain and all use the
     classic protocol, and the policy allows it (Kafka's
@@ -197,7 +213,7 @@ def maybe_downgrade(
         or not all(m.uses_classic_protocol for m in group.members.values())
     ):
         return False
-    coordinator = consumer.coordinator
+    store = consumer.store
     gid = group.group_id
     names = consumer.topic_names()
     classic = ClassicGroup(
@@ -206,7 +222,7 @@ def maybe_downgrade(
         # the members' epoch, not the bump of the leave that ends the consumer group
         generation_id=max(m.member_epoch for m in group.members.values()),
         protocol_type=CONSUMER_PROTOCOL_TYPE,
-        state_timestamp_ms=coordinator.now_ms(),
+        state_timestamp_ms=store.now_ms(),
     )
     for m in group.members.values():
         target = group.target.get(m.member_id, m.assigned)
@@ -230,13 +246,13 @@ def maybe_downgrade(
     classic.offsets = group.offsets
     for m in list(group.members.values()):
         m.cancel_timers()
-        records += consumer.RECORDS.member_tombstones(gid, m.member_id)
+        records += CONSUMER_RECORDS.member_tombstones(gid, m.member_id)
     records += consumer.group_tombstones(group)
-    records.append(group_metadata_record(gid, coordinator.group_value(classic)))
+    records.append(group_metadata_record(gid, classic.metadata_value()))
     group.dead = True
     del consumer.groups[gid]
-    coordinator.groups[gid] = classic
-    membership = coordinator.membership
+    store.classic[gid] = classic
+    membership = consumer.membership
     for member in classic.members.values():
         membership.schedule_heartbeat(classic, member)
     membership.prepare_rebalance(classic, "downgraded from a consumer group")

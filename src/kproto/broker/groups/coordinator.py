@@ -6,7 +6,8 @@ Kafka's ``GroupMetadataManager`` (classic part) and ``OffsetMetadataManager``:
 
 - the coordinator of a group is the leader of ``__consumer_offsets`` partition
   ``partition_for(group_id, offsets_partitions)``; other nodes answer NOT_COORDINATOR;
-- offset commits and group metadata are appended to that partition as
+- offset commits and group metadata are appended to that partition (through the
+  :class:`kproto.broker.coordinator_runtime.CoordinatorRuntime`) as
   ``OffsetCommitKey``/``OffsetCommitValue`` and ``GroupMetadataKey``/
   ``GroupMetadataValue`` records (:mod:`kproto.broker.groups.records`); deleting a
   group or its offsets appends tombstones;
@@ -28,13 +29,13 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
-from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
 from .consumer_coordinator import ConsumerGroups
-from .consumer_lifecycle import classic_join
+from .consumer_migration import MigrationPolicy
 from .consumer_records import decode_consumer_record
 from .group import (
     ClassicGroup,
@@ -44,6 +45,7 @@ from .group import (
     Member,
     SyncResult,
 )
+from .group_store import OFFSETS_TOPIC, GroupStore
 from .membership import Membership
 from .offsets import OffsetMetadataManager
 from .records import (
@@ -51,10 +53,8 @@ from .records import (
     GroupRecord,
     batch_records,
     decode_record,
-    encode_records,
     group_metadata_record,
     offset_commit_record,
-    partition_for,
 )
 from .streams_coordinator import StreamsGroups
 from .streams_records import decode_streams_record
@@ -64,9 +64,7 @@ from .txn_offsets import PendingTxnOffsets
 __all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
 
 log = logging.getLogger("kproto.broker.groups")
-E = ErrorCode
 
-OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_PARTITIONS = 5
 DEFAULT_INITIAL_REBALANCE_DELAY_MS = 100
 DEFAULT_MIN_SESSION_TIMEOUT_MS = 10
@@ -86,7 +84,7 @@ class GroupDescription:
     members: tuple[tuple[str, str | None, str, str, bytes, bytes], ...]
 
 
-class GroupCoordinator(OffsetMetadataManager):
+class GroupCoordinator:
     """Every classic consumer group of one in-process cluster.
 
     ``state`` is the cluster's ``ClusterState`` (``leader``, ``partition_log``,
@@ -124,10 +122,13 @@ class GroupCoordinator(OffsetMetadataManager):
             raise ValueError(
                 f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
             )
-        self.groups: dict[str, ClassicGroup] = {}
+        #: the ``__consumer_offsets`` writer
+        self.runtime = CoordinatorRuntime(state, OFFSETS_TOPIC, self.offsets_partitions)
+        self.scheduler = scheduler or AsyncioScheduler()
+        self.store = GroupStore(state, self.runtime, self.scheduler)
+        self.groups: dict[str, ClassicGroup] = self.store.classic
         #: TxnOffsetCommit offsets waiting for their transaction's marker
         self.pending_txn_offsets = PendingTxnOffsets(self.partition_for)
-        self.scheduler = scheduler or AsyncioScheduler()
         self.membership = Membership(
             self.groups,
             self.scheduler,
@@ -151,7 +152,8 @@ class GroupCoordinator(OffsetMetadataManager):
         )
         #: KIP-848 consumer groups (:mod:`.consumer_coordinator`).
         self.consumer = ConsumerGroups(
-            self,
+            self.store,
+            self.membership,
             session_timeout_ms=consumer_session_timeout_ms,
             heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             assignors=consumer_assignors,
@@ -159,10 +161,23 @@ class GroupCoordinator(OffsetMetadataManager):
         )
         #: KIP-1071 streams groups (:mod:`.streams_coordinator`).
         self.streams = StreamsGroups(
-            self,
+            self.store,
             session_timeout_ms=streams_session_timeout_ms,
             heartbeat_interval_ms=streams_heartbeat_interval_ms,
         )
+        #: committed offsets of every group (Kafka's ``OffsetMetadataManager``)
+        self.offsets = OffsetMetadataManager(
+            self.store,
+            self.membership,
+            self.consumer,
+            self.streams,
+            self.pending_txn_offsets,
+        )
+        self.commit_offsets = self.offsets.commit_offsets
+        self.fetch_offsets = self.offsets.fetch_offsets
+        self.delete_offsets = self.offsets.delete_offsets
+        self.on_topic_deleted = self.offsets.on_topic_deleted
+        self.complete_transaction = self.offsets.complete_transaction
         self.join_group = self._join_group
         self.leave_group = self.membership.leave_group
         self.started = False
@@ -181,12 +196,14 @@ class GroupCoordinator(OffsetMetadataManager):
         consumer: dict[tuple[str, str, str], CoordinatorRecord] = {}
         streams: dict[tuple[str, str, str], CoordinatorRecord] = {}
         for partition in range(self.offsets_partitions):
-            plog = self.state.partition_log(OFFSETS_TOPIC, partition)
-            if plog is None:
-                continue
             try:
                 self._replay(
-                    plog.batches(0), offsets, metadata, partition, consumer, streams
+                    self.runtime.batches(partition),
+                    offsets,
+                    metadata,
+                    partition,
+                    consumer,
+                    streams,
                 )
             except DecodeError as exc:
                 # The log's own recovery truncates torn tails; corruption inside a
@@ -302,27 +319,19 @@ class GroupCoordinator(OffsetMetadataManager):
     # -- coordinator lookup ----------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.offsets_partitions)
+        """The ``__consumer_offsets`` partition of ``group_id``."""
+        return self.runtime.partition_for(group_id)
 
     def coordinator_for(self, group_id: str) -> int | None:
         """The node id coordinating ``group_id`` (creating ``__consumer_offsets``
         on first use), or None when that partition has no leader (its node stopped)."""
-        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
-        leader = self.state.leader(OFFSETS_TOPIC, self.partition_for(group_id))
-        return None if leader is None or leader < 0 else int(leader)
+        return self.runtime.coordinator_for(group_id)
 
     def check_coordinator(self, group_id: str, node_id: int) -> int:
         """NONE if ``node_id`` coordinates ``group_id``; else NOT_COORDINATOR,
         COORDINATOR_NOT_AVAILABLE (no leader) or COORDINATOR_LOAD_IN_PROGRESS
         (before :meth:`start` finished)."""
-        leader = self.coordinator_for(group_id)
-        if leader is None:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if leader != node_id:
-            return E.NOT_COORDINATOR
-        if not self.started:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        return E.NONE
+        return self.runtime.check_coordinator(group_id, node_id, self.started)
 
     # -- describe, list, delete ------------------------------------------------------
 
@@ -389,31 +398,57 @@ class GroupCoordinator(OffsetMetadataManager):
                 continue
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
-                result[group_id] = E.GROUP_ID_NOT_FOUND
+                result[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif not group.is_(GroupState.EMPTY):
-                result[group_id] = E.NON_EMPTY_GROUP
+                result[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
                 pairs = [
                     offset_commit_record(group_id, t, p, None) for t, p in group.offsets
                 ]
                 pairs.append(group_metadata_record(group_id, None))
-                if not await self._append(group_id, pairs):
-                    result[group_id] = E.COORDINATOR_NOT_AVAILABLE
+                try:
+                    self.store.append(group_id, pairs)
+                except CoordinatorWriteError as err:
+                    result[group_id] = err.error_code
                     continue
                 group.transition(GroupState.DEAD, self.now_ms())
                 group.offsets.clear()
                 del self.groups[group_id]
-                result[group_id] = E.NONE
+                result[group_id] = ErrorCode.NONE
         return result
 
     # -- KIP-848 consumer groups (state in .consumer_coordinator) ---------------------
 
     async def _join_group(self, group_id: str, *args: Any, **kwargs: Any) -> Any:
-        """JoinGroup, converting an empty consumer group (see :func:`classic_join`);
-        INCONSISTENT_GROUP_PROTOCOL for a streams group."""
+        """JoinGroup (arguments as ``Membership.join_group``):
+        INCONSISTENT_GROUP_PROTOCOL for a streams group; a classic member joining a
+        consumer group with members joins it as a classic member
+        (:class:`.consumer_classic.ClassicMembers`; INCONSISTENT_GROUP_PROTOCOL when
+        ``group.consumer.migration.policy`` is ``disabled``); an empty consumer
+        group is converted back to a classic group, keeping its offsets."""
         if group_id in self.streams.groups:
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else "")
-        return await classic_join(self, group_id, *args, **kwargs)
+            return JoinResult(
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
+            )
+        modern = self.consumer.groups.get(group_id)
+        if modern is not None:
+            if not modern.is_empty():
+                if self.consumer.migration_policy is MigrationPolicy.DISABLED:
+                    return JoinResult(
+                        ErrorCode.INCONSISTENT_GROUP_PROTOCOL, args[0] if args else ""
+                    )
+                return await self.consumer.classic.join(modern, *args, **kwargs)
+            try:
+                self.store.append(group_id, self.consumer.group_tombstones(modern))
+            except CoordinatorWriteError as err:
+                return JoinResult(err.error_code)
+            del self.consumer.groups[group_id]
+            modern.dead = True
+            classic = self.groups[group_id] = ClassicGroup(
+                group_id, state_timestamp_ms=self.now_ms()
+            )
+            classic.offsets = modern.offsets
+        return await self.membership.join_group(group_id, *args, **kwargs)
 
     async def sync_group(self, group_id: str, *args: Any, **kwargs: Any) -> SyncResult:
         """SyncGroup (arguments as ``Membership.sync_group``); a classic member of a
@@ -461,69 +496,13 @@ class GroupCoordinator(OffsetMetadataManager):
 
     # -- persistence -----------------------------------------------------------------
 
-    async def _persist_group(self, group: ClassicGroup) -> bool:
-        return await self._append(
-            group.group_id,
-            [group_metadata_record(group.group_id, self.group_value(group))],
-        )
-
-    def group_value(self, group: ClassicGroup) -> dict[str, Any]:
-        """The ``GroupMetadataValue`` fields of ``group``."""
-        protocol = group.protocol_name
-        return {
-            "protocol_type": group.protocol_type or "",
-            "generation": group.generation_id,
-            "protocol": protocol,
-            "leader": group.leader_id,
-            "current_state_timestamp": group.state_timestamp_ms,
-            "members": [
-                {
-                    "member_id": m.member_id,
-                    "group_instance_id": m.group_instance_id,
-                    "client_id": m.client_id,
-                    "client_host": m.client_host,
-                    "rebalance_timeout": m.rebalance_timeout_ms,
-                    "session_timeout": m.session_timeout_ms,
-                    "subscription": m.metadata(protocol or ""),
-                    "assignment": m.assignment,
-                }
-                for m in group.members.values()
-            ],
-        }
-
-    async def _append(
-        self,
-        group_id: str,
-        pairs: list[tuple[bytes, bytes | None]],
-        producer: tuple[int, int] | None = None,
-    ) -> bool:
-        """Append ``pairs`` as one batch to the group's ``__consumer_offsets``
-        partition (a transactional batch of ``producer`` = ``(producer_id,
-        producer_epoch)`` if given); False (logged) when the partition is missing
-        or the write fails.
-
-        Raises:
-            LogAppendError: the log refused the producer's epoch."""
-        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.offsets_partitions)
-        plog = self.state.partition_log(OFFSETS_TOPIC, self.partition_for(group_id))
-        if plog is None:
-            log.warning("group %s: %s has no partition log", group_id, OFFSETS_TOPIC)
-            return False
+    async def _persist_group(self, group: ClassicGroup) -> ErrorCode:
+        """Append ``group``'s metadata record: the write's error code (NONE: stored)."""
         try:
-            if producer is None:
-                await plog.append(encode_records(pairs, self.now_ms()))
-            else:
-                await plog.append(
-                    encode_batch(
-                        [(k, v, (), self.now_ms()) for k, v in pairs],
-                        producer_id=producer[0],
-                        producer_epoch=producer[1],
-                        is_transactional=True,
-                    )
-                )
-        except OSError as exc:
-            log.error(
-                "group %s: appending to %s failed: %s", group_id, OFFSETS_TOPIC, exc
+            self.store.append(
+                group.group_id,
+                [group_metadata_record(group.group_id, group.metadata_value())],
             )
-            return False
-        return True
+        except CoordinatorWriteError as err:
+            return err.error_code
+        return ErrorCode.NONE

@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import io
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -297,6 +298,30 @@ class ClassicGroup:
     def rebalance_timeout_ms(self) -> int:
         """The largest rebalance timeout of the members (ms)."""
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def metadata_value(self) -> dict[str, Any]:
+        """The fields of this group's ``GroupMetadataValue`` record (v3+)."""
+        protocol = self.protocol_name
+        return {
+            "protocol_type": self.protocol_type or "",
+            "generation": self.generation_id,
+            "protocol": protocol,
+            "leader": self.leader_id,
+            "current_state_timestamp": self.state_timestamp_ms,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "rebalance_timeout": m.rebalance_timeout_ms,
+                    "session_timeout": m.session_timeout_ms,
+                    "subscription": m.metadata(protocol or ""),
+                    "assignment": m.assignment,
+                }
+                for m in self.members.values()
+            ],
+        }
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members subscribe to, from their ``consumer`` protocol

@@ -18,8 +18,8 @@ needs:
   sync timeout); both trigger a rebalance.
 
 Waiting uses asyncio futures and timers from a :class:`Scheduler` (``loop.call_later``
-by default; tests drive a manual one), never sleep loops. Offsets, group lookup and
-persistence live in :mod:`kproto.broker.groups.coordinator`.
+by default; tests drive a manual one), never sleep loops. Offsets live in :mod:`kproto.broker.groups.offsets`, group lookup
+and persistence in :mod:`kproto.broker.groups.coordinator`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -44,8 +44,6 @@ log = logging.getLogger("kproto.broker.groups")
 # Kafka's ClassicGroupMember / GroupMetadataManager constants.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
-E = ErrorCode
-
 
 def _cancel(handle: TimerHandle | None) -> None:
     if handle is not None:
@@ -55,7 +53,8 @@ def _cancel(handle: TimerHandle | None) -> None:
 class Membership:
     """Join/sync/heartbeat/leave over a shared ``groups`` dict (group_id -> group).
 
-    ``persist_group(group)`` is awaited to append the group's metadata record;
+    ``persist_group(group)`` is awaited to append the group's metadata record and
+    returns the error code of the write (NONE: stored);
     ``now_ms()`` gives the wall clock in ms.
     """
 
@@ -64,7 +63,7 @@ class Membership:
         groups: dict[str, ClassicGroup],
         scheduler: Scheduler,
         now_ms: Callable[[], int],
-        persist_group: Callable[[ClassicGroup], Any],
+        persist_group: Callable[[ClassicGroup], Awaitable[ErrorCode]],
         *,
         initial_rebalance_delay_ms: int,
         min_session_timeout_ms: int,
@@ -103,24 +102,24 @@ class Membership:
         new ``member_id``), FENCED_INSTANCE_ID, COORDINATOR_NOT_AVAILABLE (dead group).
         """
         if not group_id:
-            return JoinResult(E.INVALID_GROUP_ID, member_id)
+            return JoinResult(ErrorCode.INVALID_GROUP_ID, member_id)
         if (
             not self.min_session_timeout_ms
             <= session_timeout_ms
             <= self.max_session_timeout_ms
         ):
-            return JoinResult(E.INVALID_SESSION_TIMEOUT, member_id)
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms
         group = self.groups.get(group_id)
         if group is None:
             if member_id:
-                return JoinResult(E.UNKNOWN_MEMBER_ID, member_id)
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
             group = ClassicGroup(group_id, state_timestamp_ms=self.now_ms())
         if group.is_(GroupState.DEAD):
-            return JoinResult(E.COORDINATOR_NOT_AVAILABLE, member_id)
+            return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id)
         if not group.supports_protocols(protocol_type, {name for name, _ in protocols}):
-            return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
         # A new group exists from its first valid JoinGroup on (a rejected one
         # leaves nothing behind).
         self.groups.setdefault(group_id, group)
@@ -162,7 +161,7 @@ class Membership:
             group.pending_members[member_id] = self.scheduler.call_later(
                 new.session_timeout_ms, lambda: self._expire_pending(group, member_id)
             )
-            new.complete_join(JoinResult(E.MEMBER_ID_REQUIRED, member_id))
+            new.complete_join(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id))
             return
         self._add_and_rebalance(group, new, f"new member {new.member_id} joined")
 
@@ -173,11 +172,11 @@ class Membership:
             self._add_and_rebalance(group, new, f"pending member {member_id} joined")
             return
         if group.is_static_member_fenced(member_id, new.group_instance_id):
-            new.complete_join(JoinResult(E.FENCED_INSTANCE_ID, member_id))
+            new.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
             return
         member = group.members.get(member_id)
         if member is None or group.state in (GroupState.EMPTY, GroupState.DEAD):
-            new.complete_join(JoinResult(E.UNKNOWN_MEMBER_ID, member_id))
+            new.complete_join(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return
         if group.is_(GroupState.PREPARING_REBALANCE):
             self._update_member(group, member, new)
@@ -207,8 +206,8 @@ class Membership:
         too: it is told ``skip_assignment``, KIP-814); in CompletingRebalance the
         group rebalances (the leader may already hold the old member id)."""
         old = group.members[old_id]
-        old.complete_join(JoinResult(E.FENCED_INSTANCE_ID, old_id))
-        old.complete_sync(SyncResult(E.FENCED_INSTANCE_ID))
+        old.complete_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        old.complete_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         same_type = old.protocol_type == new.protocol_type
         member = group.replace_static_member(
             new.group_instance_id or "", old_id, new.member_id
@@ -249,7 +248,9 @@ class Membership:
             # connection) replaces the first. Kafka drops the first future unanswered;
             # answering keeps that connection's later responses flowing, and
             # REBALANCE_IN_PROGRESS only makes a client rejoin with its member id.
-            member.complete_join(JoinResult(E.REBALANCE_IN_PROGRESS, member.member_id))
+            member.complete_join(
+                JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
+            )
         member.awaiting_join = new.awaiting_join
 
     def _add_and_rebalance(
@@ -274,7 +275,7 @@ class Membership:
         """Move ``group`` to PreparingRebalance (Kafka's ``prepareRebalance``)."""
         log.debug("group %s: preparing rebalance: %s", group.group_id, reason)
         if group.is_(GroupState.COMPLETING_REBALANCE):
-            self._reset_sync(group, E.REBALANCE_IN_PROGRESS)
+            self._reset_sync(group, ErrorCode.REBALANCE_IN_PROGRESS)
         _cancel(group.sync_timer)
         group.sync_timer = None
         initial = group.is_(GroupState.EMPTY)
@@ -357,7 +358,7 @@ class Membership:
             else ()
         )
         return JoinResult(
-            E.NONE,
+            ErrorCode.NONE,
             member.member_id,
             group.generation_id,
             group.protocol_type,
@@ -401,25 +402,26 @@ class Membership:
         """Handle one SyncGroup; the leader's ``assignments`` (member_id -> bytes)
         complete the generation. Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
         ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL, REBALANCE_IN_PROGRESS,
-        COORDINATOR_NOT_AVAILABLE."""
+        COORDINATOR_NOT_AVAILABLE (a dead group), the write's error when the
+        group's metadata could not be stored (NOT_COORDINATOR)."""
         group = self.groups.get(group_id)
         if group is None:
-            return SyncResult(E.UNKNOWN_MEMBER_ID)
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_(GroupState.DEAD):
-            return SyncResult(E.COORDINATOR_NOT_AVAILABLE)
+            return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return SyncResult(E.FENCED_INSTANCE_ID)
+            return SyncResult(ErrorCode.FENCED_INSTANCE_ID)
         member = group.members.get(member_id)
         if member is None or group.is_(GroupState.EMPTY):
-            return SyncResult(E.UNKNOWN_MEMBER_ID)
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation_id != group.generation_id:
-            return SyncResult(E.ILLEGAL_GENERATION)
+            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
-            return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.is_(GroupState.PREPARING_REBALANCE):
-            return SyncResult(E.REBALANCE_IN_PROGRESS)
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
         self.schedule_heartbeat(group, member)
         if group.is_(GroupState.STABLE):
             group.pending_sync.discard(member_id)
@@ -430,21 +432,21 @@ class Membership:
             if not future.done():
                 future.set_result(result)
 
-        member.complete_sync(SyncResult(E.REBALANCE_IN_PROGRESS))
+        member.complete_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         member.awaiting_sync = respond
         group.pending_sync.discard(member_id)
         if member_id == group.leader_id:
             for m in group.members.values():
                 m.assignment = assignments.get(m.member_id, b"")
             generation = group.generation_id
-            stored = await self.persist_group(group)
+            error = await self.persist_group(group)
             current = (
                 group.is_(GroupState.COMPLETING_REBALANCE)
                 and group.generation_id == generation
             )
-            if current and not stored:
+            if current and error:
                 # Kafka: a failed metadata append resets the assignment and rebalances.
-                self._reset_sync(group, E.COORDINATOR_NOT_AVAILABLE)
+                self._reset_sync(group, error)
                 self.prepare_rebalance(group, "storing the group metadata failed")
             elif current:
                 group.transition(GroupState.STABLE, self.now_ms())
@@ -454,7 +456,7 @@ class Membership:
 
     def _sync_result(self, group: ClassicGroup, member: Member) -> SyncResult:
         return SyncResult(
-            E.NONE, member.assignment, group.protocol_type, group.protocol_name
+            ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name
         )
 
     # -- Heartbeat and LeaveGroup ----------------------------------------------------
@@ -471,20 +473,20 @@ class Membership:
         ILLEGAL_GENERATION, FENCED_INSTANCE_ID, COORDINATOR_NOT_AVAILABLE)."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(GroupState.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return E.FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         member = group.members.get(member_id)
         if member is None or group.is_(GroupState.EMPTY):
-            return E.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
         self.schedule_heartbeat(group, member)
         if group.is_(GroupState.PREPARING_REBALANCE):
-            return E.REBALANCE_IN_PROGRESS
-        return E.NONE
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     def leave_group(
         self, group_id: str, members: list[tuple[str, str | None]]
@@ -496,30 +498,30 @@ class Membership:
         another member id, COORDINATOR_NOT_AVAILABLE for a dead group."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(members)
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         if group.is_(GroupState.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE, [E.NONE] * len(members)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [ErrorCode.NONE] * len(members)
         errors: list[int] = []
         for member_id, instance_id in members:
             if instance_id is not None:
                 current = group.static_member_id(instance_id)
                 if current is None:
-                    errors.append(E.UNKNOWN_MEMBER_ID)
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
                 elif member_id and member_id != current:
-                    errors.append(E.FENCED_INSTANCE_ID)
+                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
                 else:
-                    errors.append(E.NONE)
+                    errors.append(ErrorCode.NONE)
                     self._remove_and_update(group, group.members[current])
             elif member_id in group.pending_members:
                 _cancel(group.pending_members.pop(member_id))
-                errors.append(E.NONE)
+                errors.append(ErrorCode.NONE)
                 self._try_complete_join(group)
             elif member_id in group.members:
-                errors.append(E.NONE)
+                errors.append(ErrorCode.NONE)
                 self._remove_and_update(group, group.members[member_id])
             else:
-                errors.append(E.UNKNOWN_MEMBER_ID)
-        return E.NONE, errors
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+        return ErrorCode.NONE, errors
 
     # -- timers and removal ----------------------------------------------------------
 
@@ -557,8 +559,8 @@ class Membership:
     def _remove_member(self, group: ClassicGroup, member: Member) -> None:
         _cancel(member.heartbeat_timer)
         member.heartbeat_timer = None
-        member.complete_join(JoinResult(E.UNKNOWN_MEMBER_ID, member.member_id))
-        member.complete_sync(SyncResult(E.UNKNOWN_MEMBER_ID))
+        member.complete_join(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        member.complete_sync(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
 
     def _remove_and_update(self, group: ClassicGroup, member: Member) -> None:

@@ -51,7 +51,6 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 K = TypeVar("K")
 M = TypeVar("M", bound="ModernGroupMember[Any]")
 S = TypeVar("S", bound=enum.Enum)
-E = ErrorCode
 
 
 @attrs.define(eq=False)
@@ -168,10 +167,14 @@ class ModernGroup(Generic[M, K]):
     offsets: dict[tuple[str, int], CommittedOffset] = attrs.field(factory=dict)
     dead: bool = False
 
+    #: The group type's states: an enum with DEAD, EMPTY, ASSIGNING, RECONCILING
+    #: and STABLE members, named as Kafka's.
+    STATES: ClassVar[type[enum.Enum]]
+
     @property
     def state(self) -> enum.Enum:
-        """The group's state (a subclass's enum of Kafka's state names)."""
-        raise NotImplementedError
+        """The group's state (Kafka's ``maybeUpdateGroupState``)."""
+        return self._state(self.STATES)
 
     def _state(self, states: type[S]) -> S:
         """Kafka's ``maybeUpdateGroupState`` in ``states`` (an enum with DEAD, EMPTY,
@@ -254,7 +257,7 @@ class ModernGroup(Generic[M, K]):
         (epoch < 0, no ids) only to an empty group, else UNKNOWN_MEMBER_ID; a
         member's commit at another epoch than its own STALE_MEMBER_EPOCH."""
         if member_epoch < 0 and not member_id and instance_id is None:
-            return E.NONE if self.is_empty() else E.UNKNOWN_MEMBER_ID
+            return ErrorCode.NONE if self.is_empty() else ErrorCode.UNKNOWN_MEMBER_ID
         return self.validate_offset_fetch(member_id, member_epoch)
 
     def validate_offset_fetch(
@@ -264,11 +267,15 @@ class ModernGroup(Generic[M, K]):
         id and a negative epoch fetch freely; otherwise UNKNOWN_MEMBER_ID,
         STALE_MEMBER_EPOCH."""
         if member_id is None and member_epoch < 0:
-            return E.NONE
+            return ErrorCode.NONE
         member = self.members.get(member_id or "")
         if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        return E.NONE if member_epoch == member.member_epoch else E.STALE_MEMBER_EPOCH
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return (
+            ErrorCode.NONE
+            if member_epoch == member.member_epoch
+            else ErrorCode.STALE_MEMBER_EPOCH
+        )
 
 
 def reconcile(

@@ -7,8 +7,9 @@ parts of Kafka's ``GroupMetadataManager`` that ``consumerGroupHeartbeat`` and
 ``streamsGroupHeartbeat`` have alike:
 
 - a heartbeat is validated and applied in memory, then its records are appended to
-  ``__consumer_offsets``; a refusal answers its error code, a failed append
-  COORDINATOR_NOT_AVAILABLE (Kafka would roll the in-memory state back);
+  ``__consumer_offsets``; a refusal answers its error code, a failed append the
+  writer's (:class:`kproto.broker.coordinator_runtime.CoordinatorWriteError`:
+  NOT_COORDINATOR for a storage error; Kafka would roll the in-memory state back);
 - a group is created by a member joining with epoch 0; an empty classic group of
   the same id is converted, its offsets carried over and its classic record
   tombstoned (``maybeDeleteEmptyClassicGroup``); a group of another type answers
@@ -29,15 +30,16 @@ A subclass names its group type (``GROUP_TYPE``, ``ASSIGNMENT_UNIT``), its recor
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Generic, TypeVar
 
+from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
+from .group_store import GroupStore, Pair
 from .modern import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -52,14 +54,9 @@ from .records import (
 )
 from .timers import arm_member_timers
 
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
-
 __all__ = ["ModernGroups"]
 
 log = logging.getLogger("kproto.broker.groups")
-E = ErrorCode
-Pair = tuple[bytes, bytes | None]
 G = TypeVar("G", bound="ModernGroup[Any, Any]")
 #: Kafka's ``group.consumer.session.timeout.ms`` and ``group.streams.session.timeout.ms``.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
@@ -82,16 +79,16 @@ class ModernGroups(ABC, Generic[G, R]):
 
     def __init__(
         self,
-        coordinator: GroupCoordinator,
+        store: GroupStore,
         *,
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
     ) -> None:
-        self.coordinator = coordinator
+        self.store = store
         self.groups: dict[str, G] = {}
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
-        self._tasks: set[asyncio.Task[Any]] = set()
+        store.register(self)
 
     # -- what a group type writes itself ---------------------------------------------
 
@@ -139,19 +136,15 @@ class ModernGroups(ABC, Generic[G, R]):
                 result = self._leave(request, records)
             else:
                 result = heartbeat(records)
-        except BrokerError as error:
+            if records:
+                self.store.append(request.group_id, records)
+        except BrokerError as error:  # CoordinatorWriteError too
             return self._error_result(request, error.error_code, error.message)
-        if records and not await self.coordinator._append(request.group_id, records):
-            return self._error_result(
-                request,
-                E.COORDINATOR_NOT_AVAILABLE,
-                "cannot write to __consumer_offsets",
-            )
         return result
 
     @staticmethod
     def _invalid(message: str) -> BrokerError:
-        return BrokerError(E.INVALID_REQUEST, message)
+        return BrokerError(ErrorCode.INVALID_REQUEST, message)
 
     @classmethod
     def _validate_common(cls, r: Any) -> None:
@@ -175,7 +168,9 @@ class ModernGroups(ABC, Generic[G, R]):
         """The group, or BrokerError(GROUP_ID_NOT_FOUND)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise BrokerError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            raise BrokerError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            )
         return group
 
     def _group_for_join(self, group_id: str, records: list[Pair]) -> G:
@@ -184,23 +179,19 @@ class ModernGroups(ABC, Generic[G, R]):
         group = self.groups.get(group_id)
         if group is not None:
             return group
-        coordinator = self.coordinator
-        classic = coordinator.groups.get(group_id)
-        other = any(
-            group_id in kind.groups
-            for kind in (coordinator.consumer, coordinator.streams)
-            if kind is not self
-        )
+        store = self.store
+        classic = store.classic.get(group_id)
+        other = store.taken_by_other(group_id, self)
         if other or (classic is not None and classic.members):
             raise BrokerError(
-                E.GROUP_ID_NOT_FOUND,
+                ErrorCode.GROUP_ID_NOT_FOUND,
                 f"Group {group_id} is not a {self.GROUP_TYPE} group.",
             )
         group = self._new_group(group_id)
         if classic is not None:
             # online upgrade of an empty classic group: its offsets carry over
             group.offsets = classic.offsets
-            del coordinator.groups[group_id]
+            del store.classic[group_id]
             records.append(group_metadata_record(group_id, None))
         self.groups[group_id] = group
         return group
@@ -211,7 +202,7 @@ class ModernGroups(ABC, Generic[G, R]):
         member = group.members.get(member_id)
         if member is None:
             raise BrokerError(
-                E.UNKNOWN_MEMBER_ID,
+                ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group.group_id}.",
             )
         return member
@@ -236,7 +227,7 @@ class ModernGroups(ABC, Generic[G, R]):
             )
         ):
             raise BrokerError(
-                E.FENCED_MEMBER_EPOCH,
+                ErrorCode.FENCED_MEMBER_EPOCH,
                 f"The {self.GROUP_TYPE} group member has a"
                 f" {'greater' if epoch > member.member_epoch else 'smaller'} member"
                 f" epoch ({epoch}) than the one known by the group coordinator"
@@ -246,10 +237,7 @@ class ModernGroups(ABC, Generic[G, R]):
 
     def _setting(self, group_id: str, name: str, own: int) -> int:
         """The group's ``<type>.<name>`` config when set, else ``own``."""
-        lookup = getattr(self.coordinator.state, "group_config", None)
-        if lookup is None:
-            return own
-        return int(lookup(group_id, f"{self.GROUP_TYPE}.{name}", str(own)))
+        return self.store.group_config(group_id, f"{self.GROUP_TYPE}.{name}", own)
 
     def session_timeout(self, group_id: str) -> int:
         """The session timeout of ``group_id``'s members (ms)."""
@@ -263,7 +251,7 @@ class ModernGroups(ABC, Generic[G, R]):
 
     # -- fencing and timers ----------------------------------------------------------
 
-    def _remove(
+    def remove_member(
         self, group: G, member: ModernGroupMember[Any], records: list[Pair]
     ) -> None:
         """Remove ``member`` (leave, session or rebalance timeout) and bump the group
@@ -275,14 +263,14 @@ class ModernGroups(ABC, Generic[G, R]):
 
     def _arm_timers(self, group: G, member: ModernGroupMember[Any]) -> None:
         arm_member_timers(
-            self.coordinator.scheduler,
+            self.store.scheduler,
             member,
             self.session_timeout(group.group_id),
             member.revoking,
-            lambda why, epoch: self._expire(group, member, why, epoch),
+            lambda why, epoch: self.expire(group, member, why, epoch),
         )
 
-    def _expire(
+    def expire(
         self, group: G, member: ModernGroupMember[Any], why: str, epoch: int | None
     ) -> None:
         """A timer fired: fence ``member`` unless it left, or (rebalance timer,
@@ -301,21 +289,17 @@ class ModernGroups(ABC, Generic[G, R]):
             why,
         )
         records: list[Pair] = []
-        self._remove(group, member, records)
-        self._spawn(self.coordinator._append(group.group_id, records))
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self.remove_member(group, member, records)
+        try:
+            self.store.append(group.group_id, records)
+        except CoordinatorWriteError:
+            pass  # logged by the writer; the member is fenced in memory all the same
 
     async def stop(self) -> None:
-        """Cancel every timer and wait for pending appends."""
+        """Cancel every timer."""
         for group in self.groups.values():
             for member in group.members.values():
                 member.cancel_timers()
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def load(self, records: Mapping[tuple[str, str, str], CoordinatorRecord]) -> None:
         """Rebuild the groups from the last record of each key; members get fresh
@@ -344,7 +328,7 @@ class ModernGroups(ABC, Generic[G, R]):
         :meth:`.modern.ModernGroup.validate_offset_fetch`)."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.NONE
+            return ErrorCode.NONE
         return group.validate_offset_fetch(member_id, member_epoch)
 
     def is_member(self, group_id: str, member_id: str) -> bool:
@@ -370,11 +354,13 @@ class ModernGroups(ABC, Generic[G, R]):
         members; otherwise tombstones for its offsets and records, in one batch."""
         group = self.groups[group_id]
         if not group.is_empty():
-            return E.NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         pairs = [offset_commit_record(group_id, t, p, None) for t, p in group.offsets]
         pairs += self.group_tombstones(group)
-        if not await self.coordinator._append(group_id, pairs):
-            return E.COORDINATOR_NOT_AVAILABLE
+        try:
+            self.store.append(group_id, pairs)
+        except CoordinatorWriteError as err:
+            return err.error_code
         group.dead = True
         del self.groups[group_id]
-        return E.NONE
+        return ErrorCode.NONE

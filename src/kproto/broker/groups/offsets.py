@@ -2,62 +2,64 @@
 OffsetDelete, the offsets of deleted topics and transactional offsets made visible by
 their marker, following Kafka's ``OffsetMetadataManager`` (group-coordinator module).
 
-:class:`OffsetMetadataManager` is a mixin of
-:class:`kproto.broker.groups.coordinator.GroupCoordinator`, which owns the groups and
-the ``__consumer_offsets`` appends it uses.
+:class:`OffsetMetadataManager` is held by
+:class:`kproto.broker.groups.coordinator.GroupCoordinator` (``coordinator.offsets``);
+it reads the groups of every type from the :class:`.group_store.GroupStore` and
+writes through its ``__consumer_offsets`` writer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, cast
 
-from kproto.broker.errors import LogAppendError
+from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.errors import ErrorCode
 
+from .consumer_coordinator import ConsumerGroups
 from .consumer_group import ConsumerGroup
-from .consumer_lifecycle import delete_offsets
 from .group import ClassicGroup, CommittedOffset, GroupState
+from .group_store import GroupStore
+from .membership import Membership
 from .records import offset_commit_record
+from .streams_coordinator import StreamsGroups
 from .streams_group import StreamsGroup
-
-if TYPE_CHECKING:
-    from kproto.broker.state import ClusterState
-
-    from .consumer_coordinator import ConsumerGroups
-    from .coordinator import GroupCoordinator
-    from .membership import Membership
-    from .streams_coordinator import StreamsGroups
-    from .txn_offsets import PendingTxnOffsets
+from .txn_offsets import PendingTxnOffsets
 
 __all__ = ["OffsetMetadataManager", "OFFSET_METADATA_MAX_BYTES"]
 
-E = ErrorCode
 
 # Kafka's offset.metadata.max.bytes default.
 OFFSET_METADATA_MAX_BYTES = 4096
 
 
 class OffsetMetadataManager:
-    """The offsets half of the group coordinator (see the module docstring)."""
+    """The committed offsets of every group (see the module docstring).
 
-    state: ClusterState
-    groups: dict[str, ClassicGroup]
-    consumer: ConsumerGroups
-    streams: StreamsGroups
-    membership: Membership
-    pending_txn_offsets: PendingTxnOffsets
+    Args:
+        store: the groups and their writer.
+        membership: the classic groups' protocol (a commit refreshes a member's
+            session).
+        consumer, streams: the KIP-848 and KIP-1071 groups.
+        pending_txn_offsets: TxnOffsetCommit offsets waiting for their marker.
+    """
+
+    def __init__(
+        self,
+        store: GroupStore,
+        membership: Membership,
+        consumer: ConsumerGroups,
+        streams: StreamsGroups,
+        pending_txn_offsets: PendingTxnOffsets,
+    ) -> None:
+        self.store = store
+        self.groups = store.classic
+        self.membership = membership
+        self.consumer = consumer
+        self.streams = streams
+        self.pending_txn_offsets = pending_txn_offsets
 
     def now_ms(self) -> int:
-        raise NotImplementedError
-
-    async def _append(
-        self,
-        group_id: str,
-        pairs: list[tuple[bytes, bytes | None]],
-        producer: tuple[int, int] | None = None,
-    ) -> bool:
-        raise NotImplementedError
+        return self.store.now_ms()
 
     async def commit_offsets(
         self,
@@ -99,15 +101,15 @@ class OffsetMetadataManager:
             )
         if (
             producer is not None
-            and error == E.ILLEGAL_GENERATION
+            and error == ErrorCode.ILLEGAL_GENERATION
             and generation_id < 0
             and not member_id
             and group_instance_id is None
         ):
             # TxnOffsetCommit before v3 carries no member (Kafka's
             # validateOffsetCommit with isTransactional)
-            error = E.NONE
-        if error != E.NONE:
+            error = ErrorCode.NONE
+        if error != ErrorCode.NONE:
             return {tp: error for tp in offsets}
         group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
             modern or streams or self.groups.get(group_id)
@@ -120,16 +122,16 @@ class OffsetMetadataManager:
         result: dict[tuple[str, int], int] = {}
         accepted: dict[tuple[str, int], CommittedOffset] = {}
         for (topic, partition), (offset, epoch, metadata, timestamp) in offsets.items():
-            count = self.state.topic_partitions(topic)
+            count = self.store.state.topic_partitions(topic)
             if count is None or not 0 <= partition < count:
-                result[(topic, partition)] = E.UNKNOWN_TOPIC_OR_PARTITION
+                result[(topic, partition)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif (
                 metadata is not None
                 and len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES
             ):
-                result[(topic, partition)] = E.OFFSET_METADATA_TOO_LARGE
+                result[(topic, partition)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                result[(topic, partition)] = E.NONE
+                result[(topic, partition)] = ErrorCode.NONE
                 accepted[(topic, partition)] = CommittedOffset(
                     offset,
                     epoch,
@@ -143,11 +145,9 @@ class OffsetMetadataManager:
                 for (t, p), c in accepted.items()
             ]
             try:
-                stored = await self._append(group_id, pairs, producer)
-            except LogAppendError as err:
+                self.store.append(group_id, pairs, producer)
+            except CoordinatorWriteError as err:
                 return {tp: err.error_code for tp in offsets}
-            if not stored:
-                return {tp: E.COORDINATOR_NOT_AVAILABLE for tp in offsets}
             if producer is None:
                 group.offsets.update(accepted)
             else:
@@ -171,24 +171,24 @@ class OffsetMetadataManager:
     ) -> int:
         group = self.groups.get(group_id)
         if group is None:
-            return E.NONE if generation_id < 0 else E.ILLEGAL_GENERATION
+            return ErrorCode.NONE if generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
         if group.is_(GroupState.DEAD):
-            return E.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_(GroupState.EMPTY):
-            return E.NONE
+            return ErrorCode.NONE
         if group.is_static_member_fenced(member_id, instance_id):
-            return E.FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if generation_id >= 0 or member_id or instance_id is not None:
             if member_id not in group.members:
-                return E.UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
-                return E.ILLEGAL_GENERATION
+                return ErrorCode.ILLEGAL_GENERATION
         else:
             # an admin commit (no member, generation -1) to a group with members
-            return E.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_(GroupState.COMPLETING_REBALANCE):
-            return E.REBALANCE_IN_PROGRESS
-        return E.NONE
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None
@@ -214,33 +214,33 @@ class OffsetMetadataManager:
         group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
         of topics an active consumer group subscribes to."""
         if group_id in self.consumer.groups:
-            return await delete_offsets(
-                cast("GroupCoordinator", self), group_id, partitions
-            )
+            return self.consumer.delete_offsets(group_id, partitions)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
-            return E.GROUP_ID_NOT_FOUND, {}
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] | None = set()
         if not group.is_(GroupState.EMPTY):
             if group.protocol_type != "consumer":
-                return E.NON_EMPTY_GROUP, {}
+                return ErrorCode.NON_EMPTY_GROUP, {}
             subscribed = group.subscribed_topics()
         result: dict[tuple[str, int], int] = {}
         deleted: list[tuple[str, int]] = []
         for topic, partition in partitions:
             if subscribed is None or topic in subscribed:
-                result[(topic, partition)] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                result[(topic, partition)] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             else:
-                result[(topic, partition)] = E.NONE
+                result[(topic, partition)] = ErrorCode.NONE
                 if (topic, partition) in group.offsets:
                     deleted.append((topic, partition))
         if deleted:
             pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
-            if not await self._append(group_id, pairs):
-                return E.COORDINATOR_NOT_AVAILABLE, {}
+            try:
+                self.store.append(group_id, pairs)
+            except CoordinatorWriteError as err:
+                return err.error_code, {}
             for tp in deleted:
                 group.offsets.pop(tp, None)
-        return E.NONE, result
+        return ErrorCode.NONE, result
 
     async def on_topic_deleted(self, topic: str) -> int:
         """Drop every group's committed offsets of ``topic`` (tombstones appended),
@@ -258,10 +258,13 @@ class OffsetMetadataManager:
             if not stale:
                 continue
             pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
-            if await self._append(group_id, pairs):
-                for tp in stale:
-                    group.offsets.pop(tp, None)
-                removed += len(stale)
+            try:
+                self.store.append(group_id, pairs)
+            except CoordinatorWriteError:
+                continue  # logged by the writer; kept until the next deletion
+            for tp in stale:
+                group.offsets.pop(tp, None)
+            removed += len(stale)
         return removed
 
     def complete_transaction(

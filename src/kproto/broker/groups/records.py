@@ -24,7 +24,7 @@ import attrs
 
 from kproto.index import data_type
 from kproto.meta import WIRE, build_entity
-from kproto.records import RecordBatch, encode_batch
+from kproto.records import RecordBatch
 from kproto.serial import DecodeError, entity_reader, entity_writer
 
 from .group import CommittedOffset
@@ -38,12 +38,9 @@ __all__ = [
     "OffsetRecord",
     "batch_records",
     "decode_record",
-    "encode_records",
     "encode_versioned",
     "group_metadata_record",
-    "java_string_hashcode",
     "offset_commit_record",
-    "partition_for",
     "read_versioned",
 ]
 
@@ -53,33 +50,6 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
 _INT16 = struct.Struct(">h")
-
-
-def java_string_hashcode(text: str) -> int:
-    """Java's ``String.hashCode()`` of ``text``: a signed int32.
-
-    Computed over UTF-16 code units, as the JVM does (characters outside the BMP count
-    as two surrogate units).
-
-    >>> java_string_hashcode("hello")
-    99162322
-    >>> java_string_hashcode("polygenelubricants")  # Integer.MIN_VALUE
-    -2147483648
-    """
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(group_id: str, offsets_partitions: int) -> int:
-    """The ``__consumer_offsets`` partition of ``group_id``.
-
-    Kafka's ``GroupMetadataManager.partitionFor``: ``Utils.abs(hashCode) % n``, where
-    ``Utils.abs`` maps ``Integer.MIN_VALUE`` to 0 (``& 0x7fffffff``).
-    """
-    return (java_string_hashcode(group_id) & 0x7FFFFFFF) % offsets_partitions
 
 
 def encode_versioned(cls: type, version: int, fields: dict[str, Any]) -> bytes:
@@ -145,13 +115,6 @@ def group_metadata_record(
     fields = dict(value)
     fields["members"] = tuple(entity(**m) for m in value["members"])
     return key, encode_versioned(value_cls, GROUP_METADATA_VALUE_VERSION, fields)
-
-
-def encode_records(
-    pairs: Iterable[tuple[bytes, bytes | None]], timestamp_ms: int
-) -> bytes:
-    """One uncompressed record batch (magic 2) holding ``pairs`` as (key, value)."""
-    return encode_batch([(k, v, (), timestamp_ms) for k, v in pairs])
 
 
 @attrs.frozen

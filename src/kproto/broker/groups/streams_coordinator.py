@@ -37,6 +37,7 @@ import attrs
 from kproto.broker.errors import BrokerError
 from kproto.errors import ErrorCode
 
+from .group_store import Pair
 from .modern_coordinator import ModernGroups
 from .records import CoordinatorRecord
 from .streams_group import (
@@ -60,8 +61,6 @@ from .streams_records import (
 __all__ = ["Status", "StreamsGroups", "StreamsHeartbeatResult", "task_set"]
 
 log = logging.getLogger("kproto.broker.groups")
-E = ErrorCode
-Pair = tuple[bytes, bytes | None]
 
 TASK_OFFSET_INTERVAL_MS = 60_000
 ACCEPTABLE_RECOVERY_LAG = 10_000
@@ -110,7 +109,7 @@ def topology_from(topology: Any) -> tuple[Subtopology, ...]:
     for s in topology.subtopologies:
         if s.source_topic_regex:
             raise BrokerError(
-                E.INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 f"Subtopology {s.subtopology_id}: SourceTopicRegex is not supported"
                 " by the kproto broker; name the source topics.",
             )
@@ -206,7 +205,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
         self._arm_timers(group, member)
         send = changed or r.member_epoch == 0 or owned is not None
         return StreamsHeartbeatResult(
-            E.NONE,
+            ErrorCode.NONE,
             None,
             member.member_id,
             member.member_epoch,
@@ -255,7 +254,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
         """Partition counts of the source topics; True if they changed."""
         current = {}
         for name in group.source_topics():
-            count = self.coordinator.state.topic_partitions(name)
+            count = self.store.state.topic_partitions(name)
             if count is not None:
                 current[name] = count
         if current == group.metadata and group.configured is not None:
@@ -285,7 +284,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
                 )
             ]
         missing = []
-        state = self.coordinator.state
+        state = self.store.state
         for info, partitions in configured.internal_topics:
             if state.topic_partitions(info.name) is not None or partitions < 1:
                 continue
@@ -328,8 +327,8 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
 
     def _leave(self, r: Any, records: list[Pair]) -> StreamsHeartbeatResult:
         group = self._group(r.group_id)
-        self._remove(group, self._member(group, r.member_id), records)
-        return StreamsHeartbeatResult(E.NONE, None, r.member_id, r.member_epoch)
+        self.remove_member(group, self._member(group, r.member_id), records)
+        return StreamsHeartbeatResult(ErrorCode.NONE, None, r.member_id, r.member_epoch)
 
     def _epoch_records(self, group: StreamsGroup) -> list[Pair]:
         return group_records(group, targets=False)

@@ -227,6 +227,8 @@ class StreamsGroup(ModernGroup[StreamsGroupMember, str]):
     metadata hash of a group recovered from its records.
     """
 
+    STATES = StreamsGroupState
+
     topology_epoch: int = 0
     topology: tuple[Subtopology, ...] | None = None
     configured: ConfiguredTopology | None = None

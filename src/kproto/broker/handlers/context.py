@@ -17,6 +17,7 @@ import attrs
 
 from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.replica_manager import ReplicaManager
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
@@ -65,6 +66,8 @@ class RequestContext:
         fetch_sessions: the node's fetch session cache (KIP-227; ``None``:
             every Fetch is sessionless).
         share: the share-group coordinator (KIP-932), if the cluster has one.
+        replicas: the partitions this node leads (appends and reads,
+            :class:`kproto.broker.replica_manager.ReplicaManager`).
     """
 
     state: ClusterState
@@ -80,6 +83,7 @@ class RequestContext:
     security: ListenerSecurity = attrs.field(factory=ListenerSecurity)
     fetch_sessions: FetchSessionCache | None = None
     share: ShareCoordinator | None = None
+    replicas: ReplicaManager = attrs.field(default=None)
 
     @property
     def member_host(self) -> str:

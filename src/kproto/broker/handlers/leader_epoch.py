@@ -16,20 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.handlers.partitions import leader_log
 from kproto.broker.leader_epoch_cache import end_offset_for
-from kproto.broker.leadership import leader_epoch
 
 __all__ = ["offset_for_leader_epoch"]
 
 
 def _partition(ctx: RequestContext, topic: str, p: Any) -> dict[str, Any]:
-    plog, error = leader_log(
-        ctx, topic, p.partition, getattr(p, "current_leader_epoch", -1)
+    replicas = ctx.replicas
+    plog, error = replicas.leader_log(
+        topic, p.partition, getattr(p, "current_leader_epoch", -1)
     )
     out: dict[str, Any] = {"partition": p.partition, "error_code": error}
     if plog is not None:
-        current = leader_epoch(ctx.state, topic, p.partition)
+        current = replicas.leader_epoch(topic, p.partition)
         out["leader_epoch"], out["end_offset"] = end_offset_for(
             plog, p.leader_epoch, current
         )

@@ -21,7 +21,6 @@ from typing import Any
 
 from kproto.broker.groups import OFFSETS_TOPIC
 from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.handlers.partitions import leader_log
 from kproto.broker.txn import TransactionMetadata
 from kproto.errors import ErrorCode
 
@@ -36,7 +35,6 @@ __all__ = [
     "describe_producers",
 ]
 
-E = ErrorCode
 
 #: The first version of each API that knows PRODUCER_FENCED (KIP-588).
 _FENCED_SINCE = {
@@ -48,8 +46,8 @@ _FENCED_SINCE = {
 
 
 def _fenced(ctx: RequestContext, api: str, error: ErrorCode) -> ErrorCode:
-    if error == E.PRODUCER_FENCED and ctx.api_version < _FENCED_SINCE[api]:
-        return E.INVALID_PRODUCER_EPOCH
+    if error == ErrorCode.PRODUCER_FENCED and ctx.api_version < _FENCED_SINCE[api]:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
     return error
 
 
@@ -66,13 +64,13 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=E.NONE,
+            error_code=ErrorCode.NONE,
             producer_id=producer_id,
             producer_epoch=0,
         )
-    error = ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else E.NONE
+    error = ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else ErrorCode.NONE
     producer_id = producer_epoch = -1
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         pid = getattr(request, "producer_id", -1)
         epoch = getattr(request, "producer_epoch", -1)
         expected = (pid, epoch) if pid >= 0 else None
@@ -113,9 +111,11 @@ def _add(
 ) -> dict[tuple[str, int], ErrorCode]:
     asked = [(t.name, p) for t in topics for p in t.partitions]
     error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else E.INVALID_REQUEST
+        ctx.txn.check_coordinator(txn_id, ctx.node_id)
+        if txn_id
+        else ErrorCode.INVALID_REQUEST
     )
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return dict.fromkeys(asked, error)
     if verify_only:
         results = ctx.txn.verify_partitions(txn_id, producer_id, epoch, asked)
@@ -161,7 +161,7 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
             }
         )
     return respond(
-        ctx, throttle_time_ms=0, error_code=E.NONE, results_by_transaction=out
+        ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, results_by_transaction=out
     )
 
 
@@ -169,9 +169,11 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
     """Add the group's ``__consumer_offsets`` partition to the transaction."""
     txn_id = request.transactional_id
     error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else E.INVALID_REQUEST
+        ctx.txn.check_coordinator(txn_id, ctx.node_id)
+        if txn_id
+        else ErrorCode.INVALID_REQUEST
     )
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         error = ctx.txn.add_offsets(
             txn_id, request.producer_id, request.producer_epoch, request.group_id
         )
@@ -184,9 +186,11 @@ async def end_txn(ctx: RequestContext, request: Any) -> Any:
     """Commit (``committed``) or abort the transaction: markers on every partition."""
     txn_id = request.transactional_id
     error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else E.INVALID_REQUEST
+        ctx.txn.check_coordinator(txn_id, ctx.node_id)
+        if txn_id
+        else ErrorCode.INVALID_REQUEST
     )
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         error = ctx.txn.end_txn(
             txn_id, request.producer_id, request.producer_epoch, request.committed
         )
@@ -223,7 +227,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions
     }
     error = groups.check_coordinator(request.group_id, ctx.node_id)
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         # KIP-890 part 1: the group's partition must be in the transaction
         # (AddOffsetsToTxn), as the coordinator verifies before appending
         error = ctx.txn.in_transaction(
@@ -233,9 +237,9 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             OFFSETS_TOPIC,
             groups.partition_for(request.group_id),
         )
-        if error == E.PRODUCER_FENCED:
-            error = E.INVALID_PRODUCER_EPOCH
-    if error != E.NONE:
+        if error == ErrorCode.PRODUCER_FENCED:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+    if error != ErrorCode.NONE:
         results = dict.fromkeys(offsets, error)
     elif not offsets:
         results = {}
@@ -259,7 +263,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
                     {
                         "partition_index": p.partition_index,
                         "error_code": (
-                            E.UNKNOWN_TOPIC_ID
+                            ErrorCode.UNKNOWN_TOPIC_ID
                             if name is None
                             else results[(name, p.partition_index)]
                         ),
@@ -283,20 +287,22 @@ def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
         "topics": [],
     }
     error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else E.INVALID_REQUEST
+        ctx.txn.check_coordinator(txn_id, ctx.node_id)
+        if txn_id
+        else ErrorCode.INVALID_REQUEST
     )
     meta: TransactionMetadata | None = None
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         meta = ctx.txn.describe(txn_id)
         if meta is None:
-            error = E.TRANSACTIONAL_ID_NOT_FOUND
+            error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
     if meta is None:
         return {**empty, "error_code": error}
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(meta.partitions):
         by_topic.setdefault(topic, []).append(partition)
     return {
-        "error_code": E.NONE,
+        "error_code": ErrorCode.NONE,
         "transactional_id": txn_id,
         "transaction_state": meta.state.kafka_name,
         "transaction_timeout_ms": meta.txn_timeout_ms,
@@ -334,14 +340,14 @@ async def list_transactions(ctx: RequestContext, request: Any) -> Any:
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=E.INVALID_REQUEST,
+            error_code=ErrorCode.INVALID_REQUEST,
             unknown_state_filters=[],
             transaction_states=[],
         )
     return respond(
         ctx,
         throttle_time_ms=0,
-        error_code=E.NONE,
+        error_code=ErrorCode.NONE,
         unknown_state_filters=unknown,
         transaction_states=[
             {
@@ -363,7 +369,7 @@ async def describe_producers(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         partitions = []
         for index in t.partition_indexes:
-            plog, error = leader_log(ctx, t.name, index)
+            plog, error = ctx.replicas.leader_log(t.name, index)
             producers = []
             if plog is not None:
                 ongoing = plog.txn_index.ongoing
@@ -382,7 +388,7 @@ async def describe_producers(ctx: RequestContext, request: Any) -> Any:
                 {
                     "partition_index": index,
                     "error_code": error,
-                    "error_message": None if error == E.NONE else error.name,
+                    "error_message": None if error == ErrorCode.NONE else error.name,
                     "active_producers": producers,
                 }
             )

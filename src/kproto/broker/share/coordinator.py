@@ -20,17 +20,18 @@ durable share-partition state). In one process they are one object:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Iterable
 
 import attrs
 
-from kproto.broker.groups.records import batch_records, encode_records
+from kproto.broker.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
+from kproto.broker.groups.records import batch_records
 from kproto.broker.groups.timers import AsyncioScheduler, Scheduler, TimerHandle
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
+from kproto.index import ApiKey
 from kproto.serial import DecodeError
 
 from .config import GROUP_PROPERTIES, ShareConfig
@@ -47,7 +48,6 @@ from .records import (
 __all__ = ["ShareCoordinator", "ShareSession", "SHARE_STATE_TOPIC"]
 
 log = logging.getLogger("kproto.broker.share")
-E = ErrorCode
 _EPOCH_MAX = 2**31 - 1
 
 #: (group id, topic, partition)
@@ -100,7 +100,10 @@ class ShareCoordinator:
         self._topic_ids: dict[Key, uuid.UUID | None] = {}
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
         self._member_timers: dict[tuple[str, str], TimerHandle] = {}
-        self._pending: set[asyncio.Task[bool]] = set()
+        #: the ``__share_group_state`` writer
+        self.runtime = CoordinatorRuntime(
+            state, SHARE_STATE_TOPIC, self.config.state_topic_partitions
+        )
         #: group id -> group configs set on it (``share.*``, Kafka's ``GroupConfig``)
         self.group_configs: dict[str, dict[str, str]] = {}
         self.started = False
@@ -117,11 +120,8 @@ class ShareCoordinator:
         tombstone deletes. Records that do not decode are logged and skipped."""
         found: dict[tuple[str, uuid.UUID, int], _Loaded] = {}
         for p in range(self.config.state_topic_partitions):
-            plog = self.state.partition_log(SHARE_STATE_TOPIC, p)
-            if plog is None:
-                continue
             try:
-                for batch in plog.batches(0):
+                for batch in self.runtime.batches(p):
                     self._replay(batch_records(batch), found, p)
             except DecodeError as exc:
                 log.error("%s-%d: cannot replay: %s", SHARE_STATE_TOPIC, p, exc)
@@ -167,14 +167,12 @@ class ShareCoordinator:
                 loaded.batches.extend(state_batches(record.value))
 
     async def stop(self) -> None:
-        """Cancel every timer and wait for pending state writes."""
+        """Cancel every timer."""
         for share in self.partitions.values():
             share.cancel_timers()
         for handle in self._member_timers.values():
             handle.cancel()
         self._member_timers.clear()
-        if self._pending:
-            await asyncio.gather(*self._pending, return_exceptions=True)
         self.started = False
 
     # -- group configs ---------------------------------------------------------
@@ -238,7 +236,7 @@ class ShareCoordinator:
         handle = self._member_timers.pop(key, None)
         if handle is not None:
             handle.cancel()
-        if result.error_code == E.NONE and result.member_epoch >= 0:
+        if result.error_code == ErrorCode.NONE and result.member_epoch >= 0:
             self._member_timers[key] = self.scheduler.call_later(
                 self.config_for(group_id).session_timeout_ms,
                 lambda: self._expire_member(key),
@@ -342,14 +340,12 @@ class ShareCoordinator:
         could not be written)."""
         share = self.partitions.get((group_id, topic, partition))
         if share is None:
-            return E.INVALID_RECORD_STATE
+            return ErrorCode.INVALID_RECORD_STATE
         error = share.acknowledge(member_id, batches)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             return error
         self.state.notify_appended()
-        if not await self._write(share):
-            return E.KAFKA_STORAGE_ERROR
-        return E.NONE
+        return self._write(share, ApiKey.SHARE_ACKNOWLEDGE)
 
     # -- sessions --------------------------------------------------------------
 
@@ -402,7 +398,7 @@ class ShareCoordinator:
         if share is None:
             share = self._new_partition(group_id, topic, partition, offset, 0)
         share.reset(offset)
-        return E.NONE if await self._write(share) else E.KAFKA_STORAGE_ERROR
+        return self._write(share, ApiKey.ALTER_SHARE_GROUP_OFFSETS)
 
     async def delete_offsets(self, group_id: str, topic: str) -> ErrorCode:
         """Delete every share partition of ``topic`` in ``group_id``
@@ -416,9 +412,11 @@ class ShareCoordinator:
                 p = state_partition_for(
                     group_id, info.topic_id, key[2], self.config.state_topic_partitions
                 )
-                if not await self._append(p, pairs):
-                    return E.KAFKA_STORAGE_ERROR
-        return E.NONE
+                try:
+                    self.runtime.append(p, pairs)
+                except CoordinatorWriteError as err:
+                    return err.error_for(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+        return ErrorCode.NONE
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         """Delete an empty share group, its configs and its share partitions'
@@ -426,33 +424,30 @@ class ShareCoordinator:
         GROUP_ID_NOT_FOUND if unknown."""
         group = self.groups.get(group_id)
         if group is None:
-            return E.GROUP_ID_NOT_FOUND
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
-            return E.NON_EMPTY_GROUP
+            return ErrorCode.NON_EMPTY_GROUP
         for topic in sorted({t for g, t, _ in self.partitions if g == group_id}):
             error = await self.delete_offsets(group_id, topic)
-            if error != E.NONE:
+            if error != ErrorCode.NONE:
                 return error
         del self.groups[group_id]
         self.group_configs.pop(group_id, None)
-        return E.NONE
+        return ErrorCode.NONE
 
     # -- persistence -----------------------------------------------------------
 
     def _persist(self, share: SharePartition) -> None:
-        """Write the state in the background (timer callbacks cannot wait)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        task = loop.create_task(self._write(share))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
+        """Write the state where nobody waits for the answer (timers, releases):
+        a failure is logged by the writer."""
+        self._write(share, ApiKey.SHARE_ACKNOWLEDGE)
 
-    async def _write(self, share: SharePartition) -> bool:
+    def _write(self, share: SharePartition, api: ApiKey) -> ErrorCode:
+        """Append the share partition's snapshot: NONE, or the error ``api``
+        answers (:meth:`CoordinatorWriteError.error_for`)."""
         info = self.state.topics.get(share.topic)
         if info is None:
-            return False
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now = self.state.now_ms()
         value = {
             "snapshot_epoch": 0,
@@ -470,23 +465,8 @@ class ShareCoordinator:
             share.partition,
             self.config.state_topic_partitions,
         )
-        return await self._append(p, [pair])
-
-    async def _append(
-        self, partition: int, pairs: list[tuple[bytes, bytes | None]]
-    ) -> bool:
-        self.state.ensure_internal_topic(
-            SHARE_STATE_TOPIC, self.config.state_topic_partitions
-        )
-        plog = self.state.partition_log(SHARE_STATE_TOPIC, partition)
-        if plog is None:
-            log.warning("%s-%d has no partition log", SHARE_STATE_TOPIC, partition)
-            return False
         try:
-            await plog.append(encode_records(pairs, self.state.now_ms()))
-        except OSError as exc:
-            log.error(
-                "appending to %s-%d failed: %s", SHARE_STATE_TOPIC, partition, exc
-            )
-            return False
-        return True
+            self.runtime.append(p, [pair])
+        except CoordinatorWriteError as err:
+            return err.error_for(api)
+        return ErrorCode.NONE

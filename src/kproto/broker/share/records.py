@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from kproto.broker.groups import java_string_hashcode
+from kproto.broker.coordinator_runtime import partition_for as _partition_for
 from kproto.broker.groups.records import encode_versioned, read_versioned
 from kproto.index import data_type
 from kproto.json import kafka_uuid
@@ -51,7 +51,7 @@ def state_partition_for(
     base64 form (``Uuid.toString``)."""
     topic = kafka_uuid(topic_id)
     key = f"{group_id}:{topic}:{partition}"
-    return (java_string_hashcode(key) & 0x7FFFFFFF) % partitions
+    return _partition_for(key, partitions)
 
 
 def snapshot_record(

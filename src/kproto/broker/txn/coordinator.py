@@ -36,14 +36,14 @@ from collections.abc import Iterable
 
 import attrs
 
+from kproto.broker.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from kproto.broker.groups import OFFSETS_TOPIC, GroupCoordinator
 from kproto.broker.groups.timers import AsyncioScheduler, Scheduler, TimerHandle
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
-from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
-from .markers import COORDINATOR, write_markers
+from .markers import write_markers
 from .metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -53,14 +53,12 @@ from .metadata import (
 from .records import (
     TRANSACTION_STATE_TOPIC,
     decode_record,
-    partition_for,
     transaction_record,
 )
 
 __all__ = ["TransactionCoordinator", "TRANSACTION_STATE_TOPIC"]
 
 log = logging.getLogger("kproto.broker.txn")
-E = ErrorCode
 S = TransactionState
 
 DEFAULT_TRANSACTION_PARTITIONS = 5
@@ -108,6 +106,8 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.abort_interval_ms = abort_interval_ms
         self.transactions: dict[str, TransactionMetadata] = {}
+        #: the ``__transaction_state`` writer
+        self.runtime = CoordinatorRuntime(state, TRANSACTION_STATE_TOPIC, partitions)
         self.started = False
         self._timer: TimerHandle | None = None
 
@@ -122,22 +122,17 @@ class TransactionCoordinator:
         InitProducerId does."""
         loaded: dict[str, TransactionMetadata | None] = {}
         for partition in range(self.partitions):
-            plog = self.state.partition_log(TRANSACTION_STATE_TOPIC, partition)
-            if plog is None:
-                continue
+            where = f"{TRANSACTION_STATE_TOPIC}-{partition}"
             try:
-                for batch in plog.batches(0):
-                    if batch.is_control:
+                for key, value in self.runtime.records(partition):
+                    try:
+                        txn_id, meta = decode_record(key, value)
+                    except DecodeError as exc:
+                        log.warning("%s: skipping record: %s", where, exc)
                         continue
-                    for record in batch.records:
-                        try:
-                            txn_id, meta = decode_record(record.key, record.value)
-                        except DecodeError as exc:
-                            log.warning("%s: skipping record: %s", plog, exc)
-                            continue
-                        loaded[txn_id] = meta
+                    loaded[txn_id] = meta
             except DecodeError as exc:
-                log.error("%s: cannot replay: %s", plog, exc)
+                log.error("%s: cannot replay: %s", where, exc)
         for txn_id, meta in loaded.items():
             if meta is None or meta.state == S.DEAD:
                 continue
@@ -173,29 +168,19 @@ class TransactionCoordinator:
     # -- coordinator lookup ----------------------------------------------------------
 
     def partition_for(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.partitions)
+        """The ``__transaction_state`` partition of ``transactional_id``."""
+        return self.runtime.partition_for(transactional_id)
 
     def coordinator_for(self, transactional_id: str) -> int | None:
         """The node id coordinating ``transactional_id`` (creating
         ``__transaction_state`` on first use), or None without a leader."""
-        self.state.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.partitions)
-        leader = self.state.leader(
-            TRANSACTION_STATE_TOPIC, self.partition_for(transactional_id)
-        )
-        return None if leader is None or leader < 0 else int(leader)
+        return self.runtime.coordinator_for(transactional_id)
 
     def check_coordinator(self, transactional_id: str, node_id: int) -> ErrorCode:
         """NONE if ``node_id`` coordinates ``transactional_id``; else
         NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS
         (before :meth:`start` finished)."""
-        leader = self.coordinator_for(transactional_id)
-        if leader is None:
-            return E.COORDINATOR_NOT_AVAILABLE
-        if leader != node_id:
-            return E.NOT_COORDINATOR
-        if not self.started:
-            return E.COORDINATOR_LOAD_IN_PROGRESS
-        return E.NONE
+        return self.runtime.check_coordinator(transactional_id, node_id, self.started)
 
     # -- InitProducerId --------------------------------------------------------------
 
@@ -219,9 +204,9 @@ class TransactionCoordinator:
         producer), CONCURRENT_TRANSACTIONS.
         """
         if not transactional_id:
-            return E.INVALID_REQUEST, -1, -1
+            return ErrorCode.INVALID_REQUEST, -1, -1
         if not 0 < transaction_timeout_ms <= self.max_timeout_ms:
-            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, -1, -1
         now = self.state.now_ms()
         meta = self.transactions.get(transactional_id)
         if meta is None:
@@ -235,12 +220,12 @@ class TransactionCoordinator:
         if expected is not None and not (
             meta.producer_epoch == NO_PRODUCER_EPOCH or expected[0] == meta.producer_id
         ):
-            return E.PRODUCER_FENCED, -1, -1
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         if meta.state == S.ONGOING:
             error = self._fence_and_abort(meta)
-            return error or E.CONCURRENT_TRANSACTIONS, -1, -1
+            return error or ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return E.CONCURRENT_TRANSACTIONS, -1, -1
+            return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         new = attrs.evolve(meta, partitions=set())
         if meta.is_epoch_exhausted and (
             expected is None or expected[1] == meta.producer_epoch
@@ -263,13 +248,14 @@ class TransactionCoordinator:
         elif expected[1] == meta.last_producer_epoch:
             pass  # a retry of a bump that succeeded: same epoch again
         else:
-            return E.PRODUCER_FENCED, -1, -1
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         new.txn_timeout_ms = transaction_timeout_ms
         new.transition(S.EMPTY, now)
         new.txn_start_timestamp_ms = -1
-        if not self._persist(new):
-            return E.COORDINATOR_NOT_AVAILABLE, -1, -1
-        return E.NONE, new.producer_id, new.producer_epoch
+        error = self._persist(new)
+        if error:
+            return error, -1, -1
+        return ErrorCode.NONE, new.producer_id, new.producer_epoch
 
     def _new_producer_id(self) -> int:
         producer_id = self.state.next_producer_id
@@ -283,12 +269,12 @@ class TransactionCoordinator:
     ) -> tuple[ErrorCode, TransactionMetadata | None]:
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING, None
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
         if meta.producer_epoch != producer_epoch:
-            return E.PRODUCER_FENCED, None
+            return ErrorCode.PRODUCER_FENCED, None
         if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return E.CONCURRENT_TRANSACTIONS, None
-        return E.NONE, meta
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
+        return ErrorCode.NONE, meta
 
     def add_partitions(
         self,
@@ -319,20 +305,21 @@ class TransactionCoordinator:
         if unknown:
             return {
                 tp: (
-                    E.UNKNOWN_TOPIC_OR_PARTITION
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     if tp in unknown
-                    else E.OPERATION_NOT_ATTEMPTED
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED
                 )
                 for tp in asked
             }
         if meta.state == S.ONGOING and set(asked) <= meta.partitions:
-            return dict.fromkeys(asked, E.NONE)
+            return dict.fromkeys(asked, ErrorCode.NONE)
         new = attrs.evolve(meta, partitions=set(meta.partitions))
         new.transition(S.ONGOING, self.state.now_ms())
         new.partitions.update(asked)
-        if not self._persist(new):
-            return dict.fromkeys(asked, E.COORDINATOR_NOT_AVAILABLE)
-        return dict.fromkeys(asked, E.NONE)
+        error = self._persist(new)
+        if error:
+            return dict.fromkeys(asked, error)
+        return dict.fromkeys(asked, ErrorCode.NONE)
 
     def verify_partitions(
         self,
@@ -352,9 +339,9 @@ class TransactionCoordinator:
             return dict.fromkeys(asked, error)
         return {
             tp: (
-                E.NONE
+                ErrorCode.NONE
                 if meta.state == S.ONGOING and tp in meta.partitions
-                else E.INVALID_TXN_STATE
+                else ErrorCode.INVALID_TXN_STATE
             )
             for tp in asked
         }
@@ -368,7 +355,7 @@ class TransactionCoordinator:
     ) -> ErrorCode:
         """Add the group's ``__consumer_offsets`` partition to the transaction
         (AddOffsetsToTxn), so its TxnOffsetCommit offsets get the marker."""
-        self.state.ensure_internal_topic(OFFSETS_TOPIC, self.groups.offsets_partitions)
+        self.groups.runtime.ensure_topic()
         tp = (OFFSETS_TOPIC, self.groups.partition_for(group_id))
         return self.add_partitions(transactional_id, producer_id, producer_epoch, [tp])[
             tp
@@ -406,29 +393,30 @@ class TransactionCoordinator:
 
         Errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, INVALID_TXN_STATE
         (nothing open, or the other outcome already decided),
-        COORDINATOR_NOT_AVAILABLE (the state could not be written).
+        NOT_COORDINATOR (the state could not be written).
         """
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if producer_epoch != meta.producer_epoch:
-            return E.PRODUCER_FENCED
+            return ErrorCode.PRODUCER_FENCED
         if meta.state == S.ONGOING:
             return self._end(meta, committed)
         done = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
         if meta.state == done:
-            return E.NONE
-        return E.INVALID_TXN_STATE
+            return ErrorCode.NONE
+        return ErrorCode.INVALID_TXN_STATE
 
     def _end(self, meta: TransactionMetadata, committed: bool) -> ErrorCode:
         prepared = attrs.evolve(meta, partitions=set(meta.partitions))
         prepared.transition(
             S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, self.state.now_ms()
         )
-        if not self._persist(prepared):
-            return E.COORDINATOR_NOT_AVAILABLE
+        error = self._persist(prepared)
+        if error:
+            return error
         self._complete(prepared)
-        return E.NONE
+        return ErrorCode.NONE
 
     def _complete(self, meta: TransactionMetadata) -> None:
         """Write the markers of a prepared transaction, then its Complete state."""
@@ -446,7 +434,7 @@ class TransactionCoordinator:
         done.transition(
             S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT, self.state.now_ms()
         )
-        if not self._persist(done):
+        if self._persist(done):
             # the markers are written; the state stays Prepare* in memory and the
             # next start completes it again (markers are idempotent for readers)
             log.error(
@@ -469,7 +457,7 @@ class TransactionCoordinator:
         for txn_id, meta in list(self.transactions.items()):
             if meta.timed_out(now):
                 log.info("transaction %s timed out: aborting it", txn_id)
-                if self._fence_and_abort(meta) == E.NONE:
+                if self._fence_and_abort(meta) == ErrorCode.NONE:
                     aborted.append(txn_id)
         return aborted
 
@@ -526,26 +514,14 @@ class TransactionCoordinator:
 
     # -- persistence -----------------------------------------------------------------
 
-    def _persist(self, meta: TransactionMetadata) -> bool:
+    def _persist(self, meta: TransactionMetadata) -> ErrorCode:
         """Append ``meta`` to its ``__transaction_state`` partition, then make it the
-        id's state; False (logged) when the write fails."""
-        self.state.ensure_internal_topic(TRANSACTION_STATE_TOPIC, self.partitions)
-        partition = self.partition_for(meta.transactional_id)
-        plog = self.state.partition_log(TRANSACTION_STATE_TOPIC, partition)
-        if plog is None:
-            log.error("%s-%d has no log", TRANSACTION_STATE_TOPIC, partition)
-            return False
-        key, value = transaction_record(meta.transactional_id, meta)
+        id's state: NONE, or the coordinator's error (NOT_COORDINATOR for a failed
+        write, as Kafka's ``TransactionStateManager.appendTransactionToLog``)."""
+        pair = transaction_record(meta.transactional_id, meta)
         try:
-            plog.append_batches(
-                encode_batch([(key, value, (), self.state.now_ms())]), COORDINATOR
-            )
-        except OSError as exc:
-            log.error(
-                "transaction %s: cannot append its state: %s",
-                meta.transactional_id,
-                exc,
-            )
-            return False
+            self.runtime.append(self.partition_for(meta.transactional_id), [pair])
+        except CoordinatorWriteError as err:
+            return err.error_code
         self.transactions[meta.transactional_id] = meta
-        return True
+        return ErrorCode.NONE

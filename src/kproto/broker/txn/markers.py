@@ -62,7 +62,7 @@ def write_markers(
         )  # the log stamps its partition's leader epoch (-1 until then)
         try:
             plog.append_batches(batch, COORDINATOR)
-        except (LogAppendError, OSError) as exc:
+        except LogAppendError as exc:
             log.error("marker for %s-%d not written: %s", topic, partition, exc)
             continue
         written += 1

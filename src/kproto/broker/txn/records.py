@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from kproto.broker.groups import java_string_hashcode
+from kproto.broker.coordinator_runtime import partition_for as _partition_for
 from kproto.index import data_type
 from kproto.meta import WIRE
 from kproto.serial import DecodeError, entity_reader, entity_writer
@@ -40,7 +40,7 @@ _INT16 = struct.Struct(">h")
 def partition_for(transactional_id: str, partitions: int) -> int:
     """The ``__transaction_state`` partition of ``transactional_id`` (Kafka's
     ``TransactionStateManager.partitionFor``: ``Utils.abs(hashCode) % n``)."""
-    return (java_string_hashcode(transactional_id) & 0x7FFFFFFF) % partitions
+    return _partition_for(transactional_id, partitions)
 
 
 def _encode(cls: type, version: int, fields: dict[str, object]) -> bytes:
