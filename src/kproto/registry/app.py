@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from kproto.registry.errors import RegistryError, RegistryErrorCode
 from kproto.registry.registry import SchemaRegistry, parse_version
@@ -507,9 +508,7 @@ async def metadata_id(request: web.Request) -> web.Response:
     )
 
 
-def _middleware(
-    auth: BasicAuth,
-) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def _middleware(auth: BasicAuth) -> Middleware:
     @web.middleware
     async def registry_errors(
         request: web.Request, handler: Handler

@@ -279,7 +279,9 @@ def decode_key(data: bytes) -> RegistryKey | None:
 
 
 def _references(obj: dict[str, Any], what: str) -> tuple[SchemaReference, ...]:
-    refs = obj.get("references") or []
+    refs = obj.get("references")
+    if refs is None:
+        return ()
     if not isinstance(refs, list):
         raise RecordError(f"{what}: 'references' is not a list")
     out = []

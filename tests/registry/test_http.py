@@ -1,0 +1,303 @@
+"""The registry's REST API over raw HTTP: error bodies, bad input, bounds, IMPORT."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import requests
+
+from kproto.broker import Cluster
+from kproto.registry.app import CONTENT_TYPE, DEFAULT_MAX_REQUEST_BYTES
+
+Subject = Callable[[], str]
+HEADERS = {"Content-Type": CONTENT_TYPE}
+
+
+def call(
+    cluster: Cluster, method: str, path: str, body: Any = None, **kwargs: Any
+) -> requests.Response:
+    data = kwargs.pop("data", None)
+    if body is not None:
+        data = json.dumps(body)
+    headers = kwargs.pop("headers", HEADERS)
+    return requests.request(
+        method,
+        cluster.schema_registry_url + path,
+        data=data,
+        headers=headers,
+        timeout=10,
+        **kwargs,
+    )
+
+
+def error(response: requests.Response) -> tuple[int, int, str]:
+    """(HTTP status, error_code, message) of an error response."""
+    assert response.headers["Content-Type"] == CONTENT_TYPE
+    body = response.json()
+    assert set(body) == {"error_code", "message"}
+    return response.status_code, body["error_code"], body["message"]
+
+
+def test_root_contexts_metadata(registry_cluster: Cluster) -> None:
+    assert call(registry_cluster, "GET", "/").json() == {}
+    assert call(registry_cluster, "GET", "/contexts").json() == ["."]
+    scope = call(registry_cluster, "GET", "/v1/metadata/id").json()["scope"]
+    assert scope["clusters"]["kafka-cluster"] == registry_cluster.state.cluster_id
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/nothing/here", 404),
+        ("GET", "/subjects/a/versions/1/nothing", 404),
+        ("GET", "/schemas/ids/abc", 404),
+        ("PATCH", "/subjects", 405),
+        ("PUT", "/subjects/a/versions", 405),
+    ],
+)
+def test_unknown_routes(
+    registry_cluster: Cluster, method: str, path: str, status: int
+) -> None:
+    assert error(call(registry_cluster, method, path))[:2] == (status, status)
+
+
+def test_bad_json_and_shapes(
+    registry_cluster: Cluster, subject: Subject, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = subject()
+    path = f"/subjects/{name}/versions"
+    with caplog.at_level(logging.DEBUG):
+        status, code, message = error(
+            call(registry_cluster, "POST", path, data="{oops")
+        )
+        assert (status, code) == (400, 400) and "not JSON" in message
+        assert error(call(registry_cluster, "POST", path, body=[1, 2]))[:2] == (
+            422,
+            422,
+        )
+        assert error(call(registry_cluster, "POST", path, body={}))[:2] == (422, 42201)
+        assert error(call(registry_cluster, "POST", path, body={"schema": 5}))[:2] == (
+            422,
+            42201,
+        )
+        status, code, message = error(
+            call(
+                registry_cluster,
+                "POST",
+                path,
+                body={"schema": "{}", "schemaType": "XML"},
+            )
+        )
+        assert (status, code) == (422, 42201) and "XML" in message
+        bad_refs = {"schema": '"string"', "references": [{"name": 1}]}
+        assert error(call(registry_cluster, "POST", path, body=bad_refs))[:2] == (
+            422,
+            422,
+        )
+        bad_id = {"schema": '"string"', "id": "seven"}
+        assert error(call(registry_cluster, "POST", path, body=bad_id))[:2] == (
+            422,
+            422,
+        )
+        status, code, message = error(
+            call(registry_cluster, "GET", f"/subjects/{name}/versions/0")
+        )
+        assert (status, code) == (422, 42202) and "'0'" in message
+        assert error(call(registry_cluster, "GET", "/subjects?offset=x"))[:2] == (
+            422,
+            422,
+        )
+    # a client's mistakes are answered, never logged as a failure
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_content_types(registry_cluster: Cluster, subject: Subject) -> None:
+    body = json.dumps({"schema": '{"type": "string"}'})
+    for content_type in (
+        CONTENT_TYPE,
+        "application/vnd.schemaregistry+json",
+        "application/json",
+        "application/octet-stream",
+    ):
+        response = call(
+            registry_cluster,
+            "POST",
+            f"/subjects/{subject()}/versions",
+            data=body,
+            headers={"Content-Type": content_type},
+        )
+        assert response.status_code == 200, response.text
+        assert response.headers["Content-Type"] == CONTENT_TYPE
+    status, code, message = error(
+        call(
+            registry_cluster,
+            "POST",
+            f"/subjects/{subject()}/versions",
+            data=body,
+            headers={"Content-Type": "text/xml"},
+        )
+    )
+    assert (status, code) == (415, 415) and "text/xml" in message
+
+
+def test_oversized_body(registry_cluster: Cluster, subject: Subject) -> None:
+    big = b"x" * (DEFAULT_MAX_REQUEST_BYTES + 1)
+    status, code, message = error(
+        call(registry_cluster, "POST", f"/subjects/{subject()}/versions", data=big)
+    )
+    assert (status, code) == (422, 42209)
+    assert str(DEFAULT_MAX_REQUEST_BYTES) in message
+
+    # chunked (no Content-Length): cut off at the same bound
+    def chunks() -> Any:
+        for _ in range(DEFAULT_MAX_REQUEST_BYTES // 65536 + 2):
+            yield b"y" * 65536
+
+    status, code, _ = error(
+        call(registry_cluster, "POST", f"/subjects/{subject()}/versions", data=chunks())
+    )
+    assert (status, code) == (422, 42209)
+    # the server still answers
+    assert call(registry_cluster, "GET", "/subjects").status_code == 200
+
+
+def test_not_found_codes(registry_cluster: Cluster, subject: Subject) -> None:
+    name = subject()
+    assert (
+        error(call(registry_cluster, "GET", f"/subjects/{name}/versions"))[1] == 40401
+    )
+    assert error(call(registry_cluster, "GET", "/schemas/ids/999999"))[1] == 40403
+    call(registry_cluster, "POST", f"/subjects/{name}/versions", {"schema": '"int"'})
+    assert (
+        error(call(registry_cluster, "GET", f"/subjects/{name}/versions/5"))[1] == 40402
+    )
+    assert error(call(registry_cluster, "GET", f"/mode/{name}"))[1] == 40409
+    assert error(call(registry_cluster, "DELETE", f"/mode/{name}"))[1] == 40409
+    assert error(call(registry_cluster, "DELETE", f"/config/{name}"))[1] == 40408
+
+
+def test_version_body_schema_and_listing(
+    registry_cluster: Cluster, subject: Subject
+) -> None:
+    prefix = subject().replace("-value", "-pfx")
+    names = [f"{prefix}-{i}" for i in range(3)]
+    for name in names:
+        assert call(
+            registry_cluster,
+            "POST",
+            f"/subjects/{name}/versions",
+            {"schema": '{"type": "long"}'},
+        ).ok
+    got = call(registry_cluster, "GET", f"/subjects/{names[0]}/versions/latest").json()
+    assert set(got) == {"subject", "version", "id", "schema"}  # no schemaType for AVRO
+    raw = call(registry_cluster, "GET", f"/subjects/{names[0]}/versions/1/schema")
+    assert raw.text == '{"type":"long"}'
+    assert (
+        call(registry_cluster, "GET", f"/schemas/ids/{got['id']}/schema").text
+        == raw.text
+    )
+    listed = call(registry_cluster, "GET", f"/subjects?subjectPrefix={prefix}").json()
+    assert listed == names
+    assert (
+        call(
+            registry_cluster,
+            "GET",
+            f"/subjects?subjectPrefix={prefix}&offset=1&limit=1",
+        ).json()
+        == names[1:2]
+    )
+    found = call(
+        registry_cluster, "GET", f"/schemas/ids/{got['id']}?subject={names[0]}"
+    )
+    assert found.json() == {"schema": '{"type":"long"}'}
+    assert (
+        error(call(registry_cluster, "GET", f"/schemas/ids/{got['id']}?subject=other"))[
+            1
+        ]
+        == 40403
+    )
+
+
+def test_compatibility_verbose(registry_cluster: Cluster, subject: Subject) -> None:
+    name = subject()
+    body = {"schema": '{"type": "string"}'}
+    assert call(registry_cluster, "POST", f"/subjects/{name}/versions", body).ok
+    answer = call(
+        registry_cluster,
+        "POST",
+        f"/compatibility/subjects/{name}/versions/latest?verbose=true",
+        body,
+    ).json()
+    assert answer == {"is_compatible": True, "messages": []}
+    answer = call(
+        registry_cluster, "POST", f"/compatibility/subjects/{name}/versions", body
+    ).json()
+    assert answer == {"is_compatible": True}
+
+
+def test_import_mode_with_explicit_ids(
+    registry_cluster: Cluster, subject: Subject
+) -> None:
+    name = subject()
+    body = {"schema": '{"type":"record","name":"Imported","fields":[]}', "id": 5000}
+    status, code, _ = error(
+        call(registry_cluster, "POST", f"/subjects/{name}/versions", body)
+    )
+    assert (status, code) == (422, 42205)  # ids only in IMPORT mode
+    assert call(
+        registry_cluster, "PUT", f"/mode/{name}", {"mode": "IMPORT"}
+    ).json() == {"mode": "IMPORT"}
+    assert call(registry_cluster, "GET", f"/mode/{name}").json() == {"mode": "IMPORT"}
+    got = call(registry_cluster, "POST", f"/subjects/{name}/versions", body)
+    assert got.json() == {"id": 5000}
+    with_version = {"schema": '"bytes"', "id": 4000, "version": 7}
+    assert call(
+        registry_cluster, "POST", f"/subjects/{name}/versions", with_version
+    ).json() == {"id": 4000}
+    assert call(registry_cluster, "GET", f"/subjects/{name}/versions").json() == [1, 7]
+    # another schema under a taken id is refused
+    clash = {"schema": '"float"', "id": 5000}
+    assert (
+        error(call(registry_cluster, "POST", f"/subjects/{name}/versions", clash))[1]
+        == 42207
+    )
+    assert call(registry_cluster, "GET", "/schemas/ids/5000").json()["schema"] == (
+        '{"type":"record","name":"Imported","fields":[]}'
+    )
+    # back to READWRITE: new ids come after the imported ones
+    assert call(registry_cluster, "PUT", f"/mode/{name}", {"mode": "READWRITE"}).ok
+    fresh = call(
+        registry_cluster,
+        "POST",
+        f"/subjects/{subject()}/versions",
+        {"schema": '"double"'},
+    )
+    assert fresh.json()["id"] > 5000
+    # IMPORT over a subject with schemas: only with force
+    assert (
+        error(call(registry_cluster, "PUT", f"/mode/{name}", {"mode": "IMPORT"}))[1]
+        == 42205
+    )
+    assert call(
+        registry_cluster, "PUT", f"/mode/{name}?force=true", {"mode": "IMPORT"}
+    ).ok
+
+
+def test_readonly_override(registry_cluster: Cluster, subject: Subject) -> None:
+    name = subject()
+    assert call(
+        registry_cluster, "PUT", f"/mode/{name}", {"mode": "READONLY_OVERRIDE"}
+    ).ok
+    status, code, message = error(
+        call(
+            registry_cluster, "POST", f"/subjects/{name}/versions", {"schema": '"int"'}
+        )
+    )
+    assert (status, code) == (422, 42205) and "read-only" in message
+    assert call(registry_cluster, "DELETE", f"/mode/{name}").json() == {
+        "mode": "READONLY_OVERRIDE"
+    }
