@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+import requests
 from confluent_kafka.schema_registry import (
     Schema,
     SchemaReference,
@@ -16,6 +18,8 @@ from confluent_kafka.schema_registry import (
 from kproto.broker import Cluster
 
 Subject = Callable[[], str]
+Fresh = Callable[[], SchemaRegistryClient]
+Rest = Callable[..., Any]
 
 USER_V1 = json.dumps(
     {
@@ -43,20 +47,42 @@ def client(registry_cluster: Cluster) -> SchemaRegistryClient:
     return SchemaRegistryClient(registry_cluster.schema_registry_config())
 
 
-def test_register_and_read_back(client: SchemaRegistryClient, subject: Subject) -> None:
+@pytest.fixture
+def fresh(registry_cluster: Cluster) -> Callable[[], SchemaRegistryClient]:
+    """A new client each call: nothing cached, every answer from the server."""
+    return lambda: SchemaRegistryClient(registry_cluster.schema_registry_config())
+
+
+@pytest.fixture
+def rest(registry_cluster: Cluster) -> Callable[..., Any]:
+    """GET a path of the registry; return the JSON body."""
+
+    def get(path: str, params: dict[str, str] | None = None) -> Any:
+        response = requests.get(
+            f"{registry_cluster.schema_registry_url}/{path}", params=params, timeout=10
+        )
+        response.raise_for_status()
+        return response.json()
+
+    return get
+
+
+def test_register_and_read_back(
+    client: SchemaRegistryClient, subject: Subject, fresh: Fresh
+) -> None:
     name = subject()
     schema_id = client.register_schema(name, Schema(USER_V1, "AVRO"))
     assert schema_id >= 1
-    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
-    got = fresh.get_schema(schema_id)
+    other = fresh()
+    got = other.get_schema(schema_id)
     assert json.loads(got.schema_str) == json.loads(USER_V1)
     assert got.schema_type == "AVRO"
-    latest = fresh.get_latest_version(name)
+    latest = other.get_latest_version(name)
     assert (latest.schema_id, latest.version, latest.subject) == (schema_id, 1, name)
-    assert fresh.get_version(name, 1).schema_id == schema_id
-    assert fresh.get_versions(name) == [1]
-    assert name in fresh.get_subjects()
-    assert fresh.get_schema_types() == ["JSON", "PROTOBUF", "AVRO"]
+    assert other.get_version(name, 1).schema_id == schema_id
+    assert other.get_versions(name) == [1]
+    assert name in other.get_subjects()
+    assert other.get_schema_types() == ["JSON", "PROTOBUF", "AVRO"]
 
 
 def test_same_schema_same_id_new_schema_next_id(
@@ -76,15 +102,13 @@ def test_same_schema_same_id_new_schema_next_id(
     assert pairs == {(a, 1), (b, 1)}
 
 
-def test_lookup(client: SchemaRegistryClient, subject: Subject) -> None:
+def test_lookup(client: SchemaRegistryClient, subject: Subject, fresh: Fresh) -> None:
     name = subject()
     schema_id = client.register_schema(name, Schema(USER_V1, "AVRO"))
     client.register_schema(name, Schema(USER_V2, "AVRO"))
     # a differently spaced text of version 1 finds it by its canonical form
     spaced = json.dumps(json.loads(USER_V1), indent=4)
-    found = SchemaRegistryClient(
-        {"url": client._rest_client.base_urls[0]}
-    ).lookup_schema(name, Schema(spaced, "AVRO"))
+    found = fresh().lookup_schema(name, Schema(spaced, "AVRO"))
     assert (found.schema_id, found.version, found.subject) == (schema_id, 1, name)
     with pytest.raises(SchemaRegistryError) as err:
         client.lookup_schema(name, Schema('{"type":"long"}', "AVRO"))
@@ -117,7 +141,7 @@ def test_delete_version_soft_then_permanent(
 
 
 def test_delete_subject_soft_then_permanent(
-    client: SchemaRegistryClient, subject: Subject
+    client: SchemaRegistryClient, subject: Subject, fresh: Fresh
 ) -> None:
     name = subject()
     schema_id = client.register_schema(name, Schema(USER_V1, "AVRO"))
@@ -136,8 +160,8 @@ def test_delete_subject_soft_then_permanent(
         client.delete_subject(name)
     assert err.value.error_code == 40404
     # a soft-deleted schema still decodes old data by id
-    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
-    assert json.loads(fresh.get_schema(schema_id).schema_str) == json.loads(USER_V1)
+    other = fresh()
+    assert json.loads(other.get_schema(schema_id).schema_str) == json.loads(USER_V1)
     assert client.delete_subject(name, permanent=True) == [1, 2]
     assert name not in client.get_subjects(deleted=True)
     # re-registered after the permanent delete: versions start again at 1
@@ -146,7 +170,7 @@ def test_delete_subject_soft_then_permanent(
 
 
 def test_config_global_and_per_subject(
-    client: SchemaRegistryClient, subject: Subject
+    client: SchemaRegistryClient, subject: Subject, rest: Rest
 ) -> None:
     name = subject()
     client.register_schema(name, Schema(USER_V1, "AVRO"))
@@ -161,7 +185,7 @@ def test_config_global_and_per_subject(
     assert client.get_config(name).compatibility_level.value == "FULL_TRANSITIVE"
     deleted = client.delete_config(name)
     assert deleted.compatibility_level.value == "FULL_TRANSITIVE"
-    assert client._rest_client.get(f"config/{name}", {"defaultToGlobal": "true"}) == {
+    assert rest(f"config/{name}", {"defaultToGlobal": "true"}) == {
         "compatibilityLevel": "BACKWARD"
     }
     with pytest.raises(SchemaRegistryError) as err:
@@ -204,7 +228,9 @@ def test_test_compatibility(client: SchemaRegistryClient, subject: Subject) -> N
     assert err.value.error_code == 40402
 
 
-def test_references(client: SchemaRegistryClient, subject: Subject) -> None:
+def test_references(
+    client: SchemaRegistryClient, subject: Subject, fresh: Fresh, rest: Rest
+) -> None:
     address, user = subject(), subject()
     address_schema = json.dumps(
         {
@@ -225,15 +251,11 @@ def test_references(client: SchemaRegistryClient, subject: Subject) -> None:
     )
     ref = SchemaReference("kproto.test.Address", address, 1)
     user_id = client.register_schema(user, Schema(user_schema, "AVRO", [ref]))
-    got = SchemaRegistryClient({"url": client._rest_client.base_urls[0]}).get_schema(
-        user_id
-    )
+    got = fresh().get_schema(user_id)
     assert [(r.name, r.subject, r.version) for r in got.references] == [
         ("kproto.test.Address", address, 1)
     ]
-    assert client._rest_client.get(f"subjects/{address}/versions/1/referencedby") == [
-        user_id
-    ]
+    assert rest(f"subjects/{address}/versions/1/referencedby") == [user_id]
     with pytest.raises(SchemaRegistryError) as err:
         client.delete_version(address, 1)
     assert err.value.error_code == 42206
@@ -251,15 +273,15 @@ def test_references(client: SchemaRegistryClient, subject: Subject) -> None:
 
 
 def test_json_and_protobuf_types(
-    client: SchemaRegistryClient, subject: Subject
+    client: SchemaRegistryClient, subject: Subject, fresh: Fresh
 ) -> None:
     json_schema = '{"type": "object", "properties": {"a": {"type": "integer"}}}'
     json_id = client.register_schema(subject(), Schema(json_schema, "JSON"))
     proto = 'syntax = "proto3";\npackage kproto.test;\n\nmessage Pet {\n  string name = 1;\n}\n'
     proto_id = client.register_schema(subject(), Schema(proto, "PROTOBUF"))
-    fresh = SchemaRegistryClient({"url": client._rest_client.base_urls[0]})
-    assert fresh.get_schema(json_id).schema_type == "JSON"
-    got = fresh.get_schema(proto_id)
+    other = fresh()
+    assert other.get_schema(json_id).schema_type == "JSON"
+    got = other.get_schema(proto_id)
     assert got.schema_type == "PROTOBUF"
     assert "message Pet" in got.schema_str
 

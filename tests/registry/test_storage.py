@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import requests
+from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from kproto.broker import Cluster
-from kproto.records import encode_batch
 from kproto.registry.app import CONTENT_TYPE
 from kproto.registry.schemas_topic import SCHEMAS_TOPIC
 
@@ -124,11 +124,9 @@ def test_restart_keeps_ids_versions_configs(tmp_path: Path) -> None:
         for i in range(3):
             assert client.get_latest_version(f"s{i}").schema_id == ids[i]
         assert client.get_compatibility("s1") == "FULL"
-        assert (
-            client.get_mode("s1")
-            if False
-            else client._rest_client.get("mode") == {"mode": "READWRITE"}
-        )
+        assert requests.get(
+            f"{cluster.schema_registry_url}/mode", timeout=10
+        ).json() == {"mode": "READWRITE"}
         # the next id follows the largest stored one, even a deleted subject's
         assert client.register_schema("new", Schema('"boolean"', "AVRO")) == ids[-1] + 1
         assert client.get_schema(ids[3]).schema_str  # soft-deleted: still by id
@@ -205,10 +203,11 @@ GOLDEN_SCHEMAS = [
 def test_golden_confluent_records_load(tmp_path: Path) -> None:
     with Cluster(data_dir=tmp_path) as cluster:
         cluster.create_topic(SCHEMAS_TOPIC, 1, configs={"cleanup.policy": "compact"})
-        plog = cluster.state.partition_log(SCHEMAS_TOPIC, 0)
-        assert plog is not None
-        batch = encode_batch([(k, v) for k, v in GOLDEN_SCHEMAS])
-        cluster._on_loop(lambda: plog.append_batches(batch))
+        # written by a Kafka producer, as Confluent's KafkaStore writes them
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        for key, value in GOLDEN_SCHEMAS:
+            producer.produce(SCHEMAS_TOPIC, key=key, value=value)
+        assert producer.flush(10) == 0
     with Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
         client = SchemaRegistryClient(cluster.schema_registry_config())
         assert client.get_subjects() == ["common", "orders-value", "payments-value"]
