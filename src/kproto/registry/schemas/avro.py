@@ -1,0 +1,761 @@
+"""Avro schemas: parsing, Confluent's canonical text, normalization, named-type
+references, and compatibility by the Avro specification's schema-resolution rules.
+
+- Canonical text: ``AvroSchema.canonicalString()`` of Confluent Schema Registry, which is
+  Avro Java's ``Schema.toString()``: compact JSON, attributes in Avro Java's order
+  (``type``, ``name``, ``namespace`` when it differs from the enclosing one, ``doc``,
+  ``fields`` / ``symbols`` / ``size`` / ``items`` / ``values``, ``default``, other
+  properties in the order given, ``aliases``); a named type already printed, or defined
+  by a reference, is printed as its name.
+- Compatibility: Avro Java's ``SchemaCompatibility`` (reader/writer resolution: numeric
+  promotions int -> long -> float -> double, string <-> bytes, record fields by name or
+  reader alias with defaults for missing writer fields, enum symbols or an enum default,
+  union branches, fixed size, names by unqualified name or reader alias), with
+  Confluent's messages (``io.confluent.kafka.schemaregistry.avro.Difference``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kproto.registry.schemas._types import (
+    InvalidSchemaError,
+    ParsedSchema,
+    SchemaReference,
+    SchemaType,
+)
+
+__all__ = ["parse_avro", "avro_compatibility_errors", "AvroModel"]
+
+PRIMITIVES = frozenset(
+    ["null", "boolean", "int", "long", "float", "double", "bytes", "string"]
+)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MAX_DEPTH = 256
+_SCHEMA_RESERVED = frozenset(
+    [
+        "doc",
+        "fields",
+        "items",
+        "name",
+        "namespace",
+        "size",
+        "symbols",
+        "values",
+        "type",
+        "aliases",
+    ]
+)
+_FIELD_RESERVED = frozenset(["default", "doc", "name", "order", "type", "aliases"])
+_NO_DEFAULT = object()
+
+
+class Primitive:
+    __slots__ = ("type", "props")
+
+    def __init__(self, type_: str, props: dict[str, Any]) -> None:
+        self.type = type_
+        self.props = props
+
+
+class Array:
+    __slots__ = ("type", "items", "props")
+
+    def __init__(self, items: Node, props: dict[str, Any]) -> None:
+        self.type = "array"
+        self.items = items
+        self.props = props
+
+
+class Map:
+    __slots__ = ("type", "values", "props")
+
+    def __init__(self, values: Node, props: dict[str, Any]) -> None:
+        self.type = "map"
+        self.values = values
+        self.props = props
+
+
+class UnionSchema:
+    __slots__ = ("type", "branches")
+
+    def __init__(self, branches: list[Node]) -> None:
+        self.type = "union"
+        self.branches = branches
+
+
+class Field:
+    __slots__ = ("name", "schema", "doc", "default", "order", "aliases", "props", "pos")
+
+    def __init__(self, name: str, pos: int) -> None:
+        self.name = name
+        self.pos = pos
+        self.schema: Node = Primitive("null", {})
+        self.doc: str | None = None
+        self.default: Any = _NO_DEFAULT
+        self.order = "ascending"
+        self.aliases: list[str] = []
+        self.props: dict[str, Any] = {}
+
+
+class Named:
+    """A record (or error), enum or fixed type."""
+
+    __slots__ = (
+        "type",
+        "name",
+        "namespace",
+        "doc",
+        "aliases",
+        "props",
+        "fields",
+        "symbols",
+        "enum_default",
+        "size",
+    )
+
+    def __init__(self, type_: str, name: str, namespace: str | None) -> None:
+        self.type = type_  # "record", "error", "enum", "fixed"
+        self.name = name
+        self.namespace = namespace
+        self.doc: str | None = None
+        self.aliases: list[str] = []  # full names
+        self.props: dict[str, Any] = {}
+        self.fields: list[Field] = []
+        self.symbols: list[str] = []
+        self.enum_default: str | None = None
+        self.size = 0
+
+    @property
+    def fullname(self) -> str:
+        return f"{self.namespace}.{self.name}" if self.namespace else self.name
+
+    @property
+    def kind(self) -> str:
+        return "record" if self.type == "error" else self.type
+
+
+Node = Primitive | Array | Map | UnionSchema | Named
+
+
+def _split(fullname: str) -> tuple[str, str | None]:
+    space, _, name = fullname.rpartition(".")
+    return name, (space or None)
+
+
+class _Parser:
+    def __init__(self, names: dict[str, Named]) -> None:
+        self.names = names
+        self.defined: list[str] = []
+
+    def fail(self, message: str) -> InvalidSchemaError:
+        return InvalidSchemaError(f"Invalid Avro schema: {message}")
+
+    def resolve_name(self, name: str, space: str | None) -> str:
+        if "." in name or not space:
+            return name
+        return f"{space}.{name}"
+
+    def parse(self, obj: Any, space: str | None, depth: int) -> Node:
+        if depth > _MAX_DEPTH:
+            raise self.fail(f"nested deeper than {_MAX_DEPTH} levels")
+        if isinstance(obj, str):
+            return self.named_or_primitive(obj, space)
+        if isinstance(obj, list):
+            return self.parse_union(obj, space, depth)
+        if not isinstance(obj, dict):
+            raise self.fail(
+                f"a schema must be a string, object or array, not {json.dumps(obj)}"
+            )
+        type_ = obj.get("type")
+        if type_ is None:
+            raise self.fail(f"no 'type' in {_short(obj)}")
+        if isinstance(type_, (dict, list)):
+            if len(obj) != 1:
+                props = {k: v for k, v in obj.items() if k != "type"}
+                inner = self.parse(type_, space, depth + 1)
+                if isinstance(inner, (Primitive, Array, Map)) and not inner.props:
+                    inner.props = props
+                return inner
+            return self.parse(type_, space, depth + 1)
+        if not isinstance(type_, str):
+            raise self.fail(
+                f"'type' must be a string, object or array in {_short(obj)}"
+            )
+        props = {k: v for k, v in obj.items() if k not in _SCHEMA_RESERVED}
+        if type_ in PRIMITIVES:
+            return Primitive(type_, props)
+        if type_ == "array":
+            if "items" not in obj:
+                raise self.fail(f"array has no 'items': {_short(obj)}")
+            return Array(self.parse(obj["items"], space, depth + 1), props)
+        if type_ == "map":
+            if "values" not in obj:
+                raise self.fail(f"map has no 'values': {_short(obj)}")
+            return Map(self.parse(obj["values"], space, depth + 1), props)
+        if type_ in ("record", "error", "enum", "fixed"):
+            return self.parse_named(type_, obj, space, depth)
+        return self.named_or_primitive(type_, space)
+
+    def named_or_primitive(self, name: str, space: str | None) -> Node:
+        if name in PRIMITIVES:
+            return Primitive(name, {})
+        full = self.resolve_name(name, space)
+        found = self.names.get(full) or self.names.get(name)
+        if found is None:
+            raise self.fail(f"undefined name: {json.dumps(name)}")
+        return found
+
+    def parse_union(self, branches: list[Any], space: str | None, depth: int) -> Node:
+        parsed: list[Node] = []
+        seen: set[str] = set()
+        for branch in branches:
+            node = self.parse(branch, space, depth + 1)
+            if isinstance(node, UnionSchema):
+                raise self.fail("a union may not immediately contain another union")
+            key = node.fullname if isinstance(node, Named) else node.type
+            if key in seen:
+                raise self.fail(f"duplicate in union: {key}")
+            seen.add(key)
+            parsed.append(node)
+        return UnionSchema(parsed)
+
+    def parse_named(
+        self, type_: str, obj: dict[str, Any], space: str | None, depth: int
+    ) -> Named:
+        name = obj.get("name")
+        if not isinstance(name, str):
+            raise self.fail(f"{type_} has no 'name': {_short(obj)}")
+        namespace = obj.get("namespace")
+        if namespace is not None and not isinstance(namespace, str):
+            raise self.fail(f"'namespace' of {name} must be a string")
+        if "." in name:
+            short, ns = _split(name)
+        else:
+            short, ns = name, (namespace if namespace is not None else space)
+        ns = ns or None
+        self.check_name(short, "name")
+        if ns:
+            for part in ns.split("."):
+                self.check_name(part, "namespace")
+        node = Named(type_, short, ns)
+        full = node.fullname
+        if full in PRIMITIVES:
+            raise self.fail(f"a named type may not be called {full}")
+        if full in self.names:
+            raise self.fail(f"can't redefine: {full}")
+        self.names[full] = node
+        self.defined.append(full)
+        doc = obj.get("doc")
+        node.doc = doc if isinstance(doc, str) else None
+        node.aliases = self.aliases(obj, ns, full)
+        node.props = {k: v for k, v in obj.items() if k not in _SCHEMA_RESERVED}
+        if type_ in ("record", "error"):
+            self.parse_fields(node, obj, depth)
+        elif type_ == "enum":
+            node.props.pop("default", None)
+            symbols = obj.get("symbols")
+            if not isinstance(symbols, list):
+                raise self.fail(f"enum {full} has no 'symbols' array")
+            for symbol in symbols:
+                if not isinstance(symbol, str) or not _NAME.match(symbol):
+                    raise self.fail(
+                        f"invalid enum symbol in {full}: {json.dumps(symbol)}"
+                    )
+            if len(set(symbols)) != len(symbols):
+                raise self.fail(f"duplicate enum symbol in {full}")
+            node.symbols = list(symbols)
+            default = obj.get("default")
+            if default is not None:
+                if default not in symbols:
+                    raise self.fail(
+                        f"the default {json.dumps(default)} of enum {full} is not a symbol"
+                    )
+                node.enum_default = default
+        else:
+            size = obj.get("size")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise self.fail(f"fixed {full} needs a non-negative integer 'size'")
+            node.size = size
+        return node
+
+    def check_name(self, name: str, what: str) -> None:
+        if not _NAME.match(name):
+            raise self.fail(f"illegal {what}: {json.dumps(name)}")
+
+    def aliases(self, obj: dict[str, Any], space: str | None, where: str) -> list[str]:
+        raw = obj.get("aliases")
+        if raw is None:
+            return []
+        if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+            raise self.fail(f"'aliases' of {where} must be an array of strings")
+        return [self.resolve_name(alias, space) for alias in raw]
+
+    def parse_fields(self, node: Named, obj: dict[str, Any], depth: int) -> None:
+        fields = obj.get("fields")
+        if not isinstance(fields, list):
+            raise self.fail(f"record {node.fullname} has no 'fields' array")
+        seen: set[str] = set()
+        for pos, raw in enumerate(fields):
+            if not isinstance(raw, dict):
+                raise self.fail(f"field {pos} of {node.fullname} is not an object")
+            name = raw.get("name")
+            if not isinstance(name, str):
+                raise self.fail(f"field {pos} of {node.fullname} has no 'name'")
+            self.check_name(name, f"field name in {node.fullname}")
+            if name in seen:
+                raise self.fail(f"duplicate field {name} in {node.fullname}")
+            seen.add(name)
+            if "type" not in raw:
+                raise self.fail(f"field {name} of {node.fullname} has no 'type'")
+            field = Field(name, pos)
+            field.schema = self.parse(raw["type"], node.namespace, depth + 1)
+            doc = raw.get("doc")
+            field.doc = doc if isinstance(doc, str) else None
+            order = raw.get("order", "ascending")
+            if order not in ("ascending", "descending", "ignore"):
+                raise self.fail(f"invalid 'order' of field {name} in {node.fullname}")
+            field.order = order
+            aliases = raw.get("aliases")
+            if aliases is not None:
+                if not isinstance(aliases, list) or not all(
+                    isinstance(a, str) for a in aliases
+                ):
+                    raise self.fail(
+                        f"'aliases' of field {name} must be an array of strings"
+                    )
+                field.aliases = list(aliases)
+            field.props = {k: v for k, v in raw.items() if k not in _FIELD_RESERVED}
+            if "default" in raw:
+                field.default = raw["default"]
+                if not _valid_default(field.schema, field.default, 0):
+                    raise self.fail(
+                        f"invalid default for field {name} in {node.fullname}: "
+                        f"{json.dumps(field.default)} is not a {_type_label(field.schema)}"
+                    )
+            node.fields.append(field)
+
+
+def _short(obj: Any) -> str:
+    text = json.dumps(obj)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _type_label(node: Node) -> str:
+    return node.fullname if isinstance(node, Named) else node.type
+
+
+def _valid_default(node: Node, value: Any, depth: int) -> bool:
+    if depth > _MAX_DEPTH:
+        return False
+    kind = node.kind if isinstance(node, Named) else node.type
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind in ("int", "long"):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind in ("float", "double"):
+        return (
+            isinstance(value, (int, float)) and not isinstance(value, bool)
+        ) or value in (
+            "NaN",
+            "Infinity",
+            "-Infinity",
+        )
+    if kind in ("bytes", "string", "fixed"):
+        return isinstance(value, str)
+    if isinstance(node, Named) and kind == "enum":
+        return isinstance(value, str) and value in node.symbols
+    if isinstance(node, Array):
+        return isinstance(value, list) and all(
+            _valid_default(node.items, v, depth + 1) for v in value
+        )
+    if isinstance(node, Map):
+        return isinstance(value, dict) and all(
+            _valid_default(node.values, v, depth + 1) for v in value.values()
+        )
+    if isinstance(node, UnionSchema):
+        return any(_valid_default(b, value, depth + 1) for b in node.branches)
+    if isinstance(node, Named):
+        if not isinstance(value, dict):
+            return False
+        for field in node.fields:
+            if field.name in value:
+                if not _valid_default(field.schema, value[field.name], depth + 1):
+                    return False
+            elif field.default is _NO_DEFAULT:
+                return False
+        return True
+    return False
+
+
+# ----------------------------------------------------------------------------- printing
+
+
+def _qualified(fullname: str, space: str | None) -> str:
+    name, ns = _split(fullname)
+    return name if ns is None or ns == space else fullname
+
+
+class _Printer:
+    """Avro Java's ``Schema.toJson`` (``normalize``: full names, sorted properties)."""
+
+    def __init__(self, known: set[str], normalize: bool) -> None:
+        self.seen = set(known)
+        self.normalize = normalize
+
+    def props(self, props: dict[str, Any]) -> list[tuple[str, Any]]:
+        items = list(props.items())
+        return sorted(items) if self.normalize else items
+
+    def node(self, node: Node, space: str | None) -> Any:
+        if isinstance(node, Primitive):
+            if not node.props:
+                return node.type
+            return dict([("type", node.type), *self.props(node.props)])
+        if isinstance(node, Array):
+            return dict(
+                [("type", "array"), ("items", self.node(node.items, space))]
+                + self.props(node.props)
+            )
+        if isinstance(node, Map):
+            return dict(
+                [("type", "map"), ("values", self.node(node.values, space))]
+                + self.props(node.props)
+            )
+        if isinstance(node, UnionSchema):
+            return [self.node(b, space) for b in node.branches]
+        return self.named(node, space)
+
+    def named(self, node: Named, space: str | None) -> Any:
+        full = node.fullname
+        if full in self.seen:
+            return full if self.normalize else _qualified(full, space)
+        self.seen.add(full)
+        out: dict[str, Any] = {"type": node.type}
+        if self.normalize:
+            out["name"] = full
+        else:
+            out["name"] = node.name
+            if node.namespace is not None:
+                if node.namespace != space:
+                    out["namespace"] = node.namespace
+            elif space is not None:
+                out["namespace"] = ""
+        if node.doc is not None:
+            out["doc"] = node.doc
+        if node.kind == "record":
+            out["fields"] = [self.field(f, node.namespace) for f in node.fields]
+        elif node.kind == "enum":
+            out["symbols"] = list(node.symbols)
+            if node.enum_default is not None:
+                out["default"] = node.enum_default
+        else:
+            out["size"] = node.size
+        out.update(self.props(node.props))
+        if node.aliases:
+            aliases = [
+                a if self.normalize else _qualified(a, node.namespace)
+                for a in node.aliases
+            ]
+            out["aliases"] = sorted(aliases) if self.normalize else aliases
+        return out
+
+    def field(self, field: Field, space: str | None) -> Any:
+        out: dict[str, Any] = {
+            "name": field.name,
+            "type": self.node(field.schema, space),
+        }
+        if field.doc is not None:
+            out["doc"] = field.doc
+        if field.default is not _NO_DEFAULT:
+            out["default"] = field.default
+        if field.order != "ascending":
+            out["order"] = field.order
+        if field.aliases:
+            out["aliases"] = (
+                sorted(field.aliases) if self.normalize else list(field.aliases)
+            )
+        out.update(self.props(field.props))
+        return out
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+@attrs.frozen(eq=False)
+class AvroModel:
+    """A parsed Avro schema: its root node and the names its references define."""
+
+    root: Node
+    external: frozenset[str]
+    references: tuple[SchemaReference, ...]
+    resolved: Mapping[str, str]
+
+    def text(self, normalize: bool = False) -> str:
+        return _dumps(_Printer(set(self.external), normalize).node(self.root, None))
+
+    def normalized(self) -> ParsedSchema:
+        return ParsedSchema(
+            SchemaType.AVRO, self.text(normalize=True), self.references, self
+        )
+
+    def record_names(self) -> tuple[str, ...]:
+        return (self.root.fullname,) if isinstance(self.root, Named) else ()
+
+    def formatted(self, fmt: str) -> str | None:
+        return None
+
+
+def _load_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidSchemaError(
+            f"Invalid Avro schema: {what} is not JSON: {exc}"
+        ) from None
+
+
+def parse_avro(
+    text: str,
+    references: Sequence[SchemaReference] = (),
+    resolved: Mapping[str, str] = {},
+) -> ParsedSchema:
+    """Parse an Avro schema (JSON text) and the schemas its references name.
+
+    ``resolved`` maps each reachable reference's name (a full type name) to its schema
+    text; referenced named types are known to the schema and printed by name in the
+    canonical text. Raises :class:`InvalidSchemaError`.
+    """
+    names: dict[str, Named] = {}
+    pending = {
+        name: _load_json(ref_text, f"reference {name!r}")
+        for name, ref_text in resolved.items()
+    }
+    while pending:
+        progressed = False
+        errors: list[str] = []
+        for name, obj in list(pending.items()):
+            parser = _Parser(names)
+            try:
+                parser.parse(obj, None, 0)
+            except InvalidSchemaError as exc:
+                for defined in parser.defined:
+                    names.pop(defined, None)
+                errors.append(f"reference {name!r}: {exc}")
+                continue
+            del pending[name]
+            progressed = True
+        if not progressed:
+            raise InvalidSchemaError("; ".join(errors))
+    for ref in references:
+        if ref.name not in names and ref.name not in resolved:
+            raise InvalidSchemaError(
+                f"Invalid Avro schema: reference {ref.name!r} is not resolved"
+            )
+    external = frozenset(names)
+    root = _Parser(names).parse(_load_json(text, "the schema"), None, 0)
+    model = AvroModel(root, external, tuple(references), dict(resolved))
+    return ParsedSchema(SchemaType.AVRO, model.text(), tuple(references), model)
+
+
+# ----------------------------------------------------------------------------- compatibility
+
+_PROMOTIONS = {
+    "long": ("int",),
+    "float": ("int", "long"),
+    "double": ("int", "long", "float"),
+    "bytes": ("string",),
+    "string": ("bytes",),
+}
+
+
+@attrs.frozen
+class Incompatibility:
+    """One of Avro Java's ``SchemaCompatibility.Incompatibility``."""
+
+    error_type: str
+    location: str
+    message: str
+
+    def describe(self, reader: str, writer: str) -> str:
+        """Confluent's ``{errorType:..., description:..., additionalInfo:...}`` text;
+        ``reader``/``writer`` name the roles ("new"/"old")."""
+        path, info = self.location, self.message
+        descriptions = {
+            "FIXED_SIZE_MISMATCH": f"The size of FIXED type field at path '{path}' in the "
+            f"{reader} schema does not match with the {writer} schema",
+            "TYPE_MISMATCH": f"The type (path '{path}') of a field in the {reader} schema "
+            f"does not match with the {writer} schema",
+            "NAME_MISMATCH": f"The name of the schema has changed (path '{path}')",
+            "MISSING_ENUM_SYMBOLS": f"The {reader} schema is missing enum symbols '{info}' "
+            f"at path '{path}' in the {writer} schema",
+            "MISSING_UNION_BRANCH": f"The {reader} schema is missing a type inside a union "
+            f"field at path '{path}' in the {writer} schema",
+            "READER_FIELD_MISSING_DEFAULT_VALUE": f"The field '{info}' at path '{path}' in "
+            f"the {reader} schema has no default value and is missing in the {writer} schema",
+        }
+        return (
+            f"{{errorType:'{self.error_type}', description:'{descriptions[self.error_type]}', "
+            f"additionalInfo:'{info}'}}"
+        )
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, int], list[Incompatibility]] = {}
+        self.location: list[str] = []
+
+    def where(self, *extra: str) -> str:
+        return "/" + "/".join([*self.location, *extra])
+
+    def check(self, reader: Node, writer: Node) -> list[Incompatibility]:
+        key = (id(reader), id(writer))
+        if key in self.memo:
+            return self.memo[key]
+        if len(self.location) > 4 * _MAX_DEPTH:
+            return []
+        self.memo[key] = []  # in progress: a recursive pair is compatible
+        result = self.compute(reader, writer)
+        self.memo[key] = result
+        return result
+
+    def nested(
+        self, step: Sequence[str], reader: Node, writer: Node
+    ) -> list[Incompatibility]:
+        self.location.extend(step)
+        try:
+            return self.check(reader, writer)
+        finally:
+            del self.location[len(self.location) - len(step) :]
+
+    def mismatch(self, reader: Node, writer: Node) -> list[Incompatibility]:
+        return [
+            Incompatibility(
+                "TYPE_MISMATCH",
+                self.where(),
+                f"reader type: {_java_type(reader)} not compatible with writer type: {_java_type(writer)}",
+            )
+        ]
+
+    def compute(self, reader: Node, writer: Node) -> list[Incompatibility]:
+        rkind = reader.kind if isinstance(reader, Named) else reader.type
+        wkind = writer.kind if isinstance(writer, Named) else writer.type
+        if rkind == wkind:
+            if isinstance(reader, Array) and isinstance(writer, Array):
+                return self.nested(["items"], reader.items, writer.items)
+            if isinstance(reader, Map) and isinstance(writer, Map):
+                return self.nested(["values"], reader.values, writer.values)
+            if isinstance(reader, UnionSchema) and isinstance(writer, UnionSchema):
+                out: list[Incompatibility] = []
+                for i, branch in enumerate(writer.branches):
+                    out += self.nested([str(i)], reader, branch)
+                return out
+            if isinstance(reader, Named) and isinstance(writer, Named):
+                return self.named(reader, writer)
+            return []
+        if isinstance(writer, UnionSchema):
+            out = []
+            for i, branch in enumerate(writer.branches):
+                out += self.nested([str(i)], reader, branch)
+            return out
+        if isinstance(reader, UnionSchema):
+            for branch in reader.branches:
+                if not self.nested([], branch, writer):
+                    return []
+            return [
+                Incompatibility(
+                    "MISSING_UNION_BRANCH",
+                    self.where(),
+                    f"reader union lacking writer type: {_java_type(writer)}",
+                )
+            ]
+        if wkind in _PROMOTIONS.get(rkind, ()):
+            return []
+        return self.mismatch(reader, writer)
+
+    def named(self, reader: Named, writer: Named) -> list[Incompatibility]:
+        if reader.name != writer.name and writer.fullname not in reader.aliases:
+            return [
+                Incompatibility(
+                    "NAME_MISMATCH", self.where("name"), f"expected: {writer.fullname}"
+                )
+            ]
+        if reader.kind == "fixed":
+            if reader.size != writer.size:
+                return [
+                    Incompatibility(
+                        "FIXED_SIZE_MISMATCH",
+                        self.where("size"),
+                        f"expected: {writer.size}, found: {reader.size}",
+                    )
+                ]
+            return []
+        if reader.kind == "enum":
+            missing = sorted(set(writer.symbols) - set(reader.symbols))
+            if missing and reader.enum_default is None:
+                return [
+                    Incompatibility(
+                        "MISSING_ENUM_SYMBOLS",
+                        self.where("symbols"),
+                        "[" + ", ".join(missing) + "]",
+                    )
+                ]
+            return []
+        out: list[Incompatibility] = []
+        by_name = {f.name: f for f in writer.fields}
+        for field in reader.fields:
+            written = by_name.get(field.name)
+            if written is None:
+                for alias in field.aliases:
+                    written = by_name.get(alias)
+                    if written is not None:
+                        break
+            if written is None:
+                if field.default is _NO_DEFAULT:
+                    out.append(
+                        Incompatibility(
+                            "READER_FIELD_MISSING_DEFAULT_VALUE",
+                            self.where("fields", str(field.pos)),
+                            field.name,
+                        )
+                    )
+            else:
+                out += self.nested(
+                    ["fields", str(field.pos), "type"], field.schema, written.schema
+                )
+        return out
+
+
+def _java_type(node: Node) -> str:
+    return (node.kind if isinstance(node, Named) else node.type).upper()
+
+
+def avro_incompatibilities(
+    reader: ParsedSchema, writer: ParsedSchema
+) -> list[Incompatibility]:
+    """Why ``reader`` cannot read data written with ``writer`` (empty when it can)."""
+    r, w = reader.model, writer.model
+    assert isinstance(r, AvroModel) and isinstance(w, AvroModel)
+    return _Checker().check(r.root, w.root)
+
+
+def avro_compatibility_errors(
+    reader: ParsedSchema, writer: ParsedSchema, reader_role: str, writer_role: str
+) -> list[str]:
+    """Confluent's messages for ``reader`` reading ``writer``'s data; the roles ("new",
+    "old") fill the descriptions."""
+    return [
+        i.describe(reader_role, writer_role)
+        for i in avro_incompatibilities(reader, writer)
+    ]
