@@ -195,7 +195,7 @@ def test_version_body_schema_and_listing(
     got = call(registry_cluster, "GET", f"/subjects/{names[0]}/versions/latest").json()
     assert set(got) == {"subject", "version", "id", "schema"}  # no schemaType for AVRO
     raw = call(registry_cluster, "GET", f"/subjects/{names[0]}/versions/1/schema")
-    assert raw.text == '{"type":"long"}'
+    assert raw.text == '"long"'  # Avro's canonical form
     assert (
         call(registry_cluster, "GET", f"/schemas/ids/{got['id']}/schema").text
         == raw.text
@@ -213,7 +213,7 @@ def test_version_body_schema_and_listing(
     found = call(
         registry_cluster, "GET", f"/schemas/ids/{got['id']}?subject={names[0]}"
     )
-    assert found.json() == {"schema": '{"type":"long"}'}
+    assert found.json() == {"schema": '"long"'}
     assert (
         error(call(registry_cluster, "GET", f"/schemas/ids/{got['id']}?subject=other"))[
             1
