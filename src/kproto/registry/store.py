@@ -12,6 +12,7 @@ that stopped (Confluent's ``KafkaStoreMessageHandler``).
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable
 
 import attrs
@@ -80,8 +81,8 @@ class RegistryState:
         self.configs: dict[str | None, str] = {}
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
-        # schema id -> the (subject, version)s that have it
-        self._uses: dict[int, set[tuple[str, int]]] = {}
+        # schema id -> the versions that have it
+        self._uses: dict[int, tuple[SubjectVersion, ...]] = {}
         # (subject, version) referenced -> ids of the schemas referencing it
         self._referrers: dict[tuple[str, int], set[int]] = {}
 
@@ -135,13 +136,14 @@ class RegistryState:
             raise TypeError(f"unknown key {key!r}")
 
     def _put_version(self, value: SchemaValue) -> None:
+        subject = sys.intern(value.subject)  # one string per subject, not per version
         stored = StoredSchema(value.schema_type, value.schema, value.references)
-        versions = self.subjects.setdefault(value.subject, {})
-        old = versions.get(value.version)
-        if old is not None and old.schema_id != value.id:
-            self._unuse(old.schema_id, value.subject, value.version)
-        known = self.schemas.get(value.id)
-        if known is None:
+        versions = self.subjects.setdefault(subject, {})
+        entry = versions.get(value.version)
+        if entry is not None and entry.schema_id != value.id:
+            self._unuse(entry)
+            entry = None
+        if self.schemas.get(value.id) is None:
             self.schemas[value.id] = stored
             for ref in stored.references:
                 self._referrers.setdefault((ref.subject, ref.version), set()).add(
@@ -149,17 +151,15 @@ class RegistryState:
                 )
         self.ids.setdefault(stored, value.id)
         self.max_id = max(self.max_id, value.id)
-        self._uses.setdefault(value.id, set()).add((value.subject, value.version))
-        if old is None:
-            last = next(reversed(versions), 0)
-            versions[value.version] = SubjectVersion(
-                value.subject, value.version, value.id, value.deleted
-            )
-            if value.version < last:  # an import out of order: keep versions sorted
-                self.subjects[value.subject] = dict(sorted(versions.items()))
-        else:
-            old.schema_id = value.id
-            old.deleted = value.deleted
+        if entry is not None:
+            entry.deleted = value.deleted
+            return
+        last = next(reversed(versions), 0)
+        entry = SubjectVersion(subject, value.version, value.id, value.deleted)
+        versions[value.version] = entry
+        if value.version < last:  # an import out of order: keep versions sorted
+            self.subjects[subject] = dict(sorted(versions.items()))
+        self._uses[value.id] = (*self._uses.get(value.id, ()), entry)
 
     def _drop_version(self, subject: str, version: int) -> None:
         versions = self.subjects.get(subject)
@@ -169,16 +169,17 @@ class RegistryState:
         if not versions:
             del self.subjects[subject]
         if entry is not None:
-            self._unuse(entry.schema_id, subject, version)
+            self._unuse(entry)
 
-    def _unuse(self, schema_id: int, subject: str, version: int) -> None:
-        uses = self._uses.get(schema_id)
-        if uses is None:
-            return
-        uses.discard((subject, version))
+    def _unuse(self, entry: SubjectVersion) -> None:
+        """``entry`` no longer holds its schema id; an id no version holds is
+        forgotten (its number is not reused: :attr:`max_id` stays)."""
+        schema_id = entry.schema_id
+        uses = tuple(e for e in self._uses.get(schema_id, ()) if e is not entry)
         if uses:
+            self._uses[schema_id] = uses
             return
-        del self._uses[schema_id]
+        self._uses.pop(schema_id, None)
         stored = self.schemas.pop(schema_id, None)
         if stored is None:
             return
@@ -201,10 +202,8 @@ class RegistryState:
     def version_uses(self, schema_id: int) -> list[SubjectVersion]:
         """Every (live or soft-deleted) version with ``schema_id``, by subject and
         version."""
-        out = []
-        for subject, version in sorted(self._uses.get(schema_id, ())):
-            out.append(self.subjects[subject][version])
-        return out
+        uses = self._uses.get(schema_id, ())
+        return sorted(uses, key=lambda e: (e.subject, e.version))
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of schemas with a live version that reference ``subject``/``version``
