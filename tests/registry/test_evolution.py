@@ -125,3 +125,30 @@ def test_avro_serializer_evolution(
         v3({"name": "cy", "age": 1, "nick": "c"}, ctx)
     assert "nick" in str(err.value)
     assert client.get_versions(f"{topic}-value") == [1, 2]
+
+
+def test_avro_serializer_guid_in_headers(
+    registry_cluster: Cluster, client: SchemaRegistryClient, subject: Subject
+) -> None:
+    from confluent_kafka.schema_registry import (
+        dual_schema_id_deserializer,
+        header_schema_id_serializer,
+    )
+
+    topic = subject().removesuffix("-value")
+    schema = user(topic.replace("-", "_"))
+    headers: list[tuple[str, bytes]] = []
+    ctx = SerializationContext(topic, MessageField.VALUE, headers)
+    serializer = AvroSerializer(
+        client, schema, conf={"schema.id.serializer": header_schema_id_serializer}
+    )
+    # (over 5 bytes: confluent's deserializer checks a length before the headers)
+    data = serializer({"name": "ada lovelace"}, ctx)
+    assert data is not None and data[:1] != b"\0"  # no prefix: the GUID is a header
+    ((name, guid),) = headers
+    assert name == "__value_schema_id" and len(guid) == 17
+    reader = AvroDeserializer(  # a new client: the schema comes by GUID from the server
+        SchemaRegistryClient(registry_cluster.schema_registry_config()),
+        conf={"schema.id.deserializer": dual_schema_id_deserializer},
+    )
+    assert reader(data, ctx) == {"name": "ada lovelace"}

@@ -193,7 +193,8 @@ def test_version_body_schema_and_listing(
             {"schema": '{"type": "long"}'},
         ).ok
     got = call(registry_cluster, "GET", f"/subjects/{names[0]}/versions/latest").json()
-    assert set(got) == {"subject", "version", "id", "schema"}  # no schemaType for AVRO
+    # no schemaType for AVRO, no references when none
+    assert set(got) == {"subject", "version", "id", "guid", "schema"}
     raw = call(registry_cluster, "GET", f"/subjects/{names[0]}/versions/1/schema")
     assert raw.text == '"long"'  # Avro's canonical form
     assert (
@@ -213,7 +214,7 @@ def test_version_body_schema_and_listing(
     found = call(
         registry_cluster, "GET", f"/schemas/ids/{got['id']}?subject={names[0]}"
     )
-    assert found.json() == {"schema": '"long"'}
+    assert found.json() == {"guid": got["guid"], "schema": '"long"'}
     assert (
         error(call(registry_cluster, "GET", f"/schemas/ids/{got['id']}?subject=other"))[
             1
@@ -253,11 +254,14 @@ def test_import_mode_with_explicit_ids(
     ).json() == {"mode": "IMPORT"}
     assert call(registry_cluster, "GET", f"/mode/{name}").json() == {"mode": "IMPORT"}
     got = call(registry_cluster, "POST", f"/subjects/{name}/versions", body)
-    assert got.json() == {"id": 5000}
+    assert got.json()["id"] == 5000
     with_version = {"schema": '"bytes"', "id": 4000, "version": 7}
-    assert call(
-        registry_cluster, "POST", f"/subjects/{name}/versions", with_version
-    ).json() == {"id": 4000}
+    assert (
+        call(
+            registry_cluster, "POST", f"/subjects/{name}/versions", with_version
+        ).json()["id"]
+        == 4000
+    )
     assert call(registry_cluster, "GET", f"/subjects/{name}/versions").json() == [1, 7]
     # another schema under a taken id is refused
     clash = {"schema": '"float"', "id": 5000}
@@ -301,3 +305,35 @@ def test_readonly_override(registry_cluster: Cluster, subject: Subject) -> None:
     assert call(registry_cluster, "DELETE", f"/mode/{name}").json() == {
         "mode": "READONLY_OVERRIDE"
     }
+
+
+def test_guids_and_schema_listing(registry_cluster: Cluster, subject: Subject) -> None:
+    name = subject()
+    text = '{"type":"enum","name":"Guid","symbols":["A","B"]}'
+    registered = call(
+        registry_cluster, "POST", f"/subjects/{name}/versions", {"schema": text}
+    ).json()
+    guid = registered["guid"]
+    by_guid = call(registry_cluster, "GET", f"/schemas/guids/{guid}").json()
+    assert (by_guid["id"], by_guid["guid"], by_guid["schema"]) == (
+        registered["id"],
+        guid,
+        text,
+    )
+    assert (
+        call(registry_cluster, "GET", f"/schemas/ids/{registered['id']}").json()["guid"]
+        == guid
+    )
+    # the same schema in another subject: the same id and GUID
+    again = call(
+        registry_cluster, "POST", f"/subjects/{subject()}/versions", {"schema": text}
+    )
+    assert again.json() == registered
+    missing = "00000000-0000-0000-0000-000000000000"
+    assert error(call(registry_cluster, "GET", f"/schemas/guids/{missing}"))[1] == 40403
+    listed = call(registry_cluster, "GET", f"/schemas?subjectPrefix={name}").json()
+    assert [(s["subject"], s["version"], s["id"]) for s in listed] == [
+        (name, 1, registered["id"])
+    ]
+    version = call(registry_cluster, "GET", "/v1/metadata/version").json()
+    assert set(version) == {"version", "commitId"}

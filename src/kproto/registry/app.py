@@ -97,9 +97,9 @@ def _schema_id(request: web.Request) -> int:
 
 
 def _schema_fields(stored: StoredSchema, text: str | None = None) -> dict[str, Any]:
-    """``schemaType`` (left out for AVRO, as Confluent), ``references`` (left out
-    when none) and ``schema``."""
-    fields: dict[str, Any] = {}
+    """``guid``, ``schemaType`` (left out for AVRO, as Confluent), ``references``
+    (left out when none) and ``schema``."""
+    fields: dict[str, Any] = {"guid": stored.guid}
     if stored.schema_type != SchemaType.AVRO:
         fields["schemaType"] = stored.schema_type
     if stored.references:
@@ -289,7 +289,7 @@ async def register(request: web.Request) -> web.Response:
     new_id = await registry.register(
         subject, parsed, schema_id=schema_id, version=version
     )
-    return _dump({"id": new_id})
+    return _dump({"id": new_id, "guid": registry.schema(new_id).guid})
 
 
 async def get_version(request: web.Request) -> web.Response:
@@ -352,6 +352,38 @@ async def get_schema(request: web.Request) -> web.Response:
             f"Schema {schema_id} not found in subject {subject!r}",
         )
     return _dump(_schema_fields(stored, _formatted(request, schema_id)))
+
+
+async def get_schema_by_guid(request: web.Request) -> web.Response:
+    """GET /schemas/guids/{guid} (``format``)."""
+    registry = _registry(request)
+    schema_id = registry.state.by_guid(request.match_info["guid"].lower())
+    if schema_id is None:
+        raise RegistryError(
+            RegistryErrorCode.SCHEMA_NOT_FOUND,
+            f"Schema {request.match_info['guid']} not found",
+        )
+    stored = registry.schema(schema_id)
+    return _dump(
+        {"id": schema_id, **_schema_fields(stored, _formatted(request, schema_id))}
+    )
+
+
+async def list_schemas(request: web.Request) -> web.Response:
+    """GET /schemas (``subjectPrefix``, ``deleted``, ``latestOnly``, ``offset``,
+    ``limit``): every version's schema, by subject and version."""
+    registry = _registry(request)
+    prefix = request.query.get("subjectPrefix", "")
+    deleted = _flag(request, "deleted")
+    latest_only = _flag(request, "latestOnly")
+    out = []
+    for subject in sorted(registry.state.subjects):
+        if not subject.startswith(prefix):
+            continue
+        versions = registry.state.versions(subject, deleted=deleted)
+        for entry in versions[-1:] if latest_only else versions:
+            out.append(_version_body(request, entry))
+    return _dump(_page(request, out))
 
 
 async def get_schema_text(request: web.Request) -> web.Response:
@@ -492,6 +524,13 @@ async def contexts(request: web.Request) -> web.Response:
     return _dump(["."])
 
 
+async def metadata_version(request: web.Request) -> web.Response:
+    """GET /v1/metadata/version: kproto's version (no commit id)."""
+    from kproto import __version__
+
+    return _dump({"version": __version__, "commitId": ""})
+
+
 async def metadata_id(request: web.Request) -> web.Response:
     """GET /v1/metadata/id: the cluster ids (Confluent's ``ServerMetadataResource``)."""
     settings = request.app[_SETTINGS]
@@ -583,6 +622,8 @@ def build_app(
     app.router.add_get(schema + "/subjects", schema_subjects)
     app.router.add_get(schema + "/versions", schema_versions)
     app.router.add_get("/schemas/types", schema_types)
+    app.router.add_get("/schemas", list_schemas)
+    app.router.add_get("/schemas/guids/{guid}", get_schema_by_guid)
     for path in ("/config", "/config/{subject}"):
         app.router.add_get(path, get_config)
         app.router.add_put(path, put_config)
@@ -595,4 +636,5 @@ def build_app(
     app.router.add_post("/compatibility" + subject + "/versions", test_compatibility)
     app.router.add_get("/contexts", contexts)
     app.router.add_get("/v1/metadata/id", metadata_id)
+    app.router.add_get("/v1/metadata/version", metadata_version)
     return app

@@ -11,8 +11,10 @@ that stopped (Confluent's ``KafkaStoreMessageHandler``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sys
+import uuid
 from collections.abc import Iterable
 
 import attrs
@@ -48,6 +50,20 @@ class StoredSchema:
     schema_type: str
     schema: str
     references: tuple[SchemaReference, ...] = ()
+
+    @property
+    def guid(self) -> str:
+        """The schema's GUID (a UUID string): the MD5 of its type, text and
+        references, so that one schema has one GUID in every registry and after
+        every restart (the form of Confluent's ``guid``, KIP-less; its derivation
+        is ours)."""
+        digest = hashlib.md5(usedforsecurity=False)
+        digest.update(self.schema_type.encode())
+        digest.update(b"\0")
+        digest.update(self.schema.encode())
+        for ref in self.references:
+            digest.update(f"\0{ref.name}\0{ref.subject}\0{ref.version}".encode())
+        return str(uuid.UUID(bytes=digest.digest()))
 
 
 @attrs.define(slots=True)
@@ -85,6 +101,8 @@ class RegistryState:
         self._uses: dict[int, tuple[SubjectVersion, ...]] = {}
         # (subject, version) referenced -> ids of the schemas referencing it
         self._referrers: dict[tuple[str, int], set[int]] = {}
+        # GUID -> schema id, built on the first GUID lookup, dropped on a change
+        self._guids: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ replay
 
@@ -108,6 +126,7 @@ class RegistryState:
 
     def apply(self, key: RegistryKey, value: RegistryValue | None) -> None:
         """Apply one record (``value`` ``None``: a tombstone)."""
+        self._guids = None
         if isinstance(key, SchemaKey):
             if isinstance(value, SchemaValue):
                 self._put_version(value)
@@ -204,6 +223,13 @@ class RegistryState:
         version."""
         uses = self._uses.get(schema_id, ())
         return sorted(uses, key=lambda e: (e.subject, e.version))
+
+    def by_guid(self, guid: str) -> int | None:
+        """The id of the schema with ``guid``, if any (an index built on the first
+        call after a change)."""
+        if self._guids is None:
+            self._guids = {stored.guid: i for i, stored in self.schemas.items()}
+        return self._guids.get(guid)
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of schemas with a live version that reference ``subject``/``version``
