@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import Callable
@@ -337,3 +338,77 @@ def test_guids_and_schema_listing(registry_cluster: Cluster, subject: Subject) -
     ]
     version = call(registry_cluster, "GET", "/v1/metadata/version").json()
     assert set(version) == {"version", "commitId"}
+
+
+COMMON_PROTO = 'syntax = "proto3";\npackage kproto.test;\n\nmessage Money {\n  int64 units = 1;\n}\n'
+PAYMENT_PROTO = (
+    'syntax = "proto3";\npackage kproto.test;\n\nimport "common.proto";\n\n'
+    "message Payment {\n  Money amount = 1;\n  string memo = 2;\n}\n"
+)
+
+
+def test_protobuf_references_and_serialized_format(
+    registry_cluster: Cluster, subject: Subject
+) -> None:
+    from google.protobuf import descriptor_pb2
+
+    common, payment = subject(), subject()
+    body = {"schema": COMMON_PROTO, "schemaType": "PROTOBUF"}
+    assert call(registry_cluster, "POST", f"/subjects/{common}/versions", body).ok
+    ref = {"name": "common.proto", "subject": common, "version": 1}
+    body = {"schema": PAYMENT_PROTO, "schemaType": "PROTOBUF", "references": [ref]}
+    registered = call(registry_cluster, "POST", f"/subjects/{payment}/versions", body)
+    assert registered.status_code == 200, registered.text
+    schema_id = registered.json()["id"]
+    got = call(registry_cluster, "GET", f"/schemas/ids/{schema_id}").json()
+    assert got["schemaType"] == "PROTOBUF" and got["references"] == [ref]
+    serialized = call(
+        registry_cluster, "GET", f"/schemas/ids/{schema_id}?format=serialized"
+    ).json()["schema"]
+    descriptor = descriptor_pb2.FileDescriptorProto.FromString(
+        base64.b64decode(serialized)
+    )
+    assert [m.name for m in descriptor.message_type] == ["Payment"]
+    assert list(descriptor.dependency) == ["common.proto"]
+    # lookup finds it; without its reference the import does not resolve
+    found = call(registry_cluster, "POST", f"/subjects/{payment}", body).json()
+    assert (found["id"], found["version"]) == (schema_id, 1)
+    no_ref = {"schema": PAYMENT_PROTO, "schemaType": "PROTOBUF"}
+    assert (
+        error(
+            call(registry_cluster, "POST", f"/subjects/{subject()}/versions", no_ref)
+        )[1]
+        == 42201
+    )
+    # BACKWARD: changing a field's type is refused, adding one is fine
+    changed = {
+        **body,
+        "schema": PAYMENT_PROTO.replace("string memo = 2", "int64 memo = 2"),
+    }
+    assert (
+        error(call(registry_cluster, "POST", f"/subjects/{payment}/versions", changed))[
+            1
+        ]
+        == 409
+    )
+    added = {**body, "schema": PAYMENT_PROTO.replace("}\n", "  bool paid = 3;\n}\n", 2)}
+    second = call(registry_cluster, "POST", f"/subjects/{payment}/versions", added)
+    assert second.status_code == 200, second.text
+    referencing = call(
+        registry_cluster, "GET", f"/subjects/{common}/versions/1/referencedby"
+    ).json()
+    assert referencing == [schema_id, second.json()["id"]]
+
+
+def test_schema_type_mismatch_is_incompatible(
+    registry_cluster: Cluster, subject: Subject
+) -> None:
+    name = subject()
+    assert call(
+        registry_cluster, "POST", f"/subjects/{name}/versions", {"schema": '"string"'}
+    ).ok
+    json_schema = {"schema": '{"type": "string"}', "schemaType": "JSON"}
+    status, code, message = error(
+        call(registry_cluster, "POST", f"/subjects/{name}/versions", json_schema)
+    )
+    assert (status, code) == (409, 409) and "AVRO" in message

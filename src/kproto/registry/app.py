@@ -115,18 +115,21 @@ def _registry(request: web.Request) -> SchemaRegistry:
     return request.app[_REGISTRY]
 
 
-def _formatted(request: web.Request, schema_id: int) -> str | None:
+async def _formatted(request: web.Request, schema_id: int) -> str | None:
+    """The schema in the request's ``format`` (None: no format asked)."""
     fmt = request.query.get("format", "")
-    return _registry(request).parsed(schema_id).formatted(fmt) if fmt else None
+    if not fmt:
+        return None
+    return (await _registry(request).parsed(schema_id)).formatted(fmt)
 
 
-def _version_body(request: web.Request, entry: SubjectVersion) -> dict[str, Any]:
+async def _version_body(request: web.Request, entry: SubjectVersion) -> dict[str, Any]:
     stored = _registry(request).state.schemas[entry.schema_id]
     return {
         "subject": entry.subject,
         "version": entry.version,
         "id": entry.schema_id,
-        **_schema_fields(stored, _formatted(request, entry.schema_id)),
+        **_schema_fields(stored, await _formatted(request, entry.schema_id)),
     }
 
 
@@ -251,9 +254,9 @@ async def lookup(request: web.Request) -> web.Response:
     normalize = _flag(request, "normalize")
     deleted = _flag(request, "deleted")
     registry.live_versions(subject, deleted=deleted)
-    parsed = await registry.parse_request(schema_type, text, refs, normalize=normalize)
-    entry = registry.lookup(subject, parsed, normalize=normalize, deleted=deleted)
-    return _dump(_version_body(request, entry))
+    parsed = await registry.parse(schema_type, text, refs, normalize=normalize)
+    entry = await registry.lookup(subject, parsed, normalize=normalize, deleted=deleted)
+    return _dump(await _version_body(request, entry))
 
 
 async def delete_subject(request: web.Request) -> web.Response:
@@ -283,7 +286,7 @@ async def register(request: web.Request) -> web.Response:
     schema_type, text, refs = _schema_request(body)
     schema_id = _optional_int(body, "id")
     version = _optional_int(body, "version")
-    parsed = await registry.parse_request(
+    parsed = await registry.parse(
         schema_type, text, refs, normalize=_flag(request, "normalize")
     )
     new_id = await registry.register(
@@ -299,7 +302,7 @@ async def get_version(request: web.Request) -> web.Response:
         parse_version(request.match_info["version"]),
         deleted=_flag(request, "deleted"),
     )
-    return _dump(_version_body(request, entry))
+    return _dump(await _version_body(request, entry))
 
 
 async def get_version_schema(request: web.Request) -> web.Response:
@@ -311,7 +314,8 @@ async def get_version_schema(request: web.Request) -> web.Response:
         deleted=_flag(request, "deleted"),
     )
     text = (
-        _formatted(request, entry.schema_id) or registry.schema(entry.schema_id).schema
+        await _formatted(request, entry.schema_id)
+        or registry.schema(entry.schema_id).schema
     )
     return web.Response(text=text, content_type=CONTENT_TYPE)
 
@@ -351,7 +355,7 @@ async def get_schema(request: web.Request) -> web.Response:
             RegistryErrorCode.SCHEMA_NOT_FOUND,
             f"Schema {schema_id} not found in subject {subject!r}",
         )
-    return _dump(_schema_fields(stored, _formatted(request, schema_id)))
+    return _dump(_schema_fields(stored, await _formatted(request, schema_id)))
 
 
 async def get_schema_by_guid(request: web.Request) -> web.Response:
@@ -365,7 +369,10 @@ async def get_schema_by_guid(request: web.Request) -> web.Response:
         )
     stored = registry.schema(schema_id)
     return _dump(
-        {"id": schema_id, **_schema_fields(stored, _formatted(request, schema_id))}
+        {
+            "id": schema_id,
+            **_schema_fields(stored, await _formatted(request, schema_id)),
+        }
     )
 
 
@@ -382,7 +389,7 @@ async def list_schemas(request: web.Request) -> web.Response:
             continue
         versions = registry.state.versions(subject, deleted=deleted)
         for entry in versions[-1:] if latest_only else versions:
-            out.append(_version_body(request, entry))
+            out.append(await _version_body(request, entry))
     return _dump(_page(request, out))
 
 
@@ -390,7 +397,7 @@ async def get_schema_text(request: web.Request) -> web.Response:
     """GET /schemas/ids/{id}/schema: the schema text alone."""
     registry = _registry(request)
     schema_id = _schema_id(request)
-    text = _formatted(request, schema_id) or registry.schema(schema_id).schema
+    text = await _formatted(request, schema_id) or registry.schema(schema_id).schema
     return web.Response(text=text, content_type=CONTENT_TYPE)
 
 
@@ -492,7 +499,7 @@ async def test_compatibility(request: web.Request) -> web.Response:
     registry = _registry(request)
     subject = _subject(request)
     schema_type, text, refs = _schema_request(await _body(request))
-    parsed = await registry.parse_request(
+    parsed = await registry.parse(
         schema_type, text, refs, normalize=_flag(request, "normalize")
     )
     against: list[SubjectVersion] | None
@@ -502,9 +509,9 @@ async def test_compatibility(request: web.Request) -> web.Response:
             against = registry.state.versions(subject)[-1:]
         else:
             against = [registry.get_version(subject, version)]
-        messages = registry.check(subject, parsed, against) if against else []
+        messages = await registry.check(subject, parsed, against) if against else []
     else:
-        messages = registry.check(subject, parsed)
+        messages = await registry.check(subject, parsed)
     body: dict[str, Any] = {"is_compatible": not messages}
     if _flag(request, "verbose"):
         body["messages"] = messages
