@@ -412,3 +412,13 @@ def test_schema_type_mismatch_is_incompatible(
         call(registry_cluster, "POST", f"/subjects/{name}/versions", json_schema)
     )
     assert (status, code) == (409, 40901) and "AVRO" in message
+
+
+@pytest.mark.parametrize("name", ["__GLOBAL", "tab%09in", "nl%0Ain"])
+def test_invalid_subject_names(registry_cluster: Cluster, name: str) -> None:
+    status, code, _ = error(
+        call(
+            registry_cluster, "POST", f"/subjects/{name}/versions", {"schema": '"int"'}
+        )
+    )
+    assert (status, code) == (422, 42208)

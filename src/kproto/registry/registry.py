@@ -54,6 +54,8 @@ MODES: Final = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 _READ_ONLY: Final = ("READONLY", "READONLY_OVERRIDE")
 _MAX_VERSION: Final = 2**31 - 1
 _PARSED_CACHE_SIZE: Final = 1024
+# Confluent's QualifiedSubject names for the global and empty contexts' configs
+_RESERVED_SUBJECTS: Final = ("__GLOBAL", "__EMPTY")
 
 
 def _not_found(code: RegistryErrorCode, message: str) -> RegistryError:
@@ -370,9 +372,16 @@ class SchemaRegistry:
         ``version`` are the caller's choice in IMPORT mode.
 
         Raises:
-            RegistryError: 42205 read-only, or an id outside IMPORT mode; 409
-                incompatible; 42207 the id holds another schema; 50001 not stored.
+            RegistryError: 42208 an empty or reserved subject name, or one with
+                control characters; 42205 read-only, or an id outside IMPORT
+                mode; 40901 incompatible; 42207 the id holds another schema;
+                50001 not stored.
         """
+        if not subject or subject in _RESERVED_SUBJECTS or not subject.isprintable():
+            raise RegistryError(
+                RegistryErrorCode.INVALID_SUBJECT,
+                f"Invalid subject {subject!r}: empty, reserved or with control characters",
+            )
         async with self._lock:
             self._check_writable(subject)
             importing = self.mode(subject) == "IMPORT"
