@@ -422,3 +422,31 @@ def test_invalid_subject_names(registry_cluster: Cluster, name: str) -> None:
         )
     )
     assert (status, code) == (422, 42208)
+
+
+def test_client_vanishing_mid_body(
+    registry_cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    where = urlsplit(registry_cluster.schema_registry_url)
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(3):
+            with socket.create_connection(
+                (where.hostname, where.port), timeout=10
+            ) as s:
+                s.sendall(
+                    b"POST /subjects/gone-value/versions HTTP/1.1\r\nHost: x\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+                    b'{"schema": '
+                )
+        # not JSON, no headers: an HTTP error, not a crash
+        with socket.create_connection((where.hostname, where.port), timeout=10) as s:
+            s.sendall(b"\x16\x03\x01garbage\r\n\r\n")
+            assert s.recv(100).startswith(b"HTTP/1.")
+        assert call(registry_cluster, "GET", "/subjects").status_code == 200
+    tracebacks = [
+        r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING
+    ]
+    assert not tracebacks

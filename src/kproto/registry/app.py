@@ -579,6 +579,11 @@ def _middleware(auth: BasicAuth) -> Middleware:
             if exc.status < 400:
                 raise
             return _error(RegistryError(exc.status, f"HTTP {exc.status} {exc.reason}"))
+        except ConnectionError:  # the client left mid-request: nobody to answer
+            log.debug("registry: %s %s: the client left", request.method, request.path)
+            return _error(
+                RegistryError(RegistryErrorCode.BAD_REQUEST, "the connection was lost")
+            )
         except Exception:
             log.exception("registry: %s %s failed", request.method, request.path)
             return _error(
