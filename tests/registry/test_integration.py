@@ -112,3 +112,31 @@ def test_pytest_fixture(
         "-p", "no:cacheprovider", "-p", "no:randomly"
     )
     result.assert_outcomes(passed=3)
+
+
+def test_cli_registry_port_taken() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kproto",
+                "broker",
+                "--schema-registry",
+                "--schema-registry-port",
+                str(port),
+            ],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"kproto: error: cannot listen on 127.0.0.1:{port}: address already in use"
+    ]
