@@ -450,3 +450,23 @@ def test_client_vanishing_mid_body(
         r for r in caplog.records if r.exc_info and r.levelno >= logging.WARNING
     ]
     assert not tracebacks
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "code"),
+    [
+        ("/config", {}, 42203),
+        ("/config", {"compatibility": None}, 42203),
+        ("/config", {"compatibility": 3}, 42203),
+        ("/config/x", {"compatibility": "sideways"}, 42203),
+        ("/mode", {}, 42204),
+        ("/mode/x", {"mode": ["IMPORT"]}, 42204),
+    ],
+)
+def test_bad_config_and_mode_bodies(
+    registry_cluster: Cluster, path: str, body: dict[str, object], code: int
+) -> None:
+    assert error(call(registry_cluster, "PUT", path, body))[:2] == (422, code)
+    assert call(registry_cluster, "GET", "/config").json() == {
+        "compatibilityLevel": "BACKWARD"
+    }

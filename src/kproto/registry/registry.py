@@ -101,7 +101,9 @@ def parse_version(text: str) -> int | None:
 
 def _compatibility(level: object) -> CompatibilityLevel:
     try:
-        return CompatibilityLevel(str(level).upper())
+        if not isinstance(level, str):
+            raise ValueError(level)
+        return CompatibilityLevel(level.upper())
     except ValueError:
         raise RegistryError(
             RegistryErrorCode.INVALID_COMPATIBILITY_LEVEL,
@@ -111,7 +113,7 @@ def _compatibility(level: object) -> CompatibilityLevel:
 
 
 def _mode(mode: object) -> str:
-    text = str(mode).upper()
+    text = mode.upper() if isinstance(mode, str) else ""
     if text not in MODES:
         raise RegistryError(
             RegistryErrorCode.INVALID_MODE,
