@@ -150,3 +150,14 @@ def test_bad_values() -> None:
         )
     with pytest.raises(RecordError, match="compatibilityLevel"):
         decode_value(ConfigKey(None), b"{}")
+
+
+def test_unknown_levels_and_modes_are_refused() -> None:
+    with pytest.raises(RecordError, match="SIDEWAYS"):
+        decode_value(ConfigKey(None), b'{"compatibilityLevel":"SIDEWAYS"}')
+    with pytest.raises(RecordError, match="LOCKED"):
+        decode_value(ModeKey(None), b'{"mode":"LOCKED"}')
+    # Confluent's names in any case
+    assert decode_value(
+        ConfigKey(None), b'{"compatibilityLevel":"full"}'
+    ) == ConfigValue(None, "FULL")

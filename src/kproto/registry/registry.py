@@ -18,6 +18,7 @@ from typing import Final
 
 from kproto.registry.errors import RegistryError, RegistryErrorCode
 from kproto.registry.records import (
+    MODES,
     ConfigKey,
     ConfigValue,
     DeleteSubjectKey,
@@ -43,14 +44,12 @@ from kproto.registry.schemas import (
 from kproto.registry.schemas_topic import SchemasTopic, StoreError
 from kproto.registry.store import RegistryState, StoredSchema, SubjectVersion
 
-__all__ = ["DEFAULT_COMPATIBILITY", "MODES", "SchemaRegistry"]
+__all__ = ["DEFAULT_COMPATIBILITY", "SchemaRegistry"]
 
 log = logging.getLogger("kproto.registry")
 
 #: Confluent's ``schema.compatibility.level`` default.
 DEFAULT_COMPATIBILITY: Final = CompatibilityLevel.BACKWARD
-#: Confluent's modes.
-MODES: Final = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 _READ_ONLY: Final = ("READONLY", "READONLY_OVERRIDE")
 _MAX_VERSION: Final = 2**31 - 1
 _PARSED_CACHE_SIZE: Final = 1024
