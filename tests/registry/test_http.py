@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from kproto.broker import Cluster
-from kproto.registry.app import CONTENT_TYPE, DEFAULT_MAX_REQUEST_BYTES
+from kproto.registry.rest import CONTENT_TYPE, DEFAULT_MAX_REQUEST_BYTES
 
 Subject = Callable[[], str]
 HEADERS = {"Content-Type": CONTENT_TYPE}

@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
 from kproto.broker import Cluster
-from kproto.registry.app import CONTENT_TYPE
+from kproto.registry.rest import CONTENT_TYPE
 from kproto.registry.schemas_topic import SCHEMAS_TOPIC
 
 HEADERS = {"Content-Type": CONTENT_TYPE}
