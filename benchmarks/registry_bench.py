@@ -5,7 +5,8 @@
 1. Requests: a ``python -m kproto broker --schema-registry`` subprocess; this process
    sends, one at a time over one keep-alive ``requests`` session, N registrations
    (``POST /subjects/{s}/versions``: N distinct Avro records in N subjects, each
-   parsed and stored in ``_schemas`` before the answer), then N lookups
+   parsed and stored in ``_schemas`` before the answer), N evolutions (a second
+   version of each, checked BACKWARD against the first), then N lookups
    (``POST /subjects/{s}``), then N ``GET /schemas/ids/{id}``; requests/s of each.
 2. Rebuild: a ``_schemas`` topic of S subjects x V versions (each version adds a
    field with a default, so ids run 1..S*V), written by a confluent-kafka producer
@@ -121,6 +122,15 @@ def bench_requests(count: int) -> None:
                 lambda i: session.post(
                     f"{url}/subjects/s{i}-value/versions",
                     data=bodies[i],
+                    headers=headers,
+                ),
+            )
+            evolved = [json.dumps({"schema": avro(i, 3)}) for i in range(count)]
+            run(
+                "evolve",
+                lambda i: session.post(
+                    f"{url}/subjects/s{i}-value/versions",
+                    data=evolved[i],
                     headers=headers,
                 ),
             )

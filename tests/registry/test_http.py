@@ -470,3 +470,30 @@ def test_bad_config_and_mode_bodies(
     assert call(registry_cluster, "GET", "/config").json() == {
         "compatibilityLevel": "BACKWARD"
     }
+
+
+def test_concurrent_registrations_get_distinct_increasing_ids(
+    registry_cluster: Cluster, subject: Subject
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [subject() for _ in range(40)]
+
+    def register(i: int) -> int:
+        text = json.dumps({"type": "fixed", "name": f"Concurrent{i}", "size": 4})
+        answer = call(
+            registry_cluster, "POST", f"/subjects/{names[i]}/versions", {"schema": text}
+        )
+        assert answer.status_code == 200, answer.text
+        result: int = answer.json()["id"]
+        return result
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(register, range(len(names))))
+    assert len(set(ids)) == len(ids)
+    assert max(ids) - min(ids) == len(ids) - 1  # no gaps, no reuse
+    for name, schema_id in zip(names, ids, strict=True):
+        assert (
+            call(registry_cluster, "GET", f"/subjects/{name}/versions/1").json()["id"]
+            == schema_id
+        )
