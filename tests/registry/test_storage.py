@@ -229,3 +229,23 @@ def test_golden_confluent_records_load(tmp_path: Path) -> None:
         assert client.get_compatibility("orders-value") == "NONE"
         assert client.get_mode("payments-value") == "READONLY"
         assert client.register_schema("fresh", Schema('"double"', "AVRO")) == 24
+
+
+def test_no_topic_no_acknowledgement(tmp_path: Path) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    with Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
+        register(cluster, "kept", '"string"')
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        for future in admin.delete_topics([SCHEMAS_TOPIC]).values():
+            future.result(timeout=10)
+        response = requests.post(
+            f"{cluster.schema_registry_url}/subjects/lost/versions",
+            data=json.dumps({"schema": '"int"'}),
+            headers=HEADERS,
+            timeout=10,
+        )
+        assert response.status_code == 500
+        assert response.json()["error_code"] == 50001
+        # nothing of the refused registration is visible
+        assert get(cluster, "/subjects").json() == ["kept"]
