@@ -497,3 +497,24 @@ def test_concurrent_registrations_get_distinct_increasing_ids(
             call(registry_cluster, "GET", f"/subjects/{name}/versions/1").json()["id"]
             == schema_id
         )
+
+
+def test_long_lists_are_encoded_off_the_loop(
+    registry_cluster: Cluster, subject: Subject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kproto.registry.rest
+
+    for _ in range(3):
+        call(
+            registry_cluster,
+            "POST",
+            f"/subjects/{subject()}/versions",
+            {"schema": '"null"'},
+        )
+    small = call(registry_cluster, "GET", "/subjects").json()
+    every = call(registry_cluster, "GET", "/schemas").json()
+    monkeypatch.setattr(kproto.registry.rest, "LARGE_LIST", 1)
+    response = call(registry_cluster, "GET", "/subjects")
+    assert response.headers["Content-Type"] == CONTENT_TYPE
+    assert response.json() == small
+    assert call(registry_cluster, "GET", "/schemas").json() == every

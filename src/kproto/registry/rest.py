@@ -10,6 +10,7 @@ booleans in queries are ``true`` in any case; lists page with ``offset``/``limit
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
@@ -29,7 +30,9 @@ __all__ = [
     "REGISTRY_KEY",
     "SETTINGS_KEY",
     "Handler",
+    "LARGE_LIST",
     "dump",
+    "dump_large",
     "error_response",
     "flag",
     "optional_int",
@@ -52,6 +55,8 @@ ACCEPTED_TYPES: Final = frozenset(
         "application/octet-stream",
     }
 )
+#: Lists longer than this are JSON-encoded in a worker thread.
+LARGE_LIST: Final = 2000
 #: The default bound of a request body: 16 MiB (bytes).
 DEFAULT_MAX_REQUEST_BYTES: Final = 16 * 1024 * 1024
 
@@ -68,6 +73,18 @@ def dump(body: object, status: int = 200) -> web.Response:
         status=status,
         content_type=CONTENT_TYPE,
     )
+
+
+async def dump_large(items: list[Any]) -> web.Response:
+    """:func:`dump` for a list that may be long (every subject, every schema):
+    encoded in a worker thread past :data:`LARGE_LIST` items, so that the loop
+    (and the Kafka listeners on it) keeps running meanwhile."""
+    if len(items) <= LARGE_LIST:
+        return dump(items)
+    data = await asyncio.to_thread(
+        lambda: json.dumps(items, separators=(",", ":"), ensure_ascii=False).encode()
+    )
+    return web.Response(body=data, content_type=CONTENT_TYPE)
 
 
 def error_response(exc: RegistryError) -> web.Response:

@@ -10,7 +10,8 @@ middleware (:mod:`kproto.registry.app`).
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, Final
 
 from aiohttp import web
 
@@ -21,6 +22,7 @@ from kproto.registry.rest import (
     REGISTRY_KEY,
     SETTINGS_KEY,
     dump,
+    dump_large,
     flag,
     optional_int,
     page,
@@ -29,6 +31,9 @@ from kproto.registry.rest import (
     schema_request,
 )
 from kproto.registry.store import SubjectVersion
+
+# list entries built between two yields to the event loop
+_YIELD_EVERY: Final = 500
 
 
 def _subject(request: web.Request) -> str:
@@ -77,7 +82,7 @@ async def list_subjects(request: web.Request) -> web.Response:
         live = any(not v.deleted for v in versions.values())
         if (deleted_only and not live) or (not deleted_only and (live or deleted)):
             out.append(subject)
-    return dump(page(request, sorted(out)))
+    return await dump_large(page(request, sorted(out)))
 
 
 async def lookup(request: web.Request) -> web.Response:
@@ -224,7 +229,9 @@ async def list_schemas(request: web.Request) -> web.Response:
         versions = registry.state.versions(subject, deleted=deleted)
         for entry in versions[-1:] if latest_only else versions:
             out.append(await _version_body(request, entry))
-    return dump(page(request, out))
+            if len(out) % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let the Kafka listeners have the loop
+    return await dump_large(page(request, out))
 
 
 async def get_schema_text(request: web.Request) -> web.Response:
