@@ -276,7 +276,7 @@ class Handler(BaseHTTPRequestHandler):
             raise Problem(42201, "Invalid schema: no 'schema' string")
         if subject in st.incompatible:
             raise Problem(
-                409, "Schema being registered is incompatible with an earlier schema"
+                40901, "Schema being registered is incompatible with an earlier schema"
             )
         stored = {
             k: body[k] for k in ("schema", "schemaType", "references") if k in body

@@ -150,6 +150,18 @@ def add_parsers(sub: Any) -> None:
         default=None,
         help="connections each node may hold (default unlimited)",
     )
+    p.add_argument(
+        "--schema-registry",
+        action="store_true",
+        help="also serve Confluent Schema Registry's REST API (needs kproto[registry]);"
+        " its URL is printed on stdout after the bootstrap servers",
+    )
+    p.add_argument(
+        "--schema-registry-port",
+        type=_port,
+        default=0,
+        help="the schema registry's port (default: any free)",
+    )
     p.set_defaults(func=run_broker)
 
 
@@ -228,6 +240,8 @@ def run_broker(args: argparse.Namespace) -> int:
                 max_connections=args.max_connections,
                 max_connections_per_ip=args.max_connections_per_ip,
                 default_quotas=QuotaDefaults(**dict(args.quota)),
+                schema_registry=args.schema_registry,
+                schema_registry_port=args.schema_registry_port,
             )
         except (ValueError, RuntimeError) as exc:  # security settings, trustme
             raise CliError(str(exc)) from exc
@@ -246,6 +260,8 @@ def run_broker(args: argparse.Namespace) -> int:
                 loop.add_signal_handler(sig, stop.set)
         try:
             print(cluster.bootstrap_servers, flush=True)
+            if cluster.schema_registry is not None:
+                print(cluster.schema_registry_url, flush=True)
             if cluster.ca_file is not None:
                 print(f"ssl.ca.location={cluster.ca_file}", file=sys.stderr, flush=True)
             await stop.wait()

@@ -296,14 +296,14 @@ class Cluster(FaultControls):
         self._loop = asyncio.get_running_loop()
         try:
             self.state.load()
+            if self.schema_registry is not None:  # its replay before any client
+                await self.schema_registry.start()
             for server in self.servers:
                 await server.start()
             await self.groups.start()
             await self.txn.start()
             self.cleaner.start()
             await self.share.start()
-            if self.schema_registry is not None:
-                await self.schema_registry.start()
         except BaseException:
             if self.schema_registry is not None:
                 await self.schema_registry.stop()

@@ -16,6 +16,10 @@ point (active once kproto is installed):
 * ``kafka_cluster_factory``: a callable taking the same keyword arguments that starts
   one more cluster per call; every cluster it made is stopped after the test.
 * ``kafka_cluster_session``: one single-node cluster shared by the whole session.
+* ``schema_registry_url``: the URL of ``kafka_cluster``'s schema registry, which
+  asking for this fixture turns on (as ``@pytest.mark.kafka_cluster(schema_registry=
+  True)`` does); give it to confluent-kafka's ``SchemaRegistryClient({"url": ...})``
+  or take ``kafka_cluster.schema_registry_config()`` for TLS and SASL clusters.
 
 Each yields running clusters; use ``cluster.bootstrap_servers`` in clients.
 
@@ -43,6 +47,7 @@ __all__ = [
     "kafka_cluster",
     "kafka_cluster_factory",
     "kafka_cluster_session",
+    "schema_registry_url",
 ]
 
 MARKER = "kafka_cluster"
@@ -178,6 +183,8 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     kwargs = cluster_kwargs(
         _marker_kwargs(request.node), f"@pytest.mark.{MARKER} on {request.node.nodeid}"
     )
+    if "schema_registry_url" in request.fixturenames:
+        kwargs.setdefault("schema_registry", True)
     with Cluster(**kwargs) as cluster:
         yield cluster
 
@@ -210,3 +217,10 @@ def kafka_cluster_session() -> Iterator[Cluster]:
 
     with Cluster(nodes=1) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def schema_registry_url(kafka_cluster: Cluster) -> str:
+    """``kafka_cluster``'s schema registry URL (``http://127.0.0.1:PORT``, https with
+    TLS); the registry is started for tests that ask for this fixture."""
+    return kafka_cluster.schema_registry_url

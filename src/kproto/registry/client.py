@@ -375,7 +375,7 @@ class SchemaRegistryClient:
         the existing id when it is already there) and return its schema id.
 
         Raises:
-            RegistryError: 409 incompatible, 42201 invalid schema, 42205 in READONLY.
+            RegistryError: 40901 incompatible (HTTP 409), 42201 invalid schema, 42205 in READONLY.
         """
         return self.register_schema_full_response(subject, schema, normalize).schema_id
 

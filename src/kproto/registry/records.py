@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
-from kproto.registry.schemas import SchemaReference
+from kproto.registry.schemas import CompatibilityLevel, SchemaReference
 
 __all__ = [
     "ClearSubjectKey",
@@ -44,6 +44,7 @@ __all__ = [
     "DeleteSubjectKey",
     "DeleteSubjectValue",
     "KeyType",
+    "MODES",
     "ModeKey",
     "ModeValue",
     "NoopKey",
@@ -57,6 +58,10 @@ __all__ = [
     "encode_key",
     "encode_value",
 ]
+
+
+#: Confluent's modes.
+MODES: Final = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 
 
 class RecordError(ValueError):
@@ -279,7 +284,9 @@ def decode_key(data: bytes) -> RegistryKey | None:
 
 
 def _references(obj: dict[str, Any], what: str) -> tuple[SchemaReference, ...]:
-    refs = obj.get("references") or []
+    refs = obj.get("references")
+    if refs is None:
+        return ()
     if not isinstance(refs, list):
         raise RecordError(f"{what}: 'references' is not a list")
     out = []
@@ -321,11 +328,15 @@ def decode_value(key: RegistryKey, data: bytes) -> RegistryValue | None:
             deleted=obj.get("deleted") is True,
         )
     if isinstance(key, ConfigKey):
-        return ConfigValue(
-            key.subject, _field(obj, "compatibilityLevel", str, "CONFIG value")
-        )
+        level = _field(obj, "compatibilityLevel", str, "CONFIG value").upper()
+        if level not in CompatibilityLevel.__members__:
+            raise RecordError(f"CONFIG value: unknown compatibilityLevel {level!r}")
+        return ConfigValue(key.subject, level)
     if isinstance(key, ModeKey):
-        return ModeValue(key.subject, _field(obj, "mode", str, "MODE value"))
+        mode = _field(obj, "mode", str, "MODE value").upper()
+        if mode not in MODES:
+            raise RecordError(f"MODE value: unknown mode {mode!r}")
+        return ModeValue(key.subject, mode)
     if isinstance(key, DeleteSubjectKey):
         return DeleteSubjectValue(
             key.subject, _field(obj, "version", int, "DELETE_SUBJECT value")

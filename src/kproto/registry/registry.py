@@ -18,6 +18,7 @@ from typing import Final
 
 from kproto.registry.errors import RegistryError, RegistryErrorCode
 from kproto.registry.records import (
+    MODES,
     ConfigKey,
     ConfigValue,
     DeleteSubjectKey,
@@ -43,17 +44,17 @@ from kproto.registry.schemas import (
 from kproto.registry.schemas_topic import SchemasTopic, StoreError
 from kproto.registry.store import RegistryState, StoredSchema, SubjectVersion
 
-__all__ = ["DEFAULT_COMPATIBILITY", "MODES", "SchemaRegistry"]
+__all__ = ["DEFAULT_COMPATIBILITY", "SchemaRegistry"]
 
 log = logging.getLogger("kproto.registry")
 
 #: Confluent's ``schema.compatibility.level`` default.
 DEFAULT_COMPATIBILITY: Final = CompatibilityLevel.BACKWARD
-#: Confluent's modes.
-MODES: Final = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 _READ_ONLY: Final = ("READONLY", "READONLY_OVERRIDE")
 _MAX_VERSION: Final = 2**31 - 1
 _PARSED_CACHE_SIZE: Final = 1024
+# Confluent's QualifiedSubject names for the global and empty contexts' configs
+_RESERVED_SUBJECTS: Final = ("__GLOBAL", "__EMPTY")
 
 
 def _not_found(code: RegistryErrorCode, message: str) -> RegistryError:
@@ -99,7 +100,9 @@ def parse_version(text: str) -> int | None:
 
 def _compatibility(level: object) -> CompatibilityLevel:
     try:
-        return CompatibilityLevel(str(level).upper())
+        if not isinstance(level, str):
+            raise ValueError(level)
+        return CompatibilityLevel(level.upper())
     except ValueError:
         raise RegistryError(
             RegistryErrorCode.INVALID_COMPATIBILITY_LEVEL,
@@ -109,7 +112,7 @@ def _compatibility(level: object) -> CompatibilityLevel:
 
 
 def _mode(mode: object) -> str:
-    text = str(mode).upper()
+    text = mode.upper() if isinstance(mode, str) else ""
     if text not in MODES:
         raise RegistryError(
             RegistryErrorCode.INVALID_MODE,
@@ -241,7 +244,7 @@ class SchemaRegistry:
             todo.extend(stored.references)
         return resolved
 
-    def parse(
+    async def parse(
         self,
         schema_type: str,
         text: str,
@@ -249,34 +252,12 @@ class SchemaRegistry:
         *,
         normalize: bool = False,
     ) -> ParsedSchema:
-        """Parse a schema of a request (references resolved).
+        """Parse a schema (its references resolved on the loop): PROTOBUF in a
+        worker thread (protoc takes milliseconds; the Kafka listeners share this
+        loop), the others inline.
 
         Raises:
             RegistryError: 42201, an invalid schema or a missing reference.
-        """
-        resolved = self.resolve(references)
-        try:
-            parsed = parse_schema(schema_type, text, references, resolved)
-            return parsed.normalize() if normalize else parsed
-        except InvalidSchemaError as exc:
-            raise RegistryError(
-                RegistryErrorCode.INVALID_SCHEMA, f"Invalid schema: {exc}"
-            ) from None
-
-    async def parse_request(
-        self,
-        schema_type: str,
-        text: str,
-        references: Sequence[SchemaReference],
-        *,
-        normalize: bool = False,
-    ) -> ParsedSchema:
-        """:meth:`parse` for a request: references resolved on the loop, a
-        PROTOBUF schema compiled in a worker thread (protoc may take a while),
-        the others parsed inline.
-
-        Raises:
-            RegistryError: 42201.
         """
         resolved = self.resolve(references)
 
@@ -293,7 +274,7 @@ class SchemaRegistry:
             return await asyncio.to_thread(parse)
         return parse()
 
-    def parsed(self, schema_id: int) -> ParsedSchema:
+    async def parsed(self, schema_id: int) -> ParsedSchema:
         """The stored schema ``schema_id``, parsed (a bounded cache).
 
         Raises:
@@ -303,17 +284,20 @@ class SchemaRegistry:
         cached = self._parsed.get(schema_id)
         if cached is None:
             stored = self.schema(schema_id)
-            cached = self.parse(stored.schema_type, stored.schema, stored.references)
+            cached = await self.parse(
+                stored.schema_type, stored.schema, stored.references
+            )
             if len(self._parsed) >= _PARSED_CACHE_SIZE:
                 self._parsed.pop(next(iter(self._parsed)))
             self._parsed[schema_id] = cached
         return cached
 
-    def lookup(
+    async def lookup(
         self, subject: str, parsed: ParsedSchema, *, normalize: bool, deleted: bool
     ) -> SubjectVersion:
         """The version of ``subject`` holding ``parsed`` (Confluent's POST
-        ``/subjects/{subject}``), the latest if several.
+        ``/subjects/{subject}``), the latest if several; with ``normalize``,
+        ``parsed`` is normalized and so are the stored schemas it is compared with.
 
         Raises:
             RegistryError: 40401 no such subject, 40403 no such schema in it.
@@ -327,34 +311,44 @@ class SchemaRegistry:
             if stored == wanted:
                 return entry
             if normalize and stored.schema_type == wanted.schema_type:
-                if self.parsed(entry.schema_id).normalize().canonical == wanted.schema:
+                other = (await self.parsed(entry.schema_id)).normalize()
+                if (other.canonical, other.references) == (
+                    wanted.schema,
+                    wanted.references,
+                ):
                     return entry
         raise RegistryError(RegistryErrorCode.SCHEMA_NOT_FOUND, "Schema not found")
 
-    def check(
+    async def check(
         self,
         subject: str,
         parsed: ParsedSchema,
         against: Sequence[SubjectVersion] | None = None,
     ) -> list[str]:
         """Confluent-style messages of ``parsed``'s incompatibilities with the
-        subject's versions under its compatibility level (``against``: those
-        versions instead of what the level picks); empty when compatible."""
+        subject's live versions under its compatibility level: the latest, or
+        all of them for the ``*_TRANSITIVE`` levels (``against``: those versions
+        instead); empty when compatible. A version of another schema type is an
+        incompatibility.
+
+        Raises:
+            RegistryError: 42201, a stored schema that does not parse.
+        """
         level = self.compatibility(subject)
         if level is CompatibilityLevel.NONE:
             return []
         if against is None:
             live = self.state.versions(subject)
             against = live if level.name.endswith("TRANSITIVE") else live[-1:]
-        previous = [
-            self.parsed(e.schema_id)
-            for e in against
-            if self.state.schemas[e.schema_id].schema_type == parsed.schema_type.value
-        ]
-        if len(previous) < len(against):
-            return [
-                f"Incompatible schema type: the subject's schemas are not {parsed.schema_type}"
-            ]
+        previous = []
+        for entry in against:
+            stored_type = self.state.schemas[entry.schema_id].schema_type
+            if stored_type != parsed.schema_type.value:
+                return [
+                    f"Incompatible schema type: version {entry.version} is "
+                    f"{stored_type}, the new schema {parsed.schema_type.value}"
+                ]
+            previous.append(await self.parsed(entry.schema_id))
         return check_compatibility(parsed, previous, level) if previous else []
 
     # ------------------------------------------------------------------ writing
@@ -379,9 +373,16 @@ class SchemaRegistry:
         ``version`` are the caller's choice in IMPORT mode.
 
         Raises:
-            RegistryError: 42205 read-only, or an id outside IMPORT mode; 409
-                incompatible; 42207 the id holds another schema; 50001 not stored.
+            RegistryError: 42208 an empty or reserved subject name, or one with
+                control characters; 42205 read-only, or an id outside IMPORT
+                mode; 40901 incompatible; 42207 the id holds another schema;
+                50001 not stored.
         """
+        if not subject or subject in _RESERVED_SUBJECTS or not subject.isprintable():
+            raise RegistryError(
+                RegistryErrorCode.INVALID_SUBJECT,
+                f"Invalid subject {subject!r}: empty, reserved or with control characters",
+            )
         async with self._lock:
             self._check_writable(subject)
             importing = self.mode(subject) == "IMPORT"
@@ -414,7 +415,7 @@ class SchemaRegistry:
                             "permitted.",
                         )
             else:
-                messages = self.check(subject, parsed)
+                messages = await self.check(subject, parsed)
                 if messages:
                     raise RegistryError(
                         RegistryErrorCode.INCOMPATIBLE_SCHEMA,

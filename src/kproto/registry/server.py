@@ -17,8 +17,9 @@ from aiohttp import web
 
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.state import ClusterState
-from kproto.registry.app import DEFAULT_MAX_REQUEST_BYTES, build_app
+from kproto.registry.app import build_app
 from kproto.registry.registry import SchemaRegistry
+from kproto.registry.rest import DEFAULT_MAX_REQUEST_BYTES
 from kproto.registry.schemas_topic import SchemasTopic
 from kproto.registry.security import BasicAuth
 

@@ -11,7 +11,10 @@ that stopped (Confluent's ``KafkaStoreMessageHandler``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import sys
+import uuid
 from collections.abc import Iterable
 
 import attrs
@@ -48,6 +51,20 @@ class StoredSchema:
     schema: str
     references: tuple[SchemaReference, ...] = ()
 
+    @property
+    def guid(self) -> str:
+        """The schema's GUID (a UUID string): the MD5 of its type, text and
+        references, so that one schema has one GUID in every registry and after
+        every restart (the form of Confluent's ``guid``, KIP-less; its derivation
+        is ours)."""
+        digest = hashlib.md5(usedforsecurity=False)
+        digest.update(self.schema_type.encode())
+        digest.update(b"\0")
+        digest.update(self.schema.encode())
+        for ref in self.references:
+            digest.update(f"\0{ref.name}\0{ref.subject}\0{ref.version}".encode())
+        return str(uuid.UUID(bytes=digest.digest()))
+
 
 @attrs.define(slots=True)
 class SubjectVersion:
@@ -80,10 +97,12 @@ class RegistryState:
         self.configs: dict[str | None, str] = {}
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
-        # schema id -> the (subject, version)s that have it
-        self._uses: dict[int, set[tuple[str, int]]] = {}
+        # schema id -> the versions that have it
+        self._uses: dict[int, tuple[SubjectVersion, ...]] = {}
         # (subject, version) referenced -> ids of the schemas referencing it
         self._referrers: dict[tuple[str, int], set[int]] = {}
+        # GUID -> schema id, built on the first GUID lookup, dropped on a change
+        self._guids: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ replay
 
@@ -107,6 +126,7 @@ class RegistryState:
 
     def apply(self, key: RegistryKey, value: RegistryValue | None) -> None:
         """Apply one record (``value`` ``None``: a tombstone)."""
+        self._guids = None
         if isinstance(key, SchemaKey):
             if isinstance(value, SchemaValue):
                 self._put_version(value)
@@ -135,13 +155,14 @@ class RegistryState:
             raise TypeError(f"unknown key {key!r}")
 
     def _put_version(self, value: SchemaValue) -> None:
+        subject = sys.intern(value.subject)  # one string per subject, not per version
         stored = StoredSchema(value.schema_type, value.schema, value.references)
-        versions = self.subjects.setdefault(value.subject, {})
-        old = versions.get(value.version)
-        if old is not None and old.schema_id != value.id:
-            self._unuse(old.schema_id, value.subject, value.version)
-        known = self.schemas.get(value.id)
-        if known is None:
+        versions = self.subjects.setdefault(subject, {})
+        entry = versions.get(value.version)
+        if entry is not None and entry.schema_id != value.id:
+            self._unuse(entry)
+            entry = None
+        if self.schemas.get(value.id) is None:
             self.schemas[value.id] = stored
             for ref in stored.references:
                 self._referrers.setdefault((ref.subject, ref.version), set()).add(
@@ -149,17 +170,15 @@ class RegistryState:
                 )
         self.ids.setdefault(stored, value.id)
         self.max_id = max(self.max_id, value.id)
-        self._uses.setdefault(value.id, set()).add((value.subject, value.version))
-        if old is None:
-            last = next(reversed(versions), 0)
-            versions[value.version] = SubjectVersion(
-                value.subject, value.version, value.id, value.deleted
-            )
-            if value.version < last:  # an import out of order: keep versions sorted
-                self.subjects[value.subject] = dict(sorted(versions.items()))
-        else:
-            old.schema_id = value.id
-            old.deleted = value.deleted
+        if entry is not None:
+            entry.deleted = value.deleted
+            return
+        last = next(reversed(versions), 0)
+        entry = SubjectVersion(subject, value.version, value.id, value.deleted)
+        versions[value.version] = entry
+        if value.version < last:  # an import out of order: keep versions sorted
+            self.subjects[subject] = dict(sorted(versions.items()))
+        self._uses[value.id] = (*self._uses.get(value.id, ()), entry)
 
     def _drop_version(self, subject: str, version: int) -> None:
         versions = self.subjects.get(subject)
@@ -169,16 +188,17 @@ class RegistryState:
         if not versions:
             del self.subjects[subject]
         if entry is not None:
-            self._unuse(entry.schema_id, subject, version)
+            self._unuse(entry)
 
-    def _unuse(self, schema_id: int, subject: str, version: int) -> None:
-        uses = self._uses.get(schema_id)
-        if uses is None:
-            return
-        uses.discard((subject, version))
+    def _unuse(self, entry: SubjectVersion) -> None:
+        """``entry`` no longer holds its schema id; an id no version holds is
+        forgotten (its number is not reused: :attr:`max_id` stays)."""
+        schema_id = entry.schema_id
+        uses = tuple(e for e in self._uses.get(schema_id, ()) if e is not entry)
         if uses:
+            self._uses[schema_id] = uses
             return
-        del self._uses[schema_id]
+        self._uses.pop(schema_id, None)
         stored = self.schemas.pop(schema_id, None)
         if stored is None:
             return
@@ -201,10 +221,15 @@ class RegistryState:
     def version_uses(self, schema_id: int) -> list[SubjectVersion]:
         """Every (live or soft-deleted) version with ``schema_id``, by subject and
         version."""
-        out = []
-        for subject, version in sorted(self._uses.get(schema_id, ())):
-            out.append(self.subjects[subject][version])
-        return out
+        uses = self._uses.get(schema_id, ())
+        return sorted(uses, key=lambda e: (e.subject, e.version))
+
+    def by_guid(self, guid: str) -> int | None:
+        """The id of the schema with ``guid``, if any (an index built on the first
+        call after a change)."""
+        if self._guids is None:
+            self._guids = {stored.guid: i for i, stored in self.schemas.items()}
+        return self._guids.get(guid)
 
     def referenced_by(self, subject: str, version: int) -> list[int]:
         """Ids of schemas with a live version that reference ``subject``/``version``
