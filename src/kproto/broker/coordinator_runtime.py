@@ -12,7 +12,7 @@ One :class:`CoordinatorRuntime` serves one internal topic. Its tenants here:
 
 API for a tenant (all on the cluster's event-loop thread)::
 
-    runtime = CoordinatorRuntime(state, "_schemas", 1)
+    runtime = CoordinatorRuntime(state, "_schemas", 1, internal=False)
     runtime.ensure_topic()                  # create it (compacted) unless it exists
     for key, value in runtime.records(0):   # replay at load, in offset order
         ...                                 # value None: a tombstone (delete key)
@@ -146,7 +146,9 @@ class InternalTopicHost(Protocol):
     """What the runtime uses of the cluster
     (:class:`kproto.broker.state.ClusterState`)."""
 
-    def ensure_internal_topic(self, name: str, partitions: int) -> None: ...
+    def ensure_internal_topic(
+        self, name: str, partitions: int, internal: bool = True
+    ) -> None: ...
 
     def leader(self, topic: str, partition: int) -> int | None: ...
 
@@ -186,18 +188,29 @@ class CoordinatorRuntime:
         host: the cluster (:class:`InternalTopicHost`).
         topic: the internal topic's name.
         partitions: its partition count (>= 1).
+        internal: Metadata marks the topic internal (Kafka's own coordinator topics;
+            not the Schema Registry's ``_schemas``, an ordinary compacted topic).
     """
 
-    def __init__(self, host: InternalTopicHost, topic: str, partitions: int) -> None:
+    def __init__(
+        self,
+        host: InternalTopicHost,
+        topic: str,
+        partitions: int,
+        *,
+        internal: bool = True,
+    ) -> None:
         if partitions < 1:
             raise ValueError(f"{topic}: partitions must be >= 1, got {partitions}")
         self.host = host
         self.topic = topic
         self.partitions = partitions
+        self.internal = internal
 
     def ensure_topic(self) -> None:
-        """Create the topic (compacted, internal) unless it exists."""
-        self.host.ensure_internal_topic(self.topic, self.partitions)
+        """Create the topic (compacted; internal unless told otherwise) unless it
+        exists."""
+        self.host.ensure_internal_topic(self.topic, self.partitions, self.internal)
 
     def partition_for(self, key: str) -> int:
         """The partition holding ``key``'s records."""

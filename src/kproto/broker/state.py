@@ -179,11 +179,19 @@ class ClusterState:
         info = self.topics.get(topic)
         return None if info is None else info.partitions
 
-    def ensure_internal_topic(self, name: str, partitions: int) -> None:
-        """Create the internal topic ``name`` (e.g. ``__consumer_offsets``) unless it exists."""
+    def ensure_internal_topic(
+        self, name: str, partitions: int, internal: bool = True
+    ) -> None:
+        """Create the compacted topic ``name`` of a coordinator (e.g.
+        ``__consumer_offsets``) unless it exists; ``internal=False`` for a tenant
+        whose topic Kafka does not mark internal (the Schema Registry's
+        ``_schemas``)."""
         if name not in self.topics:
             self.create_topic(
-                name, partitions, configs={"cleanup.policy": "compact"}, internal=True
+                name,
+                partitions,
+                configs={"cleanup.policy": "compact"},
+                internal=internal,
             )
 
     # --------------------------------------------------------------- topics

@@ -16,5 +16,6 @@ package imports none of it, nor aiohttp):
   configs, modes, compatibility), each stored before it is acknowledged;
 * :mod:`~kproto.registry.store`: the state, rebuilt from the records;
 * :mod:`~kproto.registry.records`: the ``_schemas`` keys and values, Confluent's shapes;
-* :mod:`~kproto.registry.schemas_topic`: the one seam to the Kafka log.
+* :mod:`~kproto.registry.schemas_topic`: the one seam to the Kafka log, a tenant of
+  the broker's internal-topic writer (:mod:`kproto.broker.coordinator_runtime`).
 """

@@ -1,31 +1,27 @@
 """The registry's only access to the Kafka log: the ``_schemas`` topic.
 
 Confluent's ``KafkaStore`` writes every change as one record to a single-partition
-compacted topic and reads the topic from the start to rebuild its state. This module
-is that seam and nothing more: :meth:`SchemasTopic.ensure` creates the topic,
-:meth:`SchemasTopic.replay` yields every stored record in offset order and
-:meth:`SchemasTopic.append` stores records and returns their first offset once they
-are in the log. It runs over the broker's partition log today; the broker's
-internal-topic writer (after Kafka's ``CoordinatorRuntime``) can take its place
-with the same three calls.
+compacted topic and reads the topic from the start to rebuild its state. Here the
+topic is a tenant of the broker's internal-topic writer,
+:class:`kproto.broker.coordinator_runtime.CoordinatorRuntime` (after Kafka's
+``CoordinatorRuntime`` / ``PartitionWriter``), as the group, share and transaction
+coordinators' topics are: :meth:`SchemasTopic.ensure` creates the topic (one
+partition, ``cleanup.policy=compact``, not marked internal: Kafka's Metadata shows
+``_schemas`` as an ordinary topic), :meth:`SchemasTopic.replay` yields every stored
+record in offset order and :meth:`SchemasTopic.append` stores records and returns
+their first offset once they are in the log.
 """
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from kproto.broker.errors import LogAppendError
-from kproto.broker.log import PartitionLog
+from kproto.broker.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from kproto.broker.state import ClusterState
-from kproto.records import encode_batch
 from kproto.serial import DecodeError
 
 __all__ = ["SCHEMAS_TOPIC", "SchemasTopic", "StoreError"]
-
-log = logging.getLogger("kproto.registry")
 
 #: Confluent's ``kafkastore.topic`` default.
 SCHEMAS_TOPIC: Final = "_schemas"
@@ -45,8 +41,9 @@ class SchemasTopic:
     """
 
     def __init__(self, state: ClusterState, topic: str = SCHEMAS_TOPIC) -> None:
-        self.state = state
         self.topic = topic
+        self.state = state
+        self.runtime = CoordinatorRuntime(state, topic, 1, internal=False)
 
     def ensure(self) -> None:
         """Create the topic (1 partition, compacted) unless it exists.
@@ -54,33 +51,17 @@ class SchemasTopic:
         Raises:
             kproto.broker.TopicError: the topic cannot be created.
         """
-        if self.state.topic_partitions(self.topic) is None:
-            self.state.create_topic(
-                self.topic, 1, configs={"cleanup.policy": "compact"}
-            )
-
-    def _log(self) -> PartitionLog:
-        plog = self.state.partition_log(self.topic, 0)
-        if plog is None:
-            raise StoreError(f"the {self.topic} topic has no partition 0")
-        return plog
+        self.runtime.ensure_topic()
 
     def replay(self) -> Iterator[tuple[bytes | None, bytes | None]]:
-        """Every stored ``(key, value)`` from the log start on, in offset order
-        (a tombstone's value is ``None``; control batches are skipped).
+        """Every stored ``(key, value)`` in offset order (a tombstone's value is
+        ``None``; transaction markers are skipped).
 
         Raises:
-            StoreError: the partition is missing or a stored batch is corrupt.
+            StoreError: a stored batch is corrupt.
         """
-        plog = self._log()
-        start = plog.log_start_offset
         try:
-            for batch in plog.batches(start):
-                if batch.is_control:
-                    continue
-                for record in batch.records:
-                    if record.offset >= start:
-                        yield record.key, record.value
+            yield from self.runtime.records(0)
         except DecodeError as exc:
             raise StoreError(f"{self.topic}-0 cannot be read: {exc}") from exc
 
@@ -88,17 +69,19 @@ class SchemasTopic:
         """Store ``records`` (key, value or ``None`` for a tombstone) as one batch;
         return the first record's offset once the log holds them.
 
+        A topic deleted under the running registry is not created again (the
+        runtime would, as Kafka creates a coordinator topic on first use): the
+        schemas it held would be gone, so the write is refused.
+
         Raises:
-            StoreError: the log refused or failed the write.
+            StoreError: the topic is gone, or the log refused or failed the write
+                (nothing was stored).
         """
-        plog = self._log()
-        now = int(time.time() * 1000)
+        if self.state.topic_partitions(self.topic) is None:
+            raise StoreError(f"the {self.topic} topic does not exist")
         try:
-            return await plog.append(
-                encode_batch([(k, v, (), now) for k, v in records])
-            )
-        except (OSError, LogAppendError) as exc:
-            log.error("appending to %s-0 failed: %s", self.topic, exc)
+            return self.runtime.append(0, list(records))
+        except CoordinatorWriteError as exc:
             raise StoreError(
                 f"the {self.topic} topic refused the write: {exc}"
             ) from exc
