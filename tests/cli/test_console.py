@@ -18,7 +18,9 @@ from kproto.broker import Cluster
 from kproto.cli import main
 from kproto.cli._common import CliError
 from kproto.cli.console import format_record, parse_line
+from kproto.index import ApiKey
 from kproto.records import Compression, Record
+from tests.eventually import eventually
 
 
 def run(
@@ -208,7 +210,12 @@ def test_follow_stops_cleanly_on_sigterm(kafka_cluster: Cluster) -> None:
         from kproto.client import Client
 
         with Client(kafka_cluster.bootstrap_servers, timeout_s=10) as client:
-            time.sleep(1.0)  # the consumer starts at the end: produce after it
+            # the consumer starts at the end: produce once it is fetching
+            eventually(
+                lambda: kafka_cluster.requests.filter(api_key=ApiKey.FETCH),
+                60.0,
+                message="the consumer never fetched",
+            )
             client.produce("live", [(None, b"hello")], compression=Compression.GZIP)
             assert proc.stdout is not None
             assert proc.stdout.readline() == "hello\n"
