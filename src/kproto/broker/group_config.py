@@ -18,7 +18,7 @@ from kproto.broker.topic_config import (
     ConfigType,
     TopicConfigDef,
     TopicConfigError,
-    _at_least,
+    at_least,
 )
 
 __all__ = [
@@ -42,35 +42,35 @@ GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.INT,
             "45000",
             "Timeout in ms to detect consumer failures (consumer protocol).",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "consumer.heartbeat.interval.ms",
             _T.INT,
             "5000",
             "Heartbeat interval in ms given to the members (consumer protocol).",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "streams.session.timeout.ms",
             _T.INT,
             "45000",
             "Timeout in ms to detect streams group member failures.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "streams.heartbeat.interval.ms",
             _T.INT,
             "5000",
             "Heartbeat interval in ms given to streams group members.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "streams.num.standby.replicas",
             _T.INT,
             "0",
             "Standby replicas of each task of a streams group.",
-            _at_least(0),
+            at_least(0),
         ),
     )
 }

@@ -9,7 +9,7 @@ import uuid
 import attrs
 
 from kproto.broker.errors import TopicError
-from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS
+from kproto.broker.topic_config import TopicConfig
 from kproto.errors import ErrorCode
 
 __all__ = ["TopicMetadata", "validate_topic_name"]
@@ -25,7 +25,10 @@ class TopicMetadata:
     """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
     ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
     v10+), partition count, the node id of each partition's leader, its explicitly
-    set configs, and whether it is internal. A client's view of a topic is
+    set configs (Kafka's names and strings, as given), whether it is internal, and
+    ``topic_config``: the configuration in effect, typed (the explicit configs over
+    the cluster's defaults, parsed once by :class:`ClusterState` whenever
+    ``configs`` change). A client's view of a topic is
     :class:`kproto.client.results.TopicMetadata`, a different thing."""
 
     name: str
@@ -33,17 +36,21 @@ class TopicMetadata:
     leaders: list[int]
     configs: dict[str, str] = attrs.field(factory=dict)
     internal: bool = False
+    topic_config: TopicConfig = attrs.field(factory=TopicConfig)
 
     @property
     def partitions(self) -> int:
         return len(self.leaders)
 
     def config(self, name: str) -> str:
-        """The config value in effect (set, else Kafka's default)."""
-        return self.configs.get(name, TOPIC_CONFIG_DEFAULTS.get(name, ""))
+        """Topic config ``name`` in effect as DescribeConfigs shows it: the string
+        set on the topic, else the default in effect.
 
-    def int_config(self, name: str) -> int:
-        return int(self.config(name))
+        Raises:
+            KeyError: not a topic config.
+        """
+        explicit = self.configs.get(name)
+        return self.topic_config.string(name) if explicit is None else explicit
 
 
 def validate_topic_name(name: str) -> None:
