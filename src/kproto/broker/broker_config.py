@@ -69,7 +69,11 @@ class BrokerConfigError(ValueError):
         self.key = key
         self.value = value
         self.rule = rule
-        super().__init__(f"Invalid value {value} for configuration {key}: {rule}")
+        if key in BROKER_CONFIGS:
+            message = f"Invalid value {value} for configuration {key}: {rule}"
+        else:
+            message = f"Unknown broker config {key} (given {value}): {rule}"
+        super().__init__(message)
 
 
 class Dynamic(enum.Enum):
@@ -629,7 +633,7 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
         _b(
             "kproto.max.open.files",
             _T.INT,
-            "1024",
+            "256",
             "Segment files kept open at once (least recently used closed first).",
             at_least(1),
             kafka="(none)",
@@ -774,8 +778,8 @@ class BrokerConfig:
                 raise BrokerConfigError(
                     name,
                     value,
-                    "Unknown broker config (see kproto.broker.broker_config."
-                    "BROKER_CONFIGS for the supported ones)",
+                    "kproto.broker.broker_config.BROKER_CONFIGS lists the "
+                    "supported ones",
                 )
             fields[attribute_name(name)] = definition.parse(value)
         start = cls() if base is None else base
@@ -806,11 +810,11 @@ class BrokerConfig:
             properties[name] = _argument_value(argument, value)
         for name, value in (config or {}).items():
             if name in properties:
-                argument = BROKER_CONFIGS[name].argument
                 raise BrokerConfigError(
                     name,
                     value,
-                    f"set both in config and as {argument}=; give it once",
+                    f"set both in config and as {BROKER_CONFIGS[name].argument}=; "
+                    "give it once",
                 )
             properties[name] = value
         return cls.from_properties(properties)

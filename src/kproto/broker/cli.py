@@ -2,7 +2,12 @@
 
 kproto broker [--nodes N] [--port P] [--data-dir DIR] [--partitions N] [--log-requests]
               [--security-protocol P] [--sasl-mechanism M]... [--user NAME:PASSWORD]...
-              [--super-user NAME]... [--acls]
+              [--super-user NAME]... [--acls] [--override KEY=VALUE]...
+
+``--override`` sets a Kafka broker property as ``kafka-server-start.sh --override``
+does (``node.id=0``, ``log.retention.ms=60000``; see
+:mod:`kproto.broker.broker_config`); an unknown key or a value out of range fails
+with one line naming it.
 
 What a user can get wrong fails with one ``kproto: error:`` line before the cluster
 starts: numbers out of range (argument validation), a ``--data-dir`` that is not a
@@ -66,6 +71,14 @@ def _quota(text: str) -> tuple[str, float]:
     return key, number
 
 
+def _override(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of a broker property (the value may contain ``=``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"wants KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def add_parsers(sub: Any) -> None:
     """Add the ``broker`` subcommand to the ``kproto`` parser's subparsers."""
     p = sub.add_parser(
@@ -93,8 +106,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--partitions",
         type=positive_int,
-        default=1,
-        help="partitions of auto-created topics (default 1)",
+        default=None,
+        help="partitions of auto-created topics (default 1; num.partitions)",
     )
     p.add_argument(
         "--no-auto-create",
@@ -107,7 +120,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--security-protocol",
         choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
-        default="PLAINTEXT",
+        default=None,
         help="the listeners' security.protocol (default PLAINTEXT); SSL makes its "
         "own CA (its file is printed on stderr as ssl.ca.location=...)",
     )
@@ -149,6 +162,15 @@ def add_parsers(sub: Any) -> None:
         type=positive_int,
         default=None,
         help="connections each node may hold (default unlimited)",
+    )
+    p.add_argument(
+        "--override",
+        action="append",
+        type=_override,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka broker property, e.g. node.id=0 (repeatable; as "
+        "kafka-server-start.sh --override)",
     )
     p.set_defaults(func=run_broker)
 
@@ -209,22 +231,26 @@ def run_broker(args: argparse.Namespace) -> int:
         level=logging.INFO if args.log_requests else logging.WARNING, stream=sys.stderr
     )
 
+    overrides = dict(args.override)
+    if "kproto.request.log.size" not in overrides:
+        overrides["kproto.request.log.size"] = "0"  # nobody reads cluster.requests
+
     async def main() -> None:
         warm_codecs()  # before the clients come, as a broker loads its code
         try:
             cluster = Cluster(
                 nodes=args.nodes,
                 data_dir=args.data_dir,
-                auto_create_topics=not args.no_auto_create,
+                auto_create_topics=False if args.no_auto_create else None,
                 num_partitions=args.partitions,
+                config=overrides,
                 port=args.port,
-                log_requests=args.log_requests,
-                request_log_size=0,  # nobody reads cluster.requests: keep memory flat
+                log_requests=args.log_requests or None,
                 security_protocol=args.security_protocol,
                 sasl_mechanisms=args.sasl_mechanism,
                 users=dict(args.user),
-                super_users=args.super_user,
-                acls_enabled=args.acls,
+                super_users=args.super_user or None,
+                acls_enabled=args.acls or None,
                 max_connections=args.max_connections,
                 max_connections_per_ip=args.max_connections_per_ip,
                 default_quotas=QuotaDefaults(**dict(args.quota)),

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import attrs
 
+from kproto.broker.broker_config import BrokerConfig
 from kproto.broker.checkpoint import (
     read_offset_checkpoint,
     write_atomic,
@@ -31,13 +32,10 @@ from kproto.broker.checkpoint import (
 )
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
-from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
+from kproto.broker.file_cache import FileCache
 from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
-from kproto.broker.topic_config import (
-    TOPIC_CONFIG_DEFAULTS,
-    validate_topic_configs,
-)
+from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS, TopicConfig
 from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
 from kproto.broker.validation_pool import ValidationPool
 from kproto.errors import ErrorCode
@@ -98,14 +96,12 @@ class ClusterState:
         data_dir: the folder holding every partition's log directory.
         cluster_id: a random 22-character id, as Kafka's (base64 UUID).
         controller_id: the node reported as controller (the first).
-        auto_create_topics: Metadata requests create unknown topics.
-        num_partitions: partitions of an auto-created topic.
-        offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
-            ``offsets.topic.num.partitions`` default is 50).
-        segment_bytes: default ``segment.bytes`` of new topics' logs.
-        max_partitions: partitions the cluster may hold in all; creating more is
-            answered POLICY_VIOLATION.
-        files: the bounded cache of open segment files (``max_open_files``).
+        config: the broker configuration (Kafka's property names; its
+            ``num.partitions``, ``auto.create.topics.enable``, ... are read
+            through the properties below).
+        topic_defaults: the configuration of a topic without explicit configs
+            (the broker's ``log.*`` properties over Kafka's topic defaults).
+        files: the bounded cache of open segment files (``kproto.max.open.files``).
         pending_topics: names of topics being created (their logs are opening).
         validation: where produced batches are validated (:class:`ValidationPool`).
     """
@@ -115,26 +111,18 @@ class ClusterState:
         data_dir: Path,
         node_ids: list[int],
         *,
-        auto_create_topics: bool = True,
-        num_partitions: int = 1,
-        offsets_partitions: int = 5,
-        segment_bytes: int = 16 * 1024 * 1024,
-        max_partitions: int = DEFAULT_MAX_PARTITIONS,
-        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        config: BrokerConfig | None = None,
     ) -> None:
         self.data_dir = data_dir
-        self.max_partitions = max_partitions
-        self.files = FileCache(max_open_files)
+        self.config = config or BrokerConfig()
+        self.topic_defaults = self.config.topic_defaults()
+        self.files = FileCache(self.config.kproto_max_open_files)
         self.pending_topics: set[str] = set()
         self.pending_partitions = 0
         self.node_ids = list(node_ids)
         self.nodes: dict[int, NodeInfo] = {}
         self.cluster_id = _cluster_id()
         self.controller_id = self.node_ids[0]
-        self.auto_create_topics = auto_create_topics
-        self.num_partitions = num_partitions
-        self.offsets_partitions = offsets_partitions
-        self.segment_bytes = segment_bytes
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
@@ -148,6 +136,44 @@ class ClusterState:
         self.validation = ValidationPool()
         self._appended: asyncio.Event | None = None
         self._rr = 0
+
+    # ------------------------------------------------- broker configuration
+
+    @property
+    def auto_create_topics(self) -> bool:
+        """Metadata requests create unknown topics (``auto.create.topics.enable``)."""
+        return self.config.auto_create_topics_enable
+
+    @property
+    def num_partitions(self) -> int:
+        """Partitions of an auto-created topic (``num.partitions``)."""
+        return self.config.num_partitions
+
+    @property
+    def offsets_partitions(self) -> int:
+        """Partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``)."""
+        return self.config.offsets_topic_num_partitions
+
+    @property
+    def segment_bytes(self) -> int:
+        """Default segment size of topics' logs (``log.segment.bytes``)."""
+        return self.config.log_segment_bytes
+
+    @property
+    def max_partitions(self) -> int:
+        """Partitions the cluster may hold in all; creating more is answered
+        POLICY_VIOLATION (``kproto.max.partitions``)."""
+        return self.config.kproto_max_partitions
+
+    def topic_config(self, configs: dict[str, str]) -> TopicConfig:
+        """The configuration in effect of a topic with explicit ``configs``, parsed
+        and validated (:meth:`TopicConfig.from_properties` over
+        :attr:`topic_defaults`).
+
+        Raises:
+            TopicError: INVALID_CONFIG naming the first config refused.
+        """
+        return TopicConfig.from_properties(configs, self.topic_defaults)
 
     # ------------------------------------------------------------ interface
 
@@ -193,15 +219,6 @@ class ClusterState:
 
     # --------------------------------------------------------------- topics
 
-    def segment_size(self, configs: dict[str, str]) -> int:
-        """The segment size in bytes of a topic with explicit ``configs``:
-        ``internal.segment.bytes``, else ``segment.bytes``, else the cluster's
-        (Kafka's ``LogConfig.segmentSize``)."""
-        for name in ("internal.segment.bytes", "segment.bytes"):
-            if name in configs:
-                return int(configs[name].strip())
-        return self.segment_bytes
-
     def partition_count(self) -> int:
         """Partitions the cluster holds, those being created included."""
         return len(self.logs) + self.pending_partitions
@@ -242,7 +259,7 @@ class ClusterState:
             )
         self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
-        validate_topic_configs(configs)
+        topic_config = self.topic_config(configs)
         # leaders on the listening nodes only, as Kafka's controller places
         # partitions on unfenced brokers (all nodes before any started)
         live = [n for n in self.node_ids if n in self.nodes] or self.node_ids
@@ -253,6 +270,7 @@ class ClusterState:
             [live[(self._rr + p) % n] for p in range(count)],
             configs,
             internal or name.startswith("__"),
+            topic_config,
         )
 
     def check_partition_room(self, more: int) -> None:
@@ -347,7 +365,7 @@ class ClusterState:
             info.name,
             partition,
             directory,
-            segment_bytes=self.segment_size(info.configs),
+            segment_bytes=info.topic_config.segment_size,
             log_start_offset=log_start_offset,
             files=self.files,
         )
@@ -461,9 +479,9 @@ class ClusterState:
                 new.pop(key, None)
             else:
                 new[key] = value
-        validate_topic_configs(new)
+        info.topic_config = self.topic_config(new)
         info.configs = new
-        segment_bytes = self.segment_size(new)
+        segment_bytes = info.topic_config.segment_size
         for p in range(info.partitions):
             self.logs[(name, p)].segment_bytes = segment_bytes
         self.save_topics()
@@ -485,13 +503,14 @@ class ClusterState:
     def apply_retention(self, topic: str, partition: int) -> None:
         """Apply ``retention.ms`` / ``retention.bytes`` to one partition."""
         info = self.topics[topic]
-        if info.config("cleanup.policy") == "compact":
+        config = info.topic_config
+        if not config.delete:
             return
         plog = self.logs[(topic, partition)]
         before = plog.log_start_offset
         plog.apply_retention(
-            retention_ms=info.int_config("retention.ms"),
-            retention_bytes=info.int_config("retention.bytes"),
+            retention_ms=config.retention_ms,
+            retention_bytes=config.retention_bytes,
             now_ms=self.now_ms(),
         )
         if plog.log_start_offset != before:
@@ -523,6 +542,11 @@ class ClusterState:
         if not isinstance(saved, dict) or not isinstance(saved.get("topics"), list):
             raise CorruptStateError(path, "not a kproto topics file: no topics list")
         for entry in saved["topics"]:
+            configs = dict(entry["configs"])
+            try:
+                topic_config = self.topic_config(configs)
+            except TopicError as exc:
+                raise CorruptStateError(path, f"topic {entry['name']}: {exc}") from exc
             leaders = [
                 n if n in self.node_ids else self.node_ids[p % len(self.node_ids)]
                 for p, n in enumerate(entry["leaders"])
@@ -531,8 +555,9 @@ class ClusterState:
                 entry["name"],
                 uuid.UUID(entry["topic_id"]),
                 leaders,
-                dict(entry["configs"]),
+                configs,
                 bool(entry["internal"]),
+                topic_config,
             )
             self.topics[info.name] = info
             for p in range(info.partitions):

@@ -18,6 +18,7 @@ from kproto.broker.handlers.produce import (
 )
 from kproto.broker.log_validator import LogPolicy
 from kproto.broker.state import TopicMetadata
+from kproto.broker.topic_config import TopicConfig
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.serial import encode
@@ -103,19 +104,20 @@ def test_the_cases_reach_every_field() -> None:
     assert _HIGH >= 13 and _LOW <= 3
 
 
-def test_produce_policy_is_for_produce_whatever_was_built_before() -> None:
+def test_produce_policy_follows_the_typed_topic_config() -> None:
     info = TopicMetadata("policy-topic", uuid.uuid4(), [0])
-    for now_ms in (1000, 1000, 1001):
+    for now_ms in (1000, 1001):
         assert produce_policy(info, now_ms) == LogPolicy.for_produce(
-            info.config, now_ms
+            TopicConfig(), now_ms
         )
-    # a config changed in place or replaced is read again
-    info.configs["cleanup.policy"] = "compact"
-    info.configs["max.message.bytes"] = "2048"
+    info.topic_config = TopicConfig.from_properties(
+        {"cleanup.policy": "compact", "max.message.bytes": "2048"}
+    )
     policy = produce_policy(info, 1001)
     assert policy.compacted and policy.max_message_bytes == 2048
-    assert policy == LogPolicy.for_produce(info.config, 1001)
-    info.configs = {"message.timestamp.type": "LogAppendTime"}
+    assert policy.now_ms == 1001 and not policy.log_append_time
+    info.topic_config = TopicConfig.from_properties(
+        {"message.timestamp.type": "LogAppendTime"}
+    )
     policy = produce_policy(info, 1002)
     assert policy.log_append_time and not policy.compacted
-    assert policy == LogPolicy.for_produce(info.config, 1002)

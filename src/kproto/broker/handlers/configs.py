@@ -11,11 +11,12 @@ types and documentation since v3, KIP-569), ``AlterConfigsRequest/Response.json`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 
+from kproto.broker.broker_config import BROKER_CONFIGS, Dynamic, topic_synonyms
 from kproto.broker.errors import TopicError
 from kproto.broker.group_config import (
     GROUP_CONFIG_DEFAULTS,
@@ -24,12 +25,11 @@ from kproto.broker.group_config import (
 )
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.share_admin import alter_group_configs, group_configs
-from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
+from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.broker.topic_config import (
     TOPIC_CONFIGS,
     ConfigType,
     TopicConfigDef,
-    validate_topic_configs,
 )
 from kproto.errors import ErrorCode
 
@@ -65,17 +65,120 @@ def _group_entries(
     ]
 
 
-def _broker_configs(state: ClusterState) -> dict[str, str]:
-    return {
-        "auto.create.topics.enable": str(state.auto_create_topics).lower(),
-        "num.partitions": str(state.num_partitions),
-        "offsets.topic.num.partitions": str(state.offsets_partitions),
-        "log.segment.bytes": str(state.segment_bytes),
-    }
+def _topic_entries(
+    state: ClusterState,
+    info: TopicMetadata,
+    keys: set[str] | None,
+    synonyms: bool,
+) -> list[dict[str, Any]]:
+    """A topic's DescribeConfigs entries: the value in effect, where it comes from
+    (the topic, a broker property, the default) and with ``synonyms`` the chain
+    (Kafka's ``ConfigHelper.createTopicConfigEntry``)."""
+    broker_names = topic_synonyms()
+    broker = state.config
+    entries = []
+    for name in sorted(TOPIC_CONFIGS):
+        if keys is not None and name not in keys:
+            continue
+        definition = TOPIC_CONFIGS[name]
+        if definition.internal and name not in info.configs:
+            continue
+        chain: list[dict[str, Any]] = []
+        if name in info.configs:
+            chain.append(_synonym(name, info.configs[name], _DYNAMIC_TOPIC))
+        broker_name = broker_names.get(name)
+        if broker_name is not None and broker_name in broker.explicit:
+            source = _broker_source(state, broker_name)
+            chain.append(_synonym(broker_name, broker.string(broker_name), source))
+        default = (
+            BROKER_CONFIGS[broker_name].definition.default
+            if broker_name is not None
+            else definition.default
+        )
+        chain.append(_synonym(broker_name or name, default, _DEFAULT))
+        entries.append(
+            {
+                "name": name,
+                "value": chain[0]["value"],
+                "read_only": False,
+                "is_default": chain[0]["source"] == _DEFAULT,
+                "config_source": chain[0]["source"],
+                "is_sensitive": False,
+                "synonyms": chain if synonyms else [],
+                "config_type": definition.type,
+                "documentation": definition.documentation,
+            }
+        )
+    return entries
+
+
+def _synonym(name: str, value: str, source: int) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+def _broker_source(state: ClusterState, name: str) -> int:
+    """Where broker property ``name``'s value comes from (it is explicit)."""
+    return _STATIC_BROKER
+
+
+def _broker_entries(
+    state: ClusterState, keys: set[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """A broker's DescribeConfigs entries (Kafka's
+    ``ConfigHelper.createBrokerConfigEntries``): every property, read-only unless
+    Kafka updates it at run time."""
+    config = state.config
+    entries = []
+    for name in sorted(BROKER_CONFIGS):
+        if keys is not None and name not in keys:
+            continue
+        d = BROKER_CONFIGS[name]
+        chain = []
+        if name in config.explicit:
+            chain.append(
+                _synonym(name, config.string(name), _broker_source(state, name))
+            )
+        chain.append(_synonym(name, d.definition.default, _DEFAULT))
+        entries.append(
+            {
+                "name": name,
+                "value": chain[0]["value"],
+                "read_only": d.dynamic is Dynamic.READ_ONLY,
+                "is_default": chain[0]["source"] == _DEFAULT,
+                "config_source": chain[0]["source"],
+                "is_sensitive": False,
+                "synonyms": chain if synonyms else [],
+                "config_type": d.definition.type,
+                "documentation": d.definition.documentation,
+            }
+        )
+    return entries
+
+
+def _check_broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None]:
+    """A BROKER resource's name: ``""`` (the cluster-wide default) or the id of
+    the node asked (Kafka's ``ConfigHelper``: a broker answers for itself)."""
+    if name == "":
+        return ErrorCode.NONE, None
+    try:
+        broker_id = int(name)
+    except ValueError:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            f"Broker id must be an integer, but it is: {name}",
+        )
+    if broker_id != ctx.node_id:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.node_id} or empty string, but "
+            f"received {name}",
+        )
+    return ErrorCode.NONE, None
 
 
 async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
+    synonyms = bool(getattr(request, "include_synonyms", False))
     results = []
     for r in request.resources:
         error, message, entries = ErrorCode.NONE, None, []
@@ -88,51 +191,16 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                     f"unknown topic {r.resource_name!r}",
                 )
             else:
-                # the cluster's segment size is the default in effect here
-                defaults = {
-                    **TOPIC_CONFIG_DEFAULTS,
-                    "segment.bytes": str(state.segment_bytes),
-                }
-                for name in sorted(defaults):
-                    if keys is not None and name not in keys:
-                        continue
-                    if TOPIC_CONFIGS[name].internal and name not in info.configs:
-                        continue
-                    dynamic = name in info.configs
-                    entries.append(
-                        {
-                            "name": name,
-                            "value": info.configs.get(name, defaults[name]),
-                            "read_only": False,
-                            "is_default": not dynamic,
-                            "config_source": _DYNAMIC_TOPIC if dynamic else _DEFAULT,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": TOPIC_CONFIGS[name].type,
-                            "documentation": TOPIC_CONFIGS[name].documentation,
-                        }
-                    )
+                entries = _topic_entries(state, info, keys, synonyms)
         elif r.resource_type == _GROUP and r.resource_name:
             entries = _group_entries(ctx, r.resource_name, keys)
             if ctx.share is not None:  # the share.* configs: the share coordinator's
                 error, message, shared = group_configs(ctx, r.resource_name, keys)
                 entries = sorted(entries + shared, key=lambda e: str(e["name"]))
         elif r.resource_type == _BROKER:
-            for name, value in sorted(_broker_configs(state).items()):
-                if keys is None or name in keys:
-                    entries.append(
-                        {
-                            "name": name,
-                            "value": value,
-                            "read_only": True,
-                            "is_default": False,
-                            "config_source": _STATIC_BROKER,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": ConfigType.STRING,
-                            "documentation": None,
-                        }
-                    )
+            error, message = _check_broker(ctx, r.resource_name)
+            if not error:
+                entries = _broker_entries(state, keys, synonyms)
         else:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
@@ -148,6 +216,23 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
             }
         )
     return respond(ctx, throttle_time_ms=0, results=results)
+
+
+class _TopicDefaults(Mapping[str, str]):
+    """The string in effect of each topic config without an explicit value (for
+    APPEND and SUBTRACT on a list the topic does not set)."""
+
+    def __init__(self, state: ClusterState, info: TopicMetadata | None) -> None:
+        self._config = info.topic_config if info else state.topic_defaults
+
+    def __getitem__(self, name: str) -> str:
+        return self._config.string(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TOPIC_CONFIGS)
+
+    def __len__(self) -> int:
+        return len(TOPIC_CONFIGS)
 
 
 def _alter(
@@ -175,7 +260,7 @@ def _alter(
                     r,
                     TOPIC_CONFIGS,
                     info.configs if info else {},
-                    TOPIC_CONFIG_DEFAULTS,
+                    _TopicDefaults(ctx.state, info),
                 )
                 if request.validate_only:
                     if info is None:
@@ -185,7 +270,7 @@ def _alter(
                         )
                     merged = {} if replace else dict(info.configs)
                     merged.update(changes)
-                    validate_topic_configs(
+                    ctx.state.topic_config(
                         {k: v for k, v in merged.items() if v is not None}
                     )
                 else:

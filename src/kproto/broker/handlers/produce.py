@@ -14,8 +14,6 @@ import uuid
 from functools import cache
 from typing import Any, NamedTuple
 
-import attrs
-
 from kproto.broker.connection_limits import off_turn
 from kproto.broker.errors import LogAppendError
 from kproto.broker.handlers.cluster_info import MIN_VERSIONS
@@ -36,30 +34,10 @@ _PRODUCER = struct.Struct(">qh")
 _TRANSACTIONAL = 0x10
 
 
-#: ``{topic name: (its configs, the policy's fields but now_ms, last policy)}``.
-_POLICIES: dict[str, tuple[dict[str, str], dict[str, Any], LogPolicy]] = {}
-_POLICIES_MAX = 1024
-
-
 def produce_policy(info: TopicMetadata, now_ms: int) -> LogPolicy:
-    """``LogPolicy.for_produce(info.config, now_ms)``, its config-derived fields
-    reused while the topic's configs are the ones they were read from (a changed
-    config reads them again), the whole policy while the clock's millisecond is
-    the same too (the partitions of one request)."""
-    hit = _POLICIES.get(info.name)
-    if hit is None or hit[0] != info.configs:
-        policy = LogPolicy.for_produce(info.config, now_ms)
-        fields = attrs.asdict(policy, recurse=False)
-        del fields["now_ms"]
-        if len(_POLICIES) >= _POLICIES_MAX:
-            _POLICIES.clear()
-        _POLICIES[info.name] = (dict(info.configs), fields, policy)
-        return policy
-    configs, fields, policy = hit
-    if policy.now_ms != now_ms:
-        policy = LogPolicy(now_ms=now_ms, **fields)
-        _POLICIES[info.name] = (configs, fields, policy)
-    return policy
+    """The policy of a Produce to ``info`` at ``now_ms``, from its typed
+    configuration (parsed when the topic was created or altered)."""
+    return LogPolicy.for_produce(info.topic_config, now_ms)
 
 
 def _verify_transaction(
@@ -245,9 +223,7 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
                     else:
                         base_offset = result.base_offset
                         append_time = result.log_append_time_ms
-                        if info.configs.get("retention.bytes") or info.configs.get(
-                            "retention.ms"
-                        ):
+                        if info.topic_config.retention_overridden:
                             state.apply_retention(name, pdata.index)
                         start = plog.log_start_offset
             partitions.append(
