@@ -322,9 +322,22 @@ class Cluster(FaultControls):
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]
+        self.state.reconfigurables.append(self._reconfigure)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = False
+
+    def _reconfigure(self, config: BrokerConfig) -> None:
+        """Put the dynamically updatable settings the nodes hold in effect: each
+        node's connection limits (its own per-broker configs over the cluster's)
+        and the log cleaner's backoff."""
+        self.cleaner.backoff_ms = config.log_cleaner_backoff_ms
+        for server in self.servers:
+            own = self.state.layers(server.node_id).effective()
+            server.connection_quotas.max_connections = _unlimited(own.max_connections)
+            server.connection_quotas.max_connections_per_ip = _unlimited(
+                own.max_connections_per_ip
+            )
 
     # --------------------------------------------------------------- lifecycle
 
@@ -342,6 +355,7 @@ class Cluster(FaultControls):
         self._loop = asyncio.get_running_loop()
         try:
             self.state.load()
+            self._reconfigure(self.state.config)  # dynamic configs saved before
             for server in self.servers:
                 await server.start()
             await self.groups.start()

@@ -1,6 +1,7 @@
 """What Kafka keeps in its metadata log besides topics: group configs
-(``ConfigRecord`` of GROUP resources), client quotas (``ClientQuotaRecord``) and
-finalized feature levels (``FeatureLevelRecord``).
+(``ConfigRecord`` of GROUP resources), dynamic broker configs (``ConfigRecord`` of
+BROKER resources), client quotas (``ClientQuotaRecord``) and finalized feature
+levels (``FeatureLevelRecord``).
 
 This broker has no metadata log: :class:`DynamicConfigs` holds them and saves them
 to ``<data_dir>/kproto-dynamic-configs.json`` (atomically, through a rename) on each
@@ -31,6 +32,9 @@ class DynamicConfigs:
 
     Attributes:
         group_configs: group id -> explicitly set configs.
+        broker_configs: ``""`` (the cluster-wide default) or a node id (as a
+            string) -> dynamic broker configs set by AlterConfigs
+            (:mod:`kproto.broker.broker_config`).
         quotas: entity -> ``{quota key: value}``.
         features: finalized feature name -> level (absent: level 0, off).
         features_epoch: bumped on every feature change (ApiVersions'
@@ -42,6 +46,7 @@ class DynamicConfigs:
     ) -> None:
         self.path = data_dir / DYNAMIC_CONFIGS_FILE
         self.group_configs: dict[str, dict[str, str]] = {}
+        self.broker_configs: dict[str, dict[str, str]] = {}
         self.quotas: dict[QuotaEntity, dict[str, float]] = {}
         self.features: dict[str, int] = dict(default_features or {})
         self.features_epoch = 0
@@ -61,6 +66,10 @@ class DynamicConfigs:
                 str(g): {str(k): str(v) for k, v in c.items()}
                 for g, c in saved["group_configs"].items()
             }
+            self.broker_configs = {
+                str(b): {str(k): str(v) for k, v in c.items()}
+                for b, c in saved.get("broker_configs", {}).items()
+            }
             self.quotas = {
                 tuple((str(t), n) for t, n in entry["entity"]): {
                     str(k): float(v) for k, v in entry["values"].items()
@@ -76,6 +85,7 @@ class DynamicConfigs:
         """Write the file atomically (a crash leaves the old or the new one)."""
         body = {
             "group_configs": self.group_configs,
+            "broker_configs": self.broker_configs,
             "quotas": [
                 {"entity": [list(pair) for pair in entity], "values": values}
                 for entity, values in self.quotas.items()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import attrs
 
-from kproto.broker.broker_config import BrokerConfig
+from kproto.broker.broker_config import BrokerConfig, BrokerConfigLayers
 from kproto.broker.checkpoint import (
     read_offset_checkpoint,
     write_atomic,
@@ -114,8 +114,13 @@ class ClusterState:
         config: BrokerConfig | None = None,
     ) -> None:
         self.data_dir = data_dir
-        self.config = config or BrokerConfig()
+        #: the configuration the cluster was started with (Cluster(config=...))
+        self.static_config = config or BrokerConfig()
+        self.config = self.static_config
         self.topic_defaults = self.config.topic_defaults()
+        #: called with the new configuration after a dynamic change
+        #: (:meth:`reconfigure`; Kafka's ``Reconfigurable``)
+        self.reconfigurables: list[Callable[[BrokerConfig], None]] = []
         self.files = FileCache(self.config.kproto_max_open_files)
         self.pending_topics: set[str] = set()
         self.pending_partitions = 0
@@ -164,6 +169,42 @@ class ClusterState:
         """Partitions the cluster may hold in all; creating more is answered
         POLICY_VIOLATION (``kproto.max.partitions``)."""
         return self.config.kproto_max_partitions
+
+    def layers(self, node_id: int | None = None) -> BrokerConfigLayers:
+        """The broker configuration's layers (static, the dynamic cluster-wide
+        default, ``node_id``'s dynamic configs; default node: the controller,
+        whose configuration the nodes' shared settings follow)."""
+        node = self.controller_id if node_id is None else node_id
+        stored = self.dynamic.broker_configs
+        return BrokerConfigLayers(
+            self.static_config, stored.get("", {}), stored.get(str(node), {})
+        )
+
+    def reconfigure(self, config: BrokerConfig | None = None) -> None:
+        """Put ``config`` (default: the layers' in effect) in effect: every
+        topic's configuration over the new defaults, the logs' segment sizes,
+        then the :attr:`reconfigurables`.
+
+        Raises:
+            TopicError: INVALID_CONFIG, a topic's configs conflict with the new
+                defaults (nothing changed).
+        """
+        config = self.layers().effective() if config is None else config
+        defaults = config.topic_defaults()
+        parsed = {
+            name: TopicConfig.from_properties(info.configs, defaults)
+            for name, info in self.topics.items()
+        }
+        self.config, self.topic_defaults = config, defaults
+        for name, topic_config in parsed.items():
+            info = self.topics[name]
+            info.topic_config = topic_config
+            for p in range(info.partitions):
+                plog = self.logs.get((name, p))
+                if plog is not None:
+                    plog.segment_bytes = topic_config.segment_size
+        for apply in self.reconfigurables:
+            apply(config)
 
     def topic_config(self, configs: dict[str, str]) -> TopicConfig:
         """The configuration in effect of a topic with explicit ``configs``, parsed
@@ -529,8 +570,11 @@ class ClusterState:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.dynamic.load()
-        except ValueError as exc:
-            raise CorruptStateError(self.dynamic.path, f"{exc.__cause__}") from exc
+            config = self.layers().effective()
+        except ValueError as exc:  # BrokerConfigError too
+            cause = exc.__cause__ or exc
+            raise CorruptStateError(self.dynamic.path, f"{cause}") from exc
+        self.config, self.topic_defaults = config, config.topic_defaults()
         path = self.data_dir / _TOPICS_FILE
         if not path.exists():
             return

@@ -1,6 +1,9 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and groups
-(KIP-848 group configs, :mod:`kproto.broker.group_config`), and a read-only view of
-broker configs.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, groups
+(KIP-848 group configs, :mod:`kproto.broker.group_config`) and brokers (a node id,
+or ``""`` for the cluster-wide default: Kafka's dynamically updatable broker
+configs, :mod:`kproto.broker.broker_config`, after Kafka's ``DynamicBrokerConfig``
+and ``ConfigHelper``: sources DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, with synonyms).
 
 Sources: ``DescribeConfigsRequest/Response.json`` (synonyms since v1, KIP-226;
 types and documentation since v3, KIP-569), ``AlterConfigsRequest/Response.json``,
@@ -16,7 +19,15 @@ from typing import Any
 
 import attrs
 
-from kproto.broker.broker_config import BROKER_CONFIGS, Dynamic, topic_synonyms
+from kproto.broker.broker_config import (
+    BROKER_CONFIGS,
+    BrokerConfigError,
+    BrokerConfigLayers,
+    ConfigSource,
+    Dynamic,
+    check_dynamic,
+    topic_synonyms,
+)
 from kproto.broker.errors import TopicError
 from kproto.broker.group_config import (
     GROUP_CONFIG_DEFAULTS,
@@ -29,6 +40,7 @@ from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.broker.topic_config import (
     TOPIC_CONFIGS,
     ConfigType,
+    TopicConfig,
     TopicConfigDef,
 )
 from kproto.errors import ErrorCode
@@ -37,9 +49,7 @@ __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 
 # ConfigResource.Type: TOPIC 2, BROKER 4, GROUP 32.
 _TOPIC, _BROKER, _GROUP = 2, 4, 32
-# ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5,
-# GROUP_CONFIG 8.
-_DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT, _GROUP_CONFIG = 1, 4, 5, 8
+_DEFAULT, _GROUP_CONFIG = ConfigSource.DEFAULT_CONFIG, ConfigSource.GROUP_CONFIG
 # AlterConfigOp.OpType: SET 0, DELETE 1, APPEND 2, SUBTRACT 3.
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
@@ -75,7 +85,7 @@ def _topic_entries(
     (the topic, a broker property, the default) and with ``synonyms`` the chain
     (Kafka's ``ConfigHelper.createTopicConfigEntry``)."""
     broker_names = topic_synonyms()
-    broker = state.config
+    layers = state.layers()
     entries = []
     for name in sorted(TOPIC_CONFIGS):
         if keys is not None and name not in keys:
@@ -85,72 +95,82 @@ def _topic_entries(
             continue
         chain: list[dict[str, Any]] = []
         if name in info.configs:
-            chain.append(_synonym(name, info.configs[name], _DYNAMIC_TOPIC))
+            chain.append(
+                _synonym(name, info.configs[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
+            )
         broker_name = broker_names.get(name)
-        if broker_name is not None and broker_name in broker.explicit:
-            source = _broker_source(state, broker_name)
-            chain.append(_synonym(broker_name, broker.string(broker_name), source))
-        default = (
-            BROKER_CONFIGS[broker_name].definition.default
-            if broker_name is not None
-            else definition.default
-        )
-        chain.append(_synonym(broker_name or name, default, _DEFAULT))
+        if broker_name is None:
+            chain.append(
+                _synonym(name, definition.default, ConfigSource.DEFAULT_CONFIG)
+            )
+        else:
+            chain += [
+                _synonym(broker_name, value, source)
+                for value, source in layers.chain(broker_name)
+            ]
         entries.append(
-            {
-                "name": name,
-                "value": chain[0]["value"],
-                "read_only": False,
-                "is_default": chain[0]["source"] == _DEFAULT,
-                "config_source": chain[0]["source"],
-                "is_sensitive": False,
-                "synonyms": chain if synonyms else [],
-                "config_type": definition.type,
-                "documentation": definition.documentation,
-            }
+            _entry(name, chain, False, definition.type, definition.documentation)
+            | {"synonyms": chain if synonyms else []}
         )
     return entries
 
 
-def _synonym(name: str, value: str, source: int) -> dict[str, Any]:
+def _synonym(name: str, value: str, source: ConfigSource) -> dict[str, Any]:
     return {"name": name, "value": value, "source": source}
 
 
-def _broker_source(state: ClusterState, name: str) -> int:
-    """Where broker property ``name``'s value comes from (it is explicit)."""
-    return _STATIC_BROKER
+def _entry(
+    name: str,
+    chain: list[dict[str, Any]],
+    read_only: bool,
+    config_type: ConfigType,
+    documentation: str,
+) -> dict[str, Any]:
+    """A DescribeConfigs entry whose value is the first of ``chain``."""
+    return {
+        "name": name,
+        "value": chain[0]["value"],
+        "read_only": read_only,
+        "is_default": chain[0]["source"] == ConfigSource.DEFAULT_CONFIG,
+        "config_source": chain[0]["source"],
+        "is_sensitive": False,
+        "synonyms": chain,
+        "config_type": config_type,
+        "documentation": documentation,
+    }
 
 
 def _broker_entries(
-    state: ClusterState, keys: set[str] | None, synonyms: bool
+    state: ClusterState, node_id: int | None, keys: set[str] | None, synonyms: bool
 ) -> list[dict[str, Any]]:
-    """A broker's DescribeConfigs entries (Kafka's
-    ``ConfigHelper.createBrokerConfigEntries``): every property, read-only unless
-    Kafka updates it at run time."""
-    config = state.config
+    """A broker's DescribeConfigs entries (Kafka's ``ConfigHelper.
+    createBrokerConfigEntries``): every property of node ``node_id``, read-only
+    unless Kafka updates it at run time; for ``None`` (the ``""`` resource) only
+    the cluster-wide dynamic defaults."""
+    layers = state.layers(node_id)
     entries = []
     for name in sorted(BROKER_CONFIGS):
         if keys is not None and name not in keys:
             continue
+        chain = [_synonym(name, value, source) for value, source in layers.chain(name)]
+        if node_id is None:
+            chain = [
+                c
+                for c in chain
+                if c["source"] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+            ]
+            if not chain:
+                continue
         d = BROKER_CONFIGS[name]
-        chain = []
-        if name in config.explicit:
-            chain.append(
-                _synonym(name, config.string(name), _broker_source(state, name))
-            )
-        chain.append(_synonym(name, d.definition.default, _DEFAULT))
         entries.append(
-            {
-                "name": name,
-                "value": chain[0]["value"],
-                "read_only": d.dynamic is Dynamic.READ_ONLY,
-                "is_default": chain[0]["source"] == _DEFAULT,
-                "config_source": chain[0]["source"],
-                "is_sensitive": False,
-                "synonyms": chain if synonyms else [],
-                "config_type": d.definition.type,
-                "documentation": d.definition.documentation,
-            }
+            _entry(
+                name,
+                chain,
+                d.dynamic is Dynamic.READ_ONLY,
+                d.definition.type,
+                d.definition.documentation,
+            )
+            | {"synonyms": chain if synonyms else []}
         )
     return entries
 
@@ -200,7 +220,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
         elif r.resource_type == _BROKER:
             error, message = _check_broker(ctx, r.resource_name)
             if not error:
-                entries = _broker_entries(state, keys, synonyms)
+                node = int(r.resource_name) if r.resource_name else None
+                entries = _broker_entries(state, node, keys, synonyms)
         else:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
@@ -248,10 +269,15 @@ def _alter(
                 )
             except TopicError as err:
                 error, message = err.error_code, str(err)
+        elif r.resource_type == _BROKER:
+            try:
+                _alter_broker(ctx, r, changes_of, replace, request.validate_only)
+            except TopicError as err:
+                error, message = err.error_code, str(err)
         elif r.resource_type != _TOPIC:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
-                "only topic and group configs can be altered",
+                f"resource type {r.resource_type} is not supported",
             )
         else:
             try:
@@ -286,6 +312,77 @@ def _alter(
             }
         )
     return responses
+
+
+#: Broker property -> its definition (for APPEND and SUBTRACT on LIST configs).
+_BROKER_DEFINITIONS = {name: d.definition for name, d in BROKER_CONFIGS.items()}
+
+
+def _alter_broker(
+    ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
+) -> None:
+    """Apply ``r``'s changes to the dynamic configs of a broker (``r.resource_name``
+    a node id) or of every broker (``""``), as Kafka's ``DynamicBrokerConfig``:
+    only the configs it updates at run time, each validated, then the new
+    configuration put in effect (:meth:`ClusterState.reconfigure`) and saved.
+
+    Raises:
+        TopicError: INVALID_REQUEST (not a node id of the cluster), INVALID_CONFIG
+            (unknown, read-only, refused value, or a topic's configs conflicting
+            with the new defaults).
+    """
+    state = ctx.state
+    name = r.resource_name
+    if name != "":
+        try:
+            node_id = int(name)
+        except ValueError:
+            raise TopicError(
+                ErrorCode.INVALID_REQUEST,
+                f"Broker id must be an integer, but it is: {name}",
+            ) from None
+        if node_id not in state.node_ids:
+            raise TopicError(
+                ErrorCode.INVALID_REQUEST, f"Broker {node_id} is not a known broker"
+            )
+    store = state.dynamic.broker_configs
+    current = store.get(name, {})
+    layers = state.layers(None if name == "" else int(name))
+    effective = layers.effective()
+    in_effect = {n: effective.string(n) for n in BROKER_CONFIGS}
+    changes = changes_of(r, _BROKER_DEFINITIONS, current, in_effect)
+    try:
+        check_dynamic(changes, per_broker=name != "")
+    except BrokerConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    new = {} if replace else dict(current)
+    for key, value in changes.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    stored = dict(store)
+    if new:
+        stored[name] = new
+    else:
+        stored.pop(name, None)
+    controller = BrokerConfigLayers(
+        state.static_config,
+        stored.get("", {}),
+        stored.get(str(state.controller_id), {}),
+    )
+    try:
+        config = controller.effective()
+        defaults = config.topic_defaults()
+        for info in state.topics.values():
+            TopicConfig.from_properties(info.configs, defaults)
+    except BrokerConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if validate_only or stored == store:
+        return
+    state.dynamic.broker_configs = stored
+    state.reconfigure(config)
+    state.dynamic.save()
 
 
 def _alter_group(
