@@ -196,9 +196,7 @@ class Cluster(FaultControls):
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
-        #: The broker configuration (Kafka's property names; see
-        #: :mod:`kproto.broker.broker_config`).
-        self.config = BrokerConfig.from_arguments(
+        cfg = BrokerConfig.from_arguments(
             config,
             {
                 "auto_create_topics": auto_create_topics,
@@ -231,7 +229,6 @@ class Cluster(FaultControls):
                 "log_cleaner_backoff_ms": log_cleaner_backoff_ms,
             },
         )
-        cfg = self.config
         last_id = cfg.node_id + nodes - 1
         if last_id > 2**31 - 1:
             raise BrokerConfigError(
@@ -469,6 +466,14 @@ class Cluster(FaultControls):
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     # --------------------------------------------------------------- looking in
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker configuration in effect (Kafka's property names as
+        attributes, :class:`~kproto.broker.broker_config.BrokerConfig`): what the
+        cluster was made with, under the dynamic configs AlterConfigs set on
+        BROKER resources."""
+        return self.state.config
 
     @property
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
