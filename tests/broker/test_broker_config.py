@@ -248,3 +248,18 @@ def test_the_documentation_table_covers_every_property() -> None:
     assert by_name["num.partitions"][3] == "[1,...]"
     assert by_name["offsets.topic.num.partitions"][2] == "5 (Kafka: 50)"
     assert by_name["log.retention.ms"][4] == "cluster-wide"
+
+
+def test_the_plugins_table_and_the_constants_agree_with_the_definitions() -> None:
+    from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
+    from kproto.broker.pytest_plugin import BROKER_CONFIGS as PLUGIN_TABLE
+    from kproto.broker.state import DEFAULT_MAX_PARTITIONS
+    from kproto.framing import DEFAULT_MAX_FRAME_BYTES
+
+    for name, (argument, _) in PLUGIN_TABLE.items():
+        if argument != "data_dir":  # log.dir(s): the layout, not a property
+            assert ARGUMENTS[argument] == name
+    defaults = BrokerConfig()
+    assert defaults.kproto_max_partitions == DEFAULT_MAX_PARTITIONS
+    assert defaults.kproto_max_open_files == DEFAULT_MAX_OPEN_FILES
+    assert defaults.socket_request_max_bytes == DEFAULT_MAX_FRAME_BYTES

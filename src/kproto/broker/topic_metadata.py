@@ -5,10 +5,12 @@ keeps them and writes them to ``kproto-topics.json``."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import attrs
 
 from kproto.broker.errors import TopicError
+from kproto.broker.log_validator import LogPolicy
 from kproto.broker.topic_config import TopicConfig
 from kproto.errors import ErrorCode
 
@@ -37,10 +39,31 @@ class TopicMetadata:
     configs: dict[str, str] = attrs.field(factory=dict)
     internal: bool = False
     topic_config: TopicConfig = attrs.field(factory=TopicConfig)
+    #: (the config it was built from, its fields but now_ms, the last policy)
+    _produce: tuple[TopicConfig, dict[str, Any], LogPolicy] | None = attrs.field(
+        default=None, init=False, repr=False, eq=False
+    )
 
     @property
     def partitions(self) -> int:
         return len(self.leaders)
+
+    def produce_policy(self, now_ms: int) -> LogPolicy:
+        """``LogPolicy.for_produce(self.topic_config, now_ms)``: built once per
+        configuration (a new ``topic_config`` is read again), the same object
+        while the clock's millisecond is the same (the partitions of a request)."""
+        cached = self._produce
+        if cached is None or cached[0] is not self.topic_config:
+            policy = LogPolicy.for_produce(self.topic_config, now_ms)
+            fields = attrs.asdict(policy, recurse=False)
+            del fields["now_ms"]
+            self._produce = (self.topic_config, fields, policy)
+            return policy
+        config, fields, policy = cached
+        if policy.now_ms != now_ms:
+            policy = LogPolicy(now_ms=now_ms, **fields)
+            self._produce = (config, fields, policy)
+        return policy
 
     def config(self, name: str) -> str:
         """Topic config ``name`` in effect as DescribeConfigs shows it: the string

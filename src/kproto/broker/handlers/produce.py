@@ -37,7 +37,7 @@ _TRANSACTIONAL = 0x10
 def produce_policy(info: TopicMetadata, now_ms: int) -> LogPolicy:
     """The policy of a Produce to ``info`` at ``now_ms``, from its typed
     configuration (parsed when the topic was created or altered)."""
-    return LogPolicy.for_produce(info.topic_config, now_ms)
+    return info.produce_policy(now_ms)
 
 
 def _verify_transaction(
