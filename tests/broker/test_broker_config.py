@@ -263,3 +263,14 @@ def test_the_plugins_table_and_the_constants_agree_with_the_definitions() -> Non
     assert defaults.kproto_max_partitions == DEFAULT_MAX_PARTITIONS
     assert defaults.kproto_max_open_files == DEFAULT_MAX_OPEN_FILES
     assert defaults.socket_request_max_bytes == DEFAULT_MAX_FRAME_BYTES
+
+
+def test_log_dirs_is_the_data_directory(tmp_path: Any) -> None:
+    with Cluster(config={"log.dirs": str(tmp_path / "logs")}) as cluster:
+        cluster.create_topic("kept")
+        assert cluster.data_dir == tmp_path / "logs"
+    assert (tmp_path / "logs" / "kept-0").is_dir()  # an explicit directory stays
+    with pytest.raises(BrokerConfigError, match="kproto keeps one log directory"):
+        Cluster(config={"log.dirs": "/a,/b"})
+    with pytest.raises(BrokerConfigError, match="data_dir="):
+        Cluster(data_dir=tmp_path, config={"log.dirs": str(tmp_path)})

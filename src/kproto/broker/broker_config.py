@@ -255,6 +255,18 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
         ),
         # ------------------------------------------------------------ log
         _b(
+            "log.dirs",
+            _T.LIST,
+            "",
+            "The data directory: one (empty: a temporary one, removed on close). "
+            "Cluster(data_dir=).",
+            Rule(
+                lambda v: None if len(v) <= 1 else "kproto keeps one log directory",
+                "at most one directory",
+            ),
+            kafka="(null: log.dir, /tmp/kafka-logs)",
+        ),
+        _b(
             "log.segment.bytes",
             _T.INT,
             str(16 * 1024 * 1024),
@@ -690,6 +702,7 @@ class BrokerConfig:
     auto_create_topics_enable: bool = _default("auto.create.topics.enable")
     default_replication_factor: int = _default("default.replication.factor")
     min_insync_replicas: int = _default("min.insync.replicas")
+    log_dirs: tuple[str, ...] = _default("log.dirs")
     log_segment_bytes: int = _default("log.segment.bytes")
     log_roll_ms: int = _default("log.roll.ms")
     log_index_size_max_bytes: int = _default("log.index.size.max.bytes")

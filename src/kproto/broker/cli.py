@@ -225,15 +225,16 @@ def run_broker(args: argparse.Namespace) -> int:
             f"--port {args.port} with --nodes {args.nodes} needs ports up to {last}, "
             "above 65535"
         )
-    if args.data_dir is not None:
-        check_data_dir(args.data_dir)
-    logging.basicConfig(
-        level=logging.INFO if args.log_requests else logging.WARNING, stream=sys.stderr
-    )
-
     overrides = dict(args.override)
     if "kproto.request.log.size" not in overrides:
         overrides["kproto.request.log.size"] = "0"  # nobody reads cluster.requests
+    if args.data_dir is not None:
+        check_data_dir(args.data_dir)
+    elif overrides.get("log.dirs", "").strip():
+        check_data_dir(Path(overrides["log.dirs"].split(",")[0].strip()))
+    logging.basicConfig(
+        level=logging.INFO if args.log_requests else logging.WARNING, stream=sys.stderr
+    )
 
     async def main() -> None:
         warm_codecs()  # before the clients come, as a broker loads its code

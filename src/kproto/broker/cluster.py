@@ -240,6 +240,14 @@ class Cluster(FaultControls):
         share_config = ShareConfig.from_properties(
             {**cfg.share_properties, **(share_configs or {})}
         )
+        if cfg.log_dirs:
+            if data_dir is not None:
+                raise BrokerConfigError(
+                    "log.dirs",
+                    ",".join(cfg.log_dirs),
+                    "set both in config and as data_dir=; give it once",
+                )
+            data_dir = cfg.log_dirs[0]
         self._temp = data_dir is None
         self.data_dir = (
             Path(tempfile.mkdtemp(prefix="kproto-broker-"))
