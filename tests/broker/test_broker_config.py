@@ -16,8 +16,8 @@ from kproto.broker.broker_config import (
     BROKER_CONFIGS,
     BrokerConfig,
     BrokerConfigError,
-    config_table,
 )
+from kproto.broker.config_docs import config_table
 from kproto.broker.pytest_plugin import cluster_kwargs
 from kproto.broker.topic_config import TOPIC_CONFIGS, TopicConfig, attribute_name
 

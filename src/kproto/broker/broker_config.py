@@ -25,7 +25,7 @@ pytest plugin can use it without loading the broker.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -48,14 +48,10 @@ __all__ = [
     "ARGUMENTS",
     "BROKER_CONFIGS",
     "BrokerConfig",
-    "BrokerConfigLayers",
-    "ConfigSource",
-    "check_dynamic",
     "topic_synonyms",
     "BrokerConfigDef",
     "BrokerConfigError",
     "Dynamic",
-    "config_table",
 ]
 
 _INT_MAX = 2**31 - 1
@@ -101,6 +97,11 @@ def _case_insensitive(*allowed: str) -> Validator:
         return f"String must be one of (case insensitive): {', '.join(allowed)}"
 
     return Rule(check, f"(case insensitive) [{', '.join(allowed)}]")
+
+
+def _one_directory(value: object) -> str | None:
+    assert isinstance(value, list)
+    return None if len(value) <= 1 else "kproto keeps one log directory"
 
 
 _non_empty = Rule(
@@ -260,10 +261,7 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             "",
             "The data directory: one (empty: a temporary one, removed on close). "
             "Cluster(data_dir=).",
-            Rule(
-                lambda v: None if len(v) <= 1 else "kproto keeps one log directory",
-                "at most one directory",
-            ),
+            Rule(_one_directory, "at most one directory"),
             kafka="(null: log.dir, /tmp/kafka-logs)",
         ),
         _b(
@@ -893,91 +891,6 @@ class BrokerConfig:
         }
 
 
-class ConfigSource(enum.IntEnum):
-    """``DescribeConfigsResponse`` ``config_source`` (Kafka's
-    ``DescribeConfigsResponse.ConfigSource``)."""
-
-    UNKNOWN = 0
-    DYNAMIC_TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
-    DYNAMIC_BROKER_LOGGER_CONFIG = 6
-    CLIENT_METRICS_CONFIG = 7
-    GROUP_CONFIG = 8
-
-
-@attrs.frozen
-class BrokerConfigLayers:
-    """A broker's configuration as Kafka's ``DynamicBrokerConfig`` layers it:
-    per-broker dynamic configs over the cluster-wide dynamic default over the
-    static configuration over the defaults. ``per_broker`` and ``default`` hold
-    strings as AlterConfigs set them (already validated)."""
-
-    static: BrokerConfig
-    default: Mapping[str, str] = attrs.field(factory=dict)
-    per_broker: Mapping[str, str] = attrs.field(factory=dict)
-
-    def effective(self) -> BrokerConfig:
-        """The configuration in effect.
-
-        Raises:
-            BrokerConfigError: a stored value no longer valid.
-        """
-        return BrokerConfig.from_properties(
-            {**self.default, **self.per_broker}, self.static
-        )
-
-    def chain(self, name: str) -> list[tuple[str, ConfigSource]]:
-        """``(value, source)`` of every layer that sets ``name``, the one in
-        effect first and the default last (DescribeConfigs' synonyms)."""
-        out = []
-        if name in self.per_broker:
-            out.append((self.per_broker[name], ConfigSource.DYNAMIC_BROKER_CONFIG))
-        if name in self.default:
-            out.append((self.default[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-        if name in self.static.explicit:
-            out.append((self.static.string(name), ConfigSource.STATIC_BROKER_CONFIG))
-        out.append(
-            (BROKER_CONFIGS[name].definition.default, ConfigSource.DEFAULT_CONFIG)
-        )
-        return out
-
-
-def check_dynamic(changes: Mapping[str, str | None], per_broker: bool) -> None:
-    """Check that AlterConfigs may set (or delete, ``None``) these broker configs
-    at run time, as Kafka's ``DynamicBrokerConfig.validateConfigs``; each value
-    parsed and checked.
-
-    Raises:
-        BrokerConfigError: an unknown name (``Unknown Dynamic Configuration``),
-            read-only ones (Kafka's ``Cannot update these configs dynamically:
-            Set(...)``), a value refused.
-    """
-    for name, value in changes.items():
-        if name not in BROKER_CONFIGS:
-            text = f"Unknown Dynamic Configuration '{name}'."
-            raise BrokerConfigError(name, value, text, text)
-    fixed = [n for n in changes if BROKER_CONFIGS[n].dynamic is Dynamic.READ_ONLY]
-    if fixed:
-        text = f"Cannot update these configs dynamically: Set({', '.join(fixed)})"
-        raise BrokerConfigError(fixed[0], changes[fixed[0]], text, text)
-    if not per_broker:
-        broker_only = [
-            n for n in changes if BROKER_CONFIGS[n].dynamic is Dynamic.PER_BROKER
-        ]
-        if broker_only:
-            text = (
-                "Cannot update these configs at default cluster level, broker id "
-                f"must be specified: Set({', '.join(broker_only)})"
-            )
-            raise BrokerConfigError(broker_only[0], changes[broker_only[0]], text, text)
-    for name, value in changes.items():
-        if value is not None:
-            BROKER_CONFIGS[name].parse(value)
-
-
 def _argument_value(argument: str, value: object) -> object:
     """A ``Cluster`` keyword argument's value as its property's."""
     if argument == "acls_enabled":
@@ -994,29 +907,3 @@ def topic_synonyms() -> Mapping[str, str]:
         for name, d in BROKER_CONFIGS.items()
         if d.topic_config is not None
     }
-
-
-def config_table() -> Iterator[tuple[str, str, str, str, str, str]]:
-    """``(name, type, default, valid values, dynamic, what kproto does)`` of every
-    broker property, for the documentation table."""
-    for name, d in BROKER_CONFIGS.items():
-        default = d.definition.default or '""'
-        if d.kafka_default is not None:
-            default += f" (Kafka: {d.kafka_default})"
-        doc = d.definition.documentation
-        if d.argument:
-            doc += f" Cluster({d.argument}=)."
-        yield (
-            name,
-            d.definition.type.name,
-            default,
-            _rule(d.definition),
-            d.dynamic.value,
-            doc,
-        )
-
-
-def _rule(d: ConfigDef) -> str:
-    """A validator's rule as Kafka's documentation prints it (``""``: any value
-    of the type)."""
-    return str(d.validator) if isinstance(d.validator, Rule) else ""

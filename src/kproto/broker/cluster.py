@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kproto.broker.broker_config import BrokerConfig, BrokerConfigError
+from kproto.broker.broker_config import ARGUMENTS, BrokerConfig, BrokerConfigError
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
@@ -196,38 +196,10 @@ class Cluster(FaultControls):
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
+        # the older keyword arguments, each mapped onto its property (ARGUMENTS)
+        given = locals()
         cfg = BrokerConfig.from_arguments(
-            config,
-            {
-                "auto_create_topics": auto_create_topics,
-                "num_partitions": num_partitions,
-                "offsets_partitions": offsets_partitions,
-                "transaction_partitions": transaction_partitions,
-                "transaction_abort_interval_ms": transaction_abort_interval_ms,
-                "segment_bytes": segment_bytes,
-                "socket_request_max_bytes": socket_request_max_bytes,
-                "connections_max_idle_ms": connections_max_idle_ms,
-                "request_log_size": request_log_size,
-                "log_requests": log_requests,
-                "security_protocol": security_protocol,
-                "sasl_mechanisms": sasl_mechanisms,
-                "super_users": super_users,
-                "acls_enabled": acls_enabled,
-                "ssl_client_auth": ssl_client_auth,
-                "connections_max_reauth_ms": connections_max_reauth_ms,
-                "max_partitions": max_partitions,
-                "max_open_files": max_open_files,
-                "consumer_session_timeout_ms": consumer_session_timeout_ms,
-                "consumer_heartbeat_interval_ms": consumer_heartbeat_interval_ms,
-                "consumer_assignors": consumer_assignors,
-                "consumer_migration_policy": consumer_migration_policy,
-                "streams_session_timeout_ms": streams_session_timeout_ms,
-                "streams_heartbeat_interval_ms": streams_heartbeat_interval_ms,
-                "max_connections": max_connections,
-                "max_connections_per_ip": max_connections_per_ip,
-                "queued_max_requests": queued_max_requests,
-                "log_cleaner_backoff_ms": log_cleaner_backoff_ms,
-            },
+            config, {argument: given[argument] for argument in ARGUMENTS}
         )
         last_id = cfg.node_id + nodes - 1
         if last_id > 2**31 - 1:

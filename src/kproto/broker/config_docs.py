@@ -11,15 +11,42 @@ from the code.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from kproto.broker.broker_config import config_table, topic_synonyms
-from kproto.broker.topic_config import TOPIC_CONFIGS, Rule
+from kproto.broker.broker_config import BROKER_CONFIGS, topic_synonyms
+from kproto.broker.topic_config import TOPIC_CONFIGS, ConfigDef, Rule
 
-__all__ = ["BEGIN", "END", "render_tables", "rewrite"]
+__all__ = ["BEGIN", "END", "config_table", "render_tables", "rewrite"]
 
 BEGIN = "<!-- generated:config-tables -->"
 END = "<!-- end:config-tables -->"
+
+
+def config_table() -> Iterator[tuple[str, str, str, str, str, str]]:
+    """``(name, type, default, valid values, dynamic, what kproto does)`` of every
+    broker property, for the documentation table."""
+    for name, d in BROKER_CONFIGS.items():
+        default = d.definition.default or '""'
+        if d.kafka_default is not None:
+            default += f" (Kafka: {d.kafka_default})"
+        doc = d.definition.documentation
+        if d.argument:
+            doc += f" Cluster({d.argument}=)."
+        yield (
+            name,
+            d.definition.type.name,
+            default,
+            _rule(d.definition),
+            d.dynamic.value,
+            doc,
+        )
+
+
+def _rule(d: ConfigDef) -> str:
+    """A validator's rule as Kafka's documentation prints it (``""``: any value
+    of the type)."""
+    return str(d.validator) if isinstance(d.validator, Rule) else ""
 
 
 def _cell(text: str) -> str:

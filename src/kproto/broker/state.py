@@ -24,12 +24,13 @@ from pathlib import Path
 
 import attrs
 
-from kproto.broker.broker_config import BrokerConfig, BrokerConfigLayers
+from kproto.broker.broker_config import BrokerConfig
 from kproto.broker.checkpoint import (
     read_offset_checkpoint,
     write_atomic,
     write_offset_checkpoint,
 )
+from kproto.broker.dynamic_broker_config import BrokerConfigLayers
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
 from kproto.broker.file_cache import FileCache

@@ -22,11 +22,13 @@ import attrs
 from kproto.broker.broker_config import (
     BROKER_CONFIGS,
     BrokerConfigError,
+    Dynamic,
+    topic_synonyms,
+)
+from kproto.broker.dynamic_broker_config import (
     BrokerConfigLayers,
     ConfigSource,
-    Dynamic,
     check_dynamic,
-    topic_synonyms,
 )
 from kproto.broker.errors import TopicError
 from kproto.broker.group_config import (
