@@ -75,8 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}(nodes=1, auto_create_topics=True, configs=None, **cluster_kwargs): "
         "settings of the kafka_cluster fixture: kproto.broker.Cluster's keyword "
-        "arguments, and configs: Kafka broker properties "
-        f"({', '.join(sorted(BROKER_CONFIGS))})",
+        "arguments, and configs: Kafka broker properties (node.id, num.partitions, "
+        "log.retention.ms, ...: kproto.broker.broker_config.BROKER_CONFIGS)",
     )
 
 
