@@ -5,6 +5,7 @@ sharing it; ``node.id`` through confluent-kafka."""
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -128,16 +129,20 @@ def test_strings_and_python_values_parse_alike() -> None:
     }
 
 
-def test_keyword_arguments_and_config_are_one_configuration() -> None:
-    old = Cluster(num_partitions=3, segment_bytes=600, acls_enabled=True)
+def test_keyword_arguments_and_config_are_one_configuration(tmp_path: Path) -> None:
+    # made, not started: an explicit data_dir leaves nothing behind
+    old = Cluster(
+        data_dir=tmp_path, num_partitions=3, segment_bytes=600, acls_enabled=True
+    )
     new = Cluster(
+        data_dir=tmp_path,
         config={
             "num.partitions": 3,
             "log.segment.bytes": 600,
             "authorizer.class.name": (
                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
             ),
-        }
+        },
     )
     assert old.config == new.config
     assert old.state.num_partitions == new.state.num_partitions == 3
@@ -265,7 +270,7 @@ def test_the_plugins_table_and_the_constants_agree_with_the_definitions() -> Non
     assert defaults.socket_request_max_bytes == DEFAULT_MAX_FRAME_BYTES
 
 
-def test_log_dirs_is_the_data_directory(tmp_path: Any) -> None:
+def test_log_dirs_is_the_data_directory(tmp_path: Path) -> None:
     with Cluster(config={"log.dirs": str(tmp_path / "logs")}) as cluster:
         cluster.create_topic("kept")
         assert cluster.data_dir == tmp_path / "logs"
@@ -274,3 +279,23 @@ def test_log_dirs_is_the_data_directory(tmp_path: Any) -> None:
         Cluster(config={"log.dirs": "/a,/b"})
     with pytest.raises(BrokerConfigError, match="data_dir="):
         Cluster(data_dir=tmp_path, config={"log.dirs": str(tmp_path)})
+
+
+def test_share_configs_join_the_broker_config(tmp_path: Path) -> None:
+    cluster = Cluster(
+        data_dir=tmp_path,
+        share_configs={
+            "group.share.record.lock.duration.ms": 500,
+            "share.auto.offset.reset": "earliest",
+        },
+    )
+    assert cluster.config.group_share_record_lock_duration_ms == 500
+    assert cluster.share.config.record_lock_duration_ms == 500
+    assert cluster.share.config.auto_offset_reset == "earliest"
+    other = Cluster(data_dir=tmp_path, config={"group.share.delivery.count.limit": "3"})
+    assert other.share.config.delivery_count_limit == 3
+    with pytest.raises(BrokerConfigError, match="share_configs="):
+        Cluster(
+            config={"group.share.delivery.count.limit": 3},
+            share_configs={"group.share.delivery.count.limit": 4},
+        )

@@ -14,7 +14,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from kproto.broker.broker_config import ARGUMENTS, BrokerConfig, BrokerConfigError
+from kproto.broker.broker_config import (
+    ARGUMENTS,
+    BROKER_CONFIGS,
+    BrokerConfig,
+    BrokerConfigError,
+)
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
@@ -198,9 +203,20 @@ class Cluster(FaultControls):
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
         # the older keyword arguments, each mapped onto its property (ARGUMENTS)
         given = locals()
-        cfg = BrokerConfig.from_arguments(
-            config, {argument: given[argument] for argument in ARGUMENTS}
-        )
+        arguments = {argument: given[argument] for argument in ARGUMENTS}
+        # share_configs: checked by the share coordinator's own rules first; its
+        # broker properties then join the configuration (share.auto.offset.reset,
+        # a group config, stays the share coordinator's)
+        shared = dict(share_configs or {})
+        ShareConfig.from_properties(shared)
+        properties = dict(config or {})
+        for name in [n for n in shared if n in BROKER_CONFIGS]:
+            if name in properties:
+                raise BrokerConfigError(
+                    name, shared[name], "set both in config and in share_configs="
+                )
+            properties[name] = shared.pop(name)
+        cfg = BrokerConfig.from_arguments(properties, arguments)
         last_id = cfg.node_id + nodes - 1
         if last_id > 2**31 - 1:
             raise BrokerConfigError(
@@ -208,10 +224,7 @@ class Cluster(FaultControls):
                 cfg.node_id,
                 f"the last of {nodes} nodes would be {last_id}, above 2147483647",
             )
-        # share_configs: the share coordinator's own checks and messages
-        share_config = ShareConfig.from_properties(
-            {**cfg.share_properties, **(share_configs or {})}
-        )
+        share_config = ShareConfig.from_properties({**cfg.share_properties, **shared})
         if cfg.log_dirs:
             if data_dir is not None:
                 raise BrokerConfigError(
