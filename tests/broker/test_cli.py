@@ -40,6 +40,11 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
             "log.cleanup.policy: String must be one of: compact, delete",
         ),
         (
+            ["--data-dir", "/tmp", "--override", "log.dirs=/var/tmp"],
+            "kproto: error: Invalid value /var/tmp for configuration log.dirs: "
+            "set both in config and as data_dir=; give it once",
+        ),
+        (
             ["--override", "node.id"],
             "kproto: error: broker: argument --override: wants KEY=VALUE, "
             "got 'node.id'",
