@@ -41,8 +41,13 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
         ),
         (
             ["--data-dir", "/tmp", "--override", "log.dirs=/var/tmp"],
-            "kproto: error: Invalid value /var/tmp for configuration log.dirs: "
-            "set both in config and as data_dir=; give it once",
+            "kproto: error: --data-dir and --override log.dirs both set the data "
+            "directory",
+        ),
+        (
+            ["--partitions", "2", "--override", "num.partitions=3"],
+            "kproto: error: --partitions and --override num.partitions both set "
+            "num.partitions",
         ),
         (
             ["--override", "node.id"],

@@ -207,6 +207,62 @@ def _listen_error(exc: OSError, args: argparse.Namespace) -> CliError:
     return CliError(f"cannot listen on {where or '127.0.0.1'}: {reason}")
 
 
+def broker_properties(args: argparse.Namespace) -> dict[str, str]:
+    """The broker properties of the command line: ``--override``'s, and those
+    the other flags set (``--partitions`` is ``num.partitions``, ``--acls``
+    ``authorizer.class.name``, ...); ``kproto.request.log.size`` 0 unless given
+    (nobody reads the request log of a CLI broker: memory stays flat).
+
+    Raises:
+        CliError: a flag and an ``--override`` set the same property.
+    """
+    from kproto.broker.broker_config import STANDARD_AUTHORIZER
+
+    def joined(values: list[str] | None, sep: str) -> str | None:
+        return sep.join(values) if values else None
+
+    def number(value: int | None) -> str | None:
+        return None if value is None else str(value)
+
+    flags = {
+        "--partitions": ("num.partitions", number(args.partitions)),
+        "--no-auto-create": (
+            "auto.create.topics.enable",
+            "false" if args.no_auto_create else None,
+        ),
+        "--log-requests": (
+            "kproto.log.requests",
+            "true" if args.log_requests else None,
+        ),
+        "--security-protocol": (
+            "security.inter.broker.protocol",
+            args.security_protocol,
+        ),
+        "--sasl-mechanism": (
+            "sasl.enabled.mechanisms",
+            joined(args.sasl_mechanism, ","),
+        ),
+        "--super-user": ("super.users", joined(args.super_user, ";")),
+        "--acls": ("authorizer.class.name", STANDARD_AUTHORIZER if args.acls else None),
+        "--max-connections": ("max.connections", number(args.max_connections)),
+        "--max-connections-per-ip": (
+            "max.connections.per.ip",
+            number(args.max_connections_per_ip),
+        ),
+    }
+    properties = dict(args.override)
+    if args.data_dir is not None and "log.dirs" in properties:
+        raise CliError("--data-dir and --override log.dirs both set the data directory")
+    for flag, (name, value) in flags.items():
+        if value is None:
+            continue
+        if name in properties:
+            raise CliError(f"{flag} and --override {name} both set {name}")
+        properties[name] = value
+    properties.setdefault("kproto.request.log.size", "0")
+    return properties
+
+
 def run_broker(args: argparse.Namespace) -> int:
     """Run the cluster until SIGINT/SIGTERM; return 0 after a clean stop.
 
@@ -225,15 +281,14 @@ def run_broker(args: argparse.Namespace) -> int:
             f"--port {args.port} with --nodes {args.nodes} needs ports up to {last}, "
             "above 65535"
         )
-    overrides = dict(args.override)
-    if "kproto.request.log.size" not in overrides:
-        overrides["kproto.request.log.size"] = "0"  # nobody reads cluster.requests
+    properties = broker_properties(args)
     if args.data_dir is not None:
         check_data_dir(args.data_dir)
-    elif overrides.get("log.dirs", "").strip():
-        check_data_dir(Path(overrides["log.dirs"].split(",")[0].strip()))
+    elif properties.get("log.dirs", "").strip():
+        check_data_dir(Path(properties["log.dirs"].split(",")[0].strip()))
+    log_requests = properties.get("kproto.log.requests", "").strip().lower() == "true"
     logging.basicConfig(
-        level=logging.INFO if args.log_requests else logging.WARNING, stream=sys.stderr
+        level=logging.INFO if log_requests else logging.WARNING, stream=sys.stderr
     )
 
     async def main() -> None:
@@ -242,18 +297,9 @@ def run_broker(args: argparse.Namespace) -> int:
             cluster = Cluster(
                 nodes=args.nodes,
                 data_dir=args.data_dir,
-                auto_create_topics=False if args.no_auto_create else None,
-                num_partitions=args.partitions,
-                config=overrides,
+                config=properties,
                 port=args.port,
-                log_requests=args.log_requests or None,
-                security_protocol=args.security_protocol,
-                sasl_mechanisms=args.sasl_mechanism,
                 users=dict(args.user),
-                super_users=args.super_user or None,
-                acls_enabled=args.acls or None,
-                max_connections=args.max_connections,
-                max_connections_per_ip=args.max_connections_per_ip,
                 default_quotas=QuotaDefaults(**dict(args.quota)),
             )
         except (ValueError, RuntimeError) as exc:  # security settings, trustme
