@@ -299,3 +299,35 @@ def test_share_configs_join_the_broker_config(tmp_path: Path) -> None:
             config={"group.share.delivery.count.limit": 3},
             share_configs={"group.share.delivery.count.limit": 4},
         )
+
+
+def _set_group_config(cluster: Cluster, name: str, value: str) -> None:
+    a = admin.AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resource = admin.ConfigResource(
+        admin.ConfigResource.Type.GROUP,
+        "bounded",
+        incremental_configs=[
+            admin.ConfigEntry(
+                name, value, incremental_operation=admin.AlterConfigOpType.SET
+            )
+        ],
+    )
+    a.incremental_alter_configs([resource])[resource].result(10)
+
+
+def test_group_config_bounds_are_broker_properties() -> None:
+    with Cluster() as kafkas:  # Kafka's bounds: 45 s .. 60 s
+        with pytest.raises(ck.KafkaException) as err:
+            _set_group_config(kafkas, "consumer.session.timeout.ms", "10000")
+        assert err.value.args[0].code() == ck.KafkaError.INVALID_CONFIG
+        assert "greater than or equal to 45000" in err.value.args[0].str()
+    with Cluster(
+        config={
+            "group.consumer.min.session.timeout.ms": 6000,
+            "group.consumer.min.heartbeat.interval.ms": "500",
+        }
+    ) as fast:
+        _set_group_config(fast, "consumer.session.timeout.ms", "10000")
+        assert (
+            fast.state.group_config("bounded", "consumer.session.timeout.ms") == "10000"
+        )

@@ -497,6 +497,69 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="streams_heartbeat_interval_ms",
         ),
         _b(
+            "group.consumer.min.session.timeout.ms",
+            _T.INT,
+            "45000",
+            "Least session timeout in ms a consumer group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.consumer.max.session.timeout.ms",
+            _T.INT,
+            "60000",
+            "Most session timeout in ms a consumer group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.consumer.min.heartbeat.interval.ms",
+            _T.INT,
+            "5000",
+            "Least heartbeat interval in ms a consumer group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.consumer.max.heartbeat.interval.ms",
+            _T.INT,
+            "15000",
+            "Most heartbeat interval in ms a consumer group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.streams.min.session.timeout.ms",
+            _T.INT,
+            "45000",
+            "Least session timeout in ms a streams group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.streams.max.session.timeout.ms",
+            _T.INT,
+            "60000",
+            "Most session timeout in ms a streams group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.streams.min.heartbeat.interval.ms",
+            _T.INT,
+            "5000",
+            "Least heartbeat interval in ms a streams group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.streams.max.heartbeat.interval.ms",
+            _T.INT,
+            "15000",
+            "Most heartbeat interval in ms a streams group config may set.",
+            at_least(1),
+        ),
+        _b(
+            "group.streams.max.standby.replicas",
+            _T.INT,
+            "2",
+            "Most standby replicas a streams group config may set.",
+            at_least(0),
+        ),
+        _b(
             "group.share.record.lock.duration.ms",
             _T.INT,
             "30000",
@@ -744,6 +807,33 @@ class BrokerConfig:
     group_streams_heartbeat_interval_ms: int = _default(
         "group.streams.heartbeat.interval.ms"
     )
+    group_consumer_min_session_timeout_ms: int = _default(
+        "group.consumer.min.session.timeout.ms"
+    )
+    group_consumer_max_session_timeout_ms: int = _default(
+        "group.consumer.max.session.timeout.ms"
+    )
+    group_consumer_min_heartbeat_interval_ms: int = _default(
+        "group.consumer.min.heartbeat.interval.ms"
+    )
+    group_consumer_max_heartbeat_interval_ms: int = _default(
+        "group.consumer.max.heartbeat.interval.ms"
+    )
+    group_streams_min_session_timeout_ms: int = _default(
+        "group.streams.min.session.timeout.ms"
+    )
+    group_streams_max_session_timeout_ms: int = _default(
+        "group.streams.max.session.timeout.ms"
+    )
+    group_streams_min_heartbeat_interval_ms: int = _default(
+        "group.streams.min.heartbeat.interval.ms"
+    )
+    group_streams_max_heartbeat_interval_ms: int = _default(
+        "group.streams.max.heartbeat.interval.ms"
+    )
+    group_streams_max_standby_replicas: int = _default(
+        "group.streams.max.standby.replicas"
+    )
     group_share_record_lock_duration_ms: int = _default(
         "group.share.record.lock.duration.ms"
     )
@@ -879,6 +969,33 @@ class BrokerConfig:
     def super_user_list(self) -> list[str]:
         """``super.users`` split at ``;`` (Kafka's ``StandardAuthorizer``)."""
         return [u.strip() for u in self.super_users.split(";") if u.strip()]
+
+    @property
+    def group_config_bounds(self) -> dict[str, tuple[int, int]]:
+        """``(min, max)`` a group config may set, by group config name (Kafka's
+        ``GroupConfig.validateValues`` against ``GroupCoordinatorConfig``)."""
+        return {
+            "consumer.session.timeout.ms": (
+                self.group_consumer_min_session_timeout_ms,
+                self.group_consumer_max_session_timeout_ms,
+            ),
+            "consumer.heartbeat.interval.ms": (
+                self.group_consumer_min_heartbeat_interval_ms,
+                self.group_consumer_max_heartbeat_interval_ms,
+            ),
+            "streams.session.timeout.ms": (
+                self.group_streams_min_session_timeout_ms,
+                self.group_streams_max_session_timeout_ms,
+            ),
+            "streams.heartbeat.interval.ms": (
+                self.group_streams_min_heartbeat_interval_ms,
+                self.group_streams_max_heartbeat_interval_ms,
+            ),
+            "streams.num.standby.replicas": (
+                0,
+                self.group_streams_max_standby_replicas,
+            ),
+        }
 
     @property
     def share_properties(self) -> dict[str, int]:

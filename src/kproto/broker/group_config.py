@@ -91,11 +91,15 @@ GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
 }
 
 
-def validate_group_configs(configs: Mapping[str, str]) -> None:
+def validate_group_configs(
+    configs: Mapping[str, str],
+    bounds: Mapping[str, tuple[int, int]] = GROUP_CONFIG_BOUNDS,
+) -> None:
     """Check a group's whole set of explicit configs as Kafka's
     ``GroupConfig.validate``: known names, each value of its type and range, then
-    the broker's bounds and each session timeout above its heartbeat interval
-    (defaults filling the gaps).
+    the broker's ``bounds`` (default Kafka's; a cluster's are
+    :attr:`kproto.broker.broker_config.BrokerConfig.group_config_bounds`) and each
+    session timeout above its heartbeat interval (defaults filling the gaps).
 
     Raises:
         TopicConfigError: INVALID_CONFIG naming the first config refused.
@@ -106,7 +110,7 @@ def validate_group_configs(configs: Mapping[str, str]) -> None:
         if definition is None:
             raise TopicConfigError(f"Unknown group config name: {name}")
         values[name] = definition.parse(raw)
-    for name, (low, high) in GROUP_CONFIG_BOUNDS.items():
+    for name, (low, high) in bounds.items():
         value = values[name]
         assert isinstance(value, int)
         if value < low:

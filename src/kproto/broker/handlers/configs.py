@@ -414,7 +414,7 @@ def _alter_group(
             new.pop(key, None)
         else:
             new[key] = value
-    validate_group_configs(new)
+    validate_group_configs(new, ctx.state.config.group_config_bounds)
     if shared:
         if replace or ctx.share is None:
             raise TopicError(
