@@ -47,11 +47,12 @@ from kproto.broker.topic_config import (
 __all__ = [
     "ARGUMENTS",
     "BROKER_CONFIGS",
+    "STANDARD_AUTHORIZER",
     "BrokerConfig",
-    "topic_synonyms",
     "BrokerConfigDef",
     "BrokerConfigError",
     "Dynamic",
+    "topic_synonyms",
 ]
 
 _INT_MAX = 2**31 - 1
