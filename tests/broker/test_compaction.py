@@ -180,13 +180,13 @@ def test_dirty_ratio_and_compaction_lags_honoured() -> None:
         produce(cluster, "lazy", distinct)  # nothing to remove: clean bytes stay
         produce(cluster, "young", items)
         assert cluster.compact().partitions == 1  # lazy: first cleaning, ratio 1.0
-        cluster.state.topics["lazy"].configs["min.cleanable.dirty.ratio"] = "0.9"
+        cluster.alter_topic_configs("lazy", {"min.cleanable.dirty.ratio": "0.9"})
         produce(cluster, "lazy", items + items[:40])  # some dirt: ratio below 0.9
         before = len(cluster.records("lazy"))
         assert cluster.compact("lazy").partitions == 0
         assert len(cluster.records("lazy")) == before
         # the same dirt older than max.compaction.lag.ms must be cleaned
-        cluster.state.topics["lazy"].configs["max.compaction.lag.ms"] = "1"
+        cluster.alter_topic_configs("lazy", {"max.compaction.lag.ms": "1"})
         time.sleep(0.01)
         assert cluster.compact("lazy").partitions == 1
         assert len(cluster.records("lazy")) < before

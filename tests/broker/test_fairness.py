@@ -38,6 +38,7 @@ from kproto.broker.quotas import (
     QuotaDefaults,
     entity_precedence,
 )
+from kproto.broker.topic_config import TopicConfig
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -162,11 +163,15 @@ def test_the_decompression_bound_follows_max_message_bytes() -> None:
             validate_batches(batch, policy)
         return err.value.error_code
 
-    small = LogPolicy.for_produce({**configs, "max.message.bytes": "1048588"}.get, 0)
+    small = LogPolicy.for_produce(
+        TopicConfig.from_properties({**configs, "max.message.bytes": "1048588"}), 0
+    )
     assert small.max_decompressed_bytes == 16 * 1048588
     sixteen = raw_batch(zeros, 16, _ZSTD)
     assert code(sixteen, small) == ErrorCode.RECORD_LIST_TOO_LARGE
-    large = LogPolicy.for_produce({**configs, "max.message.bytes": str(4 << 20)}.get, 0)
+    large = LogPolicy.for_produce(
+        TopicConfig.from_properties({**configs, "max.message.bytes": str(4 << 20)}), 0
+    )
     assert large.max_decompressed_bytes == 64 << 20
     # within both bounds the 40 MiB of zeros decompress and are found malformed
     assert code(sixteen, large) == ErrorCode.INVALID_RECORD

@@ -1,6 +1,6 @@
 """The replica manager (:mod:`kproto.broker.replica_manager`) without sockets: the
 leader and leader-epoch checks, the acks and KIP-890 checks, the append, the produce
-policy cache, retention, a Fetch waiting for ``min_bytes`` woken by an append, the
+produce policy, retention, a Fetch waiting for ``min_bytes`` woken by an append, the
 leader epoch stamped through the log's listener, ListOffsets and DeleteRecords."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kproto.broker.replica_manager import (
     produce_policy,
 )
 from kproto.broker.state import ClusterState
+from kproto.broker.topic_config import TopicConfig
 from kproto.broker.topic_metadata import TopicMetadata
 from kproto.errors import ErrorCode
 from kproto.records import decode_batches, encode_batch
@@ -203,19 +204,22 @@ def test_list_offsets_and_delete_records(state: ClusterState) -> None:
     )
 
 
-def test_produce_policy_is_for_produce_whatever_was_built_before() -> None:
+def test_produce_policy_follows_the_typed_topic_config() -> None:
     info = TopicMetadata("policy-topic", uuid.uuid4(), [0])
     for now_ms in (1000, 1000, 1001):
         assert produce_policy(info, now_ms) == LogPolicy.for_produce(
-            info.config, now_ms
+            TopicConfig(), now_ms
         )
-    # a config changed in place or replaced is read again
-    info.configs["cleanup.policy"] = "compact"
-    info.configs["max.message.bytes"] = "2048"
+    # a new configuration (create or alter parses one) is read again
+    info.topic_config = TopicConfig.from_properties(
+        {"cleanup.policy": "compact", "max.message.bytes": "2048"}
+    )
     policy = produce_policy(info, 1001)
     assert policy.compacted and policy.max_message_bytes == 2048
-    assert policy == LogPolicy.for_produce(info.config, 1001)
-    info.configs = {"message.timestamp.type": "LogAppendTime"}
+    assert policy.now_ms == 1001 and not policy.log_append_time
+    info.topic_config = TopicConfig.from_properties(
+        {"message.timestamp.type": "LogAppendTime"}
+    )
     policy = produce_policy(info, 1002)
     assert policy.log_append_time and not policy.compacted
-    assert policy == LogPolicy.for_produce(info.config, 1002)
+    assert policy == LogPolicy.for_produce(info.topic_config, 1002)

@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kproto.broker import Cluster, TopicError
 from kproto.broker.topic_config import (
+    SUBJECT_NAME_STRATEGIES,
     TOPIC_CONFIGS,
+    TOPIC_NAME_STRATEGY,
     ConfigType,
+    TopicConfig,
     TopicConfigError,
+    attribute_name,
     validate_topic_config,
     validate_topic_configs,
 )
@@ -172,3 +177,66 @@ def test_incremental_alter_validates_like_create(cluster: Cluster) -> None:
         alter("delete.retention.ms", "-5")
     assert err.value.args[0].code() == ck.KafkaError.INVALID_CONFIG
     assert cluster.state.topics["alter"].config("delete.retention.ms") == "5"
+
+
+def test_the_typed_config_has_one_attribute_per_topic_config() -> None:
+    fields = {f.name for f in attrs.fields(TopicConfig)} - {"overridden"}
+    assert fields == {attribute_name(n) for n in TOPIC_CONFIGS}
+    defaults = TopicConfig()
+    for name, d in TOPIC_CONFIGS.items():
+        assert defaults.string(name) == d.default, name
+
+
+def test_configs_parse_once_into_kafkas_types() -> None:
+    config = TopicConfig.from_properties(
+        {
+            "cleanup.policy": "compact, delete",
+            "min.cleanable.dirty.ratio": "0.25",
+            "preallocate": "TRUE",
+            "retention.ms": " 1000 ",
+            "internal.segment.bytes": "2000",
+            "follower.replication.throttled.replicas": "0:1,1:2",
+        }
+    )
+    assert config.cleanup_policy == ("compact", "delete")
+    assert config.compact and config.delete
+    assert config.min_cleanable_dirty_ratio == 0.25 and config.preallocate is True
+    assert config.retention_ms == 1000 and config.retention_overridden
+    assert config.segment_size == 2000 and config.segment_bytes == 1073741824
+    assert config.follower_replication_throttled_replicas == ("0:1", "1:2")
+    assert config.string("cleanup.policy") == "compact,delete"
+    assert config.overridden >= {"cleanup.policy", "retention.ms"}
+    assert not TopicConfig().retention_overridden
+
+
+def test_confluent_schema_validation_configs_are_declared() -> None:
+    assert not TopicConfig().confluent_value_schema_validation
+    assert TopicConfig().confluent_key_subject_name_strategy == TOPIC_NAME_STRATEGY
+    config = TopicConfig.from_properties(
+        {
+            "confluent.value.schema.validation": "true",
+            "confluent.key.schema.validation": "false",
+            "confluent.value.subject.name.strategy": SUBJECT_NAME_STRATEGIES[1],
+        }
+    )
+    assert config.confluent_value_schema_validation
+    assert config.confluent_value_subject_name_strategy.endswith("RecordNameStrategy")
+    with pytest.raises(TopicConfigError, match="String must be one of"):
+        TopicConfig.from_properties(
+            {"confluent.key.subject.name.strategy": "MyStrategy"}
+        )
+
+
+def test_alter_reparses_and_the_log_follows(cluster: Cluster) -> None:
+    info = cluster.create_topic("typed", 1, configs={"segment.bytes": "2097152"})
+    assert info.topic_config.segment_size == 2097152
+    cluster.alter_topic_configs(
+        "typed", {"internal.segment.bytes": "4096", "segment.bytes": None}
+    )
+    assert info.topic_config.segment_size == 4096
+    assert cluster.state.partition_log("typed", 0).segment_bytes == 4096  # type: ignore[union-attr]
+    assert info.config("segment.bytes") == str(cluster.state.segment_bytes)
+    with pytest.raises(TopicError) as err:
+        cluster.alter_topic_configs("typed", {"retention.ms": "soon"})
+    assert err.value.error_code == ErrorCode.INVALID_CONFIG
+    assert info.topic_config.retention_ms == 604800000

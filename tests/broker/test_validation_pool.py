@@ -8,6 +8,7 @@ import concurrent.futures
 from typing import Any
 
 from kproto.broker.log_validator import LogPolicy, RecordValidationError, ValidBatch
+from kproto.broker.topic_config import TopicConfig
 from kproto.broker.validation_pool import OFF_LOOP_REQUESTS, ValidationPool
 from kproto.errors import ErrorCode
 from kproto.records import Compression, encode_batch
@@ -26,13 +27,15 @@ def test_small_compressed_requests_validate_inline_and_large_ones_on_a_thread() 
 
     pool = ValidationPool(Counting())
     policy = LogPolicy.for_produce(
-        {
-            "cleanup.policy": "delete",
-            "max.message.bytes": "1048588",
-            "message.timestamp.type": "CreateTime",
-            "message.timestamp.before.max.ms": str(2**63 - 1),
-            "message.timestamp.after.max.ms": str(2**63 - 1),
-        }.get,
+        TopicConfig.from_properties(
+            {
+                "cleanup.policy": "delete",
+                "max.message.bytes": "1048588",
+                "message.timestamp.type": "CreateTime",
+                "message.timestamp.before.max.ms": str(2**63 - 1),
+                "message.timestamp.after.max.ms": str(2**63 - 1),
+            }
+        ),
         0,
     )
 

@@ -138,7 +138,7 @@ class LogCleaner:
                 info = self.state.topics.get(name)
                 if info is None or (topic is not None and name != topic):
                     continue
-                if "compact" not in info.config("cleanup.policy").split(","):
+                if not info.topic_config.compact:
                     continue
                 try:
                     await self._clean_log(info, plog, stats, force)
@@ -153,7 +153,7 @@ class LogCleaner:
         ``cleanableOffsets``: the active segment, the last stable offset, the
         first dirty segment with a record younger than ``min.compaction.lag.ms``)."""
         now = self.state.now_ms()
-        min_lag = info.int_config("min.compaction.lag.ms")
+        min_lag = info.topic_config.min_compaction_lag_ms
         lso = getattr(plog, "last_stable_offset", plog.high_watermark)
         segments = plog.segments
         for i, segment in enumerate(segments[:-1]):
@@ -182,7 +182,7 @@ class LogCleaner:
         dirty_bytes = sum(s.size for s in dirty)
         total = sum(s.size for s in cleanable)
         ratio = dirty_bytes / total if total else 0.0
-        max_lag = info.int_config("max.compaction.lag.ms")
+        max_lag = info.topic_config.max_compaction_lag_ms
         # maxCompactionDelay: the earliest first-batch timestamp of the dirty segments
         oldest = min(
             (s.max_timestamps[0] for s in dirty if s.max_timestamps[0] > 0), default=now
@@ -191,7 +191,7 @@ class LogCleaner:
             dirty_bytes > 0
             and (
                 force
-                or ratio >= float(info.config("min.cleanable.dirty.ratio"))
+                or ratio >= info.topic_config.min_cleanable_dirty_ratio
                 or now - oldest > max_lag
             )
         ) or 0 <= self.horizons.get(key, -1) <= now
@@ -215,7 +215,7 @@ class LogCleaner:
             for pid, p in plog.producer_state.producers.items()
             if p.batches
         }
-        retention = info.int_config("delete.retention.ms")
+        retention = info.topic_config.delete_retention_ms
         horizon = -1
         for segment in [s for s in cleanable if s.next_offset <= end]:
             if not segment.size:

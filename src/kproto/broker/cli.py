@@ -2,7 +2,12 @@
 
 kproto broker [--nodes N] [--port P] [--data-dir DIR] [--partitions N] [--log-requests]
               [--security-protocol P] [--sasl-mechanism M]... [--user NAME:PASSWORD]...
-              [--super-user NAME]... [--acls]
+              [--super-user NAME]... [--acls] [--override KEY=VALUE]...
+
+``--override`` sets a Kafka broker property as ``kafka-server-start.sh --override``
+does (``node.id=0``, ``log.retention.ms=60000``; see
+:mod:`kproto.broker.broker_config`); an unknown key or a value out of range fails
+with one line naming it.
 
 What a user can get wrong fails with one ``kproto: error:`` line before the cluster
 starts: numbers out of range (argument validation), a ``--data-dir`` that is not a
@@ -66,6 +71,14 @@ def _quota(text: str) -> tuple[str, float]:
     return key, number
 
 
+def _override(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of a broker property (the value may contain ``=``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"wants KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
 def add_parsers(sub: Any) -> None:
     """Add the ``broker`` subcommand to the ``kproto`` parser's subparsers."""
     p = sub.add_parser(
@@ -93,8 +106,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--partitions",
         type=positive_int,
-        default=1,
-        help="partitions of auto-created topics (default 1)",
+        default=None,
+        help="partitions of auto-created topics (default 1; num.partitions)",
     )
     p.add_argument(
         "--no-auto-create",
@@ -107,7 +120,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument(
         "--security-protocol",
         choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
-        default="PLAINTEXT",
+        default=None,
         help="the listeners' security.protocol (default PLAINTEXT); SSL makes its "
         "own CA (its file is printed on stderr as ssl.ca.location=...)",
     )
@@ -162,6 +175,15 @@ def add_parsers(sub: Any) -> None:
         default=0,
         help="the schema registry's port (default: any free)",
     )
+    p.add_argument(
+        "--override",
+        action="append",
+        type=_override,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Kafka broker property, e.g. node.id=0 (repeatable; as "
+        "kafka-server-start.sh --override)",
+    )
     p.set_defaults(func=run_broker)
 
 
@@ -197,6 +219,62 @@ def _listen_error(exc: OSError, args: argparse.Namespace) -> CliError:
     return CliError(f"cannot listen on {where or '127.0.0.1'}: {reason}")
 
 
+def broker_properties(args: argparse.Namespace) -> dict[str, str]:
+    """The broker properties of the command line: ``--override``'s, and those
+    the other flags set (``--partitions`` is ``num.partitions``, ``--acls``
+    ``authorizer.class.name``, ...); ``kproto.request.log.size`` 0 unless given
+    (nobody reads the request log of a CLI broker: memory stays flat).
+
+    Raises:
+        CliError: a flag and an ``--override`` set the same property.
+    """
+    from kproto.broker.broker_config import STANDARD_AUTHORIZER
+
+    def joined(values: list[str] | None, sep: str) -> str | None:
+        return sep.join(values) if values else None
+
+    def number(value: int | None) -> str | None:
+        return None if value is None else str(value)
+
+    flags = {
+        "--partitions": ("num.partitions", number(args.partitions)),
+        "--no-auto-create": (
+            "auto.create.topics.enable",
+            "false" if args.no_auto_create else None,
+        ),
+        "--log-requests": (
+            "kproto.log.requests",
+            "true" if args.log_requests else None,
+        ),
+        "--security-protocol": (
+            "security.inter.broker.protocol",
+            args.security_protocol,
+        ),
+        "--sasl-mechanism": (
+            "sasl.enabled.mechanisms",
+            joined(args.sasl_mechanism, ","),
+        ),
+        "--super-user": ("super.users", joined(args.super_user, ";")),
+        "--acls": ("authorizer.class.name", STANDARD_AUTHORIZER if args.acls else None),
+        "--max-connections": ("max.connections", number(args.max_connections)),
+        "--max-connections-per-ip": (
+            "max.connections.per.ip",
+            number(args.max_connections_per_ip),
+        ),
+    }
+    properties = dict(args.override)
+    if args.data_dir is not None and "log.dirs" in properties:
+        raise CliError("--data-dir and --override log.dirs both set the data directory")
+    for flag, (name, value) in flags.items():
+        if value is None:
+            continue
+        if name in properties:
+            raise CliError(f"{flag} and --override {name} both set {name}")
+        properties[name] = value
+    properties.setdefault("kproto.request.log.size", "0")
+    return properties
+
+
 def run_broker(args: argparse.Namespace) -> int:
     """Run the cluster until SIGINT/SIGTERM; return 0 after a clean stop.
 
@@ -215,10 +293,14 @@ def run_broker(args: argparse.Namespace) -> int:
             f"--port {args.port} with --nodes {args.nodes} needs ports up to {last}, "
             "above 65535"
         )
+    properties = broker_properties(args)
     if args.data_dir is not None:
         check_data_dir(args.data_dir)
+    elif properties.get("log.dirs", "").strip():
+        check_data_dir(Path(properties["log.dirs"].split(",")[0].strip()))
+    log_requests = properties.get("kproto.log.requests", "").strip().lower() == "true"
     logging.basicConfig(
-        level=logging.INFO if args.log_requests else logging.WARNING, stream=sys.stderr
+        level=logging.INFO if log_requests else logging.WARNING, stream=sys.stderr
     )
 
     async def main() -> None:
@@ -227,18 +309,9 @@ def run_broker(args: argparse.Namespace) -> int:
             cluster = Cluster(
                 nodes=args.nodes,
                 data_dir=args.data_dir,
-                auto_create_topics=not args.no_auto_create,
-                num_partitions=args.partitions,
+                config=properties,
                 port=args.port,
-                log_requests=args.log_requests,
-                request_log_size=0,  # nobody reads cluster.requests: keep memory flat
-                security_protocol=args.security_protocol,
-                sasl_mechanisms=args.sasl_mechanism,
                 users=dict(args.user),
-                super_users=args.super_user,
-                acls_enabled=args.acls,
-                max_connections=args.max_connections,
-                max_connections_per_ip=args.max_connections_per_ip,
                 default_quotas=QuotaDefaults(**dict(args.quota)),
                 schema_registry=args.schema_registry,
                 schema_registry_port=args.schema_registry_port,

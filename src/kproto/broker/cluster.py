@@ -15,27 +15,39 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kproto.broker.broker_config import (
+    ARGUMENTS,
+    BROKER_CONFIGS,
+    BrokerConfig,
+    BrokerConfigError,
+)
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.faults import FaultInjector
-from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
-from kproto.broker.state import DEFAULT_MAX_PARTITIONS, ClusterState, TopicMetadata
+from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.broker.txn import TransactionCoordinator
-from kproto.framing import DEFAULT_MAX_FRAME_BYTES
 from kproto.records import Record, decode_batches
 
 if TYPE_CHECKING:
     from kproto.registry.server import RegistryServer
 
 __all__ = ["Cluster"]
+
+_INT_MAX = 2**31 - 1
+
+
+def _unlimited(limit: int) -> int | None:
+    """A connection limit, ``None`` for Kafka's "unlimited" (``Int.MaxValue``)."""
+    return None if limit >= _INT_MAX else limit
+
 
 log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
@@ -54,9 +66,18 @@ class Cluster(FaultControls):
     and asyncio use runs it on the caller's loop: ``async with Cluster() as cluster:``.
 
     Args:
-        nodes: the number of broker nodes (node ids 1..nodes, as librdkafka's mock).
+        nodes: the number of broker nodes (node ids ``node.id`` .. ``node.id +
+            nodes - 1``; ``node.id`` is 1 by default, as librdkafka's mock numbers
+            them; Kafka's quickstart runs one node with id 0).
         data_dir: where logs live; kept after close. ``None``: a temporary
             directory removed on close.
+        config: Kafka broker properties (``{"num.partitions": 4, "node.id": 0}``;
+            values as strings or Python values): every property of
+            :data:`kproto.broker.broker_config.BROKER_CONFIGS`, validated with
+            Kafka's types and ranges into :attr:`config`. The keyword arguments
+            below are the older spelling of some of them (each maps onto one
+            property, :data:`~kproto.broker.broker_config.ARGUMENTS`; ``None``:
+            not given); a setting given both ways is refused.
         auto_create_topics: Metadata requests (with ``allow_auto_topic_creation``)
             create unknown topics (Kafka's ``auto.create.topics.enable``); Produce
             to an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, as from Kafka.
@@ -143,6 +164,8 @@ class Cluster(FaultControls):
     Raises:
         ValueError: ``nodes`` < 1, a security argument out of place, or an
             unknown or invalid share-group setting.
+        kproto.broker.broker_config.BrokerConfigError: (a ValueError) an unknown
+            broker property, a value Kafka refuses, a setting given twice.
         RuntimeError: TLS certificates are needed and trustme is not installed.
     """
 
@@ -150,104 +173,134 @@ class Cluster(FaultControls):
         self,
         nodes: int = 1,
         data_dir: str | Path | None = None,
-        auto_create_topics: bool = True,
-        num_partitions: int = 1,
+        auto_create_topics: bool | None = None,
+        num_partitions: int | None = None,
         *,
+        config: Mapping[str, object] | None = None,
         port: int = 0,
-        offsets_partitions: int = 5,
-        transaction_partitions: int = 5,
-        transaction_abort_interval_ms: int = 1000,
-        segment_bytes: int = 16 * 1024 * 1024,
-        socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        connections_max_idle_ms: int = 600_000,
-        request_log_size: int = 1000,
-        log_requests: bool = False,
-        security_protocol: str = "PLAINTEXT",
+        offsets_partitions: int | None = None,
+        transaction_partitions: int | None = None,
+        transaction_abort_interval_ms: int | None = None,
+        segment_bytes: int | None = None,
+        socket_request_max_bytes: int | None = None,
+        connections_max_idle_ms: int | None = None,
+        request_log_size: int | None = None,
+        log_requests: bool | None = None,
+        security_protocol: str | None = None,
         sasl_mechanisms: list[str] | None = None,
         users: dict[str, str] | None = None,
         super_users: list[str] | None = None,
-        acls_enabled: bool = False,
+        acls_enabled: bool | None = None,
         ssl_context: ssl.SSLContext | None = None,
-        ssl_client_auth: str = "none",
-        connections_max_reauth_ms: int = 0,
-        max_partitions: int = DEFAULT_MAX_PARTITIONS,
-        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
-        consumer_session_timeout_ms: int = 45_000,
-        consumer_heartbeat_interval_ms: int = 5_000,
-        consumer_assignors: tuple[str, ...] = ("uniform", "range"),
-        consumer_migration_policy: str = "bidirectional",
-        streams_session_timeout_ms: int = 45_000,
-        streams_heartbeat_interval_ms: int = 5_000,
+        ssl_client_auth: str | None = None,
+        connections_max_reauth_ms: int | None = None,
+        max_partitions: int | None = None,
+        max_open_files: int | None = None,
+        consumer_session_timeout_ms: int | None = None,
+        consumer_heartbeat_interval_ms: int | None = None,
+        consumer_assignors: tuple[str, ...] | None = None,
+        consumer_migration_policy: str | None = None,
+        streams_session_timeout_ms: int | None = None,
+        streams_heartbeat_interval_ms: int | None = None,
         max_connections: int | None = None,
         max_connections_per_ip: int | None = None,
-        queued_max_requests: int = 500,
+        queued_max_requests: int | None = None,
         default_quotas: QuotaDefaults | None = None,
-        log_cleaner_backoff_ms: int = 15_000,
+        log_cleaner_backoff_ms: int | None = None,
         share_configs: Mapping[str, str | int] | None = None,
         schema_registry: bool = False,
         schema_registry_port: int = 0,
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
+        # the older keyword arguments, each mapped onto its property (ARGUMENTS)
+        given = locals()
+        arguments = {argument: given[argument] for argument in ARGUMENTS}
+        # share_configs: checked by the share coordinator's own rules first; its
+        # broker properties then join the configuration (share.auto.offset.reset,
+        # a group config, stays the share coordinator's)
+        shared = dict(share_configs or {})
+        ShareConfig.from_properties(shared)
+        properties = dict(config or {})
+        for name in [n for n in shared if n in BROKER_CONFIGS]:
+            if name in properties:
+                raise BrokerConfigError(
+                    name, shared[name], "set both in config and in share_configs="
+                )
+            properties[name] = shared.pop(name)
+        cfg = BrokerConfig.from_arguments(properties, arguments)
+        last_id = cfg.node_id + nodes - 1
+        if last_id > 2**31 - 1:
+            raise BrokerConfigError(
+                "node.id",
+                cfg.node_id,
+                f"the last of {nodes} nodes would be {last_id}, above 2147483647",
+            )
+        share_config = ShareConfig.from_properties({**cfg.share_properties, **shared})
+        if cfg.log_dirs:
+            if data_dir is not None:
+                raise BrokerConfigError(
+                    "log.dirs",
+                    ",".join(cfg.log_dirs),
+                    "set both in config and as data_dir=; give it once",
+                )
+            data_dir = cfg.log_dirs[0]
         self._temp = data_dir is None
         self.data_dir = (
             Path(tempfile.mkdtemp(prefix="kproto-broker-"))
             if data_dir is None
             else Path(data_dir)
         )
+        explicit_mechanisms = "sasl.enabled.mechanisms" in cfg.explicit
         try:
             #: The listeners' security settings (protocol, users, TLS).
             self.security = ListenerSecurity.configure(
-                protocol=security_protocol,
-                mechanisms=sasl_mechanisms,
+                protocol=cfg.security_inter_broker_protocol,
+                mechanisms=cfg.sasl_enabled_mechanisms if explicit_mechanisms else None,
                 users=users,
-                super_users=super_users or (),
-                acls_enabled=acls_enabled,
+                super_users=cfg.super_user_list,
+                acls_enabled=cfg.acls_enabled,
                 ssl_context=ssl_context,
-                ssl_client_auth=ssl_client_auth,
-                connections_max_reauth_ms=connections_max_reauth_ms,
+                ssl_client_auth=cfg.ssl_client_auth,
+                connections_max_reauth_ms=cfg.connections_max_reauth_ms,
                 data_dir=self.data_dir,
             )
         except BaseException:
             if self._temp:
                 shutil.rmtree(self.data_dir, ignore_errors=True)
             raise
+        request_log_size = cfg.kproto_request_log_size
         self.requests = RequestLog(request_log_size)
         self.state = ClusterState(
             self.data_dir,
-            list(range(1, nodes + 1)),
-            auto_create_topics=auto_create_topics,
-            num_partitions=num_partitions,
-            offsets_partitions=offsets_partitions,
-            segment_bytes=segment_bytes,
-            max_partitions=max_partitions,
-            max_open_files=max_open_files,
+            list(range(cfg.node_id, cfg.node_id + nodes)),
+            config=cfg,
         )
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(
             self.state,
-            consumer_session_timeout_ms=consumer_session_timeout_ms,
-            consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
-            consumer_assignors=consumer_assignors,
-            consumer_migration_policy=consumer_migration_policy,
-            streams_session_timeout_ms=streams_session_timeout_ms,
-            streams_heartbeat_interval_ms=streams_heartbeat_interval_ms,
+            consumer_session_timeout_ms=cfg.group_consumer_session_timeout_ms,
+            consumer_heartbeat_interval_ms=cfg.group_consumer_heartbeat_interval_ms,
+            consumer_assignors=cfg.group_consumer_assignors,
+            consumer_migration_policy=cfg.group_consumer_migration_policy.lower(),
+            streams_session_timeout_ms=cfg.group_streams_session_timeout_ms,
+            streams_heartbeat_interval_ms=cfg.group_streams_heartbeat_interval_ms,
         )
         #: The transaction coordinator (transactional ids, markers).
         self.txn = TransactionCoordinator(
             self.state,
             self.groups,
-            partitions=transaction_partitions,
-            abort_interval_ms=transaction_abort_interval_ms,
+            partitions=cfg.transaction_state_log_num_partitions,
+            abort_interval_ms=(
+                cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms
+            ),
         )
         #: The faults injected (see :meth:`inject_errors` and the other fault methods).
         self.faults = FaultInjector()
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
-        self.cleaner = LogCleaner(self.state, backoff_ms=log_cleaner_backoff_ms)
+        self.cleaner = LogCleaner(self.state, backoff_ms=cfg.log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
-        self.share = ShareCoordinator(
-            self.state, ShareConfig.from_properties(share_configs or {})
-        )
+        self.share = ShareCoordinator(self.state, share_config)
         self.servers = [
             NodeServer(
                 self.state,
@@ -255,17 +308,18 @@ class Cluster(FaultControls):
                 node_id,
                 port=port + i if port else 0,
                 txn=self.txn,
-                socket_request_max_bytes=socket_request_max_bytes,
-                connections_max_idle_ms=connections_max_idle_ms,
+                socket_request_max_bytes=cfg.socket_request_max_bytes,
+                connections_max_idle_ms=cfg.connections_max_idle_ms,
                 request_log=self.requests if request_log_size > 0 else None,
-                log_requests=log_requests,
+                log_requests=cfg.kproto_log_requests,
                 faults=self.faults,
                 security=self.security,
                 connection_quotas=ConnectionQuotas(
-                    max_connections, max_connections_per_ip
+                    _unlimited(cfg.max_connections),
+                    _unlimited(cfg.max_connections_per_ip),
                 ),
                 quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
-                queued_max_requests=queued_max_requests,
+                queued_max_requests=cfg.queued_max_requests,
                 share=self.share,
             )
             for i, node_id in enumerate(self.state.node_ids)
@@ -276,9 +330,22 @@ class Cluster(FaultControls):
             self.schema_registry = _registry_server(
                 self.state, self.security, schema_registry_port
             )
+        self.state.reconfigurables.append(self._reconfigure)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = False
+
+    def _reconfigure(self, config: BrokerConfig) -> None:
+        """Put the dynamically updatable settings the nodes hold in effect: each
+        node's connection limits (its own per-broker configs over the cluster's)
+        and the log cleaner's backoff."""
+        self.cleaner.backoff_ms = config.log_cleaner_backoff_ms
+        for server in self.servers:
+            own = self.state.layers(server.node_id).effective()
+            server.connection_quotas.max_connections = _unlimited(own.max_connections)
+            server.connection_quotas.max_connections_per_ip = _unlimited(
+                own.max_connections_per_ip
+            )
 
     # --------------------------------------------------------------- lifecycle
 
@@ -296,6 +363,7 @@ class Cluster(FaultControls):
         self._loop = asyncio.get_running_loop()
         try:
             self.state.load()
+            self._reconfigure(self.state.config)  # dynamic configs saved before
             if self.schema_registry is not None:  # its replay before any client
                 await self.schema_registry.start()
             for server in self.servers:
@@ -415,6 +483,14 @@ class Cluster(FaultControls):
         return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
     # --------------------------------------------------------------- looking in
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker configuration in effect (Kafka's property names as
+        attributes, :class:`~kproto.broker.broker_config.BrokerConfig`): what the
+        cluster was made with, under the dynamic configs AlterConfigs set on
+        BROKER resources."""
+        return self.state.config
 
     @property
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
@@ -573,6 +649,22 @@ class Cluster(FaultControls):
         return self._on_loop(
             lambda: self.state.create_topic(name, partitions, configs=configs)
         )
+
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str | None]
+    ) -> TopicMetadata:
+        """Set (``None``: delete) configs of topic ``name`` without a client, as
+        IncrementalAlterConfigs SET and DELETE would (validated the same way).
+
+        Raises:
+            kproto.broker.TopicError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG.
+        """
+
+        def alter() -> TopicMetadata:
+            self.state.set_configs(name, dict(configs), replace=False)
+            return self.state.topics[name]
+
+        return self._on_loop(alter)
 
     def records(self, topic: str, partition: int = 0) -> list[Record]:
         """Every stored record of ``topic``/``partition`` from the log start offset

@@ -1,7 +1,8 @@
 """What Kafka keeps in its metadata log besides topics: group configs
-(``ConfigRecord`` of GROUP resources), client metrics subscriptions (``ConfigRecord``
-of CLIENT_METRICS resources, KIP-714), client quotas (``ClientQuotaRecord``) and
-finalized feature levels (``FeatureLevelRecord``).
+(``ConfigRecord`` of GROUP resources), dynamic broker configs (``ConfigRecord`` of
+BROKER resources), client metrics subscriptions (``ConfigRecord`` of CLIENT_METRICS
+resources, KIP-714), client quotas (``ClientQuotaRecord``) and finalized feature
+levels (``FeatureLevelRecord``).
 
 This broker has no metadata log: :class:`DynamicConfigs` holds them and saves them
 to ``<data_dir>/kproto-dynamic-configs.json`` (atomically, through a rename) on each
@@ -34,6 +35,9 @@ class DynamicConfigs:
         group_configs: group id -> explicitly set configs.
         client_metrics: subscription name -> its configs
             (:mod:`kproto.broker.client_metrics`).
+        broker_configs: ``""`` (the cluster-wide default) or a node id (as a
+            string) -> dynamic broker configs set by AlterConfigs
+            (:mod:`kproto.broker.broker_config`).
         quotas: entity -> ``{quota key: value}``.
         features: finalized feature name -> level (absent: level 0, off).
         features_epoch: bumped on every feature change (ApiVersions'
@@ -46,6 +50,7 @@ class DynamicConfigs:
         self.path = data_dir / DYNAMIC_CONFIGS_FILE
         self.group_configs: dict[str, dict[str, str]] = {}
         self.client_metrics: dict[str, dict[str, str]] = {}
+        self.broker_configs: dict[str, dict[str, str]] = {}
         self.quotas: dict[QuotaEntity, dict[str, float]] = {}
         self.features: dict[str, int] = dict(default_features or {})
         self.features_epoch = 0
@@ -69,6 +74,10 @@ class DynamicConfigs:
                 str(name): {str(k): str(v) for k, v in c.items()}
                 for name, c in saved.get("client_metrics", {}).items()
             }
+            self.broker_configs = {
+                str(b): {str(k): str(v) for k, v in c.items()}
+                for b, c in saved.get("broker_configs", {}).items()
+            }
             self.quotas = {
                 tuple((str(t), n) for t, n in entry["entity"]): {
                     str(k): float(v) for k, v in entry["values"].items()
@@ -85,6 +94,7 @@ class DynamicConfigs:
         body = {
             "group_configs": self.group_configs,
             "client_metrics": self.client_metrics,
+            "broker_configs": self.broker_configs,
             "quotas": [
                 {"entity": [list(pair) for pair in entity], "values": values}
                 for entity, values in self.quotas.items()

@@ -18,7 +18,7 @@ from kproto.broker.topic_config import (
     ConfigType,
     TopicConfigDef,
     TopicConfigError,
-    _at_least,
+    at_least,
 )
 
 __all__ = [
@@ -42,35 +42,35 @@ GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.INT,
             "45000",
             "Timeout in ms to detect consumer failures (consumer protocol).",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "consumer.heartbeat.interval.ms",
             _T.INT,
             "5000",
             "Heartbeat interval in ms given to the members (consumer protocol).",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "streams.session.timeout.ms",
             _T.INT,
             "45000",
             "Timeout in ms to detect streams group member failures.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "streams.heartbeat.interval.ms",
             _T.INT,
             "5000",
             "Heartbeat interval in ms given to streams group members.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "streams.num.standby.replicas",
             _T.INT,
             "0",
             "Standby replicas of each task of a streams group.",
-            _at_least(0),
+            at_least(0),
         ),
     )
 }
@@ -91,11 +91,15 @@ GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
 }
 
 
-def validate_group_configs(configs: Mapping[str, str]) -> None:
+def validate_group_configs(
+    configs: Mapping[str, str],
+    bounds: Mapping[str, tuple[int, int]] = GROUP_CONFIG_BOUNDS,
+) -> None:
     """Check a group's whole set of explicit configs as Kafka's
     ``GroupConfig.validate``: known names, each value of its type and range, then
-    the broker's bounds and each session timeout above its heartbeat interval
-    (defaults filling the gaps).
+    the broker's ``bounds`` (default Kafka's; a cluster's are
+    :attr:`kproto.broker.broker_config.BrokerConfig.group_config_bounds`) and each
+    session timeout above its heartbeat interval (defaults filling the gaps).
 
     Raises:
         TopicConfigError: INVALID_CONFIG naming the first config refused.
@@ -106,7 +110,7 @@ def validate_group_configs(configs: Mapping[str, str]) -> None:
         if definition is None:
             raise TopicConfigError(f"Unknown group config name: {name}")
         values[name] = definition.parse(raw)
-    for name, (low, high) in GROUP_CONFIG_BOUNDS.items():
+    for name, (low, high) in bounds.items():
         value = values[name]
         assert isinstance(value, int)
         if value < low:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Callable
 from typing import NamedTuple
 
 import attrs
@@ -33,6 +32,7 @@ import crc32c
 
 from kproto._varint import VarintError
 from kproto.broker.errors import LogAppendError
+from kproto.broker.topic_config import TopicConfig
 from kproto.errors import ErrorCode
 from kproto.exceptions import DecodeError
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, DEFAULT_MAX_RECORDS
@@ -120,14 +120,13 @@ class LogPolicy:
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_SIZE
 
     @classmethod
-    def for_produce(cls, config: Callable[[str], str], now_ms: int) -> LogPolicy:
-        """The policy of a Produce (v3+) to a topic whose config in effect is
-        ``config(name)`` (``cleanup.policy``, ``max.message.bytes``,
+    def for_produce(cls, config: TopicConfig, now_ms: int) -> LogPolicy:
+        """The policy of a Produce (v3+) to a topic whose configuration in effect
+        is ``config`` (``cleanup.policy``, ``max.message.bytes``,
         ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``)."""
-        max_message_bytes = int(config("max.message.bytes"))
+        max_message_bytes = config.max_message_bytes
         return cls(
-            compacted="compact"
-            in [p.strip() for p in config("cleanup.policy").split(",")],
+            compacted=config.compact,
             max_message_bytes=max_message_bytes,
             max_decompressed_bytes=min(
                 DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -136,9 +135,9 @@ class LogPolicy:
                     DECOMPRESSED_PER_MESSAGE_BYTE * max_message_bytes,
                 ),
             ),
-            log_append_time=config("message.timestamp.type") == "LogAppendTime",
-            before_max_ms=int(config("message.timestamp.before.max.ms")),
-            after_max_ms=int(config("message.timestamp.after.max.ms")),
+            log_append_time=config.log_append_time,
+            before_max_ms=config.message_timestamp_before_max_ms,
+            after_max_ms=config.message_timestamp_after_max_ms,
             now_ms=now_ms,
             client=True,
             one_batch=True,

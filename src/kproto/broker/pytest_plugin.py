@@ -11,7 +11,9 @@ point (active once kproto is installed):
 
   The marker takes :class:`~kproto.broker.Cluster`'s keyword arguments, plus
   ``configs``: Kafka broker properties (``server.properties`` names, values as strings
-  or Python values) mapped onto those arguments (see :data:`BROKER_CONFIGS`). Markers
+  or Python values): those of :data:`BROKER_CONFIGS` mapped onto those arguments,
+  every other property of :data:`kproto.broker.broker_config.BROKER_CONFIGS`
+  (``node.id``, ``log.retention.ms``, ...) passed in ``Cluster(config=...)``. Markers
   nearer the test override farther ones, argument by argument.
 * ``kafka_cluster_factory``: a callable taking the same keyword arguments that starts
   one more cluster per call; every cluster it made is stopped after the test.
@@ -78,8 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER}(nodes=1, auto_create_topics=True, configs=None, **cluster_kwargs): "
         "settings of the kafka_cluster fixture: kproto.broker.Cluster's keyword "
-        "arguments, and configs: Kafka broker properties "
-        f"({', '.join(sorted(BROKER_CONFIGS))})",
+        "arguments, and configs: Kafka broker properties (node.id, num.partitions, "
+        "log.retention.ms, ...: kproto.broker.broker_config.BROKER_CONFIGS)",
     )
 
 
@@ -110,13 +112,17 @@ def cluster_kwargs(
     kwargs: Mapping[str, Any], where: str = f"@pytest.mark.{MARKER}"
 ) -> dict[str, Any]:
     """``Cluster(...)`` keyword arguments from marker or factory ``kwargs``:
-    ``configs`` (Kafka broker properties) resolved through :data:`BROKER_CONFIGS`.
+    ``configs`` (Kafka broker properties) resolved through :data:`BROKER_CONFIGS`,
+    the other broker properties into ``config``.
 
     Raises:
         pytest.UsageError: an argument ``Cluster`` does not take, a ``configs`` key
-            not in :data:`BROKER_CONFIGS`, a value of the wrong type, or a setting
-            given both as an argument and in ``configs``; the message names them.
+            no broker property names, a value of the wrong type or out of range,
+            or a setting given both as an argument and in ``configs``; the message
+            names them.
     """
+    from kproto.broker.broker_config import BROKER_CONFIGS as PROPERTIES
+    from kproto.broker.broker_config import BrokerConfig, BrokerConfigError
     from kproto.broker.cluster import Cluster
 
     known = [
@@ -137,19 +143,31 @@ def cluster_kwargs(
             f"{where}: configs must be a dict of Kafka broker properties, "
             f"got {type(configs).__name__}"
         )
-    bad = sorted(str(k) for k in configs if k not in BROKER_CONFIGS)
+    bad = sorted(
+        str(k) for k in configs if k not in BROKER_CONFIGS and k not in PROPERTIES
+    )
     if bad:
         raise pytest.UsageError(
             f"{where}: unknown broker config(s) {', '.join(bad)}; "
-            f"supported: {', '.join(sorted(BROKER_CONFIGS))}"
+            f"supported: {', '.join(sorted(set(BROKER_CONFIGS) | set(PROPERTIES)))}"
         )
+    properties = dict(out.get("config") or {})
     for name, value in configs.items():
+        if name not in BROKER_CONFIGS:
+            properties[name] = value
+            continue
         arg, kind = BROKER_CONFIGS[name]
         if arg in out:
             raise pytest.UsageError(
                 f"{where}: {name} in configs and {arg}= both set the same setting"
             )
         out[arg] = _convert(name, value, kind)
+    if properties:
+        try:
+            BrokerConfig.from_properties(properties)
+        except BrokerConfigError as exc:
+            raise pytest.UsageError(f"{where}: configs: {exc}") from None
+        out["config"] = properties
     return out
 
 

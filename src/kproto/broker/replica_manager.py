@@ -115,30 +115,11 @@ class FetchParams:
     committed: bool
 
 
-#: ``{topic name: (its configs, the policy's fields but now_ms, last policy)}``.
-_POLICIES: dict[str, tuple[dict[str, str], dict[str, Any], LogPolicy]] = {}
-_POLICIES_MAX = 1024
-
-
 def produce_policy(info: TopicMetadata, now_ms: int) -> LogPolicy:
-    """``LogPolicy.for_produce(info.config, now_ms)``, its config-derived fields
-    reused while the topic's configs are the ones they were read from (a changed
-    config reads them again), the whole policy while the clock's millisecond is
-    the same too (the partitions of one request)."""
-    hit = _POLICIES.get(info.name)
-    if hit is None or hit[0] != info.configs:
-        policy = LogPolicy.for_produce(info.config, now_ms)
-        fields = attrs.asdict(policy, recurse=False)
-        del fields["now_ms"]
-        if len(_POLICIES) >= _POLICIES_MAX:
-            _POLICIES.clear()
-        _POLICIES[info.name] = (dict(info.configs), fields, policy)
-        return policy
-    configs, fields, policy = hit
-    if policy.now_ms != now_ms:
-        policy = LogPolicy(now_ms=now_ms, **fields)
-        _POLICIES[info.name] = (configs, fields, policy)
-    return policy
+    """The policy of a Produce to ``info`` at ``now_ms``, from its typed
+    configuration (:meth:`TopicMetadata.produce_policy`: built once per
+    configuration, reused within a clock millisecond)."""
+    return info.produce_policy(now_ms)
 
 
 def resolve_topic(
@@ -286,10 +267,7 @@ class ReplicaManager:
                         else:
                             base_offset = result.base_offset
                             append_time = result.log_append_time_ms
-                            configs = info.configs
-                            if configs.get("retention.bytes") or configs.get(
-                                "retention.ms"
-                            ):
+                            if info.topic_config.retention_overridden:
                                 self.apply_retention(info, plog)
                             start = plog.log_start_offset
                 results.append(
@@ -337,12 +315,13 @@ class ReplicaManager:
         """Apply the topic's ``retention.ms`` / ``retention.bytes`` to one of its
         partitions (not to a compacted topic); a raised log start offset is
         checkpointed."""
-        if info.config("cleanup.policy") == "compact":
+        config = info.topic_config
+        if not config.delete:
             return
         before = plog.log_start_offset
         plog.apply_retention(
-            retention_ms=info.int_config("retention.ms"),
-            retention_bytes=info.int_config("retention.bytes"),
+            retention_ms=config.retention_ms,
+            retention_bytes=config.retention_bytes,
             now_ms=self.state.now_ms(),
         )
         if plog.log_start_offset != before:

@@ -23,19 +23,19 @@ from pathlib import Path
 
 import attrs
 
+from kproto.broker.broker_config import BrokerConfig
 from kproto.broker.client_metrics import ClientMetricsManager
+from kproto.broker.dynamic_broker_config import BrokerConfigLayers
 from kproto.broker.dynamic_config import DynamicConfigs
 from kproto.broker.errors import TopicError
-from kproto.broker.file_cache import DEFAULT_MAX_OPEN_FILES, FileCache
+from kproto.broker.file_cache import FileCache
 from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
 from kproto.broker.partition_state import AppendWaiters, LeaderEpochs, PartitionListener
-from kproto.broker.topic_config import (
-    TOPIC_CONFIG_DEFAULTS,
-    validate_topic_configs,
-)
+from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS, TopicConfig
 from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
 from kproto.broker.topics_file import (
+    TOPICS_FILE,
     CorruptStateError,
     read_start_offsets,
     read_topics,
@@ -90,14 +90,12 @@ class ClusterState:
         data_dir: the folder holding every partition's log directory.
         cluster_id: a random 22-character id, as Kafka's (base64 UUID).
         controller_id: the node reported as controller (the first).
-        auto_create_topics: Metadata requests create unknown topics.
-        num_partitions: partitions of an auto-created topic.
-        offsets_partitions: partitions of ``__consumer_offsets`` (default 5; Kafka's
-            ``offsets.topic.num.partitions`` default is 50).
-        segment_bytes: default ``segment.bytes`` of new topics' logs.
-        max_partitions: partitions the cluster may hold in all; creating more is
-            answered POLICY_VIOLATION.
-        files: the bounded cache of open segment files (``max_open_files``).
+        config: the broker configuration (Kafka's property names; its
+            ``num.partitions``, ``auto.create.topics.enable``, ... are read
+            through the properties below).
+        topic_defaults: the configuration of a topic without explicit configs
+            (the broker's ``log.*`` properties over Kafka's topic defaults).
+        files: the bounded cache of open segment files (``kproto.max.open.files``).
         pending_topics: names of topics being created (their logs are opening).
         validation: where produced batches are validated (:class:`ValidationPool`).
     """
@@ -107,26 +105,23 @@ class ClusterState:
         data_dir: Path,
         node_ids: list[int],
         *,
-        auto_create_topics: bool = True,
-        num_partitions: int = 1,
-        offsets_partitions: int = 5,
-        segment_bytes: int = 16 * 1024 * 1024,
-        max_partitions: int = DEFAULT_MAX_PARTITIONS,
-        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        config: BrokerConfig | None = None,
     ) -> None:
         self.data_dir = data_dir
-        self.max_partitions = max_partitions
-        self.files = FileCache(max_open_files)
+        #: the configuration the cluster was started with (Cluster(config=...))
+        self.static_config = config or BrokerConfig()
+        self.config = self.static_config
+        self.topic_defaults = self.config.topic_defaults()
+        #: called with the new configuration after a dynamic change
+        #: (:meth:`reconfigure`; Kafka's ``Reconfigurable``)
+        self.reconfigurables: list[Callable[[BrokerConfig], None]] = []
+        self.files = FileCache(self.config.kproto_max_open_files)
         self.pending_topics: set[str] = set()
         self.pending_partitions = 0
         self.node_ids = list(node_ids)
         self.nodes: dict[int, NodeInfo] = {}
         self.cluster_id = _cluster_id()
         self.controller_id = self.node_ids[0]
-        self.auto_create_topics = auto_create_topics
-        self.num_partitions = num_partitions
-        self.offsets_partitions = offsets_partitions
-        self.segment_bytes = segment_bytes
         self.topics: dict[str, TopicMetadata] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self.next_producer_id = 1000
@@ -143,6 +138,80 @@ class ClusterState:
         #: the Fetch and ShareFetch long polls waiting for an append
         self.append_waiters = AppendWaiters()
         self._rr = 0
+
+    # ------------------------------------------------- broker configuration
+
+    @property
+    def auto_create_topics(self) -> bool:
+        """Metadata requests create unknown topics (``auto.create.topics.enable``)."""
+        return self.config.auto_create_topics_enable
+
+    @property
+    def num_partitions(self) -> int:
+        """Partitions of an auto-created topic (``num.partitions``)."""
+        return self.config.num_partitions
+
+    @property
+    def offsets_partitions(self) -> int:
+        """Partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``)."""
+        return self.config.offsets_topic_num_partitions
+
+    @property
+    def segment_bytes(self) -> int:
+        """Default segment size of topics' logs (``log.segment.bytes``)."""
+        return self.config.log_segment_bytes
+
+    @property
+    def max_partitions(self) -> int:
+        """Partitions the cluster may hold in all; creating more is answered
+        POLICY_VIOLATION (``kproto.max.partitions``)."""
+        return self.config.kproto_max_partitions
+
+    def layers(self, node_id: int | None = None) -> BrokerConfigLayers:
+        """The broker configuration's layers (static, the dynamic cluster-wide
+        default, ``node_id``'s dynamic configs; default node: the controller,
+        whose configuration the nodes' shared settings follow)."""
+        node = self.controller_id if node_id is None else node_id
+        stored = self.dynamic.broker_configs
+        return BrokerConfigLayers(
+            self.static_config, stored.get("", {}), stored.get(str(node), {})
+        )
+
+    def reconfigure(self, config: BrokerConfig | None = None) -> None:
+        """Put ``config`` (default: the layers' in effect) in effect: every
+        topic's configuration over the new defaults, the logs' segment sizes,
+        then the :attr:`reconfigurables`.
+
+        Raises:
+            TopicError: INVALID_CONFIG, a topic's configs conflict with the new
+                defaults (nothing changed).
+        """
+        config = self.layers().effective() if config is None else config
+        defaults = config.topic_defaults()
+        parsed = {
+            name: TopicConfig.from_properties(info.configs, defaults)
+            for name, info in self.topics.items()
+        }
+        self.config, self.topic_defaults = config, defaults
+        for name, topic_config in parsed.items():
+            info = self.topics[name]
+            info.topic_config = topic_config
+            for p in range(info.partitions):
+                plog = self.logs.get((name, p))
+                if plog is not None:
+                    plog.segment_bytes = topic_config.segment_size
+        for apply in self.reconfigurables:
+            apply(config)
+
+    def topic_config(self, configs: dict[str, str]) -> TopicConfig:
+        """The configuration in effect of a topic with explicit ``configs``, parsed
+        and validated (:meth:`TopicConfig.from_properties` over
+        :attr:`topic_defaults`).
+
+        Raises:
+            TopicError: INVALID_CONFIG naming the first config refused.
+        """
+        return TopicConfig.from_properties(configs, self.topic_defaults)
 
     # ------------------------------------------------------------ interface
 
@@ -196,15 +265,6 @@ class ClusterState:
 
     # --------------------------------------------------------------- topics
 
-    def segment_size(self, configs: dict[str, str]) -> int:
-        """The segment size in bytes of a topic with explicit ``configs``:
-        ``internal.segment.bytes``, else ``segment.bytes``, else the cluster's
-        (Kafka's ``LogConfig.segmentSize``)."""
-        for name in ("internal.segment.bytes", "segment.bytes"):
-            if name in configs:
-                return int(configs[name].strip())
-        return self.segment_bytes
-
     def partition_count(self) -> int:
         """Partitions the cluster holds, those being created included."""
         return len(self.logs) + self.pending_partitions
@@ -245,7 +305,7 @@ class ClusterState:
             )
         self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
-        validate_topic_configs(configs)
+        topic_config = self.topic_config(configs)
         # leaders on the listening nodes only, as Kafka's controller places
         # partitions on unfenced brokers (all nodes before any started)
         live = [n for n in self.node_ids if n in self.nodes] or self.node_ids
@@ -256,6 +316,7 @@ class ClusterState:
             [live[(self._rr + p) % n] for p in range(count)],
             configs,
             internal or name.startswith("__"),
+            topic_config,
         )
 
     def check_partition_room(self, more: int) -> None:
@@ -351,7 +412,7 @@ class ClusterState:
             info.name,
             partition,
             directory,
-            segment_bytes=self.segment_size(info.configs),
+            segment_bytes=info.topic_config.segment_size,
             log_start_offset=log_start_offset,
             files=self.files,
             listener=PartitionListener(self.leader_epochs, key, self.append_waiters),
@@ -463,9 +524,9 @@ class ClusterState:
                 new.pop(key, None)
             else:
                 new[key] = value
-        validate_topic_configs(new)
+        info.topic_config = self.topic_config(new)
         info.configs = new
-        segment_bytes = self.segment_size(new)
+        segment_bytes = info.topic_config.segment_size
         for p in range(info.partitions):
             self.logs[(name, p)].segment_bytes = segment_bytes
         self.save_topics()
@@ -493,8 +554,11 @@ class ClusterState:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             self.dynamic.load()
-        except ValueError as exc:
-            raise CorruptStateError(self.dynamic.path, f"{exc.__cause__}") from exc
+            config = self.layers().effective()
+        except ValueError as exc:  # BrokerConfigError too
+            cause = exc.__cause__ or exc
+            raise CorruptStateError(self.dynamic.path, f"{cause}") from exc
+        self.config, self.topic_defaults = config, config.topic_defaults()
         self.client_metrics.load(self.dynamic.client_metrics)
         saved = read_topics(self.data_dir)
         if saved is None:
@@ -502,6 +566,12 @@ class ClusterState:
         starts = read_start_offsets(self.data_dir)
         nodes = self.node_ids
         for info in saved.topics:
+            try:
+                info.topic_config = self.topic_config(info.configs)
+            except TopicError as exc:
+                raise CorruptStateError(
+                    self.data_dir / TOPICS_FILE, f"topic {info.name}: {exc}"
+                ) from exc
             info.leaders = [
                 n if n in nodes else nodes[p % len(nodes)]
                 for p, n in enumerate(info.leaders)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 
@@ -26,7 +27,11 @@ from kproto.broker.errors import TopicError
 from kproto.errors import ErrorCode
 
 __all__ = [
+    "ConfigDef",
     "ConfigType",
+    "Rule",
+    "TopicConfig",
+    "config_string",
     "TopicConfigDef",
     "TopicConfigError",
     "TOPIC_CONFIGS",
@@ -67,15 +72,30 @@ class TopicConfigError(TopicError):
 Validator = Callable[[object], str | None]
 
 
-def _at_least(low: float) -> Validator:
+@attrs.frozen
+class Rule:
+    """A validator that says its rule (as Kafka's ``ConfigDef`` validators print
+    themselves in the documentation: ``[1,...]``, ``[0,...,1]``, ``[a, b]``)."""
+
+    check: Validator
+    text: str
+
+    def __call__(self, value: object) -> str | None:
+        return self.check(value)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def at_least(low: float) -> Validator:
     def check(value: object) -> str | None:
         assert isinstance(value, (int, float))
         return None if value >= low else f"Value must be at least {_num(low)}"
 
-    return check
+    return Rule(check, f"[{_num(low)},...]")
 
 
-def _between(low: float, high: float) -> Validator:
+def between(low: float, high: float) -> Validator:
     def check(value: object) -> str | None:
         assert isinstance(value, (int, float))
         if value < low:
@@ -84,29 +104,29 @@ def _between(low: float, high: float) -> Validator:
             return f"Value must be no more than {_num(high)}"
         return None
 
-    return check
+    return Rule(check, f"[{_num(low)},...,{_num(high)}]")
 
 
-def _level(low: int, high: int, *extra: int) -> Validator:
+def level(low: int, high: int, *extra: int) -> Validator:
     """A compression level: ``low..high`` or one of ``extra`` (gzip's -1)."""
-    inner = _between(low, high)
+    inner = between(low, high)
 
     def check(value: object) -> str | None:
         return None if value in extra else inner(value)
 
-    return check
+    return Rule(check, f"{', '.join(map(str, extra))}, [{low},...,{high}]".lstrip(", "))
 
 
-def _one_of(*allowed: str) -> Validator:
+def one_of(*allowed: str) -> Validator:
     def check(value: object) -> str | None:
         if value in allowed:
             return None
         return f"String must be one of: {', '.join(allowed)}"
 
-    return check
+    return Rule(check, f"[{', '.join(allowed)}]")
 
 
-def _list_of(*allowed: str) -> Validator:
+def list_of(*allowed: str) -> Validator:
     def check(value: object) -> str | None:
         assert isinstance(value, list)
         if not value:
@@ -116,7 +136,7 @@ def _list_of(*allowed: str) -> Validator:
             return f"String must be one of: {', '.join(allowed)}"
         return None
 
-    return check
+    return Rule(check, f"[{', '.join(allowed)}]")
 
 
 def _throttled_replicas(value: object) -> str | None:
@@ -155,12 +175,10 @@ class TopicConfigDef:
     enforced: bool = False
     internal: bool = False
 
-    def parse(self, raw: str) -> object:
-        """The value ``raw`` parsed as ``ConfigDef.parseType`` would, then checked.
-
-        Raises:
-            TopicConfigError: not of the type, or refused by the validator.
-        """
+    def convert(self, raw: str) -> tuple[object, str | None]:
+        """``(value, None)``: ``raw`` parsed as ``ConfigDef.parseType`` would and
+        accepted by the validator; ``(None, reason)``: refused, and why (Kafka's
+        wording)."""
         text = raw.strip()
         value: object
         if self.type in (ConfigType.INT, ConfigType.LONG):
@@ -174,17 +192,17 @@ class TopicConfigDef:
             except ValueError:
                 value = None
             if value is None or not low <= value <= high or "_" in text:
-                raise self._error(raw, f"Not a number of type {self.type.name}")
+                return None, f"Not a number of type {self.type.name}"
         elif self.type is ConfigType.DOUBLE:
             try:
                 value = float(text)
             except ValueError:
                 value = None
             if value is None or math.isnan(value) or "_" in text:
-                raise self._error(raw, "Not a number of type DOUBLE")
+                return None, "Not a number of type DOUBLE"
         elif self.type is ConfigType.BOOLEAN:
             if text.lower() not in ("true", "false"):
-                raise self._error(raw, "Expected value to be either true or false")
+                return None, "Expected value to be either true or false"
             value = text.lower() == "true"
         elif self.type is ConfigType.LIST:
             value = [] if not text else [v.strip() for v in text.split(",")]
@@ -193,16 +211,36 @@ class TopicConfigDef:
         if self.validator is not None:
             reason = self.validator(value)
             if reason is not None:
-                raise self._error(raw, reason)
+                return None, reason
+        return value, None
+
+    def parse(self, raw: str) -> object:
+        """The value ``raw`` parsed as ``ConfigDef.parseType`` would, then checked.
+
+        Raises:
+            TopicConfigError: not of the type, or refused by the validator.
+        """
+        value, reason = self.convert(raw)
+        if reason is not None:
+            raise TopicConfigError(
+                f"Invalid value {raw} for configuration {self.name}: {reason}"
+            )
         return value
 
-    def _error(self, raw: str, reason: str) -> TopicConfigError:
-        return TopicConfigError(
-            f"Invalid value {raw} for configuration {self.name}: {reason}"
-        )
 
+#: The generic name: group and broker configs are defined the same way.
+ConfigDef = TopicConfigDef
 
 _LONG_MAX_S = str(_LONG_MAX)
+_STRATEGIES = "io.confluent.kafka.serializers.subject."
+#: Confluent's default subject name strategy (``<topic>-key`` / ``<topic>-value``).
+TOPIC_NAME_STRATEGY = _STRATEGIES + "TopicNameStrategy"
+#: The subject name strategies Confluent Server's schema validation takes.
+SUBJECT_NAME_STRATEGIES = (
+    TOPIC_NAME_STRATEGY,
+    _STRATEGIES + "RecordNameStrategy",
+    _STRATEGIES + "TopicRecordNameStrategy",
+)
 _D = TopicConfigDef
 _T = ConfigType
 
@@ -215,7 +253,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.INT,
             "1073741824",
             "Segment file size in bytes; the log rolls a new segment beyond it.",
-            _at_least(1024 * 1024),
+            at_least(1024 * 1024),
             enforced=True,
         ),
         _D(
@@ -223,35 +261,35 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             "604800000",
             "Time in ms after which the log rolls a segment even if not full.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "segment.jitter.ms",
             _T.LONG,
             "0",
             "Largest random jitter in ms subtracted from segment.ms.",
-            _at_least(0),
+            at_least(0),
         ),
         _D(
             "segment.index.bytes",
             _T.INT,
             "10485760",
             "Size in bytes of the offset index of each segment.",
-            _at_least(4),
+            at_least(4),
         ),
         _D(
             "flush.messages",
             _T.LONG,
             _LONG_MAX_S,
             "Messages written between forced fsyncs of the log.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "flush.ms",
             _T.LONG,
             _LONG_MAX_S,
             "Time in ms between forced fsyncs of the log.",
-            _at_least(0),
+            at_least(0),
         ),
         _D(
             "retention.bytes",
@@ -265,7 +303,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             "604800000",
             "Time in ms a segment is kept after its newest record (-1: forever).",
-            _at_least(-1),
+            at_least(-1),
             enforced=True,
         ),
         _D(
@@ -273,7 +311,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.INT,
             "1048588",
             "Largest record batch in bytes the log accepts.",
-            _at_least(0),
+            at_least(0),
             enforced=True,
         ),
         _D(
@@ -281,14 +319,14 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.INT,
             "4096",
             "Bytes between entries of the offset index.",
-            _at_least(0),
+            at_least(0),
         ),
         _D(
             "delete.retention.ms",
             _T.LONG,
             "86400000",
             "Time in ms tombstones are kept on compacted topics.",
-            _at_least(0),
+            at_least(0),
             enforced=True,
         ),
         _D(
@@ -296,7 +334,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             "0",
             "Least time in ms a record stays uncompacted.",
-            _at_least(0),
+            at_least(0),
             enforced=True,
         ),
         _D(
@@ -304,7 +342,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             _LONG_MAX_S,
             "Most time in ms a record stays ineligible for compaction.",
-            _at_least(1),
+            at_least(1),
             enforced=True,
         ),
         _D(
@@ -312,14 +350,14 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             "60000",
             "Time in ms before a deleted segment's file is removed.",
-            _at_least(0),
+            at_least(0),
         ),
         _D(
             "min.cleanable.dirty.ratio",
             _T.DOUBLE,
             "0.5",
             "Dirty share of the log above which the cleaner compacts it.",
-            _between(0, 1),
+            between(0, 1),
             enforced=True,
         ),
         _D(
@@ -327,7 +365,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LIST,
             "delete",
             "delete (retention), compact (keep the last record per key) or both.",
-            _list_of("compact", "delete"),
+            list_of("compact", "delete"),
             enforced=True,
         ),
         _D(
@@ -341,35 +379,35 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.INT,
             "1",
             "Least in-sync replicas for an acks=all write to succeed.",
-            _at_least(1),
+            at_least(1),
         ),
         _D(
             "compression.type",
             _T.STRING,
             "producer",
             "Codec of stored batches; producer keeps the producer's codec.",
-            _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+            one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
         ),
         _D(
             "compression.gzip.level",
             _T.INT,
             "-1",
             "gzip level when compression.type is gzip (-1: default).",
-            _level(1, 9, -1),
+            level(1, 9, -1),
         ),
         _D(
             "compression.lz4.level",
             _T.INT,
             "9",
             "lz4 level when compression.type is lz4.",
-            _level(1, 17),
+            level(1, 17),
         ),
         _D(
             "compression.zstd.level",
             _T.INT,
             "3",
             "zstd level when compression.type is zstd.",
-            _level(-131072, 22),
+            level(-131072, 22),
         ),
         _D(
             "preallocate",
@@ -382,7 +420,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.STRING,
             "CreateTime",
             "CreateTime (the producer's) or LogAppendTime (the broker's).",
-            _one_of("CreateTime", "LogAppendTime"),
+            one_of("CreateTime", "LogAppendTime"),
             enforced=True,
         ),
         _D(
@@ -390,7 +428,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             _LONG_MAX_S,
             "How far in ms a CreateTime timestamp may lie before the broker's clock.",
-            _at_least(0),
+            at_least(0),
             enforced=True,
         ),
         _D(
@@ -398,7 +436,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             "3600000",
             "How far in ms a CreateTime timestamp may lie after the broker's clock.",
-            _at_least(0),
+            at_least(0),
             enforced=True,
         ),
         _D(
@@ -426,14 +464,14 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             _T.LONG,
             "-2",
             "Local retention in ms with tiered storage (-2: retention.ms).",
-            _at_least(-2),
+            at_least(-2),
         ),
         _D(
             "local.retention.bytes",
             _T.LONG,
             "-2",
             "Local retention in bytes with tiered storage (-2: retention.bytes).",
-            _at_least(-2),
+            at_least(-2),
         ),
         _D(
             "remote.log.copy.disable",
@@ -453,9 +491,38 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             "",
             "Segment size in bytes overriding segment.bytes, without its 1 MiB "
             "floor (Kafka: for testing only).",
-            _at_least(1),
+            at_least(1),
             enforced=True,
             internal=True,
+        ),
+        # Confluent Server's schema validation (declared for the registry; unused)
+        _D(
+            "confluent.key.schema.validation",
+            _T.BOOLEAN,
+            "false",
+            "Whether the broker checks that each record key has a registered "
+            "schema id (Confluent Server).",
+        ),
+        _D(
+            "confluent.value.schema.validation",
+            _T.BOOLEAN,
+            "false",
+            "Whether the broker checks that each record value has a registered "
+            "schema id (Confluent Server).",
+        ),
+        _D(
+            "confluent.key.subject.name.strategy",
+            _T.STRING,
+            TOPIC_NAME_STRATEGY,
+            "Subject name strategy of key schema validation (Confluent Server).",
+            one_of(*SUBJECT_NAME_STRATEGIES),
+        ),
+        _D(
+            "confluent.value.subject.name.strategy",
+            _T.STRING,
+            TOPIC_NAME_STRATEGY,
+            "Subject name strategy of value schema validation (Confluent Server).",
+            one_of(*SUBJECT_NAME_STRATEGIES),
         ),
     )
 }
@@ -464,6 +531,184 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
 TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
     name: d.default for name, d in TOPIC_CONFIGS.items()
 }
+
+
+def attribute_name(name: str) -> str:
+    """The :class:`TopicConfig` attribute of topic config ``name``
+    (``retention.ms`` -> ``retention_ms``)."""
+    return name.replace(".", "_")
+
+
+def _default(name: str) -> Any:
+    """Kafka's default of ``name``, parsed (``None`` for an internal config with
+    none); the lists as tuples."""
+    definition = TOPIC_CONFIGS[name]
+    if not definition.default and definition.internal:
+        return None
+    return _frozen(definition.parse(definition.default))
+
+
+def _frozen(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
+@attrs.frozen
+class TopicConfig:
+    """One topic's configuration in effect, typed (Kafka's ``LogConfig``): one
+    attribute per topic config of :data:`TOPIC_CONFIGS`, named as
+    :func:`attribute_name` says, parsed and validated once when a topic is created
+    or its configs altered (:meth:`from_properties`), read by attribute everywhere.
+    ``TopicConfig()`` is Kafka's defaults; a cluster's defaults come from its
+    broker properties (:meth:`kproto.broker.broker_config.BrokerConfig.topic_defaults`).
+
+    ``overridden`` names the configs set on the topic or through a broker property
+    (Kafka's ``LogConfig.overriddenConfigs``); the others hold Kafka's default.
+    Units are Kafka's: ``*_ms`` milliseconds, ``*_bytes`` bytes; -1 means
+    unlimited where Kafka says so (``retention.ms``, ``retention.bytes``).
+    """
+
+    segment_bytes: int = _default("segment.bytes")
+    segment_ms: int = _default("segment.ms")
+    segment_jitter_ms: int = _default("segment.jitter.ms")
+    segment_index_bytes: int = _default("segment.index.bytes")
+    flush_messages: int = _default("flush.messages")
+    flush_ms: int = _default("flush.ms")
+    retention_bytes: int = _default("retention.bytes")
+    retention_ms: int = _default("retention.ms")
+    max_message_bytes: int = _default("max.message.bytes")
+    index_interval_bytes: int = _default("index.interval.bytes")
+    delete_retention_ms: int = _default("delete.retention.ms")
+    min_compaction_lag_ms: int = _default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _default("max.compaction.lag.ms")
+    file_delete_delay_ms: int = _default("file.delete.delay.ms")
+    min_cleanable_dirty_ratio: float = _default("min.cleanable.dirty.ratio")
+    cleanup_policy: tuple[str, ...] = _default("cleanup.policy")
+    unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
+    min_insync_replicas: int = _default("min.insync.replicas")
+    compression_type: str = _default("compression.type")
+    compression_gzip_level: int = _default("compression.gzip.level")
+    compression_lz4_level: int = _default("compression.lz4.level")
+    compression_zstd_level: int = _default("compression.zstd.level")
+    preallocate: bool = _default("preallocate")
+    message_timestamp_type: str = _default("message.timestamp.type")
+    message_timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms")
+    leader_replication_throttled_replicas: tuple[str, ...] = _default(
+        "leader.replication.throttled.replicas"
+    )
+    follower_replication_throttled_replicas: tuple[str, ...] = _default(
+        "follower.replication.throttled.replicas"
+    )
+    remote_storage_enable: bool = _default("remote.storage.enable")
+    local_retention_ms: int = _default("local.retention.ms")
+    local_retention_bytes: int = _default("local.retention.bytes")
+    remote_log_copy_disable: bool = _default("remote.log.copy.disable")
+    remote_log_delete_on_disable: bool = _default("remote.log.delete.on.disable")
+    internal_segment_bytes: int | None = _default("internal.segment.bytes")
+    confluent_key_schema_validation: bool = _default("confluent.key.schema.validation")
+    confluent_value_schema_validation: bool = _default(
+        "confluent.value.schema.validation"
+    )
+    confluent_key_subject_name_strategy: str = _default(
+        "confluent.key.subject.name.strategy"
+    )
+    confluent_value_subject_name_strategy: str = _default(
+        "confluent.value.subject.name.strategy"
+    )
+    overridden: frozenset[str] = frozenset()
+
+    @property
+    def compact(self) -> bool:
+        """``cleanup.policy`` includes ``compact`` (the log cleaner keeps the last
+        record of each key)."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """``cleanup.policy`` includes ``delete`` (retention removes old segments)."""
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        """``message.timestamp.type`` is ``LogAppendTime``."""
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def segment_size(self) -> int:
+        """The segment size in bytes a log rolls at: ``internal.segment.bytes`` if
+        set, else ``segment.bytes`` (Kafka's ``LogConfig.segmentSize``)."""
+        internal = self.internal_segment_bytes
+        return self.segment_bytes if internal is None else internal
+
+    @property
+    def retention_overridden(self) -> bool:
+        """``retention.ms`` or ``retention.bytes`` is set (on the topic or by a
+        broker property): retention is then applied as records are appended."""
+        return not self.overridden.isdisjoint(("retention.ms", "retention.bytes"))
+
+    def value(self, name: str) -> object:
+        """The typed value of topic config ``name``.
+
+        Raises:
+            KeyError: not a topic config.
+        """
+        if name not in TOPIC_CONFIGS:
+            raise KeyError(name)
+        return getattr(self, attribute_name(name))
+
+    def string(self, name: str) -> str:
+        """Topic config ``name`` as Kafka describes it (``ConfigDef.convertToString``:
+        lists comma-separated, booleans ``true``/``false``; ``""`` when unset).
+
+        Raises:
+            KeyError: not a topic config.
+        """
+        return config_string(self.value(name))
+
+    @classmethod
+    def from_properties(
+        cls, properties: Mapping[str, str], base: TopicConfig | None = None
+    ) -> TopicConfig:
+        """``base`` (default: Kafka's defaults) with a topic's explicit
+        ``properties`` (Kafka's names, string values) applied, each parsed and
+        validated as Kafka's ``LogConfig.validate`` does: known names
+        (``validateNames``), each value of its type and range, then
+        ``min.compaction.lag.ms`` <= ``max.compaction.lag.ms``.
+
+        Raises:
+            TopicConfigError: INVALID_CONFIG naming the first config refused.
+        """
+        fields: dict[str, object] = {}
+        for name, raw in properties.items():
+            definition = TOPIC_CONFIGS.get(name)
+            if definition is None:
+                raise TopicConfigError(f"Unknown topic config name: {name}")
+            fields[attribute_name(name)] = _frozen(definition.parse(raw))
+        start = cls() if base is None else base
+        config = attrs.evolve(
+            start,
+            overridden=start.overridden | frozenset(properties),
+            **fields,  # type: ignore[arg-type]
+        )
+        low, high = config.min_compaction_lag_ms, config.max_compaction_lag_ms
+        if low > high:
+            raise TopicConfigError(
+                f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                f"max.compaction.lag.ms ({high})"
+            )
+        return config
+
+
+def config_string(value: object) -> str:
+    """A parsed config value as Kafka writes it (``ConfigDef.convertToString``):
+    lists comma-separated, booleans ``true``/``false``, ``None`` as ``""``."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
 
 
 def validate_topic_config(name: str, value: str) -> object:
@@ -480,19 +725,10 @@ def validate_topic_config(name: str, value: str) -> object:
 
 
 def validate_topic_configs(configs: Mapping[str, str]) -> None:
-    """Check a topic's whole set of explicit configs (each one, then
-    ``LogConfig.validateValues``: ``min.compaction.lag.ms`` <=
-    ``max.compaction.lag.ms``, defaults filling the gaps).
+    """Check a topic's whole set of explicit configs over Kafka's defaults
+    (:meth:`TopicConfig.from_properties`, the result dropped).
 
     Raises:
         TopicConfigError: the first config refused, named in the message.
     """
-    for name, value in configs.items():
-        validate_topic_config(name, value)
-    low = int(configs.get("min.compaction.lag.ms", "0").strip())
-    high = int(configs.get("max.compaction.lag.ms", _LONG_MAX_S).strip())
-    if low > high:
-        raise TopicConfigError(
-            f"conflict topic config setting min.compaction.lag.ms ({low}) > "
-            f"max.compaction.lag.ms ({high})"
-        )
+    TopicConfig.from_properties(configs)

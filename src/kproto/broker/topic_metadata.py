@@ -5,11 +5,13 @@ keeps them and writes them to ``kproto-topics.json``."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import attrs
 
 from kproto.broker.errors import TopicError
-from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS
+from kproto.broker.log_validator import LogPolicy
+from kproto.broker.topic_config import TopicConfig
 from kproto.errors import ErrorCode
 
 __all__ = ["TopicMetadata", "validate_topic_name"]
@@ -25,7 +27,10 @@ class TopicMetadata:
     """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
     ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
     v10+), partition count, the node id of each partition's leader, its explicitly
-    set configs, and whether it is internal. A client's view of a topic is
+    set configs (Kafka's names and strings, as given), whether it is internal, and
+    ``topic_config``: the configuration in effect, typed (the explicit configs over
+    the cluster's defaults, parsed once by :class:`ClusterState` whenever
+    ``configs`` change). A client's view of a topic is
     :class:`kproto.client.results.TopicMetadata`, a different thing."""
 
     name: str
@@ -33,17 +38,42 @@ class TopicMetadata:
     leaders: list[int]
     configs: dict[str, str] = attrs.field(factory=dict)
     internal: bool = False
+    topic_config: TopicConfig = attrs.field(factory=TopicConfig)
+    #: (the config it was built from, its fields but now_ms, the last policy)
+    _produce: tuple[TopicConfig, dict[str, Any], LogPolicy] | None = attrs.field(
+        default=None, init=False, repr=False, eq=False
+    )
 
     @property
     def partitions(self) -> int:
         return len(self.leaders)
 
-    def config(self, name: str) -> str:
-        """The config value in effect (set, else Kafka's default)."""
-        return self.configs.get(name, TOPIC_CONFIG_DEFAULTS.get(name, ""))
+    def produce_policy(self, now_ms: int) -> LogPolicy:
+        """``LogPolicy.for_produce(self.topic_config, now_ms)``: built once per
+        configuration (a new ``topic_config`` is read again), the same object
+        while the clock's millisecond is the same (the partitions of a request)."""
+        cached = self._produce
+        if cached is None or cached[0] is not self.topic_config:
+            policy = LogPolicy.for_produce(self.topic_config, now_ms)
+            fields = attrs.asdict(policy, recurse=False)
+            del fields["now_ms"]
+            self._produce = (self.topic_config, fields, policy)
+            return policy
+        config, fields, policy = cached
+        if policy.now_ms != now_ms:
+            policy = LogPolicy(now_ms=now_ms, **fields)
+            self._produce = (config, fields, policy)
+        return policy
 
-    def int_config(self, name: str) -> int:
-        return int(self.config(name))
+    def config(self, name: str) -> str:
+        """Topic config ``name`` in effect as DescribeConfigs shows it: the string
+        set on the topic, else the default in effect.
+
+        Raises:
+            KeyError: not a topic config.
+        """
+        explicit = self.configs.get(name)
+        return self.topic_config.string(name) if explicit is None else explicit
 
 
 def validate_topic_name(name: str) -> None:

@@ -1,7 +1,10 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, groups
-(KIP-848 group configs, :mod:`kproto.broker.group_config`) and client metrics
-subscriptions (KIP-714, :mod:`kproto.broker.client_metrics`), and a read-only view of
-broker configs.
+(KIP-848 group configs, :mod:`kproto.broker.group_config`), client metrics
+subscriptions (KIP-714, :mod:`kproto.broker.client_metrics`) and brokers (a node id,
+or ``""`` for the cluster-wide default: Kafka's dynamically updatable broker
+configs, :mod:`kproto.broker.broker_config`, after Kafka's ``DynamicBrokerConfig``
+and ``ConfigHelper``: sources DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, with synonyms).
 
 Sources: ``DescribeConfigsRequest/Response.json`` (synonyms since v1, KIP-226;
 types and documentation since v3, KIP-569), ``AlterConfigsRequest/Response.json``,
@@ -12,11 +15,22 @@ types and documentation since v3, KIP-569), ``AlterConfigsRequest/Response.json`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
 
+from kproto.broker.broker_config import (
+    BROKER_CONFIGS,
+    BrokerConfigError,
+    Dynamic,
+    topic_synonyms,
+)
+from kproto.broker.dynamic_broker_config import (
+    BrokerConfigLayers,
+    ConfigSource,
+    check_dynamic,
+)
 from kproto.broker.client_metrics import (
     CLIENT_METRICS_CONFIG_DEFAULTS,
     CLIENT_METRICS_CONFIGS,
@@ -30,12 +44,12 @@ from kproto.broker.group_config import (
 )
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.share_admin import alter_group_configs, group_configs
-from kproto.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState
+from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.broker.topic_config import (
     TOPIC_CONFIGS,
     ConfigType,
+    TopicConfig,
     TopicConfigDef,
-    validate_topic_configs,
 )
 from kproto.errors import ErrorCode
 
@@ -43,15 +57,7 @@ __all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
 
 # ConfigResource.Type: TOPIC 2, BROKER 4, CLIENT_METRICS 16, GROUP 32.
 _TOPIC, _BROKER, _CLIENT_METRICS, _GROUP = 2, 4, 16, 32
-# ConfigSource: DYNAMIC_TOPIC_CONFIG 1, STATIC_BROKER_CONFIG 4, DEFAULT_CONFIG 5,
-# CLIENT_METRICS_CONFIG 7, GROUP_CONFIG 8.
-_DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT, _CLIENT_METRICS_CONFIG, _GROUP_CONFIG = (
-    1,
-    4,
-    5,
-    7,
-    8,
-)
+_DEFAULT, _GROUP_CONFIG = ConfigSource.DEFAULT_CONFIG, ConfigSource.GROUP_CONFIG
 # AlterConfigOp.OpType: SET 0, DELETE 1, APPEND 2, SUBTRACT 3.
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
@@ -89,7 +95,7 @@ def _client_metrics_entries(
             "value": value,
             "read_only": False,
             "is_default": False,
-            "config_source": _CLIENT_METRICS_CONFIG,
+            "config_source": ConfigSource.CLIENT_METRICS_CONFIG,
             "is_sensitive": False,
             "synonyms": [],
             "config_type": CLIENT_METRICS_CONFIGS[key].type,
@@ -100,17 +106,130 @@ def _client_metrics_entries(
     ]
 
 
-def _broker_configs(state: ClusterState) -> dict[str, str]:
+def _topic_entries(
+    state: ClusterState,
+    info: TopicMetadata,
+    keys: set[str] | None,
+    synonyms: bool,
+) -> list[dict[str, Any]]:
+    """A topic's DescribeConfigs entries: the value in effect, where it comes from
+    (the topic, a broker property, the default) and with ``synonyms`` the chain
+    (Kafka's ``ConfigHelper.createTopicConfigEntry``)."""
+    broker_names = topic_synonyms()
+    layers = state.layers()
+    entries = []
+    for name in sorted(TOPIC_CONFIGS):
+        if keys is not None and name not in keys:
+            continue
+        definition = TOPIC_CONFIGS[name]
+        if definition.internal and name not in info.configs:
+            continue
+        chain: list[dict[str, Any]] = []
+        if name in info.configs:
+            chain.append(
+                _synonym(name, info.configs[name], ConfigSource.DYNAMIC_TOPIC_CONFIG)
+            )
+        broker_name = broker_names.get(name)
+        if broker_name is None:
+            chain.append(
+                _synonym(name, definition.default, ConfigSource.DEFAULT_CONFIG)
+            )
+        else:
+            chain += [
+                _synonym(broker_name, value, source)
+                for value, source in layers.chain(broker_name)
+            ]
+        entries.append(
+            _entry(name, chain, False, definition.type, definition.documentation)
+            | {"synonyms": chain if synonyms else []}
+        )
+    return entries
+
+
+def _synonym(name: str, value: str, source: ConfigSource) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+def _entry(
+    name: str,
+    chain: list[dict[str, Any]],
+    read_only: bool,
+    config_type: ConfigType,
+    documentation: str,
+) -> dict[str, Any]:
+    """A DescribeConfigs entry whose value is the first of ``chain``."""
     return {
-        "auto.create.topics.enable": str(state.auto_create_topics).lower(),
-        "num.partitions": str(state.num_partitions),
-        "offsets.topic.num.partitions": str(state.offsets_partitions),
-        "log.segment.bytes": str(state.segment_bytes),
+        "name": name,
+        "value": chain[0]["value"],
+        "read_only": read_only,
+        "is_default": chain[0]["source"] == ConfigSource.DEFAULT_CONFIG,
+        "config_source": chain[0]["source"],
+        "is_sensitive": False,
+        "synonyms": chain,
+        "config_type": config_type,
+        "documentation": documentation,
     }
+
+
+def _broker_entries(
+    state: ClusterState, node_id: int | None, keys: set[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """A broker's DescribeConfigs entries (Kafka's ``ConfigHelper.
+    createBrokerConfigEntries``): every property of node ``node_id``, read-only
+    unless Kafka updates it at run time; for ``None`` (the ``""`` resource) only
+    the cluster-wide dynamic defaults."""
+    layers = state.layers(node_id)
+    entries = []
+    for name in sorted(BROKER_CONFIGS):
+        if keys is not None and name not in keys:
+            continue
+        chain = [_synonym(name, value, source) for value, source in layers.chain(name)]
+        if node_id is None:
+            chain = [
+                c
+                for c in chain
+                if c["source"] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+            ]
+            if not chain:
+                continue
+        d = BROKER_CONFIGS[name]
+        entries.append(
+            _entry(
+                name,
+                chain,
+                d.dynamic is Dynamic.READ_ONLY,
+                d.definition.type,
+                d.definition.documentation,
+            )
+            | {"synonyms": chain if synonyms else []}
+        )
+    return entries
+
+
+def _check_broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None]:
+    """A BROKER resource's name: ``""`` (the cluster-wide default) or the id of
+    the node asked (Kafka's ``ConfigHelper``: a broker answers for itself)."""
+    if name == "":
+        return ErrorCode.NONE, None
+    try:
+        broker_id = int(name)
+    except ValueError:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            f"Broker id must be an integer, but it is: {name}",
+        )
+    if broker_id != ctx.node_id:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.node_id} or empty string, but "
+            f"received {name}",
+        )
+    return ErrorCode.NONE, None
 
 
 async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     state = ctx.state
+    synonyms = bool(getattr(request, "include_synonyms", False))
     results = []
     for r in request.resources:
         error, message, entries = ErrorCode.NONE, None, []
@@ -123,30 +242,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                     f"unknown topic {r.resource_name!r}",
                 )
             else:
-                # the cluster's segment size is the default in effect here
-                defaults = {
-                    **TOPIC_CONFIG_DEFAULTS,
-                    "segment.bytes": str(state.segment_bytes),
-                }
-                for name in sorted(defaults):
-                    if keys is not None and name not in keys:
-                        continue
-                    if TOPIC_CONFIGS[name].internal and name not in info.configs:
-                        continue
-                    dynamic = name in info.configs
-                    entries.append(
-                        {
-                            "name": name,
-                            "value": info.configs.get(name, defaults[name]),
-                            "read_only": False,
-                            "is_default": not dynamic,
-                            "config_source": _DYNAMIC_TOPIC if dynamic else _DEFAULT,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": TOPIC_CONFIGS[name].type,
-                            "documentation": TOPIC_CONFIGS[name].documentation,
-                        }
-                    )
+                entries = _topic_entries(state, info, keys, synonyms)
         elif r.resource_type == _GROUP and r.resource_name:
             entries = _group_entries(ctx, r.resource_name, keys)
             if ctx.share is not None:  # the share.* configs: the share coordinator's
@@ -161,21 +257,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
                     "Client metrics subscription name must not be empty",
                 )
         elif r.resource_type == _BROKER:
-            for name, value in sorted(_broker_configs(state).items()):
-                if keys is None or name in keys:
-                    entries.append(
-                        {
-                            "name": name,
-                            "value": value,
-                            "read_only": True,
-                            "is_default": False,
-                            "config_source": _STATIC_BROKER,
-                            "is_sensitive": False,
-                            "synonyms": [],
-                            "config_type": ConfigType.STRING,
-                            "documentation": None,
-                        }
-                    )
+            error, message = _check_broker(ctx, r.resource_name)
+            if not error:
+                node = int(r.resource_name) if r.resource_name else None
+                entries = _broker_entries(state, node, keys, synonyms)
         else:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
@@ -193,6 +278,23 @@ async def describe_configs(ctx: RequestContext, request: Any) -> Any:
     return respond(ctx, throttle_time_ms=0, results=results)
 
 
+class _TopicDefaults(Mapping[str, str]):
+    """The string in effect of each topic config without an explicit value (for
+    APPEND and SUBTRACT on a list the topic does not set)."""
+
+    def __init__(self, state: ClusterState, info: TopicMetadata | None) -> None:
+        self._config = info.topic_config if info else state.topic_defaults
+
+    def __getitem__(self, name: str) -> str:
+        return self._config.string(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TOPIC_CONFIGS)
+
+    def __len__(self) -> int:
+        return len(TOPIC_CONFIGS)
+
+
 def _alter(
     ctx: RequestContext, request: Any, changes_of: Any, replace: bool
 ) -> list[dict[str, Any]]:
@@ -207,10 +309,15 @@ def _alter(
                 )
             except TopicError as err:
                 error, message = err.error_code, str(err)
+        elif r.resource_type == _BROKER:
+            try:
+                _alter_broker(ctx, r, changes_of, replace, request.validate_only)
+            except TopicError as err:
+                error, message = err.error_code, str(err)
         elif r.resource_type != _TOPIC:
             error, message = (
                 ErrorCode.INVALID_REQUEST,
-                "only topic, group and client metrics configs can be altered",
+                f"resource type {r.resource_type} is not supported",
             )
         else:
             try:
@@ -219,7 +326,7 @@ def _alter(
                     r,
                     TOPIC_CONFIGS,
                     info.configs if info else {},
-                    TOPIC_CONFIG_DEFAULTS,
+                    _TopicDefaults(ctx.state, info),
                 )
                 if request.validate_only:
                     if info is None:
@@ -229,7 +336,7 @@ def _alter(
                         )
                     merged = {} if replace else dict(info.configs)
                     merged.update(changes)
-                    validate_topic_configs(
+                    ctx.state.topic_config(
                         {k: v for k, v in merged.items() if v is not None}
                     )
                 else:
@@ -245,6 +352,77 @@ def _alter(
             }
         )
     return responses
+
+
+#: Broker property -> its definition (for APPEND and SUBTRACT on LIST configs).
+_BROKER_DEFINITIONS = {name: d.definition for name, d in BROKER_CONFIGS.items()}
+
+
+def _alter_broker(
+    ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
+) -> None:
+    """Apply ``r``'s changes to the dynamic configs of a broker (``r.resource_name``
+    a node id) or of every broker (``""``), as Kafka's ``DynamicBrokerConfig``:
+    only the configs it updates at run time, each validated, then the new
+    configuration put in effect (:meth:`ClusterState.reconfigure`) and saved.
+
+    Raises:
+        TopicError: INVALID_REQUEST (not a node id of the cluster), INVALID_CONFIG
+            (unknown, read-only, refused value, or a topic's configs conflicting
+            with the new defaults).
+    """
+    state = ctx.state
+    name = r.resource_name
+    if name != "":
+        try:
+            node_id = int(name)
+        except ValueError:
+            raise TopicError(
+                ErrorCode.INVALID_REQUEST,
+                f"Broker id must be an integer, but it is: {name}",
+            ) from None
+        if node_id not in state.node_ids:
+            raise TopicError(
+                ErrorCode.INVALID_REQUEST, f"Broker {node_id} is not a known broker"
+            )
+    store = state.dynamic.broker_configs
+    current = store.get(name, {})
+    layers = state.layers(None if name == "" else int(name))
+    effective = layers.effective()
+    in_effect = {n: effective.string(n) for n in BROKER_CONFIGS}
+    changes = changes_of(r, _BROKER_DEFINITIONS, current, in_effect)
+    try:
+        check_dynamic(changes, per_broker=name != "")
+    except BrokerConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    new = {} if replace else dict(current)
+    for key, value in changes.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    stored = dict(store)
+    if new:
+        stored[name] = new
+    else:
+        stored.pop(name, None)
+    controller = BrokerConfigLayers(
+        state.static_config,
+        stored.get("", {}),
+        stored.get(str(state.controller_id), {}),
+    )
+    try:
+        config = controller.effective()
+        defaults = config.topic_defaults()
+        for info in state.topics.values():
+            TopicConfig.from_properties(info.configs, defaults)
+    except BrokerConfigError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if validate_only or stored == store:
+        return
+    state.dynamic.broker_configs = stored
+    state.reconfigure(config)
+    state.dynamic.save()
 
 
 def _alter_group(
@@ -274,7 +452,7 @@ def _alter_group(
             new.pop(key, None)
         else:
             new[key] = value
-    validate_group_configs(new)
+    validate_group_configs(new, ctx.state.config.group_config_bounds)
     if shared:
         if replace or ctx.share is None:
             raise TopicError(

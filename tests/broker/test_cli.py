@@ -1,0 +1,103 @@
+"""``kproto broker --override key=value``: Kafka broker properties on the command
+line, as ``kafka-server-start.sh --override`` takes them."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from kproto.cli import main
+
+ck = pytest.importorskip("confluent_kafka")
+admin = pytest.importorskip("confluent_kafka.admin")
+
+
+def _error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--override", "node.id=x"],
+            "kproto: error: Invalid value x for configuration node.id: "
+            "Not a number of type INT",
+        ),
+        (
+            ["--override", "num.partition=2"],
+            "kproto: error: Unknown broker config num.partition (given 2): "
+            "kproto.broker.broker_config.BROKER_CONFIGS lists the supported ones",
+        ),
+        (
+            ["--override", "log.cleanup.policy=shred"],
+            "kproto: error: Invalid value shred for configuration "
+            "log.cleanup.policy: String must be one of: compact, delete",
+        ),
+        (
+            ["--data-dir", "/tmp", "--override", "log.dirs=/var/tmp"],
+            "kproto: error: --data-dir and --override log.dirs both set the data "
+            "directory",
+        ),
+        (
+            ["--partitions", "2", "--override", "num.partitions=3"],
+            "kproto: error: --partitions and --override num.partitions both set "
+            "num.partitions",
+        ),
+        (
+            ["--override", "node.id"],
+            "kproto: error: broker: argument --override: wants KEY=VALUE, "
+            "got 'node.id'",
+        ),
+    ],
+)
+def test_bad_overrides_are_one_error_line(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = main(["broker", *argv])
+    except SystemExit as exc:  # argparse's own refusal
+        code = int(exc.code or 0)
+    assert code == 2
+    assert _error(capsys) == line
+
+
+def test_overrides_configure_the_running_broker() -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kproto",
+            "broker",
+            "--override",
+            "node.id=0",
+            "--override",
+            "num.partitions=3",
+            "--override",
+            "log.retention.ms=60000",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip()
+        a = admin.AdminClient({"bootstrap.servers": bootstrap})
+        assert list(a.list_topics(timeout=10).brokers) == [0]
+        a.create_topics([admin.NewTopic("cli", -1)])["cli"].result(10)
+        assert len(a.list_topics("cli", timeout=10).topics["cli"].partitions) == 3
+        res = admin.ConfigResource("broker", "0")
+        described = a.describe_configs([res])[res].result(10)
+        retention = described["log.retention.ms"]
+        assert retention.value == "60000"
+        assert retention.source == admin.ConfigSource.STATIC_BROKER_CONFIG.value
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
