@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
+from kproto.meta import build_entity
 from kproto.records import Compression, Record, RecordInput
 from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import LATEST, ClientCore
-from .protocol import Op, Pager, fit
+from .protocol import Backoff, Pager, WaitingOp, call_version, fit
 from .results import (
     ConfigEntry,
     FetchResult,
@@ -97,16 +99,23 @@ class AsyncClient:
         assert last is not None
         raise last
 
-    async def run(self, op: Op[T]) -> T:
+    async def run(self, op: WaitingOp[T]) -> T:
         """As :meth:`kproto.client.Client.run`."""
         try:
             call = next(op)
             while True:
+                if isinstance(call, Backoff):
+                    await asyncio.sleep(call.ms / 1000)
+                    call = op.send(None)
+                    continue
                 conn = await self.connection(call.node)
-                version = conn.version_for(call.api_key)
-                fields = fit(request_type(call.api_key, version), call.build(version))
+                version = call_version(call, conn.version_for(call.api_key))
+                request_cls = request_type(call.api_key, version)
+                request: Any = build_entity(
+                    request_cls, fit(request_cls, call.build(version))
+                )
                 try:
-                    response = await conn.send(conn.build_request(call.api_key, fields))
+                    response = await conn.send(request)
                 except KafkaConnectionError:
                     await self._drop(conn)
                     raise
