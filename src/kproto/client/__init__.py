@@ -55,7 +55,7 @@ from .transactions import (
 )
 
 if TYPE_CHECKING:
-    from .aio import AsyncClient
+    from .aio import AsyncClient, AsyncTransactionalProducer
 
 __all__ = [
     "EARLIEST",
@@ -63,6 +63,7 @@ __all__ = [
     "AbortedFilter",
     "AbortedTransaction",
     "AsyncClient",
+    "AsyncTransactionalProducer",
     "BrokerError",
     "Client",
     "ClientError",
@@ -94,4 +95,8 @@ def __getattr__(name: str) -> Any:
         from .aio import AsyncClient
 
         return AsyncClient
+    if name == "AsyncTransactionalProducer":
+        from .aio import AsyncTransactionalProducer
+
+        return AsyncTransactionalProducer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
