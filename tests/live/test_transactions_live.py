@@ -55,7 +55,7 @@ def read_committed(cluster: MockCluster, topic: str, expected: int) -> list[byte
     def enough() -> bool:
         msg = consumer.poll(0.2)
         if msg is not None and msg.error() is None:
-            values.append(msg.value())
+            values.append(msg.value() or b"")
         return len(values) >= expected
 
     try:
@@ -64,7 +64,7 @@ def read_committed(cluster: MockCluster, topic: str, expected: int) -> list[byte
         for _ in range(5):
             msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
-                values.append(msg.value())
+                values.append(msg.value() or b"")
     finally:
         consumer.close()
     return sorted(values)
