@@ -304,9 +304,16 @@ def test_update_features_turns_tv2_on(tmp_path: Path) -> None:
         )
         assert r.error_code == E.NONE
         assert produce(c, txn_id, pid, epoch, 12) == E.NONE
-    # kept across a restart
+        assert end(c, txn_id, pid, epoch, True).producer_epoch == epoch + 1
+    # the level and the TV2 state (TransactionLogValue v1) are kept across a restart
     with Cluster(data_dir=tmp_path) as c:
         assert c.txn.transaction_version == 2
+        meta = c.txn.describe(txn_id)
+        assert meta is not None
+        assert (meta.producer_id, meta.producer_epoch) == (pid, epoch + 1)
+        assert meta.client_transaction_version == 2
+        again = end(c, txn_id, pid, epoch, True)  # a retry after the restart
+        assert (again.error_code, again.producer_epoch) == (E.NONE, epoch + 1)
 
 
 def test_exhausted_epoch_rotates_the_producer_id(tv2: Cluster) -> None:
