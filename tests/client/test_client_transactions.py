@@ -25,6 +25,7 @@ from kproto.client import (
     TransactionStateError,
 )
 from kproto.client.transactions import TransactionState
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from tests.eventually import eventually
 
@@ -311,3 +312,33 @@ def test_async_producer(cluster: Cluster) -> None:
     epoch = asyncio.run(run())
     assert epoch == (1 if level(cluster) == 2 else 0)
     assert read_committed(cluster, name, 1) == [b"async"]
+
+
+def test_async_fencing_waits_out_concurrent_transactions(cluster: Cluster) -> None:
+    """The second producer's InitProducerId is first answered
+    CONCURRENT_TRANSACTIONS (the first's transaction being aborted): the asyncio
+    driver waits the backoff and sends it again."""
+    name = topic(cluster)
+    txn_id = f"aio-fence-{name}"
+
+    async def run() -> None:
+        first = AsyncTransactionalProducer(cluster.bootstrap_servers, txn_id)
+        second = AsyncTransactionalProducer(cluster.bootstrap_servers, txn_id)
+        async with first, second:
+            await first.init_transactions()
+            first.begin_transaction()
+            await first.send(name, [(None, b"zombie")], partition=0)
+            cluster.requests.clear()
+            await second.init_transactions()
+            with pytest.raises(ProducerFencedError):
+                await first.send(name, [(None, b"zombie-2")], partition=0)
+            async with second.transaction():
+                await second.send(name, [(None, b"alive")], partition=0)
+
+    asyncio.run(run())
+    inits = [
+        r.response.error_code
+        for r in cluster.requests.filter(api_key=ApiKey.INIT_PRODUCER_ID)
+    ]
+    assert inits[0] == ErrorCode.CONCURRENT_TRANSACTIONS and inits[-1] == 0
+    assert read_committed(cluster, name, 1) == [b"alive"]

@@ -5,7 +5,10 @@ Each public method of :class:`ClientCore` returns an :data:`~.protocol.Op`: see
 metadata answer: a partition error in :data:`~.protocol.REFRESH_CODES` (or
 NOT_CONTROLLER, or NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE) refreshes the
 metadata (or the coordinator) and sends the request once more; any other error,
-and the same error twice, is raised.
+and the same error twice, is raised. (The transactional producer's retries after
+CONCURRENT_TRANSACTIONS, with a backoff, are in :mod:`kproto.client.transactions`;
+with :attr:`ClientCore.transaction` set, :meth:`ClientCore.produce` sends inside
+its transaction.)
 """
 
 from __future__ import annotations
