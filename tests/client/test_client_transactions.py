@@ -25,6 +25,7 @@ from kproto.client import (
     TransactionStateError,
 )
 from kproto.client.transactions import TransactionState
+from kproto.connection import KafkaConnectionError
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from tests.eventually import eventually
@@ -342,3 +343,41 @@ def test_async_fencing_waits_out_concurrent_transactions(cluster: Cluster) -> No
     ]
     assert inits[0] == ErrorCode.CONCURRENT_TRANSACTIONS and inits[-1] == 0
     assert read_committed(cluster, name, 1) == [b"alive"]
+
+
+def test_end_txn_errors_are_retried_and_a_lost_commit_resent(cluster: Cluster) -> None:
+    """EndTxn answered NOT_COORDINATOR (the coordinator is found again) then
+    CONCURRENT_TRANSACTIONS (resent after a backoff) commits; a commit whose
+    connection dropped can be called again."""
+    name = topic(cluster)
+    txn_id = f"retry-{name}"
+    with TransactionalProducer(cluster.bootstrap_servers, txn_id) as p:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(name, [(None, b"first")], partition=0)
+        cluster.requests.clear()
+        cluster.inject_errors(
+            ApiKey.END_TXN,
+            [ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS],
+        )
+        p.commit_transaction()
+        seen = [
+            r.api_key
+            for r in cluster.requests
+            if r.api_key in (ApiKey.END_TXN, ApiKey.FIND_COORDINATOR)
+        ]
+        assert seen == [
+            ApiKey.END_TXN,
+            ApiKey.FIND_COORDINATOR,
+            ApiKey.END_TXN,
+            ApiKey.END_TXN,
+        ]
+        p.begin_transaction()
+        p.send(name, [(None, b"second")], partition=0)
+        cluster.inject_errors(ApiKey.END_TXN, ["disconnect"])
+        with pytest.raises(KafkaConnectionError):
+            p.commit_transaction()
+        assert p.manager.state == TransactionState.COMMITTING_TRANSACTION
+        p.commit_transaction()
+        assert p.manager.state == TransactionState.READY
+    assert read_committed(cluster, name, 2) == [b"first", b"second"]
