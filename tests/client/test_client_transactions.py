@@ -48,6 +48,10 @@ def topic(cluster: Cluster, partitions: int = 2) -> str:
     return name
 
 
+def state(producer: TransactionalProducer) -> TransactionState:
+    return producer.manager.state
+
+
 def level(cluster: Cluster) -> int:
     return 2 if cluster.txn.transaction_version >= 2 else 1
 
@@ -377,7 +381,7 @@ def test_end_txn_errors_are_retried_and_a_lost_commit_resent(cluster: Cluster) -
         cluster.inject_errors(ApiKey.END_TXN, ["disconnect"])
         with pytest.raises(KafkaConnectionError):
             p.commit_transaction()
-        assert p.manager.state == TransactionState.COMMITTING_TRANSACTION
+        assert state(p) == TransactionState.COMMITTING_TRANSACTION
         p.commit_transaction()
-        assert p.manager.state == TransactionState.READY
+        assert state(p) == TransactionState.READY
     assert read_committed(cluster, name, 2) == [b"first", b"second"]
