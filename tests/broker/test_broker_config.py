@@ -35,6 +35,9 @@ NOT_PROPERTIES = {
     "ssl_context",
     "default_quotas",
     "share_configs",
+    "schema_registry",  # a second listener (Confluent runs it as its own server)
+    "schema_registry_port",
+    "transaction_version",  # a feature level (UpdateFeatures), not a property
 }
 
 

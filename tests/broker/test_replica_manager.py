@@ -96,7 +96,9 @@ def test_a_transactional_batch_needs_its_partition_in_the_transaction(
     asked: list[tuple[str, int, int, str, int]] = []
     answer = {"code": ErrorCode.INVALID_TXN_STATE}
 
-    def verify(txn_id: str, pid: int, epoch: int, topic: str, p: int) -> ErrorCode:
+    def verify(
+        txn_id: str, pid: int, epoch: int, topic: str, p: int, *, add: bool = False
+    ) -> ErrorCode:
         asked.append((txn_id, pid, epoch, topic, p))
         return answer["code"]
 

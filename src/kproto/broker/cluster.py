@@ -91,6 +91,11 @@ class Cluster(FaultControls):
             against their ``transaction.timeout.ms`` (ms; default 1000, Kafka's
             ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` is
             10000).
+        transaction_version: finalize the ``transaction.version`` feature at this
+            level when the cluster starts (None: leave what the data directory
+            holds, 0 for a new one; the broker config ``transaction.version``).
+            2 turns on transaction version 2 (KIP-890 part 2: implicit partition
+            adds, an epoch bump per EndTxn v5); UpdateFeatures changes it later.
         segment_bytes: default segment size in bytes before a log rolls (16 MiB;
             Kafka's ``log.segment.bytes`` is 1 GiB); topic config ``segment.bytes``
             overrides it.
@@ -181,6 +186,7 @@ class Cluster(FaultControls):
         offsets_partitions: int | None = None,
         transaction_partitions: int | None = None,
         transaction_abort_interval_ms: int | None = None,
+        transaction_version: int | None = None,
         segment_bytes: int | None = None,
         socket_request_max_bytes: int | None = None,
         connections_max_idle_ms: int | None = None,
@@ -213,6 +219,11 @@ class Cluster(FaultControls):
     ) -> None:
         if nodes < 1:
             raise ValueError(f"a cluster needs at least one node, got nodes={nodes}")
+        if transaction_version is not None and transaction_version not in (0, 1, 2):
+            raise ValueError(
+                f"transaction_version must be 0, 1 or 2, got {transaction_version}"
+            )
+        self._transaction_version = transaction_version
         # the older keyword arguments, each mapped onto its property (ARGUMENTS)
         given = locals()
         arguments = {argument: given[argument] for argument in ARGUMENTS}
@@ -349,6 +360,14 @@ class Cluster(FaultControls):
 
     # --------------------------------------------------------------- lifecycle
 
+    def _finalize_transaction_version(self, level: int) -> None:
+        """Finalize ``transaction.version`` at ``level`` (as UpdateFeatures)."""
+        store = self.state.dynamic
+        if store.features.get("transaction.version", 0) != level:
+            store.features["transaction.version"] = level
+            store.features_epoch += 1
+            store.save()
+
     async def start(self) -> None:
         """Recover the data directory, start every node and the group and transaction
         coordinators.
@@ -364,6 +383,8 @@ class Cluster(FaultControls):
         try:
             self.state.load()
             self._reconfigure(self.state.config)  # dynamic configs saved before
+            if self._transaction_version is not None:
+                self._finalize_transaction_version(self._transaction_version)
             if self.schema_registry is not None:  # its replay before any client
                 await self.schema_registry.start()
             for server in self.servers:

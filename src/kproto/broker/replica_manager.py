@@ -86,6 +86,8 @@ class TransactionVerifier(Protocol):
         producer_epoch: int,
         topic: str,
         partition: int,
+        *,
+        add: bool = False,
     ) -> ErrorCode: ...
 
 
@@ -209,6 +211,7 @@ class ReplicaManager:
         acks: int,
         transactional_id: str | None,
         client: Hashable,
+        add_to_transaction: bool = False,
     ) -> list[list[PartitionResult]]:
         """Append each partition's batches; return a result per partition, in the
         order given.
@@ -217,7 +220,10 @@ class ReplicaManager:
         (an unknown topic id) answers all its partitions and each partition has
         ``index`` and ``records`` (a request's ``PartitionProduceData``).
         ``acks`` other than 0, 1 and -1 answers INVALID_REQUIRED_ACKS; ``client``
-        keys the validation pool's memory of clients sending bombs.
+        keys the validation pool's memory of clients sending bombs;
+        ``add_to_transaction`` (Produce v12+, KIP-890 part 2) lets a
+        transactional batch add its partition to the producer's transaction at
+        transaction version 2 instead of requiring AddPartitionsToTxn first.
 
         Per partition: the leader errors of :meth:`leader_log`; INVALID_TXN_STATE
         or INVALID_PRODUCER_EPOCH (KIP-890); the log's errors
@@ -242,7 +248,11 @@ class ReplicaManager:
                     plog, error = self.leader_log(name, pdata.index)
                     if plog is not None:
                         error = self._verify_transaction(
-                            transactional_id, records, name, pdata.index
+                            transactional_id,
+                            records,
+                            name,
+                            pdata.index,
+                            add_to_transaction,
                         )
                     if plog is not None and not error:
                         info = state.topics[name]
@@ -290,10 +300,11 @@ class ReplicaManager:
         records: bytes,
         topic: str,
         partition: int,
+        add: bool = False,
     ) -> ErrorCode:
         """KIP-890 part 1: a transactional batch is appended only to a partition in
         the producer's open transaction; otherwise INVALID_TXN_STATE, or the
-        producer's fencing error."""
+        producer's fencing error. ``add``: part 2's implicit add instead."""
         verify = self.verify_transaction
         if (
             verify is None
@@ -306,7 +317,7 @@ class ReplicaManager:
         if not attributes & _TRANSACTIONAL:
             return ErrorCode.NONE
         producer_id, epoch = _PRODUCER.unpack_from(records, 43)
-        error = verify(transactional_id, producer_id, epoch, topic, partition)
+        error = verify(transactional_id, producer_id, epoch, topic, partition, add=add)
         if error == ErrorCode.PRODUCER_FENCED:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         return error

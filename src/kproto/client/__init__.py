@@ -11,6 +11,10 @@ Example::
         print(record.offset, record.key, record.value, record.headers)
     client.close()
 
+:class:`TransactionalProducer` is the transactional producer (begin, send, send
+offsets, commit, abort; transaction version 1 or 2 as the broker finalizes it):
+see :mod:`kproto.client.transactions`.
+
 Both are thin shells over the sans-IO operations of :mod:`kproto.client.core`
 and :mod:`kproto.client.admin`. :class:`AsyncClient` is imported lazily, so
 ``from kproto.client import Client`` does not import asyncio.
@@ -40,9 +44,18 @@ from .results import (
     TopicPartition,
 )
 from .sync import Client
+from .transactional import TransactionalProducer
+from .transactions import (
+    ConsumerGroupMetadata,
+    ProducerFencedError,
+    TransactionAbortableError,
+    TransactionError,
+    TransactionFatalError,
+    TransactionStateError,
+)
 
 if TYPE_CHECKING:
-    from .aio import AsyncClient
+    from .aio import AsyncClient, AsyncTransactionalProducer
 
 __all__ = [
     "EARLIEST",
@@ -50,11 +63,13 @@ __all__ = [
     "AbortedFilter",
     "AbortedTransaction",
     "AsyncClient",
+    "AsyncTransactionalProducer",
     "BrokerError",
     "Client",
     "ClientError",
     "ProducerSequenceError",
     "ConfigEntry",
+    "ConsumerGroupMetadata",
     "FetchResult",
     "GroupDescription",
     "GroupListing",
@@ -64,6 +79,12 @@ __all__ = [
     "ListedOffset",
     "ProducedRecord",
     "TopicPartition",
+    "TransactionAbortableError",
+    "TransactionError",
+    "TransactionFatalError",
+    "TransactionStateError",
+    "TransactionalProducer",
+    "ProducerFencedError",
     "murmur2",
     "partition_for_key",
 ]
@@ -74,4 +95,8 @@ def __getattr__(name: str) -> Any:
         from .aio import AsyncClient
 
         return AsyncClient
+    if name == "AsyncTransactionalProducer":
+        from .aio import AsyncTransactionalProducer
+
+        return AsyncTransactionalProducer
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

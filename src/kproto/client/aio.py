@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
+from kproto.meta import build_entity
 from kproto.records import Compression, Record, RecordInput
 from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import LATEST, ClientCore
-from .protocol import Op, Pager, fit
+from .protocol import Backoff, Pager, WaitingOp, call_version, fit
 from .results import (
     ConfigEntry,
     FetchResult,
@@ -27,11 +30,16 @@ from .results import (
     TopicPartition,
 )
 from .sync import DEFAULT_FETCH_MAX_BYTES
+from .transactions import (
+    ConsumerGroupMetadata,
+    TransactionFatalError,
+    TransactionManager,
+)
 
 if TYPE_CHECKING:
     from kproto.serde import Deserializer, Serializer
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncTransactionalProducer"]
 
 T = TypeVar("T")
 
@@ -97,16 +105,23 @@ class AsyncClient:
         assert last is not None
         raise last
 
-    async def run(self, op: Op[T]) -> T:
+    async def run(self, op: WaitingOp[T]) -> T:
         """As :meth:`kproto.client.Client.run`."""
         try:
             call = next(op)
             while True:
+                if isinstance(call, Backoff):
+                    await asyncio.sleep(call.ms / 1000)
+                    call = op.send(None)
+                    continue
                 conn = await self.connection(call.node)
-                version = conn.version_for(call.api_key)
-                fields = fit(request_type(call.api_key, version), call.build(version))
+                version = call_version(call, conn.version_for(call.api_key))
+                request_cls = request_type(call.api_key, version)
+                request: Any = build_entity(
+                    request_cls, fit(request_cls, call.build(version))
+                )
                 try:
-                    response = await conn.send(conn.build_request(call.api_key, fields))
+                    response = await conn.send(request)
                 except KafkaConnectionError:
                     await self._drop(conn)
                     raise
@@ -314,3 +329,102 @@ class AsyncClient:
 
     def __repr__(self) -> str:
         return f"<AsyncClient {','.join(f'{h}:{p}' for h, p in self.core.bootstrap)}>"
+
+
+class AsyncTransactionalProducer:
+    """:class:`kproto.client.TransactionalProducer` for asyncio: the same
+    arguments and methods, awaited (``transaction()`` is an async context
+    manager), over an :class:`AsyncClient`."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        transactional_id: str,
+        *,
+        transaction_timeout_ms: int = 60_000,
+        client_id: str = "kproto",
+        timeout_s: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslConfig | None = None,
+        version_caps: Mapping[int, int] | None = None,
+    ) -> None:
+        self.client = AsyncClient(
+            bootstrap_servers,
+            client_id=client_id,
+            timeout_s=timeout_s,
+            ssl_context=ssl_context,
+            sasl=sasl,
+            version_caps=version_caps,
+            enable_idempotence=True,
+        )
+        self.manager = TransactionManager(
+            self.client.core,
+            transactional_id,
+            transaction_timeout_ms=transaction_timeout_ms,
+        )
+
+    async def init_transactions(self) -> None:
+        await self.client.run(self.manager.init_transactions())
+
+    def begin_transaction(self) -> None:
+        self.manager.begin_transaction()
+
+    async def send(
+        self,
+        topic: str,
+        records: Sequence[RecordInput],
+        *,
+        partition: int | None = None,
+        compression: Compression = Compression.NONE,
+        timeout_ms: int = 30_000,
+    ) -> list[ProducedRecord]:
+        return await self.client.produce(
+            topic,
+            records,
+            partition=partition,
+            acks=-1,
+            compression=compression,
+            timeout_ms=timeout_ms,
+        )
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata,
+    ) -> None:
+        await self.client.run(
+            self.manager.send_offsets_to_transaction(offsets, group_metadata)
+        )
+
+    async def commit_transaction(self) -> None:
+        await self.client.run(self.manager.commit_transaction())
+
+    async def abort_transaction(self) -> None:
+        await self.client.run(self.manager.abort_transaction())
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncTransactionalProducer]:
+        """Begin; commit when the block ends, abort when it raises (not after a
+        fatal error)."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException as err:
+            if not isinstance(err, TransactionFatalError):
+                await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def __aenter__(self) -> AsyncTransactionalProducer:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

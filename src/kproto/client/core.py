@@ -5,14 +5,17 @@ Each public method of :class:`ClientCore` returns an :data:`~.protocol.Op`: see
 metadata answer: a partition error in :data:`~.protocol.REFRESH_CODES` (or
 NOT_CONTROLLER, or NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE) refreshes the
 metadata (or the coordinator) and sends the request once more; any other error,
-and the same error twice, is raised.
+and the same error twice, is raised. (The transactional producer's retries after
+CONCURRENT_TRANSACTIONS, with a backoff, are in :mod:`kproto.client.transactions`;
+with :attr:`ClientCore.transaction` set, :meth:`ClientCore.produce` sends inside
+its transaction.)
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -31,6 +34,7 @@ from .protocol import (
     REFRESH_CODES,
     Call,
     Op,
+    WaitingOp,
     check_code,
     interpret_fetch,
 )
@@ -42,6 +46,9 @@ from .results import (
     ProducedRecord,
     TopicInfo,
 )
+
+if TYPE_CHECKING:
+    from .transactions import TransactionManager
 
 __all__ = ["EARLIEST", "LATEST", "ClientCore"]
 
@@ -78,6 +85,10 @@ class ClientCore:
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.partitioner = partitioner or StickyPartitioner()
         self.idempotence = Idempotence() if enable_idempotence else None
+        #: the transactional producer's state machine, set by
+        #: :class:`kproto.client.transactions.TransactionManager` (None: not
+        #: transactional); :meth:`produce` then sends inside its transaction
+        self.transaction: TransactionManager | None = None
 
     def addresses(self, node: int) -> list[tuple[str, int]]:
         """Where to send a call for ``node``: its address, or for :data:`ANY_NODE`
@@ -199,7 +210,7 @@ class ClientCore:
         acks: int,
         compression: Compression,
         timeout_ms: int,
-    ) -> Op[list[ProducedRecord]]:
+    ) -> WaitingOp[list[ProducedRecord]]:
         """One batch per partition, one Produce request per leader; see
         :meth:`kproto.client.Client.produce`."""
         if not records:
@@ -214,6 +225,16 @@ class ClientCore:
             )
         info = yield from self.topic(topic, create=self.allow_auto_topic_creation)
         assignment = self.assign(info, records, partition)
+        txn = self.transaction
+        if txn is not None:
+            yield from txn.add_partitions(topic, sorted(assignment))
+            try:
+                out = yield from self._send_batches(
+                    topic, records, assignment, acks, compression, timeout_ms
+                )
+            except Exception as err:
+                raise txn.produce_failed(err) from err
+            return out
         if idem is None:
             out = yield from self._send_batches(
                 topic, records, assignment, acks, compression, timeout_ms
@@ -246,6 +267,9 @@ class ClientCore:
         :data:`~.idempotence.IDEMPOTENT_ATTEMPTS` sends, and UNKNOWN_PRODUCER_ID
         after an epoch bump."""
         idem = self.idempotence
+        txn = self.transaction
+        transactional_id = None if txn is None else txn.transactional_id
+        produce_max = None if txn is None else txn.produce_max_version
 
         def encode(p: int) -> bytes:
             chosen = [records[i] for i in assignment[p]]
@@ -258,6 +282,7 @@ class ClientCore:
                 producer_id=producer_id,
                 producer_epoch=epoch,
                 base_sequence=sequence,
+                is_transactional=txn is not None,
             )
 
         batches = {p: encode(p) for p in assignment}
@@ -281,7 +306,7 @@ class ClientCore:
                     topic_id: uuid.UUID = info.topic_id,
                 ) -> dict[str, Any]:
                     return {
-                        "transactional_id": None,
+                        "transactional_id": transactional_id,
                         "acks": acks,
                         "timeout_ms": timeout_ms,
                         "topic_data": [
@@ -295,7 +320,7 @@ class ClientCore:
                         ],
                     }
 
-                response = yield Call(node, ApiKey.PRODUCE, build)
+                response = yield Call(node, ApiKey.PRODUCE, build, produce_max)
                 if response is None:  # acks=0
                     for p in parts:
                         for i in assignment[p]:
@@ -312,7 +337,11 @@ class ClientCore:
                         retry.append(pr.index)
                         continue
                     if idem is not None and code != ErrorCode.NONE:
-                        if code == ErrorCode.UNKNOWN_PRODUCER_ID and not last:
+                        if (
+                            code == ErrorCode.UNKNOWN_PRODUCER_ID
+                            and not last
+                            and txn is None  # a transaction aborts instead
+                        ):
                             retry.append(pr.index)  # not stored: new epoch, resend
                             bump = True
                             continue

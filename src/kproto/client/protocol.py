@@ -27,7 +27,10 @@ from .results import AbortedTransaction, BrokerError, ClientError, FetchResult
 
 __all__ = [
     "ANY_NODE",
+    "Backoff",
     "Call",
+    "WaitingOp",
+    "call_version",
     "Op",
     "Pager",
     "REFRESH_CODES",
@@ -75,10 +78,33 @@ class Call:
     node: int
     api_key: int
     build: Callable[[int], Mapping[str, Any]]
+    #: the highest version to send (None: the version negotiated with the node);
+    #: e.g. a transactional producer of transaction version 1 sends Produce at
+    #: most v11, as Java's ``ProduceRequest.Builder``
+    max_version: int | None = None
+
+
+@attrs.frozen
+class Backoff:
+    """A wait an operation asks for before its next call (e.g. after
+    CONCURRENT_TRANSACTIONS, Java's ``retry.backoff.ms``); the driver sleeps
+    ``ms`` milliseconds and sends ``None`` back."""
+
+    ms: int
 
 
 #: An operation: yields calls, receives their responses, returns a ``T``.
 Op = Generator[Call, Any, T]
+#: An operation that may also yield :class:`Backoff` waits (the drivers'
+#: ``run`` accepts both).
+WaitingOp = Generator[Call | Backoff, Any, T]
+
+
+def call_version(call: Call, negotiated: int) -> int:
+    """The version to send ``call`` at, given the one negotiated with its node."""
+    if call.max_version is None:
+        return negotiated
+    return min(negotiated, call.max_version)
 
 
 def fit(cls: type, fields: Mapping[str, Any]) -> dict[str, Any]:

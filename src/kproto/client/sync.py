@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import request_type
+from kproto.meta import build_entity
 from kproto.records import Compression, Record, RecordInput
 from kproto.sasl import SaslConfig
 
 from . import admin, describe
 from .core import EARLIEST, LATEST, ClientCore
-from .protocol import Op, Pager, fit
+from .protocol import Backoff, Pager, WaitingOp, call_version, fit
 from .results import (
     ConfigEntry,
     FetchResult,
@@ -158,18 +160,25 @@ class Client:
         assert last is not None
         raise last
 
-    def run(self, op: Op[T]) -> T:
+    def run(self, op: WaitingOp[T]) -> T:
         """Drive a sans-IO operation (see :mod:`kproto.client.protocol`): send each
         call's request on its node's connection and feed the response back. A
         connection that fails is closed and dropped (the next call reconnects)."""
         try:
             call = next(op)
             while True:
+                if isinstance(call, Backoff):
+                    time.sleep(call.ms / 1000)
+                    call = op.send(None)
+                    continue
                 conn = self.connection(call.node)
-                version = conn.version_for(call.api_key)
-                fields = fit(request_type(call.api_key, version), call.build(version))
+                version = call_version(call, conn.version_for(call.api_key))
+                request_cls = request_type(call.api_key, version)
+                request: Any = build_entity(
+                    request_cls, fit(request_cls, call.build(version))
+                )
                 try:
-                    response = conn.send(conn.build_request(call.api_key, fields))
+                    response = conn.send(request)
                 except KafkaConnectionError:
                     self._drop(conn)
                     raise

@@ -26,6 +26,7 @@ __all__ = [
     "served_api_ranges",
     "MIN_VERSIONS",
     "MAX_VERSIONS",
+    "TV2_MAX_VERSIONS",
     "ADVERTISED_MIN_VERSIONS",
     "api_versions_handler",
     "metadata",
@@ -47,10 +48,13 @@ MIN_VERSIONS: Mapping[ApiKey, int] = {
 }
 
 #: Highest versions served where it is not kproto's newest: InitProducerId v6
-#: (KIP-939 two-phase commit, unstable upstream) and EndTxn v5 (KIP-890 part 2,
-#: an epoch bump per transaction) are transaction version 2 features this broker's
-#: coordinator does not implement.
+#: (KIP-939 two-phase commit, unstable upstream) is not implemented; EndTxn v5
+#: (KIP-890 part 2, an epoch bump per transaction) is advertised only while the
+#: cluster finalizes ``transaction.version`` 2 (:data:`TV2_MAX_VERSIONS`).
 MAX_VERSIONS: Mapping[ApiKey, int] = {ApiKey.INIT_PRODUCER_ID: 5, ApiKey.END_TXN: 4}
+
+#: The highest versions advertised at transaction version 2 instead.
+TV2_MAX_VERSIONS: Mapping[ApiKey, int] = {ApiKey.END_TXN: 5}
 
 #: Lowest versions advertised in ApiVersions where they differ from
 #: :data:`MIN_VERSIONS`: Produce from v0, as Kafka 4 (KAFKA-18659,
@@ -85,12 +89,17 @@ async def api_versions_handler(ctx: RequestContext, request: Any) -> Any:
     supported and finalized features (:mod:`kproto.broker.handlers.features`)."""
     from kproto.broker.handlers.features import api_versions_feature_fields
 
+    served = ctx.served_apis
+    if ctx.txn.transaction_version >= 2:
+        served = {
+            k: (lo, TV2_MAX_VERSIONS.get(k, hi)) for k, (lo, hi) in served.items()
+        }
     return respond(
         ctx,
         error_code=ErrorCode.NONE,
         api_keys=_api_keys(
             ctx.api_version,
-            tuple((k, lo, hi) for k, (lo, hi) in ctx.served_apis.items()),
+            tuple((k, lo, hi) for k, (lo, hi) in served.items()),
         ),
         throttle_time_ms=0,
         **api_versions_feature_fields(ctx.state),

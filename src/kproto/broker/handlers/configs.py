@@ -26,15 +26,15 @@ from kproto.broker.broker_config import (
     Dynamic,
     topic_synonyms,
 )
-from kproto.broker.dynamic_broker_config import (
-    BrokerConfigLayers,
-    ConfigSource,
-    check_dynamic,
-)
 from kproto.broker.client_metrics import (
     CLIENT_METRICS_CONFIG_DEFAULTS,
     CLIENT_METRICS_CONFIGS,
     Subscription,
+)
+from kproto.broker.dynamic_broker_config import (
+    BrokerConfigLayers,
+    ConfigSource,
+    check_dynamic,
 )
 from kproto.broker.errors import TopicError
 from kproto.broker.group_config import (

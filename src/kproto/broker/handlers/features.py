@@ -13,7 +13,9 @@ INVALID_UPDATE_VERSION for the whole request.
 The ranges are what this broker supports (:data:`SUPPORTED_FEATURES`); the
 finalized levels start at :data:`DEFAULT_FINALIZED_FEATURES` and are stored by
 :class:`kproto.broker.dynamic_config.DynamicConfigs`. Finalizing a level records it
-and reports it to clients; it switches no behaviour of this broker on or off.
+and reports it to clients; ``transaction.version`` 2 also switches on KIP-890
+part 2's transaction rules (:mod:`kproto.broker.txn`), the other levels switch
+no behaviour of this broker on or off.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ __all__ = [
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     "metadata.version": (7, 25),
     "kraft.version": (0, 0),
-    "transaction.version": (0, 0),
+    "transaction.version": (0, 2),
     "group.version": (0, 1),
     "share.version": (0, 1),
     "streams.version": (0, 0),

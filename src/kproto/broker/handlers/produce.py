@@ -129,6 +129,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         acks=request.acks,
         transactional_id=getattr(request, "transactional_id", None),
         client=(ctx.client_host, ctx.principal, ctx.client_id),
+        # KIP-890 part 2: v12+ adds its partitions to the transaction (at TV2)
+        add_to_transaction=ctx.api_version >= 12,
     )
     if request.acks == 0:
         return None

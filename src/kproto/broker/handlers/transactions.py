@@ -3,11 +3,18 @@ EndTxn, TxnOffsetCommit, DescribeTransactions, ListTransactions, DescribeProduce
 
 Sources: the JSON definitions of each (``InitProducerIdRequest.json`` v0-v5,
 ``AddPartitionsToTxnRequest.json`` v0-v5 (v4+ batched, with ``verify_only``),
-``AddOffsetsToTxnRequest.json`` v0-v4, ``EndTxnRequest.json`` v0-v4,
+``AddOffsetsToTxnRequest.json`` v0-v4, ``EndTxnRequest.json`` v0-v5,
 ``TxnOffsetCommitRequest.json`` v0-v6, ``DescribeTransactionsRequest.json``,
 ``ListTransactionsRequest.json`` v0-v2, ``DescribeProducersRequest.json``) and
 Kafka's ``KafkaApis`` handlers of them; the state machine is
 :class:`kproto.broker.txn.TransactionCoordinator` (``ctx.txn``).
+
+Transaction version 2 (KIP-890 part 2, the cluster's ``transaction.version``
+feature at 2): EndTxn v5+ bumps the epoch and answers the producer id and epoch to
+go on with; TxnOffsetCommit v5+ adds the group to the transaction itself (no
+AddOffsetsToTxn); AddPartitionsToTxn v4+ adding partitions (not ``verify_only``),
+which is the brokers' form, is refused (UNSUPPORTED_VERSION: a client of TV2
+adds nothing, a client of TV1 sends v0-v3).
 
 PRODUCER_FENCED (KIP-588) is answered as INVALID_PRODUCER_EPOCH to the versions
 before it existed (InitProducerId < v4, AddPartitionsToTxn / AddOffsetsToTxn /
@@ -127,7 +134,8 @@ def _add(
 async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
     """Add partitions to a transaction: one transaction before v4 (clients), a batch
     of ``transactions`` from v4 (brokers), each possibly ``verify_only``
-    (KIP-890 part 1: check the partitions are in the transaction, add nothing)."""
+    (KIP-890 part 1: check the partitions are in the transaction, add nothing).
+    At transaction version 2, v4+ adds are refused with UNSUPPORTED_VERSION."""
     if ctx.api_version < 4:
         results = _add(
             ctx,
@@ -143,6 +151,17 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
             results_by_topic_v3_and_below=_partition_results(
                 request.v3_and_below_topics, results
             ),
+        )
+    if ctx.txn.transaction_version >= 2 and any(
+        not txn.verify_only for txn in request.transactions
+    ):
+        # Kafka authorizes v4+ as CLUSTER_ACTION (a broker's request): with no
+        # inter-broker traffic here, a v4+ add can only come from a client
+        return respond(
+            ctx,
+            throttle_time_ms=0,
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            results_by_transaction=[],
         )
     out = []
     for txn in request.transactions:
@@ -183,23 +202,32 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
 
 
 async def end_txn(ctx: RequestContext, request: Any) -> Any:
-    """Commit (``committed``) or abort the transaction: markers on every partition."""
+    """Commit (``committed``) or abort the transaction: markers on every partition.
+    v5+ at transaction version 2 bumps the epoch and answers the producer id and
+    epoch to go on with (``producer_id``, ``producer_epoch``; -1 on error)."""
     txn_id = request.transactional_id
     error = (
         ctx.txn.check_coordinator(txn_id, ctx.node_id)
         if txn_id
         else ErrorCode.INVALID_REQUEST
     )
+    producer_id = producer_epoch = -1
     if error == ErrorCode.NONE:
         error = ctx.txn.end_txn(
-            txn_id, request.producer_id, request.producer_epoch, request.committed
+            txn_id,
+            request.producer_id,
+            request.producer_epoch,
+            request.committed,
+            tv2=ctx.api_version >= 5,
         )
+        if error == ErrorCode.NONE:
+            producer_id, producer_epoch = ctx.txn.producer_of(txn_id)
     return respond(
         ctx,
         throttle_time_ms=0,
         error_code=_fenced(ctx, "EndTxn", error),
-        producer_id=-1,
-        producer_epoch=-1,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
     )
 
 
@@ -210,7 +238,8 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     generation, checked as OffsetCommit's (KIP-447); v6 names topics by id
     (KIP-1319; UNKNOWN_TOPIC_ID if unknown). Without AddOffsetsToTxn first the
     commit gets INVALID_TXN_STATE (KIP-890 part 1 verification), a fenced producer
-    INVALID_PRODUCER_EPOCH."""
+    INVALID_PRODUCER_EPOCH; v5+ at transaction version 2 adds the group's
+    partition to the transaction instead (KIP-890 part 2)."""
     groups = ctx.groups
     by_id = ctx.api_version >= 6
     ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
@@ -236,6 +265,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             request.producer_epoch,
             OFFSETS_TOPIC,
             groups.partition_for(request.group_id),
+            add=ctx.api_version >= 5,  # KIP-890 part 2: the group added implicitly
         )
         if error == ErrorCode.PRODUCER_FENCED:
             error = ErrorCode.INVALID_PRODUCER_EPOCH

@@ -1,5 +1,5 @@
 """The transaction coordinator of one in-process cluster (KIP-98, KIP-360, KIP-890
-part 1).
+parts 1 and 2).
 
 :class:`TransactionCoordinator` follows Kafka's ``TransactionCoordinator`` and
 ``TransactionStateManager``:
@@ -20,6 +20,16 @@ part 1).
   timer that runs every ``abort_interval_ms`` (Kafka's
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``), after bumping
   the producer epoch, which fences the producer, as ``abortTimedOutTransactions``.
+
+- transaction version 2 (KIP-890 part 2), on when the cluster's finalized
+  ``transaction.version`` feature is 2 (:attr:`TransactionCoordinator.
+  transaction_version`): a partition leader adds a Produce v12+'s partition, and
+  the group coordinator a TxnOffsetCommit v5's group, to the transaction itself
+  (:meth:`TransactionCoordinator.in_transaction` with ``add``); EndTxn v5 bumps
+  the epoch at every commit and abort, an exhausted epoch rotating to a new
+  producer id (Kafka's ``TransactionMetadata.prepareAbortOrCommit``), and a retry
+  with the epoch before the bump succeeds (:meth:`TransactionCoordinator.end_txn`
+  with ``tv2``).
 
 Everything runs on the cluster's event-loop thread; appends are synchronous, so no
 transition is ever half done when another request looks (Kafka's ``pendingState``
@@ -47,6 +57,7 @@ from .markers import write_markers
 from .metadata import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TransactionMetadata,
     TransactionState,
 )
@@ -164,6 +175,12 @@ class TransactionCoordinator:
             self.abort_timed_out()
         finally:
             self._schedule()
+
+    @property
+    def transaction_version(self) -> int:
+        """The cluster's finalized ``transaction.version`` feature level (0: not
+        finalized; 2: KIP-890 part 2 rules)."""
+        return self.state.dynamic.features.get("transaction.version", 0)
 
     # -- coordinator lookup ----------------------------------------------------------
 
@@ -368,11 +385,20 @@ class TransactionCoordinator:
         producer_epoch: int,
         topic: str,
         partition: int,
+        *,
+        add: bool = False,
     ) -> ErrorCode:
         """The check a partition leader makes before appending a transactional
         batch (KIP-890 part 1 verification): NONE when the partition is in the
         producer's open transaction, else the producer's error or
-        INVALID_TXN_STATE."""
+        INVALID_TXN_STATE. With ``add`` (a Produce v12+ or TxnOffsetCommit v5 at
+        transaction version 2, Kafka's ``AddPartitionsToTxnManager`` operation
+        ``addPartition``) the partition is added instead, starting a transaction
+        if none is open: the errors of :meth:`add_partitions`."""
+        if add and self.transaction_version >= 2:
+            return self.add_partitions(
+                transactional_id, producer_id, producer_epoch, [(topic, partition)]
+            )[(topic, partition)]
         return self.verify_partitions(
             transactional_id, producer_id, producer_epoch, [(topic, partition)]
         )[(topic, partition)]
@@ -385,27 +411,93 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         committed: bool,
+        *,
+        tv2: bool = False,
     ) -> ErrorCode:
         """Commit or abort the open transaction (Kafka's ``handleEndTransaction``):
         PrepareCommit/PrepareAbort, markers on every partition, then
-        CompleteCommit/CompleteAbort. A retry of the same outcome after it
-        completed answers NONE.
+        CompleteCommit/CompleteAbort. After NONE, :meth:`producer_of` is the id
+        and epoch the producer goes on with (EndTxn v5's response fields).
+
+        Transaction version 1 (``tv2`` False): the epoch stays; a retry of the
+        same outcome after it completed answers NONE.
+
+        Transaction version 2 (``tv2``: EndTxn v5+ while the cluster's
+        ``transaction.version`` is 2): the epoch is bumped at every end and the
+        markers carry the bumped epoch; an exhausted epoch (``MAX_EPOCH - 1``)
+        moves the producer to a new id at epoch 0. A retry with the epoch
+        before the bump (or the old id and its last epoch, after a rotation)
+        answers NONE with the current id and epoch; an abort with nothing open
+        bumps the epoch too (the producer may not know if a partition was added
+        implicitly), a commit with nothing open is INVALID_TXN_STATE. Source:
+        Kafka's ``TransactionCoordinator.endTransaction`` (``isValidEpoch``,
+        ``retryOnEpochBump``, ``retryOnOverflow``).
 
         Errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, INVALID_TXN_STATE
         (nothing open, or the other outcome already decided),
         NOT_COORDINATOR (the state could not be written).
         """
+        tv2 = tv2 and self.transaction_version >= 2
         meta = self.transactions.get(transactional_id)
-        if meta is None or meta.producer_id != producer_id:
+        if meta is None:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if tv2:
+            error = self._end_v2(meta, producer_id, producer_epoch, committed)
+        elif meta.producer_id != producer_id:
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif producer_epoch != meta.producer_epoch:
+            error = ErrorCode.PRODUCER_FENCED
+        elif meta.state == S.ONGOING:
+            error = self._end(meta, committed)
+        elif meta.state == (S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT):
+            error = ErrorCode.NONE
+        else:
+            error = ErrorCode.INVALID_TXN_STATE
+        return error
+
+    def producer_of(self, transactional_id: str) -> tuple[int, int]:
+        """``(producer_id, producer_epoch)`` of ``transactional_id`` (-1, -1:
+        unknown)."""
+        meta = self.transactions.get(transactional_id)
+        return (-1, -1) if meta is None else (meta.producer_id, meta.producer_epoch)
+
+    def _end_v2(
+        self,
+        meta: TransactionMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+    ) -> ErrorCode:
+        """EndTxn at transaction version 2 (see :meth:`end_txn`)."""
+        retry_on_overflow = (
+            meta.previous_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH - 1
+            and meta.producer_epoch == 0
+        )
+        retry_on_bump = (
+            meta.producer_id == producer_id
+            and meta.producer_epoch == producer_epoch + 1
+        )
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        complete = meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+        if complete and (retry_on_bump or retry_on_overflow):
+            done = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
+            return ErrorCode.NONE if meta.state == done else ErrorCode.INVALID_TXN_STATE
         if producer_epoch != meta.producer_epoch:
             return ErrorCode.PRODUCER_FENCED
-        if meta.state == S.ONGOING:
-            return self._end(meta, committed)
-        done = S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT
-        if meta.state == done:
-            return ErrorCode.NONE
-        return ErrorCode.INVALID_TXN_STATE
+        if meta.state != S.ONGOING and committed:
+            return ErrorCode.INVALID_TXN_STATE
+        if meta.state not in (S.ONGOING, S.EMPTY) and not complete:
+            return ErrorCode.INVALID_TXN_STATE
+        bumped = attrs.evolve(meta, partitions=set(meta.partitions))
+        bumped.client_transaction_version = 2
+        bumped.last_producer_epoch = meta.producer_epoch
+        bumped.producer_epoch = min(meta.producer_epoch + 1, MAX_EPOCH)
+        if meta.is_epoch_exhausted:
+            # Kafka's prepareAbortOrCommit at TV2: rotate to a new id on completion
+            bumped.next_producer_id = self._new_producer_id()
+        return self._end(bumped, committed)
 
     def _end(self, meta: TransactionMetadata, committed: bool) -> ErrorCode:
         prepared = attrs.evolve(meta, partitions=set(meta.partitions))
@@ -431,6 +523,13 @@ class TransactionCoordinator:
             coordinator_epoch=COORDINATOR_EPOCH,
         )
         done = attrs.evolve(meta, partitions=set(meta.partitions))
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            # a TV2 end of an exhausted epoch: the producer goes on with a new id
+            done.previous_producer_id = meta.producer_id
+            done.producer_id = meta.next_producer_id
+            done.producer_epoch = 0
+            done.last_producer_epoch = NO_PRODUCER_EPOCH
+            done.next_producer_id = NO_PRODUCER_ID
         done.transition(
             S.COMPLETE_COMMIT if committed else S.COMPLETE_ABORT, self.state.now_ms()
         )

@@ -60,7 +60,10 @@ VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # TV2 (KIP-890 part 2): an abort with nothing open bumps the epoch too
+    S.PREPARE_ABORT: frozenset(
+        {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    ),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -89,6 +92,12 @@ class TransactionMetadata:
         partitions: the ``(topic, partition)`` pairs of the open transaction.
         txn_start_timestamp_ms: when the open transaction began (-1: none).
         txn_last_update_timestamp_ms: the last change (ms).
+        previous_producer_id: the id before the last rotation of an exhausted
+            epoch at TV2 (-1: none), so a retried EndTxn of the old id succeeds.
+        next_producer_id: the id a prepared TV2 transaction rotates to when it
+            completes (-1: no rotation).
+        client_transaction_version: 2 once the producer ended a transaction with
+            EndTxn v5+ (KIP-890 part 2: each end bumps the epoch), else 0.
     """
 
     transactional_id: str
@@ -100,6 +109,9 @@ class TransactionMetadata:
     partitions: set[tuple[str, int]] = attrs.field(factory=set)
     txn_start_timestamp_ms: int = -1
     txn_last_update_timestamp_ms: int = -1
+    previous_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
     def transition(self, state: TransactionState, now_ms: int) -> None:
         """Move to ``state``.

@@ -62,7 +62,12 @@ def transaction_record(
     )
     if meta is None:
         return key, None
-    value_cls = data_type("TransactionLogValue", TRANSACTION_LOG_VALUE_VERSION)
+    # v1 (tagged previous/next producer id, client transaction version) for a
+    # TV2 producer, as Kafka's TransactionLog.valueToBytes
+    version = (
+        1 if meta.client_transaction_version >= 2 else TRANSACTION_LOG_VALUE_VERSION
+    )
+    value_cls = data_type("TransactionLogValue", version)
     schema = attrs.fields_dict(value_cls)["transaction_partitions"]
     entity = schema.metadata[WIRE].element.entity
     by_topic: dict[str, list[int]] = {}
@@ -81,10 +86,20 @@ def transaction_record(
             entity(topic=t, partition_ids=tuple(ps)) for t, ps in by_topic.items()
         )
     )
+    tv2: dict[str, object] = (
+        {
+            "previous_producer_id": meta.previous_producer_id,
+            "next_producer_id": meta.next_producer_id,
+            "client_transaction_version": meta.client_transaction_version,
+        }
+        if version >= 1
+        else {}
+    )
     value = _encode(
         value_cls,
-        TRANSACTION_LOG_VALUE_VERSION,
+        version,
         {
+            **tv2,
             "producer_id": meta.producer_id,
             "producer_epoch": meta.producer_epoch,
             "transaction_timeout_ms": meta.txn_timeout_ms,
@@ -137,6 +152,9 @@ def decode_record(
         },
         txn_start_timestamp_ms=v.transaction_start_timestamp_ms,
         txn_last_update_timestamp_ms=v.transaction_last_update_timestamp_ms,
+        previous_producer_id=getattr(v, "previous_producer_id", -1),
+        next_producer_id=getattr(v, "next_producer_id", -1),
+        client_transaction_version=getattr(v, "client_transaction_version", 0),
     )
     return k.transactional_id, meta
 
