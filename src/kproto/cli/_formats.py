@@ -53,10 +53,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "REGISTRY_FORMATS",
+    "RecordDecoder",
     "ValueReader",
     "ValueWriter",
     "LineError",
     "add_registry_arguments",
+    "record_decoder",
     "registry_client",
     "registry_errors",
 ]
@@ -696,3 +698,81 @@ def _all_messages(messages: list[Any]) -> Iterator[Any]:
     for m in messages:
         yield m
         yield from _all_messages(list(m.nested_types))
+
+
+# --------------------------------------------------------------------------- dump-log
+
+
+class RecordDecoder:
+    """``dump-log --key-decoder`` / ``--value-decoder``: the typed parts of the
+    records of one partition's segments (``topic`` from the directory name, or
+    None). A record that does not decode is printed with its error, and the dump
+    goes on (as ``kafka-dump-log.sh``'s decoders)."""
+
+    def __init__(
+        self,
+        readers: dict[str, ValueReader],
+        topic: str | None = None,
+        partition: int | None = None,
+    ) -> None:
+        self.readers = readers
+        self.topic = topic
+        self.partition = partition
+
+    def for_file(self, topic: str | None, partition: int | None) -> RecordDecoder:
+        """This decoder for the records of ``topic``-``partition``."""
+        return RecordDecoder(self.readers, topic, partition)
+
+    def json(self, r: Any) -> dict[str, Any]:
+        """``{"key": ..., "key_schema_id": ..., "value": ..., ...}`` for the typed
+        parts (``"<part>_error"``: why one did not decode, its value null)."""
+        out: dict[str, Any] = {}
+        for field, reader in self.readers.items():
+            data = r.key if field == "key" else r.value
+            try:
+                value, schema_id = reader(
+                    data, self.topic or "", list(r.headers), self.partition, r.offset
+                )
+            except ValueError as exc:
+                out[field] = None
+                out[f"{field}_error"] = str(exc)
+                continue
+            out[field] = value
+            if reader.fmt in REGISTRY_FORMATS:
+                out[f"{field}_schema_id"] = schema_id
+        return out
+
+    def texts(self, r: Any) -> tuple[str | None, str | None]:
+        """The ``key`` and ``payload`` texts: a typed part as
+        :func:`value_text` prints it (``Error at offset N: <why>`` when it does
+        not decode), an untyped part as UTF-8 text; None when null."""
+        decoded = self.json(r)
+        out: list[str | None] = []
+        for field in ("key", "value"):
+            data = r.key if field == "key" else r.value
+            if field not in self.readers:
+                out.append(None if data is None else data.decode("utf-8", "replace"))
+            elif f"{field}_error" in decoded:
+                out.append(f"Error at offset {r.offset}: {decoded[field + '_error']}")
+            elif data is None:
+                out.append(None)
+            else:
+                out.append(value_text(self.readers[field].fmt, decoded[field]))
+        return out[0], out[1]
+
+
+def record_decoder(args: argparse.Namespace) -> RecordDecoder | None:
+    """The :class:`RecordDecoder` of ``dump-log``'s ``--key-decoder`` /
+    ``--value-decoder`` (None when neither is given)."""
+    formats = {"key": args.key_decoder, "value": args.value_decoder}
+    if not any(formats.values()):
+        return None
+    wanted = set(formats.values())
+    registry = registry_client(args) if wanted & REGISTRY_FORMATS else None
+    return RecordDecoder(
+        {
+            field: ValueReader(fmt, field, registry)
+            for field, fmt in formats.items()
+            if fmt is not None
+        }
+    )
