@@ -153,8 +153,8 @@ def registry_client(args: argparse.Namespace) -> SchemaRegistryClient:
             raise CliError("--registry-user: expected USER:PASSWORD")
         auth = (user, password)
     cert: str | tuple[str, str] | None = args.registry_cert
-    if cert is not None and args.registry_key is not None:
-        cert = (cert, args.registry_key)
+    if args.registry_cert is not None and args.registry_key is not None:
+        cert = (str(args.registry_cert), str(args.registry_key))
     try:
         return SchemaRegistryClient(
             args.schema_registry,
@@ -433,7 +433,9 @@ def _protobuf_json(message: Any) -> Any:
             message, always_print_fields_with_no_presence=True
         )
     except TypeError:  # protobuf < 5.26 names the option differently
-        return json_format.MessageToDict(message, including_default_value_fields=True)
+        return json_format.MessageToDict(  # type: ignore[call-arg,unused-ignore]
+            message, including_default_value_fields=True
+        )
 
 
 def value_text(fmt: str, value: Any) -> str:
