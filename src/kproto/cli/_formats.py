@@ -530,7 +530,10 @@ class ValueWriter:
         except (ValueError, TypeError, KeyError) as exc:
             if registry_error_text(exc) is not None:
                 raise
-            raise CliError(f"{where}: {one_line(str(exc))}") from None
+            why = one_line(str(exc))
+            if isinstance(exc, json.JSONDecodeError):
+                why = f"not JSON: {why}"
+            raise CliError(f"{where}: {why}") from None
 
     def _make_serializer(
         self,

@@ -50,7 +50,7 @@ from kproto.cli._formats import (
 from kproto.client import EARLIEST, LATEST, Client
 from kproto.records import Compression, Record
 
-__all__ = ["add_parsers", "format_record", "parse_line"]
+__all__ = ["BadLine", "add_parsers", "format_record", "parse_line"]
 
 _CODECS = {c.label: c for c in Compression}
 #: Records sent per Produce request when standard input is not a terminal.
@@ -73,10 +73,12 @@ def _bytes(value: Any, where: str) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise CliError(
-            f"{where}: a string or null expected, got {type(value).__name__}"
-        )
+        raise BadLine(f"{where}: a string or null expected, got {type(value).__name__}")
     return value.encode()
+
+
+class BadLine(CliError):
+    """An input line that does not parse (it names the line number)."""
 
 
 def parse_line(
@@ -89,7 +91,7 @@ def parse_line(
     object.
 
     Raises:
-        CliError: the line lacks a separator it needs, or is not such an object
+        BadLine: the line lacks a separator it needs, or is not such an object
             (the line number is named).
     """
     where = f"stdin line {number}"
@@ -97,20 +99,20 @@ def parse_line(
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CliError(f"{where}: not JSON: {exc.msg}") from None
+            raise BadLine(f"{where}: not JSON: {exc.msg}") from None
         if not isinstance(obj, dict):
-            raise CliError(f"{where}: a JSON object expected")
+            raise BadLine(f"{where}: a JSON object expected")
         unknown = set(obj) - {"key", "value", "headers", "partition"}
         if unknown:
-            raise CliError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+            raise BadLine(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         headers_obj = obj.get("headers") or {}
         if not isinstance(headers_obj, dict):
-            raise CliError(f"{where}: headers must be an object")
+            raise BadLine(f"{where}: headers must be an object")
         partition = obj.get("partition")
         if partition is not None and (
             isinstance(partition, bool) or not isinstance(partition, int)
         ):
-            raise CliError(f"{where}: partition must be an integer")
+            raise BadLine(f"{where}: partition must be an integer")
         headers = [
             (k, _bytes(v, f"{where} header {k}")) for k, v in headers_obj.items()
         ]
@@ -131,20 +133,20 @@ def parse_line(
         delimiter = props.get("headers.delimiter", "\t")
         block, sep, rest = rest.partition(delimiter)
         if not sep:
-            raise CliError(f"{where}: no headers delimiter {delimiter!r}")
+            raise BadLine(f"{where}: no headers delimiter {delimiter!r}")
         if block:
             for pair in block.split(props.get("headers.separator", ",")):
                 name, sep, value = pair.partition(
                     props.get("headers.key.separator", ":")
                 )
                 if not sep:
-                    raise CliError(f"{where}: header {pair!r} has no key separator")
+                    raise BadLine(f"{where}: header {pair!r} has no key separator")
                 headers.append((name, field(value)))
     if props.get("parse.key", "false").lower() == "true":
         separator = props.get("key.separator", "\t")
         key, sep, value = rest.partition(separator)
         if not sep:
-            raise CliError(f"{where}: no key separator {separator!r} found")
+            raise BadLine(f"{where}: no key separator {separator!r} found")
         return field(key), field(value), headers, None
     return None, field(rest), headers, None
 
@@ -245,7 +247,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
                 key = _typed(key_writer, key, args.topic, headers)
                 value = _typed(value_writer, value, args.topic, headers)
             except (CliError, LineError) as exc:
-                if not typed:
+                # a line that does not parse or fit its format; a registry that
+                # fails is a CliError raised by the writers: it ends the run
+                if not typed or not isinstance(exc, LineError | BadLine):
                     raise
                 text = str(exc)
                 if isinstance(exc, LineError):
