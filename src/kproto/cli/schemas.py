@@ -275,7 +275,7 @@ def _config(client: Any, args: argparse.Namespace, out: IO[str]) -> int:
         body = client.delete_config(args.subject)
     else:
         body = client.get_config(args.subject, default_to_global=args.default_to_global)
-    rows = [{"subject": args.subject, **body}]
+    rows = [{"subject": args.subject or "(global)", **body}]
     _emit(out, args.table, body, rows, ["subject", *body])
     return 0
 
@@ -294,9 +294,8 @@ def _mode(client: Any, args: argparse.Namespace, out: IO[str]) -> int:
     else:
         mode = client.get_mode(args.subject)
     body = {"mode": mode}
-    _emit(
-        out, args.table, body, [{"subject": args.subject, **body}], ["subject", "mode"]
-    )
+    rows = [{"subject": args.subject or "(global)", **body}]
+    _emit(out, args.table, body, rows, ["subject", "mode"])
     return 0
 
 
