@@ -48,7 +48,7 @@ def test_primitives_as_kafkas_serializers(
 @pytest.mark.parametrize(
     ("fmt", "text", "message"),
     [
-        ("int", "2147483648", "value: 2147483648 does not fit a int"),
+        ("int", "2147483648", "value: 2147483648 does not fit an int"),
         ("long", "1.5", "value: not a long: '1.5' is not an integer"),
         ("long", "true", "value: not a long: 'true' is not an integer"),
         ("double", '"x"', "value: not a double: '\"x\"' is not a number"),

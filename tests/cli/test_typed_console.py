@@ -422,7 +422,7 @@ def test_primitives_roundtrip(
         "--value-format=int",
         stdin="1\n2147483648\n\n-2147483648\n",
     )
-    assert code == 1 and "stdin line 2: value: 2147483648 does not fit a int" in err
+    assert code == 1 and "stdin line 2: value: 2147483648 does not fit an int" in err
     assert values(cluster, "ints") == [
         struct.pack(">i", 1),
         struct.pack(">i", -(2**31)),

@@ -276,7 +276,7 @@ def _primitive_value(fmt: str, data: bytes, field: str) -> Any:
     """A primitive key or value as a JSON value (Kafka's deserializers' checks)."""
     size = {"int": 4, "long": 8, "double": 8}.get(fmt)
     if size is not None and len(data) != size:
-        raise ValueError(f"{field}: {len(data)} bytes are not a {fmt} ({size} bytes)")
+        raise ValueError(f"{field}: {len(data)} bytes are not {_a(fmt)} ({size} bytes)")
     if fmt == "binary":
         return base64.b64encode(data).decode("ascii")
     if fmt == "string":
@@ -624,7 +624,10 @@ def _primitive_bytes(fmt: str, text: str, field: str) -> bytes:
             return text.encode()
         if fmt == "uuid":
             return str(uuid.UUID(text)).encode()
-        number = json.loads(text)
+        try:
+            number = json.loads(text)
+        except json.JSONDecodeError:
+            number = text
         if fmt == "double":
             if isinstance(number, bool) or not isinstance(number, int | float):
                 raise ValueError(f"{text!r} is not a number")
@@ -633,9 +636,13 @@ def _primitive_bytes(fmt: str, text: str, field: str) -> bytes:
             raise ValueError(f"{text!r} is not an integer")
         return (_INT if fmt == "int" else _LONG).pack(number)
     except struct.error:
-        raise LineError(f"{field}: {text} does not fit a {fmt}") from None
+        raise LineError(f"{field}: {text} does not fit {_a(fmt)}") from None
     except (ValueError, binascii.Error) as exc:
-        raise LineError(f"{field}: not a {fmt}: {exc}") from None
+        raise LineError(f"{field}: not {_a(fmt)}: {exc}") from None
+
+
+def _a(fmt: str) -> str:
+    return f"{'an' if fmt[0] in 'aeiou' else 'a'} {fmt}"
 
 
 def _protobuf_class(
