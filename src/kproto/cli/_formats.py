@@ -642,7 +642,7 @@ def _primitive_bytes(fmt: str, text: str, field: str) -> bytes:
 
 
 def _a(fmt: str) -> str:
-    return f"{'an' if fmt[0] in 'aeiou' else 'a'} {fmt}"
+    return f"{'an' if fmt in ('int', 'avro') else 'a'} {fmt}"
 
 
 def _protobuf_class(
