@@ -568,3 +568,74 @@ def test_usage_and_registry_errors_are_one_line(
         assert code == 2, argv
         assert err.startswith(f"kproto: error: {expected}"), (argv, err)
         assert err.count("\n") == 1, err
+
+
+def test_protobuf_by_schema_id_and_latest_with_an_avro_key(
+    cluster: Cluster,
+    files: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (files / "key.avsc").write_text('"string"')
+    argv = ["produce", "pb-ids", *opts(cluster), "--value-format=protobuf"]
+    code, _, err = run(
+        capsys,
+        monkeypatch,
+        *argv,
+        f"--value-schema={files / 'order.proto'}",
+        stdin='{"orderId": 1}\n',
+    )
+    assert (code, err) == (0, "")
+    schema_id = (
+        ConfluentRegistry({"url": cluster.schema_registry_url})
+        .get_latest_version("pb-ids-value")
+        .schema_id
+    )
+    # by id: the registered descriptor's first message; without a schema: the latest
+    code, _, err = run(
+        capsys,
+        monkeypatch,
+        *argv,
+        f"--value-schema-id={schema_id}",
+        stdin='{"items": ["a"], "orderId": 2}\n',
+    )
+    assert (code, err) == (0, "")
+    code, _, err = run(
+        capsys,
+        monkeypatch,
+        *argv,
+        "--key-format=avro",
+        f"--key-schema={files / 'key.avsc'}",
+        "--key-separator=\t",
+        stdin='"k"\t{"orderId": 3}\n',
+    )
+    assert (code, err) == (0, "")
+    code, out, _ = run(
+        capsys,
+        monkeypatch,
+        "consume",
+        "pb-ids",
+        *opts(cluster),
+        "--from-beginning",
+        "--key-format=avro",
+        "--value-format=protobuf",
+        "--property=print.key=true",
+    )
+    # fields in field-number order, as Java's JsonFormat prints them
+    assert out.splitlines() == [
+        'null\t{"orderId":"1","customerName":"","items":[]}',
+        'null\t{"orderId":"2","customerName":"","items":["a"]}',
+        '"k"\t{"orderId":"3","customerName":"","items":[]}',
+    ]
+    # a schema id of another type is named
+    code, _, err = run(
+        capsys,
+        monkeypatch,
+        "produce",
+        "pb-ids",
+        *opts(cluster),
+        "--value-format=avro",
+        f"--value-schema-id={schema_id}",
+    )
+    assert code == 2
+    assert err == f"kproto: error: schema id {schema_id} is PROTOBUF, not AVRO\n"

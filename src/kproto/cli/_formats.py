@@ -429,13 +429,42 @@ def _protobuf_json(message: Any) -> Any:
     from google.protobuf import json_format
 
     try:
-        return json_format.MessageToDict(
+        out = json_format.MessageToDict(
             message, always_print_fields_with_no_presence=True
         )
     except TypeError:  # protobuf < 5.26 names the option differently
-        return json_format.MessageToDict(  # type: ignore[call-arg,unused-ignore]
+        out = json_format.MessageToDict(  # type: ignore[call-arg,unused-ignore]
             message, including_default_value_fields=True
         )
+    return _in_field_order(message, out)
+
+
+def _in_field_order(message: Any, mapped: dict[str, Any]) -> dict[str, Any]:
+    """``mapped`` (a message's JSON mapping) with its keys in the order of the
+    message's fields, nested messages too, as Java's ``JsonFormat`` prints them
+    (Python's prints set fields before defaulted ones)."""
+    out: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        key = field.json_name
+        if key not in mapped:
+            continue
+        value = mapped[key]
+        is_map = field.message_type is not None and (
+            field.message_type.GetOptions().map_entry
+        )
+        if field.message_type is not None and not is_map:
+            inner = getattr(message, field.name)
+            if isinstance(value, dict):
+                value = _in_field_order(inner, value)
+            elif isinstance(value, list):
+                value = [
+                    _in_field_order(m, v) if isinstance(v, dict) else v
+                    for m, v in zip(inner, value, strict=False)
+                ]
+        out[key] = value
+    for key, value in mapped.items():  # extensions, anything not a plain field
+        out.setdefault(key, value)
+    return out
 
 
 def value_text(fmt: str, value: Any) -> str:
