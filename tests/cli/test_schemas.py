@@ -285,3 +285,17 @@ def test_helpers() -> None:
     assert render_table([{"a": None, "b": [1]}, {"a": True, "b": "x"}], ["a", "b"]) == (
         "A     B\n      [1]\ntrue  x"
     )
+
+
+def test_tls_with_the_clusters_ca(capsys: pytest.CaptureFixture[str]) -> None:
+    with Cluster(nodes=1, schema_registry=True, security_protocol="SSL") as cluster:
+        assert cluster.schema_registry_url.startswith("https://")
+        code, _, err = schemas(capsys, cluster, "subjects")
+        assert code == 2
+        assert err == (
+            f"kproto: error: schema registry unreachable: GET "
+            f"{cluster.schema_registry_url}/subjects: no answer after 2 tries "
+            "(TLS: certificate verify failed (see --registry-ca))\n"
+        )
+        ca = cluster.schema_registry_config()["ssl.ca.location"]
+        assert ok(capsys, cluster, "subjects", f"--registry-ca={ca}") == []

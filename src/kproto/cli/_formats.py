@@ -181,11 +181,15 @@ def registry_error_text(exc: BaseException) -> str | None:
         text = exc.message
         cut = text.find(" tries: ")
         if cut >= 0:  # requests' long reason: its gist
-            reason = (
-                "connection refused"
-                if "Connection refused" in text
-                else "timed out" if "timed out" in text.lower() else "no connection"
-            )
+            reason = "no connection"
+            if "Connection refused" in text:
+                reason = "connection refused"
+            elif "CERTIFICATE_VERIFY_FAILED" in text:
+                reason = "TLS: certificate verify failed (see --registry-ca)"
+            elif "SSL" in text:
+                reason = "TLS handshake failed"
+            elif "timed out" in text.lower():
+                reason = "timed out"
             text = f"{text[: cut + 6]} ({reason})"
         return f"schema registry unreachable: {text}"
     if isinstance(exc, RegistryError):
