@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from kproto.cli._common import CliError
-from kproto.cli._formats import LineError, ValueReader, ValueWriter, one_line
+from kproto.cli._formats import LineError, ValueReader, ValueWriter
+from kproto.cli._registry import one_line
 from kproto.records import encode_batch
 from kproto.serde import (
     DoubleSerializer,

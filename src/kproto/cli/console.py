@@ -43,10 +43,9 @@ from kproto.cli._formats import (
     LineError,
     ValueReader,
     ValueWriter,
-    add_registry_arguments,
-    registry_client,
     value_text,
 )
+from kproto.cli._registry import add_registry_arguments, registry_client
 from kproto.client import EARLIEST, LATEST, Client
 from kproto.records import Compression, Record
 
@@ -518,7 +517,11 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
                 if args.json:
                     out.write(_json_record(args.topic, p, r, typed) + "\n")
                 else:
-                    texts = {} if typed is None else readers.texts(typed, props)  # type: ignore[union-attr]
+                    texts = (
+                        {}
+                        if typed is None or readers is None
+                        else readers.texts(typed, props)
+                    )
                     out.write(format_record(args.topic, p, r, props, ts_type, **texts))
                 out.flush()
                 printed += 1

@@ -37,12 +37,7 @@ from typing import IO, Any
 import attrs
 
 from kproto.cli._common import CliError, read_input
-from kproto.cli._formats import (
-    FORMATS,
-    RecordDecoder,
-    add_registry_arguments,
-    record_decoder,
-)
+from kproto.cli._formats import FORMATS, RecordDecoder, record_decoder
 from kproto.cli._log_decoders import (
     DECODER_FOR_TOPIC,
     DECODERS,
@@ -51,6 +46,7 @@ from kproto.cli._log_decoders import (
     decode_record,
     decoded_json,
 )
+from kproto.cli._registry import add_registry_arguments
 from kproto.records import (
     Compression,
     ControlRecordType,

@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from kproto.cli._common import CliError
-from kproto.cli._formats import (
+from kproto.cli._formats import read_schema_file
+from kproto.cli._registry import (
     add_registry_arguments,
-    read_schema_file,
     registry_client,
     registry_errors,
 )
