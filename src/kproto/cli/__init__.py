@@ -9,6 +9,9 @@
     kproto topics list|describe|create|delete --bootstrap-server HOST:PORT ...
     kproto groups list|describe --bootstrap-server HOST:PORT ...
     kproto produce|consume TOPIC --bootstrap-server HOST:PORT ...
+                 [--key-format|--value-format F --schema-registry URL]
+    kproto schemas subjects|versions|get|register|check|delete|config|mode
+                   --schema-registry URL ...
     kproto broker [--port P] [--data-dir DIR] ...
     kproto spark ...            (runs when kproto[spark] is installed)
     kproto --version
@@ -38,7 +41,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from typing import IO, Any, NoReturn
 
-from kproto.cli import console, groups, topics
+from kproto.cli import console, groups, schemas, topics
 from kproto.cli._common import CliError, error_line, read_input
 from kproto.cli.decode import cmd_decode
 from kproto.cli.dump_log import add_dump_arguments, cmd_dump_log
@@ -341,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_parsers(sub)
     groups.add_parsers(sub)
     console.add_parsers(sub)
+    schemas.add_parsers(sub)
     from kproto.broker.cli import add_parsers as add_broker_parsers
     from kproto.spark.cli import add_parsers as add_spark_parsers
 

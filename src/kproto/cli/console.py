@@ -14,6 +14,15 @@ Kafka's ``DefaultMessageFormatter``; ``--property print.key=true`` and the other
 Without ``--follow`` it reads up to the end offsets found at start and exits, and
 ``--timeout-ms`` bounds the whole run; with ``--follow`` it waits for new records
 until interrupted (Ctrl-C or SIGTERM end it cleanly, exit 0).
+
+``--key-format`` / ``--value-format`` (:mod:`kproto.cli._formats`: Kafka's primitives,
+or Confluent-framed ``avro``, ``protobuf``, ``json`` with ``--schema-registry URL``)
+make ``consume`` print each key and value as JSON, as kafka-avro-console-consumer
+does (``--property print.schema.ids=true`` adds the schema ids), and ``produce`` read
+them as JSON (``--value-schema FILE`` or ``--value-schema-id N``; default the
+subject's latest version), as kafka-avro-console-producer does: each line is checked,
+a bad one is reported with its line number and not sent, the good ones are sent, and
+the exit status is 1 when some line was not.
 """
 
 from __future__ import annotations
@@ -28,10 +37,19 @@ from types import FrameType
 from typing import IO, Any
 
 from kproto.cli._common import CliError, add_client_arguments, client_for, positive_int
+from kproto.cli._formats import (
+    FORMATS,
+    REGISTRY_FORMATS,
+    LineError,
+    ValueReader,
+    ValueWriter,
+    value_text,
+)
+from kproto.cli._registry import add_registry_arguments, registry_client
 from kproto.client import EARLIEST, LATEST, Client
 from kproto.records import Compression, Record
 
-__all__ = ["add_parsers", "format_record", "parse_line"]
+__all__ = ["BadLine", "add_parsers", "format_record", "parse_line"]
 
 _CODECS = {c.label: c for c in Compression}
 #: Records sent per Produce request when standard input is not a terminal.
@@ -54,10 +72,12 @@ def _bytes(value: Any, where: str) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise CliError(
-            f"{where}: a string or null expected, got {type(value).__name__}"
-        )
+        raise BadLine(f"{where}: a string or null expected, got {type(value).__name__}")
     return value.encode()
+
+
+class BadLine(CliError):
+    """An input line that does not parse (it names the line number)."""
 
 
 def parse_line(
@@ -70,7 +90,7 @@ def parse_line(
     object.
 
     Raises:
-        CliError: the line lacks a separator it needs, or is not such an object
+        BadLine: the line lacks a separator it needs, or is not such an object
             (the line number is named).
     """
     where = f"stdin line {number}"
@@ -78,20 +98,20 @@ def parse_line(
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise CliError(f"{where}: not JSON: {exc.msg}") from None
+            raise BadLine(f"{where}: not JSON: {exc.msg}") from None
         if not isinstance(obj, dict):
-            raise CliError(f"{where}: a JSON object expected")
+            raise BadLine(f"{where}: a JSON object expected")
         unknown = set(obj) - {"key", "value", "headers", "partition"}
         if unknown:
-            raise CliError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+            raise BadLine(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         headers_obj = obj.get("headers") or {}
         if not isinstance(headers_obj, dict):
-            raise CliError(f"{where}: headers must be an object")
+            raise BadLine(f"{where}: headers must be an object")
         partition = obj.get("partition")
         if partition is not None and (
             isinstance(partition, bool) or not isinstance(partition, int)
         ):
-            raise CliError(f"{where}: partition must be an integer")
+            raise BadLine(f"{where}: partition must be an integer")
         headers = [
             (k, _bytes(v, f"{where} header {k}")) for k, v in headers_obj.items()
         ]
@@ -112,20 +132,20 @@ def parse_line(
         delimiter = props.get("headers.delimiter", "\t")
         block, sep, rest = rest.partition(delimiter)
         if not sep:
-            raise CliError(f"{where}: no headers delimiter {delimiter!r}")
+            raise BadLine(f"{where}: no headers delimiter {delimiter!r}")
         if block:
             for pair in block.split(props.get("headers.separator", ",")):
                 name, sep, value = pair.partition(
                     props.get("headers.key.separator", ":")
                 )
                 if not sep:
-                    raise CliError(f"{where}: header {pair!r} has no key separator")
+                    raise BadLine(f"{where}: header {pair!r} has no key separator")
                 headers.append((name, field(value)))
     if props.get("parse.key", "false").lower() == "true":
         separator = props.get("key.separator", "\t")
         key, sep, value = rest.partition(separator)
         if not sep:
-            raise CliError(f"{where}: no key separator {separator!r} found")
+            raise BadLine(f"{where}: no key separator {separator!r} found")
         return field(key), field(value), headers, None
     return None, field(rest), headers, None
 
@@ -146,8 +166,56 @@ def _send(client: Client, args: argparse.Namespace, pending: list[Any]) -> None:
         )
 
 
+def _writers(
+    args: argparse.Namespace,
+) -> tuple[ValueWriter | None, ValueWriter | None]:
+    """The key and value writers of ``--key-format`` / ``--value-format`` (None:
+    the text's bytes as they are)."""
+    if args.key_format is None and args.value_format is None:
+        for flag in ("key_schema", "key_schema_id", "value_schema", "value_schema_id"):
+            if getattr(args, flag) is not None:
+                name = flag.replace("_", "-")
+                raise CliError(f"--{name} needs --{name.split('-')[0]}-format")
+        return None, None
+    if args.json:
+        raise CliError(
+            "--json reads text values; with --key/--value-format lines are JSON values"
+        )
+    formats = {args.key_format, args.value_format}
+    registry = registry_client(args) if formats & REGISTRY_FORMATS else None
+    out = []
+    for field in ("key", "value"):
+        fmt = getattr(args, f"{field}_format")
+        out.append(
+            None
+            if fmt is None
+            else ValueWriter(
+                fmt,
+                field,
+                args.topic,
+                registry,
+                schema_file=getattr(args, f"{field}_schema"),
+                schema_id=getattr(args, f"{field}_schema_id"),
+                message_name=getattr(args, f"{field}_message"),
+            )
+        )
+    return out[0], out[1]
+
+
+def _typed(
+    writer: ValueWriter | None,
+    data: bytes | None,
+    topic: str,
+    headers: list[tuple[str, bytes | None]],
+) -> bytes | None:
+    if writer is None or data is None:
+        return data
+    return writer(data.decode(), topic, headers)
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
-    """``kproto produce``: standard input's lines to ``args.topic``."""
+    """``kproto produce``: standard input's lines to ``args.topic``; 1 when some
+    typed line was not sent."""
     props = _properties(args.property)
     if args.key_separator is not None:
         props.update({"parse.key": "true", "key.separator": args.key_separator})
@@ -158,6 +226,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
             raise CliError(f"--header {text!r}: expected NAME=VALUE")
         extra.append((name, value.encode()))
     batch = 1 if sys.stdin.isatty() else _BATCH
+    key_writer, value_writer = _writers(args)
+    typed = key_writer is not None or value_writer is not None
+    bad: list[int] = []
     with client_for(args, allow_auto_topic_creation=True) as client:
         # Before reading stdin: a missing topic is created where the broker
         # auto-creates topics, else fails now (UNKNOWN_TOPIC_OR_PARTITION).
@@ -165,15 +236,39 @@ def cmd_produce(args: argparse.Namespace) -> int:
         pending: list[Any] = []
         for number, raw in enumerate(sys.stdin, 1):
             line = raw.rstrip("\n").rstrip("\r")
-            if not line and args.json:
-                continue  # an empty line is an empty value, but not a JSON object
-            key, value, headers, partition = parse_line(line, number, props, args.json)
-            pending.append((key, value, headers + extra, partition))
+            if not line and (args.json or typed):
+                continue  # an empty line is an empty value, but not a JSON value
+            try:
+                key, value, headers, partition = parse_line(
+                    line, number, props, args.json
+                )
+                headers = headers + extra
+                key = _typed(key_writer, key, args.topic, headers)
+                value = _typed(value_writer, value, args.topic, headers)
+            except (CliError, LineError) as exc:
+                # a line that does not parse or fit its format; a registry that
+                # fails is a CliError raised by the writers: it ends the run
+                if not typed or not isinstance(exc, LineError | BadLine):
+                    raise
+                text = str(exc)
+                if isinstance(exc, LineError):
+                    text = f"stdin line {number}: {text}"
+                print(f"kproto: error: {text} (not sent)", file=sys.stderr)
+                bad.append(number)
+                continue
+            pending.append((key, value, headers, partition))
             if len(pending) >= batch:
                 _send(client, args, pending)
                 pending = []
         if pending:
             _send(client, args, pending)
+    if bad:
+        print(
+            f"kproto: error: {len(bad)} line(s) not sent: "
+            f"{', '.join(map(str, bad[:20]))}{' ...' if len(bad) > 20 else ''}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -190,10 +285,13 @@ def format_record(
     r: Record,
     props: dict[str, str],
     timestamp_type: str,
+    key_text: str | None = None,
+    value_text: str | None = None,
 ) -> str:
     """``DefaultMessageFormatter.writeTo``: the enabled columns (timestamp,
     partition, offset, headers, key, value), each followed by ``key.separator``
-    but the last, then ``line.separator``."""
+    but the last, then ``line.separator``. ``key_text`` / ``value_text`` replace
+    the key's and value's bytes (a typed format's rendering)."""
     on = {
         name: props.get(f"print.{name}", "true" if name == "value" else "false").lower()
         == "true"
@@ -218,30 +316,84 @@ def format_record(
             or "NO_HEADERS"
         )
     if on["key"]:
-        columns.append(_text(r.key, null))
+        columns.append(_text(r.key, null) if key_text is None else key_text)
     if on["value"]:
-        columns.append(_text(r.value, null))
+        columns.append(_text(r.value, null) if value_text is None else value_text)
     return props.get("key.separator", "\t").join(columns) + props.get(
         "line.separator", "\n"
     )
 
 
-def _json_record(topic: str, partition: int, r: Record) -> str:
+def _json_record(
+    topic: str, partition: int, r: Record, typed: dict[str, Any] | None = None
+) -> str:
     def text(data: bytes | None) -> str | None:
         return None if data is None else data.decode("utf-8", "replace")
 
-    return json.dumps(
-        {
-            "topic": topic,
-            "partition": partition,
-            "offset": r.offset,
-            "timestamp": r.timestamp,
-            "key": text(r.key),
-            "value": text(r.value),
-            "headers": {k: text(v) for k, v in r.headers},
-        },
-        ensure_ascii=False,
-    )
+    row = {
+        "topic": topic,
+        "partition": partition,
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "key": text(r.key),
+        "value": text(r.value),
+        "headers": {k: text(v) for k, v in r.headers},
+    }
+    row.update(typed or {})
+    return json.dumps(row, ensure_ascii=False)
+
+
+class _Readers:
+    """The ``--key-format`` / ``--value-format`` readers of ``consume``; ``read``
+    gives ``{"key": ..., "value": ..., "key_schema_id": ..., ...}`` for a record
+    (only the typed parts)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        formats = {args.key_format, args.value_format}
+        registry = registry_client(args) if formats & REGISTRY_FORMATS else None
+        self.formats = {"key": args.key_format, "value": args.value_format}
+        self.readers = {
+            field: ValueReader(fmt, field, registry)
+            for field, fmt in self.formats.items()
+            if fmt is not None
+        }
+
+    def read(self, topic: str, partition: int, r: Record) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for field, reader in self.readers.items():
+            data = r.key if field == "key" else r.value
+            try:
+                value, schema_id = reader(
+                    data, topic, list(r.headers), partition, r.offset
+                )
+            except ValueError as exc:
+                text = str(exc)
+                if "offset" not in text:
+                    text = f"{topic}-{partition} offset {r.offset}: {text}"
+                raise CliError(text) from None
+            out[field] = value
+            if reader.fmt in REGISTRY_FORMATS:
+                out[f"{field}_schema_id"] = schema_id
+        return out
+
+    def texts(self, typed: dict[str, Any], props: dict[str, str]) -> dict[str, Any]:
+        """``key_text`` / ``value_text`` for :func:`format_record`; with
+        ``print.schema.ids=true`` each followed by ``schema.id.separator`` and its
+        schema id (Confluent's ``SchemaMessageFormatter``)."""
+        null = props.get("null.literal", "null")
+        ids = props.get("print.schema.ids", "false").lower() == "true"
+        separator = props.get("schema.id.separator", "\t")
+        out: dict[str, Any] = {}
+        for field in self.readers:
+            value = typed[field]
+            fmt = self.formats[field]
+            assert fmt is not None
+            text = null if value is None else value_text(fmt, value)
+            if ids and f"{field}_schema_id" in typed:
+                schema_id = typed[f"{field}_schema_id"]
+                text += separator + (null if schema_id is None else str(schema_id))
+            out[f"{field}_text"] = text
+        return out
 
 
 class _StopFlag:
@@ -327,6 +479,12 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
         None if args.timeout_ms is None else time.monotonic() + args.timeout_ms / 1000
     )
     printed = 0
+    skipped = 0
+    readers = (
+        _Readers(args)
+        if args.key_format is not None or args.value_format is not None
+        else None
+    )
     stop = _StopFlag()
     previous = signal.signal(signal.SIGTERM, stop) if args.follow else None
     try:
@@ -346,10 +504,25 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
                         ts_type = entry.value
             starts = _start_offsets(client, args, parts)
             for p, r in _records(client, args, starts, deadline, stop):
+                typed = None
+                if readers is not None:
+                    try:
+                        typed = readers.read(args.topic, p, r)
+                    except CliError as exc:
+                        if not args.skip_message_on_error:
+                            raise
+                        print(f"kproto: error: {exc} (skipped)", file=sys.stderr)
+                        skipped += 1
+                        continue
                 if args.json:
-                    out.write(_json_record(args.topic, p, r) + "\n")
+                    out.write(_json_record(args.topic, p, r, typed) + "\n")
                 else:
-                    out.write(format_record(args.topic, p, r, props, ts_type))
+                    texts = (
+                        {}
+                        if typed is None or readers is None
+                        else readers.texts(typed, props)
+                    )
+                    out.write(format_record(args.topic, p, r, props, ts_type, **texts))
                 out.flush()
                 printed += 1
                 if args.max_messages is not None and printed >= args.max_messages:
@@ -362,6 +535,8 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     print(f"Processed a total of {printed} messages", file=sys.stderr)
+    if skipped:
+        print(f"Skipped {skipped} messages that did not decode", file=sys.stderr)
     return 0
 
 
@@ -401,6 +576,7 @@ def add_parsers(sub: Any) -> None:
     prod.add_argument("--partition", type=int, default=None, help="default: by key")
     prod.add_argument("--compression", choices=sorted(_CODECS), default="none")
     prod.add_argument("--acks", type=int, choices=(-1, 0, 1), default=-1)
+    _add_format_arguments(prod, producing=True)
     prod.set_defaults(func=cmd_produce)
 
     cons = sub.add_parser(
@@ -432,6 +608,54 @@ def add_parsers(sub: Any) -> None:
         metavar="NAME=VALUE",
         help="DefaultMessageFormatter properties: print.key, print.timestamp, "
         "print.partition, print.offset, print.headers, print.value, key.separator, "
-        "line.separator, headers.separator, headers.key.separator, null.literal",
+        "line.separator, headers.separator, headers.key.separator, null.literal; "
+        "with a registry format print.schema.ids, schema.id.separator",
     )
+    cons.add_argument(
+        "--skip-message-on-error",
+        action="store_true",
+        help="a key or value that does not decode in its format: report it and go "
+        "on (default: stop with the error)",
+    )
+    _add_format_arguments(cons, producing=False)
     cons.set_defaults(func=cmd_consume)
+
+
+def _add_format_arguments(parser: argparse.ArgumentParser, producing: bool) -> None:
+    group = parser.add_argument_group("typed keys and values")
+    for field in ("key", "value"):
+        group.add_argument(
+            f"--{field}-format",
+            choices=FORMATS,
+            default=None,
+            help=f"the {field}'s format: Kafka's primitives or Confluent-framed avro, "
+            f"protobuf, json (JSON Schema) with --schema-registry; "
+            + (
+                f"the {field} text is read as JSON (avro: Avro's JSON encoding)"
+                if producing
+                else f"the {field} is printed as JSON"
+            ),
+        )
+        if producing:
+            group.add_argument(
+                f"--{field}-schema",
+                default=None,
+                metavar="FILE",
+                help=f"the {field} schema (.avsc, .proto, JSON Schema), registered "
+                f"under the subject <topic>-{field} when new",
+            )
+            group.add_argument(
+                f"--{field}-schema-id",
+                type=positive_int,
+                default=None,
+                metavar="N",
+                help=f"write the {field} with this registered schema "
+                f"(default without --{field}-schema: the subject's latest version)",
+            )
+            group.add_argument(
+                f"--{field}-message",
+                default=None,
+                metavar="NAME",
+                help="protobuf: the message type (default: the file's first)",
+            )
+    add_registry_arguments(parser, required=False)

@@ -15,6 +15,13 @@ printed in place with ``isvalid: false`` (Kafka's spelling of the batch field; l
 record lines carry ``isValid:``), followed by its records when they parse. A batch
 whose records do not parse is printed from its header, followed by
 ``| error: <what and where>``.
+
+``--key-decoder`` / ``--value-decoder`` (Kafka's primitives, or Confluent-framed
+``avro``, ``protobuf``, ``json`` with ``--schema-registry URL``; see
+:mod:`kproto.cli._formats`) print each key / value as JSON, decoded by its schema id
+(``payload: {"id":1}``); with ``--json`` the line gains ``decoded``:
+``{"value": {...}, "value_schema_id": 1}`` (``value_error`` for a value that does not
+decode; the dump goes on).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import IO, Any
 import attrs
 
 from kproto.cli._common import CliError, read_input
+from kproto.cli._formats import FORMATS, RecordDecoder, record_decoder
 from kproto.cli._log_decoders import (
     DECODER_FOR_TOPIC,
     DECODERS,
@@ -38,6 +46,7 @@ from kproto.cli._log_decoders import (
     decode_record,
     decoded_json,
 )
+from kproto.cli._registry import add_registry_arguments
 from kproto.records import (
     Compression,
     ControlRecordType,
@@ -276,9 +285,12 @@ def _string(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def kafka_record_line(b: BatchView, r: Record, decoder: str | None = None) -> str:
+def kafka_record_line(
+    b: BatchView, r: Record, decoder: str | RecordDecoder | None = None
+) -> str:
     """``printRecordMetadata`` and, outside control batches, the contents: UTF-8
-    text, or what ``decoder`` (one of :data:`~kproto.cli._log_decoders.DECODERS`)
+    text, or what ``decoder`` (one of :data:`~kproto.cli._log_decoders.DECODERS`,
+    or the typed key/value formats' :class:`~kproto.cli._formats.RecordDecoder`)
     prints for them."""
     parts = [
         f"| offset: {r.offset} {_TIMESTAMP_NAMES[b.timestamp_type]}: {r.timestamp}"
@@ -315,7 +327,9 @@ def kafka_record_line(b: BatchView, r: Record, decoder: str | None = None) -> st
     return "".join(parts)
 
 
-def _contents(r: Record, decoder: str | None) -> Decoded:
+def _contents(r: Record, decoder: str | RecordDecoder | None) -> Decoded:
+    if isinstance(decoder, RecordDecoder):
+        return decoder.texts(r)
     if decoder is not None:
         return decode_record(decoder, r)
     return (
@@ -356,7 +370,7 @@ def kproto_batch_line(b: BatchView) -> str:
     return " ".join(parts)
 
 
-def kproto_record_line(r: Record, decoder: str | None = None) -> str:
+def kproto_record_line(r: Record, decoder: str | RecordDecoder | None = None) -> str:
     text = (
         f"| offset={r.offset} timestamp={r.timestamp} "
         f"key_size={-1 if r.key is None else len(r.key)} "
@@ -368,7 +382,7 @@ def kproto_record_line(r: Record, decoder: str | None = None) -> str:
         ctype = getattr(r.control.type, "name", r.control.type)
         text += f" control={ctype} coordinator_epoch={r.control.coordinator_epoch}"
     elif decoder is not None:
-        key, payload = decode_record(decoder, r)
+        key, payload = _contents(r, decoder)
         text += f" key={key or 'null'} value={payload or 'null'}"
     else:
         text += f" key={_text(r.key)} value={_text(r.value)}"
@@ -473,6 +487,17 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print keys and values as UTF-8 text, internal topics included",
     )
+    typed = parser.add_argument_group("typed keys and values")
+    for field in ("key", "value"):
+        typed.add_argument(
+            f"--{field}-decoder",
+            choices=FORMATS,
+            default=None,
+            help=f"decode each {field} in this format (Confluent-framed avro, "
+            "protobuf, json by schema id with --schema-registry; Kafka's primitives) "
+            "and print it as JSON",
+        )
+    add_registry_arguments(parser, required=False)
 
 
 def expand_paths(names: list[str]) -> list[str]:
@@ -512,8 +537,10 @@ def _dump_file(
     fmt = "json" if args.json else args.format
     topic, partition = topic_partition(path)
     where = {"file": name, "topic": topic, "partition": partition}
-    decoder = args.decoder
-    if decoder is None and not args.no_decoder and topic is not None:
+    decoder: str | RecordDecoder | None = args.decoder
+    if args.record_decoder is not None:
+        decoder = args.record_decoder.for_file(topic, partition)
+    elif decoder is None and not args.no_decoder and topic is not None:
         decoder = DECODER_FOR_TOPIC.get(topic)
     if fmt == "kafka":
         print(f"Dumping {name}", file=out)
@@ -549,7 +576,10 @@ def _dump_file(
         if fmt == "json":
             for r in b.records or (None,):
                 row = {**record_json(b, r), **where}
-                if decoder is not None and r is not None and not b.is_control:
+                if isinstance(decoder, RecordDecoder):
+                    if r is not None and not b.is_control:
+                        row["decoded"] = decoder.json(r)
+                elif decoder is not None and r is not None and not b.is_control:
                     row["decoded"] = decoded_json(decoder, r)
                 print(json.dumps(row, separators=(",", ":")), file=out)
             continue
@@ -579,6 +609,12 @@ def cmd_dump_log(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """
     totals: Counter[str] = Counter()
     codecs: Counter[str] = Counter()
+    key_or_value = args.key_decoder or args.value_decoder
+    if key_or_value and (args.decoder or args.no_decoder):
+        raise CliError(
+            "--key-decoder/--value-decoder and the internal topics' decoders are exclusive"
+        )
+    args.record_decoder = record_decoder(args)
     files = expand_paths(args.files)
     for name in files:
         data = read_input(name)
