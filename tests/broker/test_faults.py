@@ -17,8 +17,8 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.dispatch import SERVED_APIS
-from kproto.broker.faults import check_error_response, error_response
 from kproto.broker.handlers import RequestContext
+from kproto.broker.handlers.refusals import check_error_response, error_response
 from kproto.broker.state import ClusterState
 from kproto.client import BrokerError, Client
 from kproto.connection import Connection

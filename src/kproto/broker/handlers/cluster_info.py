@@ -57,7 +57,8 @@ MAX_VERSIONS: Mapping[ApiKey, int] = {ApiKey.INIT_PRODUCER_ID: 5, ApiKey.END_TXN
 #: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because older librdkafka
 #: (issue 4956; Debian's 2.0.2) compresses only when the broker lists Produce v0
 #: (gzip, snappy, lz4). A Produce v0-v2 request is answered UNSUPPORTED_VERSION per
-#: partition (:func:`kproto.broker.handlers.produce.produce`).
+#: partition before any handler runs (:data:`kproto.broker.dispatch.ROUTES`,
+#: :func:`kproto.broker.handlers.refusals.unsupported_version`).
 ADVERTISED_MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 0}
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
