@@ -54,27 +54,25 @@ log = logging.getLogger("kproto.broker")
 SERVED_APIS: Final[Mapping[ApiKey, tuple[int, int]]] = served_api_ranges(HANDLERS)
 
 
-def _routes() -> dict[int, tuple[Handler | None, ...]]:
-    routes: dict[int, tuple[Handler | None, ...]] = {}
+def _routes() -> dict[tuple[int, int], Handler]:
+    routes: dict[tuple[int, int], Handler] = {}
     for api_key, (low, high) in SERVED_APIS.items():
         served = max(low, MIN_VERSIONS.get(api_key, low))
-        routes[api_key] = (
-            *(None for _ in range(low)),
-            *(unsupported_version for _ in range(low, served)),
-            *(HANDLERS[api_key] for _ in range(served, high + 1)),
-        )
+        for version in range(low, high + 1):
+            routes[api_key, version] = (
+                HANDLERS[api_key] if version >= served else unsupported_version
+            )
     return routes
 
 
-#: Each API's handler by api_version (the tuple's index), built once from
-#: :data:`SERVED_APIS`: the API's handler for a version it serves;
-#: :func:`~kproto.broker.handlers.refusals.unsupported_version` for one ApiVersions
-#: advertises below that (Produce v0-v2); ``None`` below the advertised range and
-#: nothing past it. A request :meth:`Dispatcher.route` finds no handler for never
-#: reaches one: its connection is closed, as Kafka's ``SocketServer`` closes one
-#: whose api version its ``ApiVersionManager`` does not enable (ApiVersions
-#: excepted, answered by the server with the v0 body, KIP-511).
-ROUTES: Final[Mapping[int, tuple[Handler | None, ...]]] = _routes()
+#: The handler of each ``(api_key, api_version)`` ApiVersions advertises
+#: (:data:`SERVED_APIS`), built once: the API's handler for a version it serves,
+#: :func:`~kproto.broker.handlers.refusals.unsupported_version` for one advertised
+#: below that (Produce v0-v2). A request of any other version never reaches a
+#: handler: its connection is closed, as Kafka's ``SocketServer`` closes one whose
+#: api version its ``ApiVersionManager`` does not enable (ApiVersions excepted,
+#: answered by the server with the v0 body, KIP-511).
+ROUTES: Final[Mapping[tuple[int, int], Handler]] = _routes()
 
 #: The APIs of a client's steady traffic, whose codecs :func:`warm_codecs` builds
 #: for every served version.
@@ -177,10 +175,7 @@ class Dispatcher:
         """The handler of a request (:data:`ROUTES`: one lookup, the whole cost of
         refusing versions on the hot path); ``None``: the broker does not serve
         ``api_key`` at ``api_version`` and the connection is to be closed."""
-        handlers = ROUTES.get(api_key)
-        if handlers is None or not 0 <= api_version < len(handlers):
-            return None
-        return handlers[api_version]
+        return ROUTES.get((api_key, api_version))
 
     async def _call(self, handler: Handler, ctx: RequestContext, request: Any) -> Any:
         """Run ``handler``, behind the ACL check when the listener has ACLs."""
