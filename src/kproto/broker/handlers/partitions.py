@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kproto.broker.handlers.context import RequestContext
 from kproto.broker.leadership import leader_epoch
 from kproto.broker.log import PartitionLog
 from kproto.errors import ErrorCode
+from kproto.meta import ZERO_UUID
 
 __all__ = ["topic_name", "leader_log"]
-
-_ZERO = uuid.UUID(int=0)
 
 
 def topic_name(
@@ -25,7 +23,7 @@ def topic_name(
     if name:
         return name, ErrorCode.NONE
     topic_id = getattr(entry, "topic_id", None)
-    if topic_id is not None and topic_id != _ZERO:
+    if topic_id is not None and topic_id != ZERO_UUID:
         for info in ctx.state.topics.values():
             if info.topic_id == topic_id:
                 return info.name, ErrorCode.NONE

@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 
 from kproto.broker.acl import AclOperation, ResourceType
-from kproto.broker.authorized_operations import authorized_operations
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.broker.handlers.refusals import TOPIC_SHAPES, refused_topic
@@ -33,7 +32,6 @@ __all__ = [
     "call",
     "entries",
     "group_allowed",
-    "group_operations",
     "refuse_whole",
     "split",
     "topic_ids",
@@ -70,15 +68,6 @@ def group_allowed(ctx: RequestContext, op: AclOperation) -> Callable[[Any], bool
         return allowed(ctx, op, ResourceType.GROUP, group)
 
     return check
-
-
-def group_operations(ctx: RequestContext, group_id: str) -> int:
-    """The ``authorized_operations`` bitfield of a described group (KIP-430)."""
-    return authorized_operations(
-        ResourceType.GROUP,
-        True,
-        lambda op: allowed(ctx, op, ResourceType.GROUP, group_id),
-    )
 
 
 def topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:

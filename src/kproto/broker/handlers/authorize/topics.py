@@ -5,7 +5,6 @@ CreateTopics, DeleteTopics, CreatePartitions and the config APIs (Kafka's
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import attrs
@@ -27,6 +26,7 @@ from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.meta import ZERO_UUID
 
 __all__ = ["TOPIC_CHECKS"]
 
@@ -109,7 +109,7 @@ async def _describe_topic_partitions(
                 attrs.evolve(
                     t,
                     error_code=TOPIC_DENIED,
-                    topic_id=uuid.UUID(int=0),
+                    topic_id=ZERO_UUID,
                     partitions=(),
                 )
             )
