@@ -19,7 +19,7 @@ topology and the sticky task assignor in :mod:`.streams_group`, records in
 
 from __future__ import annotations
 
-from .coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupDescription
+from .coordinator import OFFSETS_TOPIC, DescribedGroup, GroupCoordinator
 from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, SyncResult
 from .records import java_string_hashcode, partition_for
 
@@ -28,7 +28,7 @@ __all__ = [
     "ClassicGroup",
     "CommittedOffset",
     "GroupCoordinator",
-    "GroupDescription",
+    "DescribedGroup",
     "GroupState",
     "JoinResult",
     "SyncResult",

@@ -21,7 +21,7 @@ import io
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 from kproto.index import data_type
 from kproto.serial import DecodeError, encode, entity_reader
@@ -144,14 +144,14 @@ class ClassicMembers:
         member = group.members.get(member_id)
         if member is None or not member.uses_classic_protocol:
             if instance_id is not None and instance_id in group.static_members:
-                raise BrokerError(E.FENCED_INSTANCE_ID, "")
-            raise BrokerError(
+                raise ApiError(E.FENCED_INSTANCE_ID, "")
+            raise ApiError(
                 E.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a classic member of group"
                 f" {group.group_id}.",
             )
         if instance_id is not None and member.instance_id != instance_id:
-            raise BrokerError(E.FENCED_INSTANCE_ID, "")
+            raise ApiError(E.FENCED_INSTANCE_ID, "")
         return member
 
     def _check_rebalance(
@@ -165,7 +165,7 @@ class ClassicMembers:
             and self._released(group, member)
         ):
             self._arm_join_timeout(group, member)
-            raise BrokerError(
+            raise ApiError(
                 E.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member"
                 f" {member.member_id} should rejoin to catch up.",
@@ -333,7 +333,7 @@ class ClassicMembers:
             ) or (protocol_name is not None and protocol_name != name):
                 return SyncResult(E.INCONSISTENT_GROUP_PROTOCOL)
             self._check_rebalance(group, member)
-        except BrokerError as error:
+        except ApiError as error:
             return SyncResult(error.error_code)
         self._arm(group, member)
         assignment = encode_assignment(self._by_name(member.assigned))
@@ -355,7 +355,7 @@ class ClassicMembers:
                 return E.ILLEGAL_GENERATION
             self._arm(group, member)
             self._check_rebalance(group, member)
-        except BrokerError as error:
+        except ApiError as error:
             return error.error_code
         return E.NONE
 

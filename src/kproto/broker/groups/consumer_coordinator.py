@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
@@ -160,7 +160,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             try:
                 self._validate(request)
                 upgrade(self, classic, records)
-            except BrokerError as error:
+            except ApiError as error:
                 return self._error_result(request, error.error_code, error.message)
             if not await self.coordinator._append(request.group_id, records):
                 return self._error_result(
@@ -201,13 +201,13 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             try:
                 compile_regex(r.subscribed_topic_regex)
             except ValueError as exc:
-                raise BrokerError(
+                raise ApiError(
                     E.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is not a"
                     f" valid regular expression: {exc}.",
                 ) from None
         if r.server_assignor is not None and r.server_assignor not in self.assignors:
-            raise BrokerError(
+            raise ApiError(
                 E.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {r.server_assignor} is not supported. Supported"
                 f" assignors: {', '.join(self.assignors)}.",
@@ -222,7 +222,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         member_id = r.member_id or str(uuid.uuid4())
         existing = group.members.get(member_id)
         if existing is not None and existing.uses_classic_protocol:
-            raise BrokerError(
+            raise ApiError(
                 E.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} uses the classic protocol in group"
                 f" {group.group_id}.",
@@ -271,7 +271,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         if r.instance_id is not None and previous_id not in (None, member_id):
             previous = group.members[previous_id or ""]
             if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise BrokerError(
+                raise ApiError(
                     E.UNRELEASED_INSTANCE_ID,
                     f"Static member {previous_id} with instance id {r.instance_id}"
                     " is not released yet.",

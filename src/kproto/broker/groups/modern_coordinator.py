@@ -35,7 +35,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
 from .modern import (
@@ -100,7 +100,7 @@ class ModernGroups(ABC, Generic[G, R]):
 
     @abstractmethod
     def _validate(self, request: Any) -> None:
-        """Raise BrokerError(INVALID_REQUEST...) for a malformed heartbeat."""
+        """Raise ApiError(INVALID_REQUEST...) for a malformed heartbeat."""
 
     @abstractmethod
     def _leave(self, request: Any, records: list[Pair]) -> R:
@@ -139,7 +139,7 @@ class ModernGroups(ABC, Generic[G, R]):
                 result = self._leave(request, records)
             else:
                 result = heartbeat(records)
-        except BrokerError as error:
+        except ApiError as error:
             return self._error_result(request, error.error_code, error.message)
         if records and not await self.coordinator._append(request.group_id, records):
             return self._error_result(
@@ -150,8 +150,8 @@ class ModernGroups(ABC, Generic[G, R]):
         return result
 
     @staticmethod
-    def _invalid(message: str) -> BrokerError:
-        return BrokerError(E.INVALID_REQUEST, message)
+    def _invalid(message: str) -> ApiError:
+        return ApiError(E.INVALID_REQUEST, message)
 
     @classmethod
     def _validate_common(cls, r: Any) -> None:
@@ -172,10 +172,10 @@ class ModernGroups(ABC, Generic[G, R]):
             raise invalid(f"MemberEpoch is invalid: {r.member_epoch}.")
 
     def _group(self, group_id: str) -> G:
-        """The group, or BrokerError(GROUP_ID_NOT_FOUND)."""
+        """The group, or ApiError(GROUP_ID_NOT_FOUND)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise BrokerError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            raise ApiError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         return group
 
     def _group_for_join(self, group_id: str, records: list[Pair]) -> G:
@@ -192,7 +192,7 @@ class ModernGroups(ABC, Generic[G, R]):
             if kind is not self
         )
         if other or (classic is not None and classic.members):
-            raise BrokerError(
+            raise ApiError(
                 E.GROUP_ID_NOT_FOUND,
                 f"Group {group_id} is not a {self.GROUP_TYPE} group.",
             )
@@ -207,10 +207,10 @@ class ModernGroups(ABC, Generic[G, R]):
 
     @staticmethod
     def _member(group: G, member_id: str) -> Any:
-        """The member, or BrokerError(UNKNOWN_MEMBER_ID)."""
+        """The member, or ApiError(UNKNOWN_MEMBER_ID)."""
         member = group.members.get(member_id)
         if member is None:
-            raise BrokerError(
+            raise ApiError(
                 E.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group.group_id}.",
             )
@@ -235,7 +235,7 @@ class ModernGroups(ABC, Generic[G, R]):
                 )
             )
         ):
-            raise BrokerError(
+            raise ApiError(
                 E.FENCED_MEMBER_EPOCH,
                 f"The {self.GROUP_TYPE} group member has a"
                 f" {'greater' if epoch > member.member_epoch else 'smaller'} member"
