@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import socket
 import struct
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +19,7 @@ from kproto.schema.api_versions.v3 import ApiVersionsRequest
 from kproto.schema.api_versions.v3 import ApiVersionsResponse as ApiVersionsResponseV3
 from kproto.schema.metadata.v12 import MetadataRequest
 from kproto.serial import entity_reader
+from tests.eventually import eventually
 from tests.strategies import sample_entity
 
 
@@ -75,15 +75,15 @@ def still_serves(cluster: Cluster) -> None:
 
 
 def no_connection_tasks(cluster: Cluster) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if (
-            cluster._on_loop(lambda: sum(len(s.connections) for s in cluster.servers))
-            == 0
-        ):
-            return True
-        time.sleep(0.02)
-    return False
+    """Whether every connection task ends within 5 s (AssertionError if not)."""
+    return eventually(
+        lambda: cluster._on_loop(
+            lambda: sum(len(s.connections) for s in cluster.servers)
+        )
+        == 0,
+        5,
+        message="connection tasks left",
+    )
 
 
 def test_unsupported_api_versions_version_gets_the_v0_body(cluster: Cluster) -> None:

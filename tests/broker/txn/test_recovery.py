@@ -20,6 +20,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.txn import TransactionState
 from kproto.records import ControlRecordType
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -47,16 +48,17 @@ def _read_committed(cluster: Cluster, topic: str, expect: int) -> list[bytes]:
     )
     c.assign([ck.TopicPartition(topic, 0, 0)])
     got: list[bytes] = []
-    deadline = time.monotonic() + 20
-    quiet = None
-    while time.monotonic() < deadline:
+    last = time.monotonic()
+
+    def settled() -> bool:  # ``expect`` read, then nothing more for 1 s
+        nonlocal last
         m = c.poll(0.2)
         if m is not None and m.error() is None:
             got.append(m.value())
-        elif len(got) >= expect:
-            quiet = quiet or time.monotonic() + 1
-            if time.monotonic() > quiet:
-                break
+            last = time.monotonic()
+        return len(got) >= expect and time.monotonic() - last > 1
+
+    eventually(settled, 20, interval_s=0, retry_on=(), message=lambda: f"{got}")
     c.close()
     return got
 
