@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from tests.consuming import read_committing
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -254,18 +255,7 @@ def test_an_empty_classic_group_is_upgraded_with_its_offsets() -> None:
         )
         classic.subscribe(["moved"])
         try:
-            got = 0
-
-            def five() -> bool:
-                nonlocal got
-                m = classic.poll(0.1)
-                if m is not None and m.error() is None:
-                    got += 1
-                    classic.commit(message=m, asynchronous=False)
-                return got >= 5
-
-            eventually(five, 30, interval_s=0, retry_on=())
-            assert got == 5
+            assert read_committing(classic, 5, 30) == 5
         finally:
             classic.close()
         assert cluster.groups.list_groups() == [

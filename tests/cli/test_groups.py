@@ -13,6 +13,7 @@ from kproto.broker import Cluster
 from kproto.cli import main
 from kproto.cli.groups import offsets_table, rows_of
 from kproto.client import GroupDescription, MemberDescription, TopicPartition
+from tests.consuming import read_committing
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -180,18 +181,7 @@ def test_describe_kip848_group(capsys: pytest.CaptureFixture[str]) -> None:
         )
         c.subscribe(["events"])
         try:
-            got = 0
-
-            def four() -> bool:
-                nonlocal got
-                m = c.poll(0.2)
-                if m is not None and m.error() is None:
-                    got += 1
-                    c.commit(message=m, asynchronous=False)
-                return got >= 4
-
-            eventually(four, 60, interval_s=0, retry_on=())
-            assert got == 4
+            assert read_committing(c, 4) == 4
             with Client(cluster.bootstrap_servers) as client:
                 (group,) = client.describe_groups(["next-gen"])
             assert (group.group_type, group.protocol_type) == ("consumer", "consumer")

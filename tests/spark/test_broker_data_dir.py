@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from kproto.broker import Cluster
 from kproto.spark import read_log_segments
-from tests.eventually import eventually
+from tests.consuming import read_committing
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -69,17 +69,7 @@ def test_decode_kip848_group_records(spark: SparkSession, tmp_path: Path) -> Non
             }
         )
         consumer.subscribe(["clicks"])
-        got = 0
-
-        def four() -> bool:
-            nonlocal got
-            m = consumer.poll(0.2)
-            if m is not None and m.error() is None:
-                got += 1
-                consumer.commit(message=m, asynchronous=False)
-            return got >= 4
-
-        eventually(four, 60, interval_s=0, retry_on=())
+        got = read_committing(consumer, 4)
         consumer.close()
         assert got == 4
     df = read_log_segments(spark, [str(tmp_path)]).where("topic = '__consumer_offsets'")

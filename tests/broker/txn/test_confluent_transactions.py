@@ -7,13 +7,13 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from kproto.broker import Cluster
 from kproto.records import ControlRecordType, decode_batches
+from tests.consuming import read_settled
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -64,18 +64,7 @@ def consume_all(
         }
     )
     c.assign([ck.TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list[bytes] = []
-    last = time.monotonic()
-
-    def settled() -> bool:  # ``expect`` read, then nothing more for 1.5 s
-        nonlocal last
-        m = c.poll(0.2)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-            last = time.monotonic()
-        return len(got) >= expect and time.monotonic() - last > 1.5
-
-    eventually(settled, 30, interval_s=0, retry_on=(), message=lambda: f"{got}")
+    got = read_settled(c, expect, 30, quiet_s=1.5)
     c.close()
     return got
 

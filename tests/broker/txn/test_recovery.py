@@ -11,7 +11,6 @@ outcome.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import attrs
@@ -20,7 +19,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.txn import TransactionState
 from kproto.records import ControlRecordType
-from tests.eventually import eventually
+from tests.consuming import read_settled
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -47,18 +46,7 @@ def _read_committed(cluster: Cluster, topic: str, expect: int) -> list[bytes]:
         }
     )
     c.assign([ck.TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    last = time.monotonic()
-
-    def settled() -> bool:  # ``expect`` read, then nothing more for 1 s
-        nonlocal last
-        m = c.poll(0.2)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-            last = time.monotonic()
-        return len(got) >= expect and time.monotonic() - last > 1
-
-    eventually(settled, 20, interval_s=0, retry_on=(), message=lambda: f"{got}")
+    got = read_settled(c, expect, 20)
     c.close()
     return got
 
