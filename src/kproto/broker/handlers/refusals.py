@@ -28,6 +28,7 @@ from typing import Any, Final
 
 import attrs
 
+from kproto.broker.handlers.cluster_info import MIN_VERSIONS
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, response_type
@@ -505,7 +506,7 @@ async def unsupported_version(ctx: RequestContext, request: Any) -> Any:
     UNSUPPORTED_VERSION, nothing stored; none with ``acks=0``, which has no
     response (the broker's log says why). Kafka 4 closes the connection instead;
     a per-partition error tells the client why."""
-    low = ctx.served_apis[ApiKey(ctx.header.request_api_key)][0]
+    low = MIN_VERSIONS[ApiKey(ctx.header.request_api_key)]
     log.warning(
         "node %d: %s v%d from %s refused (UNSUPPORTED_VERSION): this broker serves v%d+",
         ctx.node_id,
