@@ -9,7 +9,8 @@ Modelled on librdkafka's mock cluster (``rdkafka_mock.h``):
   (per node, or for any node), one consumed per request, in order. An error is
   answered without running the handler (nothing is appended or committed), with the
   error in every ``error_code`` of the response: the top level and each entry the
-  request named (``rd_kafka_mock_next_request_error`` and its handlers);
+  request named (``rd_kafka_mock_next_request_error`` and its handlers; built by
+  :func:`kproto.broker.handlers.refusals.error_response`);
   :data:`DISCONNECT` closes the connection without answering (librdkafka's
   ``RD_KAFKA_RESP_ERR__TRANSPORT``).
 * :meth:`FaultInjector.set_latency` is ``rd_kafka_mock_broker_set_rtt``: every
