@@ -70,6 +70,8 @@ async def _measure(partitions: int, fetches: int, rounds: int) -> dict[str, floa
             for _ in range(BATCHES):
                 await plog.append(batch)
         dispatcher = cluster.servers[0].dispatcher
+        handler = dispatcher.route(ApiKey.FETCH, VERSION)
+        assert handler is not None
         topic_id = cluster.state.topics["bench"].topic_id
         header = RequestHeader(
             request_api_key=ApiKey.FETCH,
@@ -85,14 +87,16 @@ async def _measure(partitions: int, fetches: int, rounds: int) -> dict[str, floa
         for request in cases.values():  # warm up
             for _ in range(20):
                 encode_response_parts(
-                    header, await dispatcher.handle(header, request, "127.0.0.1")
+                    header,
+                    await dispatcher.handle(handler, header, request, "127.0.0.1"),
                 )
         for _ in range(rounds):
             for name, request in cases.items():
                 start = time.process_time()
                 for _ in range(fetches):
                     encode_response_parts(
-                        header, await dispatcher.handle(header, request, "127.0.0.1")
+                        header,
+                        await dispatcher.handle(handler, header, request, "127.0.0.1"),
                     )
                 times[name].append((time.process_time() - start) / fetches * 1e6)
         return {name: statistics.median(t) for name, t in times.items()}

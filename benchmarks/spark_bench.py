@@ -285,8 +285,9 @@ def job_floor(spark: Any, data: Path, out: Path) -> int:
 def job_single(data: Path, out: Path) -> int:
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+    from kproto.spark._columns import SEGMENT_ARROW_SCHEMA
     from kproto.spark._framing import ByteRange, find_segment_files
-    from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, read_range
+    from kproto.spark._segments import read_range
 
     out.mkdir(parents=True, exist_ok=True)
     n = 0

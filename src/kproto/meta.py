@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal, TypeVar
 
@@ -30,6 +31,7 @@ import attrs
 
 __all__ = [
     "WIRE",
+    "ZERO_UUID",
     "PRIMITIVE_TYPES",
     "Wire",
     "EntityInfo",
@@ -42,6 +44,10 @@ __all__ = [
 
 #: The attrs metadata key under which every generated field keeps its :class:`Wire`.
 WIRE: Final = "kproto"
+
+#: The all-zero uuid (Kafka's ``Uuid.ZERO_UUID``): the default of every ``uuid``
+#: field, and the topic id that means "none" (a topic named by name, KIP-516).
+ZERO_UUID: Final = uuid.UUID(int=0)
 
 #: Kafka's primitive wire types, as spelled in the JSON message definitions.
 PRIMITIVE_TYPES: Final = frozenset(

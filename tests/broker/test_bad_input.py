@@ -5,19 +5,22 @@ from __future__ import annotations
 import io
 import socket
 import struct
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.dispatch import SERVED_APIS, Dispatcher
+from kproto.broker.handlers.refusals import unsupported_version
 from kproto.framing import decode_response, encode_request
-from kproto.index import api_versions
+from kproto.index import ApiKey, api_versions, request_type
 from kproto.schema.api_versions.v0 import ApiVersionsResponse
 from kproto.schema.api_versions.v3 import ApiVersionsRequest
 from kproto.schema.api_versions.v3 import ApiVersionsResponse as ApiVersionsResponseV3
 from kproto.schema.metadata.v12 import MetadataRequest
 from kproto.serial import entity_reader
+from tests.eventually import eventually
+from tests.strategies import sample_entity
 
 
 @pytest.fixture(scope="module")
@@ -72,15 +75,15 @@ def still_serves(cluster: Cluster) -> None:
 
 
 def no_connection_tasks(cluster: Cluster) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if (
-            cluster._on_loop(lambda: sum(len(s.connections) for s in cluster.servers))
-            == 0
-        ):
-            return True
-        time.sleep(0.02)
-    return False
+    """Whether every connection task ends within 5 s (AssertionError if not)."""
+    return eventually(
+        lambda: cluster._on_loop(
+            lambda: sum(len(s.connections) for s in cluster.servers)
+        )
+        == 0,
+        5,
+        message="connection tasks left",
+    )
 
 
 def test_unsupported_api_versions_version_gets_the_v0_body(cluster: Cluster) -> None:
@@ -154,3 +157,23 @@ def test_a_stalled_frame_is_closed_after_the_idle_time() -> None:
         s.sendall(struct.pack(">i", 100) + b"\x00\x03")  # then nothing more
         assert closed_by_broker(s)  # the socket timeout (10 s) bounds the wait
         assert no_connection_tasks(idle)
+
+
+def test_a_version_not_advertised_closes_before_any_handler(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Fetch v3 decodes (kproto generates it) but ApiVersions lists Fetch from v4:
+    the connection is closed with one warning, as Kafka's SocketServer does for a
+    version its ApiVersionManager does not enable, and no handler runs."""
+    low, high = SERVED_APIS[ApiKey.FETCH]
+    assert low == 4
+    request = sample_entity(request_type(ApiKey.FETCH, 3), 1)
+    with caplog.at_level("WARNING", logger="kproto.broker"), connect(cluster) as s:
+        s.sendall(encode_request(request, correlation_id=3, client_id="old"))
+        assert closed_by_broker(s)
+    assert f"api_key 1 v3 is not served (FETCH v4-v{high} are)" in caplog.text
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= 40]
+    assert Dispatcher.route(ApiKey.FETCH, 3) is None
+    assert Dispatcher.route(ApiKey.FETCH, high + 1) is None
+    assert Dispatcher.route(ApiKey.PRODUCE, 2) is unsupported_version
+    still_serves(cluster)

@@ -21,6 +21,7 @@ from kproto.records import (
     encode_batch,
     encode_control_batch,
 )
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -58,16 +59,17 @@ def consume_all(cluster: Cluster, topic: str) -> list[tuple[int, bytes, bytes | 
     )
     consumer.subscribe([topic])
     out = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def at_end() -> bool:
         msg = consumer.poll(0.5)
         if msg is None:
-            continue
+            return False
         if msg.error():
-            if msg.error().code() == ck.KafkaError._PARTITION_EOF:
-                break
-            continue
+            return bool(msg.error().code() == ck.KafkaError._PARTITION_EOF)
         out.append((msg.offset(), msg.key(), msg.value()))
+        return False
+
+    eventually(at_end, 30, interval_s=0, retry_on=())
     consumer.close()
     return out
 
@@ -153,17 +155,16 @@ def test_background_cleaner_compacts_without_being_asked(
     produce(cluster, "bg", [(b"k%d" % (i % 2), b"v%d" % i) for i in range(80)])
     plog = cluster.state.partition_log("bg", 0)
     assert plog is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def compacted() -> bool:
         below = [
             r.key
             for r in cluster.records("bg")
             if r.offset < plog.segments[-1].base_offset
         ]
-        if len(below) == len(set(below)):
-            break
-        time.sleep(0.05)
-    assert len(below) == len(set(below))
+        return len(below) == len(set(below))
+
+    eventually(compacted, 30, interval_s=0.05, message="duplicate keys below")
     assert consume_all(cluster, "bg")[-1][2] == b"v79"
 
 

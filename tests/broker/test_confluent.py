@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.records import decode_records
 from tests.broker.conftest import segment_files
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
@@ -51,12 +51,15 @@ def consume(
     )
     c.assign([ck.TopicPartition(topic, p, start) for p in range(partitions)])
     got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < n and time.monotonic() < deadline:
+
+    def enough() -> bool:
         m = c.poll(0.5)
         if m is not None:
             assert m.error() is None, m.error()
             got.append(m.value())
+        return len(got) >= n
+
+    eventually(enough, 30, interval_s=0, retry_on=(), message=f"{n} messages")
     c.close()
     return got
 
@@ -85,9 +88,7 @@ def test_producer_codecs_and_acks_then_consumer_and_dump_log(
 
     # acks=0: flush returns once the requests are written, maybe before the
     # broker appended them; wait (bounded) for the appends.
-    deadline = time.monotonic() + 10
-    while len(stored()) < len(values) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    eventually(lambda: len(stored()) >= len(values), 10)
     assert stored() == sorted(values)
     assert sorted(consume(cluster3, name, 3, 60)) == sorted(values)
     # the data directory is Kafka's layout: the records decode straight from the files

@@ -4,12 +4,12 @@ restart on the same data_dir the group resumes from its committed offsets."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from kproto.broker import Cluster
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -43,13 +43,16 @@ def drain(
     members: list[object], want: int, timeout_s: float = 60
 ) -> dict[int, list[bytes]]:
     got: dict[int, list[bytes]] = {i: [] for i in range(len(members))}
-    deadline = time.monotonic() + timeout_s
-    while sum(map(len, got.values())) < want and time.monotonic() < deadline:
+
+    def drained() -> bool:
         for i, c in enumerate(members):
             m = c.poll(0.2)  # type: ignore[attr-defined]
             if m is not None and m.error() is None:
                 got[i].append(m.value())
                 c.commit(message=m, asynchronous=False)  # type: ignore[attr-defined]
+        return sum(map(len, got.values())) >= want
+
+    eventually(drained, timeout_s, interval_s=0, retry_on=(), message=f"{want}")
     return got
 
 

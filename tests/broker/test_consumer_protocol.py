@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from tests.consuming import read_committing
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.timeout(120)
@@ -62,14 +64,17 @@ class Members:
         return [(i, c) for i, c in enumerate(self.consumers) if c is not None]
 
     def poll_until(self, done: Callable[[], bool], timeout_s: float = 30) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not done():
-            assert time.monotonic() < deadline, "timed out"
+        def polled() -> bool:
+            if done():
+                return True
             for i, c in self.live():
                 m = c.poll(0.05)
                 if m is not None and m.error() is None:
                     self.got[i].append(m.value())
                     c.commit(message=m, asynchronous=False)
+            return done()
+
+        eventually(polled, timeout_s, interval_s=0, retry_on=())
 
     def total(self) -> list[bytes]:
         return [v for values in self.got for v in values]
@@ -250,14 +255,7 @@ def test_an_empty_classic_group_is_upgraded_with_its_offsets() -> None:
         )
         classic.subscribe(["moved"])
         try:
-            got = 0
-            deadline = time.monotonic() + 30
-            while got < 5 and time.monotonic() < deadline:
-                m = classic.poll(0.1)
-                if m is not None and m.error() is None:
-                    got += 1
-                    classic.commit(message=m, asynchronous=False)
-            assert got == 5
+            assert read_committing(classic, 5, 30) == 5
         finally:
             classic.close()
         assert cluster.groups.list_groups() == [

@@ -4,6 +4,7 @@ through a coordinator move."""
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import decode_records
 from tests.broker.conftest import segment_files
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -118,18 +120,18 @@ def test_idempotent_producer_through_errors_and_a_node_restart(
         stopped = cluster.leader("t", 0)
         next_seq = [0] * partitions
         in_flight_max = 200  # faults strike while this many wait for their ack
-        deadline = time.monotonic() + 90
+
+        def in_flight_below_max(sent: int) -> bool:
+            producer.poll(0.01)
+            return sent - sum(map(len, acked.values())) - len(failed) <= in_flight_max
+
         for i in range(total):
             p = i % partitions
             producer.produce(
                 "t", b"%d" % next_seq[p], partition=p, on_delivery=on_delivery
             )
             next_seq[p] += 1
-            while (
-                i + 1 - sum(map(len, acked.values())) - len(failed) > in_flight_max
-                and time.monotonic() < deadline
-            ):
-                producer.poll(0.01)
+            eventually(functools.partial(in_flight_below_max, i + 1), 90, interval_s=0)
             if i == 600:
                 cluster.inject_errors(
                     ApiKey.PRODUCE,
@@ -201,11 +203,13 @@ def test_consumer_group_rides_through_a_coordinator_move() -> None:
         seen: list[int] = []
 
         def consume_until(n: int) -> None:
-            deadline = time.monotonic() + 60
-            while len(seen) < n and time.monotonic() < deadline:
+            def enough() -> bool:
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None:
                     seen.append(int(msg.value()))
+                return len(seen) >= n
+
+            eventually(enough, 60, interval_s=0, retry_on=())
 
         consume_until(count // 2)
         consumer.commit(asynchronous=False)
@@ -252,11 +256,13 @@ def test_consumer_follows_leader_moves_through_a_fenced_epoch() -> None:
         seen: list[int] = []
 
         def consume_until(n: int) -> None:
-            deadline = time.monotonic() + 30
-            while len(seen) < n and time.monotonic() < deadline:
+            def enough() -> bool:
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None:
                     seen.append(int(msg.value()))
+                return len(seen) >= n
+
+            eventually(enough, 30, interval_s=0, retry_on=())
 
         consume_until(100)
         cluster.move_leader("t", 0, home % 2 + 1)

@@ -3,12 +3,11 @@ coordinator (the node leading its ``__transaction_state`` partition stops)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kproto.broker import Cluster
 from kproto.index import ApiKey
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -49,10 +48,13 @@ def test_transactional_producer_rides_through_a_coordinator_move() -> None:
         )
         consumer.assign([ck.TopicPartition("t", p, 0) for p in range(2)])
         seen: list[int] = []
-        deadline = time.monotonic() + 30
-        while len(seen) < 20 and time.monotonic() < deadline:
+
+        def twenty() -> bool:
             msg = consumer.poll(0.2)
             if msg is not None and msg.error() is None:
                 seen.append(int(msg.value()))
+            return len(seen) >= 20
+
+        eventually(twenty, 30, interval_s=0, retry_on=())
         consumer.close()
         assert sorted(seen) == list(range(20))

@@ -263,7 +263,7 @@ def test_request_log_is_bounded() -> None:
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_produce_v0_to_v2_is_advertised_but_refused(
-    cluster: Cluster, version: int
+    cluster: Cluster, version: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Kafka 4 (KAFKA-18659): ApiVersions lists Produce from v0 so that older
     librdkafka compresses, while a v0-v2 request (magic 0/1 message sets) stores
@@ -289,7 +289,10 @@ def test_produce_v0_to_v2_is_advertised_but_refused(
                 ],
             },
         )
-        response = conn.send(request)
+        with caplog.at_level("WARNING", logger="kproto.broker"):
+            response = conn.send(request)
+        assert f"ProduceRequest v{version} from" in caplog.text
+        assert "refused (UNSUPPORTED_VERSION): this broker serves v3+" in caplog.text
         (topic,) = response.responses
         (partition,) = topic.partition_responses
         assert (topic.name, partition.index) == (name, 0)

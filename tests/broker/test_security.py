@@ -23,6 +23,7 @@ from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import ApiKey
 from kproto.negotiation import client_ssl_context
 from kproto.sasl import SaslConfig
+from tests.eventually import eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 trustme = pytest.importorskip("trustme")
@@ -49,12 +50,25 @@ def _errors() -> tuple[list[str], Any]:
 
 def _consume(consumer: Any, count: int, timeout_s: float = 30.0) -> list[bytes]:
     got: list[bytes] = []
-    deadline = time.monotonic() + timeout_s
-    while len(got) < count and time.monotonic() < deadline:
+
+    def enough() -> bool:
         msg = consumer.poll(0.5)
         if msg is not None and not msg.error():
             got.append(msg.value())
+        return len(got) >= count
+
+    eventually(enough, timeout_s, message=lambda: f"{len(got)} of {count} messages")
     return got
+
+
+def _until_error(producer: Any, errors: list[str], text: str) -> None:
+    """Poll ``producer`` until its error callback reported ``text`` (10 s)."""
+
+    def reported() -> bool:
+        producer.poll(0.2)
+        return any(text in e for e in errors)
+
+    eventually(reported, 10, message=lambda: f"no {text!r} in {errors}")
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -105,10 +119,7 @@ def test_confluent_refused(
     }
     with caplog.at_level("WARNING", logger="kproto.broker"):
         producer = confluent_kafka.Producer(config)
-        deadline = time.monotonic() + 10
-        while not any("Authentication failed" in e for e in errors):
-            assert time.monotonic() < deadline, errors
-            producer.poll(0.2)
+        _until_error(producer, errors, "Authentication failed")
     assert any(
         "SASL authentication error: Authentication failed" in e
         and mechanism in e
@@ -129,14 +140,12 @@ def test_confluent_untrusted_certificate(
     errors, on_error = _errors()
     with caplog.at_level("WARNING", logger="kproto.broker"):
         producer = confluent_kafka.Producer({**config, "error_cb": on_error})
-        deadline = time.monotonic() + 10
-        while not any("certificate verify failed" in e for e in errors):
-            assert time.monotonic() < deadline, errors
-            producer.poll(0.2)
-        deadline = time.monotonic() + 5
-        while "TLS handshake from 127.0.0.1 failed" not in caplog.text:
-            assert time.monotonic() < deadline, caplog.text
-            time.sleep(0.05)
+        _until_error(producer, errors, "certificate verify failed")
+        eventually(
+            lambda: "TLS handshake from 127.0.0.1 failed" in caplog.text,
+            5,
+            message=lambda: caplog.text,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -170,19 +179,17 @@ def test_hostname_mismatch(
                 "error_cb": on_error,
             }
         )
-        deadline = time.monotonic() + 10
-        while not any("certificate verify failed" in e for e in errors):
-            assert time.monotonic() < deadline, errors
-            producer.poll(0.2)
+        _until_error(producer, errors, "certificate verify failed")
         port = cluster.servers[0].port
         with pytest.raises(
             KafkaConnectionError, match="address mismatch, certificate is not valid"
         ):
             Connection("127.0.0.1", port, ssl_context=client_ssl_context(ca_file))
-        deadline = time.monotonic() + 5
-        while "TLS handshake from 127.0.0.1 failed" not in caplog.text:
-            assert time.monotonic() < deadline, caplog.text
-            time.sleep(0.05)
+        eventually(
+            lambda: "TLS handshake from 127.0.0.1 failed" in caplog.text,
+            5,
+            message=lambda: caplog.text,
+        )
     # the same CA without host name verification: the handshake and SASL pass
     context = client_ssl_context(ca_file, check_hostname=False)
     sasl = SaslConfig(mechanism="PLAIN", username="alice", password="alice-secret")
@@ -297,10 +304,13 @@ def test_kafka_python_and_aiokafka_scram(
             "kp", group_id="kp-group", auto_offset_reset="earliest", **settings
         )
         got: list[bytes] = []
-        deadline = time.monotonic() + 30
-        while not got and time.monotonic() < deadline:
+
+        def polled() -> bool:
             for records in consumer.poll(500).values():
                 got.extend(r.value for r in records)
+            return bool(got)
+
+        eventually(polled, 30)
         consumer.close()
         assert got == [b"from-kafka-python"]
 

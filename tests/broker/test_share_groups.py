@@ -24,11 +24,13 @@ from tests.broker.share.support import (
     SHARE_CONFIGS,
     ck,
     fresh,
+    poll_for,
     poll_until,
     produce,
     share_consumer,
     start_offsets,
 )
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -55,16 +57,19 @@ def test_two_share_consumers_get_every_record_once(cluster: Cluster) -> None:
     b.subscribe([topic])
     seen: dict[tuple[int, int], int] = {}
     by: dict[str, int] = {"a": 0, "b": 0}
-    deadline = time.monotonic() + DEADLINE_S
+
+    def all_seen() -> bool:
+        for name, consumer in (("a", a), ("b", b)):
+            for message in consumer.poll(0.1):
+                assert message.error() is None
+                key = (message.partition(), message.offset())
+                seen[key] = seen.get(key, 0) + 1
+                by[name] += 1
+                assert message.delivery_count() == 1
+        return len(seen) >= 60
+
     try:
-        while len(seen) < 60 and time.monotonic() < deadline:
-            for name, consumer in (("a", a), ("b", b)):
-                for message in consumer.poll(0.1):
-                    assert message.error() is None
-                    key = (message.partition(), message.offset())
-                    seen[key] = seen.get(key, 0) + 1
-                    by[name] += 1
-                    assert message.delivery_count() == 1
+        eventually(all_seen, DEADLINE_S, interval_s=0, retry_on=())
         # implicit mode accepts the last poll's records on commit (librdkafka's
         # close() sends no acknowledgements: its share session close releases them)
         a.commit_sync(10)
@@ -99,7 +104,7 @@ def test_two_share_consumers_share_one_partition(cluster: Cluster) -> None:
             for m in messages:
                 consumer.acknowledge(m, ck.AcknowledgeType.ACCEPT)
             consumer.commit_sync(10)
-        assert poll_until(b, lambda got: False, seconds=0.5) == []
+        assert poll_for(b, 0.5) == []
         info = cluster.state.nodes[1]
         with Connection(info.host, info.port, timeout_s=10) as conn:
             (described,) = conn.request(
@@ -139,7 +144,7 @@ def test_released_record_is_redelivered_and_rejected_never(cluster: Cluster) -> 
         consumer.acknowledge(again[0], ck.AcknowledgeType.ACCEPT)
         consumer.commit_sync(10)
         # the rejected record 2 never comes back
-        assert poll_until(consumer, lambda got: False, seconds=1.5) == []
+        assert poll_for(consumer, 1.5) == []
     finally:
         consumer.close()
     assert start_offsets(cluster, group, topic) == {0: 5}
@@ -153,15 +158,18 @@ def test_delivery_count_limit_archives_a_poison_record(cluster: Cluster) -> None
     consumer.subscribe([topic])
     counts = []
     try:
-        deadline = time.monotonic() + DEADLINE_S
-        while len(counts) < 5 and time.monotonic() < deadline:
+
+        def released_five_times() -> bool:
             for message in consumer.poll(0.2):
                 counts.append(message.delivery_count())
                 consumer.acknowledge(message, ck.AcknowledgeType.RELEASE)
             consumer.commit_sync(10)
+            return len(counts) >= 5
+
+        eventually(released_five_times, DEADLINE_S, interval_s=0, retry_on=())
         # group.share.delivery.count.limit is 5: after the fifth release it is
         # archived and never delivered again
-        assert poll_until(consumer, lambda got: False, seconds=1.5) == []
+        assert poll_for(consumer, 1.5) == []
     finally:
         consumer.close()
     assert counts == [1, 2, 3, 4, 5]
@@ -228,7 +236,7 @@ def test_restart_keeps_acknowledged_state(tmp_path: Path) -> None:
                 (8, 2),
                 (9, 2),
             ]
-            assert poll_until(consumer, lambda got: False, seconds=1.0) == []
+            assert poll_for(consumer, 1.0) == []
         finally:
             consumer.close()
         assert start_offsets(cluster, group, topic) == {0: 10}
@@ -290,13 +298,12 @@ def test_auto_offset_reset_latest_by_default_and_earliest_as_a_group_config() ->
             assert [m.offset() for m in got] == [0, 1, 2]
             # "late" starts at the log end: it waits for the share partition to
             # start (its first heartbeat), then sees only what comes after
-            deadline = time.monotonic() + DEADLINE_S
-            while (
-                "late",
-                "reset",
-                0,
-            ) not in cluster.share.partitions and time.monotonic() < deadline:
-                late.poll(0.1)
+            eventually(
+                lambda: late.poll(0.1) is not None
+                and ("late", "reset", 0) in cluster.share.partitions,
+                DEADLINE_S,
+                interval_s=0,
+            )
             produce(cluster, "reset", 1)
             after = poll_until(late, lambda got: len(got) >= 1)
             assert [m.offset() for m in after] == [3]
@@ -344,12 +351,16 @@ def test_member_session_timeout_and_three_nodes() -> None:
             live = beat("live", 0)
             assert list(live.assignment.topic_partitions[0].partitions) == [0, 2]
             epoch = live.member_epoch
-            deadline = time.monotonic() + DEADLINE_S
             answer = beat("live", epoch)
-            while answer.assignment is None and time.monotonic() < deadline:
-                time.sleep(0.2)
+
+            def reassigned() -> bool:
+                nonlocal answer, epoch
                 answer = beat("live", epoch)
                 epoch = answer.member_epoch
+                return answer.assignment is not None
+
+            if answer.assignment is None:
+                eventually(reassigned, DEADLINE_S, interval_s=0.2, retry_on=())
             # "quiet" missed its 1 s session timeout: "live" has every partition
             assert list(answer.assignment.topic_partitions[0].partitions) == [0, 1, 2]
             assert beat("quiet", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID

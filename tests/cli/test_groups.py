@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
@@ -14,6 +13,8 @@ from kproto.broker import Cluster
 from kproto.cli import main
 from kproto.cli.groups import offsets_table, rows_of
 from kproto.client import GroupDescription, MemberDescription, TopicPartition
+from tests.consuming import read_committing
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -93,14 +94,17 @@ def test_describe_live_group_then_dump_offsets(
     assert p.flush(30) == 0
     c = _consumer(kafka_cluster)
     got = 0
-    deadline = time.monotonic() + 60
-    while got < 6 and time.monotonic() < deadline:
+
+    def six() -> bool:  # commits partition 0 only
+        nonlocal got
         m = c.poll(0.2)  # type: ignore[attr-defined]
-        if m is not None and m.error() is None and m.partition() == 0:
+        if m is not None and m.error() is None:
             got += 1
-            c.commit(message=m, asynchronous=False)  # type: ignore[attr-defined]
-        elif m is not None and m.error() is None:
-            got += 1
+            if m.partition() == 0:
+                c.commit(message=m, asynchronous=False)  # type: ignore[attr-defined]
+        return got >= 6
+
+    eventually(six, 60, interval_s=0, retry_on=())
     try:
         code, out, err = run(capsys, "groups", "list", bs)
         assert (code, out, err) == (0, "billing\n", "")
@@ -177,14 +181,7 @@ def test_describe_kip848_group(capsys: pytest.CaptureFixture[str]) -> None:
         )
         c.subscribe(["events"])
         try:
-            got = 0
-            deadline = time.monotonic() + 60
-            while got < 4 and time.monotonic() < deadline:
-                m = c.poll(0.2)
-                if m is not None and m.error() is None:
-                    got += 1
-                    c.commit(message=m, asynchronous=False)
-            assert got == 4
+            assert read_committing(c, 4) == 4
             with Client(cluster.bootstrap_servers) as client:
                 (group,) = client.describe_groups(["next-gen"])
             assert (group.group_type, group.protocol_type) == ("consumer", "consumer")

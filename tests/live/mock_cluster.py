@@ -12,7 +12,6 @@ partition's Produce/Fetch at a chosen version (the tests of
 from __future__ import annotations
 
 import struct
-import time
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
@@ -24,6 +23,7 @@ from kproto.index import ApiKey, data_type, request_type
 from kproto.meta import build_entity
 from kproto.records import decode_batches
 from kproto.serial import encode
+from tests.eventually import eventually
 
 #: Versions librdkafka's mock cluster advertises but mishandles (2.16): it closes
 #: the connection on JoinGroup v6 and SyncGroup v4 (flexible versions it misparses)
@@ -70,15 +70,19 @@ class MockCluster:
                 "log_level": 2,
             }
         )
-        deadline = time.monotonic() + timeout_s
-        brokers: dict[int, tuple[str, int]] = {}
-        while len(brokers) < num_brokers:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.close()
-                raise RuntimeError(f"mock cluster did not come up within {timeout_s} s")
-            md = self._producer.list_topics(timeout=min(left, 5.0))
-            brokers = {b.id: (b.host, b.port) for b in md.brokers.values()}
+
+        def listed() -> dict[int, tuple[str, int]] | None:
+            md = self._producer.list_topics(timeout=min(timeout_s, 5.0))
+            found = {b.id: (b.host, b.port) for b in md.brokers.values()}
+            return found if len(found) >= num_brokers else None
+
+        try:
+            brokers = eventually(listed, timeout_s, interval_s=0)
+        except AssertionError:
+            self.close()
+            raise RuntimeError(
+                f"mock cluster did not come up within {timeout_s} s"
+            ) from None
         self.brokers: dict[int, tuple[str, int]] = dict(sorted(brokers.items()))
         self.bootstrap = ",".join(f"{h}:{p}" for h, p in self.brokers.values())
 

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import struct
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +31,7 @@ from kproto.records import (
     encode_batch,
 )
 from kproto.serial import DecodeError
+from tests.eventually import eventually
 from tests.live.mock_cluster import (
     Brokers,
     MockCluster,
@@ -82,13 +82,16 @@ def _consume(
     try:
         consumer.assign([confluent_kafka.TopicPartition(t, 0, 0) for t in topics])
         got: list[Any] = []
-        deadline = time.monotonic() + timeout_s
-        while len(got) < want and time.monotonic() < deadline:
+
+        def enough() -> bool:
             for msg in consumer.consume(num_messages=want - len(got), timeout=0.5):
                 if msg.error() is None:
                     got.append(msg)
                 elif msg.error().code() != confluent_kafka.KafkaError._PARTITION_EOF:
                     raise AssertionError(f"consumer error: {msg.error()}")
+            return len(got) >= want
+
+        eventually(enough, timeout_s, interval_s=0, retry_on=())
         return got
     finally:
         consumer.close()

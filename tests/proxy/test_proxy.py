@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from tests.eventually import eventually
 from tests.live.mock_cluster import MockCluster
 from tests.proxy.recorder import Recording, RecordingProxy
 
@@ -119,17 +119,21 @@ def _produce(
 
 
 def _consume(make: Callable[[], Any], topic: str, n: int) -> list[bytes]:
-    """Subscribe, poll until ``n`` values arrived (or TIMEOUT_S), commit, close."""
+    """Subscribe, poll until ``n`` values arrived (TIMEOUT_S at most), commit, close."""
     consumer = make()
     share = isinstance(consumer, ck.ShareConsumer)
     consumer.subscribe([topic])
     got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT_S
+
+    def enough() -> bool:
+        nonlocal got
+        polled = consumer.poll(0.5)
+        batch = list(polled) if share else [polled]  # ShareConsumer: Messages
+        got += [m.value() for m in batch if m is not None and not m.error()]
+        return len(got) >= n
+
     try:
-        while len(got) < n and time.monotonic() < deadline:
-            polled = consumer.poll(0.5)
-            batch = list(polled) if share else [polled]  # ShareConsumer: Messages
-            got += [m.value() for m in batch if m is not None and not m.error()]
+        eventually(enough, TIMEOUT_S, interval_s=0, retry_on=())
         if share:
             consumer.commit_sync()
         elif got:
@@ -221,16 +225,22 @@ def test_share_consumer(proxy: RecordingProxy) -> None:
     got: list[bytes] = []
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + TIMEOUT_S
         fetches = proxy.recording.responses
-        while sum(c for (k, _), c in fetches.items() if k == 78) < 3:
-            assert time.monotonic() < deadline, "no ShareFetch session in time"
+
+        def in_session() -> bool:
             consumer.poll(0.2)
+            return sum(c for (k, _), c in fetches.items() if k == 78) >= 3
+
+        eventually(in_session, TIMEOUT_S, interval_s=0, message="no ShareFetch session")
         _produce({"bootstrap.servers": proxy.bootstrap}, topic, values)
-        deadline = time.monotonic() + TIMEOUT_S
-        while len(got) < N and time.monotonic() < deadline:
+
+        def all_got() -> bool:
+            nonlocal got
             batch = consumer.poll(0.5)
             got += [m.value() for m in batch if not m.error()]
+            return len(got) >= N
+
+        eventually(all_got, TIMEOUT_S, interval_s=0, retry_on=())
         consumer.commit_sync()
     finally:
         consumer.close()

@@ -9,7 +9,8 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 from spark_data import make_records, v2_batch  # type: ignore[import-not-found]
 
 from kproto.records import COLUMN_NAMES, Compression, decode_columns
-from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, _Runs, columns_to_batch
+from kproto.spark._columns import SEGMENT_ARROW_SCHEMA
+from tests.spark.reference_batch import Runs, columns_to_batch
 
 _LABELS = ("none", "gzip", "snappy", "lz4", "zstd")
 
@@ -113,7 +114,7 @@ def test_runs_that_are_not_uniform() -> None:
         "producer_epoch": [-1, -1, -1, -1, 0, 0],
         "base_sequence": [-1, -1, -1, -1, 3, 3],
     }
-    runs = _Runs(pa.array(columns["base_offset"], pa.int64()))
+    runs = Runs(pa.array(columns["base_offset"], pa.int64()))
     assert runs.ends == [4, 6]
     assert runs.firsts(columns["magic"]) == [2, 2]
     for name in ("is_control", "producer_id", "compression", "timestamp_type"):

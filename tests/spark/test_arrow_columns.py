@@ -28,10 +28,15 @@ from kproto.records import (
     encode_batch,
     encode_control_batch,
 )
-from kproto.spark._columns import arrow_columns_to_batch, record_arrays, record_key
-from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, columns_to_batch
+from kproto.spark._columns import (
+    SEGMENT_ARROW_SCHEMA,
+    arrow_columns_to_batch,
+    record_arrays,
+    record_key,
+)
 from tests.records.records_testlib import with_region
 from tests.records.test_records_native import records_v2
+from tests.spark.reference_batch import columns_to_batch
 
 BOTH = [True, False] if speedups.available() else [False]
 TYPES = {f.name: f.type for f in SEGMENT_ARROW_SCHEMA}

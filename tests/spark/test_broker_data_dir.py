@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ from pyspark.sql import SparkSession
 
 from kproto.broker import Cluster
 from kproto.spark import read_log_segments
+from tests.consuming import read_committing
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -69,13 +69,7 @@ def test_decode_kip848_group_records(spark: SparkSession, tmp_path: Path) -> Non
             }
         )
         consumer.subscribe(["clicks"])
-        got = 0
-        deadline = time.monotonic() + 60
-        while got < 4 and time.monotonic() < deadline:
-            m = consumer.poll(0.2)
-            if m is not None and m.error() is None:
-                got += 1
-                consumer.commit(message=m, asynchronous=False)
+        got = read_committing(consumer, 4)
         consumer.close()
         assert got == 4
     df = read_log_segments(spark, [str(tmp_path)]).where("topic = '__consumer_offsets'")

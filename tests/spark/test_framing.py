@@ -121,8 +121,9 @@ def test_legacy_framing(tmp_path: Path) -> None:
 def test_read_range_bounded_batches(tmp_path: Path) -> None:
     """Chunks and Arrow batches stay small however large the file; nothing is lost."""
     from kproto.records import decode_columns
+    from kproto.spark._columns import SEGMENT_ARROW_SCHEMA
     from kproto.spark._framing import ByteRange
-    from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, read_range
+    from kproto.spark._segments import read_range
 
     recs = make_records(4000, seed=9)
     p = write_segment(

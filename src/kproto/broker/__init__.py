@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kproto.broker.cluster import Cluster
-    from kproto.broker.errors import BrokerError, TopicError
+    from kproto.broker.errors import ApiError, TopicError
     from kproto.broker.introspect import RequestLog, RequestRecord
     from kproto.broker.state import ClusterState, NodeInfo, TopicMetadata
 
@@ -24,7 +24,7 @@ __all__ = [
     "ClusterState",
     "NodeInfo",
     "TopicMetadata",
-    "BrokerError",
+    "ApiError",
     "TopicError",
     "RequestLog",
     "RequestRecord",
@@ -35,7 +35,7 @@ _HOMES = {
     "ClusterState": "kproto.broker.state",
     "NodeInfo": "kproto.broker.state",
     "TopicMetadata": "kproto.broker.state",
-    "BrokerError": "kproto.broker.errors",
+    "ApiError": "kproto.broker.errors",
     "TopicError": "kproto.broker.errors",
     "RequestLog": "kproto.broker.introspect",
     "RequestRecord": "kproto.broker.introspect",

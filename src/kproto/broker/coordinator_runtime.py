@@ -53,7 +53,7 @@ import logging
 from collections.abc import Iterator
 from typing import Protocol
 
-from kproto.broker.errors import BrokerError, LogAppendError
+from kproto.broker.errors import ApiError, LogAppendError
 from kproto.broker.log_validator import LogPolicy
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -110,7 +110,7 @@ def coordinator_error(storage_error: ErrorCode, api: ApiKey | None = None) -> Er
     return _NORMALIZED.get(storage_error, storage_error)
 
 
-class CoordinatorWriteError(BrokerError):
+class CoordinatorWriteError(ApiError):
     """An append to an internal topic failed; nothing of it was stored.
 
     Attributes:

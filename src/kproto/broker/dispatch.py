@@ -24,8 +24,9 @@ from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.authorize import guarded
-from kproto.broker.handlers.cluster_info import served_api_ranges
+from kproto.broker.handlers.cluster_info import MIN_VERSIONS, served_api_ranges
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
+from kproto.broker.handlers.refusals import unsupported_version
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.replica_manager import ReplicaManager
 from kproto.broker.security import ANONYMOUS, ListenerSecurity
@@ -38,6 +39,7 @@ from kproto.serial import entity_reader, entity_writer
 __all__ = [
     "Dispatcher",
     "HANDLERS",
+    "ROUTES",
     "SERVED_APIS",
     "WARM_APIS",
     "CLIENT_VERSIONS",
@@ -52,6 +54,27 @@ log = logging.getLogger("kproto.broker")
 
 #: ``{api_key: (min_version, max_version)}`` of every API served (ApiVersions).
 SERVED_APIS: Final[Mapping[ApiKey, tuple[int, int]]] = served_api_ranges(HANDLERS)
+
+
+def _routes() -> dict[tuple[int, int], Handler]:
+    routes: dict[tuple[int, int], Handler] = {}
+    for api_key, (low, high) in SERVED_APIS.items():
+        served = max(low, MIN_VERSIONS.get(api_key, low))
+        for version in range(low, high + 1):
+            routes[api_key, version] = (
+                HANDLERS[api_key] if version >= served else unsupported_version
+            )
+    return routes
+
+
+#: The handler of each ``(api_key, api_version)`` ApiVersions advertises
+#: (:data:`SERVED_APIS`), built once: the API's handler for a version it serves,
+#: :func:`~kproto.broker.handlers.refusals.unsupported_version` for one advertised
+#: below that (Produce v0-v2). A request of any other version never reaches a
+#: handler: its connection is closed, as Kafka's ``SocketServer`` closes one whose
+#: api version its ``ApiVersionManager`` does not enable (ApiVersions excepted,
+#: answered by the server with the v0 body, KIP-511).
+ROUTES: Final[Mapping[tuple[int, int], Handler]] = _routes()
 
 #: The APIs of a client's steady traffic, whose codecs :func:`warm_codecs` builds
 #: for every served version.
@@ -155,9 +178,11 @@ class Dispatcher:
         )
 
     @staticmethod
-    def serves(api_key: int) -> bool:
-        """Whether the broker has a handler for ``api_key``."""
-        return api_key in HANDLERS
+    def route(api_key: int, api_version: int) -> Handler | None:
+        """The handler of a request (:data:`ROUTES`: one lookup, the whole cost of
+        refusing versions on the hot path); ``None``: the broker does not serve
+        ``api_key`` at ``api_version`` and the connection is to be closed."""
+        return ROUTES.get((api_key, api_version))
 
     async def _call(self, handler: Handler, ctx: RequestContext, request: Any) -> Any:
         """Run ``handler``, behind the ACL check when the listener has ACLs."""
@@ -166,13 +191,18 @@ class Dispatcher:
         return await guarded(ctx, handler, request)
 
     async def handle(
-        self, header: Any, request: Any, client_host: str, principal: str = ANONYMOUS
+        self,
+        handler: Handler,
+        header: Any,
+        request: Any,
+        client_host: str,
+        principal: str = ANONYMOUS,
     ) -> Any:
-        """The response entity to ``request`` (``None``: Kafka sends none), for a
-        connection authenticated as ``principal``.
+        """The response entity to ``request`` (``None``: Kafka sends none) by
+        ``handler`` (its :meth:`route`), for a connection authenticated as
+        ``principal``.
 
         Raises:
-            KeyError: the api_key is not served (check :meth:`serves` first).
             InjectedDisconnect: a fault says to close the connection unanswered.
         """
         api_key = header.request_api_key
@@ -193,7 +223,6 @@ class Dispatcher:
             share=self.share,
             replicas=self.replicas,
         )
-        handler = HANDLERS[api_key]
         request_log = self.request_log
         time_ms = 0 if request_log is None else self.state.now_ms()
         faults = self.faults

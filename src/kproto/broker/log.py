@@ -364,7 +364,7 @@ class PartitionLog:
         if first.producer_id >= 0 and not first.is_control and first.base_sequence < 0:
             self.producer_state.check_epoch(first.producer_id, first.producer_epoch)
         elif first.producer_id >= 0 and not first.is_control:
-            # raises ProducerSequenceError, a LogAppendError
+            # raises ProducerStateError, a LogAppendError
             duplicate = self.producer_state.check(
                 first.producer_id,
                 first.producer_epoch,

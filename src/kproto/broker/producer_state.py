@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import attrs
 
-from kproto.broker.errors import ProducerSequenceError
+from kproto.broker.errors import ProducerStateError
 from kproto.errors import ErrorCode
 
-__all__ = ["ProducerState", "ProducerStateManager", "ProducerSequenceError"]
+__all__ = ["ProducerState", "ProducerStateManager", "ProducerStateError"]
 
 #: Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN.
 NUM_BATCHES_TO_RETAIN = 5
@@ -58,7 +58,7 @@ class ProducerStateManager:
         batch appended before (a retry), else None.
 
         Raises:
-            ProducerSequenceError: an older epoch (INVALID_PRODUCER_EPOCH), a new
+            ProducerStateError: an older epoch (INVALID_PRODUCER_EPOCH), a new
                 epoch not starting at sequence 0 or a sequence that does not follow
                 the last (OUT_OF_ORDER_SEQUENCE_NUMBER).
         """
@@ -68,14 +68,14 @@ class ProducerStateManager:
             # any sequence (checkSequence with epoch -1).
             return None
         if producer_epoch < state.producer_epoch:
-            raise ProducerSequenceError(
+            raise ProducerStateError(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {producer_id} epoch {producer_epoch} is older than "
                 f"{state.producer_epoch}",
             )
         if producer_epoch > state.producer_epoch:
             if first_seq != 0:
-                raise ProducerSequenceError(
+                raise ProducerStateError(
                     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"sequence {first_seq} for a new epoch of producer {producer_id} "
                     "(expected 0)",
@@ -86,7 +86,7 @@ class ProducerStateManager:
                 return base
         expected = (state.last_sequence + 1) & 0x7FFFFFFF  # wraps to 0 after int32 max
         if first_seq != expected:
-            raise ProducerSequenceError(
+            raise ProducerStateError(
                 ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"out of order sequence {first_seq} from producer {producer_id} "
                 f"(expected {expected})",
@@ -99,11 +99,11 @@ class ProducerStateManager:
         appends).
 
         Raises:
-            ProducerSequenceError: INVALID_PRODUCER_EPOCH for an older epoch.
+            ProducerStateError: INVALID_PRODUCER_EPOCH for an older epoch.
         """
         state = self.producers.get(producer_id)
         if state is not None and producer_epoch < state.producer_epoch:
-            raise ProducerSequenceError(
+            raise ProducerStateError(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"producer {producer_id} epoch {producer_epoch} is older than "
                 f"{state.producer_epoch}",

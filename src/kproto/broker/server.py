@@ -14,9 +14,11 @@ Bad input never stops the node or other connections (Kafka's ``SocketServer`` /
 
 * an ApiVersions request of a version kproto lacks is answered with
   UNSUPPORTED_VERSION and the ApiVersions v0 body listing what the broker serves;
-* any other unknown api_key or version, a malformed or truncated body, a size
-  prefix below 4 or over ``socket_request_max_bytes``: the error is logged and that
-  connection closed;
+* any other api_key or version outside what ApiVersions advertises (whether kproto
+  can decode it or not: :meth:`~kproto.broker.dispatch.Dispatcher.route`), a
+  malformed or truncated body, a size prefix below 4 or over
+  ``socket_request_max_bytes``: the error is logged (one line, no traceback) and
+  that connection closed, before any handler runs;
 * a client disconnecting mid-frame ends its task quietly.
 * a connection silent (or stalled mid-frame) for ``connections_max_idle_ms`` is
   closed, as Kafka's ``connections.max.idle.ms``.
@@ -336,15 +338,17 @@ class NodeServer:
                     err,
                 )
                 return
-            if not self.dispatcher.serves(header.request_api_key):
-                # an API kproto decodes but this broker does not serve (SASL, ACLs,
-                # transactions, ...): Kafka closes the connection likewise
+            handler = self.dispatcher.route(
+                header.request_api_key, header.request_api_version
+            )
+            if handler is None:
+                # an API or version this broker does not serve: Kafka's
+                # SocketServer closes the connection likewise
                 log.warning(
-                    "node %d: closing connection from %s: api_key %d v%d is not served",
+                    "node %d: closing connection from %s: %s",
                     self.node_id,
                     client_host,
-                    header.request_api_key,
-                    header.request_api_version,
+                    not_served(header.request_api_key, header.request_api_version),
                 )
                 return
             verdict = auth.admit(header.request_api_key)
@@ -372,7 +376,7 @@ class NodeServer:
             client_id = getattr(header, "client_id", None)
             waited = 0.0
             handling = self.dispatcher.handle(
-                header, request, client_host, principal=auth.principal
+                handler, header, request, client_host, principal=auth.principal
             )
             try:
                 if api_key in WAITING_APIS:  # waits for data or a group: no turn held
@@ -429,6 +433,19 @@ def write_response(writer: FrameConnection, parts: tuple[bytes, bytes]) -> None:
     else:
         writer.write(head)
         writer.write(body)
+
+
+def not_served(api_key: int, api_version: int) -> str:
+    """Why a request of ``api_key`` v``api_version`` is not served (the error
+    path: the hot path only looks the version up)."""
+    why = f"api_key {api_key} v{api_version} is not served"
+    try:
+        served = SERVED_APIS.get(ApiKey(api_key))
+    except ValueError:
+        return why
+    if served is None:
+        return f"{why} ({ApiKey(api_key).name})"
+    return f"{why} ({ApiKey(api_key).name} v{served[0]}-v{served[1]} are)"
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:

@@ -15,9 +15,9 @@ from typing import Any
 
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.meta import ZERO_UUID
 
 from .core import ClientCore
-from .metadata import ZERO_UUID
 from .protocol import ANY_NODE, COORDINATOR_CODES, Call, Op, check_code
 from .results import BrokerError, TopicPartition
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.meta import ZERO_UUID
 from kproto.records import Compression, RecordInput, encode_batch
 
 from .idempotence import (
@@ -27,7 +28,7 @@ from .idempotence import (
     Idempotence,
     ProducerSequenceError,
 )
-from .metadata import ZERO_UUID, MetadataCache, parse_bootstrap
+from .metadata import MetadataCache, parse_bootstrap
 from .partitioner import StickyPartitioner, partition_for_key
 from .protocol import (
     ANY_NODE,

@@ -17,11 +17,11 @@ from typing import Any, Final
 
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, data_type
+from kproto.meta import ZERO_UUID
 from kproto.serial import DecodeError, entity_reader
 
 from .admin import find_coordinator
 from .core import ClientCore
-from .metadata import ZERO_UUID
 from .protocol import ANY_NODE, COORDINATOR_CODES, Call, Op, check_code
 from .results import (
     ConfigEntry,

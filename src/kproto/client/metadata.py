@@ -8,11 +8,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kproto.meta import ZERO_UUID
+
 from .results import ClientError, TopicInfo
 
 __all__ = ["MetadataCache", "parse_bootstrap"]
-
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:

@@ -21,6 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real imports happen lazily in __getattr__ (see below)
+    from kproto.spark._columns import SEGMENT_SCHEMA
     from kproto.spark._decode import (
         INTERNAL_TOPICS,
         decode_column,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the real imports happen lazily in __getattr__ (see below)
         segment_errors,
     )
     from kproto.spark._schema import UNKNOWN_TAGS_TYPE, WIRE_SPARK_TYPES, spark_schema
-    from kproto.spark._segments import SEGMENT_SCHEMA, SegmentDataSource
+    from kproto.spark._segments import SegmentDataSource
 
 # Public name -> defining module. Importing kproto.spark (e.g. for the CLI parser in
 # kproto.spark.cli) does not import pyspark; the first use of a name below does.
@@ -57,7 +58,7 @@ _EXPORTS = {
     "UNKNOWN_TAGS_TYPE": "_schema",
     "WIRE_SPARK_TYPES": "_schema",
     "spark_schema": "_schema",
-    "SEGMENT_SCHEMA": "_segments",
+    "SEGMENT_SCHEMA": "_columns",
     "SegmentDataSource": "_segments",
 }
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ARROW_PARQUET_OPTIONS", "resolve_writer", "write_segments_arrow"]
 
-#: The columns of the segments schema (``kproto.spark._segments.SEGMENT_SCHEMA``,
+#: The columns of the segments schema (``kproto.spark._columns.SEGMENT_SCHEMA``,
 #: which imports pyspark: this module does not).
 _SEGMENT_COLUMNS: tuple[str, ...] = (
     "topic",
@@ -59,8 +59,9 @@ def _arrow_task(
     pyarrow; returns (record rows, corrupt batches per file)."""
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+    from kproto.spark._columns import SEGMENT_ARROW_SCHEMA
     from kproto.spark._framing import ByteRange
-    from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, read_range
+    from kproto.spark._segments import read_range
 
     records = 0
     corrupt: dict[str, int] = {}

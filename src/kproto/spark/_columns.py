@@ -1,4 +1,6 @@
-"""Arrow arrays over :func:`kproto.records.decode_arrow_columns` buffers, zero copy.
+"""The segment schema (:data:`SEGMENT_SCHEMA`: one row per record of a log segment,
+the columns of ``kproto spark segments``) and its Arrow arrays over
+:func:`kproto.records.decode_arrow_columns` buffers, zero copy.
 
 The record-level columns (``offset``, ``key``, ``value``, ``headers`` and the
 millisecond timestamps) are wrapped with ``pa.Array.from_buffers``: pyarrow keeps a
@@ -15,13 +17,70 @@ from typing import Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from kproto.records import ArrowColumns
-from kproto.spark._segments import SEGMENT_ARROW_SCHEMA, _timestamps
 
-__all__ = ["arrow_columns_to_batch", "record_key", "record_arrays"]
+__all__ = [
+    "HEADERS_TYPE",
+    "SEGMENT_ARROW_SCHEMA",
+    "SEGMENT_SCHEMA",
+    "arrow_columns_to_batch",
+    "record_arrays",
+    "record_key",
+    "spark_timestamps",
+]
+
+#: Spark's own Kafka source uses this for headers; so do we.
+HEADERS_TYPE: Final = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+)
+
+#: Rows of ``read_log_segments``. Every column is nullable: error rows carry only
+#: ``topic``, ``partition``, ``base_offset`` (when readable), ``file`` and ``error``.
+SEGMENT_SCHEMA: Final = StructType(
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestamp_type", IntegerType()),
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("headers", HEADERS_TYPE),
+        StructField("base_offset", LongType()),
+        StructField("partition_leader_epoch", IntegerType()),
+        StructField("magic", ByteType()),
+        StructField("compression", StringType()),
+        StructField("is_transactional", BooleanType()),
+        StructField("is_control", BooleanType()),
+        StructField("producer_id", LongType()),
+        StructField("producer_epoch", ShortType()),
+        StructField("base_sequence", IntegerType()),
+        StructField("file", StringType()),
+        StructField("error", StringType()),
+    ]
+)
+
+#: The Arrow schema Spark requires of every batch the reader yields.
+SEGMENT_ARROW_SCHEMA: Final = to_arrow_schema(SEGMENT_SCHEMA, timezone="UTC")
 
 _TYPES: Final = {f.name: f.type for f in SEGMENT_ARROW_SCHEMA}
+# Kafka timestamps are ms; Spark's are µs. Values beyond this would overflow int64 µs.
+_MAX_MS: Final = (2**63 - 1) // 1000
 _HEADERS: Final = _TYPES["headers"]
 _HEADER_FIELDS: Final = (_HEADERS.value_type.field(0), _HEADERS.value_type.field(1))
 # Batch-level columns: the BatchHead field each comes from.
@@ -37,6 +96,18 @@ _BATCH_LEVEL: Final[dict[str, Callable[[Any], Any]]] = {
     "producer_epoch": lambda h: h.producer_epoch,
     "base_sequence": lambda h: h.base_sequence,
 }
+
+
+def spark_timestamps(ms: list[int] | pa.Array) -> pa.Array:
+    """Kafka's ms (a list or an int64 array) as Spark timestamps (µs)."""
+    arr = ms if isinstance(ms, pa.Array) else pa.array(ms, pa.int64())
+    try:
+        us = pc.multiply_checked(arr, 1000)
+    except pa.ArrowInvalid:
+        # Out-of-range timestamps cannot be represented by Spark: null them.
+        ok = pc.less_equal(pc.abs(arr), _MAX_MS)
+        us = pc.multiply(pc.if_else(ok, arr, pa.scalar(None, pa.int64())), 1000)
+    return us.cast(_TYPES["timestamp"])
 
 
 def _buf(b: Any) -> pa.Buffer | None:
@@ -83,7 +154,7 @@ def record_arrays(cols: ArrowColumns) -> dict[str, pa.Array]:
     )
     return {
         "offset": offset,
-        "timestamp": _timestamps(ms),
+        "timestamp": spark_timestamps(ms),
         "key": _binary(
             pa.binary(),
             n,
@@ -114,9 +185,9 @@ def arrow_columns_to_batch(
     cols: ArrowColumns, topic: str | None, partition: int | None, path: str
 ) -> pa.RecordBatch:
     """One Arrow batch in :data:`~kproto.spark.SEGMENT_ARROW_SCHEMA` from
-    :func:`~kproto.records.decode_arrow_columns` buffers: the rows
-    :func:`~kproto.spark._segments.columns_to_batch` makes of ``decode_columns``
-    lists for the same input, built without per-record Python objects."""
+    :func:`~kproto.records.decode_arrow_columns` buffers, built without
+    per-record Python objects (the tests hold a list-based reference of the same
+    rows, ``tests/spark/reference_batch.py``)."""
     n = cols.records
     arrays = record_arrays(cols)
     heads = []

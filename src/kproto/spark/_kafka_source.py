@@ -61,7 +61,7 @@ from kproto.client import (
 )
 from kproto.errors import ErrorCode
 from kproto.records import ArrowColumns
-from kproto.spark._columns import arrow_columns_to_batch, record_key
+from kproto.spark._columns import HEADERS_TYPE, arrow_columns_to_batch, record_key
 from kproto.spark._kafka_options import (
     KafkaOptions,
     OffsetRange,
@@ -76,7 +76,6 @@ from kproto.spark._kafka_options import (
     split_ranges,
     topic_partitions,
 )
-from kproto.spark._segments import HEADERS_TYPE
 
 __all__ = [
     "KAFKA_FORMAT_NAME",

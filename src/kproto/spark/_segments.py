@@ -21,23 +21,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    BooleanType,
-    ByteType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
 
+from kproto.spark._columns import (
+    SEGMENT_ARROW_SCHEMA,
+    SEGMENT_SCHEMA,
+    arrow_columns_to_batch,
+)
 from kproto.spark._framing import (
     ByteRange,
     find_segment_files,
@@ -46,73 +37,14 @@ from kproto.spark._framing import (
 )
 
 __all__ = [
-    "SEGMENT_SCHEMA",
-    "SEGMENT_ARROW_SCHEMA",
     "SegmentDataSource",
     "SegmentReader",
     "SegmentPartition",
     "plan_partitions",
     "read_range",
-    "columns_to_batch",
 ]
 
 FORMAT_NAME: Final = "kproto-segments"
-
-#: Spark's own Kafka source uses this for headers; so do we.
-HEADERS_TYPE: Final = ArrayType(
-    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-)
-
-#: Rows of ``read_log_segments``. Every column is nullable: error rows carry only
-#: ``topic``, ``partition``, ``base_offset`` (when readable), ``file`` and ``error``.
-SEGMENT_SCHEMA: Final = StructType(
-    [
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestamp_type", IntegerType()),
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("headers", HEADERS_TYPE),
-        StructField("base_offset", LongType()),
-        StructField("partition_leader_epoch", IntegerType()),
-        StructField("magic", ByteType()),
-        StructField("compression", StringType()),
-        StructField("is_transactional", BooleanType()),
-        StructField("is_control", BooleanType()),
-        StructField("producer_id", LongType()),
-        StructField("producer_epoch", ShortType()),
-        StructField("base_sequence", IntegerType()),
-        StructField("file", StringType()),
-        StructField("error", StringType()),
-    ]
-)
-
-#: The Arrow schema Spark requires of every batch the reader yields.
-SEGMENT_ARROW_SCHEMA: Final = to_arrow_schema(SEGMENT_SCHEMA, timezone="UTC")
-
-_ARROW_TYPES: Final = {f.name: f.type for f in SEGMENT_ARROW_SCHEMA}
-# Batch-level decode_columns columns (one value repeated per record) converted
-# directly, besides base_offset and compression.
-_BATCH_LEVEL: Final = (
-    "timestamp_type",
-    "partition_leader_epoch",
-    "magic",
-    "is_transactional",
-    "is_control",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-)
-_HEADERS_ARROW: Final = _ARROW_TYPES["headers"]
-_HEADER_FIELDS: Final = (
-    _HEADERS_ARROW.value_type.field(0),
-    _HEADERS_ARROW.value_type.field(1),
-)
-_COMPRESSION_LABELS: Final = ("none", "gzip", "snappy", "lz4", "zstd")
-# Kafka timestamps are ms; Spark's are µs. Values beyond this would overflow int64 µs.
-_MAX_MS: Final = (2**63 - 1) // 1000
 
 DEFAULT_SPLIT_BYTES: Final = 64 * 1024 * 1024
 DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
@@ -151,129 +83,6 @@ def plan_partitions(paths: Sequence[str], split_bytes: int) -> list[SegmentParti
     if current:
         partitions.append(SegmentPartition(current))
     return partitions
-
-
-def _timestamps(ms: list[int] | pa.Array) -> pa.Array:
-    """Kafka's ms (a list or an int64 array) as Spark timestamps (µs)."""
-    arr = ms if isinstance(ms, pa.Array) else pa.array(ms, pa.int64())
-    try:
-        us = pc.multiply_checked(arr, 1000)
-    except pa.ArrowInvalid:
-        # Out-of-range timestamps cannot be represented by Spark: null them.
-        ok = pc.less_equal(pc.abs(arr), _MAX_MS)
-        us = pc.multiply(pc.if_else(ok, arr, pa.scalar(None, pa.int64())), 1000)
-    return us.cast(_ARROW_TYPES["timestamp"])
-
-
-def _headers(headers: list[Any]) -> pa.Array:
-    """``array<struct<key, value>>`` from one list of ``(key, value)`` pairs per
-    record (a plain loop: most records have none, and it beats numpy here)."""
-    offsets = [0]
-    keys: list[str] = []
-    values: list[bytes | None] = []
-    n = 0
-    add_offset = offsets.append
-    for hs in headers:
-        if hs:
-            for k, v in hs:
-                keys.append(k)
-                values.append(v)
-            n += len(hs)
-        add_offset(n)
-    child = pa.StructArray.from_arrays(
-        [pa.array(keys, pa.string()), pa.array(values, pa.binary())],
-        fields=[_HEADER_FIELDS[0], _HEADER_FIELDS[1]],
-    )
-    return pa.ListArray.from_arrays(
-        pa.array(offsets, pa.int32()), child, type=_HEADERS_ARROW
-    )
-
-
-def _compression(values: list[Any]) -> pa.Array:
-    """Codec labels; accepts labels, :class:`Compression` members or codec ids."""
-    if not values or isinstance(values[0], str):
-        return pa.array(values, pa.string())
-    labels = _COMPRESSION_LABELS
-    out: list[str] = []
-    for v in values:
-        label = getattr(v, "label", None)
-        if label is None:
-            i = int(v)
-            label = labels[i] if 0 <= i < len(labels) else f"unknown({i})"
-        out.append(label)
-    return pa.array(out, pa.string())
-
-
-class _Runs:
-    """Runs of equal ``base_offset``: the decoded batches (two adjacent batches with
-    the same base offset make one run; :meth:`column` then checks every value)."""
-
-    def __init__(self, base_offsets: pa.Array) -> None:
-        ree = pc.run_end_encode(base_offsets, run_end_type=pa.int32())
-        self.ends: list[int] = ree.run_ends.to_pylist()
-        self.starts: list[int] = [0, *self.ends[:-1]] if self.ends else []
-        # Row -> run index (0 0 0 1 1 ...), for take().
-        self.take = pc.run_end_decode(
-            pa.RunEndEncodedArray.from_arrays(
-                ree.run_ends, pa.array(range(len(self.ends)), pa.int32())
-            )
-        )
-
-    def firsts(self, values: list[Any]) -> list[Any] | None:
-        """The value of each run, or None if some run holds more than one value."""
-        firsts = [values[s] for s in self.starts]
-        for v, s, e in zip(firsts, self.starts, self.ends, strict=True):
-            if values[s:e].count(v) != e - s:
-                return None
-        return firsts
-
-    def column(self, values: list[Any], t: pa.DataType) -> pa.Array:
-        """``pa.array(values, t)``, converting one value per run when runs are
-        uniform (batch-level columns repeat one value per record)."""
-        firsts = self.firsts(values)
-        if firsts is None:
-            return pa.array(values, t)
-        return pa.array(firsts, t).take(self.take)
-
-
-def columns_to_batch(
-    columns: dict[str, list[Any]], topic: str | None, partition: int | None, path: str
-) -> pa.RecordBatch:
-    """One Arrow batch in :data:`SEGMENT_ARROW_SCHEMA` from ``decode_columns`` lists.
-
-    ``columns`` maps each of :data:`kproto.records.COLUMN_NAMES` to one list of equal
-    length (timestamps in ms, compression as codec id or ``Compression``).
-
-    Batch-level columns (``base_offset`` ... ``base_sequence``, ``timestamp_type``,
-    ``compression``) are converted one value per batch and expanded in Arrow; the
-    result is the same as converting every element.
-    """
-    n = len(columns["offset"])
-    base_offset = pa.array(columns["base_offset"], pa.int64())
-    runs = _Runs(base_offset)
-    codecs = runs.firsts(columns["compression"])
-    arrays: dict[str, pa.Array] = {
-        "topic": pa.repeat(pa.scalar(topic, pa.string()), n),
-        "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),
-        "offset": pa.array(columns["offset"], pa.int64()),
-        "timestamp": _timestamps(columns["timestamp"]),
-        "key": pa.array(columns["key"], pa.binary()),
-        "value": pa.array(columns["value"], pa.binary()),
-        "headers": _headers(columns["headers"]),
-        "base_offset": base_offset,
-        "compression": (
-            _compression(columns["compression"])
-            if codecs is None
-            else _compression(codecs).take(runs.take)
-        ),
-        "file": pa.repeat(pa.scalar(path, pa.string()), n),
-        "error": pa.nulls(n, pa.string()),
-    }
-    for name in _BATCH_LEVEL:
-        arrays[name] = runs.column(columns[name], _ARROW_TYPES[name])
-    return pa.RecordBatch.from_arrays(
-        [arrays[f.name] for f in SEGMENT_ARROW_SCHEMA], schema=SEGMENT_ARROW_SCHEMA
-    )
 
 
 def error_batch(
@@ -368,8 +177,6 @@ def read_range(
                 columns, corrupt = _decode(buf[:complete], check_crc)
                 n = columns.records
                 if n:
-                    from kproto.spark._columns import arrow_columns_to_batch
-
                     batch = arrow_columns_to_batch(
                         columns, r.topic, r.partition, r.path
                     )

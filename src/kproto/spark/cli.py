@@ -520,15 +520,3 @@ def add_parsers(subparsers: Any) -> argparse.ArgumentParser:
     _common(it)
     it.set_defaults(func=run_internal_topic)
     return spark  # type: ignore[no-any-return]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Stand-alone entry point: ``python -m kproto.spark.cli spark segments ...``, the
-    same as ``kproto spark segments ...`` (:func:`kproto.cli.main`)."""
-    from kproto.cli import main as kproto_main
-
-    return kproto_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.groups.records import GroupRecord, decode_record
 from kproto.records import decode_records
+from tests.eventually import during, eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -27,10 +27,8 @@ DEADLINE_S = 30.0
 
 
 def _until(check: Callable[[], bool], what: str, timeout_s: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+    """Run ``check`` (a polling step) until it is true; its assertions fail at once."""
+    eventually(check, timeout_s, interval_s=0, message=what, retry_on=())
 
 
 def _produce(bootstrap: str, topic: str, values: range) -> None:
@@ -106,10 +104,12 @@ def test_confluent_group_rebalances_commits_and_resumes_after_restart(
         c3 = _consumer(cluster.bootstrap_servers, "billing")
         c3.subscribe(["orders"])
         _drain({"c3": c3}, seen, 200)
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:  # anything read twice would show up here
+
+        def nothing_more() -> None:  # anything read twice would show up here
             message = c3.poll(0.1)
             assert message is None or message.error() is not None, message.value()
+
+        during(nothing_more, 1.0)
         committed = c3.committed(c3.assignment(), timeout=10)
         c3.close()
     values = [value for _, value in seen]
@@ -284,10 +284,13 @@ def test_kafka_python_consumer_group_and_admin() -> None:
                 consumer_timeout_ms=2000,
             )
             got: list[int] = []
-            deadline = time.monotonic() + DEADLINE_S
-            while len(got) < expected and time.monotonic() < deadline:
+
+            def polled() -> bool:
                 for records in consumer.poll(timeout_ms=200).values():
                     got.extend(int(r.value) for r in records)
+                return len(got) >= expected
+
+            _until(polled, f"{expected} values")
             consumer.commit()
             committed = sum(
                 consumer.committed(TopicPartition("kp", p)) or 0 for p in range(3)

@@ -6,7 +6,6 @@ from ``__consumer_offsets``."""
 from __future__ import annotations
 
 import itertools
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from kproto.broker.groups.consumer_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
@@ -262,17 +262,19 @@ def test_session_timeout_hands_partitions_over(conn: Connection, fresh: Any) -> 
     join(conn, group, "quiet", subscribed_topic_names=[topic])
     b = join(conn, group, "live", subscribed_topic_names=[topic])
     assert parts(b) == set()
-    deadline = time.monotonic() + SESSION_MS / 1000 * 4
     got: set[int] = set()
     epoch = b.member_epoch
-    while got != {0, 1} and time.monotonic() < deadline:
-        time.sleep(0.1)
+
+    def handed_over() -> bool:
+        nonlocal got, epoch
         answer = hb(conn, group, "live", epoch, topic_partitions=owned(tid, *got))
         assert answer.error_code == 0
         epoch = answer.member_epoch
         if answer.assignment is not None:
             got = parts(answer)
-    assert got == {0, 1}
+        return got == {0, 1}
+
+    eventually(handed_over, SESSION_MS / 1000 * 4, interval_s=0.1, retry_on=())
     assert hb(conn, group, "quiet", 1).error_code == E.UNKNOWN_MEMBER_ID
 
 
@@ -285,24 +287,27 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke(
     # 'slow' is asked to revoke and never acknowledges (rebalance timeout 2 s)
     asked = hb(conn, group, "slow", 1, topic_partitions=owned(tid, 0, 1))
     assert len(parts(asked)) == 1
-    deadline = time.monotonic() + 8
     got: set[int] = set()
-    while time.monotonic() < deadline:
+
+    def fenced() -> bool:
+        nonlocal new
         answer = hb(conn, group, "slow", 1, topic_partitions=owned(tid, 0, 1))
         fresh_answer = hb(conn, group, "new", new.member_epoch, topic_partitions=[])
         assert fresh_answer.error_code == 0  # 'new' stays alive meanwhile
         new = fresh_answer
-        if answer.error_code == E.UNKNOWN_MEMBER_ID:
-            break
-        time.sleep(0.2)
-    assert answer.error_code == E.UNKNOWN_MEMBER_ID
+        return bool(answer.error_code == E.UNKNOWN_MEMBER_ID)
+
+    eventually(fenced, 8, interval_s=0.2, retry_on=())
+
     # the fenced member's partitions go to the one that stayed
-    while got != {0, 1} and time.monotonic() < deadline:
-        answer = hb(conn, group, "new", new.member_epoch, topic_partitions=[])
-        new = answer
-        if answer.assignment is not None:
-            got = parts(answer)
-    assert got == {0, 1}
+    def taken_over() -> bool:
+        nonlocal new, got
+        new = hb(conn, group, "new", new.member_epoch, topic_partitions=[])
+        if new.assignment is not None:
+            got = parts(new)
+        return got == {0, 1}
+
+    eventually(taken_over, 8, interval_s=0, retry_on=())
 
 
 def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:

@@ -18,6 +18,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.groups.consumer_records import decode_consumer_record
 from kproto.broker.groups.records import GroupRecord, decode_record
 from kproto.records import decode_records
+from tests.eventually import during, eventually
 
 ck = pytest.importorskip("confluent_kafka")
 pytestmark = pytest.mark.timeout(150)
@@ -27,10 +28,8 @@ FAST = {"consumer_heartbeat_interval_ms": 200, "consumer_session_timeout_ms": 60
 
 
 def _until(check: Callable[[], bool], what: str, timeout_s: float = DEADLINE_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+    """Run ``check`` (a polling step) until it is true; its assertions fail at once."""
+    eventually(check, timeout_s, interval_s=0, message=what, retry_on=())
 
 
 def _produce(cluster: Cluster, topic: str, values: range) -> None:
@@ -150,11 +149,13 @@ def test_rolling_upgrade_and_downgrade_consume_every_record_once(
         _until(lambda: _group_type(cluster, "billing") == "classic", "downgrade")
         _produce(cluster, "orders", range(200, 250))
         _drain({"c1": c1, "c2": c2}, seen, 250)
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:  # anything read twice would show here
+
+        def nothing_more() -> None:  # anything read twice would show here
             for c in (c1, c2):
                 message = c.poll(0.05)
                 assert message is None or message.error() is not None, message.value()
+
+        during(nothing_more, 1.0)
         c1.close()
         c2.close()
     values = sorted(v for _, v in seen)

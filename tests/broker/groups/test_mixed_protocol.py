@@ -6,7 +6,6 @@ LeaveGroup), the conversions in both directions, and the migration policy."""
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +16,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey, data_type
 from kproto.serial import decode, encode
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
@@ -295,12 +295,14 @@ def test_classic_member_that_does_not_rejoin_is_fenced(
     j = classic_join(conn, group, "", topic, rebalance_ms=300)
     assert hb(conn, group, "m2", 0, subscribed_topic_names=[topic]).error_code == 0
     assert beat(conn, group, j.member_id, j.generation_id) == E.REBALANCE_IN_PROGRESS
-    deadline = time.monotonic() + 10
-    error = E.REBALANCE_IN_PROGRESS
-    while error == E.REBALANCE_IN_PROGRESS and time.monotonic() < deadline:
-        time.sleep(0.05)  # heartbeating, never rejoining
-        error = beat(conn, group, j.member_id, j.generation_id)
-    assert error == E.UNKNOWN_MEMBER_ID
+    errors: list[int] = []
+
+    def settled() -> bool:  # heartbeating, never rejoining
+        errors.append(beat(conn, group, j.member_id, j.generation_id))
+        return errors[-1] != E.REBALANCE_IN_PROGRESS
+
+    eventually(settled, 10, interval_s=0.05, retry_on=())
+    assert errors[-1] == E.UNKNOWN_MEMBER_ID
     assert set(cluster.groups.consumer.groups[group].members) == {"m1", "m2"}
 
 

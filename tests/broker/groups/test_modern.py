@@ -6,7 +6,6 @@ group, and the member reconciliation both follow (Kafka's
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from kproto.broker.groups.streams_group import StreamsGroupMember, StreamsMember
 from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
 GROUP_RESOURCE = 32  # Kafka's ConfigResource.Type.GROUP
@@ -162,9 +162,7 @@ def test_static_leave_then_session_expiry_fences_the_consumer_member() -> None:
             assert (left.error_code, left.member_epoch) == (0, -2)
             group = cluster.groups.consumer.groups["static"]
             assert set(group.members) == {"m1"}
-            deadline = time.monotonic() + 10
-            while group.members and time.monotonic() < deadline:
-                time.sleep(0.05)
+            eventually(lambda: not group.members, 10, interval_s=0.05)
             assert group.members == {} and group.static_members == {}
             answer = conn.request(
                 ApiKey.CONSUMER_GROUP_HEARTBEAT,

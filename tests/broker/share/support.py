@@ -4,7 +4,6 @@ consumer, a bounded poll loop and the share-partition start offsets of a group."
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.connection import Connection
 from kproto.index import ApiKey
+from tests.eventually import during, eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -51,13 +51,32 @@ def share_consumer(cluster: Cluster, group: str, *, explicit: bool = False) -> A
 def poll_until(
     consumer: Any, done: Callable[[list[Any]], bool], seconds: float = DEADLINE_S
 ) -> list[Any]:
-    """Poll (accepting nothing explicitly) until ``done(messages)`` or the deadline."""
+    """Poll (accepting nothing explicitly) until ``done(messages)``; the messages."""
     got: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while not done(got) and time.monotonic() < deadline:
+
+    def polled() -> bool:
+        if done(got):
+            return True
         for message in consumer.poll(0.2):
             assert message.error() is None, message.error()
             got.append(message)
+        return done(got)
+
+    eventually(polled, seconds, interval_s=0, retry_on=())
+    return got
+
+
+def poll_for(consumer: Any, seconds: float) -> list[Any]:
+    """Every message delivered within ``seconds`` (a quiet period, not a wait for
+    something: a test expecting nothing asserts ``== []``)."""
+    got: list[Any] = []
+
+    def polled() -> None:
+        for message in consumer.poll(0.2):
+            assert message.error() is None, message.error()
+            got.append(message)
+
+    during(polled, seconds)
     return got
 
 

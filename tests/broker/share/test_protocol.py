@@ -25,6 +25,7 @@ from tests.broker.share.support import (
     share_consumer,
     start_offsets,
 )
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -363,14 +364,11 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
         topic_id = cluster.state.topics["upd"].topic_id
         partition = state_partition_for("gu", topic_id, 0, 5)
         # the initial snapshot (SPSO 0) is written in the background: wait for it
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            try:
-                if cluster.records(SHARE_STATE_TOPIC, partition):
-                    break
-            except KeyError:
-                pass
-            time.sleep(0.05)
+        eventually(
+            lambda: cluster.records(SHARE_STATE_TOPIC, partition),  # KeyError: not yet
+            DEADLINE_S,
+            interval_s=0.05,
+        )
 
         def encoded(name: str, version: int, **fields: Any) -> bytes:
             cls = data_type(name, version)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from kproto.broker import Cluster
 from kproto.records import ControlRecordType, decode_batches
+from tests.consuming import read_settled
+from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -63,18 +64,7 @@ def consume_all(
         }
     )
     c.assign([ck.TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    quiet_until = None
-    while time.monotonic() < deadline:
-        m = c.poll(0.2)
-        if m is None or m.error() is not None:
-            if len(got) >= expect:
-                quiet_until = quiet_until or time.monotonic() + 1.5
-                if time.monotonic() > quiet_until:
-                    break
-            continue
-        got.append(m.value())
+    got = read_settled(c, expect, 30, quiet_s=1.5)
     c.close()
     return got
 
@@ -176,11 +166,14 @@ def test_send_offsets_to_transaction_visible_only_on_commit(cluster: Cluster) ->
     )
     consumer.subscribe([source])
     got = []
-    deadline = time.monotonic() + 30
-    while len(got) < 10 and time.monotonic() < deadline:
+
+    def ten() -> bool:
         m = consumer.poll(0.5)
         if m is not None and m.error() is None:
             got.append(m)
+        return len(got) >= 10
+
+    eventually(ten, 30, interval_s=0, retry_on=())
     assert len(got) == 10
 
     p = producer(cluster, _name("etl"))
@@ -240,14 +233,12 @@ def test_a_transaction_that_times_out_is_aborted(cluster: Cluster) -> None:
     p.begin_transaction()
     p.produce(topic, b"too-late")
     p.flush(10)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def aborted() -> bool:
         meta = cluster.txn.describe(txn_id)
-        if meta is not None and meta.state.kafka_name == "CompleteAbort":
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the transaction was not aborted on its timeout")
+        return meta is not None and meta.state.kafka_name == "CompleteAbort"
+
+    eventually(aborted, 10, interval_s=0.1, message="the transaction was not aborted")
     with pytest.raises(ck.KafkaException):
         p.commit_transaction(10)
     aborts = [r for r in cluster.records(topic, 0) if r.control is not None]

@@ -10,6 +10,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.records import ControlRecordType
+from tests.eventually import eventually
 
 kafka = pytest.importorskip("kafka")
 aiokafka = pytest.importorskip("aiokafka")
@@ -64,15 +65,17 @@ def test_kafka_python_transactions(kafka_cluster: Cluster) -> None:
         consumer.assign([TopicPartition("kpt", p) for p in range(2)])
         consumer.seek_to_beginning()
         got: list[bytes] = []
-        deadline = time.monotonic() + 20
-        quiet = None
-        while time.monotonic() < deadline:
+        last = time.monotonic()
+
+        def settled() -> bool:  # ``n`` read, then nothing more for 1 s
+            nonlocal last
             batch = consumer.poll(300)
             got.extend(r.value for records in batch.values() for r in records)
-            if len(got) >= n and not batch:
-                quiet = quiet or time.monotonic() + 1
-                if time.monotonic() > quiet:
-                    break
+            if batch:
+                last = time.monotonic()
+            return len(got) >= n and time.monotonic() - last > 1
+
+        eventually(settled, 20, interval_s=0, retry_on=())
         consumer.close()
         return sorted(got)
 
@@ -171,18 +174,18 @@ def test_kafka_python_second_producer_fences_the_first(kafka_cluster: Cluster) -
         # coordinator refuses: the producer ends fenced, a fatal error (raised
         # as such, or named by "in an error state"); while the bump is in flight
         # commit_transaction reports an invalid transition instead
-        fenced: Exception | None = None
-        deadline = time.monotonic() + 10
-        while fenced is None and time.monotonic() < deadline:
+
+        def fenced() -> Exception | None:
             try:
                 first.commit_transaction()
             except ProducerFencedError as exc:
-                fenced = exc
+                return exc
             except KafkaError as exc:
                 if "error state" in str(exc) and "ProducerFenced" in str(exc):
-                    fenced = exc
-                time.sleep(0.1)
-        assert fenced is not None
+                    return exc
+            return None
+
+        assert eventually(fenced, 10, interval_s=0.1, retry_on=())
     finally:
         first.close(timeout=2)
         second.close(timeout=2)

@@ -11,7 +11,6 @@ outcome.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import attrs
@@ -21,6 +20,7 @@ from kproto.broker import Cluster
 from kproto.broker.txn import TransactionState
 from kproto.errors import ErrorCode
 from kproto.records import ControlRecordType
+from tests.consuming import read_settled
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -47,17 +47,7 @@ def _read_committed(cluster: Cluster, topic: str, expect: int) -> list[bytes]:
         }
     )
     c.assign([ck.TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 20
-    quiet = None
-    while time.monotonic() < deadline:
-        m = c.poll(0.2)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-        elif len(got) >= expect:
-            quiet = quiet or time.monotonic() + 1
-            if time.monotonic() > quiet:
-                break
+    got = read_settled(c, expect, 20)
     c.close()
     return got
 

@@ -21,7 +21,7 @@ import io
 import uuid
 from typing import Any, Protocol
 
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 from kproto.index import data_type
 from kproto.serial import DecodeError, encode, entity_reader
@@ -169,14 +169,14 @@ class ClassicMembers:
         member = group.members.get(member_id)
         if member is None or not member.uses_classic_protocol:
             if instance_id is not None and instance_id in group.static_members:
-                raise BrokerError(ErrorCode.FENCED_INSTANCE_ID, "")
-            raise BrokerError(
+                raise ApiError(ErrorCode.FENCED_INSTANCE_ID, "")
+            raise ApiError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a classic member of group"
                 f" {group.group_id}.",
             )
         if instance_id is not None and member.instance_id != instance_id:
-            raise BrokerError(ErrorCode.FENCED_INSTANCE_ID, "")
+            raise ApiError(ErrorCode.FENCED_INSTANCE_ID, "")
         return member
 
     def _check_rebalance(
@@ -190,7 +190,7 @@ class ClassicMembers:
             and self._released(group, member)
         ):
             self._arm_join_timeout(group, member)
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member"
                 f" {member.member_id} should rejoin to catch up.",
@@ -327,7 +327,7 @@ class ClassicMembers:
         records.append(current_assignment_record(gid, member_id, member))
         try:
             consumer.store.append(gid, records)
-        except BrokerError as err:  # CoordinatorWriteError
+        except ApiError as err:  # CoordinatorWriteError
             return JoinResult(err.error_code, member_id)
         self.arm(group, member)
         return JoinResult(
@@ -361,7 +361,7 @@ class ClassicMembers:
             ) or (protocol_name is not None and protocol_name != name):
                 return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             self._check_rebalance(group, member)
-        except BrokerError as error:
+        except ApiError as error:
             return SyncResult(error.error_code)
         self.arm(group, member)
         assignment = encode_assignment(self._by_name(member.assigned))
@@ -383,7 +383,7 @@ class ClassicMembers:
                 return ErrorCode.ILLEGAL_GENERATION
             self.arm(group, member)
             self._check_rebalance(group, member)
-        except BrokerError as error:
+        except ApiError as error:
             return error.error_code
         return ErrorCode.NONE
 
@@ -415,7 +415,7 @@ class ClassicMembers:
         if records:
             try:
                 self.consumer.store.append(group.group_id, records)
-            except BrokerError as err:  # CoordinatorWriteError
+            except ApiError as err:  # CoordinatorWriteError
                 return err.error_code, []
         return ErrorCode.NONE, errors
 

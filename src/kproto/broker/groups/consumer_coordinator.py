@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from kproto.broker.coordinator_runtime import CoordinatorWriteError
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
 from .assignors import ASSIGNORS, Assignment, MemberSpec
@@ -161,7 +161,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
                 self._validate(request)
                 upgrade(self, classic, records)
                 self.store.append(request.group_id, records)
-            except BrokerError as error:  # CoordinatorWriteError too
+            except ApiError as error:  # CoordinatorWriteError too
                 return self._error_result(request, error.error_code, error.message)
         return await self._serve(
             request, lambda records: self._heartbeat(request, records)
@@ -196,13 +196,13 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             try:
                 compile_regex(r.subscribed_topic_regex)
             except ValueError as exc:
-                raise BrokerError(
+                raise ApiError(
                     ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is not a"
                     f" valid regular expression: {exc}.",
                 ) from None
         if r.server_assignor is not None and r.server_assignor not in self.assignors:
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {r.server_assignor} is not supported. Supported"
                 f" assignors: {', '.join(self.assignors)}.",
@@ -217,7 +217,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         member_id = r.member_id or str(uuid.uuid4())
         existing = group.members.get(member_id)
         if existing is not None and existing.uses_classic_protocol:
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} uses the classic protocol in group"
                 f" {group.group_id}.",
@@ -266,7 +266,7 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         if r.instance_id is not None and previous_id not in (None, member_id):
             previous = group.members[previous_id or ""]
             if previous.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise BrokerError(
+                raise ApiError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {previous_id} with instance id {r.instance_id}"
                     " is not released yet.",

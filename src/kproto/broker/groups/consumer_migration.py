@@ -23,7 +23,7 @@ import enum
 import uuid
 from typing import Protocol
 
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 from kproto.serial import DecodeError
 
@@ -113,14 +113,14 @@ def upgrade(
     answers REBALANCE_IN_PROGRESS.
 
     Raises:
-        BrokerError: GROUP_ID_NOT_FOUND when the policy forbids the upgrade or the
+        ApiError: GROUP_ID_NOT_FOUND when the policy forbids the upgrade or the
             group's protocol type is not ``consumer`` or a member's subscription or
             assignment does not decode."""
     store = consumer.store
     gid = classic.group_id
 
-    def refuse(why: str) -> BrokerError:
-        return BrokerError(
+    def refuse(why: str) -> ApiError:
+        return ApiError(
             ErrorCode.GROUP_ID_NOT_FOUND,
             f"Cannot upgrade classic group {gid} to consumer group: {why}.",
         )

@@ -61,7 +61,7 @@ from .streams_records import decode_streams_record
 from .timers import AsyncioScheduler, Scheduler
 from .txn_offsets import PendingTxnOffsets
 
-__all__ = ["GroupCoordinator", "GroupDescription", "OFFSETS_TOPIC"]
+__all__ = ["GroupCoordinator", "DescribedGroup", "OFFSETS_TOPIC"]
 
 log = logging.getLogger("kproto.broker.groups")
 
@@ -72,7 +72,7 @@ DEFAULT_MAX_SESSION_TIMEOUT_MS = 1_800_000
 
 
 @attrs.frozen
-class GroupDescription:
+class DescribedGroup:
     """A DescribeGroups answer for one group. ``members`` are ``(member_id,
     group_instance_id, client_id, client_host, metadata, assignment)``; metadata and
     assignment are filled only in the Stable state, as Kafka does."""
@@ -335,7 +335,7 @@ class GroupCoordinator:
 
     # -- describe, list, delete ------------------------------------------------------
 
-    def describe_group(self, group_id: str) -> GroupDescription | None:
+    def describe_group(self, group_id: str) -> DescribedGroup | None:
         """The group's description, or None if it does not exist (or is dead)."""
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
@@ -353,7 +353,7 @@ class GroupCoordinator:
             )
             for m in group.members.values()
         )
-        return GroupDescription(
+        return DescribedGroup(
             group_id,
             group.state.value,
             group.protocol_type or "",

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 from kproto.broker.coordinator_runtime import CoordinatorWriteError
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
 from .group_store import GroupStore, Pair
@@ -97,7 +97,7 @@ class ModernGroups(ABC, Generic[G, R]):
 
     @abstractmethod
     def _validate(self, request: Any) -> None:
-        """Raise BrokerError(INVALID_REQUEST...) for a malformed heartbeat."""
+        """Raise ApiError(INVALID_REQUEST...) for a malformed heartbeat."""
 
     @abstractmethod
     def _leave(self, request: Any, records: list[Pair]) -> R:
@@ -138,13 +138,13 @@ class ModernGroups(ABC, Generic[G, R]):
                 result = heartbeat(records)
             if records:
                 self.store.append(request.group_id, records)
-        except BrokerError as error:  # CoordinatorWriteError too
+        except ApiError as error:  # CoordinatorWriteError too
             return self._error_result(request, error.error_code, error.message)
         return result
 
     @staticmethod
-    def _invalid(message: str) -> BrokerError:
-        return BrokerError(ErrorCode.INVALID_REQUEST, message)
+    def _invalid(message: str) -> ApiError:
+        return ApiError(ErrorCode.INVALID_REQUEST, message)
 
     @classmethod
     def _validate_common(cls, r: Any) -> None:
@@ -165,10 +165,10 @@ class ModernGroups(ABC, Generic[G, R]):
             raise invalid(f"MemberEpoch is invalid: {r.member_epoch}.")
 
     def _group(self, group_id: str) -> G:
-        """The group, or BrokerError(GROUP_ID_NOT_FOUND)."""
+        """The group, or ApiError(GROUP_ID_NOT_FOUND)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
             )
         return group
@@ -183,7 +183,7 @@ class ModernGroups(ABC, Generic[G, R]):
         classic = store.classic.get(group_id)
         other = store.taken_by_other(group_id, self)
         if other or (classic is not None and classic.members):
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.GROUP_ID_NOT_FOUND,
                 f"Group {group_id} is not a {self.GROUP_TYPE} group.",
             )
@@ -198,10 +198,10 @@ class ModernGroups(ABC, Generic[G, R]):
 
     @staticmethod
     def _member(group: G, member_id: str) -> Any:
-        """The member, or BrokerError(UNKNOWN_MEMBER_ID)."""
+        """The member, or ApiError(UNKNOWN_MEMBER_ID)."""
         member = group.members.get(member_id)
         if member is None:
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group.group_id}.",
             )
@@ -226,7 +226,7 @@ class ModernGroups(ABC, Generic[G, R]):
                 )
             )
         ):
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.FENCED_MEMBER_EPOCH,
                 f"The {self.GROUP_TYPE} group member has a"
                 f" {'greater' if epoch > member.member_epoch else 'smaller'} member"

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from kproto.broker.errors import BrokerError
+from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
 from .group_store import Pair
@@ -105,10 +105,10 @@ def task_set(tasks: Any) -> TaskSet | None:
 
 def topology_from(topology: Any) -> tuple[Subtopology, ...]:
     """The declared subtopologies of a heartbeat's ``Topology``; raises
-    BrokerError(INVALID_REQUEST) for a source topic regex (not supported here)."""
+    ApiError(INVALID_REQUEST) for a source topic regex (not supported here)."""
     for s in topology.subtopologies:
         if s.source_topic_regex:
-            raise BrokerError(
+            raise ApiError(
                 ErrorCode.INVALID_REQUEST,
                 f"Subtopology {s.subtopology_id}: SourceTopicRegex is not supported"
                 " by the kproto broker; name the source topics.",
@@ -296,7 +296,7 @@ class StreamsGroups(ModernGroups[StreamsGroup, StreamsHeartbeatResult]):
                 if info.name in group.source_topics():
                     # created at this epoch: not a metadata change to bump for
                     group.metadata[info.name] = partitions
-            except BrokerError as exc:
+            except ApiError as exc:
                 log.warning(
                     "group %s: cannot create %s: %s", group.group_id, info.name, exc
                 )

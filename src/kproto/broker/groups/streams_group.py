@@ -35,7 +35,7 @@ __all__ = [
     "StreamsMemberState",
     "Subtopology",
     "TaskSet",
-    "TopicInfo",
+    "InternalTopic",
     "configure_topology",
     "sticky_assign",
 ]
@@ -65,7 +65,7 @@ class StreamsGroupState(enum.Enum):
 
 
 @attrs.frozen
-class TopicInfo:
+class InternalTopic:
     """An internal topic of a subtopology (the ``TopicInfo`` struct): ``partitions``
     0 when not enforced, ``replication_factor`` 0 for the broker's default."""
 
@@ -75,7 +75,7 @@ class TopicInfo:
     configs: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_entity(cls, entity: Any) -> TopicInfo:
+    def from_entity(cls, entity: Any) -> InternalTopic:
         """The ``TopicInfo`` of a heartbeat's topology or of a
         ``StreamsGroupTopologyValue`` (the same fields)."""
         configs = tuple((c.key, c.value) for c in entity.topic_configs)
@@ -100,8 +100,8 @@ class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...] = ()
     repartition_sink_topics: tuple[str, ...] = ()
-    state_changelog_topics: tuple[TopicInfo, ...] = ()
-    repartition_source_topics: tuple[TopicInfo, ...] = ()
+    state_changelog_topics: tuple[InternalTopic, ...] = ()
+    repartition_source_topics: tuple[InternalTopic, ...] = ()
 
     @classmethod
     def from_entity(cls, entity: Any) -> Subtopology:
@@ -111,16 +111,20 @@ class Subtopology:
             entity.subtopology_id,
             tuple(entity.source_topics),
             tuple(entity.repartition_sink_topics),
-            tuple(TopicInfo.from_entity(t) for t in entity.state_changelog_topics),
-            tuple(TopicInfo.from_entity(t) for t in entity.repartition_source_topics),
+            tuple(InternalTopic.from_entity(t) for t in entity.state_changelog_topics),
+            tuple(
+                InternalTopic.from_entity(t) for t in entity.repartition_source_topics
+            ),
         )
 
-    def as_fields(self, sizes: Mapping[TopicInfo, int] | None = None) -> dict[str, Any]:
+    def as_fields(
+        self, sizes: Mapping[InternalTopic, int] | None = None
+    ) -> dict[str, Any]:
         """The ``Subtopology`` struct's fields; ``sizes`` gives the partition count
         each internal topic was configured with (the declared one otherwise)."""
         sized = sizes or {}
 
-        def infos(topics: tuple[TopicInfo, ...]) -> list[dict[str, Any]]:
+        def infos(topics: tuple[InternalTopic, ...]) -> list[dict[str, Any]]:
             return [t.as_fields(sized.get(t)) for t in topics]
 
         return {
@@ -135,12 +139,12 @@ class Subtopology:
 @attrs.frozen
 class ConfiguredTopology:
     """The outcome of :func:`configure_topology`: ``tasks`` per subtopology (None
-    when not ready), the internal topics to create as ``(TopicInfo, partitions)``
+    when not ready), the internal topics to create as ``(InternalTopic, partitions)``
     and the missing source topics."""
 
     tasks: dict[str, int] | None
     missing_source_topics: tuple[str, ...] = ()
-    internal_topics: tuple[tuple[TopicInfo, int], ...] = ()
+    internal_topics: tuple[tuple[InternalTopic, int], ...] = ()
 
 
 def configure_topology(
@@ -183,7 +187,7 @@ def configure_topology(
             break
     for s in subtopologies:
         tasks.setdefault(s.subtopology_id, 0)
-    created: list[tuple[TopicInfo, int]] = []
+    created: list[tuple[InternalTopic, int]] = []
     for s in subtopologies:
         for info in s.repartition_source_topics:
             created.append((info, repartition.get(info.name, tasks[s.subtopology_id])))

@@ -33,6 +33,7 @@ __all__ = [
     "describe_cluster",
     "topic_metadata",
     "operations",
+    "with_group_operations",
 ]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
@@ -61,10 +62,9 @@ TV2_MAX_VERSIONS: Mapping[ApiKey, int] = {ApiKey.END_TXN: 5}
 #: ``ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION``), because older librdkafka
 #: (issue 4956; Debian's 2.0.2) compresses only when the broker lists Produce v0
 #: (gzip, snappy, lz4). A Produce v0-v2 request is answered UNSUPPORTED_VERSION per
-#: partition (:func:`kproto.broker.handlers.produce.produce`).
+#: partition before any handler runs (:data:`kproto.broker.dispatch.ROUTES`,
+#: :func:`kproto.broker.handlers.refusals.unsupported_version`).
 ADVERTISED_MIN_VERSIONS: Mapping[ApiKey, int] = {ApiKey.PRODUCE: 0}
-
-_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 
 def served_api_ranges(
@@ -137,6 +137,24 @@ def operations(
             ctx.principal, ctx.client_host, op, resource_type, name
         ),
     )
+
+
+def with_group_operations(
+    ctx: RequestContext, groups: list[dict[str, Any]], requested: bool
+) -> list[dict[str, Any]]:
+    """``groups`` (described group entries) with, when ``requested``, the
+    ``authorized_operations`` of each one described without error (:func:`operations`);
+    an entry with an error keeps the field's default, as Kafka's ``KafkaApis``
+    ``handleDescribeGroupsRequest`` / ``handleConsumerGroupDescribe`` /
+    ``handleShareGroupDescribe`` / ``handleStreamsGroupDescribe`` set it only on a
+    group whose ``errorCode`` is NONE."""
+    if requested:
+        for group in groups:
+            if group["error_code"] == ErrorCode.NONE:
+                group["authorized_operations"] = operations(
+                    ctx, ResourceType.GROUP, group["group_id"], True
+                )
+    return groups
 
 
 def _brokers(state: ClusterState) -> list[dict[str, Any]]:

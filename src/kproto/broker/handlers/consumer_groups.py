@@ -13,15 +13,13 @@ from typing import Any
 from kproto.broker.groups.assignors import Assignment
 from kproto.broker.groups.consumer_coordinator import HeartbeatRequest
 from kproto.broker.groups.consumer_records import assignment_from
+from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 
 __all__ = ["consumer_group_describe", "consumer_group_heartbeat"]
 
 E = ErrorCode
-# Kafka's AclOperation codes allowed on a group (READ 3, DELETE 6, DESCRIBE 8).
-_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-_OPERATIONS_NOT_ASKED = -(2**31)
 
 
 def _topic_partitions(assignment: Assignment) -> list[dict[str, Any]]:
@@ -94,10 +92,10 @@ def _named(assignment: Assignment, names: dict[Any, str]) -> dict[str, Any]:
     }
 
 
-def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, Any]:
+def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     coordinator = ctx.groups
     error = coordinator.check_coordinator(group_id, ctx.node_id)
-    base = {"group_id": group_id, "authorized_operations": operations}
+    base = {"group_id": group_id}
     if error != E.NONE:
         return {**base, "error_code": error, "error_message": ErrorCode(error).name}
     group = coordinator.consumer.groups.get(group_id)
@@ -142,9 +140,10 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
     state, epochs, assignor and every member's current and target assignment;
     GROUP_ID_NOT_FOUND for an unknown group or a classic one."""
     asked = request.include_authorized_operations
-    operations = _GROUP_OPERATIONS if asked else _OPERATIONS_NOT_ASKED
     return respond(
         ctx,
         throttle_time_ms=0,
-        groups=[_describe(ctx, g, operations) for g in request.group_ids],
+        groups=with_group_operations(
+            ctx, [_describe(ctx, g) for g in request.group_ids], asked
+        ),
     )

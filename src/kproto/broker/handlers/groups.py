@@ -19,6 +19,7 @@ from typing import Any
 
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import share_admin
+from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 
@@ -37,11 +38,6 @@ __all__ = [
 ]
 
 E = ErrorCode
-
-# Kafka's AclOperation codes allowed on a group (READ 3, DELETE 6, DESCRIBE 8), as
-# DescribeGroups v3+ reports them when asked (no ACLs here: everything is allowed).
-_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-_OPERATIONS_NOT_ASKED = -(2**31)
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -455,14 +451,13 @@ async def offset_delete(ctx: RequestContext, request: Any) -> Any:
 # -- DescribeGroups, ListGroups, DeleteGroups ------------------------------------
 
 
-def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, Any]:
+def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     coordinator = _coordinator(ctx)
     empty = {
         "group_id": group_id,
         "protocol_type": "",
         "protocol_data": "",
         "members": [],
-        "authorized_operations": operations,
     }
     error = coordinator.check_coordinator(group_id, ctx.node_id)
     if error != E.NONE:
@@ -506,16 +501,17 @@ def _describe(ctx: RequestContext, group_id: str, operations: int) -> dict[str, 
             }
             for m, instance, client_id, host, metadata, assignment in description.members
         ],
-        "authorized_operations": operations,
     }
 
 
 async def describe_groups(ctx: RequestContext, request: Any) -> Any:
     """DescribeGroups (DescribeGroupsRequest.json v0-v6); v3+ reports the group
-    operations allowed (all: no ACLs) when asked."""
+    operations the principal may use when asked (every one a group supports
+    without ACLs: :func:`~kproto.broker.handlers.cluster_info.with_group_operations`).
+    """
     asked = getattr(request, "include_authorized_operations", False)
-    operations = _GROUP_OPERATIONS if asked else _OPERATIONS_NOT_ASKED
-    groups = [_describe(ctx, group_id, operations) for group_id in request.groups]
+    groups = [_describe(ctx, g) for g in request.groups]
+    with_group_operations(ctx, groups, asked)
     return respond(ctx, throttle_time_ms=0, groups=groups)
 
 

@@ -14,11 +14,9 @@ import uuid
 from functools import cache
 from typing import Any, NamedTuple
 
-from kproto.broker.handlers.cluster_info import MIN_VERSIONS
-from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.context import RequestContext
 from kproto.broker.handlers.partitions import topic_name
 from kproto.broker.replica_manager import PartitionResult
-from kproto.errors import ErrorCode
 from kproto.index import ApiKey, response_type
 from kproto.meta import wire_fields
 
@@ -115,11 +113,8 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     1 and -1 (all) are the same here: there are no followers to wait for.
 
     Produce v0-v2 (magic 0/1 message sets) is advertised but not served, as Kafka 4
-    (KAFKA-18659): every partition is answered UNSUPPORTED_VERSION and nothing is
-    stored. (Kafka 4 closes the connection instead; a per-partition error tells the
-    client why.)"""
-    if ctx.api_version < MIN_VERSIONS[ApiKey.PRODUCE]:
-        return _unsupported_version(ctx, request)
+    (KAFKA-18659): :mod:`kproto.broker.dispatch` routes it to
+    :func:`kproto.broker.handlers.refusals.unsupported_version`, never here."""
     entries = [
         (*topic_name(ctx, topic_data), topic_data.partition_data)
         for topic_data in request.topic_data
@@ -141,34 +136,3 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         )
     ]
     return produce_response(ctx.api_version, topics)
-
-
-def _unsupported_version(ctx: RequestContext, request: Any) -> Any:
-    """The Produce v0-v2 answer: UNSUPPORTED_VERSION for every partition (none
-    with ``acks=0``, which has no response: the broker's log says why)."""
-    log.warning(
-        "node %d: Produce v%d from %s refused (UNSUPPORTED_VERSION): this broker"
-        " serves Produce v%d+ (record batches of magic 2)",
-        ctx.node_id,
-        ctx.api_version,
-        ctx.client_id,
-        MIN_VERSIONS[ApiKey.PRODUCE],
-    )
-    if request.acks == 0:
-        return None
-    topics = [
-        {
-            "name": topic_data.name,
-            "partition_responses": [
-                {
-                    "index": pdata.index,
-                    "error_code": ErrorCode.UNSUPPORTED_VERSION,
-                    "base_offset": -1,
-                    "log_append_time_ms": -1,
-                }
-                for pdata in topic_data.partition_data
-            ],
-        }
-        for topic_data in request.topic_data
-    ]
-    return respond(ctx, responses=topics, throttle_time_ms=0)

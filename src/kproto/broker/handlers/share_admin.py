@@ -9,13 +9,14 @@ be altered or deleted only while the group has no members.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
+from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.share import coordinator, group_error
 from kproto.broker.share import GROUP_PROPERTIES, RecordState, ShareCoordinator
 from kproto.errors import ErrorCode
+from kproto.meta import ZERO_UUID
 
 __all__ = [
     "GROUP",
@@ -35,13 +36,13 @@ GROUP = 32
 #: ``ConfigSource``: GROUP_CONFIG 8, DEFAULT_CONFIG 5; ``ConfigType`` STRING 2, INT 3.
 _GROUP_CONFIG, _DEFAULT = 8, 5
 _STRING, _INT = 2, 3
-_ZERO = uuid.UUID(int=0)
 
 
 async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
     """Each group's state (``Empty``/``Stable``), epochs, assignor (``simple``) and
-    members with their subscriptions and assignments; GROUP_ID_NOT_FOUND for an
-    unknown group or a classic group."""
+    members with their subscriptions and assignments, and when asked the group
+    operations the principal may use; GROUP_ID_NOT_FOUND for an unknown group or a
+    classic group."""
     share = coordinator(ctx)
     topics = ctx.state.topics
     groups = []
@@ -98,7 +99,10 @@ async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
                 "members": members,
             }
         )
-    return respond(ctx, throttle_time_ms=0, groups=groups)
+    asked = request.include_authorized_operations
+    return respond(
+        ctx, throttle_time_ms=0, groups=with_group_operations(ctx, groups, asked)
+    )
 
 
 async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
@@ -164,7 +168,7 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
             topics.append(
                 {
                     "topic_name": name,
-                    "topic_id": info.topic_id if info else _ZERO,
+                    "topic_id": info.topic_id if info else ZERO_UUID,
                     "partitions": rows,
                 }
             )
@@ -228,7 +232,7 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
             responses.append(
                 {
                     "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else _ZERO,
+                    "topic_id": info.topic_id if info else ZERO_UUID,
                     "partitions": rows,
                 }
             )
@@ -258,7 +262,7 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
             responses.append(
                 {
                     "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else _ZERO,
+                    "topic_id": info.topic_id if info else ZERO_UUID,
                     "error_code": code,
                     "error_message": None,
                 }

@@ -18,6 +18,7 @@ from kproto.broker.groups.streams_coordinator import (
     TASK_OFFSET_INTERVAL_MS,
 )
 from kproto.broker.groups.streams_group import StreamsGroup, TaskSet
+from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.errors import ErrorCode
 
@@ -28,9 +29,6 @@ __all__ = [
 ]
 
 E = ErrorCode
-# Kafka's AclOperation codes allowed on a group (READ 3, DELETE 6, DESCRIBE 8).
-_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-_OPERATIONS_NOT_ASKED = -(2**31)
 # StreamsGroupDescribeResponse TopologyDescriptionStatus
 _NOT_REQUESTED, _NOT_STORED, _AVAILABLE = 0, 1, 3
 
@@ -108,11 +106,11 @@ def _topology(group: StreamsGroup) -> dict[str, Any]:
 
 
 def _describe(
-    ctx: RequestContext, group_id: str, operations: int, with_description: bool
+    ctx: RequestContext, group_id: str, with_description: bool
 ) -> dict[str, Any]:
     coordinator = ctx.groups
     error = coordinator.check_coordinator(group_id, ctx.node_id)
-    base = {"group_id": group_id, "authorized_operations": operations}
+    base = {"group_id": group_id}
     if error != E.NONE:
         return {**base, "error_code": error, "error_message": ErrorCode(error).name}
     group = coordinator.streams.groups.get(group_id)
@@ -184,14 +182,13 @@ async def streams_group_describe(ctx: RequestContext, request: Any) -> Any:
     topology description when asked; GROUP_ID_NOT_FOUND for an unknown group or one
     of another type."""
     asked = request.include_authorized_operations
-    operations = _GROUP_OPERATIONS if asked else _OPERATIONS_NOT_ASKED
     with_description = bool(getattr(request, "include_topology_description", False))
     return respond(
         ctx,
         throttle_time_ms=0,
-        groups=[
-            _describe(ctx, g, operations, with_description) for g in request.group_ids
-        ],
+        groups=with_group_operations(
+            ctx, [_describe(ctx, g, with_description) for g in request.group_ids], asked
+        ),
     )
 
 

@@ -16,7 +16,8 @@ from kproto.broker.handlers.authorize.common import (
     allowed,
 )
 from kproto.broker.handlers.authorize.txn import TXN_CHECKS
-from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.handlers.context import Handler, RequestContext
+from kproto.broker.handlers.refusals import error_response
 from kproto.index import ApiKey
 
 __all__ = ["CLUSTER_CHECKS", "CLUSTER_OPS"]
@@ -26,63 +27,9 @@ _MESSAGE = "Cluster authorization failed."
 
 
 def _cluster_denied(ctx: RequestContext, request: Any) -> Any:
-    """The CLUSTER_AUTHORIZATION_FAILED answer of a cluster-level API."""
-    api_key = ctx.header.request_api_key
-    if api_key == ApiKey.CREATE_ACLS:
-        entries = [{"error_code": CLUSTER_DENIED, "error_message": _MESSAGE}]
-        return respond(
-            ctx, throttle_time_ms=0, results=entries * len(request.creations)
-        )
-    if api_key == ApiKey.DELETE_ACLS:
-        entries = [
-            {
-                "error_code": CLUSTER_DENIED,
-                "error_message": _MESSAGE,
-                "matching_acls": [],
-            }
-        ]
-        return respond(
-            ctx, throttle_time_ms=0, filter_results=entries * len(request.filters)
-        )
-    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
-        users = dict.fromkeys(
-            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
-        )
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            results=[
-                {"user": u, "error_code": CLUSTER_DENIED, "error_message": _MESSAGE}
-                for u in users
-            ],
-        )
-    if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            entries=[
-                {
-                    "error_code": CLUSTER_DENIED,
-                    "error_message": _MESSAGE,
-                    "entity": [
-                        {"entity_type": e.entity_type, "entity_name": e.entity_name}
-                        for e in entry.entity
-                    ],
-                }
-                for entry in request.entries
-            ],
-        )
-    if api_key == ApiKey.INIT_PRODUCER_ID:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=CLUSTER_DENIED,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    return respond(  # DescribeAcls, DescribeUserScramCredentials, the admin APIs
-        ctx, throttle_time_ms=0, error_code=CLUSTER_DENIED, error_message=_MESSAGE
-    )
+    """The CLUSTER_AUTHORIZATION_FAILED answer of a cluster-level API (every entry
+    of the ACL, SCRAM and quota APIs; InitProducerId with producer id -1)."""
+    return error_response(ctx, request, CLUSTER_DENIED, _MESSAGE)
 
 
 #: The operation each cluster-level API needs on the cluster.

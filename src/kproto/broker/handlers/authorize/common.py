@@ -16,9 +16,9 @@ from typing import Any
 import attrs
 
 from kproto.broker.acl import AclOperation, ResourceType
-from kproto.broker.authorized_operations import authorized_operations
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
+from kproto.broker.handlers.refusals import TOPIC_SHAPES, refused_topic
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -27,13 +27,11 @@ __all__ = [
     "TOPIC_DENIED",
     "GROUP_DENIED",
     "CLUSTER_DENIED",
-    "TopicSplit",
     "all_described",
     "allowed",
     "call",
     "entries",
     "group_allowed",
-    "group_operations",
     "refuse_whole",
     "split",
     "topic_ids",
@@ -72,15 +70,6 @@ def group_allowed(ctx: RequestContext, op: AclOperation) -> Callable[[Any], bool
     return check
 
 
-def group_operations(ctx: RequestContext, group_id: str) -> int:
-    """The ``authorized_operations`` bitfield of a described group (KIP-430)."""
-    return authorized_operations(
-        ResourceType.GROUP,
-        True,
-        lambda op: allowed(ctx, op, ResourceType.GROUP, group_id),
-    )
-
-
 def topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
     """Every topic's name by its id."""
     return {info.topic_id: name for name, info in ctx.state.topics.items()}
@@ -93,58 +82,29 @@ def all_described(ctx: RequestContext, names: Iterable[str]) -> bool:
     )
 
 
-@attrs.frozen
-class TopicSplit:
-    """Where a topic-keyed request and its response keep topics and partitions."""
-
-    op: AclOperation
-    topics: str  # request: topics field
-    partitions: str  # request topic: partitions field
-    index: str  # request partition: index field
-    out_topics: str  # response: topics field
-    out_partitions: str
-    out_index: str
-    defaults: dict[str, Any] = attrs.field(factory=dict)
-    name: str = "name"  # request topic: name field
-    out_name: str = "name"
-    code: ErrorCode = TOPIC_DENIED
-
-
-def _denied_topic(
-    spec: TopicSplit, t: Any, name: str, code: ErrorCode
-) -> dict[str, Any]:
-    return {
-        spec.out_name: name,
-        "topic_id": getattr(t, "topic_id", None),
-        spec.out_partitions: [
-            {
-                spec.out_index: getattr(p, spec.index),
-                "error_code": code,
-                **spec.defaults,
-            }
-            for p in getattr(t, spec.partitions)
-        ],
-    }
-
-
 async def split(
     ctx: RequestContext,
     handler: Handler,
     request: Any,
-    spec: TopicSplit,
+    op: AclOperation,
     everything_denied: ErrorCode | None = None,
 ) -> Any:
-    """Run ``handler`` on the topics the principal may use; answer each partition
-    of the others ``spec.code`` (or of every topic ``everything_denied``)."""
+    """Run ``handler`` on the topics of a topic-keyed request
+    (:data:`~kproto.broker.handlers.refusals.TOPIC_SHAPES`) the principal may
+    ``op``; answer each partition of the others TOPIC_AUTHORIZATION_FAILED (or of
+    every topic ``everything_denied``)."""
+    spec = TOPIC_SHAPES[ctx.header.request_api_key]
     permitted, denied = [], []
     for t in getattr(request, spec.topics):
         name, error = topic_name(ctx, t, spec.name)
         if everything_denied is None and (
-            error or allowed(ctx, spec.op, ResourceType.TOPIC, name)
+            error or allowed(ctx, op, ResourceType.TOPIC, name)
         ):
             permitted.append(t)  # an unknown topic gets the handler's own error
         else:
-            denied.append(_denied_topic(spec, t, name, everything_denied or spec.code))
+            denied.append(
+                refused_topic(spec, t, name, everything_denied or TOPIC_DENIED)
+            )
     if not denied:
         return await handler(ctx, request)
     extra = respond(ctx, **{spec.out_topics: denied})

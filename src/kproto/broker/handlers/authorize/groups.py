@@ -20,7 +20,6 @@ from kproto.broker.handlers.authorize.common import (
     call,
     entries,
     group_allowed,
-    group_operations,
     refuse_whole,
 )
 from kproto.broker.handlers.authorize.txn import TXN_CHECKS
@@ -149,7 +148,8 @@ def describe_groups_and_topics(
     StreamsGroupDescribe: group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED);
     a described group naming a topic (``topics_of(group)``) the principal may not
     DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED with ``message`` and nothing
-    else; ``authorized_operations``, when asked, are the principal's."""
+    else (``authorized_operations``, when asked, are the principal's: the
+    handler's :func:`~kproto.broker.handlers.cluster_info.operations`)."""
 
     async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
         response = await entries(
@@ -161,7 +161,6 @@ def describe_groups_and_topics(
             "groups",
             lambda g: {"group_id": g, "error_code": GROUP_DENIED},
         )
-        asked = request.include_authorized_operations
         groups = []
         for g in response.groups:
             if g.error_code == ErrorCode.NONE:
@@ -177,9 +176,6 @@ def describe_groups_and_topics(
                             }
                         ],
                     ).groups[0]
-                elif asked:
-                    operations = group_operations(ctx, g.group_id)
-                    g = attrs.evolve(g, authorized_operations=operations)
             groups.append(g)
         return attrs.evolve(response, groups=tuple(groups))
 

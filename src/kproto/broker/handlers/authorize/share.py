@@ -50,11 +50,11 @@ from kproto.broker.handlers.authorize.groups import (
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
+from kproto.meta import ZERO_UUID
 
 __all__ = ["SHARE_CHECKS"]
 
 _Op = AclOperation
-_ZERO = uuid.UUID(int=0)
 _NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
 
 
@@ -142,7 +142,7 @@ async def _share_session_api(
 
 def _topic_id(ctx: RequestContext, name: str) -> uuid.UUID:
     info = ctx.state.topics.get(name)
-    return info.topic_id if info is not None else _ZERO
+    return info.topic_id if info is not None else ZERO_UUID
 
 
 async def _describe_offsets(ctx: RequestContext, handler: Handler, request: Any) -> Any:

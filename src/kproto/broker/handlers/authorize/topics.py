@@ -5,7 +5,6 @@ CreateTopics, DeleteTopics, CreatePartitions and the config APIs (Kafka's
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import attrs
@@ -17,7 +16,6 @@ from kproto.broker.handlers.authorize.common import (
     GROUP_DENIED,
     TOPIC_DENIED,
     Check,
-    TopicSplit,
     allowed,
     call,
     entries,
@@ -28,99 +26,42 @@ from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.meta import ZERO_UUID
 
 __all__ = ["TOPIC_CHECKS"]
 
 _Op = AclOperation
 
-#: The topic-keyed APIs: the operation, and where request and response keep topics.
-SPLITS = {
-    ApiKey.PRODUCE: TopicSplit(
-        _Op.WRITE,
-        "topic_data",
-        "partition_data",
-        "index",
-        "responses",
-        "partition_responses",
-        "index",
-        {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1},
-    ),
-    ApiKey.FETCH: TopicSplit(
-        _Op.READ,
-        "topics",
-        "partitions",
-        "partition",
-        "responses",
-        "partitions",
-        "partition_index",
-        {"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1},
-        name="topic",
-        out_name="topic",
-    ),
-    ApiKey.LIST_OFFSETS: TopicSplit(
-        _Op.DESCRIBE,
-        "topics",
-        "partitions",
-        "partition_index",
-        "topics",
-        "partitions",
-        "partition_index",
-        {"timestamp": -1, "offset": -1},
-    ),
-    ApiKey.DELETE_RECORDS: TopicSplit(
-        _Op.DELETE,
-        "topics",
-        "partitions",
-        "partition_index",
-        "topics",
-        "partitions",
-        "partition_index",
-        {"low_watermark": -1},
-    ),
-    ApiKey.OFFSET_COMMIT: TopicSplit(
-        _Op.READ,
-        "topics",
-        "partitions",
-        "partition_index",
-        "topics",
-        "partitions",
-        "partition_index",
-    ),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: TopicSplit(
-        _Op.DESCRIBE,
-        "topics",
-        "partitions",
-        "partition",
-        "topics",
-        "partitions",
-        "partition",
-        {"leader_epoch": -1, "end_offset": -1},
-        name="topic",
-        out_name="topic",
-    ),
+#: The topic-keyed APIs (their shapes: :data:`~kproto.broker.handlers.refusals.
+#: TOPIC_SHAPES`) and the operation each needs on a topic.
+TOPIC_OPS = {
+    ApiKey.PRODUCE: _Op.WRITE,
+    ApiKey.FETCH: _Op.READ,
+    ApiKey.LIST_OFFSETS: _Op.DESCRIBE,
+    ApiKey.DELETE_RECORDS: _Op.DELETE,
+    ApiKey.OFFSET_COMMIT: _Op.READ,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _Op.DESCRIBE,
 }
 
 
 async def _split(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    return await split(ctx, handler, request, SPLITS[ctx.header.request_api_key])
+    return await split(ctx, handler, request, TOPIC_OPS[ctx.header.request_api_key])
 
 
 async def _produce(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """Transactional records need WRITE on their transactional id (every partition
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then topic WRITE."""
-    spec = SPLITS[ApiKey.PRODUCE]
     if transactional_produce_denied(ctx, request):
         denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        return await split(ctx, handler, request, spec, denied)
-    return await split(ctx, handler, request, spec)
+        return await split(ctx, handler, request, _Op.WRITE, denied)
+    return await split(ctx, handler, request, _Op.WRITE)
 
 
 async def _offset_commit(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """Group READ (every partition GROUP_AUTHORIZATION_FAILED), then topic READ."""
-    spec = SPLITS[ApiKey.OFFSET_COMMIT]
     if not allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id):
-        return await split(ctx, handler, request, spec, GROUP_DENIED)
-    return await split(ctx, handler, request, spec)
+        return await split(ctx, handler, request, _Op.READ, GROUP_DENIED)
+    return await split(ctx, handler, request, _Op.READ)
 
 
 async def _metadata(ctx: RequestContext, handler: Handler, request: Any) -> Any:
@@ -168,7 +109,7 @@ async def _describe_topic_partitions(
                 attrs.evolve(
                     t,
                     error_code=TOPIC_DENIED,
-                    topic_id=uuid.UUID(int=0),
+                    topic_id=ZERO_UUID,
                     partitions=(),
                 )
             )

@@ -7,7 +7,6 @@ and confluent-kafka's ShareConsumer in an allowed and a denied group."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +27,7 @@ from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey
 from kproto.sasl import SaslConfig
 from tests.broker.share.support import DEADLINE_S, SHARE_CONFIGS, ck
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -407,18 +407,21 @@ def _share_consume(cluster: Cluster, group: str) -> tuple[list[bytes], list[str]
     got: list[bytes] = []
     try:
         consumer.subscribe([OPEN])
-        deadline = time.monotonic() + DEADLINE_S
-        while len(got) < 3 and not errors and time.monotonic() < deadline:
+
+        def answered() -> bool:
             try:
                 messages = consumer.poll(0.2)
             except ck.KafkaException as exc:
                 errors.append(exc.args[0].name())
-                break
+                return True
             for m in messages:
                 if m.error() is not None:
                     errors.append(m.error().name())
                 else:
                     got.append(m.value())
+            return len(got) >= 3 or bool(errors)
+
+        eventually(answered, DEADLINE_S, interval_s=0, retry_on=())
     finally:
         consumer.close()
     return got, errors

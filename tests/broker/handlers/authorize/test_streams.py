@@ -25,7 +25,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode as E
 from kproto.index import ApiKey
 from kproto.sasl import SaslConfig
-from tests.broker.test_streams_groups import CAPS, join, topology
+from tests.broker.handlers.test_streams_groups import CAPS, join, topology
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,7 +6,6 @@ AdminClient with literal and prefixed patterns, allow and deny."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,8 +22,11 @@ from kproto.broker.acl import (
     ResourceType,
 )
 from kproto.connection import Connection, KafkaConnectionError
-from kproto.index import ApiKey
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey, request_type
+from kproto.meta import build_entity
 from kproto.sasl import SaslConfig
+from tests.eventually import eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 ck = pytest.importorskip("confluent_kafka.admin")
@@ -196,15 +198,16 @@ def _consume(
     )
     consumer.subscribe([topic])
     got: list[bytes] = []
-    deadline = time.monotonic() + 15
-    while not got and not errors and time.monotonic() < deadline:
+
+    def answered() -> bool:
         msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
+        if msg is not None and msg.error():
             errors.append(msg.error().name())
-        else:
+        elif msg is not None:
             got.append(msg.value())
+        return bool(got or errors)
+
+    eventually(answered, 15, interval_s=0, retry_on=())
     consumer.close()
     return got, errors
 
@@ -426,6 +429,55 @@ def test_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
     assert described.cluster_authorized_operations == supported_operations(
         ResourceType.CLUSTER
     )
+
+
+def test_group_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
+    """DescribeGroups reports the group operations the principal may use: alice's
+    READ on her group implies DESCRIBE (Kafka's ``AclEntry`` implied operations), a
+    super user gets every supported one; a group described with an error keeps
+    the field's default, as Kafka (ConsumerGroupDescribe of a classic group)."""
+    from kproto.broker.authorized_operations import NOT_REQUESTED, supported_operations
+
+    port = cluster.servers[0].port
+    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    commit = build_entity(  # v9: topics by name; makes an Empty classic group
+        request_type(ApiKey.OFFSET_COMMIT, 9),
+        {
+            "group_id": "alice-group",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "topics": [
+                {
+                    "name": "alice-orders",
+                    "partitions": [{"partition_index": 0, "committed_offset": 0}],
+                }
+            ],
+        },
+    )
+    with Connection("127.0.0.1", port, sasl=admin) as conn:
+        committed = conn.send(commit)
+    assert committed.topics[0].partitions[0].error_code == 0
+    mine = (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
+    for user, expected in (
+        ("alice", mine),
+        ("admin", supported_operations(ResourceType.GROUP)),
+    ):
+        sasl = SaslConfig(mechanism="PLAIN", username=user, password=f"{user}-pw")
+        with Connection("127.0.0.1", port, sasl=sasl) as conn:
+            classic = conn.request(
+                ApiKey.DESCRIBE_GROUPS,
+                groups=["alice-group"],
+                include_authorized_operations=True,
+            )
+            modern = conn.request(
+                ApiKey.CONSUMER_GROUP_DESCRIBE,
+                group_ids=["alice-group"],
+                include_authorized_operations=True,
+            )
+        assert classic.groups[0].error_code == 0, user
+        assert classic.groups[0].authorized_operations == expected, user
+        assert modern.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND, user
+        assert modern.groups[0].authorized_operations == NOT_REQUESTED, user
 
 
 def test_cluster_admin_apis_need_cluster_acls(cluster: Cluster) -> None:

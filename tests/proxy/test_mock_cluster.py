@@ -47,6 +47,13 @@ class ProxyThread:
         self._loop.close()
 
 
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[MockCluster]:
+    """librdkafka's mock cluster, in-process, on 127.0.0.1 (as the live tests')."""
+    with MockCluster(3, timeout_s=20.0) as c:
+        yield c
+
+
 @pytest.fixture
 def proxied(cluster: MockCluster) -> Iterator[ProxyThread]:
     running = ProxyThread(Proxy(cluster.bootstrap))

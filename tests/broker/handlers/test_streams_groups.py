@@ -18,11 +18,11 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.groups.modern import reconcile
 from kproto.broker.groups.streams_group import (
+    InternalTopic,
     StreamsGroup,
     StreamsGroupMember,
     StreamsMemberState,
     Subtopology,
-    TopicInfo,
     configure_topology,
     sticky_assign,
 )
@@ -473,10 +473,12 @@ def test_configure_topology_sizes_internal_topics() -> None:
         Subtopology("0", ("a", "b"), ("r",)),
         Subtopology(
             "1",
-            repartition_source_topics=(TopicInfo("r"),),
-            state_changelog_topics=(TopicInfo("c"),),
+            repartition_source_topics=(InternalTopic("r"),),
+            state_changelog_topics=(InternalTopic("c"),),
         ),
-        Subtopology("2", ("a",), repartition_source_topics=(TopicInfo("fixed", 5),)),
+        Subtopology(
+            "2", ("a",), repartition_source_topics=(InternalTopic("fixed", 5),)
+        ),
     )
     configured = configure_topology(subs, {"a": 2, "b": 3})
     # the widest source topic numbers the tasks; "r" is as wide as its writer
@@ -520,7 +522,9 @@ def test_records_roundtrip() -> None:
         group_epoch=4,
         assignment_epoch=4,
         topology_epoch=2,
-        topology=(Subtopology("0", ("in",), state_changelog_topics=(TopicInfo("c"),)),),
+        topology=(
+            Subtopology("0", ("in",), state_changelog_topics=(InternalTopic("c"),)),
+        ),
         metadata={"in": 2},
     )
     member = StreamsGroupMember(
