@@ -1,0 +1,33 @@
+"""The documentation's code runs as tests: every ```python block of README.md and
+docs/**/*.md is executed by Sybil (``pytest README.md docs``), the blocks of one page
+in order, sharing one namespace. A block that cannot run carries a
+``<!-- skip: next -->`` comment (counted by tests/test_docs_examples.py); blocks that
+need Spark run only when ``KPROTO_DOCS_SPARK=1`` (the spark-marked run sets it).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from typing import Any
+
+from sybil import Sybil
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+
+def _setup(namespace: dict[str, Any]) -> None:
+    namespace["SPARK"] = os.environ.get("KPROTO_DOCS_SPARK") == "1"
+
+
+def _teardown(namespace: dict[str, Any]) -> None:
+    """Drop what a page made (clients of a stopped cluster stop retrying)."""
+    namespace.clear()
+    gc.collect()
+
+
+pytest_collect_file = Sybil(
+    parsers=[PythonCodeBlockParser(), SkipParser()],
+    patterns=["README.md", "docs/**/*.md"],
+    setup=_setup,
+    teardown=_teardown,
+).pytest()
