@@ -27,7 +27,7 @@ def _teardown(namespace: dict[str, Any]) -> None:
 
 pytest_collect_file = Sybil(
     parsers=[PythonCodeBlockParser(), SkipParser()],
-    patterns=["README.md", "docs/**/*.md"],
+    patterns=["README.md", "docs/*.md", "docs/**/*.md"],
     setup=_setup,
     teardown=_teardown,
 ).pytest()
