@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -208,7 +208,14 @@ def cli_page() -> str:
     with _columns(88):
         for path, parser in _walk(build_parser(), ("kproto",)):
             title = " ".join(path)
-            out += [f"## `{title}`", "", "```text", parser.format_help().rstrip(), "```", ""]
+            out += [
+                f"## `{title}`",
+                "",
+                "```text",
+                parser.format_help().rstrip(),
+                "```",
+                "",
+            ]
     return "\n".join(out)
 
 
@@ -255,7 +262,9 @@ def on_files(files: Files, config: Any) -> Files:
         )
     notes = docs_dir / "reference" / "broker-api-notes.yml"
     files.append(
-        File.generated(config, "reference/broker-apis.md", content=broker_apis_page(notes))
+        File.generated(
+            config, "reference/broker-apis.md", content=broker_apis_page(notes)
+        )
     )
     files.append(File.generated(config, "reference/cli.md", content=cli_page()))
     return files

@@ -54,7 +54,11 @@ def on_config(config: Any) -> Any:
                 "reference/schema.md",
                 "reference/broker-apis.md",
                 "reference/cli.md",
-                {"API": [f"reference/api/{m}.md" for m in generated.reference_modules()]},
+                {
+                    "API": [
+                        f"reference/api/{m}.md" for m in generated.reference_modules()
+                    ]
+                },
             ]
         },
         {"Performance": "performance.md"},
