@@ -1,7 +1,8 @@
 """The documentation's code runs as tests: every ```python block of README.md and
 docs/**/*.md is executed by Sybil (``pytest README.md docs``), the blocks of one page
-in order, sharing one namespace. A block that cannot run carries a
-``<!-- skip: next -->`` comment (counted by tests/test_docs_examples.py); blocks that
+in order, sharing one namespace (a block of ``>>>`` lines is a doctest: its output is
+compared, ``...`` matching anything, whitespace runs equal). A block that cannot run carries a
+``<!-- skip: next -->`` comment (counted by tests/test_docs.py); blocks that
 need Spark run only when ``KPROTO_DOCS_SPARK=1`` (the spark-marked run sets it).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import os
+from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
 from typing import Any
 
 from sybil import Sybil
@@ -20,13 +22,22 @@ def _setup(namespace: dict[str, Any]) -> None:
 
 
 def _teardown(namespace: dict[str, Any]) -> None:
-    """Drop what a page made (clients of a stopped cluster stop retrying)."""
+    """Stop a broker a failed page left running, and drop what the page made (clients
+    of a stopped cluster stop retrying)."""
+    from kproto.broker import Cluster
+
+    for value in namespace.values():
+        if isinstance(value, Cluster):
+            value.close()
     namespace.clear()
     gc.collect()
 
 
 pytest_collect_file = Sybil(
-    parsers=[PythonCodeBlockParser(), SkipParser()],
+    parsers=[
+        PythonCodeBlockParser(doctest_optionflags=ELLIPSIS | NORMALIZE_WHITESPACE),
+        SkipParser(),
+    ],
     patterns=["README.md", "docs/*.md", "docs/**/*.md"],
     setup=_setup,
     teardown=_teardown,
