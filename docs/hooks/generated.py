@@ -47,29 +47,46 @@ EXCLUDED = {"schema", "__main__"}
 # ------------------------------------------------------------------ API reference
 
 
-def reference_modules() -> list[str]:
-    """The public top-level modules and packages of kproto, by name."""
-    names = set()
-    for path in (SRC / "kproto").iterdir():
-        name = path.stem if path.suffix == ".py" else path.name
-        if name.startswith("_") or name in EXCLUDED:
-            continue
-        if path.suffix == ".py" or (path / "__init__.py").exists():
-            names.add(name)
-    return sorted(names)
-
-
-def _public_submodules(package: str) -> list[str]:
-    """The package's public submodules, one level down, in name order."""
-    directory = SRC / Path(*package.split("."))
+def _children(package_dir: Path) -> list[tuple[str, bool]]:
+    """``(name, is_package)`` of a package's public modules, by name."""
     found = []
-    for path in sorted(directory.iterdir()):
+    for path in sorted(package_dir.iterdir()):
         name = path.stem if path.suffix == ".py" else path.name
         if name.startswith("_"):
             continue
-        if path.suffix == ".py" or (path / "__init__.py").exists():
-            found.append(f"{package}.{name}")
+        if path.suffix == ".py":
+            found.append((name, False))
+        elif (path / "__init__.py").exists():
+            found.append((name, True))
     return found
+
+
+def reference_modules() -> list[str]:
+    """The pages of the API reference, as dotted names below ``kproto``: every public
+    top-level module and every public package at any depth (its plain submodules
+    are sections of its page)."""
+    pages = []
+
+    def walk(directory: Path, prefix: str) -> None:
+        for name, is_package in _children(directory):
+            if not prefix and name in EXCLUDED:
+                continue
+            if is_package:
+                pages.append(prefix + name)
+                walk(directory / name, f"{prefix}{name}.")
+            elif not prefix:
+                pages.append(name)
+
+    walk(SRC / "kproto", "")
+    return sorted(pages)
+
+
+def _public_submodules(package: str) -> list[str]:
+    """The package's public plain submodules (not subpackages), in name order."""
+    directory = SRC / Path(*package.split("."))
+    return [
+        f"{package}.{n}" for n, is_package in _children(directory) if not is_package
+    ]
 
 
 def _exported(module: Any) -> list[str]:
