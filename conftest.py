@@ -3,7 +3,8 @@ docs/**/*.md is executed by Sybil (``pytest README.md docs``), the blocks of one
 in order, sharing one namespace (a block of ``>>>`` lines is a doctest: its output is
 compared, ``...`` matching anything, whitespace runs equal). A block that cannot run carries a
 ``<!-- skip: next -->`` comment (counted by tests/test_docs.py); blocks that
-need Spark run only when ``KPROTO_DOCS_SPARK=1`` (the spark-marked run sets it).
+need Spark run only when ``KPROTO_DOCS_SPARK=1`` (``make test-docs`` runs those pages
+again with it). Run them in one process (``-n 0``): a page's blocks share a namespace.
 """
 
 from __future__ import annotations
