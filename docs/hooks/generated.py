@@ -101,26 +101,37 @@ def _exported(module: Any) -> list[str]:
     return list(names)
 
 
-def _exported_objects(module: Any) -> set[int]:
-    return {id(getattr(module, n)) for n in _exported(module) if hasattr(module, n)}
+def _key(module: Any, name: str) -> tuple[str, str] | None:
+    """What identifies ``module.name`` across re-exports: a class's or function's
+    home and qualified name; a constant is only itself. None: it cannot be loaded
+    here (a lazily imported name whose optional dependency is missing)."""
+    try:
+        value = getattr(module, name)
+    except (AttributeError, ImportError):
+        return None
+    home, qualname = getattr(value, "__module__", None), getattr(
+        value, "__qualname__", None
+    )
+    if isinstance(home, str) and isinstance(qualname, str):
+        return home, qualname
+    return module.__name__, name
 
 
 def api_page(name: str) -> str:
-    """The Markdown of ``reference/api/<name>.md``."""
+    """The Markdown of ``reference/api/<name>.md``: the module (its ``__all__``), and
+    for a package each public plain submodule with the names the package does not
+    already show."""
     dotted = f"kproto.{name}"
     module = importlib.import_module(dotted)
     lines = [f"# `{dotted}`", "", f"::: {dotted}", ""]
     if not hasattr(module, "__path__"):
         return "\n".join(lines)
-    seen = _exported_objects(module)
+    seen = {_key(module, n) for n in _exported(module)} - {None}
     for sub in _public_submodules(dotted):
         submodule = importlib.import_module(sub)
-        members = [
-            n
-            for n in _exported(submodule)
-            if hasattr(submodule, n) and id(getattr(submodule, n)) not in seen
-        ]
-        seen |= {id(getattr(submodule, n)) for n in members}
+        keys = {n: _key(submodule, n) for n in _exported(submodule)}
+        members = [n for n, key in keys.items() if key is not None and key not in seen]
+        seen |= {keys[n] for n in members}
         lines += [f"::: {sub}", "    options:", "      heading_level: 2"]
         if members:
             lines += ["      members:"] + [f"        - {n}" for n in members]
@@ -131,10 +142,6 @@ def api_page(name: str) -> str:
 
 
 # ------------------------------------------------------------- broker APIs table
-
-
-def _ranges(versions: list[int]) -> str:
-    return f"{versions[0]}" if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
 
 
 def broker_apis_page(notes_file: Path) -> str:
