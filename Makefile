@@ -40,11 +40,10 @@ test: $(STAMP)
 	$(MAKE) test-docs
 
 ## Every ```python block of README.md and docs/ (Sybil, conftest.py), in page order (one
-## process: a page's blocks share a namespace); then the Spark blocks with a Spark session.
-DOC_SPARK_PAGES := README.md docs/getting-started.md docs/guide/spark.md
+## process: a page's blocks share a namespace); then the pages with Spark blocks, with Spark.
 test-docs: $(STAMP)
 	$(PY) -m pytest -n 0 -p no:cacheprovider -q README.md docs
-	KPROTO_DOCS_SPARK=1 $(PY) -m pytest -n 0 -p no:cacheprovider -q $(DOC_SPARK_PAGES)
+	KPROTO_DOCS_SPARK=1 $(PY) -m pytest -n 0 -p no:cacheprovider -q README.md docs
 
 ## The documentation site, built strictly (any warning fails: broken links and anchors too).
 docs: $(STAMP)

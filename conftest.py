@@ -3,8 +3,8 @@ docs/**/*.md is executed by Sybil (``pytest README.md docs``), the blocks of one
 in order, sharing one namespace (a block of ``>>>`` lines is a doctest: its output is
 compared, ``...`` matching anything, whitespace runs equal). A block that cannot run carries a
 ``<!-- skip: next -->`` comment (counted by tests/test_docs.py); blocks that
-need Spark run only when ``KPROTO_DOCS_SPARK=1`` (``make test-docs`` runs those pages
-again with it). Run them in one process (``-n 0``): a page's blocks share a namespace.
+need Spark run only when ``KPROTO_DOCS_SPARK=1`` (``make test-docs`` runs the pages
+that have such blocks again with it). Run them in one process (``-n 0``): a page's blocks share a namespace.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
+from pathlib import Path
 from typing import Any
 
 from sybil import Sybil
@@ -34,7 +35,7 @@ def _teardown(namespace: dict[str, Any]) -> None:
     gc.collect()
 
 
-pytest_collect_file = Sybil(
+_collect = Sybil(
     parsers=[
         PythonCodeBlockParser(doctest_optionflags=ELLIPSIS | NORMALIZE_WHITESPACE),
         SkipParser(),
@@ -43,3 +44,15 @@ pytest_collect_file = Sybil(
     setup=_setup,
     teardown=_teardown,
 ).pytest()
+
+
+def pytest_collect_file(file_path: Path, parent: Any) -> Any:
+    """Sybil's collector; with ``KPROTO_DOCS_SPARK=1`` only the pages that have Spark
+    blocks (the second run of ``make test-docs``)."""
+    if (
+        os.environ.get("KPROTO_DOCS_SPARK") == "1"
+        and file_path.suffix == ".md"
+        and "if(not SPARK" not in file_path.read_text()
+    ):
+        return None
+    return _collect(file_path, parent)
