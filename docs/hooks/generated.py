@@ -7,8 +7,8 @@
 - ``reference/broker-apis.md``: the APIs the broker serves and their versions, from
   ``kproto.broker.handlers.HANDLERS`` and what ApiVersions advertises
   (``kproto.broker.dispatch.SERVED_APIS``); the notes column comes from
-  ``docs/reference/broker-api-notes.yml``, keyed by API name (a note for an API not
-  served fails the build).
+  ``docs/reference/broker-api-notes.yml``, keyed by API name (a name that is no
+  ``ApiKey`` fails the build; a note for an API not served is not shown).
 - ``reference/cli.md``: ``kproto --help`` and every subcommand's help, from
   ``kproto.cli.build_parser()``.
 - ``<!-- kproto:rooms -->`` in a page: one line per module of ``src/kproto`` (its
@@ -152,9 +152,13 @@ def broker_apis_page(notes_file: Path) -> str:
 
     notes: dict[str, str] = yaml.safe_load(notes_file.read_text()) or {}
     names = {api_key: _camel(ApiKey(api_key).name) for api_key in HANDLERS}
-    unknown = sorted(set(notes) - set(names.values()) - {"_intro"})
+    every_api = {_camel(api_key.name) for api_key in ApiKey}
+    unknown = sorted(set(notes) - every_api - {"_intro"})
     if unknown:
-        log.warning(f"{notes_file.name}: notes for APIs not served: {unknown}")
+        log.warning(f"{notes_file.name}: notes for names that are no API: {unknown}")
+    unserved = sorted(set(notes) & every_api - set(names.values()))
+    if unserved:
+        log.info(f"{notes_file.name}: not served, so not shown: {unserved}")
     rows = []
     for api_key in sorted(HANDLERS):
         low, high = SERVED_APIS[api_key]  # what ApiVersions advertises
