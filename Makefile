@@ -39,7 +39,7 @@ test: $(STAMP)
 	$(MAKE) test-pure
 	$(MAKE) test-docs
 
-## Every ```python block of README.md and docs/ (Sybil, conftest.py), in page order (one
+## Every python code block of README.md and docs/ (Sybil, conftest.py), in page order (one
 ## process: a page's blocks share a namespace); then the pages with Spark blocks, with Spark.
 test-docs: $(STAMP)
 	$(PY) -m pytest -n 0 -p no:cacheprovider -q README.md docs

@@ -13,6 +13,7 @@
   ``kproto.cli.build_parser()``.
 - ``<!-- kproto:rooms -->`` in a page: one line per module of ``src/kproto`` (its
   docstring's first sentence), read with ``ast``, so the list follows the code.
+- ``<!-- kproto:make-targets -->``: the Makefile's targets with their ``##`` comments.
 """
 
 from __future__ import annotations
@@ -279,6 +280,33 @@ def rooms() -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ make targets
+
+
+def make_targets(makefile: Path) -> str:
+    """A table of the Makefile's targets and the ``##`` comment above each; targets
+    without one are listed after it."""
+    rows, bare, comment = [], [], []
+    for line in makefile.read_text().splitlines():
+        if line.startswith("## "):
+            comment.append(line[3:].strip())
+            continue
+        rule = re.match(r"^([a-z][\w-]*):(?!=)", line)
+        if rule:
+            if comment:
+                text = " ".join(comment).replace("|", "\\|")
+                rows.append(f"| `make {rule.group(1)}` | {text} |")
+            else:
+                bare.append(f"`make {rule.group(1)}`")
+            comment = []
+        elif not line.strip() or line.startswith((".PHONY", "\t")):
+            comment = []
+    table = ["| target | what it does |", "| --- | --- |", *rows]
+    if bare:
+        table += ["", "Also: " + ", ".join(bare) + "."]
+    return "\n".join(table)
+
+
 # ------------------------------------------------------------------------ hooks
 
 
@@ -301,4 +329,8 @@ def on_files(files: Files, config: Any) -> Files:
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
     if "<!-- kproto:rooms -->" in markdown:
         markdown = markdown.replace("<!-- kproto:rooms -->", rooms())
+    if "<!-- kproto:make-targets -->" in markdown:
+        markdown = markdown.replace(
+            "<!-- kproto:make-targets -->", make_targets(ROOT / "Makefile")
+        )
     return markdown
