@@ -40,7 +40,7 @@ _collect = Sybil(
         PythonCodeBlockParser(doctest_optionflags=ELLIPSIS | NORMALIZE_WHITESPACE),
         SkipParser(),
     ],
-    patterns=["README.md", "docs/*.md", "docs/**/*.md"],
+    patterns=["README.md", "docs/*.md", "docs/*/*.md", "docs/*/*/*.md"],
     setup=_setup,
     teardown=_teardown,
 ).pytest()
