@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.kproto-installed
 
-.PHONY: install fetch-schema build-schema check-schema test test-pure test-plain-install test-fast demo bench bench-records bench-avro bench-spark bench-broker bench-broker-fairness lint clean asan fuzz
+.PHONY: install fetch-schema build-schema check-schema test test-pure test-docs test-plain-install test-fast demo bench bench-records bench-avro bench-spark bench-broker bench-broker-fairness lint docs docs-serve clean asan fuzz
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ $(PY):
 $(STAMP): pyproject.toml setup.py src/kproto/_speedups.c src/kproto/_entity_reader.c src/kproto/_avro.c \
     src/kproto/_entity_writer.c src/kproto/_entity_desc.h src/kproto/_entity_out.h \
     src/kproto/_entity_wrapper.h src/kproto/_arrow_columns.h src/kproto/_record_sequence.h | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev,spark,bench,speed]'
+	$(PY) -m pip install --quiet -e '.[dev,spark,bench,speed,docs]'
 	touch $@
 
 install: $(STAMP)
@@ -31,12 +31,27 @@ check-schema: $(STAMP)
 	$(PY) -m codegen check
 
 ## The test suite: property, golden, interop (kafka-python, librdkafka mock cluster), Spark;
-## then test-pure. (tests/records runs every test on both record-loop paths itself.)
+## then test-pure and test-docs. (tests/records runs every test on both record-loop paths itself.)
 test: $(STAMP)
 	$(PY) -c "import kproto.speedups as s; print('kproto C extension:', s.reason())"
 	$(PY) -m pytest -n 2 -m "not spark" -p no:cacheprovider --hypothesis-seed=0
 	$(PY) -m pytest -m spark -p no:cacheprovider --hypothesis-seed=0 || [ $$? -eq 5 ]
 	$(MAKE) test-pure
+	$(MAKE) test-docs
+
+## Every python code block of README.md and docs/ (Sybil, conftest.py), in page order (one
+## process: a page's blocks share a namespace); then the pages with Spark blocks, with Spark.
+test-docs: $(STAMP)
+	$(PY) -m pytest -n 0 -p no:cacheprovider -q README.md docs
+	KPROTO_DOCS_SPARK=1 $(PY) -m pytest -n 0 -p no:cacheprovider -q README.md docs
+
+## The documentation site, built strictly (any warning fails: broken links and anchors too).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+## The site on http://127.0.0.1:8000, rebuilt on change.
+docs-serve: $(STAMP)
+	$(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 ## The whole suite but Spark again, with the C extension switched off at import.
 test-pure: $(STAMP)
@@ -111,4 +126,4 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) $(PLAIN) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) $(PLAIN) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -1,4 +1,4 @@
-"""The README's fixture examples, run as written (through the pytest11 plugin)."""
+"""The fixture examples of docs/guide/broker.md, run as written (through the pytest11 plugin)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_session_fixture_is_shared(
     nodes=3, auto_create_topics=False, configs={"num.partitions": "6"}
 )
 def test_three_nodes(kafka_cluster: Any, kafka_cluster_factory: Any) -> None:
-    """The README's marker example (the plugin runs in this suite too)."""
+    """The guide's marker example (the plugin runs in this suite too)."""
     orders = kafka_cluster.create_topic("orders")  # 6 partitions over 3 leaders
     assert orders.partitions == 6 and set(orders.leaders) == {1, 2, 3}
     assert kafka_cluster.state.auto_create_topics is False

@@ -17,7 +17,7 @@ pytest_plugins = ["pytester"]
 # Every run is a subprocess: an in-process run drops the broker modules it imported
 # from sys.modules afterwards, and the outer session's broker would import them anew.
 
-# One project using the fixtures as the README shows; run by pytester.
+# One project using the fixtures as docs/guide/broker.md shows; run by pytester.
 PROJECT = """
 import socket
 

@@ -193,8 +193,8 @@ class RecordBatch(_RecordBatchSlots):
         base_sequence: int32; -1 likewise.
         records: the records, in order: a tuple, or (C extension, plain magic 2
             batches) a ``RecordSequence`` that behaves as that tuple and is equal
-            to it, built one record at a time as it is iterated (see README,
-            "Record batches"). For a compressed legacy wrapper, its inner messages
+            to it, built one record at a time as it is iterated (see
+            docs/guide/records.md). For a compressed legacy wrapper, its inner messages
             (flattened, with absolute offsets).
     """
 

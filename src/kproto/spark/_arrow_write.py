@@ -38,7 +38,7 @@ _SEGMENT_COLUMNS: tuple[str, ...] = (
 #: ``key``/``value`` have no min/max statistics (arbitrary bytes no reader prunes
 #: on). Against dictionaries on every column but ``offset`` (the settings before),
 #: the benchmark's output is 34% smaller and the write takes 12% less CPU (pyarrow
-#: 26; the README's Spark pipeline section).
+#: 26; docs/performance.md, Spark pipeline).
 ARROW_PARQUET_OPTIONS: dict[str, object] = {
     "use_dictionary": [c for c in _SEGMENT_COLUMNS if c not in ("offset", "timestamp")],
     "column_encoding": {

@@ -430,7 +430,7 @@ def offsets_from_json_dict(value: Mapping[str, Any]) -> Offsets:
 class KafkaDataSource(DataSource):
     """``format("kproto-kafka")``: read and write live Kafka topics with
     :mod:`kproto.client` (batch and streaming), options and columns as Spark's
-    Kafka source (``spark-sql-kafka-0-10``; see the README's Spark section for the
+    Kafka source (``spark-sql-kafka-0-10``; see docs/guide/spark.md for the
     option table).
 
     Read columns: ``key``, ``value`` binary; ``topic`` string; ``partition`` int;
