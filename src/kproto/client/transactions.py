@@ -453,8 +453,9 @@ class TransactionManager:
 
         Raises:
             TransactionStateError: no transaction is open.
-            ProducerFencedError, TransactionAbortableError,
-            TransactionFatalError: AddPartitionsToTxn failed.
+            ProducerFencedError: AddPartitionsToTxn failed, fenced.
+            TransactionAbortableError: AddPartitionsToTxn failed; abort.
+            TransactionFatalError: AddPartitionsToTxn failed otherwise.
         """
         self._require(_S.IN_TRANSACTION, action="send")
         new = sorted({(topic, p) for p in partitions} - self.partitions)
