@@ -520,7 +520,11 @@ class AvroModel:
 def _load_json(text: str, what: str) -> Any:
     try:
         return json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise InvalidSchemaError(
+            f"Invalid Avro schema: {what} is nested too deeply"
+        ) from None
+    except ValueError as exc:
         raise InvalidSchemaError(
             f"Invalid Avro schema: {what} is not JSON: {exc}"
         ) from None

@@ -64,7 +64,11 @@ def _sorted(value: Any, depth: int = 0) -> Any:
 def _load(text: str, what: str) -> Any:
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise InvalidSchemaError(
+            f"Invalid JSON schema: {what} is nested too deeply"
+        ) from None
+    except ValueError as exc:
         raise InvalidSchemaError(
             f"Invalid JSON schema: {what} is not JSON: {exc}"
         ) from None

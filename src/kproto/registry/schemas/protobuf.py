@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import importlib
 import os
 import re
 import subprocess
@@ -530,13 +531,68 @@ def _decode_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     return file
 
 
-def _as_text(name: str, text: str) -> str:
-    file = _decode_descriptor(text)
-    return text if file is None else print_proto(file)
+_BUILTIN_MODULES = (
+    *(
+        f"google.protobuf.{m}_pb2"
+        for m in (
+            "any api descriptor duration empty field_mask source_context struct timestamp "
+            "type wrappers"
+        ).split()
+    ),
+    *(
+        f"google.type.{m}_pb2"
+        for m in (
+            "calendar_period color date datetime dayofweek decimal expr fraction interval "
+            "latlng localized_text money month phone_number postal_address quaternion timeofday"
+        ).split()
+    ),
+    "confluent_kafka.schema_registry.confluent.meta_pb2",
+    "confluent_kafka.schema_registry.confluent.type.decimal_pb2",
+    "confluent_kafka.schema_registry.confluent.types.decimal_pb2",
+)
+
+
+@functools.cache
+def builtin_files() -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """The files a schema may import without a reference, as Confluent's registry and
+    serializers treat them: ``google/protobuf/*.proto`` (the well-known types), and where
+    their Python modules are installed ``google/type/*.proto`` (googleapis-common-protos)
+    and ``confluent/meta.proto``, ``confluent/type/decimal.proto`` (confluent-kafka)."""
+    out: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+    for module_name in _BUILTIN_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        file = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(file)
+        out[file.name] = file
+    return out
+
+
+_IMPORT = re.compile(r'\bimport\s+(?:public\s+|weak\s+)?"([^"]+)"')
+
+
+def _builtin_sources(text: str, given: Mapping[str, str]) -> dict[str, str]:
+    """``.proto`` text of the builtin files (outside ``google/protobuf``, which protoc
+    finds itself) that ``text`` and ``given`` import, transitively."""
+    builtins = builtin_files()
+    needed: dict[str, str] = {}
+    todo = [m for source in (text, *given.values()) for m in _IMPORT.findall(source)]
+    while todo:
+        name = todo.pop()
+        if name in needed or name in given or name.startswith("google/protobuf/"):
+            continue
+        file = builtins.get(name)
+        if file is None:
+            continue
+        needed[name] = print_proto(file)
+        todo.extend(file.dependency)
+    return needed
 
 
 def _main_name(
-    file: descriptor_pb2.FileDescriptorProto | None, taken: Mapping[str, str]
+    file: descriptor_pb2.FileDescriptorProto | None, taken: Mapping[str, Any]
 ) -> str:
     if file is not None and file.name and file.name not in taken:
         try:
@@ -550,6 +606,54 @@ def _main_name(
         counter += 1
         name = f"schema_{counter}.proto"
     return name
+
+
+def _from_descriptors(
+    main: descriptor_pb2.FileDescriptorProto,
+    given: Mapping[str, descriptor_pb2.FileDescriptorProto],
+) -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """Check a file descriptor and its dependencies by building them into a fresh
+    ``DescriptorPool``; returns every file by name (the main one under ``main.name``).
+    """
+    builtins = builtin_files()
+    files = {name: _renamed(file, name) for name, file in given.items()}
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(file: descriptor_pb2.FileDescriptorProto, chain: tuple[str, ...]) -> None:
+        if file.name in added:
+            return
+        if file.name in chain:
+            raise InvalidSchemaError(
+                f"Invalid Protobuf schema: import cycle through {file.name!r}"
+            )
+        for dep in file.dependency:
+            found = files.get(dep) or builtins.get(dep)
+            if found is None:
+                raise InvalidSchemaError(
+                    f"Invalid Protobuf schema: {file.name or 'the schema'} imports {dep!r}, "
+                    "which is neither a reference nor a well-known type"
+                )
+            files.setdefault(dep, found)
+            add(found, (*chain, file.name))
+        try:
+            pool.Add(file)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise InvalidSchemaError(f"Invalid Protobuf schema: {exc}") from None
+        added.add(file.name)
+
+    add(main, ())
+    files[main.name] = main
+    return files
+
+
+def _renamed(
+    file: descriptor_pb2.FileDescriptorProto, name: str
+) -> descriptor_pb2.FileDescriptorProto:
+    copy = descriptor_pb2.FileDescriptorProto()
+    copy.CopyFrom(file)
+    copy.name = name
+    return copy
 
 
 @attrs.frozen(eq=False)
@@ -584,25 +688,27 @@ def parse_protobuf(
 ) -> ParsedSchema:
     """Parse a Protobuf schema: ``.proto`` text or the base64 of a serialized
     ``FileDescriptorProto``. ``resolved`` maps each import path reachable from it (the
-    references' names) to its schema text, in either form. Raises
-    :class:`InvalidSchemaError`."""
-    dependencies = {name: _as_text(name, dep) for name, dep in resolved.items()}
+    references' names) to its schema text, in either form. Descriptors are checked by a
+    ``DescriptorPool``, text by protoc. Raises :class:`InvalidSchemaError`."""
+    descriptors = {name: _decode_descriptor(dep) for name, dep in resolved.items()}
     descriptor = _decode_descriptor(text)
-    source = text if descriptor is None else print_proto(descriptor)
-    name = _main_name(descriptor, dependencies)
-    compiled = compile_proto(name, source, dependencies)
-    files = {f.name: f for f in compiled.file}
-    main = files[name]
-    if descriptor is not None:
-        main.name = descriptor.name or name
+    if descriptor is not None and all(d is not None for d in descriptors.values()):
+        main = _renamed(descriptor, _main_name(descriptor, resolved))
+        given = {name: d for name, d in descriptors.items() if d is not None}
+        files = _from_descriptors(main, given)
     else:
-        main.name = name
-    pool = descriptor_pool.DescriptorPool()
-    try:
-        for f in compiled.file:
-            pool.Add(f if f is not main else files[name])
-    except (TypeError, ValueError) as exc:
-        raise InvalidSchemaError(f"Invalid Protobuf schema: {exc}") from None
+        dependencies: dict[str, str] = {}
+        for dep_name, dep_text in resolved.items():
+            dep_descriptor = descriptors[dep_name]
+            dependencies[dep_name] = (
+                dep_text if dep_descriptor is None else print_proto(dep_descriptor)
+            )
+        source = text if descriptor is None else print_proto(descriptor)
+        name = _main_name(descriptor, dependencies)
+        dependencies.update(_builtin_sources(source, dependencies))
+        compiled = compile_proto(name, source, dependencies)
+        files = {f.name: f for f in compiled.file}
+        main = files[name]
     model = ProtobufModel(main, files, tuple(references))
     return ParsedSchema(
         SchemaType.PROTOBUF, print_proto(main), tuple(references), model
