@@ -809,3 +809,31 @@ def test_canonical_text_parses_to_the_same_schema(text: str) -> None:
     assert (
         check_compatibility(parsed, [proto(parsed.canonical)], "FULL_TRANSITIVE") == []
     )
+
+
+# ----------------------------------------------------------------------------- protoc's bound
+
+
+def test_a_compile_past_the_time_bound_fails_and_the_next_one_works(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kproto.registry.schemas import protobuf
+
+    monkeypatch.setattr(protobuf, "PROTOC_TIMEOUT_S", 1e-6)
+    with pytest.raises(InvalidSchemaError, match="protoc took longer than"):
+        compile_proto(
+            "slow.proto", 'syntax = "proto3";\nmessage Slow { int32 a = 1; }\n'
+        )
+    monkeypatch.undo()
+    fds = compile_proto(
+        "slow.proto", 'syntax = "proto3";\nmessage Slow { int32 a = 1; }\n'
+    )
+    assert [m.name for m in fds.file[0].message_type] == ["Slow"]
+
+
+def test_the_protoc_worker_is_replaced_when_it_dies() -> None:
+    from kproto.registry.schemas.protobuf import stop_protoc
+
+    stop_protoc()
+    fds = compile_proto("again.proto", 'syntax = "proto3";\nmessage Again {}\n')
+    assert fds.file[0].message_type[0].name == "Again"

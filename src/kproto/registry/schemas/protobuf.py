@@ -17,15 +17,20 @@ paths of Confluent's wire format; and compatibility after Confluent's
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import functools
 import importlib
+import json
 import os
 import re
+import select
+import struct
 import subprocess
 import sys
-import tempfile
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +49,7 @@ from kproto.registry.schemas._types import (
 __all__ = [
     "PROTOC_TIMEOUT_S",
     "compile_proto",
+    "stop_protoc",
     "parse_protobuf",
     "print_proto",
     "message_index_path",
@@ -52,8 +58,8 @@ __all__ = [
     "ProtobufModel",
 ]
 
-PROTOC_TIMEOUT_S = 20.0
-"""The longest one protoc run may take (seconds)."""
+PROTOC_TIMEOUT_S = 10.0
+"""The longest one protoc compile may take (seconds)."""
 
 FileDescriptorProto = descriptor_pb2.FileDescriptorProto
 FileDescriptorSet = descriptor_pb2.FileDescriptorSet
@@ -77,49 +83,113 @@ def _check_path(name: str) -> None:
         )
 
 
+class _ProtocWorker:
+    """One long-lived protoc process (``_protoc_worker.py``) serving compile requests in
+    turn; a request that runs past :data:`PROTOC_TIMEOUT_S` (or a worker that dies)
+    costs the worker, which the next request replaces."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._owner = 0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = self._process
+        if (
+            process is not None
+            and process.poll() is None
+            and self._owner == os.getpid()
+        ):
+            return process
+        self._process = subprocess.Popen(
+            [sys.executable, _WORKER, _WELL_KNOWN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        self._owner = os.getpid()
+        return self._process
+
+    def stop(self) -> None:
+        """End the worker process (it is started again when needed)."""
+        process, self._process = self._process, None
+        if process is not None and self._owner == os.getpid():
+            process.kill()
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def compile(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        with self._lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            body = json.dumps(request).encode("utf-8")
+            try:
+                process.stdin.write(struct.pack(">I", len(body)) + body)
+                process.stdin.flush()
+                reply = self._read(
+                    process.stdout.fileno(), time.monotonic() + timeout_s
+                )
+            except (OSError, ValueError, _Timeout) as exc:
+                self.stop()
+                if isinstance(exc, _Timeout):
+                    raise InvalidSchemaError(
+                        f"Invalid Protobuf schema: protoc took longer than {timeout_s:g} s"
+                    ) from None
+                raise InvalidSchemaError(
+                    "Invalid Protobuf schema: protoc failed"
+                ) from None
+            result: dict[str, Any] = json.loads(reply)
+            return result
+
+    @staticmethod
+    def _read(fd: int, deadline: float) -> bytes:
+        data = b""
+        size = None
+        while size is None or len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise _Timeout()
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise OSError("protoc worker ended")
+            data += chunk
+            if size is None and len(data) >= 4:
+                size = 4 + struct.unpack(">I", data[:4])[0]
+        return data[4:size]
+
+
+class _Timeout(Exception):
+    pass
+
+
+_WORKER = os.path.join(os.path.dirname(__file__), "_protoc_worker.py")
+_PROTOC = _ProtocWorker()
+atexit.register(_PROTOC.stop)
+
+
+def stop_protoc() -> None:
+    """End the protoc worker process that :func:`compile_proto` keeps (a later compile
+    starts a new one). Registered with ``atexit``."""
+    _PROTOC.stop()
+
+
 @functools.lru_cache(maxsize=256)
 def _compile_cached(
     name: str, text: str, dependencies: tuple[tuple[str, str], ...]
 ) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="kproto-protoc-") as tmp:
-        for path, content in ((name, text), *dependencies):
-            _check_path(path)
-            target = os.path.join(tmp, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as f:
-                f.write(content)
-        out = os.path.join(tmp, "__kproto_out__.pb")
-        command = [
-            sys.executable,
-            "-m",
-            "grpc_tools.protoc",
-            f"-I{tmp}",
-            f"-I{_WELL_KNOWN}",
-            "--include_imports",
-            f"--descriptor_set_out={out}",
-            name,
-        ]
-        try:
-            done = subprocess.run(
-                command,
-                cwd=tmp,
-                capture_output=True,
-                timeout=PROTOC_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise InvalidSchemaError(
-                f"Invalid Protobuf schema: protoc took longer than {PROTOC_TIMEOUT_S:g} s"
-            ) from None
-        if done.returncode != 0:
-            message = (
-                done.stderr.decode("utf-8", "replace").replace(tmp + os.sep, "").strip()
-            )
-            raise InvalidSchemaError(
-                f"Invalid Protobuf schema: {message or 'protoc failed'}"
-            )
-        with open(out, "rb") as f:
-            return f.read()
+    for path, _ in ((name, text), *dependencies):
+        _check_path(path)
+    files = dict(dependencies)
+    files[name] = text
+    reply = _PROTOC.compile({"name": name, "files": files}, PROTOC_TIMEOUT_S)
+    if not reply.get("ok"):
+        raise InvalidSchemaError(
+            f"Invalid Protobuf schema: {reply.get('error') or 'protoc failed'}"
+        )
+    return base64.b64decode(reply["descriptor_set"])
 
 
 def compile_proto(
