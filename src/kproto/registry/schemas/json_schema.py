@@ -16,6 +16,7 @@ and compatibility after Confluent's ``io.confluent.kafka.schemaregistry.json.dif
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -93,14 +94,21 @@ def _check(schema: Any, what: str) -> None:
     else:
         cls = jsonschema.Draft7Validator
     try:
-        cls.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path)
-        raise InvalidSchemaError(
-            f"Invalid JSON schema: {what} at '#/{where}': {exc.message}"
-        ) from None
-    except (RecursionError, ValueError, TypeError) as exc:
+        error = next(iter(_meta_validator(cls).iter_errors(schema)), None)
+    except (RecursionError, ValueError, TypeError, LookupError) as exc:
         raise InvalidSchemaError(f"Invalid JSON schema: {what}: {exc}") from None
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path)
+        raise InvalidSchemaError(
+            f"Invalid JSON schema: {what} at '#/{where}': {error.message}"
+        )
+
+
+@functools.cache
+def _meta_validator(cls: Any) -> Any:
+    """A validator of ``cls``'s meta-schema, as ``cls.check_schema`` builds per call."""
+    meta = jsonschema.validators.validator_for(cls.META_SCHEMA, default=cls)
+    return meta(cls.META_SCHEMA, format_checker=meta.FORMAT_CHECKER)
 
 
 def _refs(value: Any, depth: int = 0) -> Iterator[str]:
