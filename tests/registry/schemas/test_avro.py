@@ -129,6 +129,23 @@ def test_normalize_qualifies_names_sorts_properties_and_is_idempotent() -> None:
     assert avro(a.normalize().canonical).normalize() == a.normalize()
 
 
+def test_java_accepts_what_we_accept() -> None:
+    unicode_name = avro(
+        '{"type":"record","name":"Stra\u00dfe","fields":[{"name":"\u00e9t\u00e9","type":"int"}]}'
+    )
+    assert (
+        unicode_name.canonical
+        == '{"type":"record","name":"Straße","fields":[{"name":"été","type":"int"}]}'
+    )
+    long_default = avro(
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"long","default":2147483648}]}'
+    )
+    assert '"default":2147483648' in long_default.canonical
+    assert avro(
+        '{"type":"record","name":"R","fields":[{"name":"a","type":["null","int"],"default":null}]}'
+    )
+
+
 def test_record_names() -> None:
     assert avro(
         '{"type":"record","name":"R","namespace":"a.b","fields":[]}'
@@ -205,6 +222,14 @@ def test_unresolved_reference_is_invalid() -> None:
 # ----------------------------------------------------------------------------- invalid schemas
 
 INVALID = [
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":["int","null"],"default":null}]}',
+        "invalid default",
+    ),
+    (
+        '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":2147483648}]}',
+        "invalid default",
+    ),
     ("{", "not JSON"),
     ("42", "must be a string, object or array"),
     ('"strin"', "undefined name"),
@@ -606,6 +631,10 @@ _primitives = st.sampled_from(
 )
 
 
+def _type_of(schema: Any) -> Any:
+    return schema.get("type") if isinstance(schema, dict) else schema
+
+
 @st.composite
 def schemas(draw: st.DrawFn) -> Any:
     counter = iter(range(1000))
@@ -640,7 +669,7 @@ def schemas(draw: st.DrawFn) -> Any:
             st.builds(lambda t: {"type": "array", "items": t}, inner),
             st.builds(lambda t: {"type": "map", "values": t}, inner),
             st.builds(
-                lambda t: ["null", t] if t != "null" else ["null"],
+                lambda t: ["null", t] if _type_of(t) != "null" else ["null"],
                 inner.filter(lambda t: not isinstance(t, list)),
             ),
             st.builds(

@@ -17,7 +17,6 @@ references, and compatibility by the Avro specification's schema-resolution rule
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,7 +34,19 @@ __all__ = ["parse_avro", "avro_compatibility_errors", "AvroModel"]
 PRIMITIVES = frozenset(
     ["null", "boolean", "int", "long", "float", "double", "bytes", "string"]
 )
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _valid_name(name: str) -> bool:
+    """Avro Java's ``validateName``: a letter or ``_``, then letters, digits or ``_``
+    (Unicode letters and digits, as Java's ``Character.isLetter`` allows)."""
+    return (
+        bool(name)
+        and (name[0].isalpha() or name[0] == "_")
+        and all(c.isalnum() or c == "_" for c in name[1:])
+    )
+
+
+_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 _MAX_DEPTH = 256
 _SCHEMA_RESERVED = frozenset(
     [
@@ -263,7 +274,7 @@ class _Parser:
             if not isinstance(symbols, list):
                 raise self.fail(f"enum {full} has no 'symbols' array")
             for symbol in symbols:
-                if not isinstance(symbol, str) or not _NAME.match(symbol):
+                if not isinstance(symbol, str) or not _valid_name(symbol):
                     raise self.fail(
                         f"invalid enum symbol in {full}: {json.dumps(symbol)}"
                     )
@@ -285,7 +296,7 @@ class _Parser:
         return node
 
     def check_name(self, name: str, what: str) -> None:
-        if not _NAME.match(name):
+        if not _valid_name(name):
             raise self.fail(f"illegal {what}: {json.dumps(name)}")
 
     def aliases(self, obj: dict[str, Any], space: str | None, where: str) -> list[str]:
@@ -359,7 +370,12 @@ def _valid_default(node: Node, value: Any, depth: int) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
     if kind in ("int", "long"):
-        return isinstance(value, int) and not isinstance(value, bool)
+        low, high = _INT_RANGE[kind]
+        return (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and low <= value <= high
+        )
     if kind in ("float", "double"):
         return (
             isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -381,7 +397,10 @@ def _valid_default(node: Node, value: Any, depth: int) -> bool:
             _valid_default(node.values, v, depth + 1) for v in value.values()
         )
     if isinstance(node, UnionSchema):
-        return any(_valid_default(b, value, depth + 1) for b in node.branches)
+        # Avro Java: a union's default is a value of its first branch.
+        return bool(node.branches) and _valid_default(
+            node.branches[0], value, depth + 1
+        )
     if isinstance(node, Named):
         if not isinstance(value, dict):
             return False
