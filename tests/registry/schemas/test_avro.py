@@ -697,3 +697,30 @@ def test_canonical_text_parses_to_the_same_schema(schema: Any) -> None:
     assert (
         check_compatibility(parsed, [avro(parsed.canonical)], "FULL_TRANSITIVE") == []
     )
+
+
+def test_locations_follow_avro_java() -> None:
+    # A writer union branch the reader union cannot read: one MISSING_UNION_BRANCH at
+    # the branch's index.
+    old = avro(rec(f("u", ["null", "string", "int"])))
+    new = avro(rec(f("u", ["null", "string"])))
+    errors = check_compatibility(new, [old], "BACKWARD")
+    assert errors[0] == (
+        "{errorType:'MISSING_UNION_BRANCH', description:'The new schema is missing a type "
+        "inside a union field at path '/fields/0/type/2' in the old schema', "
+        "additionalInfo:'reader union lacking writer type: INT'}"
+    )
+    # A reader that is not a union reads each writer branch at the same location.
+    errors = check_compatibility(avro(rec(f("u", "string"))), [old], "BACKWARD")
+    assert [e.split("path '")[1].split("'")[0] for e in errors[:2]] == [
+        "/fields/0/type",
+        "/fields/0/type",
+    ]
+    # A renamed record reports its name and its fields.
+    renamed = avro(rec(f("a", "int"), f("b", "int"), name="S"))
+    errors = check_compatibility(renamed, [avro(rec(f("a", "int")))], "BACKWARD")
+    assert [e.split("'")[1] for e in errors[:2]] == [
+        "NAME_MISMATCH",
+        "READER_FIELD_MISSING_DEFAULT_VALUE",
+    ]
+    assert "(path '/name')" in errors[0]

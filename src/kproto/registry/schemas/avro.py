@@ -680,21 +680,35 @@ class _Checker:
             if isinstance(reader, Map) and isinstance(writer, Map):
                 return self.nested(["values"], reader.values, writer.values)
             if isinstance(reader, UnionSchema) and isinstance(writer, UnionSchema):
+                # Each writer branch must be readable; a branch that is not is one
+                # MISSING_UNION_BRANCH at the branch's index (Avro Java).
                 out: list[Incompatibility] = []
                 for i, branch in enumerate(writer.branches):
-                    out += self.nested([str(i)], reader, branch)
+                    self.location.append(str(i))
+                    try:
+                        if self.check(reader, branch):
+                            out.append(
+                                Incompatibility(
+                                    "MISSING_UNION_BRANCH",
+                                    self.where(),
+                                    f"reader union lacking writer type: {_java_type(branch)}",
+                                )
+                            )
+                    finally:
+                        self.location.pop()
                 return out
             if isinstance(reader, Named) and isinstance(writer, Named):
                 return self.named(reader, writer)
             return []
         if isinstance(writer, UnionSchema):
+            # A reader that is not a union must read every writer branch.
             out = []
-            for i, branch in enumerate(writer.branches):
-                out += self.nested([str(i)], reader, branch)
+            for branch in writer.branches:
+                out += self.check(reader, branch)
             return out
         if isinstance(reader, UnionSchema):
             for branch in reader.branches:
-                if not self.nested([], branch, writer):
+                if not self.check(branch, writer):
                     return []
             return [
                 Incompatibility(
@@ -708,34 +722,34 @@ class _Checker:
         return self.mismatch(reader, writer)
 
     def named(self, reader: Named, writer: Named) -> list[Incompatibility]:
+        out: list[Incompatibility] = []
         if reader.name != writer.name and writer.fullname not in reader.aliases:
-            return [
+            out.append(
                 Incompatibility(
                     "NAME_MISMATCH", self.where("name"), f"expected: {writer.fullname}"
                 )
-            ]
+            )
         if reader.kind == "fixed":
             if reader.size != writer.size:
-                return [
+                out.append(
                     Incompatibility(
                         "FIXED_SIZE_MISMATCH",
                         self.where("size"),
                         f"expected: {writer.size}, found: {reader.size}",
                     )
-                ]
-            return []
+                )
+            return out
         if reader.kind == "enum":
             missing = sorted(set(writer.symbols) - set(reader.symbols))
             if missing and reader.enum_default is None:
-                return [
+                out.append(
                     Incompatibility(
                         "MISSING_ENUM_SYMBOLS",
                         self.where("symbols"),
                         "[" + ", ".join(missing) + "]",
                     )
-                ]
-            return []
-        out: list[Incompatibility] = []
+                )
+            return out
         by_name = {f.name: f for f in writer.fields}
         for field in reader.fields:
             written = by_name.get(field.name)
@@ -744,18 +758,24 @@ class _Checker:
                     written = by_name.get(alias)
                     if written is not None:
                         break
-            if written is None:
-                if field.default is _NO_DEFAULT:
-                    out.append(
-                        Incompatibility(
-                            "READER_FIELD_MISSING_DEFAULT_VALUE",
-                            self.where("fields", str(field.pos)),
-                            field.name,
-                        )
-                    )
+            where = ["fields", str(field.pos)]
+            if written is not None:
+                out += self.nested([*where, "type"], field.schema, written.schema)
+            elif field.default is not _NO_DEFAULT:
+                continue
+            elif (
+                isinstance(field.schema, Named)
+                and field.schema.enum_default is not None
+            ):
+                # Avro Java checks such a field's enum against the writer record itself.
+                out += self.nested([*where, "type"], field.schema, writer)
             else:
-                out += self.nested(
-                    ["fields", str(field.pos), "type"], field.schema, written.schema
+                out.append(
+                    Incompatibility(
+                        "READER_FIELD_MISSING_DEFAULT_VALUE",
+                        self.where(*where),
+                        field.name,
+                    )
                 )
         return out
 
