@@ -109,24 +109,63 @@ def test_canonical_text_is_avro_java_to_string(text: str, canonical: str) -> Non
     assert avro(parsed.canonical) == parsed
 
 
-def test_normalize_qualifies_names_sorts_properties_and_is_idempotent() -> None:
+def test_normalize_is_confluents_and_idempotent() -> None:
+    # Confluent's AvroSchema.normalize(): properties sorted (a logical type's first),
+    # aliases sorted, empty named-type docs dropped, float defaults as floats; the result
+    # printed by Avro Java again.
     a = avro(
-        '{"type":"record","name":"R","namespace":"a","z":1,"b":2,"aliases":["Z","Y"],'
-        '"fields":[{"name":"x","type":{"type":"fixed","name":"F","size":4}},{"name":"y","type":"F"}]}'
+        '{"type":"record","name":"R","namespace":"a","doc":"","z":1,"b":2,"aliases":["Z","Y"],'
+        '"fields":[{"name":"x","type":{"type":"fixed","name":"F","size":4}},{"name":"y","type":"F"},'
+        '{"name":"d","type":"double","default":1,"q":1,"p":2},'
+        '{"name":"t","type":{"type":"bytes","x":1,"scale":2,"precision":4,"logicalType":"decimal"}}]}'
     )
     b = avro(
         '{"namespace":"a","name":"a.R","b":2,"z":1,"aliases":["a.Y","a.Z"],"type":"record",'
-        '"fields":[{"name":"x","type":{"type":"fixed","name":"a.F","size":4}},'
-        '{"name":"y","type":"a.F"}]}'
+        '"fields":[{"name":"x","type":{"type":"fixed","name":"a.F","size":4}},{"name":"y","type":"a.F"},'
+        '{"name":"d","type":"double","default":1.0,"p":2,"q":1},'
+        '{"name":"t","type":{"type":"bytes","logicalType":"decimal","precision":4,"scale":2,"x":1}}]}'
     )
     assert a.canonical != b.canonical
     assert a.normalize() == b.normalize()
     assert a.normalize().canonical == (
-        '{"type":"record","name":"a.R","fields":[{"name":"x","type":{"type":"fixed",'
-        '"name":"a.F","size":4}},{"name":"y","type":"a.F"}],"b":2,"z":1,"aliases":["a.Y","a.Z"]}'
+        '{"type":"record","name":"R","namespace":"a","fields":[{"name":"x","type":{"type":"fixed",'
+        '"name":"F","size":4}},{"name":"y","type":"F"},{"name":"d","type":"double","default":1.0,'
+        '"p":2,"q":1},{"name":"t","type":{"type":"bytes","logicalType":"decimal","precision":4,'
+        '"scale":2,"x":1}}],"b":2,"z":1,"aliases":["Y","Z"]}'
     )
     assert a.normalize().normalize() == a.normalize()
     assert avro(a.normalize().canonical).normalize() == a.normalize()
+
+
+def test_normalize_sorts_references() -> None:
+    one, two = SchemaReference("com.acme.B", "b", 1), SchemaReference(
+        "com.acme.A", "a", 2
+    )
+    resolved = {
+        "com.acme.A": '{"type":"fixed","name":"A","namespace":"com.acme","size":1}',
+        "com.acme.B": '{"type":"fixed","name":"B","namespace":"com.acme","size":1}',
+    }
+    text = (
+        '{"type":"record","name":"R","namespace":"com.acme","fields":'
+        '[{"name":"a","type":"A"},{"name":"b","type":"B"}]}'
+    )
+    parsed = avro(text, references=[one, two, one], resolved=resolved)
+    assert parsed.references == (one, two, one)
+    assert parsed.normalize().references == (two, one)
+
+
+def test_resolved_format_writes_referenced_types_in_place() -> None:
+    parsed = avro(
+        '{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"a","type":"Address"}]}',
+        references=[SchemaReference("com.acme.Address", "address-value", 1)],
+        resolved={"com.acme.Address": ADDRESS},
+    )
+    assert parsed.formatted("resolved") == (
+        '{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"a","type":'
+        '{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}}]}'
+    )
+    assert parsed.formatted("RESOLVED") == parsed.formatted("resolved")
+    assert parsed.formatted("default") == parsed.canonical
 
 
 def test_java_accepts_what_we_accept() -> None:
@@ -150,7 +189,7 @@ def test_record_names() -> None:
     assert avro(
         '{"type":"record","name":"R","namespace":"a.b","fields":[]}'
     ).record_names() == ("a.b.R",)
-    assert avro('{"type":"enum","name":"E","symbols":["A"]}').record_names() == ("E",)
+    assert avro('{"type":"enum","name":"E","symbols":["A"]}').record_names() == ()
     assert avro('"string"').record_names() == ()
 
 

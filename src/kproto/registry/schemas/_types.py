@@ -62,6 +62,13 @@ class CompatibilityLevel(StrEnum):
         return self.name.startswith(("FORWARD", "FULL"))
 
 
+def sorted_references(
+    references: tuple[SchemaReference, ...],
+) -> tuple[SchemaReference, ...]:
+    """References sorted and without duplicates, as Confluent's ``normalize()`` keeps them."""
+    return tuple(sorted(set(references), key=lambda r: (r.name, r.subject, r.version)))
+
+
 @attrs.frozen
 class SchemaReference:
     """A reference from a schema to another registered schema (Confluent's
@@ -118,7 +125,8 @@ class ParsedSchema:
 
     def formatted(self, fmt: str) -> str:
         """The text for ``GET /schemas/ids/{id}?format=fmt``: ``""`` or an unknown format
-        gives ``canonical``; PROTOBUF ``"serialized"`` gives the base64 of the serialized
-        ``FileDescriptorProto``."""
+        gives ``canonical``; AVRO ``"resolved"`` writes referenced types in place
+        (Confluent's ``Format.RESOLVED``); PROTOBUF ``"serialized"`` gives the base64 of
+        the serialized ``FileDescriptorProto``."""
         text = self.model.formatted(fmt) if fmt else None
         return self.canonical if text is None else text

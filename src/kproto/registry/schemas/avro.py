@@ -27,6 +27,7 @@ from kproto.registry.schemas._types import (
     ParsedSchema,
     SchemaReference,
     SchemaType,
+    sorted_references,
 )
 
 __all__ = ["parse_avro", "avro_compatibility_errors", "AvroModel"]
@@ -422,22 +423,67 @@ def _qualified(fullname: str, space: str | None) -> str:
     return name if ns is None or ns == space else fullname
 
 
+_LOGICAL_TYPES = {
+    "decimal": ("bytes", "fixed"),
+    "uuid": ("string", "fixed"),
+    "date": ("int",),
+    "time-millis": ("int",),
+    "time-micros": ("long",),
+    "timestamp-millis": ("long",),
+    "timestamp-micros": ("long",),
+    "timestamp-nanos": ("long",),
+    "local-timestamp-millis": ("long",),
+    "local-timestamp-micros": ("long",),
+    "local-timestamp-nanos": ("long",),
+    "duration": ("fixed",),
+}
+
+
+def _logical_type(kind: str, props: dict[str, Any]) -> str | None:
+    """The logical type Avro Java recognizes in ``props`` (it ignores invalid ones)."""
+    name = props.get("logicalType")
+    if not isinstance(name, str) or kind not in _LOGICAL_TYPES.get(name, ()):
+        return None
+    if name == "decimal":
+        precision, scale = props.get("precision"), props.get("scale", 0)
+        if not isinstance(precision, int) or not isinstance(scale, int):
+            return None
+        if precision <= 0 or scale < 0 or scale > precision:
+            return None
+    return name
+
+
 class _Printer:
-    """Avro Java's ``Schema.toJson`` (``normalize``: full names, sorted properties)."""
+    """Avro Java's ``Schema.toJson``; with ``normalize``, the schema that Confluent's
+    ``AvroSchema.normalize()`` produces (``AvroSchemaUtils.toNormalizedString``) as Avro
+    Java then prints it: properties sorted (a valid logical type's ``logicalType``,
+    ``precision`` and ``scale`` first), aliases sorted by full name, empty named-type
+    docs dropped, float and double defaults written as floats."""
 
     def __init__(self, known: set[str], normalize: bool) -> None:
         self.seen = set(known)
         self.normalize = normalize
 
-    def props(self, props: dict[str, Any]) -> list[tuple[str, Any]]:
+    def props(self, props: dict[str, Any], kind: str = "") -> list[tuple[str, Any]]:
         items = list(props.items())
-        return sorted(items) if self.normalize else items
+        if not self.normalize:
+            return items
+        first: list[str] = []
+        logical = _logical_type(kind, props)
+        if logical is not None:
+            first = ["logicalType"]
+            if logical == "decimal":
+                first.append("precision")
+                if props.get("scale", 0) != 0:
+                    first.append("scale")
+        head = [(key, props[key]) for key in first]
+        return head + sorted(item for item in items if item[0] not in first)
 
     def node(self, node: Node, space: str | None) -> Any:
         if isinstance(node, Primitive):
             if not node.props:
                 return node.type
-            return dict([("type", node.type), *self.props(node.props)])
+            return dict([("type", node.type), *self.props(node.props, node.type)])
         if isinstance(node, Array):
             return dict(
                 [("type", "array"), ("items", self.node(node.items, space))]
@@ -455,19 +501,15 @@ class _Printer:
     def named(self, node: Named, space: str | None) -> Any:
         full = node.fullname
         if full in self.seen:
-            return full if self.normalize else _qualified(full, space)
+            return _qualified(full, space)
         self.seen.add(full)
-        out: dict[str, Any] = {"type": node.type}
-        if self.normalize:
-            out["name"] = full
-        else:
-            out["name"] = node.name
-            if node.namespace is not None:
-                if node.namespace != space:
-                    out["namespace"] = node.namespace
-            elif space is not None:
-                out["namespace"] = ""
-        if node.doc is not None:
+        out: dict[str, Any] = {"type": node.type, "name": node.name}
+        if node.namespace is not None:
+            if node.namespace != space:
+                out["namespace"] = node.namespace
+        elif space is not None:
+            out["namespace"] = ""
+        if node.doc is not None and not (self.normalize and not node.doc):
             out["doc"] = node.doc
         if node.kind == "record":
             out["fields"] = [self.field(f, node.namespace) for f in node.fields]
@@ -477,13 +519,10 @@ class _Printer:
                 out["default"] = node.enum_default
         else:
             out["size"] = node.size
-        out.update(self.props(node.props))
+        out.update(self.props(node.props, node.kind))
         if node.aliases:
-            aliases = [
-                a if self.normalize else _qualified(a, node.namespace)
-                for a in node.aliases
-            ]
-            out["aliases"] = sorted(aliases) if self.normalize else aliases
+            aliases = sorted(node.aliases) if self.normalize else node.aliases
+            out["aliases"] = [_qualified(a, node.namespace) for a in aliases]
         return out
 
     def field(self, field: Field, space: str | None) -> Any:
@@ -494,7 +533,11 @@ class _Printer:
         if field.doc is not None:
             out["doc"] = field.doc
         if field.default is not _NO_DEFAULT:
-            out["default"] = field.default
+            out["default"] = (
+                _as_float(field.schema, field.default)
+                if self.normalize
+                else field.default
+            )
         if field.order != "ascending":
             out["order"] = field.order
         if field.aliases:
@@ -503,6 +546,20 @@ class _Printer:
             )
         out.update(self.props(field.props))
         return out
+
+
+def _as_float(node: Node, value: Any) -> Any:
+    """A default as Avro Java holds it: a float or double default is a double."""
+    if isinstance(node, UnionSchema) and node.branches:
+        node = node.branches[0]
+    kind = node.kind if isinstance(node, Named) else node.type
+    if (
+        kind in ("float", "double")
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+    ):
+        return float(value)
+    return value
 
 
 def _dumps(value: Any) -> str:
@@ -526,13 +583,22 @@ class AvroModel:
 
     def normalized(self) -> ParsedSchema:
         return ParsedSchema(
-            SchemaType.AVRO, self.text(normalize=True), self.references, self
+            SchemaType.AVRO,
+            self.text(normalize=True),
+            sorted_references(self.references),
+            self,
         )
 
     def record_names(self) -> tuple[str, ...]:
-        return (self.root.fullname,) if isinstance(self.root, Named) else ()
+        # Confluent's AvroSchema.name(): a record's full name, else none.
+        if isinstance(self.root, Named) and self.root.kind == "record":
+            return (self.root.fullname,)
+        return ()
 
     def formatted(self, fmt: str) -> str | None:
+        if fmt.lower() == "resolved":
+            # Confluent's Format.RESOLVED: referenced types written out in place.
+            return _dumps(_Printer(set(), False).node(self.root, None))
         return None
 
 

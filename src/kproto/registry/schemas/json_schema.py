@@ -32,6 +32,7 @@ from kproto.registry.schemas._types import (
     ParsedSchema,
     SchemaReference,
     SchemaType,
+    sorted_references,
 )
 
 __all__ = ["parse_json_schema", "json_compatibility_errors", "JsonSchemaModel"]
@@ -179,7 +180,10 @@ class JsonSchemaModel:
 
     def normalized(self) -> ParsedSchema:
         return ParsedSchema(
-            SchemaType.JSON, _dumps(_sorted(self.schema)), self.references, self
+            SchemaType.JSON,
+            _dumps(_sorted(self.schema)),
+            sorted_references(self.references),
+            self,
         )
 
     def record_names(self) -> tuple[str, ...]:

@@ -44,6 +44,7 @@ from kproto.registry.schemas._types import (
     ParsedSchema,
     SchemaReference,
     SchemaType,
+    sorted_references,
 )
 
 __all__ = [
@@ -736,7 +737,10 @@ class ProtobufModel:
 
     def normalized(self) -> ParsedSchema:
         return ParsedSchema(
-            SchemaType.PROTOBUF, print_proto(self.file, True), self.references, self
+            SchemaType.PROTOBUF,
+            print_proto(self.file, True),
+            sorted_references(self.references),
+            self,
         )
 
     def record_names(self) -> tuple[str, ...]:
