@@ -119,8 +119,9 @@ class ParsedSchema:
 
     def record_names(self) -> tuple[str, ...]:
         """Fully qualified top-level record names, for RecordNameStrategy: the Avro
-        named type's full name, the Protobuf file's messages in file order, the JSON
-        Schema ``title``; empty when the schema has none."""
+        record's full name (Confluent's ``AvroSchema.name()``), the Protobuf file's
+        top-level messages in file order, the JSON Schema ``title``; empty when the
+        schema has none."""
         return self.model.record_names()
 
     def formatted(self, fmt: str) -> str:
