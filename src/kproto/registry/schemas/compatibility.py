@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kproto.registry.schemas._types import CompatibilityLevel, ParsedSchema, SchemaType
-from kproto.registry.schemas.avro import avro_compatibility_errors
-from kproto.registry.schemas.json_schema import json_compatibility_errors
-from kproto.registry.schemas.protobuf import protobuf_compatibility_errors
+from kproto.registry.schemas.avro_compatibility import avro_compatibility_errors
+from kproto.registry.schemas.json_schema_compatibility import json_compatibility_errors
+from kproto.registry.schemas.protobuf_compatibility import (
+    protobuf_compatibility_errors,
+)
 
 __all__ = ["check_compatibility", "reader_errors"]
 
