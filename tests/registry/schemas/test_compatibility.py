@@ -48,7 +48,7 @@ def test_levels_against_two_versions(level: str, incompatible_with: Any) -> None
         assert errors == []
     else:
         assert errors[-2] == f"{{oldSchema: '{incompatible_with.canonical}'}}"
-        assert errors[-1] == f"{{compatibility: '{level}'}}"
+        assert errors[-1] == f"{{validateFields: 'false', compatibility: '{level}'}}"
 
 
 def test_forward_transitive_checks_every_old_reader() -> None:
@@ -61,7 +61,7 @@ def test_forward_transitive_checks_every_old_reader() -> None:
     assert errors[-3:] == [
         "{oldSchemaVersion: 1}",
         f"{{oldSchema: '{v1.canonical}'}}",
-        "{compatibility: 'FORWARD_TRANSITIVE'}",
+        "{validateFields: 'false', compatibility: 'FORWARD_TRANSITIVE'}",
     ]
 
 
@@ -116,3 +116,34 @@ def test_level_directions() -> None:
         "FORWARD_TRANSITIVE",
         "FULL_TRANSITIVE",
     ]
+
+
+def test_full_follows_confluents_mutual_read_strategy() -> None:
+    # FORWARD messages first and without the old schema; the BACKWARD ones after, with it.
+    forward_only = check_compatibility(rec(A), [rec(A, B)], "FULL", versions=[4])
+    assert [m.split("'")[1] for m in forward_only[:-1]] == [
+        "READER_FIELD_MISSING_DEFAULT_VALUE"
+    ]
+    assert forward_only[-1] == "{validateFields: 'false', compatibility: 'FULL'}"
+    both = check_compatibility(
+        rec({"name": "a", "type": "string"}), [rec(A)], "FULL", versions=[4]
+    )
+    assert [m.split("'")[1] for m in both[:2]] == ["TYPE_MISMATCH", "TYPE_MISMATCH"]
+    assert "in the old schema does not match with the new schema" in both[0]
+    assert "in the new schema does not match with the old schema" in both[1]
+    assert both[2:] == [
+        "{oldSchemaVersion: 4}",
+        f"{{oldSchema: '{rec(A).canonical}'}}",
+        "{validateFields: 'false', compatibility: 'FULL'}",
+    ]
+
+
+def test_a_long_old_schema_is_truncated_in_the_messages() -> None:
+    fields = [{"name": f"f{i:05d}", "type": "string"} for i in range(600)]
+    old = rec(*fields)
+    assert len(old.canonical) > 10240
+    errors = check_compatibility(rec(*fields, B), [old], "BACKWARD")
+    assert errors[1].startswith("{oldSchema: <truncated to 10240 characters> '")
+    assert (
+        len(errors[1]) == len("{oldSchema: <truncated to 10240 characters> ''}") + 10240
+    )

@@ -75,7 +75,7 @@ def test_backward_names_the_missing_default() -> None:
     assert messages[1:] == [
         "{oldSchemaVersion: 1}",
         f"{{oldSchema: '{old.canonical}'}}",
-        "{compatibility: 'BACKWARD'}",
+        "{validateFields: 'false', compatibility: 'BACKWARD'}",
     ]
     assert check_compatibility(new, [old], "FORWARD") == []
 
