@@ -837,3 +837,19 @@ def test_the_protoc_worker_is_replaced_when_it_dies() -> None:
     stop_protoc()
     fds = compile_proto("again.proto", 'syntax = "proto3";\nmessage Again {}\n')
     assert fds.file[0].message_type[0].name == "Again"
+
+
+def test_paths_name_nested_messages_and_oneofs() -> None:
+    old = proto(
+        msg(
+            "N n = 1; message N { int32 x = 1; oneof o { string a = 2; int32 b = 3; } }"
+        )
+    )
+    new = proto(msg("N n = 1; message N { string x = 1; oneof o { string a = 2; } }"))
+    errors = check_compatibility(new, [old], "BACKWARD")
+    paths = [
+        e.split("path '")[1].split("'")[0] for e in errors if e.startswith("{errorType")
+    ]
+    # The nested message is compared as the field's type (then FIELD_NAMED_TYPE_CHANGED
+    # at the field) and again as a nested type, as Confluent's SchemaDiff does.
+    assert paths == ["#/M/N/o/3", "#/M/N/1", "#/M/1", "#/M/N/o/3", "#/M/N/1"]

@@ -196,7 +196,7 @@ def _compare_types(ctx: _Context, original: str, update: str) -> None:
         ctx.visiting.add(key)
         try:
             sub = ctx.sub()
-            sub.path = [local_o]
+            sub.path = local_o.split(".")
             _compare_message(sub, io.element, iu.element)
             ctx.differences += sub.differences
             if not sub.compatible:
@@ -326,10 +326,9 @@ def _compare_types_elements(
     }
     by_o = {m.name: m for m in messages_o if not m.options.map_entry}
     by_u = {m.name: m for m in messages_u if not m.options.map_entry}
-    base = list(ctx.path[:1]) if ctx.path else []
     for name in list(by_o) + [n for n in by_u if n not in by_o]:
         saved = ctx.path
-        ctx.path = [".".join([*base, name])] if base else [name]
+        ctx.path = [*saved, name]
         try:
             if name not in by_u:
                 ctx.add("MESSAGE_REMOVED")
@@ -345,7 +344,7 @@ def _compare_types_elements(
     enums_by_u = {e.name: e for e in enums_u}
     for name in list(enums_by_o) + [n for n in enums_by_u if n not in enums_by_o]:
         saved = ctx.path
-        ctx.path = [".".join([*base, name])] if base else [name]
+        ctx.path = [*saved, name]
         try:
             if name not in enums_by_u:
                 ctx.add("ENUM_REMOVED")
