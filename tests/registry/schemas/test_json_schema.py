@@ -661,3 +661,32 @@ def test_canonical_text_parses_to_the_same_schema(schema: Any) -> None:
     assert js(parsed.canonical) == parsed
     assert parsed.normalize().normalize() == parsed.normalize()
     assert check_compatibility(parsed, [js(parsed.canonical)], "FULL_TRANSITIVE") == []
+
+
+def _ladder(depth: int, leaf: str) -> Any:
+    """Definitions that each refer to the previous one twice: small text, but a naive
+    comparison doubles its work at every step."""
+    definitions: dict[str, Any] = {"d0": {"type": leaf}}
+    for i in range(1, depth + 1):
+        ref = {"$ref": f"#/definitions/d{i - 1}"}
+        definitions[f"d{i}"] = {
+            "anyOf": [ref, {"type": "object", "properties": {"a": ref, "b": ref}}]
+        }
+    return {"definitions": definitions, "$ref": f"#/definitions/d{depth}"}
+
+
+def test_shared_definitions_are_compared_once() -> None:
+    old, new = js(_ladder(40, "integer")), js(_ladder(40, "string"))
+    assert check_compatibility(new, [old], "BACKWARD") != []
+    assert check_compatibility(old, [js(_ladder(40, "integer"))], "FULL") == []
+
+
+def test_a_comparison_past_its_budget_is_reported_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kproto.registry.schemas import json_schema_compatibility
+
+    monkeypatch.setattr(json_schema_compatibility, "_BUDGET", 10)
+    old, new = js(_ladder(40, "integer")), js(_ladder(40, "string"))
+    errors = check_compatibility(new, [old], "BACKWARD")
+    assert error_types(errors) == ["SCHEMA_TOO_COMPLEX"]

@@ -14,7 +14,6 @@ import attrs
 
 from kproto.registry.schemas._types import ParsedSchema
 from kproto.registry.schemas.json_schema import (
-    MAX_DEPTH,
     Documents,
     JsonSchemaModel,
     dumps,
@@ -224,18 +223,34 @@ def _classify(raw: Any, doc: Any) -> _Schema:
     return _Schema("empty", raw, doc)
 
 
+_BUDGET = 200_000
+"""Most schema pairs one check compares; past it the check reports the schemas as too
+complex to compare (combined schemas compare every subschema pair, so nesting them
+multiplies the work)."""
+_MAX_COMPARE_DEPTH = 100
+
+
+class TooComplex(Exception):
+    """A compatibility check past :data:`_BUDGET` pairs or nested past its depth."""
+
+
 class _Context:
     def __init__(self, documents: tuple[Documents, Documents]) -> None:
         self.documents = documents
         self.path: list[str] = []
         self.differences: list[Difference] = []
-        self.stack: set[tuple[int, int]] = set()
+        # Shared by every sub-context of one check: differences per (original, update)
+        # pair relative to the pair (with the pair objects, so their ids stay theirs),
+        # the pairs being compared (a cycle compares as equal), the work left.
+        self.memo: dict[tuple[int, int], tuple[Any, Any, list[Difference]]] = {}
+        self.in_progress: set[tuple[int, int]] = set()
+        self.budget = [_BUDGET]
         self.depth = 0
 
-    def sub(self) -> _Context:
+    def sub(self, path: Sequence[str] | None = None) -> _Context:
         ctx = _Context(self.documents)
-        ctx.path = list(self.path)
-        ctx.stack = self.stack
+        ctx.path = list(self.path if path is None else path)
+        ctx.memo, ctx.in_progress, ctx.budget = self.memo, self.in_progress, self.budget
         ctx.depth = self.depth
         return ctx
 
@@ -246,6 +261,16 @@ class _Context:
         self.differences.append(
             Difference(type_, self.where(attribute) if attribute else self.where())
         )
+
+    def add_rebased(self, relative: Sequence[Difference]) -> None:
+        """Add differences computed relative to a pair, under the current path."""
+        if not self.path:
+            self.differences += relative
+            return
+        prefix = self.where()
+        for d in relative:
+            path = prefix if len(d.path) <= 2 else prefix + "/" + d.path[2:]
+            self.differences.append(Difference(d.type, path))
 
     @property
     def compatible(self) -> bool:
@@ -282,6 +307,8 @@ def _deref(ctx: _Context, side: int, raw: Any, doc: Any) -> tuple[Any, Any]:
 
 
 def _compare(ctx: _Context, original: Any, update: Any, docs: tuple[Any, Any]) -> None:
+    """Confluent's ``SchemaDiff.compare``, each (original, update) pair computed once
+    (Confluent's ``Context.compareMemoized``)."""
     if original is _MISSING and update is _MISSING:
         return
     if original is _MISSING:
@@ -292,6 +319,30 @@ def _compare(ctx: _Context, original: Any, update: Any, docs: tuple[Any, Any]) -
         return
     o_raw, o_doc = _deref(ctx, 0, original, docs[0])
     u_raw, u_doc = _deref(ctx, 1, update, docs[1])
+    key = (id(o_raw), id(u_raw))
+    cached = ctx.memo.get(key)
+    if cached is not None:
+        ctx.add_rebased(cached[2])
+        return
+    if key in ctx.in_progress:
+        return
+    ctx.budget[0] -= 1
+    if ctx.budget[0] < 0 or ctx.depth > _MAX_COMPARE_DEPTH:
+        raise TooComplex()
+    ctx.in_progress.add(key)
+    try:
+        sub = ctx.sub(path=())
+        sub.depth += 1
+        _compare_pair(sub, o_raw, o_doc, u_raw, u_doc)
+    finally:
+        ctx.in_progress.discard(key)
+    ctx.memo[key] = (o_raw, u_raw, sub.differences)
+    ctx.add_rebased(sub.differences)
+
+
+def _compare_pair(
+    ctx: _Context, o_raw: Any, o_doc: Any, u_raw: Any, u_doc: Any
+) -> None:
     o, u = _classify(o_raw, o_doc), _classify(u_raw, u_doc)
     if o.kind != "combined" and u.kind == "combined":
         if len(u.subschemas) == 1:
@@ -319,16 +370,7 @@ def _compare(ctx: _Context, original: Any, update: Any, docs: tuple[Any, Any]) -
             return
         ctx.add("TYPE_CHANGED")
         return
-    key = (id(o_raw), id(u_raw))
-    if key in ctx.stack or ctx.depth > MAX_DEPTH:
-        return
-    ctx.stack.add(key)
-    ctx.depth += 1
-    try:
-        _compare_kind(ctx, o, u)
-    finally:
-        ctx.stack.discard(key)
-        ctx.depth -= 1
+    _compare_kind(ctx, o, u)
 
 
 def _get(schema: _Schema, key: str) -> Any:
@@ -725,8 +767,13 @@ def json_compatibility_errors(
 ) -> list[str]:
     """Confluent's messages for the incompatible differences when ``reader`` reads data
     valid under ``writer``; the roles ("new", "old") fill the descriptions."""
+    try:
+        differences = json_differences(writer, reader)
+    except TooComplex:
+        return [
+            '{errorType:"SCHEMA_TOO_COMPLEX", description:"The schemas nest combined '
+            'schemas too deeply to be compared; they are treated as incompatible"}'
+        ]
     return [
-        d.describe(reader_role, writer_role)
-        for d in json_differences(writer, reader)
-        if not d.compatible
+        d.describe(reader_role, writer_role) for d in differences if not d.compatible
     ]

@@ -119,16 +119,48 @@ class _Context:
         self.types = types
         self.path: list[str] = []
         self.differences: list[Difference] = []
+        self.listed: set[Difference] = set()
+        # Messages compared once per (original, update) full-name pair: a message is
+        # reached both as a field's type and as a nested type, and nesting would
+        # otherwise double the work at every level.
+        self.memo: dict[tuple[str, str], list[Difference]] = {}
         self.visiting: set[tuple[str, str]] = set()
 
     def add(self, type_: str) -> None:
-        self.differences.append(Difference(type_, "#/" + "/".join(self.path)))
+        self.extend([Difference(type_, "#/" + "/".join(self.path))])
+
+    def extend(self, differences: Sequence[Difference]) -> None:
+        """Add differences not yet listed (a message reached twice reports once)."""
+        for difference in differences:
+            if difference not in self.listed:
+                self.listed.add(difference)
+                self.differences.append(difference)
 
     def sub(self) -> _Context:
         ctx = _Context(self.types)
         ctx.path = list(self.path)
+        ctx.memo = self.memo
         ctx.visiting = self.visiting
         return ctx
+
+    def message_differences(
+        self, key: tuple[str, str], path: list[str], original: Any, update: Any
+    ) -> list[Difference] | None:
+        """The differences between two messages (full names ``key``) at ``path``,
+        computed once; None while the pair is already being compared (a cycle)."""
+        if key in self.memo:
+            return self.memo[key]
+        if key in self.visiting:
+            return None
+        self.visiting.add(key)
+        try:
+            sub = self.sub()
+            sub.path = list(path)
+            _compare_message(sub, original, update, key)
+            self.memo[key] = sub.differences
+            return sub.differences
+        finally:
+            self.visiting.discard(key)
 
     @property
     def compatible(self) -> bool:
@@ -190,19 +222,13 @@ def _compare_types(ctx: _Context, original: str, update: str) -> None:
         if local_o != local_u:
             ctx.add("FIELD_NAMED_TYPE_CHANGED")
             return
-        key = (original, update)
-        if key in ctx.visiting:
-            return
-        ctx.visiting.add(key)
-        try:
-            sub = ctx.sub()
-            sub.path = local_o.split(".")
-            _compare_message(sub, io.element, iu.element)
-            ctx.differences += sub.differences
-            if not sub.compatible:
+        found = ctx.message_differences(
+            (original, update), local_o.split("."), io.element, iu.element
+        )
+        if found:
+            ctx.extend(found)
+            if not all(d.compatible for d in found):
                 ctx.add("FIELD_NAMED_TYPE_CHANGED")
-        finally:
-            ctx.visiting.discard(key)
 
 
 def _compare_field(ctx: _Context, original: Any, update: Any) -> None:
@@ -225,7 +251,9 @@ def _real_oneof(message: Any, field: Any) -> str | None:
     return None
 
 
-def _compare_message(ctx: _Context, original: Any, update: Any) -> None:
+def _compare_message(
+    ctx: _Context, original: Any, update: Any, names: tuple[str, str]
+) -> None:
     by_tag_o = {f.number: f for f in original.field if _real_oneof(original, f) is None}
     by_tag_u = {f.number: f for f in update.field if _real_oneof(update, f) is None}
     all_o = {f.number: f for f in original.field}
@@ -302,6 +330,7 @@ def _compare_message(ctx: _Context, original: Any, update: Any) -> None:
             _compare_field(ctx, all_o[tag], all_u[tag])
     _compare_types_elements(
         ctx,
+        names,
         original.nested_type,
         original.enum_type,
         update.nested_type,
@@ -311,6 +340,7 @@ def _compare_message(ctx: _Context, original: Any, update: Any) -> None:
 
 def _compare_types_elements(
     ctx: _Context,
+    scopes: tuple[str, str],
     messages_o: Sequence[Any],
     enums_o: Sequence[Any],
     messages_u: Sequence[Any],
@@ -335,7 +365,9 @@ def _compare_types_elements(
             elif name not in by_o:
                 ctx.add("MESSAGE_ADDED")
             else:
-                _compare_message(ctx, by_o[name], by_u[name])
+                key = (f"{scopes[0]}.{name}", f"{scopes[1]}.{name}")
+                found = ctx.message_differences(key, ctx.path, by_o[name], by_u[name])
+                ctx.extend(found or [])
                 if index_o[name] != index_u[name]:
                     ctx.add("MESSAGE_MOVED")
         finally:
@@ -374,8 +406,13 @@ def protobuf_differences(
     ctx = _Context((_types(o), _types(u)))
     if o.file.package != u.file.package:
         ctx.add("PACKAGE_CHANGED")
+    scopes = (
+        "." + o.file.package if o.file.package else "",
+        "." + u.file.package if u.file.package else "",
+    )
     _compare_types_elements(
         ctx,
+        scopes,
         o.file.message_type,
         o.file.enum_type,
         u.file.message_type,
