@@ -652,6 +652,9 @@ def parse_avro(
             raise InvalidSchemaError(
                 f"Invalid Avro schema: reference {ref.name!r} is not resolved"
             )
+    # Every type the references define prints by name. (Confluent's
+    # Schema.toString(referencedSchemas) knows only each reference's own type and writes
+    # a type nested in one out in full, which then cannot be parsed again beside it.)
     external = frozenset(names)
     root = _Parser(names).parse(_load_json(text, "the schema"), None, 0)
     model = AvroModel(root, external, tuple(references), dict(resolved))
