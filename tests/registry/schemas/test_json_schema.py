@@ -590,6 +590,28 @@ TABLE = [
         "BACKWARD",
         ["TYPE_CHANGED"],
     ),
+    # everit loads a schema with a type and an enum as allOf[typed, enum].
+    (
+        "typed-enum-extended",
+        {**STR, "enum": ["a"]},
+        {**STR, "enum": ["a", "b"]},
+        "BACKWARD",
+        [],
+    ),
+    (
+        "typed-enum-type-changed",
+        {**STR, "enum": ["a"]},
+        {**INT, "enum": ["a"]},
+        "BACKWARD",
+        ["COMBINED_TYPE_SUBSCHEMAS_CHANGED"],
+    ),
+    (
+        "typed-enum-changed",
+        {**STR, "enum": ["a"]},
+        {**STR, "enum": ["b"]},
+        "BACKWARD",
+        ["COMBINED_TYPE_SUBSCHEMAS_CHANGED"],
+    ),
     ("none-accepts-anything", STR, INT, "NONE", []),
 ]
 

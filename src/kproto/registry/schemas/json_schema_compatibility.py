@@ -174,28 +174,39 @@ class _Schema:
     subschemas: tuple[Any, ...] = ()
 
 
+_TYPED_KEYS = _OBJECT_KEYS | _ARRAY_KEYS | _STRING_KEYS | _NUMBER_KEYS
+
+
 def _classify(raw: Any, doc: Any) -> _Schema:
+    """The everit schema Confluent's diff sees for ``raw``: a schema with several kinds
+    of keywords (a type, ``enum``, ``const``, ``not``, each combiner) is the ``allOf``
+    of one schema per kind, as everit's loader builds it."""
     if raw is True or raw == {}:
         return _Schema("empty", raw, doc)
     if raw is False:
         return _Schema("false", raw, doc)
     if not isinstance(raw, dict):
         return _Schema("empty", {}, doc)
-    combiners = [k for k in _COMBINERS if k in raw]
     type_ = raw.get("type")
-    rest = {k: v for k, v in raw.items() if k not in _COMBINERS}
-    if combiners:
-        typed = type_ is not None or any(
-            k in rest for k in _OBJECT_KEYS | _ARRAY_KEYS | _STRING_KEYS | _NUMBER_KEYS
+    typed = type_ is not None or any(k in raw for k in _TYPED_KEYS)
+    aspects: list[Any] = []
+    if typed:
+        aspects.append(
+            {
+                k: v
+                for k, v in raw.items()
+                if k not in ("enum", "const", "not", *_COMBINERS)
+            }
         )
-        parts: list[Any] = [{k: raw[k]} for k in combiners]
-        if typed:
-            parts.insert(0, rest)
-        if len(parts) == 1:
-            key = combiners[0]
-            subs = raw[key] if isinstance(raw[key], list) else []
-            return _Schema("combined", raw, doc, key, tuple(subs))
-        return _Schema("combined", raw, doc, "allOf", tuple(parts))
+    aspects += [{k: raw[k]} for k in ("enum", "const", "not") if k in raw]
+    aspects += [{k: raw[k]} for k in _COMBINERS if k in raw]
+    if len(aspects) > 1:
+        return _Schema("combined", raw, doc, "allOf", tuple(aspects))
+    combiners = [k for k in _COMBINERS if k in raw]
+    if combiners:
+        key = combiners[0]
+        subs = raw[key] if isinstance(raw[key], list) else []
+        return _Schema("combined", raw, doc, key, tuple(subs))
     if isinstance(type_, list):
         if len(type_) == 1:
             return _classify({**raw, "type": type_[0]}, doc)
@@ -246,13 +257,23 @@ class _Context:
         self.in_progress: set[tuple[int, int]] = set()
         self.budget = [_BUDGET]
         self.depth = 0
+        # Each schema classified once, so the schemas a classification makes up (the
+        # allOf parts of a schema with several kinds of keywords) keep their identity.
+        self.classified: dict[int, tuple[Any, _Schema]] = {}
 
     def sub(self, path: Sequence[str] | None = None) -> _Context:
         ctx = _Context(self.documents)
         ctx.path = list(self.path if path is None else path)
         ctx.memo, ctx.in_progress, ctx.budget = self.memo, self.in_progress, self.budget
+        ctx.classified = self.classified
         ctx.depth = self.depth
         return ctx
+
+    def classify(self, raw: Any, doc: Any) -> _Schema:
+        found = self.classified.get(id(raw))
+        if found is None:
+            found = self.classified[id(raw)] = (raw, _classify(raw, doc))
+        return found[1]
 
     def where(self, *extra: str) -> str:
         return "#/" + "/".join([*self.path, *extra])
@@ -343,7 +364,7 @@ def _compare(ctx: _Context, original: Any, update: Any, docs: tuple[Any, Any]) -
 def _compare_pair(
     ctx: _Context, o_raw: Any, o_doc: Any, u_raw: Any, u_doc: Any
 ) -> None:
-    o, u = _classify(o_raw, o_doc), _classify(u_raw, u_doc)
+    o, u = ctx.classify(o_raw, o_doc), ctx.classify(u_raw, u_doc)
     if o.kind != "combined" and u.kind == "combined":
         if len(u.subschemas) == 1:
             sub = ctx.sub()
