@@ -182,3 +182,19 @@ def test_any_proto_text_parses_or_raises_invalid_schema_error(text: str) -> None
     except InvalidSchemaError:
         return
     assert parse_schema("PROTOBUF", parsed.canonical) == parsed
+
+
+def test_already_registered_schemas_load_as_confluent_loads_them() -> None:
+    # Confluent validates Avro defaults (and our JSON meta-schema check runs) only for a
+    # new schema; one read back from _schemas loads as it was accepted.
+    bad_default = '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}'
+    with pytest.raises(InvalidSchemaError, match="invalid default"):
+        parse_schema("AVRO", bad_default)
+    loaded = parse_schema("AVRO", bad_default, new=False)
+    assert loaded.canonical == bad_default
+    odd_json = '{"type":"object","minProperties":"two"}'
+    with pytest.raises(InvalidSchemaError):
+        parse_schema("JSON", odd_json)
+    assert parse_schema("JSON", odd_json, new=False).canonical == odd_json
+    with pytest.raises(InvalidSchemaError):
+        parse_schema("PROTOBUF", "message {", new=False)

@@ -17,6 +17,7 @@ references, and compatibility by the Avro specification's schema-resolution rule
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,14 +38,13 @@ PRIMITIVES = frozenset(
 )
 
 
+_NAME = re.compile(r"(?!\d)\w+\Z")
+
+
 def _valid_name(name: str) -> bool:
     """Avro Java's ``validateName``: a letter or ``_``, then letters, digits or ``_``
     (Unicode letters and digits, as Java's ``Character.isLetter`` allows)."""
-    return (
-        bool(name)
-        and (name[0].isalpha() or name[0] == "_")
-        and all(c.isalnum() or c == "_" for c in name[1:])
-    )
+    return _NAME.match(name) is not None
 
 
 _INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
@@ -161,8 +161,9 @@ def _split(fullname: str) -> tuple[str, str | None]:
 
 
 class _Parser:
-    def __init__(self, names: dict[str, Named]) -> None:
+    def __init__(self, names: dict[str, Named], validate_defaults: bool = True) -> None:
         self.names = names
+        self.validate_defaults = validate_defaults
         self.defined: list[str] = []
 
     def fail(self, message: str) -> InvalidSchemaError:
@@ -345,7 +346,9 @@ class _Parser:
             field.props = {k: v for k, v in raw.items() if k not in _FIELD_RESERVED}
             if "default" in raw:
                 field.default = raw["default"]
-                if not _valid_default(field.schema, field.default, 0):
+                if self.validate_defaults and not _valid_default(
+                    field.schema, field.default, 0
+                ):
                     raise self.fail(
                         f"invalid default for field {name} in {node.fullname}: "
                         f"{json.dumps(field.default)} is not a {_type_label(field.schema)}"
@@ -619,12 +622,16 @@ def parse_avro(
     text: str,
     references: Sequence[SchemaReference] = (),
     resolved: Mapping[str, str] = {},
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Parse an Avro schema (JSON text) and the schemas its references name.
 
     ``resolved`` maps each reachable reference's name (a full type name) to its schema
     text; referenced named types are known to the schema and printed by name in the
-    canonical text. Raises :class:`InvalidSchemaError`.
+    canonical text. ``new=False`` (a schema already registered, Confluent's
+    ``isNew``) does not validate field defaults; referenced schemas never are.
+    Raises :class:`InvalidSchemaError`.
     """
     names: dict[str, Named] = {}
     pending = {
@@ -635,7 +642,7 @@ def parse_avro(
         progressed = False
         errors: list[str] = []
         for name, obj in list(pending.items()):
-            parser = _Parser(names)
+            parser = _Parser(names, validate_defaults=False)
             try:
                 parser.parse(obj, None, 0)
             except InvalidSchemaError as exc:
@@ -656,6 +663,8 @@ def parse_avro(
     # Schema.toString(referencedSchemas) knows only each reference's own type and writes
     # a type nested in one out in full, which then cannot be parsed again beside it.)
     external = frozenset(names)
-    root = _Parser(names).parse(_load_json(text, "the schema"), None, 0)
+    root = _Parser(names, validate_defaults=new).parse(
+        _load_json(text, "the schema"), None, 0
+    )
     model = AvroModel(root, external, tuple(references), dict(resolved))
     return ParsedSchema(SchemaType.AVRO, model.text(), tuple(references), model)

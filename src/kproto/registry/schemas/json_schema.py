@@ -198,17 +198,22 @@ def parse_json_schema(
     text: str,
     references: Sequence[SchemaReference] = (),
     resolved: Mapping[str, str] = {},
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Parse a JSON Schema and the schemas its references name (``resolved``: reference
     name -> schema text). Every ``$ref`` to another document must name a reference (or a
-    referenced schema's ``$id``). Raises :class:`InvalidSchemaError`."""
+    referenced schema's ``$id``). ``new=False`` (a schema already registered) skips the
+    meta-schema check, which registering did. Raises :class:`InvalidSchemaError`."""
     referenced = {
         name: _load(doc, f"reference {name!r}") for name, doc in resolved.items()
     }
-    for name, doc in referenced.items():
-        _check(doc, f"reference {name!r}")
+    if new:
+        for name, doc in referenced.items():
+            _check(doc, f"reference {name!r}")
     schema = _load(text, "the schema")
-    _check(schema, "the schema")
+    if new:
+        _check(schema, "the schema")
     documents = Documents(schema, referenced)
     for current in [schema, *referenced.values()]:
         for ref in _refs(current):

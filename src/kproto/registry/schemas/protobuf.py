@@ -432,11 +432,14 @@ def parse_protobuf(
     text: str,
     references: Sequence[SchemaReference] = (),
     resolved: Mapping[str, str] = {},
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Parse a Protobuf schema: ``.proto`` text or the base64 of a serialized
     ``FileDescriptorProto``. ``resolved`` maps each import path reachable from it (the
     references' names) to its schema text, in either form. Descriptors are checked by a
-    ``DescriptorPool``, text by protoc. Raises :class:`InvalidSchemaError`."""
+    ``DescriptorPool``, text by protoc (``new`` changes nothing: a schema is compiled
+    either way). Raises :class:`InvalidSchemaError`."""
     descriptors = {name: _decode_descriptor(dep) for name, dep in resolved.items()}
     descriptor = _decode_descriptor(text)
     if descriptor is not None and all(d is not None for d in descriptors.values()):
