@@ -865,3 +865,23 @@ def test_deeply_nested_messages_compare_in_linear_time() -> None:
     types = [e.split('"')[1] for e in errors if e.startswith("{errorType")]
     assert types.count("FIELD_SCALAR_KIND_CHANGED") == 1
     assert types.count("FIELD_NAMED_TYPE_CHANGED") == 30
+
+
+def test_descriptor_pool_builds_message_classes() -> None:
+    from google.protobuf import message_factory
+
+    resolved = {"crm/account.proto": ACCOUNT, "crm/customer.proto": CUSTOMER}
+    parsed = proto(INVOICE, references=REFS, resolved=resolved)
+    assert isinstance(parsed.model, ProtobufModel)
+    pool = parsed.model.descriptor_pool()
+    invoice = message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("billing.Invoice")
+    )
+    message = invoice()
+    message.account.owner.name = "Ada"
+    assert invoice.FromString(message.SerializeToString()).account.owner.name == "Ada"
+    descriptor = proto(
+        parsed.formatted("serialized"), references=REFS, resolved=resolved
+    )
+    assert isinstance(descriptor.model, ProtobufModel)
+    assert descriptor.model.descriptor_pool().FindMessageTypeByName("crm.Customer")

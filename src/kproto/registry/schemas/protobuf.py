@@ -402,11 +402,31 @@ def _renamed(
 
 @attrs.frozen(eq=False)
 class ProtobufModel:
-    """A compiled Protobuf schema: its file descriptor and those of its imports."""
+    """A compiled Protobuf schema (``ParsedSchema.model`` of a PROTOBUF schema): ``file``
+    its ``FileDescriptorProto``, ``files`` every file by import path (``file`` and what
+    it imports, transitively)."""
 
     file: descriptor_pb2.FileDescriptorProto
     files: Mapping[str, descriptor_pb2.FileDescriptorProto]
     references: tuple[SchemaReference, ...]
+
+    def descriptor_pool(self) -> descriptor_pool.DescriptorPool:
+        """A new ``DescriptorPool`` holding ``file`` and its imports, dependencies first
+        (find messages with ``pool.FindMessageTypeByName(full_name)``)."""
+        pool = descriptor_pool.DescriptorPool()
+        added: set[str] = set()
+
+        def add(name: str) -> None:
+            if name in added:
+                return
+            added.add(name)
+            file = self.files[name]
+            for dep in file.dependency:
+                add(dep)
+            pool.Add(file)
+
+        add(self.file.name)
+        return pool
 
     def normalized(self) -> ParsedSchema:
         return ParsedSchema(
