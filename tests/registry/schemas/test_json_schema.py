@@ -712,3 +712,20 @@ def test_a_comparison_past_its_budget_is_reported_not_run(
     old, new = js(_ladder(40, "integer")), js(_ladder(40, "string"))
     errors = check_compatibility(new, [old], "BACKWARD")
     assert error_types(errors) == ["SCHEMA_TOO_COMPLEX"]
+
+
+def test_refs_by_anchor() -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": {"zip": {"$anchor": "zip", "type": "string", "maxLength": 10}},
+        "type": "object",
+        "properties": {"zip": {"$ref": "#zip"}},
+    }
+    old = js(schema)
+    narrower = json.loads(json.dumps(schema))
+    narrower["$defs"]["zip"]["maxLength"] = 5
+    assert error_types(check_compatibility(js(narrower), [old], "BACKWARD")) == [
+        "MAX_LENGTH_DECREASED"
+    ]
+    with pytest.raises(InvalidSchemaError, match="does not resolve"):
+        js({"properties": {"zip": {"$ref": "#nowhere"}}})

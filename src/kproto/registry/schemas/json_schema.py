@@ -155,6 +155,9 @@ class Documents:
         doc = self.document(name, current)
         if doc is None:
             return None
+        if fragment and not fragment.startswith("/"):
+            anchored = _anchor(doc, fragment, 0)
+            return None if anchored is None else (anchored, doc)
         node = doc
         for part in fragment.split("/") if fragment else ():
             if not part:
@@ -167,6 +170,26 @@ class Documents:
             else:
                 return None
         return node, doc
+
+
+def _anchor(node: Any, name: str, depth: int) -> Any:
+    """The subschema named ``name`` by ``$anchor`` (2019-09 on) or by ``$id: "#name"``
+    (drafts 6 and 7), or None."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(node, dict):
+        if node.get("$anchor") == name or node.get("$id") == "#" + name:
+            return node
+        children = [v for k, v in node.items() if k not in ("enum", "const", "default")]
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        found = _anchor(child, name, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 @attrs.frozen(eq=False)
