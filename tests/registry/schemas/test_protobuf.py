@@ -650,6 +650,28 @@ TABLE = [
         "BACKWARD",
         ["FIELD_NUMERIC_LABEL_CHANGED"],
     ),
+    # Wire gives a proto3 field without a label no label, so Confluent sees no change.
+    (
+        "proto3-numeric-made-repeated",
+        msg("int32 a = 1;"),
+        msg("repeated int32 a = 1;"),
+        "FULL",
+        [],
+    ),
+    (
+        "proto3-optional-made-repeated",
+        msg("optional int32 a = 1;"),
+        msg("repeated int32 a = 1;"),
+        "BACKWARD",
+        ["FIELD_NUMERIC_LABEL_CHANGED"],
+    ),
+    (
+        "optional-made-required",
+        p2("optional int64 a = 1;"),
+        p2("required int64 a = 1;"),
+        "BACKWARD",
+        ["FIELD_NUMERIC_LABEL_CHANGED"],
+    ),
     (
         "string-made-repeated",
         p2("optional string a = 1;"),

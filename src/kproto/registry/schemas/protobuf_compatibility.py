@@ -70,26 +70,27 @@ class _TypeInfo:
     element: Any
     is_enum: bool
     is_map: bool
+    proto3: bool = False
 
 
 def _types(model: ProtobufModel) -> dict[str, _TypeInfo]:
     out: dict[str, _TypeInfo] = {}
 
     def walk(
-        package: str, scope: str, messages: Sequence[Any], enums: Sequence[Any]
+        file: Any, scope: str, messages: Sequence[Any], enums: Sequence[Any]
     ) -> None:
+        package, proto3 = file.package, file.syntax == "proto3"
         for enum in enums:
-            out[f"{scope}.{enum.name}"] = _TypeInfo(package, enum, True, False)
+            out[f"{scope}.{enum.name}"] = _TypeInfo(package, enum, True, False, proto3)
         for message in messages:
             full = f"{scope}.{message.name}"
-            out[full] = _TypeInfo(
-                package, message, False, bool(message.options.map_entry)
-            )
-            walk(package, full, message.nested_type, message.enum_type)
+            is_map = bool(message.options.map_entry)
+            out[full] = _TypeInfo(package, message, False, is_map, proto3)
+            walk(file, full, message.nested_type, message.enum_type)
 
     for file in [*model.files.values(), model.file]:
         scope = "." + file.package if file.package else ""
-        walk(file.package, scope, file.message_type, file.enum_type)
+        walk(file, scope, file.message_type, file.enum_type)
     return out
 
 
@@ -231,14 +232,35 @@ def _compare_types(ctx: _Context, original: str, update: str) -> None:
                 ctx.add("FIELD_NAMED_TYPE_CHANGED")
 
 
-def _compare_field(ctx: _Context, original: Any, update: Any) -> None:
+def _label(field: Any, in_oneof: bool, proto3: bool) -> str | None:
+    """The label Wire's parser gives a field: none for a proto3 field without one and
+    for a oneof member."""
+    if field.label == FDP.LABEL_REPEATED:
+        return "repeated"
+    if field.label == FDP.LABEL_REQUIRED:
+        return "required"
+    if in_oneof or (proto3 and not field.proto3_optional):
+        return None
+    return "optional"
+
+
+def _compare_field(
+    ctx: _Context, original: Any, update: Any, labels: tuple[str | None, str | None]
+) -> None:
+    """Confluent's ``FieldSchemaDiff``: name, kind, scalar group, and for scalars of
+    one group a changed label (numeric: incompatible; string/bytes: compatible)."""
     if original.name != update.name:
         ctx.add("FIELD_NAME_CHANGED")
     to, tu = _field_type(original), _field_type(update)
     _compare_types(ctx, to, tu)
-    repeated_o = original.label == FDP.LABEL_REPEATED
-    repeated_u = update.label == FDP.LABEL_REPEATED
-    if repeated_o != repeated_u and _kind(ctx, 0, to) == "SCALAR" == _kind(ctx, 1, tu):
+    label_o, label_u = labels
+    if (
+        label_o is not None
+        and label_u is not None
+        and label_o != label_u
+        and _kind(ctx, 0, to) == "SCALAR" == _kind(ctx, 1, tu)
+        and _scalar_kind(ctx, 0, to) == _scalar_kind(ctx, 1, tu)
+    ):
         if _scalar_kind(ctx, 0, to) == "STRING_OR_BYTES":
             ctx.add("FIELD_STRING_OR_BYTES_LABEL_CHANGED")
         else:
@@ -256,6 +278,18 @@ def _compare_message(
 ) -> None:
     by_tag_o = {f.number: f for f in original.field if _real_oneof(original, f) is None}
     by_tag_u = {f.number: f for f in update.field if _real_oneof(update, f) is None}
+    info_o, info_u = ctx.types[0].get(names[0]), ctx.types[1].get(names[1])
+    proto3 = (
+        info_o is not None and info_o.proto3,
+        info_u is not None and info_u.proto3,
+    )
+
+    def labels(fo: Any, fu: Any) -> tuple[str | None, str | None]:
+        return (
+            _label(fo, _real_oneof(original, fo) is not None, proto3[0]),
+            _label(fu, _real_oneof(update, fu) is not None, proto3[1]),
+        )
+
     all_o = {f.number: f for f in original.field}
     all_u = {f.number: f for f in update.field}
     oneof_of_o = {
@@ -302,7 +336,12 @@ def _compare_message(
                         elif tag not in tags_o:
                             ctx.add("ONEOF_FIELD_ADDED")
                         else:
-                            _compare_field(ctx, tags_o[tag], tags_u[tag])
+                            _compare_field(
+                                ctx,
+                                tags_o[tag],
+                                tags_u[tag],
+                                labels(tags_o[tag], tags_u[tag]),
+                            )
     for tag in sorted(set(by_tag_o) | set(by_tag_u)):
         with _At(ctx, str(tag)):
             fo, fu = by_tag_o.get(tag), by_tag_u.get(tag)
@@ -320,14 +359,14 @@ def _compare_message(
                     else "FIELD_ADDED"
                 )
             else:
-                _compare_field(ctx, fo, fu)
+                _compare_field(ctx, fo, fu, labels(fo, fu))
     for tag in sorted(set(all_o) & set(all_u)):
         top_both = tag not in oneof_of_o and tag not in oneof_of_u
         same = tag in oneof_of_o and oneof_of_o.get(tag) == oneof_of_u.get(tag)
         if top_both or same:
             continue
         with _At(ctx, str(tag)):
-            _compare_field(ctx, all_o[tag], all_u[tag])
+            _compare_field(ctx, all_o[tag], all_u[tag], labels(all_o[tag], all_u[tag]))
     _compare_types_elements(
         ctx,
         names,
