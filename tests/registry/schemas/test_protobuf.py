@@ -567,6 +567,13 @@ TABLE = [
         ["ONEOF_FIELD_REMOVED"],
     ),
     (
+        "oneof-field-moved-out",
+        msg("oneof o { string a = 1; int32 b = 2; }"),
+        msg("int32 b = 2; oneof o { string a = 1; }"),
+        "BACKWARD",
+        [],
+    ),
+    (
         "oneof-field-type-changed",
         msg("oneof o { string a = 1; }"),
         msg("oneof o { int32 a = 1; }"),

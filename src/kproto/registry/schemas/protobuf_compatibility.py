@@ -332,7 +332,10 @@ def _compare_message(
                 for tag in sorted(set(tags_o) | set(tags_u)):
                     with _At(ctx, str(tag)):
                         if tag not in tags_u:
-                            ctx.add("ONEOF_FIELD_REMOVED")
+                            # Moved out of the oneof (still in the message) is no
+                            # removal (Confluent's OneOfDiff).
+                            if tag not in all_u:
+                                ctx.add("ONEOF_FIELD_REMOVED")
                         elif tag not in tags_o:
                             ctx.add("ONEOF_FIELD_ADDED")
                         else:
