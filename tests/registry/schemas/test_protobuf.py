@@ -914,3 +914,47 @@ def test_descriptor_pool_builds_message_classes() -> None:
     )
     assert isinstance(descriptor.model, ProtobufModel)
     assert descriptor.model.descriptor_pool().FindMessageTypeByName("crm.Customer")
+
+
+ROUNDTRIPS = {
+    "group": 'syntax = "proto2";\nmessage M { optional group G = 1 { optional int32 g = 1; } }',
+    "edition": 'edition = "2023";\nmessage M { int32 x = 1; }',
+    "nested-extend": (
+        'syntax = "proto2";\nmessage M { extensions 100 to 200; }\n'
+        "message N { extend M { optional int32 e = 101; } }"
+    ),
+    "service-options": (
+        'syntax = "proto3";\nmessage M {}\nservice S { option deprecated = true; '
+        "rpc F (M) returns (stream M) { option deprecated = true; } }"
+    ),
+    "defaults": (
+        'syntax = "proto2";\nenum E { A = 0; B = 1; }\nmessage M { '
+        'optional bytes b = 1 [default = "\\001x"]; optional E e = 2 [default = B]; '
+        "optional double d = 3 [default = inf]; optional float f = 4 [default = -nan]; "
+        'optional string s = 5 [default = "it\'s"]; }'
+    ),
+    "public-import": (
+        'syntax = "proto3";\nimport public "google/protobuf/any.proto";\n'
+        "message M { google.protobuf.Any a = 1; }"
+    ),
+    "enum-alias": (
+        'syntax = "proto3";\nenum E { option allow_alias = true; A = 0; B = 0; '
+        "C = 1 [deprecated = true]; }"
+    ),
+    "repeated-custom-option": (
+        'syntax = "proto3";\nimport "google/protobuf/descriptor.proto";\n'
+        "extend google.protobuf.FieldOptions { repeated string tags = 50000; }\n"
+        'message M { int32 x = 1 [(tags) = "a", (tags) = "b", deprecated = true]; }'
+    ),
+    "weak-import": 'syntax = "proto2";\nimport weak "google/protobuf/any.proto";\nmessage M { }',
+    "escaped-option": 'syntax = "proto3";\noption java_package = "é\\n\\t";\nmessage M {}',
+}
+
+
+@pytest.mark.parametrize("text", ROUNDTRIPS.values(), ids=ROUNDTRIPS.keys())
+def test_canonical_and_normalized_texts_compile_to_the_same_schema(text: str) -> None:
+    parsed = proto(text)
+    assert proto(parsed.canonical) == parsed
+    assert proto(parsed.formatted("serialized")) == parsed
+    normalized = parsed.normalize()
+    assert proto(normalized.canonical).normalize() == normalized

@@ -262,8 +262,11 @@ class _Printer:
         options = self.options(field.options)
         if field.HasField("default_value"):
             default = field.default_value
-            if field.type in (FDP.TYPE_STRING, FDP.TYPE_BYTES):
+            if field.type == FDP.TYPE_STRING:
                 default = _quote(default)
+            elif field.type == FDP.TYPE_BYTES:
+                # protoc keeps a bytes default C-escaped already.
+                default = f'"{default}"'
             options.append(f"default = {default}")
         if field.HasField("json_name") and field.json_name != _json_name(field.name):
             options.append(f"json_name = {_quote(field.json_name)}")
