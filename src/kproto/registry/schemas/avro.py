@@ -23,6 +23,7 @@ from typing import Any
 
 import attrs
 
+from kproto.registry.schemas import _json_text
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
     ParsedSchema,
@@ -566,7 +567,7 @@ def _as_float(node: Node, value: Any) -> Any:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _json_text.dumps(value)
 
 
 # ----------------------------------------------------------------------------- the model
@@ -607,7 +608,7 @@ class AvroModel:
 
 def _load_json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return _json_text.loads(text)
     except RecursionError:
         raise InvalidSchemaError(
             f"Invalid Avro schema: {what} is nested too deeply"

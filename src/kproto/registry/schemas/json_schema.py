@@ -17,7 +17,6 @@ and compatibility after Confluent's ``io.confluent.kafka.schemaregistry.json.dif
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
+from kproto.registry.schemas import _json_text
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
     ParsedSchema,
@@ -47,7 +47,8 @@ _KNOWN_DRAFTS = {
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON as Jackson writes it (:mod:`kproto.registry.schemas._json_text`)."""
+    return _json_text.dumps(value)
 
 
 def _sorted(value: Any, depth: int = 0) -> Any:
@@ -64,7 +65,7 @@ def _sorted(value: Any, depth: int = 0) -> Any:
 
 def _load(text: str, what: str) -> Any:
     try:
-        value = json.loads(text)
+        value = _json_text.loads(text)
     except RecursionError:
         raise InvalidSchemaError(
             f"Invalid JSON schema: {what} is nested too deeply"
