@@ -47,6 +47,11 @@ def test_dumps_is_compact_and_keeps_order_and_non_ascii() -> None:
     )
 
 
+def test_numbers_inside_strings_are_left_alone() -> None:
+    value = {'k"1.5e3': [1.5e3, 'x 1.5 \\" 2.0', 3, 1e-9]}
+    assert dumps(value) == '{"k\\"1.5e3":[1500.0,"x 1.5 \\\\\\" 2.0",3,1.0E-9]}'
+
+
 def test_nan_is_not_json() -> None:
     with pytest.raises(ValueError):
         loads('{"a": NaN}')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -32,44 +33,18 @@ def java_double(value: float) -> str:
     return f"{sign}{mantissa}E{exact.adjusted()}"
 
 
+# A JSON string (kept as it is) or a number with a fraction or an exponent (a float).
+_TOKEN = re.compile(r'("(?:[^"\\]|\\.)*")|(-?\d+(?:\.\d+)?[eE][+-]?\d+|-?\d+\.\d+)')
+
+
+def _token(match: re.Match[str]) -> str:
+    return match.group(1) or java_double(float(match.group(2)))
+
+
 def dumps(value: Any) -> str:
     """``value`` (JSON data: dict, list, str, int, float, bool, None) as compact text."""
-    out: list[str] = []
-    _write(value, out)
-    return "".join(out)
-
-
-def _write(value: Any, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(json.dumps(value, ensure_ascii=False))
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        out.append(java_double(value))
-    elif isinstance(value, dict):
-        out.append("{")
-        for i, (key, item) in enumerate(value.items()):
-            if i:
-                out.append(",")
-            out.append(json.dumps(str(key), ensure_ascii=False))
-            out.append(":")
-            _write(item, out)
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    else:
-        raise TypeError(f"not JSON data: {type(value).__name__}")
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _TOKEN.sub(_token, text)
 
 
 def _no_constants(name: str) -> Any:
