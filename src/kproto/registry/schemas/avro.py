@@ -1,5 +1,5 @@
-"""Avro schemas: parsing, Confluent's canonical text, normalization, named-type
-references, and compatibility by the Avro specification's schema-resolution rules.
+"""Avro schemas: parsing, Confluent's canonical text, normalization and named-type
+references.
 
 - Canonical text: ``AvroSchema.canonicalString()`` of Confluent Schema Registry, which is
   Avro Java's ``Schema.toString()``: compact JSON, attributes in Avro Java's order
@@ -7,11 +7,10 @@ references, and compatibility by the Avro specification's schema-resolution rule
   ``fields`` / ``symbols`` / ``size`` / ``items`` / ``values``, ``default``, other
   properties in the order given, ``aliases``); a named type already printed, or defined
   by a reference, is printed as its name.
-- Compatibility: Avro Java's ``SchemaCompatibility`` (reader/writer resolution: numeric
-  promotions int -> long -> float -> double, string <-> bytes, record fields by name or
-  reader alias with defaults for missing writer fields, enum symbols or an enum default,
-  union branches, fixed size, names by unqualified name or reader alias), with
-  Confluent's messages (``io.confluent.kafka.schemaregistry.avro.Difference``).
+- Normalized text: Confluent's ``AvroSchema.normalize()`` as Avro Java prints it
+  (sorted properties, sorted aliases, float defaults as floats, no empty named-type doc).
+- Validation as Avro Java's parser (names, redefinitions, defaults for a new schema).
+- Compatibility is :mod:`kproto.registry.schemas.avro_compatibility`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """JSON Schema: parsing (meta-schema checked by ``jsonschema`` for drafts 4, 6, 7,
-2019-09 and 2020-12), Confluent's canonical text, normalization, ``$ref`` references,
-and compatibility after Confluent's ``io.confluent.kafka.schemaregistry.json.diff``.
+2019-09 and 2020-12), Confluent's canonical text, normalization and ``$ref``
+references.
 
 - Canonical text: ``JsonSchema.canonicalString()``: the schema as compact JSON (Jackson's
   output: no whitespace, keys in the order given, non-ASCII kept).
 - Normalized text: the same with every object's keys sorted.
 - References: a ``$ref`` whose document part is a reference's name (or the ``$id`` of a
-  referenced schema) points into that schema.
-- Compatibility: Confluent's ``SchemaDiff``: the old schema is the "original", the new
-  one the "update"; a change is compatible when its ``Difference.Type`` is in Confluent's
-  ``COMPATIBLE_CHANGES`` (open/closed/partially open content models, required properties
-  with and without defaults, integer -> number, enums, ranges, combined schemas matched
-  by maximum cardinality, array items).
+  referenced schema) points into that schema; ``#/pointer`` and ``#anchor`` fragments.
+- Compatibility is :mod:`kproto.registry.schemas.json_schema_compatibility`.
 """
 
 from __future__ import annotations

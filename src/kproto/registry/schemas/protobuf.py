@@ -1,18 +1,18 @@
 """Protobuf schemas: ``.proto`` text compiled by grpcio-tools' protoc, or the base64 of a
 serialized ``FileDescriptorProto`` (what confluent-kafka's ``ProtobufSerializer``
-registers); canonical ``.proto`` text printed from the descriptor; the message-index
-paths of Confluent's wire format; and compatibility after Confluent's
-``io.confluent.kafka.schemaregistry.protobuf.diff``.
+registers); the canonical text printed from the descriptor
+(:mod:`kproto.registry.schemas.protobuf_text`); the message-index paths of Confluent's
+wire format. Compatibility is :mod:`kproto.registry.schemas.protobuf_compatibility`.
 
-- Canonical text: the file printed from its descriptor in the layout of Confluent's
-  ``ProtobufSchema.canonicalString()`` (Wire's ``toSchema``: ``syntax``, ``package``,
-  imports, options, then each type after a blank line; two-space indents). Type names
-  are printed fully qualified with a leading dot, as Confluent prints a schema it built
-  from a descriptor.
-- Normalized text: the same with imports and options sorted and fields in number order.
-- ``compile_proto`` runs protoc in a child process bounded by
-  :data:`PROTOC_TIMEOUT_S`; the well-known types (``google/protobuf/*.proto``) are
-  always importable. Results are cached (LRU) by the text.
+- ``compile_proto`` runs protoc in one long-lived worker process
+  (``_protoc_worker.py``), each compile bounded by :data:`PROTOC_TIMEOUT_S` (a compile
+  past it fails and the worker is replaced); the well-known types
+  (``google/protobuf/*.proto``) are always importable, and ``google/type/*.proto`` and
+  Confluent's ``confluent/*.proto`` where their Python modules are installed. Results
+  are cached (LRU) by the texts.
+- A base64 descriptor is checked by building it into a ``DescriptorPool`` (no protoc).
+- The schema's file name: the descriptor's own, else ``schema.proto`` (renamed when a
+  reference takes that name); references' files are named by the reference names.
 """
 
 from __future__ import annotations
@@ -61,10 +61,6 @@ __all__ = [
 
 PROTOC_TIMEOUT_S = 10.0
 """The longest one protoc compile may take (seconds)."""
-
-FileDescriptorProto = descriptor_pb2.FileDescriptorProto
-FileDescriptorSet = descriptor_pb2.FileDescriptorSet
-FDP = descriptor_pb2.FieldDescriptorProto
 
 _WELL_KNOWN = os.path.join(os.path.dirname(grpc_tools.__file__ or ""), "_proto")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+\Z")
