@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kproto.registry.schemas import (
     CompatibilityLevel,
@@ -75,7 +79,7 @@ def test_backward_names_the_missing_default() -> None:
     assert messages[1:] == [
         "{oldSchemaVersion: 1}",
         f"{{oldSchema: '{old.canonical}'}}",
-        "{compatibility: 'BACKWARD'}",
+        "{validateFields: 'false', compatibility: 'BACKWARD'}",
     ]
     assert check_compatibility(new, [old], "FORWARD") == []
 
@@ -92,3 +96,105 @@ def test_reference_equality_includes_references() -> None:
         '{"type":"record","name":"User","namespace":"com.acme","fields":[{"name":"id","type":"Id"}]}'
     )
     assert parsed != parse_schema("AVRO", parsed.canonical.replace('"Id"', '"string"'))
+
+
+# Confluent's documentation shows this registered Protobuf schema (with a reference to
+# other.proto) coming back as canonical text; ours has the same layout and writes the
+# referenced type fully qualified, as Confluent's normalized form does.
+CONFLUENT_DOC_PROTO = (
+    'syntax = "proto3";\npackage com.acme;\n\nimport "other.proto";\n\n'
+    "message MyRecord {\n  string f1 = 1;\n  OtherRecord f2 = 2;\n}\n"
+)
+
+
+def test_confluent_documented_protobuf_layout() -> None:
+    other = 'syntax = "proto3";\npackage com.acme;\n\nmessage OtherRecord {\n  int32 an_id = 1;\n}\n'
+    parsed = parse_schema(
+        "PROTOBUF",
+        CONFLUENT_DOC_PROTO,
+        [SchemaReference("other.proto", "other.proto", 1)],
+        {"other.proto": other},
+    )
+    assert parsed.canonical == CONFLUENT_DOC_PROTO.replace(
+        "OtherRecord f2", ".com.acme.OtherRecord f2"
+    )
+    assert parse_schema("PROTOBUF", other).canonical == other
+
+
+def test_confluent_documented_json_schema_comes_back_compact() -> None:
+    registered = '{"type":"object","properties":{"f1":{"type":"string"}}}'
+    spaced = '{ "type": "object", "properties": { "f1": { "type": "string" } } }'
+    assert parse_schema("JSON", spaced).canonical == registered
+
+
+_ANY_TEXT = st.one_of(
+    st.text(max_size=60),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "type",
+                    "name",
+                    "fields",
+                    "items",
+                    "values",
+                    "symbols",
+                    "properties",
+                    "$ref",
+                    "anyOf",
+                    "default",
+                    "size",
+                ]
+            ),
+            inner,
+            max_size=4,
+        ),
+        max_leaves=12,
+    ).map(json.dumps),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["AVRO", "JSON"]), _ANY_TEXT)
+def test_any_text_parses_or_raises_invalid_schema_error(
+    schema_type: str, text: str
+) -> None:
+    try:
+        parsed = parse_schema(schema_type, text)
+    except InvalidSchemaError:
+        return
+    assert parse_schema(schema_type, parsed.canonical) == parsed
+    assert check_compatibility(parsed, [parsed], "FULL") == []
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(list('messagenum{}=;123 "syntaxproto3ifd.\n')),
+        max_size=60,
+    )
+)
+def test_any_proto_text_parses_or_raises_invalid_schema_error(text: str) -> None:
+    try:
+        parsed = parse_schema("PROTOBUF", text)
+    except InvalidSchemaError:
+        return
+    assert parse_schema("PROTOBUF", parsed.canonical) == parsed
+
+
+def test_already_registered_schemas_load_as_confluent_loads_them() -> None:
+    # Confluent validates Avro defaults (and our JSON meta-schema check runs) only for a
+    # new schema; one read back from _schemas loads as it was accepted.
+    bad_default = '{"type":"record","name":"R","fields":[{"name":"a","type":"int","default":"x"}]}'
+    with pytest.raises(InvalidSchemaError, match="invalid default"):
+        parse_schema("AVRO", bad_default)
+    loaded = parse_schema("AVRO", bad_default, new=False)
+    assert loaded.canonical == bad_default
+    odd_json = '{"type":"object","minProperties":"two"}'
+    with pytest.raises(InvalidSchemaError):
+        parse_schema("JSON", odd_json)
+    assert parse_schema("JSON", odd_json, new=False).canonical == odd_json
+    with pytest.raises(InvalidSchemaError):
+        parse_schema("PROTOBUF", "message {", new=False)

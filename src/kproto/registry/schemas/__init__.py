@@ -60,6 +60,8 @@ def parse_schema(
     schema: str,
     references: Sequence[SchemaReference] = (),
     resolved: Mapping[str, str] = {},
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Parse and validate a schema of the given type (``"AVRO"``, ``"JSON"``,
     ``"PROTOBUF"``; the registry's default for an absent ``schemaType`` is AVRO).
@@ -67,8 +69,11 @@ def parse_schema(
     ``references`` are the schema's references as registered; ``resolved`` maps the name
     of every reference reachable from ``schema`` (transitively) to its schema text.
     PROTOBUF input may be ``.proto`` text or the base64 of a serialized
-    ``FileDescriptorProto``. Raises :class:`InvalidSchemaError` naming what is wrong
-    (an unknown schema type included).
+    ``FileDescriptorProto``. ``new=False`` is for a schema already registered (read back
+    from ``_schemas``), as Confluent's ``isNew``: Avro field defaults are not validated
+    and JSON Schema's meta-schema is not checked again, so that what Confluent accepted
+    once loads. Raises :class:`InvalidSchemaError` naming what is wrong (an unknown
+    schema type included).
     """
     try:
         kind = SchemaType(str(schema_type).upper())
@@ -77,7 +82,7 @@ def parse_schema(
     if not isinstance(schema, str):
         raise InvalidSchemaError("The schema must be a string")
     try:
-        return _PARSERS[kind](schema, tuple(references), dict(resolved))
+        return _PARSERS[kind](schema, tuple(references), dict(resolved), new=new)
     except InvalidSchemaError:
         raise
     except RecursionError:

@@ -62,6 +62,13 @@ class CompatibilityLevel(StrEnum):
         return self.name.startswith(("FORWARD", "FULL"))
 
 
+def sorted_references(
+    references: tuple[SchemaReference, ...],
+) -> tuple[SchemaReference, ...]:
+    """References sorted and without duplicates, as Confluent's ``normalize()`` keeps them."""
+    return tuple(sorted(set(references), key=lambda r: (r.name, r.subject, r.version)))
+
+
 @attrs.frozen
 class SchemaReference:
     """A reference from a schema to another registered schema (Confluent's
@@ -112,13 +119,15 @@ class ParsedSchema:
 
     def record_names(self) -> tuple[str, ...]:
         """Fully qualified top-level record names, for RecordNameStrategy: the Avro
-        named type's full name, the Protobuf file's messages in file order, the JSON
-        Schema ``title``; empty when the schema has none."""
+        record's full name (Confluent's ``AvroSchema.name()``), the Protobuf file's
+        top-level messages in file order, the JSON Schema ``title``; empty when the
+        schema has none."""
         return self.model.record_names()
 
     def formatted(self, fmt: str) -> str:
         """The text for ``GET /schemas/ids/{id}?format=fmt``: ``""`` or an unknown format
-        gives ``canonical``; PROTOBUF ``"serialized"`` gives the base64 of the serialized
-        ``FileDescriptorProto``."""
+        gives ``canonical``; AVRO ``"resolved"`` writes referenced types in place
+        (Confluent's ``Format.RESOLVED``); PROTOBUF ``"serialized"`` gives the base64 of
+        the serialized ``FileDescriptorProto``."""
         text = self.model.formatted(fmt) if fmt else None
         return self.canonical if text is None else text

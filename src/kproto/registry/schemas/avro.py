@@ -1,5 +1,5 @@
-"""Avro schemas: parsing, Confluent's canonical text, normalization, named-type
-references, and compatibility by the Avro specification's schema-resolution rules.
+"""Avro schemas: parsing, Confluent's canonical text, normalization and named-type
+references.
 
 - Canonical text: ``AvroSchema.canonicalString()`` of Confluent Schema Registry, which is
   Avro Java's ``Schema.toString()``: compact JSON, attributes in Avro Java's order
@@ -7,11 +7,10 @@ references, and compatibility by the Avro specification's schema-resolution rule
   ``fields`` / ``symbols`` / ``size`` / ``items`` / ``values``, ``default``, other
   properties in the order given, ``aliases``); a named type already printed, or defined
   by a reference, is printed as its name.
-- Compatibility: Avro Java's ``SchemaCompatibility`` (reader/writer resolution: numeric
-  promotions int -> long -> float -> double, string <-> bytes, record fields by name or
-  reader alias with defaults for missing writer fields, enum symbols or an enum default,
-  union branches, fixed size, names by unqualified name or reader alias), with
-  Confluent's messages (``io.confluent.kafka.schemaregistry.avro.Difference``).
+- Normalized text: Confluent's ``AvroSchema.normalize()`` as Avro Java prints it
+  (sorted properties, sorted aliases, float defaults as floats, no empty named-type doc).
+- Validation as Avro Java's parser (names, redefinitions, defaults for a new schema).
+- Compatibility is :mod:`kproto.registry.schemas.avro_compatibility`.
 """
 
 from __future__ import annotations
@@ -23,20 +22,33 @@ from typing import Any
 
 import attrs
 
+from kproto.registry.schemas import _json_text
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
     ParsedSchema,
     SchemaReference,
     SchemaType,
+    sorted_references,
 )
 
-__all__ = ["parse_avro", "avro_compatibility_errors", "AvroModel"]
+__all__ = ["parse_avro", "AvroModel"]
 
 PRIMITIVES = frozenset(
     ["null", "boolean", "int", "long", "float", "double", "bytes", "string"]
 )
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_MAX_DEPTH = 256
+
+
+_NAME = re.compile(r"(?!\d)\w+\Z")
+
+
+def _valid_name(name: str) -> bool:
+    """Avro Java's ``validateName``: a letter or ``_``, then letters, digits or ``_``
+    (Unicode letters and digits, as Java's ``Character.isLetter`` allows)."""
+    return _NAME.match(name) is not None
+
+
+_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+MAX_DEPTH = 256
 _SCHEMA_RESERVED = frozenset(
     [
         "doc",
@@ -52,7 +64,7 @@ _SCHEMA_RESERVED = frozenset(
     ]
 )
 _FIELD_RESERVED = frozenset(["default", "doc", "name", "order", "type", "aliases"])
-_NO_DEFAULT = object()
+NO_DEFAULT = object()
 
 
 class Primitive:
@@ -97,7 +109,7 @@ class Field:
         self.pos = pos
         self.schema: Node = Primitive("null", {})
         self.doc: str | None = None
-        self.default: Any = _NO_DEFAULT
+        self.default: Any = NO_DEFAULT
         self.order = "ascending"
         self.aliases: list[str] = []
         self.props: dict[str, Any] = {}
@@ -149,8 +161,9 @@ def _split(fullname: str) -> tuple[str, str | None]:
 
 
 class _Parser:
-    def __init__(self, names: dict[str, Named]) -> None:
+    def __init__(self, names: dict[str, Named], validate_defaults: bool = True) -> None:
         self.names = names
+        self.validate_defaults = validate_defaults
         self.defined: list[str] = []
 
     def fail(self, message: str) -> InvalidSchemaError:
@@ -162,8 +175,8 @@ class _Parser:
         return f"{space}.{name}"
 
     def parse(self, obj: Any, space: str | None, depth: int) -> Node:
-        if depth > _MAX_DEPTH:
-            raise self.fail(f"nested deeper than {_MAX_DEPTH} levels")
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(obj, str):
             return self.named_or_primitive(obj, space)
         if isinstance(obj, list):
@@ -263,7 +276,7 @@ class _Parser:
             if not isinstance(symbols, list):
                 raise self.fail(f"enum {full} has no 'symbols' array")
             for symbol in symbols:
-                if not isinstance(symbol, str) or not _NAME.match(symbol):
+                if not isinstance(symbol, str) or not _valid_name(symbol):
                     raise self.fail(
                         f"invalid enum symbol in {full}: {json.dumps(symbol)}"
                     )
@@ -285,7 +298,7 @@ class _Parser:
         return node
 
     def check_name(self, name: str, what: str) -> None:
-        if not _NAME.match(name):
+        if not _valid_name(name):
             raise self.fail(f"illegal {what}: {json.dumps(name)}")
 
     def aliases(self, obj: dict[str, Any], space: str | None, where: str) -> list[str]:
@@ -333,7 +346,9 @@ class _Parser:
             field.props = {k: v for k, v in raw.items() if k not in _FIELD_RESERVED}
             if "default" in raw:
                 field.default = raw["default"]
-                if not _valid_default(field.schema, field.default, 0):
+                if self.validate_defaults and not _valid_default(
+                    field.schema, field.default, 0
+                ):
                     raise self.fail(
                         f"invalid default for field {name} in {node.fullname}: "
                         f"{json.dumps(field.default)} is not a {_type_label(field.schema)}"
@@ -351,7 +366,7 @@ def _type_label(node: Node) -> str:
 
 
 def _valid_default(node: Node, value: Any, depth: int) -> bool:
-    if depth > _MAX_DEPTH:
+    if depth > MAX_DEPTH:
         return False
     kind = node.kind if isinstance(node, Named) else node.type
     if kind == "null":
@@ -359,7 +374,12 @@ def _valid_default(node: Node, value: Any, depth: int) -> bool:
     if kind == "boolean":
         return isinstance(value, bool)
     if kind in ("int", "long"):
-        return isinstance(value, int) and not isinstance(value, bool)
+        low, high = _INT_RANGE[kind]
+        return (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and low <= value <= high
+        )
     if kind in ("float", "double"):
         return (
             isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -381,7 +401,10 @@ def _valid_default(node: Node, value: Any, depth: int) -> bool:
             _valid_default(node.values, v, depth + 1) for v in value.values()
         )
     if isinstance(node, UnionSchema):
-        return any(_valid_default(b, value, depth + 1) for b in node.branches)
+        # Avro Java: a union's default is a value of its first branch.
+        return bool(node.branches) and _valid_default(
+            node.branches[0], value, depth + 1
+        )
     if isinstance(node, Named):
         if not isinstance(value, dict):
             return False
@@ -389,7 +412,7 @@ def _valid_default(node: Node, value: Any, depth: int) -> bool:
             if field.name in value:
                 if not _valid_default(field.schema, value[field.name], depth + 1):
                     return False
-            elif field.default is _NO_DEFAULT:
+            elif field.default is NO_DEFAULT:
                 return False
         return True
     return False
@@ -403,22 +426,67 @@ def _qualified(fullname: str, space: str | None) -> str:
     return name if ns is None or ns == space else fullname
 
 
+_LOGICAL_TYPES = {
+    "decimal": ("bytes", "fixed"),
+    "uuid": ("string", "fixed"),
+    "date": ("int",),
+    "time-millis": ("int",),
+    "time-micros": ("long",),
+    "timestamp-millis": ("long",),
+    "timestamp-micros": ("long",),
+    "timestamp-nanos": ("long",),
+    "local-timestamp-millis": ("long",),
+    "local-timestamp-micros": ("long",),
+    "local-timestamp-nanos": ("long",),
+    "duration": ("fixed",),
+}
+
+
+def _logical_type(kind: str, props: dict[str, Any]) -> str | None:
+    """The logical type Avro Java recognizes in ``props`` (it ignores invalid ones)."""
+    name = props.get("logicalType")
+    if not isinstance(name, str) or kind not in _LOGICAL_TYPES.get(name, ()):
+        return None
+    if name == "decimal":
+        precision, scale = props.get("precision"), props.get("scale", 0)
+        if not isinstance(precision, int) or not isinstance(scale, int):
+            return None
+        if precision <= 0 or scale < 0 or scale > precision:
+            return None
+    return name
+
+
 class _Printer:
-    """Avro Java's ``Schema.toJson`` (``normalize``: full names, sorted properties)."""
+    """Avro Java's ``Schema.toJson``; with ``normalize``, the schema that Confluent's
+    ``AvroSchema.normalize()`` produces (``AvroSchemaUtils.toNormalizedString``) as Avro
+    Java then prints it: properties sorted (a valid logical type's ``logicalType``,
+    ``precision`` and ``scale`` first), aliases sorted by full name, empty named-type
+    docs dropped, float and double defaults written as floats."""
 
     def __init__(self, known: set[str], normalize: bool) -> None:
         self.seen = set(known)
         self.normalize = normalize
 
-    def props(self, props: dict[str, Any]) -> list[tuple[str, Any]]:
+    def props(self, props: dict[str, Any], kind: str = "") -> list[tuple[str, Any]]:
         items = list(props.items())
-        return sorted(items) if self.normalize else items
+        if not self.normalize:
+            return items
+        first: list[str] = []
+        logical = _logical_type(kind, props)
+        if logical is not None:
+            first = ["logicalType"]
+            if logical == "decimal":
+                first.append("precision")
+                if props.get("scale", 0) != 0:
+                    first.append("scale")
+        head = [(key, props[key]) for key in first]
+        return head + sorted(item for item in items if item[0] not in first)
 
     def node(self, node: Node, space: str | None) -> Any:
         if isinstance(node, Primitive):
             if not node.props:
                 return node.type
-            return dict([("type", node.type), *self.props(node.props)])
+            return dict([("type", node.type), *self.props(node.props, node.type)])
         if isinstance(node, Array):
             return dict(
                 [("type", "array"), ("items", self.node(node.items, space))]
@@ -436,19 +504,15 @@ class _Printer:
     def named(self, node: Named, space: str | None) -> Any:
         full = node.fullname
         if full in self.seen:
-            return full if self.normalize else _qualified(full, space)
+            return _qualified(full, space)
         self.seen.add(full)
-        out: dict[str, Any] = {"type": node.type}
-        if self.normalize:
-            out["name"] = full
-        else:
-            out["name"] = node.name
-            if node.namespace is not None:
-                if node.namespace != space:
-                    out["namespace"] = node.namespace
-            elif space is not None:
-                out["namespace"] = ""
-        if node.doc is not None:
+        out: dict[str, Any] = {"type": node.type, "name": node.name}
+        if node.namespace is not None:
+            if node.namespace != space:
+                out["namespace"] = node.namespace
+        elif space is not None:
+            out["namespace"] = ""
+        if node.doc is not None and not (self.normalize and not node.doc):
             out["doc"] = node.doc
         if node.kind == "record":
             out["fields"] = [self.field(f, node.namespace) for f in node.fields]
@@ -458,13 +522,10 @@ class _Printer:
                 out["default"] = node.enum_default
         else:
             out["size"] = node.size
-        out.update(self.props(node.props))
+        out.update(self.props(node.props, node.kind))
         if node.aliases:
-            aliases = [
-                a if self.normalize else _qualified(a, node.namespace)
-                for a in node.aliases
-            ]
-            out["aliases"] = sorted(aliases) if self.normalize else aliases
+            aliases = sorted(node.aliases) if self.normalize else node.aliases
+            out["aliases"] = [_qualified(a, node.namespace) for a in aliases]
         return out
 
     def field(self, field: Field, space: str | None) -> Any:
@@ -474,8 +535,12 @@ class _Printer:
         }
         if field.doc is not None:
             out["doc"] = field.doc
-        if field.default is not _NO_DEFAULT:
-            out["default"] = field.default
+        if field.default is not NO_DEFAULT:
+            out["default"] = (
+                _as_float(field.schema, field.default)
+                if self.normalize
+                else field.default
+            )
         if field.order != "ascending":
             out["order"] = field.order
         if field.aliases:
@@ -486,8 +551,22 @@ class _Printer:
         return out
 
 
+def _as_float(node: Node, value: Any) -> Any:
+    """A default as Avro Java holds it: a float or double default is a double."""
+    if isinstance(node, UnionSchema) and node.branches:
+        node = node.branches[0]
+    kind = node.kind if isinstance(node, Named) else node.type
+    if (
+        kind in ("float", "double")
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+    ):
+        return float(value)
+    return value
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _json_text.dumps(value)
 
 
 # ----------------------------------------------------------------------------- the model
@@ -507,20 +586,33 @@ class AvroModel:
 
     def normalized(self) -> ParsedSchema:
         return ParsedSchema(
-            SchemaType.AVRO, self.text(normalize=True), self.references, self
+            SchemaType.AVRO,
+            self.text(normalize=True),
+            sorted_references(self.references),
+            self,
         )
 
     def record_names(self) -> tuple[str, ...]:
-        return (self.root.fullname,) if isinstance(self.root, Named) else ()
+        # Confluent's AvroSchema.name(): a record's full name, else none.
+        if isinstance(self.root, Named) and self.root.kind == "record":
+            return (self.root.fullname,)
+        return ()
 
     def formatted(self, fmt: str) -> str | None:
+        if fmt.lower() == "resolved":
+            # Confluent's Format.RESOLVED: referenced types written out in place.
+            return _dumps(_Printer(set(), False).node(self.root, None))
         return None
 
 
 def _load_json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        return _json_text.loads(text)
+    except RecursionError:
+        raise InvalidSchemaError(
+            f"Invalid Avro schema: {what} is nested too deeply"
+        ) from None
+    except ValueError as exc:
         raise InvalidSchemaError(
             f"Invalid Avro schema: {what} is not JSON: {exc}"
         ) from None
@@ -530,12 +622,16 @@ def parse_avro(
     text: str,
     references: Sequence[SchemaReference] = (),
     resolved: Mapping[str, str] = {},
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Parse an Avro schema (JSON text) and the schemas its references name.
 
     ``resolved`` maps each reachable reference's name (a full type name) to its schema
     text; referenced named types are known to the schema and printed by name in the
-    canonical text. Raises :class:`InvalidSchemaError`.
+    canonical text. ``new=False`` (a schema already registered, Confluent's
+    ``isNew``) does not validate field defaults; referenced schemas never are.
+    Raises :class:`InvalidSchemaError`.
     """
     names: dict[str, Named] = {}
     pending = {
@@ -546,7 +642,7 @@ def parse_avro(
         progressed = False
         errors: list[str] = []
         for name, obj in list(pending.items()):
-            parser = _Parser(names)
+            parser = _Parser(names, validate_defaults=False)
             try:
                 parser.parse(obj, None, 0)
             except InvalidSchemaError as exc:
@@ -563,199 +659,12 @@ def parse_avro(
             raise InvalidSchemaError(
                 f"Invalid Avro schema: reference {ref.name!r} is not resolved"
             )
+    # Every type the references define prints by name. (Confluent's
+    # Schema.toString(referencedSchemas) knows only each reference's own type and writes
+    # a type nested in one out in full, which then cannot be parsed again beside it.)
     external = frozenset(names)
-    root = _Parser(names).parse(_load_json(text, "the schema"), None, 0)
+    root = _Parser(names, validate_defaults=new).parse(
+        _load_json(text, "the schema"), None, 0
+    )
     model = AvroModel(root, external, tuple(references), dict(resolved))
     return ParsedSchema(SchemaType.AVRO, model.text(), tuple(references), model)
-
-
-# ----------------------------------------------------------------------------- compatibility
-
-_PROMOTIONS = {
-    "long": ("int",),
-    "float": ("int", "long"),
-    "double": ("int", "long", "float"),
-    "bytes": ("string",),
-    "string": ("bytes",),
-}
-
-
-@attrs.frozen
-class Incompatibility:
-    """One of Avro Java's ``SchemaCompatibility.Incompatibility``."""
-
-    error_type: str
-    location: str
-    message: str
-
-    def describe(self, reader: str, writer: str) -> str:
-        """Confluent's ``{errorType:..., description:..., additionalInfo:...}`` text;
-        ``reader``/``writer`` name the roles ("new"/"old")."""
-        path, info = self.location, self.message
-        descriptions = {
-            "FIXED_SIZE_MISMATCH": f"The size of FIXED type field at path '{path}' in the "
-            f"{reader} schema does not match with the {writer} schema",
-            "TYPE_MISMATCH": f"The type (path '{path}') of a field in the {reader} schema "
-            f"does not match with the {writer} schema",
-            "NAME_MISMATCH": f"The name of the schema has changed (path '{path}')",
-            "MISSING_ENUM_SYMBOLS": f"The {reader} schema is missing enum symbols '{info}' "
-            f"at path '{path}' in the {writer} schema",
-            "MISSING_UNION_BRANCH": f"The {reader} schema is missing a type inside a union "
-            f"field at path '{path}' in the {writer} schema",
-            "READER_FIELD_MISSING_DEFAULT_VALUE": f"The field '{info}' at path '{path}' in "
-            f"the {reader} schema has no default value and is missing in the {writer} schema",
-        }
-        return (
-            f"{{errorType:'{self.error_type}', description:'{descriptions[self.error_type]}', "
-            f"additionalInfo:'{info}'}}"
-        )
-
-
-class _Checker:
-    def __init__(self) -> None:
-        self.memo: dict[tuple[int, int], list[Incompatibility]] = {}
-        self.location: list[str] = []
-
-    def where(self, *extra: str) -> str:
-        return "/" + "/".join([*self.location, *extra])
-
-    def check(self, reader: Node, writer: Node) -> list[Incompatibility]:
-        key = (id(reader), id(writer))
-        if key in self.memo:
-            return self.memo[key]
-        if len(self.location) > 4 * _MAX_DEPTH:
-            return []
-        self.memo[key] = []  # in progress: a recursive pair is compatible
-        result = self.compute(reader, writer)
-        self.memo[key] = result
-        return result
-
-    def nested(
-        self, step: Sequence[str], reader: Node, writer: Node
-    ) -> list[Incompatibility]:
-        self.location.extend(step)
-        try:
-            return self.check(reader, writer)
-        finally:
-            del self.location[len(self.location) - len(step) :]
-
-    def mismatch(self, reader: Node, writer: Node) -> list[Incompatibility]:
-        return [
-            Incompatibility(
-                "TYPE_MISMATCH",
-                self.where(),
-                f"reader type: {_java_type(reader)} not compatible with writer type: {_java_type(writer)}",
-            )
-        ]
-
-    def compute(self, reader: Node, writer: Node) -> list[Incompatibility]:
-        rkind = reader.kind if isinstance(reader, Named) else reader.type
-        wkind = writer.kind if isinstance(writer, Named) else writer.type
-        if rkind == wkind:
-            if isinstance(reader, Array) and isinstance(writer, Array):
-                return self.nested(["items"], reader.items, writer.items)
-            if isinstance(reader, Map) and isinstance(writer, Map):
-                return self.nested(["values"], reader.values, writer.values)
-            if isinstance(reader, UnionSchema) and isinstance(writer, UnionSchema):
-                out: list[Incompatibility] = []
-                for i, branch in enumerate(writer.branches):
-                    out += self.nested([str(i)], reader, branch)
-                return out
-            if isinstance(reader, Named) and isinstance(writer, Named):
-                return self.named(reader, writer)
-            return []
-        if isinstance(writer, UnionSchema):
-            out = []
-            for i, branch in enumerate(writer.branches):
-                out += self.nested([str(i)], reader, branch)
-            return out
-        if isinstance(reader, UnionSchema):
-            for branch in reader.branches:
-                if not self.nested([], branch, writer):
-                    return []
-            return [
-                Incompatibility(
-                    "MISSING_UNION_BRANCH",
-                    self.where(),
-                    f"reader union lacking writer type: {_java_type(writer)}",
-                )
-            ]
-        if wkind in _PROMOTIONS.get(rkind, ()):
-            return []
-        return self.mismatch(reader, writer)
-
-    def named(self, reader: Named, writer: Named) -> list[Incompatibility]:
-        if reader.name != writer.name and writer.fullname not in reader.aliases:
-            return [
-                Incompatibility(
-                    "NAME_MISMATCH", self.where("name"), f"expected: {writer.fullname}"
-                )
-            ]
-        if reader.kind == "fixed":
-            if reader.size != writer.size:
-                return [
-                    Incompatibility(
-                        "FIXED_SIZE_MISMATCH",
-                        self.where("size"),
-                        f"expected: {writer.size}, found: {reader.size}",
-                    )
-                ]
-            return []
-        if reader.kind == "enum":
-            missing = sorted(set(writer.symbols) - set(reader.symbols))
-            if missing and reader.enum_default is None:
-                return [
-                    Incompatibility(
-                        "MISSING_ENUM_SYMBOLS",
-                        self.where("symbols"),
-                        "[" + ", ".join(missing) + "]",
-                    )
-                ]
-            return []
-        out: list[Incompatibility] = []
-        by_name = {f.name: f for f in writer.fields}
-        for field in reader.fields:
-            written = by_name.get(field.name)
-            if written is None:
-                for alias in field.aliases:
-                    written = by_name.get(alias)
-                    if written is not None:
-                        break
-            if written is None:
-                if field.default is _NO_DEFAULT:
-                    out.append(
-                        Incompatibility(
-                            "READER_FIELD_MISSING_DEFAULT_VALUE",
-                            self.where("fields", str(field.pos)),
-                            field.name,
-                        )
-                    )
-            else:
-                out += self.nested(
-                    ["fields", str(field.pos), "type"], field.schema, written.schema
-                )
-        return out
-
-
-def _java_type(node: Node) -> str:
-    return (node.kind if isinstance(node, Named) else node.type).upper()
-
-
-def avro_incompatibilities(
-    reader: ParsedSchema, writer: ParsedSchema
-) -> list[Incompatibility]:
-    """Why ``reader`` cannot read data written with ``writer`` (empty when it can)."""
-    r, w = reader.model, writer.model
-    assert isinstance(r, AvroModel) and isinstance(w, AvroModel)
-    return _Checker().check(r.root, w.root)
-
-
-def avro_compatibility_errors(
-    reader: ParsedSchema, writer: ParsedSchema, reader_role: str, writer_role: str
-) -> list[str]:
-    """Confluent's messages for ``reader`` reading ``writer``'s data; the roles ("new",
-    "old") fill the descriptions."""
-    return [
-        i.describe(reader_role, writer_role)
-        for i in avro_incompatibilities(reader, writer)
-    ]

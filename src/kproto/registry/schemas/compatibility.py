@@ -4,9 +4,7 @@
 BACKWARD checks that the new schema reads data written with the latest previous one,
 FORWARD that the latest reads data written with the new one, FULL both; the
 ``*_TRANSITIVE`` levels check against every previous version, newest first, and stop at
-the first incompatible one. Messages are Confluent's: the format's differences, then
-``{oldSchemaVersion: N}`` (when versions are given), ``{oldSchema: '...'}`` and
-``{compatibility: 'LEVEL'}``.
+the first incompatible one. Messages are Confluent's (see :func:`check_compatibility`).
 """
 
 from __future__ import annotations
@@ -14,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from kproto.registry.schemas._types import CompatibilityLevel, ParsedSchema, SchemaType
-from kproto.registry.schemas.avro import avro_compatibility_errors
-from kproto.registry.schemas.json_schema import json_compatibility_errors
-from kproto.registry.schemas.protobuf import protobuf_compatibility_errors
+from kproto.registry.schemas.avro_compatibility import avro_compatibility_errors
+from kproto.registry.schemas.json_schema_compatibility import json_compatibility_errors
+from kproto.registry.schemas.protobuf_compatibility import (
+    protobuf_compatibility_errors,
+)
 
 __all__ = ["check_compatibility", "reader_errors"]
 
@@ -45,6 +45,23 @@ def _level(level: CompatibilityLevel | str) -> CompatibilityLevel:
         raise ValueError(f"Invalid compatibility level: {level!r}") from None
 
 
+_MAX_SCHEMA_SIZE_FOR_LOGGING = 10 * 1024
+
+
+def _old_schema(old: ParsedSchema, version: int | None) -> list[str]:
+    """What Confluent's ``SchemaValidatorBuilder`` appends after a strategy's messages."""
+    out = [] if version is None else [f"{{oldSchemaVersion: {version}}}"]
+    text = old.canonical
+    if len(text) <= _MAX_SCHEMA_SIZE_FOR_LOGGING:
+        out.append(f"{{oldSchema: '{text}'}}")
+    else:
+        out.append(
+            f"{{oldSchema: <truncated to {_MAX_SCHEMA_SIZE_FOR_LOGGING} characters> "
+            f"'{text[:_MAX_SCHEMA_SIZE_FOR_LOGGING]}'}}"
+        )
+    return out
+
+
 def check_compatibility(
     new: ParsedSchema,
     previous: Sequence[ParsedSchema],
@@ -52,13 +69,18 @@ def check_compatibility(
     *,
     versions: Sequence[int] | None = None,
 ) -> list[str]:
-    """Confluent-style messages saying why ``new`` is not compatible with ``previous``
+    """Confluent's messages saying why ``new`` is not compatible with ``previous``
     under ``level``; empty when it is.
 
     ``previous`` are the versions to check against, oldest first; the non-transitive
-    levels use only the last one. ``versions`` (same length as ``previous``), when given,
-    adds ``{oldSchemaVersion: N}`` to the messages. Raises ``ValueError`` for an unknown
-    level.
+    levels use only the last one, the transitive ones every one, newest first, up to the
+    first incompatible. ``versions`` (same length as ``previous``), when given, adds
+    ``{oldSchemaVersion: N}``. The messages are those of Confluent's
+    ``SchemaValidatorBuilder``: for FULL the FORWARD ones first, then the BACKWARD ones
+    followed by ``{oldSchemaVersion: N}`` and ``{oldSchema: '...'}`` (FORWARD and
+    BACKWARD alone are followed by them too); the registry's
+    ``{validateFields: 'false', compatibility: 'LEVEL'}`` ends the list. Raises
+    ``ValueError`` for an unknown level.
     """
     chosen = _level(level)
     if chosen is CompatibilityLevel.NONE or not previous:
@@ -66,15 +88,23 @@ def check_compatibility(
     indexed = list(enumerate(previous))
     candidates = list(reversed(indexed)) if chosen.transitive else indexed[-1:]
     for index, old in candidates:
+        version = (
+            versions[index] if versions is not None and index < len(versions) else None
+        )
         errors: list[str] = []
-        if chosen.backward:
-            errors += reader_errors(new, old, "new", "old")
         if chosen.forward:
-            errors += reader_errors(old, new, "old", "new")
+            forward = reader_errors(old, new, "old", "new")
+            errors += forward
+            if forward and not chosen.backward:
+                errors += _old_schema(old, version)
+        if chosen.backward:
+            backward = reader_errors(new, old, "new", "old")
+            errors += backward
+            if backward:
+                errors += _old_schema(old, version)
         if errors:
-            if versions is not None and index < len(versions):
-                errors.append(f"{{oldSchemaVersion: {versions[index]}}}")
-            errors.append(f"{{oldSchema: '{old.canonical}'}}")
-            errors.append(f"{{compatibility: '{chosen.value}'}}")
+            errors.append(
+                f"{{validateFields: 'false', compatibility: '{chosen.value}'}}"
+            )
             return errors
     return []

@@ -1,31 +1,37 @@
 """Protobuf schemas: ``.proto`` text compiled by grpcio-tools' protoc, or the base64 of a
 serialized ``FileDescriptorProto`` (what confluent-kafka's ``ProtobufSerializer``
-registers); canonical ``.proto`` text printed from the descriptor; the message-index
-paths of Confluent's wire format; and compatibility after Confluent's
-``io.confluent.kafka.schemaregistry.protobuf.diff``.
+registers); the canonical text printed from the descriptor
+(:mod:`kproto.registry.schemas.protobuf_text`); the message-index paths of Confluent's
+wire format. Compatibility is :mod:`kproto.registry.schemas.protobuf_compatibility`.
 
-- Canonical text: the file printed from its descriptor in the layout of Confluent's
-  ``ProtobufSchema.canonicalString()`` (Wire's ``toSchema``: ``syntax``, ``package``,
-  imports, options, then each type after a blank line; two-space indents). Type names
-  are printed fully qualified with a leading dot, as Confluent prints a schema it built
-  from a descriptor.
-- Normalized text: the same with imports and options sorted and fields in number order.
-- ``compile_proto`` runs protoc in a child process bounded by
-  :data:`PROTOC_TIMEOUT_S`; the well-known types (``google/protobuf/*.proto``) are
-  always importable. Results are cached (LRU) by the text.
+- ``compile_proto`` runs protoc in one long-lived worker process
+  (``_protoc_worker.py``), each compile bounded by :data:`PROTOC_TIMEOUT_S` (a compile
+  past it fails and the worker is replaced); the well-known types
+  (``google/protobuf/*.proto``) are always importable, and ``google/type/*.proto`` and
+  Confluent's ``confluent/*.proto`` where their Python modules are installed. Results
+  are cached (LRU) by the texts.
+- A base64 descriptor is checked by building it into a ``DescriptorPool`` (no protoc).
+- The schema's file name: the descriptor's own, else ``schema.proto`` (renamed when a
+  reference takes that name); references' files are named by the reference names.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import functools
+import importlib
+import json
 import os
 import re
+import select
+import struct
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -38,25 +44,23 @@ from kproto.registry.schemas._types import (
     ParsedSchema,
     SchemaReference,
     SchemaType,
+    sorted_references,
 )
+from kproto.registry.schemas.protobuf_text import print_proto
 
 __all__ = [
     "PROTOC_TIMEOUT_S",
     "compile_proto",
+    "stop_protoc",
     "parse_protobuf",
     "print_proto",
     "message_index_path",
     "message_name_at",
-    "protobuf_compatibility_errors",
     "ProtobufModel",
 ]
 
-PROTOC_TIMEOUT_S = 20.0
-"""The longest one protoc run may take (seconds)."""
-
-FileDescriptorProto = descriptor_pb2.FileDescriptorProto
-FileDescriptorSet = descriptor_pb2.FileDescriptorSet
-FDP = descriptor_pb2.FieldDescriptorProto
+PROTOC_TIMEOUT_S = 10.0
+"""The longest one protoc compile may take (seconds)."""
 
 _WELL_KNOWN = os.path.join(os.path.dirname(grpc_tools.__file__ or ""), "_proto")
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+\Z")
@@ -76,49 +80,113 @@ def _check_path(name: str) -> None:
         )
 
 
+class _ProtocWorker:
+    """One long-lived protoc process (``_protoc_worker.py``) serving compile requests in
+    turn; a request that runs past :data:`PROTOC_TIMEOUT_S` (or a worker that dies)
+    costs the worker, which the next request replaces."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._owner = 0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = self._process
+        if (
+            process is not None
+            and process.poll() is None
+            and self._owner == os.getpid()
+        ):
+            return process
+        self._process = subprocess.Popen(
+            [sys.executable, _WORKER, _WELL_KNOWN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        self._owner = os.getpid()
+        return self._process
+
+    def stop(self) -> None:
+        """End the worker process (it is started again when needed)."""
+        process, self._process = self._process, None
+        if process is not None and self._owner == os.getpid():
+            process.kill()
+            process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    stream.close()
+
+    def compile(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        with self._lock:
+            process = self._start()
+            assert process.stdin is not None and process.stdout is not None
+            body = json.dumps(request).encode("utf-8")
+            try:
+                process.stdin.write(struct.pack(">I", len(body)) + body)
+                process.stdin.flush()
+                reply = self._read(
+                    process.stdout.fileno(), time.monotonic() + timeout_s
+                )
+            except (OSError, ValueError, _Timeout) as exc:
+                self.stop()
+                if isinstance(exc, _Timeout):
+                    raise InvalidSchemaError(
+                        f"Invalid Protobuf schema: protoc took longer than {timeout_s:g} s"
+                    ) from None
+                raise InvalidSchemaError(
+                    "Invalid Protobuf schema: protoc failed"
+                ) from None
+            result: dict[str, Any] = json.loads(reply)
+            return result
+
+    @staticmethod
+    def _read(fd: int, deadline: float) -> bytes:
+        data = b""
+        size = None
+        while size is None or len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise _Timeout()
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise OSError("protoc worker ended")
+            data += chunk
+            if size is None and len(data) >= 4:
+                size = 4 + struct.unpack(">I", data[:4])[0]
+        return data[4:size]
+
+
+class _Timeout(Exception):
+    pass
+
+
+_WORKER = os.path.join(os.path.dirname(__file__), "_protoc_worker.py")
+_PROTOC = _ProtocWorker()
+atexit.register(_PROTOC.stop)
+
+
+def stop_protoc() -> None:
+    """End the protoc worker process that :func:`compile_proto` keeps (a later compile
+    starts a new one). Registered with ``atexit``."""
+    _PROTOC.stop()
+
+
 @functools.lru_cache(maxsize=256)
 def _compile_cached(
     name: str, text: str, dependencies: tuple[tuple[str, str], ...]
 ) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="kproto-protoc-") as tmp:
-        for path, content in ((name, text), *dependencies):
-            _check_path(path)
-            target = os.path.join(tmp, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "w", encoding="utf-8") as f:
-                f.write(content)
-        out = os.path.join(tmp, "__kproto_out__.pb")
-        command = [
-            sys.executable,
-            "-m",
-            "grpc_tools.protoc",
-            f"-I{tmp}",
-            f"-I{_WELL_KNOWN}",
-            "--include_imports",
-            f"--descriptor_set_out={out}",
-            name,
-        ]
-        try:
-            done = subprocess.run(
-                command,
-                cwd=tmp,
-                capture_output=True,
-                timeout=PROTOC_TIMEOUT_S,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise InvalidSchemaError(
-                f"Invalid Protobuf schema: protoc took longer than {PROTOC_TIMEOUT_S:g} s"
-            ) from None
-        if done.returncode != 0:
-            message = (
-                done.stderr.decode("utf-8", "replace").replace(tmp + os.sep, "").strip()
-            )
-            raise InvalidSchemaError(
-                f"Invalid Protobuf schema: {message or 'protoc failed'}"
-            )
-        with open(out, "rb") as f:
-            return f.read()
+    for path, _ in ((name, text), *dependencies):
+        _check_path(path)
+    files = dict(dependencies)
+    files[name] = text
+    reply = _PROTOC.compile({"name": name, "files": files}, PROTOC_TIMEOUT_S)
+    if not reply.get("ok"):
+        raise InvalidSchemaError(
+            f"Invalid Protobuf schema: {reply.get('error') or 'protoc failed'}"
+        )
+    return base64.b64decode(reply["descriptor_set"])
 
 
 def compile_proto(
@@ -136,333 +204,6 @@ def compile_proto(
     result = descriptor_pb2.FileDescriptorSet()
     result.ParseFromString(blob)
     return result
-
-
-# ----------------------------------------------------------------------------- printing
-
-_SCALARS = {
-    FDP.TYPE_DOUBLE: "double",
-    FDP.TYPE_FLOAT: "float",
-    FDP.TYPE_INT64: "int64",
-    FDP.TYPE_UINT64: "uint64",
-    FDP.TYPE_INT32: "int32",
-    FDP.TYPE_FIXED64: "fixed64",
-    FDP.TYPE_FIXED32: "fixed32",
-    FDP.TYPE_BOOL: "bool",
-    FDP.TYPE_STRING: "string",
-    FDP.TYPE_BYTES: "bytes",
-    FDP.TYPE_UINT32: "uint32",
-    FDP.TYPE_SFIXED32: "sfixed32",
-    FDP.TYPE_SFIXED64: "sfixed64",
-    FDP.TYPE_SINT32: "sint32",
-    FDP.TYPE_SINT64: "sint64",
-}
-_MAX_FIELD_NUMBER = 536870911
-
-
-def _quote(value: str) -> str:
-    out = []
-    for ch in value:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ord(ch) < 0x20:
-            out.append(f"\\{ord(ch):03o}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _option_value(field: Any, value: Any) -> str:
-    if field.type == field.TYPE_ENUM:
-        return str(field.enum_type.values_by_number[value].name)
-    if field.type == field.TYPE_BOOL:
-        return "true" if value else "false"
-    if field.type == field.TYPE_STRING:
-        return _quote(value)
-    if field.type == field.TYPE_BYTES:
-        return _quote(value.decode("latin-1"))
-    if field.type == field.TYPE_MESSAGE:
-        from google.protobuf import text_format
-
-        return "{ " + text_format.MessageToString(value, as_one_line=True) + " }"
-    return str(value)
-
-
-def _is_repeated(field: Any) -> bool:
-    repeated = getattr(field, "is_repeated", None)
-    if repeated is not None:
-        return bool(repeated)
-    return bool(field.label == field.LABEL_REPEATED)
-
-
-def _options(options: Any, skip: Sequence[str] = ()) -> list[tuple[str, str]]:
-    out = []
-    for field, value in options.ListFields():
-        name = f"({field.full_name})" if field.is_extension else field.name
-        if name in skip:
-            continue
-        values = value if _is_repeated(field) else [value]
-        for v in values:
-            out.append((name, _option_value(field, v)))
-    return out
-
-
-def _json_name(name: str) -> str:
-    parts = name.split("_")
-    return parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
-
-
-def _ranges(ranges: Sequence[Any], inclusive_end: bool) -> str:
-    out = []
-    for r in ranges:
-        end = r.end if inclusive_end else r.end - 1
-        if end >= _MAX_FIELD_NUMBER:
-            out.append(f"{r.start} to max")
-        elif end == r.start:
-            out.append(str(r.start))
-        else:
-            out.append(f"{r.start} to {end}")
-    return ", ".join(out)
-
-
-class _Printer:
-    def __init__(
-        self, file: descriptor_pb2.FileDescriptorProto, normalize: bool
-    ) -> None:
-        self.file = file
-        self.normalize = normalize
-        self.proto3 = file.syntax == "proto3"
-        self.maps: set[str] = set()
-        prefix = "." + file.package if file.package else ""
-        for message in file.message_type:
-            self.collect_maps(message, prefix)
-
-    def collect_maps(self, message: Any, scope: str) -> None:
-        full = f"{scope}.{message.name}"
-        if message.options.map_entry:
-            self.maps.add(full)
-        for nested in message.nested_type:
-            self.collect_maps(nested, full)
-
-    def map_entry(self, scope: str, message: Any, field: Any) -> Any:
-        if field.type != FDP.TYPE_MESSAGE or field.label != FDP.LABEL_REPEATED:
-            return None
-        if field.type_name not in self.maps:
-            return None
-        for nested in message.nested_type:
-            if f"{scope}.{nested.name}" == field.type_name:
-                return nested
-        return None
-
-    def text(self) -> str:
-        f = self.file
-        lines: list[str] = []
-        if f.syntax == "editions":
-            lines.append(f"edition = {_quote(str(f.edition))};")
-        else:
-            lines.append(f'syntax = "{f.syntax or "proto2"}";')
-        if f.package:
-            lines.append(f"package {f.package};")
-        imports = []
-        for i, dep in enumerate(f.dependency):
-            kind = (
-                "public "
-                if i in f.public_dependency
-                else "weak " if i in f.weak_dependency else ""
-            )
-            imports.append(f"import {kind}{_quote(dep)};")
-        if imports:
-            lines.append("")
-            lines += sorted(imports) if self.normalize else imports
-        options = [f"option {n} = {v};" for n, v in _options(f.options)]
-        if options:
-            lines.append("")
-            lines += sorted(options) if self.normalize else options
-        scope = "." + f.package if f.package else ""
-        out = "\n".join(lines) + "\n"
-        for message in f.message_type:
-            out += "\n" + self.message(message, scope, 0)
-        for enum in f.enum_type:
-            out += "\n" + self.enum(enum, 0)
-        for extend in self.extends(f.extension, 0):
-            out += "\n" + extend
-        for service in f.service:
-            out += "\n" + self.service(service)
-        return out
-
-    def field(self, field: Any, scope: str, message: Any, in_oneof: bool) -> str:
-        entry = (
-            self.map_entry(f"{scope}.{message.name}", message, field)
-            if message
-            else None
-        )
-        if entry is not None:
-            key, value = entry.field[0], entry.field[1]
-            type_ = f"map<{self.type_name(key)}, {self.type_name(value)}>"
-            label = ""
-        else:
-            type_ = self.type_name(field)
-            label = ""
-            if field.label == FDP.LABEL_REPEATED:
-                label = "repeated "
-            elif field.label == FDP.LABEL_REQUIRED:
-                label = "required "
-            elif not in_oneof and (not self.proto3 or field.proto3_optional):
-                label = "optional " if self.file.syntax != "editions" else ""
-        options = []
-        if field.HasField("default_value"):
-            default = field.default_value
-            if field.type in (FDP.TYPE_STRING, FDP.TYPE_BYTES):
-                default = _quote(default)
-            options.append(f"default = {default}")
-        if field.HasField("json_name") and field.json_name != _json_name(field.name):
-            options.append(f"json_name = {_quote(field.json_name)}")
-        options += [f"{n} = {v}" for n, v in _options(field.options)]
-        if self.normalize:
-            options.sort()
-        suffix = f" [{', '.join(options)}]" if options else ""
-        return f"{label}{type_} {field.name} = {field.number}{suffix};"
-
-    def type_name(self, field: Any) -> str:
-        if field.type in _SCALARS:
-            return _SCALARS[field.type]
-        return str(field.type_name)
-
-    def message(self, message: Any, scope: str, depth: int) -> str:
-        full = f"{scope}.{message.name}"
-        out = f"message {message.name} {{"
-        body: list[list[str]] = []
-        reserved = []
-        if message.reserved_range:
-            reserved.append(f"reserved {_ranges(message.reserved_range, False)};")
-        if message.reserved_name:
-            reserved.append(
-                "reserved " + ", ".join(_quote(n) for n in message.reserved_name) + ";"
-            )
-        body.append(reserved)
-        options = [f"option {n} = {v};" for n, v in _options(message.options)]
-        body.append(sorted(options) if self.normalize else options)
-        real_oneofs = {
-            i
-            for i, _ in enumerate(message.oneof_decl)
-            if any(
-                f.HasField("oneof_index")
-                and f.oneof_index == i
-                and not f.proto3_optional
-                for f in message.field
-            )
-        }
-        plain = [
-            f
-            for f in message.field
-            if not (f.HasField("oneof_index") and f.oneof_index in real_oneofs)
-        ]
-        if self.normalize:
-            plain.sort(key=lambda f: f.number)
-        body.append([self.field(f, scope, message, False) for f in plain])
-        oneofs: list[str] = []
-        for i, decl in enumerate(message.oneof_decl):
-            if i not in real_oneofs:
-                continue
-            members = [
-                f
-                for f in message.field
-                if f.HasField("oneof_index") and f.oneof_index == i
-            ]
-            if self.normalize:
-                members.sort(key=lambda f: f.number)
-            oneofs.append(f"oneof {decl.name} {{")
-            for n, v in _options(decl.options):
-                oneofs.append(f"  option {n} = {v};")
-            oneofs += ["  " + self.field(f, scope, None, True) for f in members]
-            oneofs.append("}")
-        body.append(oneofs)
-        if message.extension_range:
-            body.append([f"extensions {_ranges(message.extension_range, False)};"])
-        nested: list[str] = []
-        for sub in message.nested_type:
-            if f"{full}.{sub.name}" in self.maps:
-                continue
-            nested += self.message(sub, full, depth + 1).rstrip("\n").split("\n")
-        for enum in message.enum_type:
-            nested += self.enum(enum, depth + 1).rstrip("\n").split("\n")
-        for extend in self.extends(message.extension, depth + 1):
-            nested += extend.rstrip("\n").split("\n")
-        body.append(nested)
-        for section in body:
-            if section:
-                out += "\n" + "".join(
-                    f"  {line}\n" if line else "\n" for line in section
-                )
-        if not any(body):
-            out += "\n"
-        return out + "}\n"
-
-    def enum(self, enum: Any, depth: int) -> str:
-        out = f"enum {enum.name} {{"
-        sections: list[list[str]] = []
-        reserved = []
-        if enum.reserved_range:
-            reserved.append(f"reserved {_ranges(enum.reserved_range, True)};")
-        if enum.reserved_name:
-            reserved.append(
-                "reserved " + ", ".join(_quote(n) for n in enum.reserved_name) + ";"
-            )
-        sections.append(reserved)
-        options = [f"option {n} = {v};" for n, v in _options(enum.options)]
-        sections.append(sorted(options) if self.normalize else options)
-        values = []
-        for value in enum.value:
-            opts = [f"{n} = {v}" for n, v in _options(value.options)]
-            suffix = f" [{', '.join(opts)}]" if opts else ""
-            values.append(f"{value.name} = {value.number}{suffix};")
-        sections.append(values)
-        for section in sections:
-            if section:
-                out += "\n" + "".join(f"  {line}\n" for line in section)
-        return out + "}\n"
-
-    def extends(self, fields: Sequence[Any], depth: int) -> Iterator[str]:
-        groups: dict[str, list[Any]] = {}
-        for field in fields:
-            groups.setdefault(field.extendee, []).append(field)
-        for extendee, members in groups.items():
-            lines = [self.field(f, "", None, False) for f in members]
-            yield f"extend {extendee} {{\n" + "".join(
-                f"  {line}\n" for line in lines
-            ) + "}\n"
-
-    def service(self, service: Any) -> str:
-        out = f"service {service.name} {{"
-        options = [f"option {n} = {v};" for n, v in _options(service.options)]
-        methods = []
-        for m in service.method:
-            cs = "stream " if m.client_streaming else ""
-            ss = "stream " if m.server_streaming else ""
-            opts = _options(m.options)
-            if opts:
-                inner = "".join(f"    option {n} = {v};\n" for n, v in opts)
-                methods.append(
-                    f"rpc {m.name} ({cs}{m.input_type}) returns ({ss}{m.output_type}) {{\n{inner}  }};"
-                )
-            else:
-                methods.append(
-                    f"rpc {m.name} ({cs}{m.input_type}) returns ({ss}{m.output_type});"
-                )
-        for section in (options, methods):
-            if section:
-                out += "\n" + "".join(f"  {line}\n" for line in section)
-        return out + "}\n"
-
-
-def print_proto(
-    file: descriptor_pb2.FileDescriptorProto, normalize: bool = False
-) -> str:
-    """``.proto`` text for a file descriptor, in Confluent's canonical layout
-    (``normalize``: imports and options sorted, fields by number)."""
-    return _Printer(file, normalize).text()
 
 
 # ----------------------------------------------------------------------------- message indexes
@@ -530,13 +271,68 @@ def _decode_descriptor(text: str) -> descriptor_pb2.FileDescriptorProto | None:
     return file
 
 
-def _as_text(name: str, text: str) -> str:
-    file = _decode_descriptor(text)
-    return text if file is None else print_proto(file)
+_BUILTIN_MODULES = (
+    *(
+        f"google.protobuf.{m}_pb2"
+        for m in (
+            "any api descriptor duration empty field_mask source_context struct timestamp "
+            "type wrappers"
+        ).split()
+    ),
+    *(
+        f"google.type.{m}_pb2"
+        for m in (
+            "calendar_period color date datetime dayofweek decimal expr fraction interval "
+            "latlng localized_text money month phone_number postal_address quaternion timeofday"
+        ).split()
+    ),
+    "confluent_kafka.schema_registry.confluent.meta_pb2",
+    "confluent_kafka.schema_registry.confluent.type.decimal_pb2",
+    "confluent_kafka.schema_registry.confluent.types.decimal_pb2",
+)
+
+
+@functools.cache
+def builtin_files() -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """The files a schema may import without a reference, as Confluent's registry and
+    serializers treat them: ``google/protobuf/*.proto`` (the well-known types), and where
+    their Python modules are installed ``google/type/*.proto`` (googleapis-common-protos)
+    and ``confluent/meta.proto``, ``confluent/type/decimal.proto`` (confluent-kafka)."""
+    out: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+    for module_name in _BUILTIN_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        file = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(file)
+        out[file.name] = file
+    return out
+
+
+_IMPORT = re.compile(r'\bimport\s+(?:public\s+|weak\s+)?"([^"]+)"')
+
+
+def _builtin_sources(text: str, given: Mapping[str, str]) -> dict[str, str]:
+    """``.proto`` text of the builtin files (outside ``google/protobuf``, which protoc
+    finds itself) that ``text`` and ``given`` import, transitively."""
+    builtins = builtin_files()
+    needed: dict[str, str] = {}
+    todo = [m for source in (text, *given.values()) for m in _IMPORT.findall(source)]
+    while todo:
+        name = todo.pop()
+        if name in needed or name in given or name.startswith("google/protobuf/"):
+            continue
+        file = builtins.get(name)
+        if file is None:
+            continue
+        needed[name] = print_proto(file)
+        todo.extend(file.dependency)
+    return needed
 
 
 def _main_name(
-    file: descriptor_pb2.FileDescriptorProto | None, taken: Mapping[str, str]
+    file: descriptor_pb2.FileDescriptorProto | None, taken: Mapping[str, Any]
 ) -> str:
     if file is not None and file.name and file.name not in taken:
         try:
@@ -552,17 +348,88 @@ def _main_name(
     return name
 
 
+def _from_descriptors(
+    main: descriptor_pb2.FileDescriptorProto,
+    given: Mapping[str, descriptor_pb2.FileDescriptorProto],
+) -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """Check a file descriptor and its dependencies by building them into a fresh
+    ``DescriptorPool``; returns every file by name (the main one under ``main.name``).
+    """
+    builtins = builtin_files()
+    files = {name: _renamed(file, name) for name, file in given.items()}
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(file: descriptor_pb2.FileDescriptorProto, chain: tuple[str, ...]) -> None:
+        if file.name in added:
+            return
+        if file.name in chain:
+            raise InvalidSchemaError(
+                f"Invalid Protobuf schema: import cycle through {file.name!r}"
+            )
+        for dep in file.dependency:
+            found = files.get(dep) or builtins.get(dep)
+            if found is None:
+                raise InvalidSchemaError(
+                    f"Invalid Protobuf schema: {file.name or 'the schema'} imports {dep!r}, "
+                    "which is neither a reference nor a well-known type"
+                )
+            files.setdefault(dep, found)
+            add(found, (*chain, file.name))
+        try:
+            pool.Add(file)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise InvalidSchemaError(f"Invalid Protobuf schema: {exc}") from None
+        added.add(file.name)
+
+    add(main, ())
+    files[main.name] = main
+    return files
+
+
+def _renamed(
+    file: descriptor_pb2.FileDescriptorProto, name: str
+) -> descriptor_pb2.FileDescriptorProto:
+    copy = descriptor_pb2.FileDescriptorProto()
+    copy.CopyFrom(file)
+    copy.name = name
+    return copy
+
+
 @attrs.frozen(eq=False)
 class ProtobufModel:
-    """A compiled Protobuf schema: its file descriptor and those of its imports."""
+    """A compiled Protobuf schema (``ParsedSchema.model`` of a PROTOBUF schema): ``file``
+    its ``FileDescriptorProto``, ``files`` every file by import path (``file`` and what
+    it imports, transitively)."""
 
     file: descriptor_pb2.FileDescriptorProto
     files: Mapping[str, descriptor_pb2.FileDescriptorProto]
     references: tuple[SchemaReference, ...]
 
+    def descriptor_pool(self) -> descriptor_pool.DescriptorPool:
+        """A new ``DescriptorPool`` holding ``file`` and its imports, dependencies first
+        (find messages with ``pool.FindMessageTypeByName(full_name)``)."""
+        pool = descriptor_pool.DescriptorPool()
+        added: set[str] = set()
+
+        def add(name: str) -> None:
+            if name in added:
+                return
+            added.add(name)
+            file = self.files[name]
+            for dep in file.dependency:
+                add(dep)
+            pool.Add(file)
+
+        add(self.file.name)
+        return pool
+
     def normalized(self) -> ParsedSchema:
         return ParsedSchema(
-            SchemaType.PROTOBUF, print_proto(self.file, True), self.references, self
+            SchemaType.PROTOBUF,
+            print_proto(self.file, True),
+            sorted_references(self.references),
+            self,
         )
 
     def record_names(self) -> tuple[str, ...]:
@@ -581,402 +448,34 @@ def parse_protobuf(
     text: str,
     references: Sequence[SchemaReference] = (),
     resolved: Mapping[str, str] = {},
+    *,
+    new: bool = True,
 ) -> ParsedSchema:
     """Parse a Protobuf schema: ``.proto`` text or the base64 of a serialized
     ``FileDescriptorProto``. ``resolved`` maps each import path reachable from it (the
-    references' names) to its schema text, in either form. Raises
-    :class:`InvalidSchemaError`."""
-    dependencies = {name: _as_text(name, dep) for name, dep in resolved.items()}
+    references' names) to its schema text, in either form. Descriptors are checked by a
+    ``DescriptorPool``, text by protoc (``new`` changes nothing: a schema is compiled
+    either way). Raises :class:`InvalidSchemaError`."""
+    descriptors = {name: _decode_descriptor(dep) for name, dep in resolved.items()}
     descriptor = _decode_descriptor(text)
-    source = text if descriptor is None else print_proto(descriptor)
-    name = _main_name(descriptor, dependencies)
-    compiled = compile_proto(name, source, dependencies)
-    files = {f.name: f for f in compiled.file}
-    main = files[name]
-    if descriptor is not None:
-        main.name = descriptor.name or name
+    if descriptor is not None and all(d is not None for d in descriptors.values()):
+        main = _renamed(descriptor, _main_name(descriptor, resolved))
+        given = {name: d for name, d in descriptors.items() if d is not None}
+        files = _from_descriptors(main, given)
     else:
-        main.name = name
-    pool = descriptor_pool.DescriptorPool()
-    try:
-        for f in compiled.file:
-            pool.Add(f if f is not main else files[name])
-    except (TypeError, ValueError) as exc:
-        raise InvalidSchemaError(f"Invalid Protobuf schema: {exc}") from None
+        dependencies: dict[str, str] = {}
+        for dep_name, dep_text in resolved.items():
+            dep_descriptor = descriptors[dep_name]
+            dependencies[dep_name] = (
+                dep_text if dep_descriptor is None else print_proto(dep_descriptor)
+            )
+        source = text if descriptor is None else print_proto(descriptor)
+        name = _main_name(descriptor, dependencies)
+        dependencies.update(_builtin_sources(source, dependencies))
+        compiled = compile_proto(name, source, dependencies)
+        files = {f.name: f for f in compiled.file}
+        main = files[name]
     model = ProtobufModel(main, files, tuple(references))
     return ParsedSchema(
         SchemaType.PROTOBUF, print_proto(main), tuple(references), model
     )
-
-
-# ----------------------------------------------------------------------------- compatibility
-
-COMPATIBLE_CHANGES = frozenset(
-    """MESSAGE_ADDED MESSAGE_MOVED ENUM_ADDED ENUM_REMOVED ENUM_CONST_ADDED ENUM_CONST_CHANGED
-    ENUM_CONST_REMOVED FIELD_ADDED FIELD_REMOVED FIELD_NAME_CHANGED
-    FIELD_STRING_OR_BYTES_LABEL_CHANGED ONEOF_ADDED ONEOF_REMOVED ONEOF_FIELD_ADDED""".split()
-)
-
-
-@attrs.frozen
-class Difference:
-    """One of Confluent's Protobuf ``Difference``s: a type and a path (``#/Msg/2``)."""
-
-    type: str
-    path: str
-
-    @property
-    def compatible(self) -> bool:
-        return self.type in COMPATIBLE_CHANGES
-
-    def describe(self, update: str, original: str) -> str:
-        """Confluent's ``{errorType:"...", description:"..."}``; ``update``/``original``
-        name the roles ("new"/"old")."""
-        p = self.path
-        texts = {
-            "PACKAGE_CHANGED": f"The package at '{p}' in the {update} schema does not match the package in the {original} schema",
-            "MESSAGE_REMOVED": f"The {update} schema is missing a MESSAGE type at path '{p}' in the {original} schema",
-            "FIELD_KIND_CHANGED": f"The type of a field at path '{p}' in the {update} schema does not match the {original} schema",
-            "FIELD_SCALAR_KIND_CHANGED": f"The kind of a SCALAR field at path '{p}' in the {update} schema does not match its kind in the {original} schema",
-            "FIELD_NAMED_TYPE_CHANGED": f"The type of a MESSAGE field at path '{p}' in the {update} schema does not match its type in the {original} schema",
-            "FIELD_NUMERIC_LABEL_CHANGED": f"The label for a NUMERIC field at path '{p}' in the {update} schema does not match its label in the {original} schema",
-            "REQUIRED_FIELD_ADDED": f"A required field  at path '{p}' in the {update} schema is missing in the {original} schema",
-            "REQUIRED_FIELD_REMOVED": f"The {update} schema is missing a required field at path: '{p}' in the {original} schema",
-            "ONEOF_FIELD_REMOVED": f"The {update} schema is missing a oneof field at path '{p}' in the {original} schema",
-            "MULTIPLE_FIELDS_MOVED_TO_ONEOF": f"Multiple fields in the oneof at path '{p}' in the {update} schema are outside a oneof in the {original} schema",
-            "FIELD_MOVED_TO_EXISTING_ONEOF": f"A field in the oneof at path '{p}' in the {update} schema is outside an existing oneof in the {original} schema",
-        }
-        return f'{{errorType:"{self.type}", description:"{texts.get(self.type, "")}"}}'
-
-
-@attrs.frozen
-class _TypeInfo:
-    package: str
-    element: Any
-    is_enum: bool
-    is_map: bool
-
-
-def _types(model: ProtobufModel) -> dict[str, _TypeInfo]:
-    out: dict[str, _TypeInfo] = {}
-
-    def walk(
-        package: str, scope: str, messages: Sequence[Any], enums: Sequence[Any]
-    ) -> None:
-        for enum in enums:
-            out[f"{scope}.{enum.name}"] = _TypeInfo(package, enum, True, False)
-        for message in messages:
-            full = f"{scope}.{message.name}"
-            out[full] = _TypeInfo(
-                package, message, False, bool(message.options.map_entry)
-            )
-            walk(package, full, message.nested_type, message.enum_type)
-
-    for file in [*model.files.values(), model.file]:
-        scope = "." + file.package if file.package else ""
-        walk(file.package, scope, file.message_type, file.enum_type)
-    return out
-
-
-_SCALAR_KIND = {
-    "int32": "GENERAL_NUMBER",
-    "int64": "GENERAL_NUMBER",
-    "uint32": "GENERAL_NUMBER",
-    "uint64": "GENERAL_NUMBER",
-    "bool": "GENERAL_NUMBER",
-    "sint32": "SIGNED_NUMBER",
-    "sint64": "SIGNED_NUMBER",
-    "string": "STRING_OR_BYTES",
-    "bytes": "STRING_OR_BYTES",
-    "fixed32": "FIXED32",
-    "sfixed32": "FIXED32",
-    "fixed64": "FIXED64",
-    "sfixed64": "FIXED64",
-    "float": "FLOAT",
-    "double": "DOUBLE",
-}
-
-
-class _Context:
-    def __init__(
-        self, types: tuple[dict[str, _TypeInfo], dict[str, _TypeInfo]]
-    ) -> None:
-        self.types = types
-        self.path: list[str] = []
-        self.differences: list[Difference] = []
-        self.visiting: set[tuple[str, str]] = set()
-
-    def add(self, type_: str) -> None:
-        self.differences.append(Difference(type_, "#/" + "/".join(self.path)))
-
-    def sub(self) -> _Context:
-        ctx = _Context(self.types)
-        ctx.path = list(self.path)
-        ctx.visiting = self.visiting
-        return ctx
-
-    @property
-    def compatible(self) -> bool:
-        return all(d.compatible for d in self.differences)
-
-
-class _At:
-    def __init__(self, ctx: _Context, part: str) -> None:
-        self.ctx, self.part = ctx, part
-
-    def __enter__(self) -> None:
-        self.ctx.path.append(self.part)
-
-    def __exit__(self, *exc: object) -> None:
-        self.ctx.path.pop()
-
-
-def _field_type(field: Any) -> str:
-    return _SCALARS.get(field.type) or str(field.type_name)
-
-
-def _kind(ctx: _Context, side: int, type_: str) -> str:
-    if type_ in _SCALAR_KIND:
-        return "SCALAR"
-    info = ctx.types[side].get(type_)
-    if info is not None and info.is_enum:
-        return "SCALAR"
-    if info is not None and info.is_map:
-        return "MAP"
-    return "MESSAGE"
-
-
-def _scalar_kind(ctx: _Context, side: int, type_: str) -> str:
-    info = ctx.types[side].get(type_)
-    if info is not None and info.is_enum:
-        return "GENERAL_NUMBER"
-    return _SCALAR_KIND.get(type_, "ANY")
-
-
-def _compare_types(ctx: _Context, original: str, update: str) -> None:
-    ko, ku = _kind(ctx, 0, original), _kind(ctx, 1, update)
-    if ko != ku:
-        ctx.add("FIELD_KIND_CHANGED")
-    elif ko == "SCALAR":
-        if _scalar_kind(ctx, 0, original) != _scalar_kind(ctx, 1, update):
-            ctx.add("FIELD_SCALAR_KIND_CHANGED")
-    elif ko == "MAP":
-        mo, mu = ctx.types[0][original].element, ctx.types[1][update].element
-        for fo, fu in zip(mo.field, mu.field, strict=False):
-            _compare_types(ctx, _field_type(fo), _field_type(fu))
-    else:
-        io, iu = ctx.types[0].get(original), ctx.types[1].get(update)
-        if io is None or iu is None:
-            if original != update:
-                ctx.add("FIELD_NAMED_TYPE_CHANGED")
-            return
-        local_o = original[len(io.package) + 2 :] if io.package else original[1:]
-        local_u = update[len(iu.package) + 2 :] if iu.package else update[1:]
-        if local_o != local_u:
-            ctx.add("FIELD_NAMED_TYPE_CHANGED")
-            return
-        key = (original, update)
-        if key in ctx.visiting:
-            return
-        ctx.visiting.add(key)
-        try:
-            sub = ctx.sub()
-            sub.path = [local_o]
-            _compare_message(sub, io.element, iu.element)
-            ctx.differences += sub.differences
-            if not sub.compatible:
-                ctx.add("FIELD_NAMED_TYPE_CHANGED")
-        finally:
-            ctx.visiting.discard(key)
-
-
-def _compare_field(ctx: _Context, original: Any, update: Any) -> None:
-    if original.name != update.name:
-        ctx.add("FIELD_NAME_CHANGED")
-    to, tu = _field_type(original), _field_type(update)
-    _compare_types(ctx, to, tu)
-    repeated_o = original.label == FDP.LABEL_REPEATED
-    repeated_u = update.label == FDP.LABEL_REPEATED
-    if repeated_o != repeated_u and _kind(ctx, 0, to) == "SCALAR" == _kind(ctx, 1, tu):
-        if _scalar_kind(ctx, 0, to) == "STRING_OR_BYTES":
-            ctx.add("FIELD_STRING_OR_BYTES_LABEL_CHANGED")
-        else:
-            ctx.add("FIELD_NUMERIC_LABEL_CHANGED")
-
-
-def _real_oneof(message: Any, field: Any) -> str | None:
-    if field.HasField("oneof_index") and not field.proto3_optional:
-        return str(message.oneof_decl[field.oneof_index].name)
-    return None
-
-
-def _compare_message(ctx: _Context, original: Any, update: Any) -> None:
-    by_tag_o = {f.number: f for f in original.field if _real_oneof(original, f) is None}
-    by_tag_u = {f.number: f for f in update.field if _real_oneof(update, f) is None}
-    all_o = {f.number: f for f in original.field}
-    all_u = {f.number: f for f in update.field}
-    oneof_of_o = {
-        f.number: _real_oneof(original, f)
-        for f in original.field
-        if _real_oneof(original, f)
-    }
-    oneof_of_u = {
-        f.number: _real_oneof(update, f) for f in update.field if _real_oneof(update, f)
-    }
-    oneofs_o: dict[str, list[Any]] = {}
-    for f in original.field:
-        if (name := _real_oneof(original, f)) is not None:
-            oneofs_o.setdefault(name, []).append(f)
-    oneofs_u: dict[str, list[Any]] = {}
-    for f in update.field:
-        if (name := _real_oneof(update, f)) is not None:
-            oneofs_u.setdefault(name, []).append(f)
-    for name, members in oneofs_u.items():
-        with _At(ctx, name):
-            moved = existing = 0
-            for f in members:
-                if by_tag_o.pop(f.number, None) is not None:
-                    moved += 1
-                elif f.number in oneof_of_o:
-                    existing += 1
-            if moved > 1:
-                ctx.add("MULTIPLE_FIELDS_MOVED_TO_ONEOF")
-            elif moved == 1 and existing > 0:
-                ctx.add("FIELD_MOVED_TO_EXISTING_ONEOF")
-    for name in list(oneofs_o) + [n for n in oneofs_u if n not in oneofs_o]:
-        with _At(ctx, name):
-            if name not in oneofs_u:
-                ctx.add("ONEOF_REMOVED")
-            elif name not in oneofs_o:
-                ctx.add("ONEOF_ADDED")
-            else:
-                tags_o = {f.number: f for f in oneofs_o[name]}
-                tags_u = {f.number: f for f in oneofs_u[name]}
-                for tag in sorted(set(tags_o) | set(tags_u)):
-                    with _At(ctx, str(tag)):
-                        if tag not in tags_u:
-                            ctx.add("ONEOF_FIELD_REMOVED")
-                        elif tag not in tags_o:
-                            ctx.add("ONEOF_FIELD_ADDED")
-                        else:
-                            _compare_field(ctx, tags_o[tag], tags_u[tag])
-    for tag in sorted(set(by_tag_o) | set(by_tag_u)):
-        with _At(ctx, str(tag)):
-            fo, fu = by_tag_o.get(tag), by_tag_u.get(tag)
-            if fu is None:
-                assert fo is not None
-                ctx.add(
-                    "REQUIRED_FIELD_REMOVED"
-                    if fo.label == FDP.LABEL_REQUIRED
-                    else "FIELD_REMOVED"
-                )
-            elif fo is None:
-                ctx.add(
-                    "REQUIRED_FIELD_ADDED"
-                    if fu.label == FDP.LABEL_REQUIRED
-                    else "FIELD_ADDED"
-                )
-            else:
-                _compare_field(ctx, fo, fu)
-    for tag in sorted(set(all_o) & set(all_u)):
-        top_both = tag not in oneof_of_o and tag not in oneof_of_u
-        same = tag in oneof_of_o and oneof_of_o.get(tag) == oneof_of_u.get(tag)
-        if top_both or same:
-            continue
-        with _At(ctx, str(tag)):
-            _compare_field(ctx, all_o[tag], all_u[tag])
-    _compare_types_elements(
-        ctx,
-        original.nested_type,
-        original.enum_type,
-        update.nested_type,
-        update.enum_type,
-    )
-
-
-def _compare_types_elements(
-    ctx: _Context,
-    messages_o: Sequence[Any],
-    enums_o: Sequence[Any],
-    messages_u: Sequence[Any],
-    enums_u: Sequence[Any],
-) -> None:
-    index_o = {
-        m.name: i
-        for i, m in enumerate(m for m in messages_o if not m.options.map_entry)
-    }
-    index_u = {
-        m.name: i
-        for i, m in enumerate(m for m in messages_u if not m.options.map_entry)
-    }
-    by_o = {m.name: m for m in messages_o if not m.options.map_entry}
-    by_u = {m.name: m for m in messages_u if not m.options.map_entry}
-    base = list(ctx.path[:1]) if ctx.path else []
-    for name in list(by_o) + [n for n in by_u if n not in by_o]:
-        saved = ctx.path
-        ctx.path = [".".join([*base, name])] if base else [name]
-        try:
-            if name not in by_u:
-                ctx.add("MESSAGE_REMOVED")
-            elif name not in by_o:
-                ctx.add("MESSAGE_ADDED")
-            else:
-                _compare_message(ctx, by_o[name], by_u[name])
-                if index_o[name] != index_u[name]:
-                    ctx.add("MESSAGE_MOVED")
-        finally:
-            ctx.path = saved
-    enums_by_o = {e.name: e for e in enums_o}
-    enums_by_u = {e.name: e for e in enums_u}
-    for name in list(enums_by_o) + [n for n in enums_by_u if n not in enums_by_o]:
-        saved = ctx.path
-        ctx.path = [".".join([*base, name])] if base else [name]
-        try:
-            if name not in enums_by_u:
-                ctx.add("ENUM_REMOVED")
-            elif name not in enums_by_o:
-                ctx.add("ENUM_ADDED")
-            else:
-                values_o = {v.number: v.name for v in enums_by_o[name].value}
-                values_u = {v.number: v.name for v in enums_by_u[name].value}
-                for number in sorted(set(values_o) | set(values_u)):
-                    with _At(ctx, str(number)):
-                        if number not in values_u:
-                            ctx.add("ENUM_CONST_REMOVED")
-                        elif number not in values_o:
-                            ctx.add("ENUM_CONST_ADDED")
-                        elif values_o[number] != values_u[number]:
-                            ctx.add("ENUM_CONST_CHANGED")
-        finally:
-            ctx.path = saved
-
-
-def protobuf_differences(
-    original: ParsedSchema, update: ParsedSchema
-) -> list[Difference]:
-    """Every difference from ``original`` (the writer) to ``update`` (the reader)."""
-    o, u = original.model, update.model
-    assert isinstance(o, ProtobufModel) and isinstance(u, ProtobufModel)
-    ctx = _Context((_types(o), _types(u)))
-    if o.file.package != u.file.package:
-        ctx.add("PACKAGE_CHANGED")
-    _compare_types_elements(
-        ctx,
-        o.file.message_type,
-        o.file.enum_type,
-        u.file.message_type,
-        u.file.enum_type,
-    )
-    return ctx.differences
-
-
-def protobuf_compatibility_errors(
-    reader: ParsedSchema, writer: ParsedSchema, reader_role: str, writer_role: str
-) -> list[str]:
-    """Confluent's messages for the incompatible differences when ``reader`` reads data
-    written with ``writer``; the roles ("new", "old") fill the descriptions."""
-    return [
-        d.describe(reader_role, writer_role)
-        for d in protobuf_differences(writer, reader)
-        if not d.compatible
-    ]
