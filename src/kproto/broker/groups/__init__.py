@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from kproto.broker.coordinator_runtime import java_string_hashcode, partition_for
 
-from .coordinator import GroupCoordinator, DescribedGroup
+from .coordinator import DescribedGroup, GroupCoordinator
 from .group import ClassicGroup, CommittedOffset, GroupState, JoinResult, SyncResult
 from .group_store import OFFSETS_TOPIC
 

@@ -168,9 +168,7 @@ class ModernGroups(ABC, Generic[G, R]):
         """The group, or ApiError(GROUP_ID_NOT_FOUND)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise ApiError(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-            )
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         return group
 
     def _group_for_join(self, group_id: str, records: list[Pair]) -> G:
