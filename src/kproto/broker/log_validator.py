@@ -14,6 +14,13 @@ decompressing a compressed batch within :data:`kproto.records.DEFAULT_MAX_DECOMP
 Where Kafka rewrites a compressed batch whose inner offsets are not 0, 1, 2 ... this
 broker, which stores batches as sent, refuses it (INVALID_RECORD).
 
+With Confluent Server's ``confluent.key/value.schema.validation`` on, the same walk
+also reads each record's schema id framing (Confluent's wire format: magic byte 0 and
+a 4-byte schema id before the payload, or a ``__key_schema_id`` /
+``__value_schema_id`` header holding magic byte 1 and a 16-byte GUID) into
+:class:`SchemaIds`, which :mod:`kproto.broker.schema_validation` checks against the
+registry; topics without it take the C scan as before and pay nothing.
+
 Errors (:class:`RecordValidationError`): CORRUPT_MESSAGE (CRC, a length below the
 batch header, an unknown codec, a body that does not decompress), INVALID_RECORD
 (everything Kafka answers with ``InvalidRecordException``), MESSAGE_TOO_LARGE,
@@ -41,11 +48,18 @@ from kproto.records._decompress_view import decompress_view
 from kproto.records._header import LOG_OVERHEAD, RECORDS_AT
 from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
+from kproto.serde.wire import (
+    KEY_SCHEMA_ID_HEADER,
+    MAGIC_BYTE,
+    MAGIC_BYTE_GUID,
+    VALUE_SCHEMA_ID_HEADER,
+)
 
 __all__ = [
     "InlineBoundExceeded",
     "LogPolicy",
     "RecordValidationError",
+    "SchemaIds",
     "ValidBatch",
     "validate_batches",
     "validate_inline",
@@ -107,6 +121,10 @@ class LogPolicy:
             ``AppendOrigin.CLIENT``): base offset 0, offset range, no control
             batches and sequences are checked.
         one_batch: exactly one batch (Produce v3+).
+        key_schema_ids, value_schema_ids: read each record key's / value's
+            schema id framing into :attr:`ValidBatch.schema_ids` (Confluent
+            Server's ``confluent.key.schema.validation`` /
+            ``confluent.value.schema.validation``).
     """
 
     compacted: bool = False
@@ -118,12 +136,15 @@ class LogPolicy:
     client: bool = True
     one_batch: bool = False
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    key_schema_ids: bool = False
+    value_schema_ids: bool = False
 
     @classmethod
     def for_produce(cls, config: TopicConfig, now_ms: int) -> LogPolicy:
         """The policy of a Produce (v3+) to a topic whose configuration in effect
         is ``config`` (``cleanup.policy``, ``max.message.bytes``,
-        ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``)."""
+        ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``,
+        ``confluent.key/value.schema.validation``)."""
         max_message_bytes = config.max_message_bytes
         return cls(
             compacted=config.compact,
@@ -141,7 +162,38 @@ class LogPolicy:
             now_ms=now_ms,
             client=True,
             one_batch=True,
+            key_schema_ids=config.confluent_key_schema_validation,
+            value_schema_ids=config.confluent_value_schema_validation,
         )
+
+
+@attrs.define(slots=True)
+class FramedIds:
+    """The schema id framing of one side (keys or values) of a batch's records,
+    by batch index (the record's position in its batch, from 0).
+
+    Attributes:
+        ids: schema id -> indexes of the records framed with it (magic byte 0
+            and a 4-byte big-endian id before the payload).
+        guids: schema GUID (16 bytes) -> indexes of the records whose
+            ``__key_schema_id`` / ``__value_schema_id`` header holds it.
+        unframed: ``(batch index, why)`` of each non-null key or value with
+            neither.
+    """
+
+    ids: dict[int, list[int]] = attrs.Factory(dict)
+    guids: dict[bytes, list[int]] = attrs.Factory(dict)
+    unframed: list[tuple[int, str]] = attrs.Factory(list)
+
+
+@attrs.frozen
+class SchemaIds:
+    """The schema id framing of a batch's keys and values (``None``: the side is
+    not validated). Null keys and values (tombstones) are in neither, as
+    Confluent Server lets them pass."""
+
+    key: FramedIds | None
+    value: FramedIds | None
 
 
 class ValidBatch(NamedTuple):
@@ -157,6 +209,7 @@ class ValidBatch(NamedTuple):
     producer_epoch: int
     base_sequence: int
     is_control: bool
+    schema_ids: SchemaIds | None = None
 
 
 def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
@@ -324,9 +377,30 @@ def _validate_batch(
         and not is_control
         and (policy.before_max_ms < _LONG_MAX or policy.after_max_ms < _LONG_MAX)
     )
-    errors = _check_records(
-        buf, rpos, rend, count, base_timestamp, policy, check_time, is_control
+    schema_ids = (
+        SchemaIds(
+            FramedIds() if policy.key_schema_ids else None,
+            FramedIds() if policy.value_schema_ids else None,
+        )
+        if policy.key_schema_ids or policy.value_schema_ids
+        else None
     )
+    if schema_ids is not None:  # the walk reads the framing as it goes
+        errors = _walk_records(
+            buf,
+            rpos,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
+        )
+    else:
+        errors = _check_records(
+            buf, rpos, rend, count, base_timestamp, policy, check_time, is_control
+        )
     if errors:
         code, first = errors[0][0], errors[0][2]
         shown = "; ".join(e[2] for e in errors[:3])
@@ -348,6 +422,7 @@ def _validate_batch(
         producer_epoch,
         base_sequence,
         is_control,
+        schema_ids,
     )
 
 
@@ -445,12 +520,20 @@ def _walk_records(
     policy: LogPolicy,
     check_time: bool,
     is_control: bool,
+    schema_ids: SchemaIds | None = None,
 ) -> list[tuple[ErrorCode, int, str]]:
     """Walk ``count`` records in ``buf[p:rend]`` (``DefaultRecord`` layout) and
-    return the per-record errors; raise for a malformed body.
+    return the per-record errors; raise for a malformed body. With
+    ``schema_ids``, each record's key / value framing is read into it.
 
     One-byte varints (the common case for lengths and deltas) are read inline.
     """
+    key_ids = value_ids = None
+    if schema_ids is not None:
+        key_ids, value_ids = schema_ids.key, schema_ids.value
+    key_at = value_at = 0
+    key_header: tuple[int, int] | None = None
+    value_header: tuple[int, int] | None = None
     errors: list[tuple[ErrorCode, int, str]] = []
     compacted = policy.compacted and not is_control
     low = policy.now_ms - policy.before_max_ms
@@ -492,6 +575,7 @@ def _walk_records(
                 key_length, p = (b >> 1) ^ -(b & 1), p + 1
             else:
                 key_length, p = varint(buf, p)
+            key_at = p
             if key_length >= 0:
                 p += key_length
             elif key_length == -1:
@@ -504,6 +588,7 @@ def _walk_records(
                 value_length, p = (b >> 1) ^ -(b & 1), p + 1
             else:
                 value_length, p = varint(buf, p)
+            value_at = p
             if value_length >= 0:
                 p += value_length
             elif value_length != -1:
@@ -511,20 +596,32 @@ def _walk_records(
             headers, p = varint(buf, p)
             if headers < 0:
                 raise _invalid(f"Found invalid number of record headers {headers}")
+            key_header = value_header = None
             for _ in range(headers):
                 key_len, p = varint(buf, p)
                 if key_len < 0:
                     raise _invalid(f"record {i} has a header key of length {key_len}")
+                name_at = p
                 p += key_len
                 value_len, p = varint(buf, p)
                 if value_len < -1:
                     raise _invalid(f"record {i} has a header of length {value_len}")
+                if schema_ids is not None and key_len in _SCHEMA_ID_HEADER_LENGTHS:
+                    name = bytes(buf[name_at : name_at + key_len])
+                    if name == _KEY_HEADER:
+                        key_header = (p, value_len)
+                    elif name == _VALUE_HEADER:
+                        value_header = (p, value_len)
                 p += max(value_len, 0)
             if p != record_end:
                 raise _invalid(
                     f"Invalid record size: expected to read {length} bytes in record "
                     f"payload, but instead read {p - body}"
                 )
+            if key_ids is not None and key_length >= 0:
+                _frame(key_ids, i, buf, key_at, key_length, key_header, "key")
+            if value_ids is not None and value_length >= 0:
+                _frame(value_ids, i, buf, value_at, value_length, value_header, "value")
             if check_time:
                 ts = base_timestamp + ts_delta
                 if ts != _NO_TIMESTAMP and not low <= ts <= high:
@@ -536,6 +633,60 @@ def _walk_records(
     if p != rend:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
     return errors
+
+
+_KEY_HEADER = KEY_SCHEMA_ID_HEADER.encode()
+_VALUE_HEADER = VALUE_SCHEMA_ID_HEADER.encode()
+_SCHEMA_ID_HEADER_LENGTHS = (len(_KEY_HEADER), len(_VALUE_HEADER))
+_GUID_BYTES = 16
+
+
+def _frame(
+    framed: FramedIds,
+    i: int,
+    buf: bytes | memoryview,
+    at: int,
+    length: int,
+    header: tuple[int, int] | None,
+    what: str,
+) -> None:
+    """Note the schema id framing of record ``i``'s non-null key or value
+    (``what``), ``length`` bytes at ``buf[at]``: the id header's GUID if the
+    record has one (``(position, length)`` of its value), else the magic 0 and
+    4-byte id prefix (confluent-kafka's dual schema id deserializer)."""
+    if header is not None:
+        h_at, h_length = header
+        if h_length == 1 + _GUID_BYTES and buf[h_at] == MAGIC_BYTE_GUID:
+            guid = bytes(buf[h_at + 1 : h_at + 1 + _GUID_BYTES])
+            framed.guids.setdefault(guid, []).append(i)
+        else:
+            framed.unframed.append(
+                (
+                    i,
+                    f"its {what} schema id header is not magic byte {MAGIC_BYTE_GUID} "
+                    f"and a {_GUID_BYTES}-byte GUID ({max(h_length, 0)} bytes)",
+                )
+            )
+        return
+    if length < 5:
+        framed.unframed.append(
+            (
+                i,
+                f"its {what} of {length} bytes is too short for Confluent's wire "
+                "format (magic byte 0 and a 4-byte schema id)",
+            )
+        )
+    elif buf[at] != MAGIC_BYTE:
+        framed.unframed.append(
+            (
+                i,
+                f"its {what} starts with byte 0x{buf[at]:02x}, not Confluent's "
+                f"magic byte {MAGIC_BYTE} before a schema id",
+            )
+        )
+    else:
+        schema_id = int.from_bytes(buf[at + 1 : at + 5], "big")
+        framed.ids.setdefault(schema_id, []).append(i)
 
 
 def _varint(buf: bytes | memoryview, p: int) -> tuple[int, int]:
