@@ -296,3 +296,44 @@ def test_confluent_keyless_produce_to_a_compacted_topic_fails(cluster: Cluster) 
     assert len(errors) == 2
     assert errors[0] is not None and errors[0].code() == ck.KafkaError.INVALID_RECORD
     assert errors[1] is None
+
+
+# ---------------------------------------------------------------- schema id framing
+
+
+def test_the_walk_reads_schema_id_framing_when_asked() -> None:
+    """Confluent's schema validation on: each non-null key / value's framing by
+    batch index (ids, header GUIDs, unframed); null keys and values in none."""
+    guid = bytes(range(16))
+    records = [
+        (b"\x00\x00\x00\x00\x07key", b"\x00\x00\x00\x01\x00v"),
+        (None, b"plain"),
+        (b"k", None),
+        (b"\x00\x00\x00\x00\x07", b"bare", [("__value_schema_id", b"\x01" + guid)]),
+        (b"\x00\x00", b"\x00\x00\x00\x01\x00", [("__key_schema_id", b"\x02")]),
+    ]
+    for compression in (Compression.NONE, Compression.ZSTD):
+        data = encode_batch(records, compression=compression)
+        policy = LogPolicy(key_schema_ids=True, value_schema_ids=True)
+        (checked,) = validate_batches(data, policy)
+        ids = checked.schema_ids
+        assert ids is not None and ids.key is not None and ids.value is not None
+        assert ids.value.ids == {256: [0, 4]}
+        assert ids.value.guids == {guid: [3]}
+        assert [i for i, _ in ids.value.unframed] == [1]
+        assert "starts with byte 0x70" in ids.value.unframed[0][1]
+        assert ids.key.ids == {7: [0, 3]}
+        assert [i for i, _ in ids.key.unframed] == [2, 4]
+        assert "of 1 bytes is too short" in ids.key.unframed[0][1]
+        assert "header is not magic byte 1" in ids.key.unframed[1][1]
+    only_values = validate_batches(
+        encode_batch(records), LogPolicy(value_schema_ids=True)
+    )[0].schema_ids
+    assert only_values is not None and only_values.key is None
+    assert validate_batches(encode_batch(records), LogPolicy())[0].schema_ids is None
+
+
+def test_the_framing_walk_still_refuses_malformed_records() -> None:
+    data = patched(batch(3), _RECORDS_COUNT_AT, ">i", 4)
+    with pytest.raises(RecordValidationError):
+        validate_batches(data, LogPolicy(value_schema_ids=True))

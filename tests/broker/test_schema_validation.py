@@ -370,3 +370,33 @@ def test_without_a_registry_a_validated_topic_refuses_produce() -> None:
         assert "confluent.value.schema.validation" in answer.error_message
         assert values(cluster, "t") == []
         assert produce(cluster, "open", [(None, b"x")]).error_code == 0
+
+
+# ------------------------------------------------------------------ GUID headers
+
+
+def test_schema_guid_headers(
+    cluster: Cluster, registry: SchemaRegistryClient, topic: Callable[..., str]
+) -> None:
+    """confluent-kafka's ``header_schema_id_serializer``: the GUID in the
+    ``__value_schema_id`` header, the payload bare."""
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+
+    name = topic(VALUE_ON)
+    headers: list[tuple[str, bytes]] = []
+    ctx = SerializationContext(name, MessageField.VALUE, headers)
+    value = serializer(
+        registry, **{"schema.id.serializer": header_schema_id_serializer}
+    )({"name": "g"}, ctx)
+    assert value == b"\x02g" and headers[0][0] == "__value_schema_id"
+    answer = produce(cluster, name, [(None, value, headers)])
+    assert answer.error_code == 0, answer
+    # an unknown GUID, and a header that is not magic 1 + 16 bytes
+    unknown = [("__value_schema_id", b"\x01" + bytes(16))]
+    short = [("__value_schema_id", b"\x01abc")]
+    answer = produce(cluster, name, [(None, value, unknown), (None, value, short)])
+    assert answer.error_code == ErrorCode.INVALID_RECORD
+    first, second = (e.batch_index_error_message for e in answer.record_errors)
+    assert "schema GUID 00000000-0000-0000-0000-000000000000 is not registered" in first
+    assert "header is not magic byte 1 and a 16-byte GUID (4 bytes)" in second
+    assert values(cluster, name) == [value]
