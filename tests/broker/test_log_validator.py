@@ -4,6 +4,7 @@ count and sizes, keys on compacted topics, timestamps, short writes."""
 from __future__ import annotations
 
 import os
+import random
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -337,3 +338,45 @@ def test_the_framing_walk_still_refuses_malformed_records() -> None:
     data = patched(batch(3), _RECORDS_COUNT_AT, ">i", 4)
     with pytest.raises(RecordValidationError):
         validate_batches(data, LogPolicy(value_schema_ids=True))
+
+
+def test_the_framing_of_the_record_loop_equals_the_walks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The two readers of the framing (the record loop's columns grouped by
+    prefix, the walk) agree on random keys, values and id headers."""
+    from kproto.broker import log_validator
+    from kproto.records._v2_loop import v2_columns_fast
+
+    rng = random.Random(26)
+
+    def field() -> bytes | None:
+        kind = rng.randrange(5)
+        if kind == 0:
+            return None
+        if kind == 1:
+            return bytes(rng.randrange(256) for _ in range(rng.randrange(6)))
+        if kind == 2:
+            return struct.pack(">bI", 0, rng.randrange(3)) + b"p"
+        return bytes([rng.randrange(3)]) + bytes(rng.randrange(8))
+
+    def headers() -> list[tuple[str, bytes | None]]:
+        names = ["__key_schema_id", "__value_schema_id", "other"]
+        return [
+            (
+                rng.choice(names),
+                rng.choice(
+                    [None, b"\x01" + bytes(16), b"\x01" + b"\x07" * 16, b"\x01"]
+                ),
+            )
+            for _ in range(rng.randrange(3))
+        ]
+
+    policy = LogPolicy(key_schema_ids=True, value_schema_ids=True)
+    for _ in range(50):
+        records = [(field(), field(), headers()) for _ in range(rng.randrange(1, 40))]
+        data = encode_batch(records)
+        columns = validate_batches(data, policy)
+        with monkeypatch.context() as m:
+            m.setattr(log_validator, "v2_loops", lambda: (v2_columns_fast, None))
+            assert validate_batches(data, policy) == columns

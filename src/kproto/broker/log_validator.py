@@ -385,22 +385,17 @@ def _validate_batch(
         if policy.key_schema_ids or policy.value_schema_ids
         else None
     )
-    if schema_ids is not None:  # the walk reads the framing as it goes
-        errors = _walk_records(
-            buf,
-            rpos,
-            rend,
-            count,
-            base_timestamp,
-            policy,
-            check_time,
-            is_control,
-            schema_ids,
-        )
-    else:
-        errors = _check_records(
-            buf, rpos, rend, count, base_timestamp, policy, check_time, is_control
-        )
+    errors = _check_records(
+        buf,
+        rpos,
+        rend,
+        count,
+        base_timestamp,
+        policy,
+        check_time,
+        is_control,
+        schema_ids,
+    )
     if errors:
         code, first = errors[0][0], errors[0][2]
         shown = "; ".join(e[2] for e in errors[:3])
@@ -435,6 +430,7 @@ def _check_records(
     policy: LogPolicy,
     check_time: bool,
     is_control: bool,
+    schema_ids: SchemaIds | None = None,
 ) -> list[tuple[ErrorCode, int, str]]:
     """The per-record checks, by the cheapest means at hand: with kproto's C
     extension, its scan (:func:`~kproto.records._native.v2_scan`: the layout checks
@@ -443,14 +439,26 @@ def _check_records(
     record loop (the columns it returns are compared as whole lists to name the
     records at fault); without it, :func:`_walk_records`, which builds no objects. A
     batch the C loop rejects is walked again to name what is wrong. ``buf`` is bytes
-    or a view of the thread's decompression buffer, read in place."""
+    or a view of the thread's decompression buffer, read in place.
+
+    With ``schema_ids`` (schema validation on), the scan is skipped: the record
+    loop's key, value and header columns give the framing (grouped by their first
+    five bytes: one look per distinct prefix), or the walk reads it."""
     columns_loop = v2_loops()[0]
     if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
         return _walk_records(
-            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            buf,
+            p,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
         )
     scan = v2_scan()
-    if scan is not None and count > 0:
+    if scan is not None and count > 0 and schema_ids is None:
         try:
             summary = scan(buf, p, rend, count, 0, base_timestamp)
         except (Bad, IndexError, VarintError, UnicodeDecodeError):
@@ -466,17 +474,33 @@ def _check_records(
                 return []
     if count > _C_LOOP_MAX_RECORDS:  # many records: the walk holds no lists
         return _walk_records(
-            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            buf,
+            p,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
         )
     if not isinstance(buf, bytes):  # a view of the decompression buffer
         buf = bytes(buf)
     try:
-        offsets, timestamps, keys, _, _ = columns_loop(
+        offsets, timestamps, keys, values, headers = columns_loop(
             buf, p, rend, count, 0, base_timestamp
         )
     except (Bad, IndexError, VarintError, UnicodeDecodeError):
         return _walk_records(
-            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            buf,
+            p,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
         )
     if offsets != list(range(count)):
         i = next(i for i, delta in enumerate(offsets) if delta != i)
@@ -501,6 +525,13 @@ def _check_records(
                 if ts != _NO_TIMESTAMP and not low <= ts <= high
             )
             errors.sort(key=lambda e: e[1])
+    if schema_ids is not None:
+        if schema_ids.key is not None:
+            _frame_column(schema_ids.key, keys, headers, KEY_SCHEMA_ID_HEADER, "key")
+        if schema_ids.value is not None:
+            _frame_column(
+                schema_ids.value, values, headers, VALUE_SCHEMA_ID_HEADER, "value"
+            )
     return errors
 
 
@@ -656,37 +687,86 @@ def _frame(
     4-byte id prefix (confluent-kafka's dual schema id deserializer)."""
     if header is not None:
         h_at, h_length = header
-        if h_length == 1 + _GUID_BYTES and buf[h_at] == MAGIC_BYTE_GUID:
-            guid = bytes(buf[h_at + 1 : h_at + 1 + _GUID_BYTES])
-            framed.guids.setdefault(guid, []).append(i)
-        else:
-            framed.unframed.append(
-                (
-                    i,
-                    f"its {what} schema id header is not magic byte {MAGIC_BYTE_GUID} "
-                    f"and a {_GUID_BYTES}-byte GUID ({max(h_length, 0)} bytes)",
-                )
-            )
-        return
-    if length < 5:
-        framed.unframed.append(
-            (
-                i,
-                f"its {what} of {length} bytes is too short for Confluent's wire "
-                "format (magic byte 0 and a 4-byte schema id)",
-            )
-        )
-    elif buf[at] != MAGIC_BYTE:
-        framed.unframed.append(
-            (
-                i,
-                f"its {what} starts with byte 0x{buf[at]:02x}, not Confluent's "
-                f"magic byte {MAGIC_BYTE} before a schema id",
-            )
+        _note_header(
+            framed,
+            i,
+            None if h_length < 0 else bytes(buf[h_at : h_at + h_length]),
+            what,
         )
     else:
-        schema_id = int.from_bytes(buf[at + 1 : at + 5], "big")
-        framed.ids.setdefault(schema_id, []).append(i)
+        _note_prefix(framed, [i], bytes(buf[at : at + min(length, 5)]), what)
+
+
+def _frame_column(
+    framed: FramedIds,
+    column: list[bytes | None],
+    headers: list[list[tuple[str, bytes | None]]],
+    header_name: str,
+    what: str,
+) -> None:
+    """:func:`_frame` for a whole key or value column of the record loop: the
+    records carrying the id header one by one, the others grouped by their
+    first five bytes."""
+    with_header: dict[int, bytes | None] = {}
+    if any(headers):
+        for i, record_headers in enumerate(headers):
+            for name, value in record_headers:
+                if name == header_name:
+                    with_header[i] = value
+    by_prefix: dict[bytes, list[int]] = {}
+    for i, v in enumerate(column):
+        if v is not None and i not in with_header:
+            by_prefix.setdefault(v[:5], []).append(i)
+    for prefix, indexes in by_prefix.items():
+        _note_prefix(framed, indexes, prefix, what)
+    for i, value in with_header.items():
+        if column[i] is not None:
+            _note_header(framed, i, value, what)
+    framed.unframed.sort()
+
+
+def _note_header(framed: FramedIds, i: int, value: bytes | None, what: str) -> None:
+    """Record ``i`` names its schema in its id header, whose value is ``value``."""
+    if (
+        value is not None
+        and len(value) == 1 + _GUID_BYTES
+        and value[0] == MAGIC_BYTE_GUID
+    ):
+        framed.guids.setdefault(value[1:], []).append(i)
+    else:
+        size = 0 if value is None else len(value)
+        framed.unframed.append(
+            (
+                i,
+                f"its {what} schema id header is not magic byte {MAGIC_BYTE_GUID} "
+                f"and a {_GUID_BYTES}-byte GUID ({size} bytes)",
+            )
+        )
+
+
+def _note_prefix(framed: FramedIds, indexes: list[int], head: bytes, what: str) -> None:
+    """The records at ``indexes`` (in order) have keys or values starting with
+    ``head``, their first five bytes (fewer: the whole key or value)."""
+    if len(head) < 5:
+        framed.unframed.extend(
+            (
+                i,
+                f"its {what} of {len(head)} bytes is too short for Confluent's wire "
+                "format (magic byte 0 and a 4-byte schema id)",
+            )
+            for i in indexes
+        )
+    elif head[0] != MAGIC_BYTE:
+        framed.unframed.extend(
+            (
+                i,
+                f"its {what} starts with byte 0x{head[0]:02x}, not Confluent's "
+                f"magic byte {MAGIC_BYTE} before a schema id",
+            )
+            for i in indexes
+        )
+    else:
+        framed.ids.setdefault(int.from_bytes(head[1:5], "big"), []).extend(indexes)
 
 
 def _varint(buf: bytes | memoryview, p: int) -> tuple[int, int]:
