@@ -71,6 +71,11 @@ _LOG_APPEND_TIME = 0x08
 _NO_TIMESTAMP = -1
 _LONG_MAX = 2**63 - 1
 _NO_KEY = "Compacted topic cannot accept message without key"
+#: The schema id headers (the walk compares their encoded names) and the GUID size.
+_KEY_HEADER = KEY_SCHEMA_ID_HEADER.encode()
+_VALUE_HEADER = VALUE_SCHEMA_ID_HEADER.encode()
+_SCHEMA_ID_HEADER_LENGTHS = (len(_KEY_HEADER), len(_VALUE_HEADER))
+_GUID_BYTES = 16
 _yield_gil = time.sleep  # time.sleep(0) releases the GIL
 #: How many bytes of records a compressed batch may expand to per byte of
 #: ``max.message.bytes`` (at least :data:`MIN_DECOMPRESSED_BOUND`): the 1 MiB
@@ -664,12 +669,6 @@ def _walk_records(
     if p != rend:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
     return errors
-
-
-_KEY_HEADER = KEY_SCHEMA_ID_HEADER.encode()
-_VALUE_HEADER = VALUE_SCHEMA_ID_HEADER.encode()
-_SCHEMA_ID_HEADER_LENGTHS = (len(_KEY_HEADER), len(_VALUE_HEADER))
-_GUID_BYTES = 16
 
 
 def _frame(
