@@ -63,21 +63,24 @@ async def check_schema_ids(
     lookup: SchemaIdLookup | None,
 ) -> None:
     """Check the schema id framing the validator read from ``batches`` (produced
-    to ``topic``-``partition`` whose configuration is ``config``) against the
-    registry.
+    to ``topic``-``partition``; nothing to check when it read none) against the
+    registry, under the subject name strategies of ``config``.
 
     Raises:
         RecordValidationError: INVALID_RECORD with the ``(batch index, message)``
             of each bad record; or, when ``lookup`` is None (no registry on the
             cluster), naming the topic and the missing registry.
     """
-    sides = []
-    if config.confluent_key_schema_validation:
-        sides.append(("key", config.confluent_key_subject_name_strategy))
-    if config.confluent_value_schema_validation:
-        sides.append(("value", config.confluent_value_subject_name_strategy))
-    if not sides:
+    # the sides the validator read (the policy it ran under), whatever the
+    # configuration became meanwhile
+    framings = [b.schema_ids for b in batches if b.schema_ids is not None]
+    if not framings:
         return
+    sides = []
+    if framings[0].key is not None:
+        sides.append(("key", config.confluent_key_subject_name_strategy))
+    if framings[0].value is not None:
+        sides.append(("value", config.confluent_value_subject_name_strategy))
     if lookup is None:
         names = " and ".join(f"confluent.{side}.schema.validation" for side, _ in sides)
         raise RecordValidationError(
@@ -86,10 +89,7 @@ async def check_schema_ids(
             "to check schema ids against (start it with Cluster(schema_registry=True))",
         )
     bad: dict[int, str] = {}
-    for batch in batches:
-        framing = batch.schema_ids
-        if framing is None:  # pragma: no cover - the policy asked for it
-            continue
+    for framing in framings:
         for side, strategy in sides:
             framed = framing.key if side == "key" else framing.value
             if framed is not None:
