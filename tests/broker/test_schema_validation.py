@@ -417,3 +417,35 @@ def test_the_guide_has_examples() -> None:
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_the_guide_examples_run(code: str) -> None:
     exec(compile(code, str(GUIDE), "exec"), {"__name__": "guide"})
+
+
+def test_record_name_strategy_with_json_schema_titles(
+    cluster: Cluster, registry: SchemaRegistryClient, topic: Callable[..., str]
+) -> None:
+    """JSON Schema's record name is its ``title``."""
+    from confluent_kafka.schema_registry import record_subject_name_strategy
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    strategy = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
+    name = topic({**VALUE_ON, "confluent.value.subject.name.strategy": strategy})
+    schema = json.dumps(
+        {
+            "title": f"Point{name}",
+            "type": "object",
+            "properties": {"x": {"type": "integer"}},
+        }
+    )
+    ser = JSONSerializer(
+        schema, registry, conf={"subject.name.strategy": record_subject_name_strategy}
+    )
+    value = ser({"x": 1}, SerializationContext(name, MessageField.VALUE))
+    assert registry.get_latest_version(f"Point{name}")
+    assert send(cluster, name, [(None, value)]) == [None]
+    untitled = registry.register_schema(
+        f"{name}-value", Schema(json.dumps({"type": "object"}), "JSON")
+    )
+    answer = produce(cluster, name, [(None, framed(untitled, b"{}"))])
+    assert answer.error_code == ErrorCode.INVALID_RECORD
+    assert "has no record name, which RecordNameStrategy needs" in (
+        answer.record_errors[0].batch_index_error_message
+    )
