@@ -4,6 +4,7 @@ count and sizes, keys on compacted topics, timestamps, short writes."""
 from __future__ import annotations
 
 import os
+import random
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -296,3 +297,86 @@ def test_confluent_keyless_produce_to_a_compacted_topic_fails(cluster: Cluster) 
     assert len(errors) == 2
     assert errors[0] is not None and errors[0].code() == ck.KafkaError.INVALID_RECORD
     assert errors[1] is None
+
+
+# ---------------------------------------------------------------- schema id framing
+
+
+def test_the_walk_reads_schema_id_framing_when_asked() -> None:
+    """Confluent's schema validation on: each non-null key / value's framing by
+    batch index (ids, header GUIDs, unframed); null keys and values in none."""
+    guid = bytes(range(16))
+    records = [
+        (b"\x00\x00\x00\x00\x07key", b"\x00\x00\x00\x01\x00v"),
+        (None, b"plain"),
+        (b"k", None),
+        (b"\x00\x00\x00\x00\x07", b"bare", [("__value_schema_id", b"\x01" + guid)]),
+        (b"\x00\x00", b"\x00\x00\x00\x01\x00", [("__key_schema_id", b"\x02")]),
+    ]
+    for compression in (Compression.NONE, Compression.ZSTD):
+        data = encode_batch(records, compression=compression)
+        policy = LogPolicy(key_schema_ids=True, value_schema_ids=True)
+        (checked,) = validate_batches(data, policy)
+        ids = checked.schema_ids
+        assert ids is not None and ids.key is not None and ids.value is not None
+        assert ids.value.ids == {256: [0, 4]}
+        assert ids.value.guids == {guid: [3]}
+        assert [i for i, _ in ids.value.unframed] == [1]
+        assert "starts with byte 0x70" in ids.value.unframed[0][1]
+        assert ids.key.ids == {7: [0, 3]}
+        assert [i for i, _ in ids.key.unframed] == [2, 4]
+        assert "of 1 bytes is too short" in ids.key.unframed[0][1]
+        assert "header is not magic byte 1" in ids.key.unframed[1][1]
+    only_values = validate_batches(
+        encode_batch(records), LogPolicy(value_schema_ids=True)
+    )[0].schema_ids
+    assert only_values is not None and only_values.key is None
+    assert validate_batches(encode_batch(records), LogPolicy())[0].schema_ids is None
+
+
+def test_the_framing_walk_still_refuses_malformed_records() -> None:
+    data = patched(batch(3), _RECORDS_COUNT_AT, ">i", 4)
+    with pytest.raises(RecordValidationError):
+        validate_batches(data, LogPolicy(value_schema_ids=True))
+
+
+def test_the_framing_of_the_record_loop_equals_the_walks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The two readers of the framing (the record loop's columns grouped by
+    prefix, the walk) agree on random keys, values and id headers."""
+    from kproto.broker import log_validator
+    from kproto.records._v2_loop import v2_columns_fast
+
+    rng = random.Random(26)
+
+    def field() -> bytes | None:
+        kind = rng.randrange(5)
+        if kind == 0:
+            return None
+        if kind == 1:
+            return bytes(rng.randrange(256) for _ in range(rng.randrange(6)))
+        if kind == 2:
+            return struct.pack(">bI", 0, rng.randrange(3)) + b"p"
+        return bytes([rng.randrange(3)]) + bytes(rng.randrange(8))
+
+    def headers() -> list[tuple[str, bytes | None]]:
+        names = ["__key_schema_id", "__value_schema_id", "other"]
+        return [
+            (
+                rng.choice(names),
+                rng.choice(
+                    [None, b"\x01" + bytes(16), b"\x01" + b"\x07" * 16, b"\x01"]
+                ),
+            )
+            for _ in range(rng.randrange(3))
+        ]
+
+    policy = LogPolicy(key_schema_ids=True, value_schema_ids=True)
+    for _ in range(50):
+        records = [(field(), field(), headers()) for _ in range(rng.randrange(1, 40))]
+        data = encode_batch(records)
+        columns = validate_batches(data, policy)
+        with monkeypatch.context() as m:
+            m.setattr(log_validator, "v2_loops", lambda: (v2_columns_fast, None))
+            assert validate_batches(data, policy) == columns

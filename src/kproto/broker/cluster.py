@@ -341,6 +341,8 @@ class Cluster(FaultControls):
             self.schema_registry = _registry_server(
                 self.state, self.security, schema_registry_port
             )
+            # broker-side schema validation reads the registry's state directly
+            self.state.schema_ids = self.schema_registry.registry
         self.state.reconfigurables.append(self._reconfigure)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

@@ -14,6 +14,13 @@ decompressing a compressed batch within :data:`kproto.records.DEFAULT_MAX_DECOMP
 Where Kafka rewrites a compressed batch whose inner offsets are not 0, 1, 2 ... this
 broker, which stores batches as sent, refuses it (INVALID_RECORD).
 
+With Confluent Server's ``confluent.key/value.schema.validation`` on, the same walk
+also reads each record's schema id framing (Confluent's wire format: magic byte 0 and
+a 4-byte schema id before the payload, or a ``__key_schema_id`` /
+``__value_schema_id`` header holding magic byte 1 and a 16-byte GUID) into
+:class:`SchemaIds`, which :mod:`kproto.broker.schema_validation` checks against the
+registry; topics without it take the C scan as before and pay nothing.
+
 Errors (:class:`RecordValidationError`): CORRUPT_MESSAGE (CRC, a length below the
 batch header, an unknown codec, a body that does not decompress), INVALID_RECORD
 (everything Kafka answers with ``InvalidRecordException``), MESSAGE_TOO_LARGE,
@@ -41,11 +48,18 @@ from kproto.records._decompress_view import decompress_view
 from kproto.records._header import LOG_OVERHEAD, RECORDS_AT
 from kproto.records._native import v2_loops, v2_scan
 from kproto.records._v2_loop import Bad, v2_columns_fast
+from kproto.serde.wire import (
+    KEY_SCHEMA_ID_HEADER,
+    MAGIC_BYTE,
+    MAGIC_BYTE_GUID,
+    VALUE_SCHEMA_ID_HEADER,
+)
 
 __all__ = [
     "InlineBoundExceeded",
     "LogPolicy",
     "RecordValidationError",
+    "SchemaIds",
     "ValidBatch",
     "validate_batches",
     "validate_inline",
@@ -57,6 +71,11 @@ _LOG_APPEND_TIME = 0x08
 _NO_TIMESTAMP = -1
 _LONG_MAX = 2**63 - 1
 _NO_KEY = "Compacted topic cannot accept message without key"
+#: The schema id headers (the walk compares their encoded names) and the GUID size.
+_KEY_HEADER = KEY_SCHEMA_ID_HEADER.encode()
+_VALUE_HEADER = VALUE_SCHEMA_ID_HEADER.encode()
+_SCHEMA_ID_HEADER_LENGTHS = (len(_KEY_HEADER), len(_VALUE_HEADER))
+_GUID_BYTES = 16
 _yield_gil = time.sleep  # time.sleep(0) releases the GIL
 #: How many bytes of records a compressed batch may expand to per byte of
 #: ``max.message.bytes`` (at least :data:`MIN_DECOMPRESSED_BOUND`): the 1 MiB
@@ -107,6 +126,10 @@ class LogPolicy:
             ``AppendOrigin.CLIENT``): base offset 0, offset range, no control
             batches and sequences are checked.
         one_batch: exactly one batch (Produce v3+).
+        key_schema_ids, value_schema_ids: read each record key's / value's
+            schema id framing into :attr:`ValidBatch.schema_ids` (Confluent
+            Server's ``confluent.key.schema.validation`` /
+            ``confluent.value.schema.validation``).
     """
 
     compacted: bool = False
@@ -118,12 +141,15 @@ class LogPolicy:
     client: bool = True
     one_batch: bool = False
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+    key_schema_ids: bool = False
+    value_schema_ids: bool = False
 
     @classmethod
     def for_produce(cls, config: TopicConfig, now_ms: int) -> LogPolicy:
         """The policy of a Produce (v3+) to a topic whose configuration in effect
         is ``config`` (``cleanup.policy``, ``max.message.bytes``,
-        ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``)."""
+        ``message.timestamp.type``, ``message.timestamp.before/after.max.ms``,
+        ``confluent.key/value.schema.validation``)."""
         max_message_bytes = config.max_message_bytes
         return cls(
             compacted=config.compact,
@@ -141,7 +167,38 @@ class LogPolicy:
             now_ms=now_ms,
             client=True,
             one_batch=True,
+            key_schema_ids=config.confluent_key_schema_validation,
+            value_schema_ids=config.confluent_value_schema_validation,
         )
+
+
+@attrs.define(slots=True)
+class FramedIds:
+    """The schema id framing of one side (keys or values) of a batch's records,
+    by batch index (the record's position in its batch, from 0).
+
+    Attributes:
+        ids: schema id -> indexes of the records framed with it (magic byte 0
+            and a 4-byte big-endian id before the payload).
+        guids: schema GUID (16 bytes) -> indexes of the records whose
+            ``__key_schema_id`` / ``__value_schema_id`` header holds it.
+        unframed: ``(batch index, why)`` of each non-null key or value with
+            neither.
+    """
+
+    ids: dict[int, list[int]] = attrs.Factory(dict)
+    guids: dict[bytes, list[int]] = attrs.Factory(dict)
+    unframed: list[tuple[int, str]] = attrs.Factory(list)
+
+
+@attrs.frozen
+class SchemaIds:
+    """The schema id framing of a batch's keys and values (``None``: the side is
+    not validated). Null keys and values (tombstones) are in neither, as
+    Confluent Server lets them pass."""
+
+    key: FramedIds | None
+    value: FramedIds | None
 
 
 class ValidBatch(NamedTuple):
@@ -157,6 +214,7 @@ class ValidBatch(NamedTuple):
     producer_epoch: int
     base_sequence: int
     is_control: bool
+    schema_ids: SchemaIds | None = None
 
 
 def validate_batches(records: bytes, policy: LogPolicy) -> list[ValidBatch]:
@@ -324,8 +382,24 @@ def _validate_batch(
         and not is_control
         and (policy.before_max_ms < _LONG_MAX or policy.after_max_ms < _LONG_MAX)
     )
+    schema_ids = (
+        SchemaIds(
+            FramedIds() if policy.key_schema_ids else None,
+            FramedIds() if policy.value_schema_ids else None,
+        )
+        if policy.key_schema_ids or policy.value_schema_ids
+        else None
+    )
     errors = _check_records(
-        buf, rpos, rend, count, base_timestamp, policy, check_time, is_control
+        buf,
+        rpos,
+        rend,
+        count,
+        base_timestamp,
+        policy,
+        check_time,
+        is_control,
+        schema_ids,
     )
     if errors:
         code, first = errors[0][0], errors[0][2]
@@ -348,6 +422,7 @@ def _validate_batch(
         producer_epoch,
         base_sequence,
         is_control,
+        schema_ids,
     )
 
 
@@ -360,6 +435,7 @@ def _check_records(
     policy: LogPolicy,
     check_time: bool,
     is_control: bool,
+    schema_ids: SchemaIds | None = None,
 ) -> list[tuple[ErrorCode, int, str]]:
     """The per-record checks, by the cheapest means at hand: with kproto's C
     extension, its scan (:func:`~kproto.records._native.v2_scan`: the layout checks
@@ -368,14 +444,26 @@ def _check_records(
     record loop (the columns it returns are compared as whole lists to name the
     records at fault); without it, :func:`_walk_records`, which builds no objects. A
     batch the C loop rejects is walked again to name what is wrong. ``buf`` is bytes
-    or a view of the thread's decompression buffer, read in place."""
+    or a view of the thread's decompression buffer, read in place.
+
+    With ``schema_ids`` (schema validation on), the scan is skipped: the record
+    loop's key, value and header columns give the framing (grouped by their first
+    five bytes: one look per distinct prefix), or the walk reads it."""
     columns_loop = v2_loops()[0]
     if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
         return _walk_records(
-            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            buf,
+            p,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
         )
     scan = v2_scan()
-    if scan is not None and count > 0:
+    if scan is not None and count > 0 and schema_ids is None:
         try:
             summary = scan(buf, p, rend, count, 0, base_timestamp)
         except (Bad, IndexError, VarintError, UnicodeDecodeError):
@@ -391,17 +479,33 @@ def _check_records(
                 return []
     if count > _C_LOOP_MAX_RECORDS:  # many records: the walk holds no lists
         return _walk_records(
-            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            buf,
+            p,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
         )
     if not isinstance(buf, bytes):  # a view of the decompression buffer
         buf = bytes(buf)
     try:
-        offsets, timestamps, keys, _, _ = columns_loop(
+        offsets, timestamps, keys, values, headers = columns_loop(
             buf, p, rend, count, 0, base_timestamp
         )
     except (Bad, IndexError, VarintError, UnicodeDecodeError):
         return _walk_records(
-            buf, p, rend, count, base_timestamp, policy, check_time, is_control
+            buf,
+            p,
+            rend,
+            count,
+            base_timestamp,
+            policy,
+            check_time,
+            is_control,
+            schema_ids,
         )
     if offsets != list(range(count)):
         i = next(i for i, delta in enumerate(offsets) if delta != i)
@@ -426,6 +530,13 @@ def _check_records(
                 if ts != _NO_TIMESTAMP and not low <= ts <= high
             )
             errors.sort(key=lambda e: e[1])
+    if schema_ids is not None:
+        if schema_ids.key is not None:
+            _frame_column(schema_ids.key, keys, headers, KEY_SCHEMA_ID_HEADER, "key")
+        if schema_ids.value is not None:
+            _frame_column(
+                schema_ids.value, values, headers, VALUE_SCHEMA_ID_HEADER, "value"
+            )
     return errors
 
 
@@ -445,12 +556,20 @@ def _walk_records(
     policy: LogPolicy,
     check_time: bool,
     is_control: bool,
+    schema_ids: SchemaIds | None = None,
 ) -> list[tuple[ErrorCode, int, str]]:
     """Walk ``count`` records in ``buf[p:rend]`` (``DefaultRecord`` layout) and
-    return the per-record errors; raise for a malformed body.
+    return the per-record errors; raise for a malformed body. With
+    ``schema_ids``, each record's key / value framing is read into it.
 
     One-byte varints (the common case for lengths and deltas) are read inline.
     """
+    key_ids = value_ids = None
+    if schema_ids is not None:
+        key_ids, value_ids = schema_ids.key, schema_ids.value
+    key_at = value_at = 0
+    key_header: tuple[int, int] | None = None
+    value_header: tuple[int, int] | None = None
     errors: list[tuple[ErrorCode, int, str]] = []
     compacted = policy.compacted and not is_control
     low = policy.now_ms - policy.before_max_ms
@@ -492,6 +611,7 @@ def _walk_records(
                 key_length, p = (b >> 1) ^ -(b & 1), p + 1
             else:
                 key_length, p = varint(buf, p)
+            key_at = p
             if key_length >= 0:
                 p += key_length
             elif key_length == -1:
@@ -504,6 +624,7 @@ def _walk_records(
                 value_length, p = (b >> 1) ^ -(b & 1), p + 1
             else:
                 value_length, p = varint(buf, p)
+            value_at = p
             if value_length >= 0:
                 p += value_length
             elif value_length != -1:
@@ -511,20 +632,32 @@ def _walk_records(
             headers, p = varint(buf, p)
             if headers < 0:
                 raise _invalid(f"Found invalid number of record headers {headers}")
+            key_header = value_header = None
             for _ in range(headers):
                 key_len, p = varint(buf, p)
                 if key_len < 0:
                     raise _invalid(f"record {i} has a header key of length {key_len}")
+                name_at = p
                 p += key_len
                 value_len, p = varint(buf, p)
                 if value_len < -1:
                     raise _invalid(f"record {i} has a header of length {value_len}")
+                if schema_ids is not None and key_len in _SCHEMA_ID_HEADER_LENGTHS:
+                    name = bytes(buf[name_at : name_at + key_len])
+                    if name == _KEY_HEADER:
+                        key_header = (p, value_len)
+                    elif name == _VALUE_HEADER:
+                        value_header = (p, value_len)
                 p += max(value_len, 0)
             if p != record_end:
                 raise _invalid(
                     f"Invalid record size: expected to read {length} bytes in record "
                     f"payload, but instead read {p - body}"
                 )
+            if key_ids is not None and key_length >= 0:
+                _frame(key_ids, i, buf, key_at, key_length, key_header, "key")
+            if value_ids is not None and value_length >= 0:
+                _frame(value_ids, i, buf, value_at, value_length, value_header, "value")
             if check_time:
                 ts = base_timestamp + ts_delta
                 if ts != _NO_TIMESTAMP and not low <= ts <= high:
@@ -536,6 +669,103 @@ def _walk_records(
     if p != rend:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
     return errors
+
+
+def _frame(
+    framed: FramedIds,
+    i: int,
+    buf: bytes | memoryview,
+    at: int,
+    length: int,
+    header: tuple[int, int] | None,
+    what: str,
+) -> None:
+    """Note the schema id framing of record ``i``'s non-null key or value
+    (``what``), ``length`` bytes at ``buf[at]``: the id header's GUID if the
+    record has one (``(position, length)`` of its value), else the magic 0 and
+    4-byte id prefix (confluent-kafka's dual schema id deserializer)."""
+    if header is not None:
+        h_at, h_length = header
+        _note_header(
+            framed,
+            i,
+            None if h_length < 0 else bytes(buf[h_at : h_at + h_length]),
+            what,
+        )
+    else:
+        _note_prefix(framed, [i], bytes(buf[at : at + min(length, 5)]), what)
+
+
+def _frame_column(
+    framed: FramedIds,
+    column: list[bytes | None],
+    headers: list[list[tuple[str, bytes | None]]],
+    header_name: str,
+    what: str,
+) -> None:
+    """:func:`_frame` for a whole key or value column of the record loop: the
+    records carrying the id header one by one, the others grouped by their
+    first five bytes."""
+    with_header: dict[int, bytes | None] = {}
+    if any(headers):
+        for i, record_headers in enumerate(headers):
+            for name, value in record_headers:
+                if name == header_name:
+                    with_header[i] = value
+    by_prefix: dict[bytes, list[int]] = {}
+    for i, v in enumerate(column):
+        if v is not None and i not in with_header:
+            by_prefix.setdefault(v[:5], []).append(i)
+    for prefix, indexes in by_prefix.items():
+        _note_prefix(framed, indexes, prefix, what)
+    for i, value in with_header.items():
+        if column[i] is not None:
+            _note_header(framed, i, value, what)
+    framed.unframed.sort()
+
+
+def _note_header(framed: FramedIds, i: int, value: bytes | None, what: str) -> None:
+    """Record ``i`` names its schema in its id header, whose value is ``value``."""
+    if (
+        value is not None
+        and len(value) == 1 + _GUID_BYTES
+        and value[0] == MAGIC_BYTE_GUID
+    ):
+        framed.guids.setdefault(value[1:], []).append(i)
+    else:
+        size = 0 if value is None else len(value)
+        framed.unframed.append(
+            (
+                i,
+                f"its {what} schema id header is not magic byte {MAGIC_BYTE_GUID} "
+                f"and a {_GUID_BYTES}-byte GUID ({size} bytes)",
+            )
+        )
+
+
+def _note_prefix(framed: FramedIds, indexes: list[int], head: bytes, what: str) -> None:
+    """The records at ``indexes`` (in order) have keys or values starting with
+    ``head``, their first five bytes (fewer: the whole key or value)."""
+    if len(head) < 5:
+        framed.unframed.extend(
+            (
+                i,
+                f"its {what} of {len(head)} bytes is too short for Confluent's wire "
+                "format (magic byte 0 and a 4-byte schema id)",
+            )
+            for i in indexes
+        )
+    elif head[0] != MAGIC_BYTE:
+        framed.unframed.extend(
+            (
+                i,
+                f"its {what} starts with byte 0x{head[0]:02x}, not Confluent's "
+                f"magic byte {MAGIC_BYTE} before a schema id",
+            )
+            for i in indexes
+        )
+    else:
+        framed.ids.setdefault(int.from_bytes(head[1:5], "big"), []).extend(indexes)
 
 
 def _varint(buf: bytes | memoryview, p: int) -> tuple[int, int]:

@@ -13,7 +13,9 @@ A Produce: for each partition, the required-acks check, the leader and
 leader-epoch checks (:meth:`ReplicaManager.leader_log`), the KIP-890 transaction
 check (a transactional batch only to a partition added to the producer's open
 transaction), validation (inline, or off the event loop through
-:class:`kproto.broker.validation_pool.ValidationPool`), the append, then the
+:class:`kproto.broker.validation_pool.ValidationPool`), on topics with Confluent's
+schema validation the schema ids checked against the registry
+(:mod:`kproto.broker.schema_validation`), the append, then the
 topic's retention. A Fetch: the checks, the reads planned from the logs' batch
 indexes, a wait for ``min_bytes`` woken by appends (Kafka's ``DelayedFetch``), then
 one read per partition.
@@ -47,6 +49,7 @@ from kproto.broker.leader_epoch_cache import (
 from kproto.broker.leadership import leader_epoch
 from kproto.broker.log import Extent, PartitionLog
 from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.broker.schema_validation import check_schema_ids
 from kproto.broker.state import ClusterState
 from kproto.broker.topic_metadata import TopicMetadata
 from kproto.errors import ErrorCode
@@ -262,6 +265,14 @@ class ReplicaManager:
                             checked = await validate(
                                 records, policy, wait=wait, client=client
                             )
+                            if policy.key_schema_ids or policy.value_schema_ids:
+                                await check_schema_ids(
+                                    name,
+                                    pdata.index,
+                                    info.topic_config,
+                                    checked,
+                                    state.schema_ids,
+                                )
                             result = plog.append_batches(
                                 records,
                                 policy,

@@ -32,6 +32,7 @@ from kproto.broker.file_cache import FileCache
 from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
 from kproto.broker.partition_state import AppendWaiters, LeaderEpochs, PartitionListener
+from kproto.broker.schema_validation import SchemaIdLookup
 from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS, TopicConfig
 from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
 from kproto.broker.topics_file import (
@@ -135,6 +136,9 @@ class ClusterState:
         self.client_metrics = ClientMetricsManager()
         #: where produced batches are validated (inline or on a thread)
         self.validation = ValidationPool()
+        #: the schema registry's answers to broker-side schema validation (set
+        #: by the Cluster when it serves a registry; None: no registry)
+        self.schema_ids: SchemaIdLookup | None = None
         #: the Fetch and ShareFetch long polls waiting for an append
         self.append_waiters = AppendWaiters()
         self._rr = 0

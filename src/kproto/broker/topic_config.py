@@ -495,7 +495,7 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
             enforced=True,
             internal=True,
         ),
-        # Confluent Server's schema validation (declared for the registry; unused)
+        # Confluent Server's schema validation (kproto.broker.schema_validation)
         _D(
             "confluent.key.schema.validation",
             _T.BOOLEAN,

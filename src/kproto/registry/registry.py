@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Final
 
@@ -291,6 +292,29 @@ class SchemaRegistry:
                 self._parsed.pop(next(iter(self._parsed)))
             self._parsed[schema_id] = cached
         return cached
+
+    # -- what the broker's schema validation asks (kproto.broker.schema_validation)
+
+    def subjects_of_id(self, schema_id: int) -> frozenset[str]:
+        """The subjects with a live (not soft-deleted) version of ``schema_id``
+        (empty: an unknown id)."""
+        return frozenset(
+            e.subject for e in self.state.version_uses(schema_id) if not e.deleted
+        )
+
+    async def record_names_of_id(self, schema_id: int) -> tuple[str, ...]:
+        """The fully qualified record names of schema ``schema_id``
+        (:meth:`ParsedSchema.record_names`; empty for an unknown id or a stored
+        text that does not parse)."""
+        try:
+            parsed = await self.parsed(schema_id)
+        except RegistryError:
+            return ()
+        return parsed.record_names()
+
+    def schema_id_of_guid(self, guid: uuid.UUID) -> int | None:
+        """The id of the schema with ``guid``, if any."""
+        return self.state.by_guid(str(guid))
 
     async def lookup(
         self, subject: str, parsed: ParsedSchema, *, normalize: bool, deleted: bool
