@@ -19,8 +19,6 @@ from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
 
-E = ErrorCode
-
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
@@ -69,14 +67,14 @@ def test_injected_errors_answer_the_next_requests_in_order(cluster: Cluster) -> 
     cluster.create_topic("t", 1)
     leader = cluster.leader("t", 0)
     cluster.inject_errors(
-        ApiKey.PRODUCE, [E.NOT_LEADER_OR_FOLLOWER, E.REQUEST_TIMED_OUT]
+        ApiKey.PRODUCE, [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT]
     )
     with Client(cluster.bootstrap_servers) as client:
         # the client refreshes metadata and retries NOT_LEADER_OR_FOLLOWER once,
         # then meets the second error, which it raises
         with pytest.raises(BrokerError) as err:
             client.produce("t", [(b"k", b"v")], partition=0)
-        assert err.value.error_code == E.REQUEST_TIMED_OUT
+        assert err.value.error_code == ErrorCode.REQUEST_TIMED_OUT
         assert cluster.records("t", 0) == []  # an injected error stores nothing
         # the queue is used up: the next request is served
         assert client.produce("t", [(b"k", b"v")], partition=0)[0].offset == 0
@@ -84,7 +82,11 @@ def test_injected_errors_answer_the_next_requests_in_order(cluster: Cluster) -> 
         partition_errors(r.response)[0]
         for r in cluster.requests.filter(api_key=ApiKey.PRODUCE, node_id=leader)
     ]
-    assert answered == [E.NOT_LEADER_OR_FOLLOWER, E.REQUEST_TIMED_OUT, E.NONE]
+    assert answered == [
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NONE,
+    ]
     assert cluster.faults.pending() == 0
 
 
@@ -92,15 +94,15 @@ def test_error_fills_every_error_code_of_the_response(cluster: Cluster) -> None:
     cluster.create_topic("t", 3)
     node = cluster.leader("t", 0)
     with connect(cluster, node) as conn:
-        cluster.inject_errors(ApiKey.PRODUCE, [E.KAFKA_STORAGE_ERROR])
+        cluster.inject_errors(ApiKey.PRODUCE, [ErrorCode.KAFKA_STORAGE_ERROR])
         response = produce_request(conn, "t", 0, 1, 2)
-        assert partition_errors(response) == [E.KAFKA_STORAGE_ERROR] * 3
+        assert partition_errors(response) == [ErrorCode.KAFKA_STORAGE_ERROR] * 3
         assert [p.index for t in response.responses for p in t.partition_responses] == [
             0,
             1,
             2,
         ]
-        cluster.inject_errors(ApiKey.FETCH, [E.NOT_LEADER_OR_FOLLOWER])
+        cluster.inject_errors(ApiKey.FETCH, [ErrorCode.NOT_LEADER_OR_FOLLOWER])
         fetched = conn.request(
             ApiKey.FETCH,
             max_wait_ms=0,
@@ -116,48 +118,53 @@ def test_error_fills_every_error_code_of_the_response(cluster: Cluster) -> None:
                 }
             ],
         )
-        assert fetched.error_code == E.NOT_LEADER_OR_FOLLOWER  # top level too
+        assert fetched.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER  # top level too
         assert [
             (p.partition_index, p.error_code)
             for t in fetched.responses
             for p in t.partitions
-        ] == [(0, E.NOT_LEADER_OR_FOLLOWER), (2, E.NOT_LEADER_OR_FOLLOWER)]
-        cluster.inject_errors(ApiKey.FIND_COORDINATOR, [E.COORDINATOR_LOAD_IN_PROGRESS])
+        ] == [
+            (0, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+            (2, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        ]
+        cluster.inject_errors(
+            ApiKey.FIND_COORDINATOR, [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
+        )
         found = conn.request(
             ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=["g1", "g2"]
         )
         assert [(c.key, c.error_code) for c in found.coordinators] == [
-            ("g1", E.COORDINATOR_LOAD_IN_PROGRESS),
-            ("g2", E.COORDINATOR_LOAD_IN_PROGRESS),
+            ("g1", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+            ("g2", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
         ]
     assert cluster.records("t", 0) == []
 
 
 def test_errors_for_one_node_leave_the_others_alone(cluster: Cluster) -> None:
-    cluster.inject_errors(ApiKey.API_VERSIONS, [E.UNKNOWN_SERVER_ERROR], node=2)
+    cluster.inject_errors(ApiKey.API_VERSIONS, [ErrorCode.UNKNOWN_SERVER_ERROR], node=2)
     with connect(cluster, 1) as conn:
-        assert conn.request(ApiKey.API_VERSIONS).error_code == E.NONE
+        assert conn.request(ApiKey.API_VERSIONS).error_code == ErrorCode.NONE
     assert cluster.faults.pending(ApiKey.API_VERSIONS) == 1
     with connect(cluster, 3) as conn:
-        cluster.inject_errors(ApiKey.METADATA, [E.UNKNOWN_SERVER_ERROR], node=3)
-        assert conn.request(ApiKey.API_VERSIONS).error_code == E.NONE
+        cluster.inject_errors(ApiKey.METADATA, [ErrorCode.UNKNOWN_SERVER_ERROR], node=3)
+        assert conn.request(ApiKey.API_VERSIONS).error_code == ErrorCode.NONE
         answer = conn.request(ApiKey.METADATA, topics=[{"name": "x"}])
-        assert [t.error_code for t in answer.topics] == [E.UNKNOWN_SERVER_ERROR]
+        assert [t.error_code for t in answer.topics] == [ErrorCode.UNKNOWN_SERVER_ERROR]
         assert {b.node_id for b in answer.brokers} == {1, 2, 3}
 
 
 def test_disconnect_closes_the_connection_unanswered(cluster: Cluster) -> None:
     cluster.create_topic("t", 1)
     node = cluster.leader("t", 0)
-    cluster.inject_errors(ApiKey.PRODUCE, ["disconnect", (E.NONE, 0)])
+    cluster.inject_errors(ApiKey.PRODUCE, ["disconnect", (ErrorCode.NONE, 0)])
     with connect(cluster, node) as conn:
         with pytest.raises(ConnectionClosedError):
             produce_request(conn, "t", 0)
     assert cluster.records("t", 0) == []
     with connect(cluster, node) as conn:  # an injected NONE answers without storing
-        assert partition_errors(produce_request(conn, "t", 0)) == [E.NONE]
+        assert partition_errors(produce_request(conn, "t", 0)) == [ErrorCode.NONE]
         assert cluster.records("t", 0) == []
-        assert partition_errors(produce_request(conn, "t", 0)) == [E.NONE]
+        assert partition_errors(produce_request(conn, "t", 0)) == [ErrorCode.NONE]
     assert [r.offset for r in cluster.records("t", 0)] == [0]
 
 
@@ -167,9 +174,9 @@ def test_bad_faults_are_refused(cluster: Cluster) -> None:
     with pytest.raises(ValueError, match="ErrorCode or 'disconnect'"):
         cluster.inject_errors(ApiKey.PRODUCE, ["hang up"])
     with pytest.raises(ValueError, match="no node 9"):
-        cluster.inject_errors(ApiKey.PRODUCE, [E.NONE], node=9)
+        cluster.inject_errors(ApiKey.PRODUCE, [ErrorCode.NONE], node=9)
     with pytest.raises(ValueError, match="rtt_ms >= 0"):
-        cluster.inject_errors(ApiKey.PRODUCE, [(E.NONE, -5)])
+        cluster.inject_errors(ApiKey.PRODUCE, [(ErrorCode.NONE, -5)])
     with pytest.raises(ValueError, match=">= 0 ms"):
         cluster.set_latency(1, -1)
     with pytest.raises(ValueError, match="no node 4"):
@@ -197,18 +204,18 @@ def test_latency_delays_only_that_node(cluster: Cluster) -> None:
     thread = threading.Thread(target=ask_slow)
     thread.start()
     time.sleep(0.05)
-    assert fast.request(ApiKey.API_VERSIONS).error_code == E.NONE
+    assert fast.request(ApiKey.API_VERSIONS).error_code == ErrorCode.NONE
     assert not done.is_set()  # node 2 answered while node 1 still waits
     thread.join(10)
     assert done.is_set() and time.monotonic() - started >= 1.5
     cluster.set_latency(1, 0)
-    assert slow.request(ApiKey.API_VERSIONS).error_code == E.NONE
+    assert slow.request(ApiKey.API_VERSIONS).error_code == ErrorCode.NONE
     slow.close()
     fast.close()
 
 
 def test_injected_error_with_rtt(cluster: Cluster) -> None:
-    cluster.inject_errors(ApiKey.API_VERSIONS, [(E.NONE, 400)], node=1)
+    cluster.inject_errors(ApiKey.API_VERSIONS, [(ErrorCode.NONE, 400)], node=1)
     with connect(cluster, 2):
         assert cluster.faults.pending() == 1  # node 1's queue, untouched by node 2
     started = time.monotonic()
@@ -220,7 +227,7 @@ def test_injected_error_with_rtt(cluster: Cluster) -> None:
 def test_drop_connections(cluster: Cluster) -> None:
     conns = [connect(cluster, n) for n in (1, 2, 3)]
     assert cluster.drop_connections(2) == 1
-    assert conns[0].request(ApiKey.API_VERSIONS).error_code == E.NONE
+    assert conns[0].request(ApiKey.API_VERSIONS).error_code == ErrorCode.NONE
     with pytest.raises(ConnectionClosedError):
         conns[1].request(ApiKey.API_VERSIONS)
     assert cluster.drop_connections() == 2
@@ -228,7 +235,7 @@ def test_drop_connections(cluster: Cluster) -> None:
         with pytest.raises(ConnectionClosedError):
             conn.request(ApiKey.API_VERSIONS)
     with connect(cluster, 2) as conn:  # clients reconnect
-        assert conn.request(ApiKey.API_VERSIONS).error_code == E.NONE
+        assert conn.request(ApiKey.API_VERSIONS).error_code == ErrorCode.NONE
     for conn in conns:
         conn.close()
 
@@ -247,7 +254,7 @@ def test_hook_replaces_metadata_then_is_removed(cluster: Cluster) -> None:
         return {
             "brokers": [],
             "topics": [
-                {"name": t.name, "error_code": E.TOPIC_AUTHORIZATION_FAILED}
+                {"name": t.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
                 for t in request.topics  # type: ignore[attr-defined]
             ],
         }
@@ -257,7 +264,7 @@ def test_hook_replaces_metadata_then_is_removed(cluster: Cluster) -> None:
     with Client(cluster.bootstrap_servers) as client:
         with pytest.raises(BrokerError) as err:
             client.describe_topics(["t"])
-        assert err.value.error_code == E.TOPIC_AUTHORIZATION_FAILED
+        assert err.value.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert seen  # the observer ran first and fell through
         assert cluster.remove_hook(denier)
         assert not cluster.remove_hook(denier)
@@ -275,7 +282,7 @@ def test_async_hook_caps_produce_version_through_api_versions(
         await asyncio.sleep(0)
         served = ctx.served_apis  # type: ignore[attr-defined]
         return {
-            "error_code": E.NONE,
+            "error_code": ErrorCode.NONE,
             "api_keys": [
                 {
                     "api_key": k,
@@ -373,23 +380,29 @@ def test_move_leader_bumps_the_epoch_and_fences(cluster: Cluster) -> None:
     assert cluster.move_leader("t", 0, new) == 1
     with connect(cluster, old) as conn:
         assert partition_errors(produce_request(conn, "t", 0)) == [
-            E.NOT_LEADER_OR_FOLLOWER
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
         ]
         assert fetch_partition(conn, cluster, "t", 1) == (
-            E.NOT_LEADER_OR_FOLLOWER,
-            E.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
         )
     with connect(cluster, new) as conn:
         assert fetch_partition(conn, cluster, "t", 0) == (
-            E.FENCED_LEADER_EPOCH,
-            E.FENCED_LEADER_EPOCH,
+            ErrorCode.FENCED_LEADER_EPOCH,
+            ErrorCode.FENCED_LEADER_EPOCH,
         )
         assert fetch_partition(conn, cluster, "t", 2) == (
-            E.UNKNOWN_LEADER_EPOCH,
-            E.UNKNOWN_LEADER_EPOCH,
+            ErrorCode.UNKNOWN_LEADER_EPOCH,
+            ErrorCode.UNKNOWN_LEADER_EPOCH,
         )
-        assert fetch_partition(conn, cluster, "t", 1) == (E.NONE, E.NONE)
-        assert fetch_partition(conn, cluster, "t", -1) == (E.NONE, E.NONE)
+        assert fetch_partition(conn, cluster, "t", 1) == (
+            ErrorCode.NONE,
+            ErrorCode.NONE,
+        )
+        assert fetch_partition(conn, cluster, "t", -1) == (
+            ErrorCode.NONE,
+            ErrorCode.NONE,
+        )
         (meta,) = conn.request(ApiKey.METADATA, topics=[{"name": "t"}]).topics
         assert (meta.partitions[0].leader_id, meta.partitions[0].leader_epoch) == (
             new,
@@ -438,12 +451,16 @@ def test_offline_partitions_report_leader_not_available(cluster: Cluster) -> Non
     with connect(cluster, live) as conn:
         (meta,) = conn.request(ApiKey.METADATA, topics=[{"name": "t"}]).topics
         offline = [p for p in meta.partitions if p.leader_id == -1]
-        assert offline and all(p.error_code == E.LEADER_NOT_AVAILABLE for p in offline)
-        assert all(p.error_code == E.NONE for p in meta.partitions if p.leader_id != -1)
+        assert offline and all(
+            p.error_code == ErrorCode.LEADER_NOT_AVAILABLE for p in offline
+        )
+        assert all(
+            p.error_code == ErrorCode.NONE for p in meta.partitions if p.leader_id != -1
+        )
         (found,) = conn.request(
             ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=["g"]
         ).coordinators
-        assert found.error_code == E.COORDINATOR_NOT_AVAILABLE
+        assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     cluster.start_node(down)
     assert cluster.leader("__consumer_offsets", group_partition) == down
     assert cluster.leader_epoch("__consumer_offsets", group_partition) == 2
@@ -459,7 +476,7 @@ def test_move_coordinator(cluster: Cluster) -> None:
         answer = conn.request(
             ApiKey.HEARTBEAT, group_id="g", generation_id=1, member_id="m"
         )
-        assert answer.error_code == E.NOT_COORDINATOR
+        assert answer.error_code == ErrorCode.NOT_COORDINATOR
         (found,) = conn.request(
             ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=["g"]
         ).coordinators
@@ -483,7 +500,7 @@ def test_faults_in_async_mode() -> None:
 async def faults_in_async_mode() -> None:
     async with Cluster(nodes=2) as cluster:
         cluster.create_topic("t", 1)
-        cluster.inject_errors(ApiKey.API_VERSIONS, [E.UNKNOWN_SERVER_ERROR])
+        cluster.inject_errors(ApiKey.API_VERSIONS, [ErrorCode.UNKNOWN_SERVER_ERROR])
         assert cluster.faults.pending() == 1
         with pytest.raises(RuntimeError, match="async_"):
             cluster.stop_node(1)
@@ -496,9 +513,11 @@ async def faults_in_async_mode() -> None:
 
 @pytest.mark.kafka_cluster(nodes=3)
 def test_through_the_fixture(kafka_cluster: Cluster) -> None:
-    kafka_cluster.inject_errors(ApiKey.METADATA, [E.UNKNOWN_SERVER_ERROR], node=1)
+    kafka_cluster.inject_errors(
+        ApiKey.METADATA, [ErrorCode.UNKNOWN_SERVER_ERROR], node=1
+    )
     with connect(kafka_cluster, 1) as conn:
         (topic,) = conn.request(ApiKey.METADATA, topics=[{"name": "x"}]).topics
-        assert topic.error_code == E.UNKNOWN_SERVER_ERROR
+        assert topic.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     kafka_cluster.stop_node(1)
     assert kafka_cluster.coordinator("g") in (2, 3)

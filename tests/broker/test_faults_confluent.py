@@ -20,8 +20,6 @@ from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
-E = ErrorCode
-
 
 def produce_errors(cluster: Cluster, node: int | None = None) -> list[int]:
     """The partition error codes of every Produce answered (on ``node``), in order."""
@@ -39,7 +37,11 @@ def test_librdkafka_retries_injected_produce_errors() -> None:
         leader = cluster.leader("t", 0)
         cluster.inject_errors(
             ApiKey.PRODUCE,
-            [E.NOT_LEADER_OR_FOLLOWER, E.REQUEST_TIMED_OUT, "disconnect"],
+            [
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                ErrorCode.REQUEST_TIMED_OUT,
+                "disconnect",
+            ],
             node=leader,
         )
         delivered: list[object] = []
@@ -59,9 +61,9 @@ def test_librdkafka_retries_injected_produce_errors() -> None:
         assert [r.value for r in cluster.records("t", 0)] == [b"once"]
         # the disconnected request is not answered (nor recorded); the retry is
         assert produce_errors(cluster, leader) == [
-            E.NOT_LEADER_OR_FOLLOWER,
-            E.REQUEST_TIMED_OUT,
-            E.NONE,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.REQUEST_TIMED_OUT,
+            ErrorCode.NONE,
         ]
         assert cluster.faults.pending() == 0
 
@@ -135,7 +137,7 @@ def test_idempotent_producer_through_errors_and_a_node_restart(
             if i == 600:
                 cluster.inject_errors(
                     ApiKey.PRODUCE,
-                    [E.NOT_LEADER_OR_FOLLOWER, E.REQUEST_TIMED_OUT] * 3,
+                    [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT] * 3,
                 )
             elif i == 1200:
                 assert sum(map(len, acked.values())) >= 900
@@ -143,7 +145,8 @@ def test_idempotent_producer_through_errors_and_a_node_restart(
             elif i == 2000:
                 cluster.start_node(stopped)
                 cluster.inject_errors(
-                    ApiKey.PRODUCE, [E.REQUEST_TIMED_OUT, E.NOT_LEADER_OR_FOLLOWER]
+                    ApiKey.PRODUCE,
+                    [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_LEADER_OR_FOLLOWER],
                 )
         assert producer.flush(90) == 0
         assert failed == []
@@ -154,12 +157,12 @@ def test_idempotent_producer_through_errors_and_a_node_restart(
             for r in cluster.requests.filter(api_key=ApiKey.PRODUCE)
             for t in r.response.responses
             for q in t.partition_responses
-            if q.index == 0 and q.error_code == E.NONE
+            if q.index == 0 and q.error_code == ErrorCode.NONE
         ]
         assert writers[0] == stopped and writers[-1] == cluster.leader("t", 0)
         injected = produce_errors(cluster)
-        assert injected.count(E.NOT_LEADER_OR_FOLLOWER) >= 4
-        assert injected.count(E.REQUEST_TIMED_OUT) >= 4
+        assert injected.count(ErrorCode.NOT_LEADER_OR_FOLLOWER) >= 4
+        assert injected.count(ErrorCode.REQUEST_TIMED_OUT) >= 4
         for p in range(partitions):
             sent = list(range(next_seq[p]))
             assert acked[p] == sent  # every message acknowledged, in order
@@ -280,4 +283,4 @@ def test_consumer_follows_leader_moves_through_a_fenced_epoch() -> None:
             for t in r.response.responses
             for p in t.partitions
         ]
-        assert E.FENCED_LEADER_EPOCH in fetch_errors
+        assert ErrorCode.FENCED_LEADER_EPOCH in fetch_errors

@@ -19,7 +19,7 @@ from kproto.broker.groups.consumer_records import (
     decode_consumer_record,
 )
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from tests.eventually import eventually
 
@@ -134,26 +134,26 @@ def test_revocation_before_assignment(conn: Connection, fresh: Any) -> None:
 def test_fencing_and_validation(conn: Connection, fresh: Any) -> None:
     group, topic, tid = fresh(2)
     assert join(conn, group, "m1", subscribed_topic_names=[topic]).member_epoch == 1
-    assert hb(conn, group, "m1", 5).error_code == E.FENCED_MEMBER_EPOCH
-    assert hb(conn, group, "nobody", 1).error_code == E.UNKNOWN_MEMBER_ID
-    assert hb(conn, "no-such-group", "m1", 1).error_code == E.GROUP_ID_NOT_FOUND
+    assert hb(conn, group, "m1", 5).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert hb(conn, group, "nobody", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert hb(conn, "no-such-group", "m1", 1).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     bad_regex = join(conn, group, "m2", subscribed_topic_regex="(unclosed")
-    assert bad_regex.error_code == E.INVALID_REGULAR_EXPRESSION
+    assert bad_regex.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
     backref = join(conn, group, "m2", subscribed_topic_regex=r"(a)\1")
-    assert backref.error_code == E.INVALID_REGULAR_EXPRESSION
+    assert backref.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
     assert "backreferences" in backref.error_message
     assignor = join(
         conn, group, "m2", subscribed_topic_names=[topic], server_assignor="x"
     )
-    assert assignor.error_code == E.UNSUPPORTED_ASSIGNOR
+    assert assignor.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
     assert "uniform" in assignor.error_message
     no_timeout = hb(
         conn, group, "m2", 0, topic_partitions=[], subscribed_topic_names=[]
     )
-    assert no_timeout.error_code == E.INVALID_REQUEST
-    assert hb(conn, "", "m1", 1).error_code == E.INVALID_REQUEST
+    assert no_timeout.error_code == ErrorCode.INVALID_REQUEST
+    assert hb(conn, "", "m1", 1).error_code == ErrorCode.INVALID_REQUEST
     no_id = join(conn, group, "", subscribed_topic_names=[topic])  # v1: KIP-1082
-    assert no_id.error_code == E.INVALID_REQUEST
+    assert no_id.error_code == ErrorCode.INVALID_REQUEST
     with Connection(conn.host, conn.port, timeout_s=20) as v0:
         v0.negotiate(caps={ApiKey.CONSUMER_GROUP_HEARTBEAT: 0})
         generated = join(v0, group, "", subscribed_topic_names=[topic])
@@ -196,10 +196,12 @@ def test_offsets_check_member_epochs(conn: Connection, fresh: Any) -> None:
         )
         return int(answer.topics[0].partitions[0].error_code)
 
-    assert commit("m1", 0) == E.STALE_MEMBER_EPOCH
-    assert commit("m9", 1) == E.UNKNOWN_MEMBER_ID
-    assert commit("", -1) == E.UNKNOWN_MEMBER_ID  # admin commit to a non-empty group
-    assert commit("m1", 1) == E.NONE
+    assert commit("m1", 0) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit("m9", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert (
+        commit("", -1) == ErrorCode.UNKNOWN_MEMBER_ID
+    )  # admin commit to a non-empty group
+    assert commit("m1", 1) == ErrorCode.NONE
     info = conn.host, conn.port
     with Connection(*info, timeout_s=20) as old:
         old.negotiate(caps={ApiKey.OFFSET_COMMIT: 8})
@@ -215,7 +217,9 @@ def test_offsets_check_member_epochs(conn: Connection, fresh: Any) -> None:
                 }
             ],
         )
-        assert answer.topics[0].partitions[0].error_code == E.UNSUPPORTED_VERSION
+        assert (
+            answer.topics[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+        )
 
     def fetch(member: str | None, epoch: int) -> Any:
         (g,) = conn.request(
@@ -231,8 +235,8 @@ def test_offsets_check_member_epochs(conn: Connection, fresh: Any) -> None:
         ).groups
         return g
 
-    assert fetch("m1", 3).error_code == E.STALE_MEMBER_EPOCH
-    assert fetch("m7", 1).error_code == E.UNKNOWN_MEMBER_ID
+    assert fetch("m1", 3).error_code == ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("m7", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     for member, epoch in (("m1", 1), (None, -1)):
         g = fetch(member, epoch)
         assert (g.error_code, g.topics[0].partitions[0].committed_offset) == (0, 7)
@@ -245,7 +249,7 @@ def test_static_member_rejoins_with_its_assignment(
     a = join(conn, group, "s1", instance_id="i1", subscribed_topic_names=[topic])
     assert parts(a) == {0, 1}
     clash = join(conn, group, "s2", instance_id="i1", subscribed_topic_names=[topic])
-    assert clash.error_code == E.UNRELEASED_INSTANCE_ID
+    assert clash.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     left = hb(conn, group, "s1", -2, instance_id="i1")
     assert (left.error_code, left.member_epoch) == (0, -2)
     back = join(conn, group, "s2", instance_id="i1", subscribed_topic_names=[topic])
@@ -275,7 +279,7 @@ def test_session_timeout_hands_partitions_over(conn: Connection, fresh: Any) -> 
         return got == {0, 1}
 
     eventually(handed_over, SESSION_MS / 1000 * 4, interval_s=0.1, retry_on=())
-    assert hb(conn, group, "quiet", 1).error_code == E.UNKNOWN_MEMBER_ID
+    assert hb(conn, group, "quiet", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_rebalance_timeout_fences_a_member_that_does_not_revoke(
@@ -295,7 +299,7 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke(
         fresh_answer = hb(conn, group, "new", new.member_epoch, topic_partitions=[])
         assert fresh_answer.error_code == 0  # 'new' stays alive meanwhile
         new = fresh_answer
-        return bool(answer.error_code == E.UNKNOWN_MEMBER_ID)
+        return bool(answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID)
 
     eventually(fenced, 8, interval_s=0.2, retry_on=())
 
@@ -324,11 +328,11 @@ def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:
     )
     assert group not in {g.group_id for g in classic_only.groups}
     (described,) = conn.request(ApiKey.DESCRIBE_GROUPS, groups=[group]).groups
-    assert described.error_code == E.GROUP_ID_NOT_FOUND  # as Kafka 4 answers v6
+    assert described.error_code == ErrorCode.GROUP_ID_NOT_FOUND  # as Kafka 4 answers v6
     assert described.error_message == f"Group {group} is not a classic group."
     assert described.group_state == "Dead"
     (missing,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=["nope"]).groups
-    assert missing.error_code == E.GROUP_ID_NOT_FOUND
+    assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> None:
@@ -363,7 +367,7 @@ def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> 
     # a classic member whose subscription does not decode cannot join (mixed groups:
     # test_mixed_protocol.py)
     refused = conn.request(ApiKey.JOIN_GROUP, **classic_join)
-    assert refused.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert refused.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert hb(conn, group, "m1", -1).error_code == 0
     # now empty: a classic join downgrades it; a consumer join cannot upgrade a
     # group whose member's subscription does not decode
@@ -373,7 +377,7 @@ def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> 
         joined = other.request(ApiKey.JOIN_GROUP, **classic_join)
         assert joined.error_code == 0
         again = join(conn, group, "m2", subscribed_topic_names=[topic])
-        assert again.error_code == E.GROUP_ID_NOT_FOUND
+        assert again.error_code == ErrorCode.GROUP_ID_NOT_FOUND
         (g,) = conn.request(
             ApiKey.OFFSET_FETCH, groups=[{"group_id": group, "topics": None}]
         ).groups

@@ -13,7 +13,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey, data_type
 from kproto.serial import decode, encode
 from tests.eventually import eventually
@@ -127,24 +127,24 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
     hb(conn, group, "m1", 1, topic_partitions=owned)
     # a classic member joins: generation = its member epoch, no leader, no list
     j = classic_join(conn, group, "", topic)
-    assert j.error_code == E.NONE
+    assert j.error_code == ErrorCode.NONE
     assert (j.generation_id, j.protocol_name) == (2, "range")  # v3: no protocol_type
     assert (j.leader, list(j.members)) == ("", [])
     member = j.member_id
     s = sync(conn, group, member, j.generation_id)
     # m1 still holds everything: nothing yet for the classic member
     assert (s.error_code, assignment(s.assignment)) == (0, set())
-    assert sync(conn, group, member, 7).error_code == E.ILLEGAL_GENERATION
+    assert sync(conn, group, member, 7).error_code == ErrorCode.ILLEGAL_GENERATION
     # m1 revokes two partitions; then the classic member is told to rejoin
     m1 = hb(conn, group, "m1", 1, topic_partitions=owned)
     kept = sorted(parts(m1))
     assert len(kept) == 2
     hb(conn, group, "m1", 1, topic_partitions=[{"topic_id": tid, "partitions": kept}])
-    assert beat(conn, group, member, 2) == E.REBALANCE_IN_PROGRESS
+    assert beat(conn, group, member, 2) == ErrorCode.REBALANCE_IN_PROGRESS
     j2 = classic_join(conn, group, member, topic)
     s2 = sync(conn, group, member, j2.generation_id)
     assert assignment(s2.assignment) == {0, 1, 2, 3} - set(kept)
-    assert beat(conn, group, member, j2.generation_id) == E.NONE
+    assert beat(conn, group, member, j2.generation_id) == ErrorCode.NONE
     # offsets: a classic commit (v8) at its generation; a ConsumerGroupHeartbeat
     # with its member id is refused
     commit = conn.request(
@@ -159,7 +159,7 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
             }
         ],
     )
-    assert commit.topics[0].partitions[0].error_code == E.NONE
+    assert commit.topics[0].partitions[0].error_code == ErrorCode.NONE
     stale = conn.request(
         ApiKey.OFFSET_COMMIT,
         group_id=group,
@@ -172,8 +172,11 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
             }
         ],
     )
-    assert stale.topics[0].partitions[0].error_code == E.ILLEGAL_GENERATION
-    assert hb(conn, group, member, j2.generation_id).error_code == E.UNKNOWN_MEMBER_ID
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.ILLEGAL_GENERATION
+    assert (
+        hb(conn, group, member, j2.generation_id).error_code
+        == ErrorCode.UNKNOWN_MEMBER_ID
+    )
     # a classic join with a subscription that does not decode is refused
     bad = conn.request(
         ApiKey.JOIN_GROUP,
@@ -184,7 +187,7 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
         protocol_type="consumer",
         protocols=[{"name": "range", "metadata": b"\x00"}],
     )
-    assert bad.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert bad.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     # ConsumerGroupDescribe v1 tells the member types apart
     (d,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]).groups
     assert {m.member_id: m.member_type for m in d.members} == {"m1": 1, member: 0}
@@ -222,18 +225,20 @@ def test_upgrade_then_downgrade(cluster: Cluster, conn: Connection) -> None:
     assert assignment(s.assignment) == {0, 1, 2, 3}
     # upgrade: the classic member keeps its partitions at its generation
     a = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
-    assert a.error_code == E.NONE
+    assert a.error_code == ErrorCode.NONE
     upgraded = cluster.groups.consumer.groups[group]
     assert upgraded.members[member].member_epoch == j.generation_id
-    assert beat(conn, group, member, j.generation_id) == E.REBALANCE_IN_PROGRESS
+    assert beat(conn, group, member, j.generation_id) == ErrorCode.REBALANCE_IN_PROGRESS
     j2 = classic_join(conn, group, member, topic)  # eager: owns nothing now
     assert assignment(sync(conn, group, member, j2.generation_id).assignment)
     # downgrade: the consumer member leaves, the classic member is told to rejoin
-    assert hb(conn, group, "m1", -1).error_code == E.NONE
+    assert hb(conn, group, "m1", -1).error_code == ErrorCode.NONE
     assert group not in cluster.groups.consumer.groups
     classic = cluster.groups.groups[group]
     assert classic.protocol_type == "consumer" and member in classic.members
-    assert beat(conn, group, member, j2.generation_id) == E.REBALANCE_IN_PROGRESS
+    assert (
+        beat(conn, group, member, j2.generation_id) == ErrorCode.REBALANCE_IN_PROGRESS
+    )
     j3 = classic_join(conn, group, member, topic)
     assert (j3.error_code, j3.leader) == (0, member)
     assert j3.generation_id == classic.generation_id
@@ -252,9 +257,9 @@ def test_upgrade_refused_for_another_protocol_type(
         protocol_type="connect",
         protocols=[{"name": "default", "metadata": b""}],
     )
-    assert joined.error_code == E.NONE
+    assert joined.error_code == ErrorCode.NONE
     refused = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
-    assert refused.error_code == E.GROUP_ID_NOT_FOUND
+    assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert "not 'consumer'" in refused.error_message
 
 
@@ -263,13 +268,13 @@ def test_policy_disabled_refuses_both_directions() -> None:
         for conn in _connect(cluster):
             group, topic = fresh(cluster)
             joined = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
-            assert joined.error_code == E.NONE
+            assert joined.error_code == ErrorCode.NONE
             refused = classic_join(conn, group, "", topic)
-            assert refused.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+            assert refused.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
             other, topic2 = fresh(cluster)
-            assert classic_join(conn, other, "", topic2).error_code == E.NONE
+            assert classic_join(conn, other, "", topic2).error_code == ErrorCode.NONE
             up = hb(conn, other, "m2", 0, subscribed_topic_names=[topic2])
-            assert up.error_code == E.GROUP_ID_NOT_FOUND
+            assert up.error_code == ErrorCode.GROUP_ID_NOT_FOUND
             assert "group.consumer.migration.policy is disabled" in up.error_message
 
 
@@ -294,15 +299,18 @@ def test_classic_member_that_does_not_rejoin_is_fenced(
     assert hb(conn, group, "m1", 0, subscribed_topic_names=[topic]).error_code == 0
     j = classic_join(conn, group, "", topic, rebalance_ms=300)
     assert hb(conn, group, "m2", 0, subscribed_topic_names=[topic]).error_code == 0
-    assert beat(conn, group, j.member_id, j.generation_id) == E.REBALANCE_IN_PROGRESS
+    assert (
+        beat(conn, group, j.member_id, j.generation_id)
+        == ErrorCode.REBALANCE_IN_PROGRESS
+    )
     errors: list[int] = []
 
     def settled() -> bool:  # heartbeating, never rejoining
         errors.append(beat(conn, group, j.member_id, j.generation_id))
-        return errors[-1] != E.REBALANCE_IN_PROGRESS
+        return errors[-1] != ErrorCode.REBALANCE_IN_PROGRESS
 
     eventually(settled, 10, interval_s=0.05, retry_on=())
-    assert errors[-1] == E.UNKNOWN_MEMBER_ID
+    assert errors[-1] == ErrorCode.UNKNOWN_MEMBER_ID
     assert set(cluster.groups.consumer.groups[group].members) == {"m1", "m2"}
 
 
@@ -342,4 +350,4 @@ def _static_restart(cluster: Cluster, conn: Connection) -> None:
         member_id=first.member_id,
         group_instance_id="i-1",
     )
-    assert answer.error_code == E.FENCED_INSTANCE_ID
+    assert answer.error_code == ErrorCode.FENCED_INSTANCE_ID

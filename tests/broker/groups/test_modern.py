@@ -16,7 +16,7 @@ from kproto.broker.groups.consumer_group import ConsumerGroupMember, MemberState
 from kproto.broker.groups.modern import reconcile
 from kproto.broker.groups.streams_group import StreamsGroupMember, StreamsMemberState
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from tests.eventually import eventually
 
@@ -170,4 +170,4 @@ def test_static_leave_then_session_expiry_fences_the_consumer_member() -> None:
                 member_epoch=1,
                 **fields,
             )
-            assert answer.error_code == E.UNKNOWN_MEMBER_ID
+            assert answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID

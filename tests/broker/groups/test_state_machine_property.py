@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kproto.broker.groups import GroupCoordinator, GroupState, JoinResult, SyncResult
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 
 from .fakes import FakeState, ManualScheduler
 from .test_state_machine import RANGE
@@ -76,7 +76,7 @@ class GroupMachine(RuleBasedStateMachine):
         if client.join is not None and client.join.done():
             result, client.join = client.join.result(), None
             event(f"JoinGroup error {result.error_code}")
-            if result.error_code == E.NONE:
+            if result.error_code == ErrorCode.NONE:
                 client.member_id, client.generation = (
                     result.member_id,
                     result.generation_id,
@@ -96,27 +96,30 @@ class GroupMachine(RuleBasedStateMachine):
                     result.generation_id, (result.leader, result.protocol_name)
                 )
                 assert seen == (result.leader, result.protocol_name)
-            elif result.error_code == E.MEMBER_ID_REQUIRED:
+            elif result.error_code == ErrorCode.MEMBER_ID_REQUIRED:
                 client.member_id = result.member_id
-            elif result.error_code == E.REBALANCE_IN_PROGRESS:
+            elif result.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
                 pass  # superseded by a later JoinGroup of the same member
-            elif result.error_code in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
+            elif result.error_code in (
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                ErrorCode.FENCED_INSTANCE_ID,
+            ):
                 client.member_id, client.generation = "", -1
             else:
                 raise AssertionError(f"unexpected JoinGroup error {result.error_code}")
         if client.sync is not None and client.sync.done():
             result, client.sync = client.sync.result(), None
             event(f"SyncGroup error {result.error_code}")
-            if result.error_code == E.NONE:
+            if result.error_code == ErrorCode.NONE:
                 # A restarted static member inherits its instance's assignment.
                 key = (client.generation, client.instance or client.member_id)
                 assert result.assignment == self.assigned.get(key, b""), key
             else:
                 assert result.error_code in (
-                    E.REBALANCE_IN_PROGRESS,
-                    E.UNKNOWN_MEMBER_ID,
-                    E.ILLEGAL_GENERATION,
-                    E.FENCED_INSTANCE_ID,
+                    ErrorCode.REBALANCE_IN_PROGRESS,
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    ErrorCode.ILLEGAL_GENERATION,
+                    ErrorCode.FENCED_INSTANCE_ID,
                 ), result.error_code
 
     def on_loop(self, call: Any) -> Any:
@@ -186,10 +189,10 @@ class GroupMachine(RuleBasedStateMachine):
             )
         )
         group = self.group()
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             assert group is not None and client.member_id in group.members
             assert client.generation == group.generation_id
-        if error == E.UNKNOWN_MEMBER_ID and client.join is None:
+        if error == ErrorCode.UNKNOWN_MEMBER_ID and client.join is None:
             client.member_id, client.generation = "", -1
 
     @rule(i=st.integers(0, CLIENTS - 1))
@@ -200,10 +203,10 @@ class GroupMachine(RuleBasedStateMachine):
         top, errors = self.on_loop(
             lambda: self.coord.leave_group("g", [(client.member_id, client.instance)])
         )
-        assert top == E.NONE and errors[0] in (
-            E.NONE,
-            E.UNKNOWN_MEMBER_ID,
-            E.FENCED_INSTANCE_ID,
+        assert top == ErrorCode.NONE and errors[0] in (
+            ErrorCode.NONE,
+            ErrorCode.UNKNOWN_MEMBER_ID,
+            ErrorCode.FENCED_INSTANCE_ID,
         )
         client.member_id, client.generation = "", -1
         self.settle()

@@ -18,7 +18,7 @@ from kproto.broker.acl import ResourceType
 from kproto.broker.authorized_operations import supported_operations
 from kproto.broker.dispatch import build
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import api_versions, request_type
 
 TOPIC = "vt"
@@ -79,7 +79,7 @@ def test_find_coordinator(cluster: Cluster, version: int) -> None:
                 conn, 10, version, key_type=1, coordinator_keys=["txn"]
             ).coordinators
             assert (txn[0].error_code, txn[0].node_id) == (
-                E.NONE,
+                ErrorCode.NONE,
                 cluster.txn.coordinator_for("txn"),
             )
         else:
@@ -92,7 +92,7 @@ def test_find_coordinator(cluster: Cluster, version: int) -> None:
             if version >= 1:
                 txn = call(conn, 10, version, key="txn", key_type=1)
                 assert (txn.error_code, txn.node_id) == (
-                    E.NONE,
+                    ErrorCode.NONE,
                     cluster.txn.coordinator_for("txn"),
                 )
 
@@ -114,7 +114,7 @@ def test_join_sync_heartbeat_leave(cluster: Cluster, version: int) -> None:
     with coordinator(cluster, group) as conn:
         r = call(conn, 11, version, member_id="", **join)
         if version >= 4:  # KIP-394
-            assert (r.error_code, r.generation_id) == (E.MEMBER_ID_REQUIRED, -1)
+            assert (r.error_code, r.generation_id) == (ErrorCode.MEMBER_ID_REQUIRED, -1)
             r = call(conn, 11, version, member_id=r.member_id, **join)
         assert (r.error_code, r.generation_id, r.leader) == (0, 1, r.member_id)
         assert [m.member_id for m in r.members] == [r.member_id]
@@ -139,7 +139,7 @@ def test_join_sync_heartbeat_leave(cluster: Cluster, version: int) -> None:
         hb = call(conn, 12, hb_v, group_id=group, generation_id=1, member_id=member)
         assert hb.error_code == 0
         stale = call(conn, 12, hb_v, group_id=group, generation_id=0, member_id=member)
-        assert stale.error_code == E.ILLEGAL_GENERATION
+        assert stale.error_code == ErrorCode.ILLEGAL_GENERATION
         leave_v = min(version, max(versions(13)))
         if leave_v >= 3:
             lv = call(
@@ -150,12 +150,15 @@ def test_join_sync_heartbeat_leave(cluster: Cluster, version: int) -> None:
                 members=[{"member_id": member}, {"member_id": "ghost"}],
             )
             assert lv.error_code == 0
-            assert [m.error_code for m in lv.members] == [0, E.UNKNOWN_MEMBER_ID]
+            assert [m.error_code for m in lv.members] == [
+                0,
+                ErrorCode.UNKNOWN_MEMBER_ID,
+            ]
         else:
             lv = call(conn, 13, leave_v, group_id=group, member_id=member)
             assert lv.error_code == 0
             again = call(conn, 13, leave_v, group_id=group, member_id=member)
-            assert again.error_code == E.UNKNOWN_MEMBER_ID
+            assert again.error_code == ErrorCode.UNKNOWN_MEMBER_ID
         assert cluster.groups.describe_group(group).state == "Empty"
 
 
@@ -176,7 +179,7 @@ def test_requests_to_a_node_that_is_not_the_coordinator(cluster: Cluster) -> Non
             protocol_type="consumer",
             protocols=_protocols(),
         )
-        assert r.error_code == E.NOT_COORDINATOR
+        assert r.error_code == ErrorCode.NOT_COORDINATOR
         c = call(
             conn,
             8,
@@ -191,9 +194,9 @@ def test_requests_to_a_node_that_is_not_the_coordinator(cluster: Cluster) -> Non
                 }
             ],
         )
-        assert c.topics[0].partitions[0].error_code == E.NOT_COORDINATOR
+        assert c.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
         f = call(conn, 9, 8, groups=[{"group_id": group, "topics": None}])
-        assert f.groups[0].error_code == E.NOT_COORDINATOR
+        assert f.groups[0].error_code == ErrorCode.NOT_COORDINATOR
         # OffsetFetch v0-v1 have no group-level error: each partition carries it.
         old = call(
             conn,
@@ -202,16 +205,18 @@ def test_requests_to_a_node_that_is_not_the_coordinator(cluster: Cluster) -> Non
             group_id=group,
             topics=[{"name": TOPIC, "partition_indexes": [0]}],
         )
-        assert [p.error_code for p in old.topics[0].partitions] == [E.NOT_COORDINATOR]
+        assert [p.error_code for p in old.topics[0].partitions] == [
+            ErrorCode.NOT_COORDINATOR
+        ]
         d = call(conn, 15, 5, groups=[group])
         assert (d.groups[0].error_code, d.groups[0].group_state) == (
-            E.NOT_COORDINATOR,
+            ErrorCode.NOT_COORDINATOR,
             "",
         )
         lv = call(conn, 13, 0, group_id=group, member_id="m")
-        assert lv.error_code == E.NOT_COORDINATOR
+        assert lv.error_code == ErrorCode.NOT_COORDINATOR
         dg = call(conn, 42, 2, groups_names=[group])
-        assert dg.results[0].error_code == E.NOT_COORDINATOR
+        assert dg.results[0].error_code == ErrorCode.NOT_COORDINATOR
 
 
 def _commit_topics(cluster: Cluster, version: int, offset: int) -> list[dict[str, Any]]:
@@ -256,7 +261,8 @@ def test_offset_commit_then_fetch_all_topics(cluster: Cluster, version: int) -> 
             topics=[{"name": "no-such-topic", "partitions": [{"partition_index": 0}]}],
         )
         assert (
-            missing.topics[0].partitions[0].error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+            missing.topics[0].partitions[0].error_code
+            == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         )
     committed = cluster.groups.fetch_offsets(group, None)
     assert {tp: c.offset for tp, c in committed.items()} == {
@@ -345,7 +351,9 @@ def test_describe_groups(cluster: Cluster, version: int) -> None:
         found, absent = r.groups
         assert (found.error_code, found.group_state, found.members) == (0, "Empty", ())
         assert absent.group_state == "Dead"
-        assert absent.error_code == (E.GROUP_ID_NOT_FOUND if version >= 6 else 0)
+        assert absent.error_code == (
+            ErrorCode.GROUP_ID_NOT_FOUND if version >= 6 else 0
+        )
         if version >= 3:
             # no authorizer: every operation a group supports (KIP-430)
             assert found.authorized_operations == supported_operations(
@@ -402,6 +410,6 @@ def test_delete_groups_and_offset_delete(cluster: Cluster, version: int) -> None
         r = call(conn, 42, version, groups_names=[group])
         assert [(x.group_id, x.error_code) for x in r.results] == [(group, 0)]
         again = call(conn, 42, version, groups_names=[group])
-        assert again.results[0].error_code == E.GROUP_ID_NOT_FOUND
+        assert again.results[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
         od = call(conn, 47, 0, group_id=group, topics=[])
-        assert od.error_code == E.GROUP_ID_NOT_FOUND
+        assert od.error_code == ErrorCode.GROUP_ID_NOT_FOUND

@@ -34,7 +34,7 @@ from kproto.broker.groups.streams_records import (
     member_records,
 )
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
 pytestmark = pytest.mark.timeout(60)
@@ -183,8 +183,8 @@ def test_two_members_split_the_tasks_and_one_leaving_moves_them(
     assert (b.member_epoch, tasks(b)) == (3, ALL)
     # a stale epoch is fenced; an unknown member is refused
     fenced = hb(conn, app, "m2", 7, active_tasks=[])
-    assert fenced.error_code == E.FENCED_MEMBER_EPOCH
-    assert hb(conn, app, "m9", 3).error_code == E.UNKNOWN_MEMBER_ID
+    assert fenced.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert hb(conn, app, "m9", 3).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_missing_source_topic_status(cluster: Cluster, conn: Connection) -> None:
@@ -230,9 +230,9 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     assert advertised[ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE] == (0, 0)
     app, src = fresh(1)
     no_topology = hb(conn, app, "m1", 0, rebalance_timeout_ms=1000)
-    assert no_topology.error_code == E.INVALID_REQUEST
-    assert hb(conn, app, "", 0).error_code == E.INVALID_REQUEST
-    assert hb(conn, app, "m1", 3).error_code == E.GROUP_ID_NOT_FOUND
+    assert no_topology.error_code == ErrorCode.INVALID_REQUEST
+    assert hb(conn, app, "", 0).error_code == ErrorCode.INVALID_REQUEST
+    assert hb(conn, app, "m1", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     # a KIP-848 consumer group of the same id is not a streams group
     consumer = conn.request(
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
@@ -245,9 +245,9 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     )
     assert consumer.error_code == 0
     refused = join(conn, app, "m1", topology(src, app))
-    assert refused.error_code == E.GROUP_ID_NOT_FOUND
+    assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     (d,) = conn.request(ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=[app]).groups
-    assert d.error_code == E.GROUP_ID_NOT_FOUND
+    assert d.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert "not a streams group" in d.error_message
     # and the other way round: a streams group is not a consumer or classic group
     other, _ = fresh(1)
@@ -261,7 +261,7 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
         subscribed_topic_names=[src],
         topic_partitions=[],
     )
-    assert consumer.error_code == E.GROUP_ID_NOT_FOUND
+    assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     classic = conn.request(
         ApiKey.JOIN_GROUP,
         group_id=other,
@@ -271,7 +271,7 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
         protocol_type="consumer",
         protocols=[{"name": "range", "metadata": b""}],
     )
-    assert classic.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+    assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) -> None:
@@ -293,9 +293,11 @@ def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) 
         )
         return int(answer.topics[0].partitions[0].error_code)
 
-    assert commit("m1", a.member_epoch + 1) == E.STALE_MEMBER_EPOCH
-    assert commit("nobody", a.member_epoch) == E.UNKNOWN_MEMBER_ID
-    assert commit("", -1) == E.UNKNOWN_MEMBER_ID  # admin commit, group not empty
+    assert commit("m1", a.member_epoch + 1) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit("nobody", a.member_epoch) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert (
+        commit("", -1) == ErrorCode.UNKNOWN_MEMBER_ID
+    )  # admin commit, group not empty
     assert commit("m1", a.member_epoch) == 0
     (g,) = conn.request(
         ApiKey.OFFSET_FETCH,
@@ -303,7 +305,7 @@ def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) 
             {"group_id": app, "member_id": "m1", "member_epoch": 99, "topics": None}
         ],
     ).groups
-    assert g.error_code == E.STALE_MEMBER_EPOCH
+    assert g.error_code == ErrorCode.STALE_MEMBER_EPOCH
     (g,) = conn.request(
         ApiKey.OFFSET_FETCH, groups=[{"group_id": app, "topics": None}]
     ).groups
@@ -318,10 +320,10 @@ def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) 
         ("streams", "Stable", "streams")
     ]
     (d,) = conn.request(ApiKey.DESCRIBE_GROUPS, groups=[app]).groups
-    assert d.error_code == E.GROUP_ID_NOT_FOUND
+    assert d.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert d.error_message == f"Group {app} is not a classic group."
     deleted = conn.request(ApiKey.DELETE_GROUPS, groups_names=[app]).results
-    assert deleted[0].error_code == E.NON_EMPTY_GROUP
+    assert deleted[0].error_code == ErrorCode.NON_EMPTY_GROUP
     assert hb(conn, app, "m1", -1).error_code == 0
     assert commit("", -1) == 0  # an empty group takes admin commits
     deleted = conn.request(ApiKey.DELETE_GROUPS, groups_names=[app]).results
@@ -360,7 +362,7 @@ def test_topology_description_update_and_describe(conn: Connection, fresh: Any) 
         topology_epoch=2,
         topology_description=description,
     )
-    assert update.error_code == E.INVALID_REQUEST
+    assert update.error_code == ErrorCode.INVALID_REQUEST
     update = conn.request(
         ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
         group_id=app,
@@ -388,7 +390,7 @@ def test_session_timeout_removes_a_member(conn: Connection, fresh: Any) -> None:
     time.sleep(1.0)
     assert hb(conn, app, "m2", b.member_epoch).error_code == 0  # m2 stays alive
     time.sleep(1.0)  # m1 was silent longer than the 1.5 s session timeout
-    assert hb(conn, app, "m1", 1).error_code == E.UNKNOWN_MEMBER_ID
+    assert hb(conn, app, "m1", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     b = hb(conn, app, "m2", b.member_epoch, active_tasks=[])
     assert (b.member_epoch, tasks(b)) == (3, {(s, p) for s in "01" for p in range(2)})
 

@@ -20,7 +20,7 @@ from kproto.broker.txn import (
     transaction_record,
 )
 from kproto.broker.txn_index import AbortedTxn, TransactionIndex
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.records import (
     ControlRecordType,
     decode_batches,
@@ -83,8 +83,10 @@ def _data(pid: int, epoch: int, seq: int = 0) -> bytes:
 
 def test_timeout_aborts_with_a_bumped_epoch(h: Harness) -> None:
     error, pid, epoch = h.txn.init_producer_id("slow", 1000)
-    assert (error, epoch) == (E.NONE, 0)
-    assert h.txn.add_partitions("slow", pid, 0, [("t", 0)]) == {("t", 0): E.NONE}
+    assert (error, epoch) == (ErrorCode.NONE, 0)
+    assert h.txn.add_partitions("slow", pid, 0, [("t", 0)]) == {
+        ("t", 0): ErrorCode.NONE
+    }
     plog = h.state.partition_log("t", 0)
     assert plog is not None
     plog.append_batches(_data(pid, 0))
@@ -102,24 +104,24 @@ def test_timeout_aborts_with_a_bumped_epoch(h: Harness) -> None:
     ] == [(pid, 0, 1)]
     # the timer keeps one pending callback (bounded), and the producer is fenced
     assert h.scheduler.pending() == 1
-    assert h.txn.end_txn("slow", pid, 0, True) == E.PRODUCER_FENCED
+    assert h.txn.end_txn("slow", pid, 0, True) == ErrorCode.PRODUCER_FENCED
     with pytest.raises(Exception, match="epoch"):
         plog.append_batches(_data(pid, 0, 1))
 
 
 def test_init_producer_id_rules(h: Harness) -> None:
-    assert h.txn.init_producer_id("", 1000)[0] == E.INVALID_REQUEST
-    assert h.txn.init_producer_id("x", 0)[0] == E.INVALID_TRANSACTION_TIMEOUT
+    assert h.txn.init_producer_id("", 1000)[0] == ErrorCode.INVALID_REQUEST
+    assert h.txn.init_producer_id("x", 0)[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
     _, pid, _ = h.txn.init_producer_id("x", 1000)
     # an exhausted epoch rotates to a new producer id at epoch 0
     h.txn.transactions["x"].producer_epoch = 32766
     error, new_pid, epoch = h.txn.init_producer_id("x", 1000)
-    assert (error, epoch) == (E.NONE, 0) and new_pid != pid
+    assert (error, epoch) == (ErrorCode.NONE, 0) and new_pid != pid
     # end_txn on an empty transaction, unknown ids
-    assert h.txn.end_txn("x", new_pid, 0, True) == E.INVALID_TXN_STATE
-    assert h.txn.end_txn("nobody", 1, 0, True) == E.INVALID_PRODUCER_ID_MAPPING
+    assert h.txn.end_txn("x", new_pid, 0, True) == ErrorCode.INVALID_TXN_STATE
+    assert h.txn.end_txn("nobody", 1, 0, True) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
     assert h.txn.add_partitions("x", new_pid, 0, [("t", 9)]) == {
-        ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION
+        ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     }
 
 
@@ -225,4 +227,4 @@ def test_fencing_at_the_last_epoch_does_not_overflow(h: Harness) -> None:
     assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 32767)
     # the next InitProducerId rotates to a new producer id
     error, new_pid, epoch = h.txn.init_producer_id("old", 1000)
-    assert (error, epoch) == (E.NONE, 0) and new_pid != pid
+    assert (error, epoch) == (ErrorCode.NONE, 0) and new_pid != pid

@@ -18,7 +18,7 @@ from kproto.broker.dispatch import build
 from kproto.broker.txn import TransactionState
 from kproto.broker.txn.metadata import MAX_EPOCH
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.records import encode_batch
 
@@ -63,7 +63,7 @@ def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:
         producer_id=-1,
         producer_epoch=-1,
     )
-    assert r.error_code == E.NONE
+    assert r.error_code == ErrorCode.NONE
     return r.producer_id, r.producer_epoch
 
 
@@ -137,46 +137,54 @@ def test_produce_v12_adds_its_partition(tv2: Cluster) -> None:
     txn_id = f"implicit-{next(_ids)}"
     pid, epoch = init(tv2, txn_id)
     # v11 keeps part 1's verification: no AddPartitionsToTxn, no append
-    assert produce(tv2, txn_id, pid, epoch, 11) == E.INVALID_TXN_STATE
+    assert produce(tv2, txn_id, pid, epoch, 11) == ErrorCode.INVALID_TXN_STATE
     assert state_of(tv2, txn_id)[0] == TransactionState.EMPTY
-    assert produce(tv2, txn_id, pid, epoch, 12) == E.NONE
+    assert produce(tv2, txn_id, pid, epoch, 12) == ErrorCode.NONE
     assert state_of(tv2, txn_id) == (TransactionState.ONGOING, {(TOPIC, 0)})
     # an old epoch is fenced, not added
     assert produce(tv2, txn_id, pid, epoch - 1 if epoch else 5, 12, seq=1) in (
-        E.INVALID_PRODUCER_EPOCH,
-        E.PRODUCER_FENCED,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.PRODUCER_FENCED,
     )
 
 
 def test_end_txn_v5_bumps_the_epoch_and_a_retry_succeeds(tv2: Cluster) -> None:
     txn_id = f"bump-{next(_ids)}"
     pid, epoch = init(tv2, txn_id)
-    assert produce(tv2, txn_id, pid, epoch, 12) == E.NONE
+    assert produce(tv2, txn_id, pid, epoch, 12) == ErrorCode.NONE
     r = end(tv2, txn_id, pid, epoch, True)
-    assert (r.error_code, r.producer_id, r.producer_epoch) == (E.NONE, pid, epoch + 1)
+    assert (r.error_code, r.producer_id, r.producer_epoch) == (
+        ErrorCode.NONE,
+        pid,
+        epoch + 1,
+    )
     assert state_of(tv2, txn_id)[0] == TransactionState.COMPLETE_COMMIT
     # the client did not see the answer and retries with its old epoch
     again = end(tv2, txn_id, pid, epoch, True)
-    assert (again.error_code, again.producer_epoch) == (E.NONE, epoch + 1)
+    assert (again.error_code, again.producer_epoch) == (ErrorCode.NONE, epoch + 1)
     # ... but not with the other outcome
-    assert end(tv2, txn_id, pid, epoch, False).error_code == E.INVALID_TXN_STATE
+    assert end(tv2, txn_id, pid, epoch, False).error_code == ErrorCode.INVALID_TXN_STATE
     # two epochs back is fenced
-    assert end(tv2, txn_id, pid, epoch - 1, True).error_code == E.PRODUCER_FENCED
+    assert (
+        end(tv2, txn_id, pid, epoch - 1, True).error_code == ErrorCode.PRODUCER_FENCED
+    )
     # the next transaction at the new epoch, its sequences from 0
-    assert produce(tv2, txn_id, pid, epoch + 1, 12) == E.NONE
+    assert produce(tv2, txn_id, pid, epoch + 1, 12) == ErrorCode.NONE
     aborted = end(tv2, txn_id, pid, epoch + 1, False)
-    assert (aborted.error_code, aborted.producer_epoch) == (E.NONE, epoch + 2)
+    assert (aborted.error_code, aborted.producer_epoch) == (ErrorCode.NONE, epoch + 2)
     # an abort with nothing open bumps too; a commit with nothing open is refused
-    assert end(tv2, txn_id, pid, epoch + 2, True).error_code == E.INVALID_TXN_STATE
+    assert (
+        end(tv2, txn_id, pid, epoch + 2, True).error_code == ErrorCode.INVALID_TXN_STATE
+    )
     empty = end(tv2, txn_id, pid, epoch + 2, False)
-    assert (empty.error_code, empty.producer_epoch) == (E.NONE, epoch + 3)
+    assert (empty.error_code, empty.producer_epoch) == (ErrorCode.NONE, epoch + 3)
 
 
 def test_end_txn_v4_keeps_the_epoch_at_tv2(tv2: Cluster) -> None:
     txn_id = f"v4-{next(_ids)}"
     pid, epoch = init(tv2, txn_id)
-    assert produce(tv2, txn_id, pid, epoch, 12) == E.NONE
-    assert end(tv2, txn_id, pid, epoch, True, version=4).error_code == E.NONE
+    assert produce(tv2, txn_id, pid, epoch, 12) == ErrorCode.NONE
+    assert end(tv2, txn_id, pid, epoch, True, version=4).error_code == ErrorCode.NONE
     assert tv2.txn.producer_of(txn_id) == (pid, epoch)
 
 
@@ -203,14 +211,17 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
 
     for version in (4, 5):
         r = add(version, False)
-        assert r.error_code == E.UNSUPPORTED_VERSION
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert r.results_by_transaction == ()
     assert state_of(tv2, txn_id)[0] == TransactionState.EMPTY
     # verify_only (KIP-890 part 1) is still served
     verified = add(5, True)
-    assert verified.error_code == E.NONE
+    assert verified.error_code == ErrorCode.NONE
     result = verified.results_by_transaction[0].topic_results[0]
-    assert result.results_by_partition[0].partition_error_code == E.INVALID_TXN_STATE
+    assert (
+        result.results_by_partition[0].partition_error_code
+        == ErrorCode.INVALID_TXN_STATE
+    )
     # a TV1 client's v3 add still works
     r = call(
         tv2,
@@ -223,7 +234,7 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
         v3_and_below_topics=[{"name": TOPIC, "partitions": [1]}],
     )
     errors = r.results_by_topic_v3_and_below[0].results_by_partition
-    assert errors[0].partition_error_code == E.NONE
+    assert errors[0].partition_error_code == ErrorCode.NONE
 
 
 def _txn_offset_commit(
@@ -264,9 +275,12 @@ def test_txn_offset_commit_v5_adds_the_group(tv2: Cluster) -> None:
     txn_id = f"offs-{next(_ids)}"
     group = f"g-{txn_id}"
     pid, epoch = init(tv2, txn_id)
-    assert _txn_offset_commit(tv2, txn_id, group, pid, epoch, 4) == E.INVALID_TXN_STATE
-    assert _txn_offset_commit(tv2, txn_id, group, pid, epoch, 5) == E.NONE
-    assert end(tv2, txn_id, pid, epoch, True).error_code == E.NONE
+    assert (
+        _txn_offset_commit(tv2, txn_id, group, pid, epoch, 4)
+        == ErrorCode.INVALID_TXN_STATE
+    )
+    assert _txn_offset_commit(tv2, txn_id, group, pid, epoch, 5) == ErrorCode.NONE
+    assert end(tv2, txn_id, pid, epoch, True).error_code == ErrorCode.NONE
     committed = tv2.groups.fetch_offsets(group, [(TOPIC, 0)])[(TOPIC, 0)]
     assert committed is not None and committed.offset == 7
 
@@ -275,10 +289,13 @@ def test_tv1_is_unchanged(tv1: Cluster) -> None:
     txn_id = f"tv1-{next(_ids)}"
     group = f"g-{txn_id}"
     pid, epoch = init(tv1, txn_id)
-    assert produce(tv1, txn_id, pid, epoch, 12) == E.INVALID_TXN_STATE
-    assert _txn_offset_commit(tv1, txn_id, group, pid, epoch, 5) == E.INVALID_TXN_STATE
+    assert produce(tv1, txn_id, pid, epoch, 12) == ErrorCode.INVALID_TXN_STATE
+    assert (
+        _txn_offset_commit(tv1, txn_id, group, pid, epoch, 5)
+        == ErrorCode.INVALID_TXN_STATE
+    )
     # v5 of EndTxn on a TV1 cluster: no bump (nothing open: refused)
-    assert end(tv1, txn_id, pid, epoch, False).error_code == E.INVALID_TXN_STATE
+    assert end(tv1, txn_id, pid, epoch, False).error_code == ErrorCode.INVALID_TXN_STATE
     assert tv1.txn.producer_of(txn_id) == (pid, epoch)
 
 
@@ -287,7 +304,7 @@ def test_update_features_turns_tv2_on(tmp_path: Path) -> None:
         c.create_topic(TOPIC, 1)
         txn_id = "switch"
         pid, epoch = init(c, txn_id)
-        assert produce(c, txn_id, pid, epoch, 12) == E.INVALID_TXN_STATE
+        assert produce(c, txn_id, pid, epoch, 12) == ErrorCode.INVALID_TXN_STATE
         r = call(
             c,
             1,
@@ -302,8 +319,8 @@ def test_update_features_turns_tv2_on(tmp_path: Path) -> None:
                 }
             ],
         )
-        assert r.error_code == E.NONE
-        assert produce(c, txn_id, pid, epoch, 12) == E.NONE
+        assert r.error_code == ErrorCode.NONE
+        assert produce(c, txn_id, pid, epoch, 12) == ErrorCode.NONE
         assert end(c, txn_id, pid, epoch, True).producer_epoch == epoch + 1
     # the level and the TV2 state (TransactionLogValue v1) are kept across a restart
     with Cluster(data_dir=tmp_path) as c:
@@ -313,7 +330,7 @@ def test_update_features_turns_tv2_on(tmp_path: Path) -> None:
         assert (meta.producer_id, meta.producer_epoch) == (pid, epoch + 1)
         assert meta.client_transaction_version == 2
         again = end(c, txn_id, pid, epoch, True)  # a retry after the restart
-        assert (again.error_code, again.producer_epoch) == (E.NONE, epoch + 1)
+        assert (again.error_code, again.producer_epoch) == (ErrorCode.NONE, epoch + 1)
 
 
 def test_exhausted_epoch_rotates_the_producer_id(tv2: Cluster) -> None:
@@ -325,16 +342,16 @@ def test_exhausted_epoch_rotates_the_producer_id(tv2: Cluster) -> None:
     tv2.txn.transactions[txn_id] = type(meta)(
         txn_id, pid, last, meta.txn_timeout_ms, meta.state
     )
-    assert produce(tv2, txn_id, pid, last, 12) == E.NONE
+    assert produce(tv2, txn_id, pid, last, 12) == ErrorCode.NONE
     r = end(tv2, txn_id, pid, last, True)
-    assert r.error_code == E.NONE
+    assert r.error_code == ErrorCode.NONE
     assert r.producer_id != pid and r.producer_epoch == 0
     # a retry with the old id and its last epoch gets the new id
     again = end(tv2, txn_id, pid, last, True)
     assert (again.error_code, again.producer_id, again.producer_epoch) == (
-        E.NONE,
+        ErrorCode.NONE,
         r.producer_id,
         0,
     )
-    assert produce(tv2, txn_id, r.producer_id, 0, 12) == E.NONE
+    assert produce(tv2, txn_id, r.producer_id, 0, 12) == ErrorCode.NONE
     assert end(tv2, txn_id, r.producer_id, 0, True).producer_epoch == 1

@@ -14,7 +14,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.dispatch import build
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, request_type
 from kproto.records import encode_batch
 
@@ -228,15 +228,17 @@ def test_api_versions_advertises_the_transaction_apis(cluster: Cluster) -> None:
 def test_init_producer_id_bumps_and_fences(cluster: Cluster, version: int) -> None:
     txn_id = f"init-{version}"
     first = init(cluster, txn_id, version)
-    assert (first.error_code, first.producer_epoch) == (E.NONE, 0)
+    assert (first.error_code, first.producer_epoch) == (ErrorCode.NONE, 0)
     second = init(cluster, txn_id, version)
     assert (second.error_code, second.producer_id, second.producer_epoch) == (
-        E.NONE,
+        ErrorCode.NONE,
         first.producer_id,
         1,
     )
     # the first producer is fenced
-    fenced = E.PRODUCER_FENCED if version >= 2 else E.INVALID_PRODUCER_EPOCH
+    fenced = (
+        ErrorCode.PRODUCER_FENCED if version >= 2 else ErrorCode.INVALID_PRODUCER_EPOCH
+    )
     error = add(cluster, txn_id, first.producer_id, 0, {TOPIC: [0]}, min(version, 3))
     assert error == {(TOPIC, 0): fenced}
     if version >= 3:
@@ -245,15 +247,19 @@ def test_init_producer_id_bumps_and_fences(cluster: Cluster, version: int) -> No
         bumped = init(
             cluster, txn_id, version, producer_id=second.producer_id, producer_epoch=1
         )
-        assert (bumped.error_code, bumped.producer_epoch) == (E.NONE, 2)
+        assert (bumped.error_code, bumped.producer_epoch) == (ErrorCode.NONE, 2)
         retry = init(
             cluster, txn_id, version, producer_id=second.producer_id, producer_epoch=1
         )
-        assert (retry.error_code, retry.producer_epoch) == (E.NONE, 2)
+        assert (retry.error_code, retry.producer_epoch) == (ErrorCode.NONE, 2)
         stranger = init(
             cluster, txn_id, version, producer_id=12345678, producer_epoch=0
         )
-        expected = E.PRODUCER_FENCED if version >= 4 else E.INVALID_PRODUCER_EPOCH
+        expected = (
+            ErrorCode.PRODUCER_FENCED
+            if version >= 4
+            else ErrorCode.INVALID_PRODUCER_EPOCH
+        )
         assert stranger.error_code == expected
 
 
@@ -268,7 +274,7 @@ def test_init_producer_id_checks_coordinator_and_timeout(cluster: Cluster) -> No
         transactional_id=txn_id,
         transaction_timeout_ms=1000,
     )
-    assert r.error_code == E.NOT_COORDINATOR
+    assert r.error_code == ErrorCode.NOT_COORDINATOR
     r = (
         init(cluster, txn_id, 4, transaction_timeout_ms=0)
         if False
@@ -281,7 +287,7 @@ def test_init_producer_id_checks_coordinator_and_timeout(cluster: Cluster) -> No
             transaction_timeout_ms=900_001,
         )
     )
-    assert r.error_code == E.INVALID_TRANSACTION_TIMEOUT
+    assert r.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
     r = call(
         cluster,
         other,
@@ -290,29 +296,32 @@ def test_init_producer_id_checks_coordinator_and_timeout(cluster: Cluster) -> No
         transactional_id=None,
         transaction_timeout_ms=1000,
     )
-    assert (r.error_code, r.producer_epoch) == (E.NONE, 0)
+    assert (r.error_code, r.producer_epoch) == (ErrorCode.NONE, 0)
 
 
 def test_init_producer_id_aborts_the_open_transaction(cluster: Cluster) -> None:
     txn_id = f"reinit-{next(_ids)}"
     p = init(cluster, txn_id)
     assert add(cluster, txn_id, p.producer_id, p.producer_epoch, {TOPIC: [1]}) == {
-        (TOPIC, 1): E.NONE
+        (TOPIC, 1): ErrorCode.NONE
     }
     assert (
         produce(cluster, txn_id, p.producer_id, p.producer_epoch, 0, 1, [b"open"])
-        == E.NONE
+        == ErrorCode.NONE
     )
     again = init(cluster, txn_id)
-    assert again.error_code == E.CONCURRENT_TRANSACTIONS  # the client retries
+    assert again.error_code == ErrorCode.CONCURRENT_TRANSACTIONS  # the client retries
     again = init(cluster, txn_id)
-    assert (again.error_code, again.producer_epoch) == (E.NONE, p.producer_epoch + 2)
+    assert (again.error_code, again.producer_epoch) == (
+        ErrorCode.NONE,
+        p.producer_epoch + 2,
+    )
     records = cluster.records(TOPIC, 1)
     assert records[-1].control is not None and records[-1].control.type == 0  # ABORT
     # the zombie's epoch is refused by the partition
     assert (
         produce(cluster, None, p.producer_id, p.producer_epoch, 1, 1, [b"zombie"])
-        == E.INVALID_PRODUCER_EPOCH
+        == ErrorCode.INVALID_PRODUCER_EPOCH
     )
 
 
@@ -322,29 +331,32 @@ def test_add_partitions_and_end_txn_v0_v3(cluster: Cluster, version: int) -> Non
     p = init(cluster, txn_id)
     pid, epoch = p.producer_id, p.producer_epoch
     assert (
-        end(cluster, txn_id, pid, epoch, True, min(version, 4)) == E.INVALID_TXN_STATE
+        end(cluster, txn_id, pid, epoch, True, min(version, 4))
+        == ErrorCode.INVALID_TXN_STATE
     )
     errors = add(
         cluster, txn_id, pid, epoch, {TOPIC: [0, 2], "no-such-topic": [0]}, version
     )
     assert errors == {
-        (TOPIC, 0): E.OPERATION_NOT_ATTEMPTED,
-        (TOPIC, 2): E.OPERATION_NOT_ATTEMPTED,
-        ("no-such-topic", 0): E.UNKNOWN_TOPIC_OR_PARTITION,
+        (TOPIC, 0): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        (TOPIC, 2): ErrorCode.OPERATION_NOT_ATTEMPTED,
+        ("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     }
     assert add(cluster, txn_id, pid, epoch, {TOPIC: [0, 2]}, version) == {
-        (TOPIC, 0): E.NONE,
-        (TOPIC, 2): E.NONE,
+        (TOPIC, 0): ErrorCode.NONE,
+        (TOPIC, 2): ErrorCode.NONE,
     }
     assert add(cluster, txn_id, pid + 1, epoch, {TOPIC: [1]}, version) == {
-        (TOPIC, 1): E.INVALID_PRODUCER_ID_MAPPING
+        (TOPIC, 1): ErrorCode.INVALID_PRODUCER_ID_MAPPING
     }
     described = cluster.txn.describe(txn_id)
     assert described is not None and described.partitions == {(TOPIC, 0), (TOPIC, 2)}
     before = [len(cluster.records(TOPIC, q)) for q in range(3)]
-    assert end(cluster, txn_id, pid, epoch, True, version) == E.NONE
-    assert end(cluster, txn_id, pid, epoch, True, version) == E.NONE  # a retry
-    assert end(cluster, txn_id, pid, epoch, False, version) == E.INVALID_TXN_STATE
+    assert end(cluster, txn_id, pid, epoch, True, version) == ErrorCode.NONE
+    assert end(cluster, txn_id, pid, epoch, True, version) == ErrorCode.NONE  # a retry
+    assert (
+        end(cluster, txn_id, pid, epoch, False, version) == ErrorCode.INVALID_TXN_STATE
+    )
     after = [len(cluster.records(TOPIC, q)) for q in range(3)]
     assert [a - b for a, b in zip(after, before, strict=True)] == [
         1,
@@ -360,7 +372,7 @@ def test_add_partitions_batched_and_verify_only(cluster: Cluster, version: int) 
     a, b = f"batch-a-{version}", f"batch-b-{version}"
     pa, pb = init(cluster, a), init(cluster, b)
     assert add(cluster, a, pa.producer_id, pa.producer_epoch, {TOPIC: [0]}) == {
-        (TOPIC, 0): E.NONE
+        (TOPIC, 0): ErrorCode.NONE
     }
     node = coordinator(cluster, a)
     txns = [
@@ -380,17 +392,19 @@ def test_add_partitions_batched_and_verify_only(cluster: Cluster, version: int) 
         },
     ]
     r = call(cluster, node, ApiKey.ADD_PARTITIONS_TO_TXN, version, transactions=txns)
-    assert r.error_code == E.NONE
+    assert r.error_code == ErrorCode.NONE
     results = {
         (t.transactional_id, topic.name, p.partition_index): p.partition_error_code
         for t in r.results_by_transaction
         for topic in t.topic_results
         for p in topic.results_by_partition
     }
-    expected_b = E.NONE if coordinator(cluster, b) == node else E.NOT_COORDINATOR
+    expected_b = (
+        ErrorCode.NONE if coordinator(cluster, b) == node else ErrorCode.NOT_COORDINATOR
+    )
     assert results == {
-        (a, TOPIC, 0): E.NONE,
-        (a, TOPIC, 1): E.INVALID_TXN_STATE,
+        (a, TOPIC, 0): ErrorCode.NONE,
+        (a, TOPIC, 1): ErrorCode.INVALID_TXN_STATE,
         (b, TOPIC, 2): expected_b,
     }
     meta = cluster.txn.describe(a)
@@ -402,14 +416,16 @@ def test_produce_outside_the_transaction_is_refused(cluster: Cluster) -> None:
     p = init(cluster, txn_id)
     assert (
         produce(cluster, txn_id, p.producer_id, p.producer_epoch, 0, 2, [b"x"])
-        == E.INVALID_TXN_STATE
+        == ErrorCode.INVALID_TXN_STATE
     )
     add(cluster, txn_id, p.producer_id, p.producer_epoch, {TOPIC: [2]})
     assert (
         produce(cluster, txn_id, p.producer_id, p.producer_epoch, 0, 2, [b"x"])
-        == E.NONE
+        == ErrorCode.NONE
     )
-    assert end(cluster, txn_id, p.producer_id, p.producer_epoch, False) == E.NONE
+    assert (
+        end(cluster, txn_id, p.producer_id, p.producer_epoch, False) == ErrorCode.NONE
+    )
 
 
 def test_read_committed_fetch_and_list_offsets(cluster: Cluster) -> None:
@@ -419,7 +435,9 @@ def test_read_committed_fetch_and_list_offsets(cluster: Cluster) -> None:
     pid, epoch = p.producer_id, p.producer_epoch
     start = latest(cluster, part, 0)
     add(cluster, txn_id, pid, epoch, {TOPIC: [part]})
-    assert produce(cluster, txn_id, pid, epoch, 0, part, [b"a1", b"a2"]) == E.NONE
+    assert (
+        produce(cluster, txn_id, pid, epoch, 0, part, [b"a1", b"a2"]) == ErrorCode.NONE
+    )
     assert latest(cluster, part, 1) == start  # LSO: the open transaction's first offset
     assert latest(cluster, part, 0) == start + 2
     assert latest(cluster, part, 1, version=1) == start + 2  # v1 has no isolation level
@@ -430,7 +448,7 @@ def test_read_committed_fetch_and_list_offsets(cluster: Cluster) -> None:
         open_fetch.high_watermark,
     ) == (b"", start, start + 2)
     assert fetch(cluster, part, start, 0).records  # read_uncommitted sees them
-    assert end(cluster, txn_id, pid, epoch, False) == E.NONE
+    assert end(cluster, txn_id, pid, epoch, False) == ErrorCode.NONE
     assert latest(cluster, part, 1) == start + 3  # past the marker
     done = fetch(cluster, part, start, 1)
     assert done.last_stable_offset == start + 3
@@ -487,7 +505,7 @@ def test_add_offsets_and_txn_offset_commit(
         return int(r.topics[0].partitions[0].error_code)
 
     # KIP-890 part 1: the group's partition must be added first
-    assert commit() == E.INVALID_TXN_STATE
+    assert commit() == ErrorCode.INVALID_TXN_STATE
     r = call(
         cluster,
         coordinator(cluster, txn_id),
@@ -498,8 +516,8 @@ def test_add_offsets_and_txn_offset_commit(
         producer_epoch=epoch,
         group_id=group,
     )
-    assert r.error_code == E.NONE
-    assert commit() == E.NONE
+    assert r.error_code == ErrorCode.NONE
+    assert commit() == ErrorCode.NONE
     assert (
         cluster.groups.fetch_offsets(group, [(TOPIC, 0)])[(TOPIC, 0)] is None
     )  # pending
@@ -512,7 +530,7 @@ def test_add_offsets_and_txn_offset_commit(
         require_stable=True,
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
     )
-    assert stable.topics[0].partitions[0].error_code == E.UNSTABLE_OFFSET_COMMIT
+    assert stable.topics[0].partitions[0].error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
     wrong = call(
         cluster,
         coordinator(cluster, txn_id),
@@ -524,9 +542,9 @@ def test_add_offsets_and_txn_offset_commit(
         group_id=group,
     )
     assert wrong.error_code == (
-        E.PRODUCER_FENCED if version >= 2 else E.INVALID_PRODUCER_EPOCH
+        ErrorCode.PRODUCER_FENCED if version >= 2 else ErrorCode.INVALID_PRODUCER_EPOCH
     )
-    assert end(cluster, txn_id, pid, epoch, True) == E.NONE
+    assert end(cluster, txn_id, pid, epoch, True) == ErrorCode.NONE
     committed = cluster.groups.fetch_offsets(group, [(TOPIC, 0)])[(TOPIC, 0)]
     assert committed is not None and (committed.offset, committed.metadata) == (42, "m")
 
@@ -536,7 +554,7 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
     p = init(cluster, txn_id)
     pid, epoch = p.producer_id, p.producer_epoch
     add(cluster, txn_id, pid, epoch, {TOPIC: [0, 1]})
-    assert produce(cluster, txn_id, pid, epoch, 0, 0, [b"d"]) == E.NONE
+    assert produce(cluster, txn_id, pid, epoch, 0, 0, [b"d"]) == ErrorCode.NONE
     node = coordinator(cluster, txn_id)
     r = call(
         cluster,
@@ -552,12 +570,12 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
         mine.transaction_state,
         mine.producer_id,
         mine.producer_epoch,
-    ) == (E.NONE, "Ongoing", pid, epoch)
+    ) == (ErrorCode.NONE, "Ongoing", pid, epoch)
     assert [(t.topic, list(t.partitions)) for t in mine.topics] == [(TOPIC, [0, 1])]
     assert mine.transaction_start_time_ms > 0
     assert states["never-seen"].error_code in (
-        E.TRANSACTIONAL_ID_NOT_FOUND,
-        E.NOT_COORDINATOR,
+        ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+        ErrorCode.NOT_COORDINATOR,
     )
     for version in served(cluster, ApiKey.LIST_TRANSACTIONS):
         extra: dict[str, Any] = {}
@@ -574,7 +592,7 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
             producer_id_filters=[],
             **extra,
         )
-        assert listed.error_code == E.NONE
+        assert listed.error_code == ErrorCode.NONE
         assert list(listed.unknown_state_filters) == ["Bogus"]
         assert (txn_id, pid, "Ongoing") in [
             (s.transactional_id, s.producer_id, s.transaction_state)
@@ -590,13 +608,13 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
     )
     part = r.topics[0].partitions[0]
-    assert part.error_code == E.NONE
+    assert part.error_code == ErrorCode.NONE
     mine_p = [a for a in part.active_producers if a.producer_id == pid]
     assert len(mine_p) == 1
     assert (mine_p[0].producer_epoch, mine_p[0].last_sequence) == (epoch, 0)
     assert mine_p[0].current_txn_start_offset >= 0
     assert mine_p[0].last_timestamp > 0 and mine_p[0].coordinator_epoch == -1
-    assert end(cluster, txn_id, pid, epoch, True) == E.NONE
+    assert end(cluster, txn_id, pid, epoch, True) == ErrorCode.NONE
     r = call(
         cluster,
         leader,

@@ -19,8 +19,6 @@ from kproto.errors import ErrorCode
 
 __all__ = ["consumer_group_describe", "consumer_group_heartbeat"]
 
-E = ErrorCode
-
 
 def _topic_partitions(assignment: Assignment) -> list[dict[str, Any]]:
     return [
@@ -38,7 +36,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     generated one, v1 members must bring their own (KIP-1082: INVALID_REQUEST)."""
     coordinator = ctx.groups
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return respond(
             ctx,
             throttle_time_ms=0,
@@ -96,7 +94,7 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     coordinator = ctx.groups
     error = coordinator.check_coordinator(group_id, ctx.node_id)
     base = {"group_id": group_id}
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return {**base, "error_code": error, "error_message": ErrorCode(error).name}
     group = coordinator.consumer.groups.get(group_id)
     if group is None:
@@ -105,7 +103,11 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
             if group_id in coordinator.groups
             else f"Group {group_id} not found."
         )
-        return {**base, "error_code": E.GROUP_ID_NOT_FOUND, "error_message": message}
+        return {
+            **base,
+            "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+            "error_message": message,
+        }
     names = coordinator.consumer.topic_names()
     members = [
         {
@@ -125,7 +127,7 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     ]
     return {
         **base,
-        "error_code": E.NONE,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "group_state": group.state.value,
         "group_epoch": group.group_epoch,

@@ -37,15 +37,13 @@ __all__ = [
     "delete_groups",
 ]
 
-E = ErrorCode
-
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator:
     return ctx.groups
 
 
 def _message(error: int) -> str | None:
-    return None if error == E.NONE else ErrorCode(error).name
+    return None if error == ErrorCode.NONE else ErrorCode(error).name
 
 
 # -- FindCoordinator -------------------------------------------------------------
@@ -60,7 +58,7 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
         # No share coordinator in this broker.
         return {
             **missing,
-            "error_code": E.INVALID_REQUEST,
+            "error_code": ErrorCode.INVALID_REQUEST,
             "error_message": f"no coordinator of key type {key_type}",
         }
     if key_type == _TRANSACTION:
@@ -71,7 +69,7 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     if node is None:
         return {
             **missing,
-            "error_code": E.COORDINATOR_NOT_AVAILABLE,
+            "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
             "error_message": "COORDINATOR_NOT_AVAILABLE",
         }
     return {
@@ -79,7 +77,7 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
         "node_id": node.node_id,
         "host": node.host,
         "port": node.port,
-        "error_code": E.NONE,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
     }
 
@@ -108,7 +106,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
     is used, as Kafka does)."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return respond(
             ctx,
             throttle_time_ms=0,
@@ -151,7 +149,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
     """SyncGroup (SyncGroupRequest.json v0-v5); v5 checks protocol type and name."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return respond(ctx, throttle_time_ms=0, error_code=error, assignment=b"")
     result = await coordinator.sync_group(
         request.group_id,
@@ -176,7 +174,7 @@ async def heartbeat(ctx: RequestContext, request: Any) -> Any:
     """Heartbeat (HeartbeatRequest.json v0-v4)."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         error = coordinator.heartbeat(
             request.group_id,
             request.generation_id,
@@ -195,13 +193,13 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
     else:
         members = [(request.member_id, None)]
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    errors: list[int] = [E.NONE] * len(members)
-    if error == E.NONE:
+    errors: list[int] = [ErrorCode.NONE] * len(members)
+    if error == ErrorCode.NONE:
         error, errors = await coordinator.leave(request.group_id, members)
     if ctx.api_version < 3:
         # LeaveGroupResponse before v3 has no member list: Kafka puts the member's
         # error at the top level.
-        top = error or next((e for e in errors if e != E.NONE), E.NONE)
+        top = error or next((e for e in errors if e != ErrorCode.NONE), ErrorCode.NONE)
         return respond(ctx, throttle_time_ms=0, error_code=top)
     return respond(
         ctx,
@@ -212,7 +210,7 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
                 {"member_id": m, "group_instance_id": i, "error_code": e}
                 for (m, i), e in zip(members, errors, strict=True)
             ]
-            if error == E.NONE
+            if error == ErrorCode.NONE
             else []
         ),
     )
@@ -248,11 +246,11 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
             )
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     member_id = getattr(request, "member_id", "")
-    if error == E.NONE and ctx.api_version < 9:
+    if error == ErrorCode.NONE and ctx.api_version < 9:
         # KIP-848 members commit with v9+ (their member epoch), as Kafka requires
         if coordinator.consumer.is_member(request.group_id, member_id):
-            error = E.UNSUPPORTED_VERSION
-    if error != E.NONE:
+            error = ErrorCode.UNSUPPORTED_VERSION
+    if error != ErrorCode.NONE:
         results = dict.fromkeys(offsets, error)
     else:
         results = await coordinator.commit_offsets(
@@ -270,7 +268,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
             {
                 "partition_index": p.partition_index,
                 "error_code": (
-                    E.UNKNOWN_TOPIC_ID
+                    ErrorCode.UNKNOWN_TOPIC_ID
                     if name is None
                     else results.get((name, p.partition_index), error)
                 ),
@@ -309,7 +307,7 @@ def _fetch_group(
                 unknown.append((t.topic_id, list(t.partition_indexes)))
             else:
                 asked.extend((name, p) for p in t.partition_indexes)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         if ctx.api_version < 2:
             # No group-level error before v2: every partition carries it.
             per_topic: dict[str, list[dict[str, Any]]] = {}
@@ -344,7 +342,7 @@ def _fetch_group(
                     "committed_offset": -1,
                     "committed_leader_epoch": -1,
                     "metadata": "",
-                    "error_code": E.UNSTABLE_OFFSET_COMMIT,
+                    "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT,
                 }
             )
             continue
@@ -356,7 +354,7 @@ def _fetch_group(
                     -1 if committed is None else committed.leader_epoch
                 ),
                 "metadata": "" if committed is None else committed.metadata,
-                "error_code": E.NONE,
+                "error_code": ErrorCode.NONE,
             }
         )
     out = [
@@ -372,13 +370,13 @@ def _fetch_group(
                         "partition_index": p,
                         "committed_offset": -1,
                         "metadata": "",
-                        "error_code": E.UNKNOWN_TOPIC_ID,
+                        "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
                     }
                     for p in partitions
                 ],
             }
         )
-    return {"topics": out, "error_code": E.NONE}
+    return {"topics": out, "error_code": ErrorCode.NONE}
 
 
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
@@ -406,13 +404,13 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
                 getattr(asked, "member_id", None),
                 getattr(asked, "member_epoch", -1),
             )
-            if error == E.NONE:  # a KIP-1071 streams member's, likewise
+            if error == ErrorCode.NONE:  # a KIP-1071 streams member's, likewise
                 error = ctx.groups.streams.validate_fetch(
                     asked.group_id,
                     getattr(asked, "member_id", None),
                     getattr(asked, "member_epoch", -1),
                 )
-            if error != E.NONE and answer["error_code"] == E.NONE:
+            if error != ErrorCode.NONE and answer["error_code"] == ErrorCode.NONE:
                 answer.update(topics=[], error_code=error)
         return respond(ctx, throttle_time_ms=0, groups=groups)
     answer = _fetch_group(ctx, request.group_id, request.topics, False, stable)
@@ -425,7 +423,7 @@ async def offset_delete(ctx: RequestContext, request: Any) -> Any:
     asked = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     results: dict[tuple[str, int], int] = {}
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         error, results = await coordinator.delete_offsets(request.group_id, asked)
     topics = [
         {
@@ -433,7 +431,9 @@ async def offset_delete(ctx: RequestContext, request: Any) -> Any:
             "partitions": [
                 {
                     "partition_index": p.partition_index,
-                    "error_code": results.get((t.name, p.partition_index), E.NONE),
+                    "error_code": results.get(
+                        (t.name, p.partition_index), ErrorCode.NONE
+                    ),
                 }
                 for p in t.partitions
             ],
@@ -444,7 +444,7 @@ async def offset_delete(ctx: RequestContext, request: Any) -> Any:
         ctx,
         throttle_time_ms=0,
         error_code=error,
-        topics=topics if error == E.NONE else [],
+        topics=topics if error == ErrorCode.NONE else [],
     )
 
 
@@ -460,7 +460,7 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
         "members": [],
     }
     error = coordinator.check_coordinator(group_id, ctx.node_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return {
             **empty,
             "error_code": error,
@@ -470,9 +470,9 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     description = coordinator.describe_group(group_id)
     if description is None:
         # KIP-1043: v6 reports GROUP_ID_NOT_FOUND; earlier versions a Dead group.
-        error = E.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else E.NONE
+        error = ErrorCode.GROUP_ID_NOT_FOUND if ctx.api_version >= 6 else ErrorCode.NONE
         message = _message(error)
-        if error != E.NONE and (
+        if error != ErrorCode.NONE and (
             group_id in coordinator.consumer.groups
             or group_id in coordinator.streams.groups
         ):
@@ -484,7 +484,7 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
             "group_state": "Dead",
         }
     return {
-        "error_code": E.NONE,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "group_id": group_id,
         "group_state": description.state,
@@ -528,7 +528,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> Any:
         if coordinator.coordinator_for(g) == ctx.node_id
     ]
     groups += share_admin.list_share_groups(ctx, request)  # KIP-932 share groups
-    return respond(ctx, throttle_time_ms=0, error_code=E.NONE, groups=groups)
+    return respond(ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, groups=groups)
 
 
 async def delete_groups(ctx: RequestContext, request: Any) -> Any:
@@ -538,7 +538,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> Any:
     local = []
     for group_id in request.groups_names:
         error = coordinator.check_coordinator(group_id, ctx.node_id)
-        if error != E.NONE:
+        if error != ErrorCode.NONE:
             results[group_id] = error
         else:
             local.append(group_id)

@@ -34,7 +34,6 @@ __all__ = [
     "group_error",
 ]
 
-E = ErrorCode
 _DEFAULT_MAX_RECORDS = 500
 _NO_SHARE = "kproto broker: this node has no share coordinator"
 
@@ -51,12 +50,12 @@ def group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | No
     classic or consumer (KIP-848) group of that id (Kafka: ``Group X is not a share
     group``)."""
     error = ErrorCode(ctx.groups.check_coordinator(group_id, ctx.node_id))
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return error, None
     classic = ctx.groups.describe_group(group_id) is not None
     if classic or group_id in ctx.groups.consumer.groups:
-        return E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
-    return E.NONE, None
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+    return ErrorCode.NONE, None
 
 
 def _topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
@@ -73,7 +72,7 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     share = coordinator(ctx)
     interval = share.config_for(request.group_id).heartbeat_interval_ms
     error, message = group_error(ctx, request.group_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return respond(
             ctx,
             throttle_time_ms=0,
@@ -126,38 +125,41 @@ def _session_error(
     group_id, member_id = request.group_id, request.member_id
     epoch = request.share_session_epoch
     if not group_id or not member_id:
-        return E.INVALID_REQUEST, "GroupId and MemberId must be set."
+        return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must be set."
     if epoch == 0:
         if not fetch:
             return (
-                E.INVALID_SHARE_SESSION_EPOCH,
+                ErrorCode.INVALID_SHARE_SESSION_EPOCH,
                 "ShareAcknowledge cannot open a session.",
             )
         if share.open_session(ctx.node_id, group_id, member_id) is None:
             return (
-                E.SHARE_SESSION_LIMIT_REACHED,
+                ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                 "Too many share sessions on this node.",
             )
-        return E.NONE, None
+        return ErrorCode.NONE, None
     session = share.session(ctx.node_id, group_id, member_id)
     if session is None:
-        return E.SHARE_SESSION_NOT_FOUND, f"No share session for member {member_id}."
+        return (
+            ErrorCode.SHARE_SESSION_NOT_FOUND,
+            f"No share session for member {member_id}.",
+        )
     if epoch == -1:
-        return E.NONE, None
+        return ErrorCode.NONE, None
     if epoch != session.epoch:
         return (
-            E.INVALID_SHARE_SESSION_EPOCH,
+            ErrorCode.INVALID_SHARE_SESSION_EPOCH,
             f"Expected share session epoch {session.epoch}, got {epoch}.",
         )
     share.next_epoch(session)
-    return E.NONE, None
+    return ErrorCode.NONE, None
 
 
 def _leader(ctx: RequestContext, topic: str, partition: int) -> ErrorCode:
     leader = ctx.state.leader(topic, partition)
     if leader is None or ctx.state.partition_log(topic, partition) is None:
-        return E.UNKNOWN_TOPIC_OR_PARTITION
-    return E.NONE if leader == ctx.node_id else E.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return ErrorCode.NONE if leader == ctx.node_id else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def _requested(
@@ -194,10 +196,10 @@ async def _acknowledge_all(
         if not acks:
             continue
         if name is None:
-            out[(topic_id, partition)] = E.UNKNOWN_TOPIC_ID
+            out[(topic_id, partition)] = ErrorCode.UNKNOWN_TOPIC_ID
             continue
         error = _leader(ctx, name, partition)
-        if error == E.NONE:
+        if error == ErrorCode.NONE:
             error = await share.acknowledge(
                 request.group_id, request.member_id, name, partition, acks
             )
@@ -246,10 +248,11 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     epoch = request.share_session_epoch
     if epoch == 0 and any(acks for *_, acks in partitions):
         return answer(
-            E.INVALID_REQUEST, "Acknowledge data present in the initial ShareFetch."
+            ErrorCode.INVALID_REQUEST,
+            "Acknowledge data present in the initial ShareFetch.",
         )
     error, message = _session_error(share, ctx, request, fetch=True)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return answer(error, message)
     group_id, member_id = request.group_id, request.member_id
     ack_errors = await _acknowledge_all(share, ctx, request, partitions)
@@ -258,15 +261,19 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     for topic_id, name, partition, _acks in partitions:
         results[(topic_id, partition)] = {
             "partition_index": partition,
-            "error_code": E.NONE if name is not None else E.UNKNOWN_TOPIC_ID,
-            "acknowledge_error_code": ack_errors.get((topic_id, partition), E.NONE),
+            "error_code": (
+                ErrorCode.NONE if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            ),
+            "acknowledge_error_code": ack_errors.get(
+                (topic_id, partition), ErrorCode.NONE
+            ),
             "current_leader": _current_leader(ctx, name, partition),
             "records": b"",
             "acquired_records": [],
         }
     if epoch == -1:
         share.close_session(ctx.node_id, group_id, member_id)
-        return answer(E.NONE, None, _by_topic(results))
+        return answer(ErrorCode.NONE, None, _by_topic(results))
     session = share.session(ctx.node_id, group_id, member_id)
     assert session is not None  # opened or checked by _session_error
     for _topic_id, name, partition, _acks in partitions:
@@ -296,11 +303,11 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
             key = (info.topic_id, partition)
             entry = results.get(key)
             error = _leader(ctx, topic, partition)
-            if error != E.NONE:
+            if error != ErrorCode.NONE:
                 if entry is None:
                     entry = results[key] = {
                         "partition_index": partition,
-                        "acknowledge_error_code": E.NONE,
+                        "acknowledge_error_code": ErrorCode.NONE,
                         "records": b"",
                         "acquired_records": [],
                     }
@@ -320,9 +327,11 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
             except OSError as exc:  # EIO, EMFILE: this partition only
                 entry = results.setdefault(key, {"partition_index": partition})
                 entry.update(
-                    error_code=E.KAFKA_STORAGE_ERROR,
+                    error_code=ErrorCode.KAFKA_STORAGE_ERROR,
                     error_message=f"cannot read {topic}-{partition}: {exc}",
-                    acknowledge_error_code=entry.get("acknowledge_error_code", E.NONE),
+                    acknowledge_error_code=entry.get(
+                        "acknowledge_error_code", ErrorCode.NONE
+                    ),
                     current_leader=_current_leader(ctx, topic, partition),
                     records=b"",
                     acquired_records=[],
@@ -336,8 +345,8 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
             if entry is None:
                 entry = results[key] = {
                     "partition_index": partition,
-                    "error_code": E.NONE,
-                    "acknowledge_error_code": E.NONE,
+                    "error_code": ErrorCode.NONE,
+                    "acknowledge_error_code": ErrorCode.NONE,
                     "current_leader": _current_leader(ctx, topic, partition),
                 }
             entry["records"] = data
@@ -357,7 +366,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
                 await wake.wait()
         except TimeoutError:
             continue  # one last pass; left <= 0 then ends the loop
-    return answer(E.NONE, None, _by_topic(results), _node_endpoints(ctx, leaders))
+    return answer(
+        ErrorCode.NONE, None, _by_topic(results), _node_endpoints(ctx, leaders)
+    )
 
 
 def _by_topic(
@@ -377,7 +388,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     share = coordinator(ctx)
     lock_ms = share.config_for(request.group_id or "").record_lock_duration_ms
     error, message = _session_error(share, ctx, request, fetch=False)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return respond(
             ctx,
             throttle_time_ms=0,
@@ -394,7 +405,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     results = {
         (topic_id, partition): {
             "partition_index": partition,
-            "error_code": ack_errors.get((topic_id, partition), E.NONE),
+            "error_code": ack_errors.get((topic_id, partition), ErrorCode.NONE),
             "current_leader": _current_leader(ctx, name, partition),
         }
         for topic_id, name, partition, _acks in partitions
@@ -402,7 +413,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     return respond(
         ctx,
         throttle_time_ms=0,
-        error_code=E.NONE,
+        error_code=ErrorCode.NONE,
         error_message=None,
         acquisition_lock_timeout_ms=lock_ms,
         responses=_by_topic(results),

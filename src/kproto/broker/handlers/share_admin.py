@@ -30,7 +30,6 @@ __all__ = [
     "delete_share_group_offsets",
 ]
 
-E = ErrorCode
 #: ``ConfigResource.Type.GROUP`` (KIP-848/KIP-932 group configs).
 GROUP = 32
 #: ``ConfigSource``: GROUP_CONFIG 8, DEFAULT_CONFIG 5; ``ConfigType`` STRING 2, INT 3.
@@ -49,9 +48,12 @@ async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
     for group_id in request.group_ids:
         error, message = group_error(ctx, group_id)
         group = share.groups.get(group_id)
-        if error == E.NONE and group is None:
-            error, message = E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-        if error != E.NONE or group is None:
+        if error == ErrorCode.NONE and group is None:
+            error, message = (
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                f"Group {group_id} not found.",
+            )
+        if error != ErrorCode.NONE or group is None:
             groups.append(
                 {
                     "error_code": error,
@@ -89,7 +91,7 @@ async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
         ]
         groups.append(
             {
-                "error_code": E.NONE,
+                "error_code": ErrorCode.NONE,
                 "error_message": None,
                 "group_id": group_id,
                 "group_state": group.state,
@@ -114,12 +116,15 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
     for g in request.groups:
         error, message = group_error(ctx, g.group_id)
         if (
-            error == E.NONE
+            error == ErrorCode.NONE
             and g.group_id not in share.groups
             and not share.start_offsets(g.group_id)
         ):
-            error, message = E.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
-        if error != E.NONE:
+            error, message = (
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                f"Group {g.group_id} not found.",
+            )
+        if error != ErrorCode.NONE:
             out.append(
                 {
                     "group_id": g.group_id,
@@ -161,7 +166,11 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
                         "start_offset": start,
                         "leader_epoch": 0,
                         "lag": lag,
-                        "error_code": E.NONE if known else E.UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_code": (
+                            ErrorCode.NONE
+                            if known
+                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        ),
                         "error_message": None,
                     }
                 )
@@ -176,7 +185,7 @@ async def describe_share_group_offsets(ctx: RequestContext, request: Any) -> Any
             {
                 "group_id": g.group_id,
                 "topics": topics,
-                "error_code": E.NONE,
+                "error_code": ErrorCode.NONE,
                 "error_message": None,
             }
         )
@@ -187,15 +196,15 @@ def _empty_group_error(
     ctx: RequestContext, share: ShareCoordinator, group_id: str
 ) -> tuple[ErrorCode, str | None]:
     error, message = group_error(ctx, group_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return error, message
     group = share.groups.get(group_id)
     if group is not None and group.members:
         return (
-            E.NON_EMPTY_GROUP,
+            ErrorCode.NON_EMPTY_GROUP,
             f"Share group {group_id} has members; offsets can only be changed when it is empty.",
         )
-    return E.NONE, None
+    return ErrorCode.NONE, None
 
 
 async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
@@ -205,16 +214,16 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     share = coordinator(ctx)
     error, message = _empty_group_error(ctx, share, request.group_id)
     responses = []
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         for t in request.topics:
             info = ctx.state.topics.get(t.topic_name)
             rows = []
             for p in t.partitions:
                 plog = ctx.state.partition_log(t.topic_name, p.partition_index)
                 if plog is None:
-                    code = E.UNKNOWN_TOPIC_OR_PARTITION
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
-                    code = E.OFFSET_OUT_OF_RANGE
+                    code = ErrorCode.OFFSET_OUT_OF_RANGE
                 else:
                     code = await share.alter_offset(
                         request.group_id,
@@ -251,11 +260,11 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     share = coordinator(ctx)
     error, message = _empty_group_error(ctx, share, request.group_id)
     responses = []
-    if error == E.NONE:
+    if error == ErrorCode.NONE:
         for t in request.topics:
             info = ctx.state.topics.get(t.topic_name)
             code = (
-                E.UNKNOWN_TOPIC_OR_PARTITION
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 if info is None
                 else await share.delete_offsets(request.group_id, t.topic_name)
             )
@@ -305,7 +314,7 @@ def group_configs(
                 "documentation": None,
             }
         )
-    return E.NONE, None, entries
+    return ErrorCode.NONE, None, entries
 
 
 def alter_group_configs(
@@ -318,7 +327,7 @@ def alter_group_configs(
     for c in resource.configs:
         if c.config_operation not in (0, 1):
             return (
-                E.INVALID_CONFIG,
+                ErrorCode.INVALID_CONFIG,
                 f"operation {c.config_operation} on {c.name} is not supported",
             )
         changes[c.name] = c.value if c.config_operation == 0 else None
@@ -332,8 +341,8 @@ def alter_group_configs(
         else:
             share.set_group_configs(group_id, changes)
     except ValueError as exc:
-        return E.INVALID_CONFIG, str(exc)
-    return E.NONE, None
+        return ErrorCode.INVALID_CONFIG, str(exc)
+    return ErrorCode.NONE, None
 
 
 # -- ListGroups and DeleteGroups (the classic handlers call these) ------------------
@@ -374,5 +383,5 @@ async def delete_share_groups(ctx: RequestContext, results: dict[str, int]) -> N
     if ctx.share is None:
         return
     for group_id, error in results.items():
-        if error == E.GROUP_ID_NOT_FOUND and group_id in ctx.share.groups:
+        if error == ErrorCode.GROUP_ID_NOT_FOUND and group_id in ctx.share.groups:
             results[group_id] = await ctx.share.delete_group(group_id)

@@ -28,7 +28,6 @@ __all__ = [
     "streams_group_topology_description_update",
 ]
 
-E = ErrorCode
 # StreamsGroupDescribeResponse TopologyDescriptionStatus
 _NOT_REQUESTED, _NOT_STORED, _AVAILABLE = 0, 1, 3
 
@@ -57,7 +56,7 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         "endpoint_information_epoch": 0,
         "partitions_by_user_endpoint": None,
     }
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return respond(
             ctx,
             **common,
@@ -86,7 +85,7 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         standby_tasks=[] if sent else None,
         warmup_tasks=[] if sent else None,
         topology_description_required=(
-            result.error_code == E.NONE
+            result.error_code == ErrorCode.NONE
             and group is not None
             and group.topology_description is None
         ),
@@ -111,7 +110,7 @@ def _describe(
     coordinator = ctx.groups
     error = coordinator.check_coordinator(group_id, ctx.node_id)
     base = {"group_id": group_id}
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         return {**base, "error_code": error, "error_message": ErrorCode(error).name}
     group = coordinator.streams.groups.get(group_id)
     if group is None:
@@ -123,7 +122,11 @@ def _describe(
             if exists
             else f"Group {group_id} not found."
         )
-        return {**base, "error_code": E.GROUP_ID_NOT_FOUND, "error_message": message}
+        return {
+            **base,
+            "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+            "error_message": message,
+        }
     members = [
         {
             "member_id": m.member_id,
@@ -162,7 +165,7 @@ def _describe(
         status = _NOT_STORED if description is None else _AVAILABLE
     return {
         **base,
-        "error_code": E.NONE,
+        "error_code": ErrorCode.NONE,
         "error_message": None,
         "group_state": group.state.value,
         "group_epoch": group.group_epoch,
@@ -202,19 +205,22 @@ async def streams_group_topology_description_update(
     epoch is not the group's."""
     coordinator = ctx.groups
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
-    message = "" if error == E.NONE else ErrorCode(error).name
+    message = "" if error == ErrorCode.NONE else ErrorCode(error).name
     group = coordinator.streams.groups.get(request.group_id)
-    if error != E.NONE:
+    if error != ErrorCode.NONE:
         pass
     elif group is None:
-        error, message = E.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found."
+        error, message = (
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"Group {request.group_id} not found.",
+        )
     elif request.member_id not in group.members:
-        error = E.UNKNOWN_MEMBER_ID
+        error = ErrorCode.UNKNOWN_MEMBER_ID
         message = (
             f"Member {request.member_id} is not a member of group {request.group_id}."
         )
     elif request.topology_epoch != group.topology_epoch:
-        error = E.INVALID_REQUEST
+        error = ErrorCode.INVALID_REQUEST
         message = (
             f"TopologyEpoch {request.topology_epoch} is not the group's"
             f" {group.topology_epoch}."

@@ -23,7 +23,7 @@ from kproto.broker.acl import (
     ResourceType,
 )
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.sasl import SaslConfig
 from tests.broker.share.support import DEADLINE_S, SHARE_CONFIGS, ck
@@ -106,18 +106,18 @@ def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
 def test_heartbeat_needs_group_read_and_topic_describe(cluster: Cluster) -> None:
     with connect(cluster, "alice") as conn:
         joined = beat(conn, "alice-hb", "m1", [OPEN])
-        assert joined.error_code == E.NONE and joined.member_epoch == 1
+        assert joined.error_code == ErrorCode.NONE and joined.member_epoch == 1
         (tp,) = joined.assignment.topic_partitions
         assert tp.topic_id == topic_id(cluster, OPEN)
         assert beat(conn, "bob-hb", "m1", [OPEN]).error_code == (
-            E.GROUP_AUTHORIZATION_FAILED
+            ErrorCode.GROUP_AUTHORIZATION_FAILED
         )
         mixed = beat(conn, "alice-hb2", "m1", [OPEN, SECRET])
-        assert mixed.error_code == E.TOPIC_AUTHORIZATION_FAILED
+        assert mixed.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert mixed.member_epoch == 0 and mixed.assignment is None
     with connect(cluster, "admin") as conn:  # nothing was created for alice-hb2
         (g,) = conn.request(ApiKey.SHARE_GROUP_DESCRIBE, group_ids=["alice-hb2"]).groups
-        assert g.error_code == E.GROUP_ID_NOT_FOUND
+        assert g.error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 def _fetch(conn: Connection, group: str, epoch: int, topics: list[Any]) -> Any:
@@ -148,14 +148,14 @@ def test_share_fetch_and_acknowledge_per_partition(cluster: Cluster) -> None:
     ]
     with connect(cluster, "alice") as conn:
         refused = _fetch(conn, "bob-fetch", 0, both)
-        assert refused.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert refused.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         assert refused.responses == ()
         first = _fetch(conn, "alice-fetch", 0, both)
-        assert first.error_code == E.NONE
+        assert first.error_code == ErrorCode.NONE
         got = _partitions(first, cluster)
-        assert got[SECRET].error_code == E.TOPIC_AUTHORIZATION_FAILED
+        assert got[SECRET].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert got[SECRET].acquired_records == () and not got[SECRET].records
-        assert got[OPEN].error_code == E.NONE
+        assert got[OPEN].error_code == ErrorCode.NONE
         (acquired,) = got[OPEN].acquired_records
         assert (acquired.first_offset, acquired.last_offset) == (0, 2)
         # acknowledgements: accepted on the readable topic, refused on the other;
@@ -177,11 +177,14 @@ def test_share_fetch_and_acknowledge_per_partition(cluster: Cluster) -> None:
             share_session_epoch=1,
             topics=acks,
         )
-        assert answer.error_code == E.NONE
+        assert answer.error_code == ErrorCode.NONE
         codes = {k: p.error_code for k, p in _partitions(answer, cluster).items()}
-        assert codes == {OPEN: E.NONE, SECRET: E.TOPIC_AUTHORIZATION_FAILED}
+        assert codes == {
+            OPEN: ErrorCode.NONE,
+            SECRET: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        }
         again = _fetch(conn, "alice-fetch", 2, [])
-        assert again.error_code == E.NONE
+        assert again.error_code == ErrorCode.NONE
         assert SECRET not in _partitions(again, cluster)
         refused_ack = conn.request(
             ApiKey.SHARE_ACKNOWLEDGE,
@@ -190,7 +193,7 @@ def test_share_fetch_and_acknowledge_per_partition(cluster: Cluster) -> None:
             share_session_epoch=1,
             topics=acks,
         )
-        assert refused_ack.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert refused_ack.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     with connect(cluster, "admin") as conn:  # the secret topic was never acquired
         offsets = conn.request(
             ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
@@ -225,7 +228,7 @@ def test_share_session_topic_refused_once_its_acl_is_gone(cluster: Cluster) -> N
     ]
     with connect(cluster, "alice") as conn:
         opened = _fetch(conn, "alice-revoked", 0, named)
-        assert _partitions(opened, cluster)[topic].error_code == E.NONE
+        assert _partitions(opened, cluster)[topic].error_code == ErrorCode.NONE
         removed = store.remove(
             AclFilter(
                 ResourceType.TOPIC,
@@ -242,22 +245,22 @@ def test_share_session_topic_refused_once_its_acl_is_gone(cluster: Cluster) -> N
         assert producer.flush(10) == 0
         for epoch, topics in ((1, []), (2, named)):  # from the session, or named
             answer = _fetch(conn, "alice-revoked", epoch, topics)
-            assert answer.error_code == E.NONE
+            assert answer.error_code == ErrorCode.NONE
             (p,) = [
                 p
                 for t in answer.responses
                 if t.topic_id == topic_id(cluster, topic)
                 for p in t.partitions
             ]
-            assert p.error_code == E.TOPIC_AUTHORIZATION_FAILED
+            assert p.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
             assert p.acquired_records == ()
 
 
 def test_describe_shows_only_describable_groups_and_topics(cluster: Cluster) -> None:
     with connect(cluster, "alice") as conn:
-        assert beat(conn, "alice-desc", "m1", [OPEN]).error_code == E.NONE
+        assert beat(conn, "alice-desc", "m1", [OPEN]).error_code == ErrorCode.NONE
     with connect(cluster, "admin") as conn:  # a group alice may describe, but not
-        assert beat(conn, "alice-mixed", "m1", [SECRET]).error_code == E.NONE
+        assert beat(conn, "alice-mixed", "m1", [SECRET]).error_code == ErrorCode.NONE
     with connect(cluster, "alice") as conn:
         answer = conn.request(
             ApiKey.SHARE_GROUP_DESCRIBE,
@@ -266,14 +269,14 @@ def test_describe_shows_only_describable_groups_and_topics(cluster: Cluster) -> 
         )
     groups = {g.group_id: g for g in answer.groups}
     ok = groups["alice-desc"]
-    assert ok.error_code == E.NONE
+    assert ok.error_code == ErrorCode.NONE
     (member,) = ok.members
     assert member.client_host == "/127.0.0.1"  # Kafka's InetAddress.toString()
     # READ (3) implies DESCRIBE (8); nothing else on this group
     assert ok.authorized_operations == (1 << 3) | (1 << 8)
-    assert groups["bob-desc"].error_code == E.GROUP_AUTHORIZATION_FAILED
+    assert groups["bob-desc"].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     mixed = groups["alice-mixed"]
-    assert mixed.error_code == E.TOPIC_AUTHORIZATION_FAILED
+    assert mixed.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert mixed.members == () and "not authorized" in (mixed.error_message or "")
 
 
@@ -287,19 +290,22 @@ def test_offset_apis(cluster: Cluster) -> None:
         seeded = conn.request(
             ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id=group, topics=both
         )
-        assert seeded.error_code == E.NONE
+        assert seeded.error_code == ErrorCode.NONE
     with connect(cluster, "alice") as conn:
         altered = conn.request(
             ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id=group, topics=both
         )
-        assert altered.error_code == E.NONE
+        assert altered.error_code == ErrorCode.NONE
         codes = {t.topic_name: t.partitions[0].error_code for t in altered.responses}
-        assert codes == {OPEN: E.NONE, SECRET: E.TOPIC_AUTHORIZATION_FAILED}
+        assert codes == {
+            OPEN: ErrorCode.NONE,
+            SECRET: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        }
         secret = [t for t in altered.responses if t.topic_name == SECRET][0]
         assert secret.topic_id == topic_id(cluster, SECRET)
         assert conn.request(
             ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id="bob-offsets", topics=both
-        ).error_code == (E.GROUP_AUTHORIZATION_FAILED)
+        ).error_code == (ErrorCode.GROUP_AUTHORIZATION_FAILED)
         described = conn.request(
             ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
             groups=[
@@ -315,25 +321,31 @@ def test_offset_apis(cluster: Cluster) -> None:
         )
         named, bob, listed = described.groups
         codes = {t.topic_name: t.partitions[0].error_code for t in named.topics}
-        assert codes == {OPEN: E.NONE, SECRET: E.TOPIC_AUTHORIZATION_FAILED}
-        assert bob.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert codes == {
+            OPEN: ErrorCode.NONE,
+            SECRET: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        }
+        assert bob.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         assert [t.topic_name for t in listed.topics] == [OPEN]  # SECRET left out
         deleted = conn.request(
             ApiKey.DELETE_SHARE_GROUP_OFFSETS,
             group_id=group,
             topics=[{"topic_name": t} for t in (OPEN, SECRET)],
         )
-        assert deleted.error_code == E.NONE
+        assert deleted.error_code == ErrorCode.NONE
         codes = {t.topic_name: t.error_code for t in deleted.responses}
-        assert codes == {OPEN: E.NONE, SECRET: E.TOPIC_AUTHORIZATION_FAILED}
+        assert codes == {
+            OPEN: ErrorCode.NONE,
+            SECRET: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        }
         # every topic refused: answered without the coordinator
         only_secret = [both[1]]
         altered = conn.request(
             ApiKey.ALTER_SHARE_GROUP_OFFSETS, group_id=group, topics=only_secret
         )
-        assert altered.error_code == E.NONE
+        assert altered.error_code == ErrorCode.NONE
         assert [p.error_code for t in altered.responses for p in t.partitions] == [
-            E.TOPIC_AUTHORIZATION_FAILED
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
         ]
         deleted = conn.request(
             ApiKey.DELETE_SHARE_GROUP_OFFSETS,
@@ -341,20 +353,20 @@ def test_offset_apis(cluster: Cluster) -> None:
             topics=[{"topic_name": SECRET}],
         )
         assert [t.error_code for t in deleted.responses] == [
-            E.TOPIC_AUTHORIZATION_FAILED
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
         ]
         (bob,) = conn.request(
             ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
             groups=[{"group_id": "bob-offsets", "topics": None}],
         ).groups
-        assert bob.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert bob.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         # READ on the group does not allow deleting its offsets
         refused = conn.request(
             ApiKey.DELETE_SHARE_GROUP_OFFSETS,
             group_id="alice-fetch",
             topics=[{"topic_name": OPEN}],
         )
-        assert refused.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert refused.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     with connect(cluster, "admin") as conn:  # the secret offsets are still there
         (g,) = conn.request(
             ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
@@ -365,14 +377,14 @@ def test_offset_apis(cluster: Cluster) -> None:
 
 def test_list_delete_and_configs_of_share_groups(cluster: Cluster) -> None:
     with connect(cluster, "admin") as conn:
-        assert beat(conn, "admins-share", "m1", [OPEN]).error_code == E.NONE
+        assert beat(conn, "admins-share", "m1", [OPEN]).error_code == ErrorCode.NONE
     with connect(cluster, "alice") as conn:
-        assert beat(conn, "alice-g", "m1", [OPEN]).error_code == E.NONE
+        assert beat(conn, "alice-g", "m1", [OPEN]).error_code == ErrorCode.NONE
         listed = conn.request(ApiKey.LIST_GROUPS, states_filter=[], types_filter=[])
         names = {g.group_id for g in listed.groups}
         assert "alice-g" in names and "admins-share" not in names
         deleted = conn.request(ApiKey.DELETE_GROUPS, groups_names=["admins-share"])
-        assert deleted.results[0].error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert deleted.results[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         configs = conn.request(
             ApiKey.DESCRIBE_CONFIGS,
             resources=[
@@ -384,14 +396,16 @@ def test_list_delete_and_configs_of_share_groups(cluster: Cluster) -> None:
         )
         codes = {r.resource_name: r.error_code for r in configs.results}
         assert codes == {
-            "alice-g": E.NONE,
-            "admins-share": E.GROUP_AUTHORIZATION_FAILED,
+            "alice-g": ErrorCode.NONE,
+            "admins-share": ErrorCode.GROUP_AUTHORIZATION_FAILED,
         }
     with connect(cluster, "carol") as conn:  # cluster DESCRIBE: every group
         listed = conn.request(ApiKey.LIST_GROUPS, states_filter=[], types_filter=[])
         assert {"admins-share", "alice-g"} <= {g.group_id for g in listed.groups}
         (g,) = conn.request(ApiKey.SHARE_GROUP_DESCRIBE, group_ids=["alice-g"]).groups
-        assert g.error_code == E.GROUP_AUTHORIZATION_FAILED  # listing is not describing
+        assert (
+            g.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        )  # listing is not describing
 
 
 def _share_consume(cluster: Cluster, group: str) -> tuple[list[bytes], list[str]]:

@@ -22,7 +22,7 @@ from kproto.broker.acl import (
 )
 from kproto.broker.groups.streams_coordinator import Status
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.sasl import SaslConfig
 from tests.broker.handlers.test_streams_groups import CAPS, join, topology
@@ -78,14 +78,14 @@ def test_heartbeat_checks(cluster: Cluster) -> None:
     app = f"alice-made-{next(_ids)}"  # alice may create its internal topics
     with connect(cluster, "alice") as conn:
         joined = join(conn, app, "m1", topology("s-open", app))
-        assert joined.error_code == E.NONE, joined.error_message
+        assert joined.error_code == ErrorCode.NONE, joined.error_message
         assert joined.member_epoch >= 1
         assert f"{app}-store-changelog" in cluster.state.topics
         refused = join(conn, f"bob-{next(_ids)}", "m1", topology("s-open", "bob"))
-        assert refused.error_code == E.GROUP_AUTHORIZATION_FAILED
+        assert refused.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
         other = f"alice-made-{next(_ids)}"
         secret = join(conn, other, "m1", topology("s-secret", other))
-        assert secret.error_code == E.TOPIC_AUTHORIZATION_FAILED
+        assert secret.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert f"{other}-store-changelog" not in cluster.state.topics
 
 
@@ -93,7 +93,7 @@ def test_internal_topics_need_create(cluster: Cluster) -> None:
     app = f"alice-app-{next(_ids)}"  # READ (so DESCRIBE) on them, but no CREATE
     with connect(cluster, "alice") as conn:
         joined = join(conn, app, "m1", topology("s-open", app))
-    assert joined.error_code == E.NONE, joined.error_message
+    assert joined.error_code == ErrorCode.NONE, joined.error_message
     codes = [s.status_code for s in joined.status or ()]
     assert MISSING_INTERNAL_TOPICS in codes, joined.status
     assert f"{app}-store-changelog" not in cluster.state.topics
@@ -101,7 +101,7 @@ def test_internal_topics_need_create(cluster: Cluster) -> None:
     # a principal with cluster CREATE (the super user) gets them created
     with connect(cluster, "admin") as conn:
         again = join(conn, app, "m2", topology("s-open", app))
-    assert again.error_code == E.NONE
+    assert again.error_code == ErrorCode.NONE
     assert f"{app}-store-changelog" in cluster.state.topics
 
 
@@ -120,17 +120,17 @@ def test_describe_checks(cluster: Cluster) -> None:
         assert join(conn, mine, "m1", topology("s-open", mine)).error_code == 0
     with connect(cluster, "admin") as conn:  # alice may describe the group only
         assert join(conn, mixed, "m1", topology("s-secret", mixed)).error_code == 0
-        assert _describe(conn, [mixed])[mixed].error_code == E.NONE
+        assert _describe(conn, [mixed])[mixed].error_code == ErrorCode.NONE
     with connect(cluster, "alice") as conn:
         groups = _describe(conn, [mine, "bob-app", mixed])
     ok = groups[mine]
-    assert ok.error_code == E.NONE and ok.topology is not None
+    assert ok.error_code == ErrorCode.NONE and ok.topology is not None
     (member,) = ok.members
     assert member.client_host == "/127.0.0.1"  # Kafka's InetAddress.toString()
     assert ok.authorized_operations == (1 << 3) | (1 << 8)  # READ, DESCRIBE
-    assert groups["bob-app"].error_code == E.GROUP_AUTHORIZATION_FAILED
+    assert groups["bob-app"].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     hidden = groups[mixed]
-    assert hidden.error_code == E.TOPIC_AUTHORIZATION_FAILED
+    assert hidden.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert hidden.members == () and hidden.topology is None
 
 
@@ -142,4 +142,4 @@ def test_topology_description_update_needs_group_read(cluster: Cluster) -> None:
             member_id="m1",
             topology_epoch=1,
         )
-    assert answer.error_code == E.GROUP_AUTHORIZATION_FAILED
+    assert answer.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED

@@ -11,7 +11,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.dispatch import build
 from kproto.connection import Connection
-from kproto.errors import ErrorCode as E
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.sasl import SaslConfig
 
@@ -116,15 +116,15 @@ def test_protocol_level_checks(cluster: Cluster) -> None:
         )
         codes = {c.key: c.error_code for c in found.coordinators}
         assert codes == {
-            "alice-tx-2": E.NONE,
-            "bob-tx": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "alice-tx-2": ErrorCode.NONE,
+            "bob-tx": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         }
         pid = conn.request(
             ApiKey.INIT_PRODUCER_ID,
             transactional_id="alice-tx-2",
             transaction_timeout_ms=60000,
         )
-        assert pid.error_code == E.NONE
+        assert pid.error_code == ErrorCode.NONE
         added = _send(
             conn,
             ApiKey.ADD_PARTITIONS_TO_TXN,
@@ -142,8 +142,8 @@ def test_protocol_level_checks(cluster: Cluster) -> None:
             for t in added.results_by_topic_v3_and_below
         }
         assert results == {
-            "alice-out": E.OPERATION_NOT_ATTEMPTED,
-            "bob-out": E.TOPIC_AUTHORIZATION_FAILED,
+            "alice-out": ErrorCode.OPERATION_NOT_ATTEMPTED,
+            "bob-out": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         }
         described = conn.request(
             ApiKey.DESCRIBE_TRANSACTIONS, transactional_ids=["alice-tx-2", "bob-tx"]
@@ -152,11 +152,11 @@ def test_protocol_level_checks(cluster: Cluster) -> None:
             s.transactional_id: s.error_code for s in described.transaction_states
         }
         assert states == {
-            "alice-tx-2": E.NONE,
-            "bob-tx": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "alice-tx-2": ErrorCode.NONE,
+            "bob-tx": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         }
         batched = _send(conn, ApiKey.ADD_PARTITIONS_TO_TXN, 4, transactions=[])
-        assert batched.error_code == E.CLUSTER_AUTHORIZATION_FAILED
+        assert batched.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         producers = conn.request(
             ApiKey.DESCRIBE_PRODUCERS,
             topics=[
@@ -165,4 +165,7 @@ def test_protocol_level_checks(cluster: Cluster) -> None:
             ],
         )
         codes = {t.name: t.partitions[0].error_code for t in producers.topics}
-        assert codes == {"alice-out": E.NONE, "bob-out": E.TOPIC_AUTHORIZATION_FAILED}
+        assert codes == {
+            "alice-out": ErrorCode.NONE,
+            "bob-out": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        }

@@ -42,8 +42,7 @@ from kproto.index import ApiKey
 
 __all__ = ["TXN_CHECKS", "transactional_produce_denied"]
 
-E = ErrorCode
-_TXN_DENIED = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+_TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 _call, _ok = call, allowed
 
 
@@ -109,7 +108,7 @@ async def _add_partitions(ctx: RequestContext, handler: Handler, request: Any) -
         return respond(
             ctx,
             throttle_time_ms=0,
-            error_code=E.CLUSTER_AUTHORIZATION_FAILED,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             results_by_transaction=[],
         )
     topics = request.v3_and_below_topics
@@ -128,9 +127,9 @@ async def _add_partitions(ctx: RequestContext, handler: Handler, request: Any) -
         if denied is None:
             return _TXN_DENIED
         return (
-            E.TOPIC_AUTHORIZATION_FAILED
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED
             if name in denied
-            else E.OPERATION_NOT_ATTEMPTED
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
         )
 
     return respond(
@@ -150,12 +149,12 @@ async def _add_partitions(ctx: RequestContext, handler: Handler, request: Any) -
 
 
 async def _add_offsets(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    error = E.NONE
+    error = ErrorCode.NONE
     if not _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
         error = _TXN_DENIED
     elif not _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
-        error = E.GROUP_AUTHORIZATION_FAILED
-    if error == E.NONE:
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if error == ErrorCode.NONE:
         return await handler(ctx, request)
     return respond(ctx, throttle_time_ms=0, error_code=error)
 
@@ -163,11 +162,11 @@ async def _add_offsets(ctx: RequestContext, handler: Handler, request: Any) -> A
 async def _txn_offset_commit(
     ctx: RequestContext, handler: Handler, request: Any
 ) -> Any:
-    whole = E.NONE
+    whole = ErrorCode.NONE
     if not _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
         whole = _TXN_DENIED
     elif not _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
-        whole = E.GROUP_AUTHORIZATION_FAILED
+        whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
     by_id = ctx.api_version >= 6
     ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
 
@@ -178,9 +177,11 @@ async def _txn_offset_commit(
         name = name_of(t)
         return name is None or _ok(ctx, AclOperation.READ, ResourceType.TOPIC, name)
 
-    if whole == E.NONE and all(readable(t) for t in request.topics):
+    if whole == ErrorCode.NONE and all(readable(t) for t in request.topics):
         return await handler(ctx, request)
-    allowed = tuple(t for t in request.topics if whole == E.NONE and readable(t))
+    allowed = tuple(
+        t for t in request.topics if whole == ErrorCode.NONE and readable(t)
+    )
     answered: list[Any] = []
     if allowed:
         response = await _call(handler, ctx, attrs.evolve(request, topics=allowed))
@@ -192,7 +193,7 @@ async def _txn_offset_commit(
             "partitions": [
                 {
                     "partition_index": p.partition_index,
-                    "error_code": whole or E.TOPIC_AUTHORIZATION_FAILED,
+                    "error_code": whole or ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                 }
                 for p in t.partitions
             ],
@@ -265,7 +266,7 @@ async def _describe_producers(
             "partitions": [
                 {
                     "partition_index": p,
-                    "error_code": E.TOPIC_AUTHORIZATION_FAILED,
+                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                     "error_message": None,
                     "active_producers": [],
                 }
