@@ -24,7 +24,11 @@ from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.authorize import guarded
-from kproto.broker.handlers.cluster_info import MIN_VERSIONS, served_api_ranges
+from kproto.broker.handlers.cluster_info import (
+    MIN_VERSIONS,
+    TV2_MAX_VERSIONS,
+    served_api_ranges,
+)
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.handlers.refusals import unsupported_version
 from kproto.broker.introspect import RequestLog, RequestRecord
@@ -40,6 +44,7 @@ __all__ = [
     "Dispatcher",
     "HANDLERS",
     "ROUTES",
+    "TV2_ROUTES",
     "SERVED_APIS",
     "WARM_APIS",
     "CLIENT_VERSIONS",
@@ -75,6 +80,15 @@ def _routes() -> dict[tuple[int, int], Handler]:
 #: api version its ``ApiVersionManager`` does not enable (ApiVersions excepted,
 #: answered by the server with the v0 body, KIP-511).
 ROUTES: Final[Mapping[tuple[int, int], Handler]] = _routes()
+
+#: The versions served only while the cluster finalizes ``transaction.version`` 2
+#: (EndTxn v5, KIP-890 part 2): routed by :meth:`Dispatcher.route` then, refused
+#: (the connection closed) otherwise, as ApiVersions advertises them.
+TV2_ROUTES: Final[Mapping[tuple[int, int], Handler]] = {
+    (api_key, version): HANDLERS[api_key]
+    for api_key, high in TV2_MAX_VERSIONS.items()
+    for version in range(SERVED_APIS[api_key][1] + 1, high + 1)
+}
 
 #: The APIs of a client's steady traffic, whose codecs :func:`warm_codecs` builds
 #: for every served version.
@@ -177,12 +191,15 @@ class Dispatcher:
             state, node_id, verify_transaction=txn.in_transaction, wait=off_turn
         )
 
-    @staticmethod
-    def route(api_key: int, api_version: int) -> Handler | None:
+    def route(self, api_key: int, api_version: int) -> Handler | None:
         """The handler of a request (:data:`ROUTES`: one lookup, the whole cost of
-        refusing versions on the hot path); ``None``: the broker does not serve
-        ``api_key`` at ``api_version`` and the connection is to be closed."""
-        return ROUTES.get((api_key, api_version))
+        refusing versions on the hot path; :data:`TV2_ROUTES` too at transaction
+        version 2); ``None``: the broker does not serve ``api_key`` at
+        ``api_version`` and the connection is to be closed."""
+        handler = ROUTES.get((api_key, api_version))
+        if handler is None and self.txn.transaction_version >= 2:
+            return TV2_ROUTES.get((api_key, api_version))
+        return handler
 
     async def _call(self, handler: Handler, ctx: RequestContext, request: Any) -> Any:
         """Run ``handler``, behind the ACL check when the listener has ACLs."""

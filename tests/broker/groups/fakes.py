@@ -70,7 +70,9 @@ class FakeState:
     def topic_partitions(self, topic: str) -> int | None:
         return self.topic_counts.get(topic)
 
-    def ensure_internal_topic(self, name: str, partitions: int) -> None:
+    def ensure_internal_topic(
+        self, name: str, partitions: int, internal: bool = True
+    ) -> None:
         if name not in self.topic_counts:
             self.topic_counts[name] = partitions
             for p in range(partitions):

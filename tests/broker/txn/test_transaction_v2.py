@@ -18,6 +18,7 @@ from kproto.broker.dispatch import build
 from kproto.broker.txn import TransactionState
 from kproto.broker.txn.metadata import MAX_EPOCH
 from kproto.connection import Connection
+from kproto.framing import ConnectionClosedError
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.records import encode_batch
@@ -294,9 +295,14 @@ def test_tv1_is_unchanged(tv1: Cluster) -> None:
         _txn_offset_commit(tv1, txn_id, group, pid, epoch, 5)
         == ErrorCode.INVALID_TXN_STATE
     )
-    # v5 of EndTxn on a TV1 cluster: no bump (nothing open: refused)
-    assert end(tv1, txn_id, pid, epoch, False).error_code == ErrorCode.INVALID_TXN_STATE
+    # EndTxn v5 is not advertised on a TV1 cluster: refused as Kafka refuses an
+    # unadvertised version (the connection closed), nothing bumped; v4 still works
+    with pytest.raises(ConnectionClosedError):
+        end(tv1, txn_id, pid, epoch, False)
     assert tv1.txn.producer_of(txn_id) == (pid, epoch)
+    assert (
+        end(tv1, txn_id, pid, epoch, False, 4).error_code == ErrorCode.INVALID_TXN_STATE
+    )
 
 
 def test_update_features_turns_tv2_on(tmp_path: Path) -> None:
