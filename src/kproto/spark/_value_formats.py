@@ -1,0 +1,453 @@
+"""Typed ``key`` / ``value`` columns: the ``keyFormat`` / ``valueFormat`` options.
+
+A :class:`FieldFormat` says how one of a record's two byte columns is decoded (reads)
+or encoded (writes); :func:`parse_formats` builds both from a data source's options
+and resolves, on the driver at planning time, what the executors need: the reader
+schema (inline, or a subject's version from the Schema Registry) and the Spark type
+it maps to. The executors then decode column by column:
+
+* Kafka's primitives (``string``, ``int``, ``long``, ``double``, ``uuid``; the
+  byte layouts of Kafka's ``StringSerializer``, ``IntegerSerializer``,
+  ``LongSerializer``, ``DoubleSerializer``, ``UUIDSerializer``) with pyarrow
+  compute, no per-record Python object;
+* ``avro`` through :mod:`kproto.avro`'s native decoder, batch by batch, one
+  :class:`~kproto.avro.AvroPlan` per writer schema id (Avro schema resolution into
+  the reader schema), typed as spark-avro's ``SchemaConverters``.
+
+Option names (case-insensitive, as Spark passes them; ``value`` may be ``key``
+throughout): ``valueFormat``, ``valueSchema`` (inline), ``valueSubject``,
+``valueSchemaVersion``, ``valueWireFormat`` (``confluent`` | ``bare``),
+``value.subject.name.strategy``, ``mode`` (``FAILFAST`` | ``PERMISSIVE``),
+``schemaRegistryUrl`` (alias ``schemaRegistryAddress``, Databricks' name) and
+``confluent.schema.registry.<client config>`` (``basic.auth.user.info``,
+``ssl.ca.location``, ``ssl.certificate.location``, ``ssl.key.location``,
+``timeout``, ``max.retries``: :meth:`SchemaRegistryClient.from_config`'s keys), and
+for writes ``auto.register.schemas`` / ``use.latest.version`` (Confluent's
+serializer configs). See ``docs/guide/spark-typed.md``.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import attrs
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+from kproto.avro import MESSAGES, AvroPlan, AvroSchemaError, avro_plan, decode_avro
+from kproto.avro.arrow import arrow_type as avro_arrow_type
+from kproto.avro.arrow import to_arrow
+from kproto.registry.client import SchemaRegistryClient
+from kproto.registry.errors import RegistryError, RegistryErrorCode
+
+__all__ = [
+    "FORMATS",
+    "MODES",
+    "FieldFormat",
+    "FormatOptionError",
+    "Formats",
+    "RecordDecodeError",
+    "parse_formats",
+]
+
+#: The values ``keyFormat`` / ``valueFormat`` take.
+PRIMITIVES: Final = ("string", "int", "long", "double", "uuid")
+FORMATS: Final = ("binary", *PRIMITIVES, "avro")
+MODES: Final = ("FAILFAST", "PERMISSIVE")
+_REGISTRY_PREFIX: Final = "confluent.schema.registry."
+_WIDTH: Final = {"int": 4, "long": 8, "double": 8}
+_NUMPY: Final = {"int": ">i4", "long": ">i8", "double": ">f8"}
+_ARROW: Final = {
+    "string": pa.string(),
+    "uuid": pa.string(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "double": pa.float64(),
+    "binary": pa.binary(),
+}
+_UUID_PATTERN: Final = (
+    "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+)
+
+
+class FormatOptionError(ValueError):
+    """A ``keyFormat`` / ``valueFormat`` option is missing, unknown or malformed, or
+    the reader schema cannot be had (named)."""
+
+
+class RecordDecodeError(ValueError):
+    """FAILFAST: a key or value that does not decode; the message names the topic,
+    partition, offset and schema id (Spark's ``from_avro`` fails the same way,
+    without the record's coordinates)."""
+
+
+Row = tuple[int, int | None, str]  # (row index, schema id, reason)
+
+
+@attrs.frozen
+class FieldFormat:
+    """How the ``key`` or ``value`` column is typed (picklable; built on the driver).
+
+    ``schema`` is the reader schema's text for ``avro`` (None otherwise);
+    ``framed`` whether values carry Confluent's wire format header (magic byte 0,
+    big-endian int32 schema id); ``registry`` the Schema Registry client config
+    (:meth:`SchemaRegistryClient.from_config`'s keys) writer schemas come from;
+    ``schema_id`` the registry's id of the reader schema, when it came from there.
+    """
+
+    field: Literal["key", "value"]
+    format: str = "binary"
+    schema: str | None = None
+    framed: bool = False
+    registry: Mapping[str, Any] | None = None
+    subject: str | None = None
+    schema_id: int | None = None
+    strategy: str | None = None
+    auto_register: bool = True
+    use_latest_version: bool = False
+
+    @property
+    def typed(self) -> bool:
+        return self.format != "binary"
+
+    def arrow_type(self) -> pa.DataType:
+        """The Arrow type of the decoded column (spark-avro's types for ``avro``)."""
+        if self.format == "avro":
+            assert self.schema is not None
+            return avro_arrow_type(avro_plan(self.schema).column)
+        return _ARROW[self.format]
+
+    def decoder(self) -> Decoder:
+        """A decoder for this field (one per task: it caches writer plans)."""
+        return Decoder(self)
+
+
+@attrs.frozen
+class Formats:
+    """Both fields' formats and the mode."""
+
+    key: FieldFormat
+    value: FieldFormat
+    mode: Literal["FAILFAST", "PERMISSIVE"] = "FAILFAST"
+
+    @property
+    def typed(self) -> tuple[FieldFormat, ...]:
+        return tuple(f for f in (self.key, self.value) if f.typed)
+
+    @property
+    def permissive(self) -> bool:
+        return self.mode == "PERMISSIVE"
+
+
+def _registry_config(options: Mapping[str, str]) -> dict[str, Any] | None:
+    url = options.get("schemaregistryurl") or options.get("schemaregistryaddress")
+    extra = {
+        k[len(_REGISTRY_PREFIX) :]: v
+        for k, v in options.items()
+        if k.startswith(_REGISTRY_PREFIX)
+    }
+    if url is None:
+        if extra:
+            raise FormatOptionError(
+                f"options {sorted(_REGISTRY_PREFIX + k for k in extra)} need "
+                "schemaRegistryUrl"
+            )
+        return None
+    conf: dict[str, Any] = {"url": url, **extra}
+    try:
+        SchemaRegistryClient.from_config(conf).close()
+    except ValueError as err:
+        raise FormatOptionError(f"schema registry options: {err}") from None
+    return conf
+
+
+def registry_client(conf: Mapping[str, Any]) -> SchemaRegistryClient:
+    """A client for ``conf`` (the caller closes it)."""
+    return SchemaRegistryClient.from_config(conf)
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise FormatOptionError(f"option {name!r} must be true or false, not {raw!r}")
+    return raw.strip().lower() == "true"
+
+
+def parse_formats(
+    options: Mapping[str, str],
+    topics: tuple[str, ...] = (),
+    *,
+    sink: bool = False,
+) -> Formats:
+    """Parse and resolve the format options (keys in any case).
+
+    ``topics`` are the topics read or written (the subject of
+    ``TopicNameStrategy`` is ``<topic>-value``; with several topics ``valueSubject``
+    must say which). For a read, an ``avro`` field gets its reader schema here:
+    ``valueSchema`` if given, else version ``valueSchemaVersion`` (default: latest)
+    of the subject from the registry.
+
+    Raises:
+        FormatOptionError: an unknown format or mode, a schema option without a
+            schema format, ``avro`` with neither an inline schema nor a registry,
+            no subject to take the schema from, a registry answer that is an
+            error (chained), a schema that is not valid Avro.
+    """
+    lower = {k.lower(): v for k, v in options.items()}
+    mode = lower.get("mode", "FAILFAST").upper()
+    if mode not in MODES:
+        raise FormatOptionError(f"option 'mode' must be FAILFAST or PERMISSIVE, not {mode!r}")
+    registry = _registry_config(lower)
+    fields = [_field(lower, name, registry, topics, sink) for name in ("key", "value")]
+    return Formats(fields[0], fields[1], mode)  # type: ignore[arg-type]
+
+
+def _field(
+    options: Mapping[str, str],
+    name: Literal["key", "value"],
+    registry: Mapping[str, Any] | None,
+    topics: tuple[str, ...],
+    sink: bool,
+) -> FieldFormat:
+    fmt = options.get(f"{name}format", "binary").strip().lower()
+    if fmt not in FORMATS:
+        raise FormatOptionError(
+            f"option '{name}Format' must be one of {', '.join(FORMATS)}, not {fmt!r}"
+        )
+    schema = options.get(f"{name}schema")
+    subject = options.get(f"{name}subject")
+    version = options.get(f"{name}schemaversion")
+    wire = options.get(f"{name}wireformat")
+    strategy = options.get(f"{name}.subject.name.strategy")
+    if fmt != "avro":
+        given = [o for o, v in (("Schema", schema), ("Subject", subject)) if v]
+        if given:
+            raise FormatOptionError(
+                f"option '{name}{given[0]}' needs {name}Format=avro, not {fmt}"
+            )
+        return FieldFormat(name, fmt)
+    if wire is not None and wire.lower() not in ("confluent", "bare"):
+        raise FormatOptionError(
+            f"option '{name}WireFormat' must be confluent or bare, not {wire!r}"
+        )
+    framed = registry is not None if wire is None else wire.lower() == "confluent"
+    if registry is None and schema is None:
+        raise FormatOptionError(
+            f"{name}Format=avro needs '{name}Schema' (an inline Avro schema) or "
+            "'schemaRegistryUrl'"
+        )
+    if sink and not framed and registry is not None:
+        raise FormatOptionError(f"writes with a registry are in Confluent's wire format")
+    use_latest = _bool(options, "use.latest.version", False)
+    auto = _bool(options, "auto.register.schemas", not use_latest)
+    schema_id = None
+    if schema is None or (sink and use_latest):
+        assert registry is not None
+        subject = subject or _subject(name, strategy, topics)
+        schema, schema_id = _registry_schema(registry, subject, version)
+    try:
+        avro_plan(schema)
+    except (AvroSchemaError, ValueError) as err:
+        raise FormatOptionError(f"{name} schema: {err}") from None
+    return FieldFormat(
+        name,
+        "avro",
+        schema,
+        framed,
+        registry,
+        subject,
+        schema_id,
+        strategy,
+        auto,
+        use_latest,
+    )
+
+
+def _subject(name: str, strategy: str | None, topics: tuple[str, ...]) -> str:
+    short = (strategy or "TopicNameStrategy").rsplit(".", 1)[-1]
+    if short != "TopicNameStrategy":
+        raise FormatOptionError(
+            f"{name}.subject.name.strategy={short} needs '{name}Subject' to say which "
+            "subject's schema to read"
+        )
+    if len(topics) != 1:
+        raise FormatOptionError(
+            f"'{name}Subject' is needed: the subject cannot be taken from "
+            f"{len(topics)} topics"
+        )
+    return f"{topics[0]}-{name}"
+
+
+def _registry_schema(
+    registry: Mapping[str, Any], subject: str, version: str | None
+) -> tuple[str, int]:
+    with registry_client(registry) as client:
+        try:
+            if version is None or version.strip().lower() == "latest":
+                registered = client.get_latest_version(subject)
+            else:
+                registered = client.get_version(subject, int(version))
+        except ValueError:
+            raise FormatOptionError(
+                f"schema version must be an integer or 'latest', not {version!r}"
+            ) from None
+        except RegistryError as err:
+            raise FormatOptionError(
+                f"subject {subject!r} version {version or 'latest'}: {err}"
+            ) from err
+    if registered.schema.schema_type != "AVRO":
+        raise FormatOptionError(
+            f"subject {subject!r} holds a {registered.schema.schema_type} schema, "
+            "not AVRO"
+        )
+    return registered.schema.schema_str, registered.schema_id
+
+
+class Decoder:
+    """Decodes one field's binary column, batch by batch (executor side).
+
+    ``decode(values)`` returns the typed array (null where the value is null or
+    bad) and the bad rows as ``(row, schema id, reason)``.
+    """
+
+    def __init__(self, fmt: FieldFormat) -> None:
+        self.fmt = fmt
+        self._type = fmt.arrow_type()
+        self._plans: dict[int, AvroPlan] = {}
+        self._missing: dict[int, str] = {}  # schema id -> why it has no plan
+        self._client: SchemaRegistryClient | None = None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def decode(self, values: pa.Array) -> tuple[pa.Array, list[Row]]:
+        if values.type != pa.binary():
+            values = values.cast(pa.binary())
+        fmt = self.fmt.format
+        if fmt == "avro":
+            return self._avro(values)
+        if fmt in ("string", "uuid"):
+            return self._text(values, fmt == "uuid")
+        return self._number(values)
+
+    # -- primitives ---------------------------------------------------------------
+
+    def _text(self, values: pa.Array, is_uuid: bool) -> tuple[pa.Array, list[Row]]:
+        bad: list[Row] = []
+        try:
+            text = values.cast(pa.string())
+        except pa.ArrowInvalid:  # find the bad rows (rare): one by one
+            rows = values.to_pylist()
+            out: list[str | None] = []
+            for i, v in enumerate(rows):
+                try:
+                    out.append(None if v is None else v.decode())
+                except UnicodeDecodeError as err:
+                    bad.append((i, None, f"string not valid UTF-8 ({err.reason})"))
+                    out.append(None)
+            text = pa.array(out, pa.string())
+        if is_uuid:
+            ok = pc.match_substring_regex(text, _UUID_PATTERN)
+            wrong = pc.and_(pc.is_valid(text), pc.invert(ok.fill_null(True)))
+            for i in pc.indices_nonzero(wrong).to_pylist():
+                bad.append((i, None, "not a UUID in its 36-character text form"))
+            text = pc.if_else(wrong, pa.scalar(None, pa.string()), text)
+        return text, sorted(bad)
+
+    def _number(self, values: pa.Array) -> tuple[pa.Array, list[Row]]:
+        import numpy as np
+
+        width = _WIDTH[self.fmt.format]
+        lengths = pc.binary_length(values)
+        wrong = pc.and_(pc.is_valid(values), pc.not_equal(lengths, width))
+        wrong = wrong.fill_null(False)
+        bad: list[Row] = [
+            (i, None, f"{self.fmt.format} value of {lengths[i].as_py()} bytes, not {width}")
+            for i in pc.indices_nonzero(wrong).to_pylist()
+        ]
+        null = pc.or_(pc.is_null(values), wrong)
+        zero = pa.scalar(b"\0" * width, pa.binary())
+        filled = pc.if_else(null, zero, values).cast(pa.binary(width))
+        raw = filled.buffers()[1]
+        n = len(filled)
+        start = filled.offset * width
+        numbers = np.frombuffer(raw, _NUMPY[self.fmt.format], n, start)
+        native = numbers.astype(numbers.dtype.newbyteorder("="))
+        arr = pa.array(native, type=self._type, mask=null.to_numpy(zero_copy_only=False))
+        return arr, bad
+
+    # -- avro ---------------------------------------------------------------------
+
+    def _avro(self, values: pa.Array) -> tuple[pa.Array, list[Row]]:
+        assert self.fmt.schema is not None
+        n = len(values)
+        offsets = values.buffers()[1]
+        data = values.buffers()[2]
+        offsets = offsets.slice(values.offset * 4, (n + 1) * 4)
+        validity = None
+        if values.null_count:
+            validity = pc.is_valid(values).buffers()[1]
+        if data is None:
+            data = b""
+        plans: AvroPlan | dict[int, AvroPlan]
+        if self.fmt.framed:
+            plans = self._framed_plans(values)
+            if not plans:  # no framed value (all null, short or unknown ids)
+                plans = {-1: avro_plan(self.fmt.schema)}
+        else:
+            plans = avro_plan(self.fmt.schema)
+        cols = decode_avro(plans, n, offsets, validity, data, mode="PERMISSIVE")
+        array = to_arrow(cols)
+        bad: list[Row] = []
+        for index, schema_id, code, pos in cols.errors:
+            if schema_id in self._missing:
+                reason = self._missing[schema_id]
+            else:
+                reason = f"byte {pos}: {MESSAGES[code]}"
+            bad.append((index, schema_id, reason))
+        return array, bad
+
+    def _framed_plans(self, values: pa.Array) -> dict[int, AvroPlan]:
+        assert self.fmt.schema is not None
+        heads = pc.unique(pc.binary_slice(values, 1, 5)).to_pylist()
+        ids = [struct.unpack(">i", h)[0] for h in heads if h is not None and len(h) == 4]
+        for schema_id in ids:
+            if schema_id in self._plans or schema_id in self._missing:
+                continue
+            if self.fmt.registry is None:  # inline schema: every id is that schema
+                self._plans[schema_id] = avro_plan(self.fmt.schema)
+                continue
+            self._plan_for(schema_id)
+        return {i: self._plans[i] for i in ids if i in self._plans}
+
+    def _plan_for(self, schema_id: int) -> None:
+        assert self.fmt.registry is not None and self.fmt.schema is not None
+        if self._client is None:
+            self._client = registry_client(self.fmt.registry)
+        try:
+            writer = self._client.get_schema(schema_id)
+        except RegistryError as err:
+            if err.error_code != RegistryErrorCode.SCHEMA_NOT_FOUND:
+                raise
+            self._missing[schema_id] = "schema id not found in the registry"
+            return
+        if writer.schema_type != "AVRO":
+            self._missing[schema_id] = f"a {writer.schema_type} schema, not AVRO"
+            return
+        try:
+            self._plans[schema_id] = avro_plan(writer.schema_str, self.fmt.schema)
+        except (AvroSchemaError, ValueError) as err:
+            self._missing[schema_id] = f"writer schema does not resolve: {err}"
+
+
+def uuid_text(value: Any) -> str:
+    """A UUID's canonical text (Kafka's ``UUIDSerializer`` writes ``toString()``)."""
+    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+
