@@ -64,7 +64,9 @@ def typed_schema(base: StructType, formats: Formats) -> StructType:
         for f in base.fields
     ]
     if formats.permissive:
-        fields += [StructField(ERROR_COLUMNS[f.field], StringType()) for f in formats.typed]
+        fields += [
+            StructField(ERROR_COLUMNS[f.field], StringType()) for f in formats.typed
+        ]
     return StructType(fields)
 
 
@@ -112,7 +114,9 @@ class BatchDecoder:
             columns[field] = typed
             if self.formats.permissive:
                 columns[ERROR_COLUMNS[field]] = (
-                    pa.array(texts, pa.string()) if bad else pa.nulls(batch.num_rows, pa.string())
+                    pa.array(texts, pa.string())
+                    if bad
+                    else pa.nulls(batch.num_rows, pa.string())
                 )
         arrays = []
         for f in self.target:
@@ -123,10 +127,14 @@ class BatchDecoder:
         return pa.RecordBatch.from_arrays(arrays, schema=self.target)
 
     @staticmethod
-    def _where(batch: pa.RecordBatch, row: int, schema_id: int | None, field: str) -> str:
+    def _where(
+        batch: pa.RecordBatch, row: int, schema_id: int | None, field: str
+    ) -> str:
         names = batch.schema.names
         topic = batch.column("topic")[row].as_py() if "topic" in names else None
-        partition = batch.column("partition")[row].as_py() if "partition" in names else None
+        partition = (
+            batch.column("partition")[row].as_py() if "partition" in names else None
+        )
         offset = batch.column("offset")[row].as_py() if "offset" in names else None
         sid = "" if schema_id is None else f", schema id {schema_id}"
         return f"{field} of {topic}-{partition} offset {offset}{sid}: "
@@ -150,7 +158,11 @@ def write_type_error(fmt: FieldFormat, data_type: DataType) -> str | None:
     return f"column {fmt.field!r} must be {names} for {fmt.field}Format={fmt.format}, not {data_type}"
 
 
-_PACK = {"int": struct.Struct(">i"), "long": struct.Struct(">q"), "double": struct.Struct(">d")}
+_PACK = {
+    "int": struct.Struct(">i"),
+    "long": struct.Struct(">q"),
+    "double": struct.Struct(">d"),
+}
 
 
 class BatchEncoder:
@@ -240,4 +252,3 @@ class BatchEncoder:
             fastavro.schemaless_writer(buf, parsed, v)
             out.append(buf.getvalue())
         return out
-

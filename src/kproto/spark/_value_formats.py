@@ -201,7 +201,9 @@ def parse_formats(
     lower = {k.lower(): v for k, v in options.items()}
     mode = lower.get("mode", "FAILFAST").upper()
     if mode not in MODES:
-        raise FormatOptionError(f"option 'mode' must be FAILFAST or PERMISSIVE, not {mode!r}")
+        raise FormatOptionError(
+            f"option 'mode' must be FAILFAST or PERMISSIVE, not {mode!r}"
+        )
     registry = _registry_config(lower)
     fields = [_field(lower, name, registry, topics, sink) for name in ("key", "value")]
     return Formats(fields[0], fields[1], mode)  # type: ignore[arg-type]
@@ -242,7 +244,9 @@ def _field(
             "'schemaRegistryUrl'"
         )
     if sink and not framed and registry is not None:
-        raise FormatOptionError(f"writes with a registry are in Confluent's wire format")
+        raise FormatOptionError(
+            "writes with a registry are in Confluent's wire format"
+        )
     use_latest = _bool(options, "use.latest.version", False)
     auto = _bool(options, "auto.register.schemas", not use_latest)
     schema_id = None
@@ -369,7 +373,11 @@ class Decoder:
         wrong = pc.and_(pc.is_valid(values), pc.not_equal(lengths, width))
         wrong = wrong.fill_null(False)
         bad: list[Row] = [
-            (i, None, f"{self.fmt.format} value of {lengths[i].as_py()} bytes, not {width}")
+            (
+                i,
+                None,
+                f"{self.fmt.format} value of {lengths[i].as_py()} bytes, not {width}",
+            )
             for i in pc.indices_nonzero(wrong).to_pylist()
         ]
         null = pc.or_(pc.is_null(values), wrong)
@@ -380,7 +388,9 @@ class Decoder:
         start = filled.offset * width
         numbers = np.frombuffer(raw, _NUMPY[self.fmt.format], n, start)
         native = numbers.astype(numbers.dtype.newbyteorder("="))
-        arr = pa.array(native, type=self._type, mask=null.to_numpy(zero_copy_only=False))
+        arr = pa.array(
+            native, type=self._type, mask=null.to_numpy(zero_copy_only=False)
+        )
         return arr, bad
 
     # -- avro ---------------------------------------------------------------------
@@ -417,7 +427,9 @@ class Decoder:
     def _framed_plans(self, values: pa.Array) -> dict[int, AvroPlan]:
         assert self.fmt.schema is not None
         heads = pc.unique(pc.binary_slice(values, 1, 5)).to_pylist()
-        ids = [struct.unpack(">i", h)[0] for h in heads if h is not None and len(h) == 4]
+        ids = [
+            struct.unpack(">i", h)[0] for h in heads if h is not None and len(h) == 4
+        ]
         for schema_id in ids:
             if schema_id in self._plans or schema_id in self._missing:
                 continue
@@ -450,4 +462,3 @@ class Decoder:
 def uuid_text(value: Any) -> str:
     """A UUID's canonical text (Kafka's ``UUIDSerializer`` writes ``toString()``)."""
     return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
-
