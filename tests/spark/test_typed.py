@@ -312,3 +312,93 @@ def test_segments_with_an_inline_avro_schema(
         rows[5]._value_error == "value of trades-0 offset 5: byte 1: value ends early"
     )
     assert df.where(F.col("_key_error").isNotNull()).count() == 0
+
+
+JSON_V1 = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "id": {"type": "integer"},
+        "item": {"type": "string"},
+        "lines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}},
+            },
+        },
+        "attrs": {"type": "object", "additionalProperties": {"type": "number"}},
+    },
+    "additionalProperties": False,  # closed: adding a property stays compatible
+}
+JSON_V2 = {
+    **JSON_V1,
+    "properties": {**JSON_V1["properties"], "note": {"type": ["string", "null"]}},
+}
+
+
+def _order(i: int, v2: bool = False) -> dict[str, Any]:
+    o: dict[str, Any] = {
+        "id": i,
+        "item": f"i{i}",
+        "lines": [{"sku": f"s{j}", "qty": j} for j in range(i % 3)],
+        "attrs": {"w": i / 2},
+    }
+    if v2:
+        o["note"] = None if i % 2 else f"n{i}"
+    return o
+
+
+def test_json_schema_reads_equal_confluent_deserializer_and_roundtrip(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    from confluent_kafka.schema_registry.json_schema import (
+        JSONDeserializer,
+        JSONSerializer,
+    )
+
+    topic = "orders-json"
+    cluster.create_topic(topic, 1)
+    sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    v1 = JSONSerializer(json.dumps(JSON_V1), sr)
+    v2 = JSONSerializer(json.dumps(JSON_V2), sr)
+    values = [v1(_order(i), ctx) for i in range(6)]
+    values += [v2(_order(i, v2=True), ctx) for i in range(6, 12)]
+    _produce(cluster, topic, values, [None] * 12)
+
+    df = _reader(spark, cluster, topic, valueFormat="json").load()
+    assert df.schema["value"].dataType.fieldNames() == list(JSON_V2["properties"])
+    decode = JSONDeserializer(json.dumps(JSON_V2))
+    expected = []
+    for v in values:
+        d = decode(v, ctx)
+        d.setdefault("note", None)  # v1 records: the added field is null
+        expected.append(d)
+    got = _values(df)
+    for g in got:
+        g["attrs"] = dict(g["attrs"])  # Spark's map comes back as a dict already
+    assert got == expected
+
+    # write -> read: struct rows serialized with JSON Schema through the registry
+    out = "orders-json-written"
+    cluster.create_topic(out, 1)
+    (
+        df.select("value")
+        .write.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("topic", out)
+        .option("valueFormat", "json")
+        .option("valueSchema", json.dumps(JSON_V2))
+        .option("schemaRegistryUrl", cluster.schema_registry_url)
+        .mode("append")
+        .save()
+    )
+    back = _reader(spark, cluster, out, valueFormat="json").load()
+    assert _values(back) == got
+    raw = _reader(spark, cluster, out).load().orderBy("offset").collect()
+    assert [decode(bytes(r.value), ctx) for r in raw] == [
+        {k: v for k, v in e.items() if v is not None} | {"note": e["note"]}
+        for e in expected
+    ]

@@ -196,7 +196,10 @@ def test_failfast_names_topic_partition_offset_and_schema_id() -> None:
     [
         ({"valueFormat": "yaml"}, "option 'valueFormat' must be one of"),
         ({"valueFormat": "avro"}, "valueFormat=avro needs 'valueSchema'"),
-        ({"valueSchema": SCHEMA}, "option 'valueSchema' needs valueFormat=avro"),
+        (
+            {"valueSchema": SCHEMA},
+            "option 'valueSchema' needs a valueFormat with a schema",
+        ),
         ({"valueFormat": "avro", "valueSchema": "{"}, "value schema:"),
         ({"mode": "DROPMALFORMED"}, "option 'mode' must be FAILFAST or PERMISSIVE"),
         (

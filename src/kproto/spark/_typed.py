@@ -12,6 +12,8 @@ sink: struct (or primitive) ``key`` / ``value`` columns become bytes.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import io
 import json
 import struct
@@ -151,6 +153,7 @@ def write_type_error(fmt: FieldFormat, data_type: DataType) -> str | None:
         "long": (LongType, IntegerType),
         "double": (DoubleType,),
         "avro": (StructType,),
+        "json": (StructType,),
     }
     if isinstance(data_type, wanted[fmt.format]):
         return None
@@ -168,9 +171,11 @@ _PACK = {
 class BatchEncoder:
     """Encode the typed ``key`` / ``value`` columns of the sink's batches into
     bytes (one per task). Avro values go through :class:`kproto.serde.AvroSerializer`
-    (Confluent's wire format, the schema registered under the subject name strategy
-    or, with ``use.latest.version``, the subject's latest), or fastavro's
-    ``schemaless_writer`` for bare Avro; one Python dict per record."""
+    and JSON values through :class:`kproto.serde.JSONSerializer` (Confluent's wire
+    format, the schema registered under the subject name strategy or, with
+    ``use.latest.version``, the subject's latest), or fastavro's
+    ``schemaless_writer`` / :func:`json.dumps` without a registry; one Python dict
+    per record."""
 
     def __init__(self, formats: Formats) -> None:
         self.formats = formats
@@ -206,8 +211,12 @@ class BatchEncoder:
             return [None if v is None else v.encode() for v in values]
         if fmt.format == "uuid":
             return [None if v is None else uuid_text(v).encode() for v in values]
-        assert fmt.format == "avro" and fmt.schema is not None
-        if not fmt.framed:
+        assert fmt.schema is not None
+        if fmt.format == "json":
+            values = [json_ready(v) for v in values]
+            if not fmt.framed:
+                return [None if v is None else json.dumps(v).encode() for v in values]
+        elif not fmt.framed:
             return self._bare_avro(fmt, values)
         from kproto.serde import MessageField, SerializationContext
 
@@ -222,7 +231,7 @@ class BatchEncoder:
     def _serializer(self, fmt: FieldFormat) -> Any:
         serializer = self._serializers.get(fmt.field)
         if serializer is None:
-            from kproto.serde import AvroSerializer
+            from kproto.serde import AvroSerializer, JSONSerializer
 
             assert fmt.registry is not None and fmt.schema is not None
             client = registry_client(fmt.registry)
@@ -233,7 +242,10 @@ class BatchEncoder:
             }
             if fmt.strategy is not None:
                 conf["subject.name.strategy"] = fmt.strategy
-            serializer = AvroSerializer(client, fmt.schema, conf=conf)
+            if fmt.format == "json":
+                serializer = JSONSerializer(fmt.schema, client, conf=conf)
+            else:
+                serializer = AvroSerializer(client, fmt.schema, conf=conf)
             self._serializers[fmt.field] = serializer
         return serializer
 
@@ -252,3 +264,21 @@ class BatchEncoder:
             fastavro.schemaless_writer(buf, parsed, v)
             out.append(buf.getvalue())
         return out
+
+
+def json_ready(value: Any) -> Any:
+    """An Arrow ``to_pylist`` value as JSON: maps (lists of pairs) as objects,
+    dates and times as ISO 8601 text, bytes as Latin-1 text."""
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(isinstance(p, tuple) and len(p) == 2 for p in value):
+            return {str(k): json_ready(v) for k, v in value}
+        return [json_ready(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    return value

@@ -28,6 +28,7 @@ serializer configs). See ``docs/guide/spark-typed.md``.
 
 from __future__ import annotations
 
+import json
 import struct
 import uuid
 from collections.abc import Mapping
@@ -42,6 +43,7 @@ from kproto.avro.arrow import arrow_type as avro_arrow_type
 from kproto.avro.arrow import to_arrow
 from kproto.registry.client import SchemaRegistryClient
 from kproto.registry.errors import RegistryError, RegistryErrorCode
+from kproto.spark._json_format import json_arrow_type, json_value
 
 __all__ = [
     "FORMATS",
@@ -55,7 +57,9 @@ __all__ = [
 
 #: The values ``keyFormat`` / ``valueFormat`` take.
 PRIMITIVES: Final = ("string", "int", "long", "double", "uuid")
-FORMATS: Final = ("binary", *PRIMITIVES, "avro")
+#: Formats with a schema, and the registry's ``schemaType`` of each.
+SCHEMA_FORMATS: Final = {"avro": "AVRO", "json": "JSON"}
+FORMATS: Final = ("binary", *PRIMITIVES, *SCHEMA_FORMATS)
 MODES: Final = ("FAILFAST", "PERMISSIVE")
 _REGISTRY_PREFIX: Final = "confluent.schema.registry."
 _WIDTH: Final = {"int": 4, "long": 8, "double": 8}
@@ -118,6 +122,9 @@ class FieldFormat:
         if self.format == "avro":
             assert self.schema is not None
             return avro_arrow_type(avro_plan(self.schema).column)
+        if self.format == "json":
+            assert self.schema is not None
+            return json_arrow_type(json.loads(self.schema))
         return _ARROW[self.format]
 
     def decoder(self) -> Decoder:
@@ -226,11 +233,12 @@ def _field(
     version = options.get(f"{name}schemaversion")
     wire = options.get(f"{name}wireformat")
     strategy = options.get(f"{name}.subject.name.strategy")
-    if fmt != "avro":
+    if fmt not in SCHEMA_FORMATS:
         given = [o for o, v in (("Schema", schema), ("Subject", subject)) if v]
         if given:
             raise FormatOptionError(
-                f"option '{name}{given[0]}' needs {name}Format=avro, not {fmt}"
+                f"option '{name}{given[0]}' needs a {name}Format with a schema "
+                f"({', '.join(SCHEMA_FORMATS)}), not {fmt}"
             )
         return FieldFormat(name, fmt)
     if wire is not None and wire.lower() not in ("confluent", "bare"):
@@ -240,27 +248,28 @@ def _field(
     framed = registry is not None if wire is None else wire.lower() == "confluent"
     if registry is None and schema is None:
         raise FormatOptionError(
-            f"{name}Format=avro needs '{name}Schema' (an inline Avro schema) or "
+            f"{name}Format={fmt} needs '{name}Schema' (an inline schema) or "
             "'schemaRegistryUrl'"
         )
     if sink and not framed and registry is not None:
-        raise FormatOptionError(
-            "writes with a registry are in Confluent's wire format"
-        )
+        raise FormatOptionError("writes with a registry are in Confluent's wire format")
     use_latest = _bool(options, "use.latest.version", False)
     auto = _bool(options, "auto.register.schemas", not use_latest)
     schema_id = None
     if schema is None or (sink and use_latest):
         assert registry is not None
         subject = subject or _subject(name, strategy, topics)
-        schema, schema_id = _registry_schema(registry, subject, version)
+        schema, schema_id = _registry_schema(registry, subject, version, fmt)
     try:
-        avro_plan(schema)
+        if fmt == "avro":
+            avro_plan(schema)
+        else:
+            json.loads(schema)
     except (AvroSchemaError, ValueError) as err:
         raise FormatOptionError(f"{name} schema: {err}") from None
     return FieldFormat(
         name,
-        "avro",
+        fmt,
         schema,
         framed,
         registry,
@@ -288,7 +297,7 @@ def _subject(name: str, strategy: str | None, topics: tuple[str, ...]) -> str:
 
 
 def _registry_schema(
-    registry: Mapping[str, Any], subject: str, version: str | None
+    registry: Mapping[str, Any], subject: str, version: str | None, fmt: str
 ) -> tuple[str, int]:
     with registry_client(registry) as client:
         try:
@@ -304,10 +313,10 @@ def _registry_schema(
             raise FormatOptionError(
                 f"subject {subject!r} version {version or 'latest'}: {err}"
             ) from err
-    if registered.schema.schema_type != "AVRO":
+    if registered.schema.schema_type != SCHEMA_FORMATS[fmt]:
         raise FormatOptionError(
             f"subject {subject!r} holds a {registered.schema.schema_type} schema, "
-            "not AVRO"
+            f"not {SCHEMA_FORMATS[fmt]}"
         )
     return registered.schema.schema_str, registered.schema_id
 
@@ -337,6 +346,8 @@ class Decoder:
         fmt = self.fmt.format
         if fmt == "avro":
             return self._avro(values)
+        if fmt == "json":
+            return self._records(values)
         if fmt in ("string", "uuid"):
             return self._text(values, fmt == "uuid")
         return self._number(values)
@@ -392,6 +403,31 @@ class Decoder:
             native, type=self._type, mask=null.to_numpy(zero_copy_only=False)
         )
         return arr, bad
+
+    # -- per record: json ---------------------------------------------------------
+
+    def _records(self, values: pa.Array) -> tuple[pa.Array, list[Row]]:
+        out: list[Any] = []
+        bad: list[Row] = []
+        framed = self.fmt.framed
+        for i, raw in enumerate(values.to_pylist()):
+            if raw is None:
+                out.append(None)
+                continue
+            schema_id = None
+            if framed:
+                if len(raw) < 5 or raw[0] != 0:
+                    bad.append((i, None, "not in Confluent's wire format"))
+                    out.append(None)
+                    continue
+                schema_id = int.from_bytes(raw[1:5], "big")
+                raw = raw[5:]
+            try:
+                out.append(json_value(json.loads(raw), self._type))
+            except (ValueError, RecursionError) as err:
+                bad.append((i, schema_id, str(err)))
+                out.append(None)
+        return pa.array(out, self._type), bad
 
     # -- avro ---------------------------------------------------------------------
 
