@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from kproto.spark._json_format import JsonShapeError, json_arrow_type, json_value

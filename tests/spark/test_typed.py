@@ -35,8 +35,8 @@ from confluent_kafka.serialization import (  # noqa: E402
     StringSerializer,
 )
 
-SIDE = {"type": "enum", "name": "Side", "symbols": ["BUY", "SELL"]}
-V1 = {
+SIDE: dict[str, Any] = {"type": "enum", "name": "Side", "symbols": ["BUY", "SELL"]}
+V1: dict[str, Any] = {
     "type": "record",
     "name": "Trade",
     "namespace": "kproto.test",
@@ -49,7 +49,10 @@ V1 = {
         {"name": "tags", "type": {"type": "array", "items": "string"}},
     ],
 }
-V2 = {**V1, "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}]}
+V2: dict[str, Any] = {
+    **V1,
+    "fields": [*V1["fields"], {"name": "qty", "type": "int", "default": 1}],
+}
 T0 = datetime.datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.UTC)
 
 
@@ -314,7 +317,7 @@ def test_segments_with_an_inline_avro_schema(
     assert df.where(F.col("_key_error").isNotNull()).count() == 0
 
 
-JSON_V1 = {
+JSON_V1: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "title": "Order",
     "type": "object",
@@ -332,7 +335,7 @@ JSON_V1 = {
     },
     "additionalProperties": False,  # closed: adding a property stays compatible
 }
-JSON_V2 = {
+JSON_V2: dict[str, Any] = {
     **JSON_V1,
     "properties": {**JSON_V1["properties"], "note": {"type": ["string", "null"]}},
 }

@@ -8,7 +8,7 @@ import json
 import uuid
 
 import fastavro
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from kproto.serde import (
@@ -109,7 +109,10 @@ def _batch(values: list[bytes | None]) -> pa.RecordBatch:
 
 
 def test_avro_inline_bare_and_confluent_framed() -> None:
-    records = [{"x": 1, "label": None}, {"x": -5, "label": "p"}]
+    records: list[dict[str, object]] = [
+        {"x": 1, "label": None},
+        {"x": -5, "label": "p"},
+    ]
     bare = [_avro(r) for r in records]
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import (
