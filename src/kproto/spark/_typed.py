@@ -32,6 +32,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from kproto.spark._protobuf_format import proto_message
 from kproto.spark._value_formats import (
     FieldFormat,
     Formats,
@@ -154,6 +155,7 @@ def write_type_error(fmt: FieldFormat, data_type: DataType) -> str | None:
         "double": (DoubleType,),
         "avro": (StructType,),
         "json": (StructType,),
+        "protobuf": (StructType,),
     }
     if isinstance(data_type, wanted[fmt.format]):
         return None
@@ -181,6 +183,7 @@ class BatchEncoder:
         self.formats = formats
         self._serializers: dict[str, Any] = {}
         self._clients: list[Any] = []
+        self._classes: dict[str, type[Any]] = {}
 
     def close(self) -> None:
         for c in self._clients:
@@ -212,7 +215,13 @@ class BatchEncoder:
         if fmt.format == "uuid":
             return [None if v is None else uuid_text(v).encode() for v in values]
         assert fmt.schema is not None
-        if fmt.format == "json":
+        if fmt.format == "protobuf":
+            cls = self._message_class(fmt)
+            messages = [None if v is None else proto_message(cls, v) for v in values]
+            if not fmt.framed:
+                return [None if m is None else m.SerializeToString() for m in messages]
+            values = messages
+        elif fmt.format == "json":
             values = [json_ready(v) for v in values]
             if not fmt.framed:
                 return [None if v is None else json.dumps(v).encode() for v in values]
@@ -231,7 +240,7 @@ class BatchEncoder:
     def _serializer(self, fmt: FieldFormat) -> Any:
         serializer = self._serializers.get(fmt.field)
         if serializer is None:
-            from kproto.serde import AvroSerializer, JSONSerializer
+            from kproto.serde import AvroSerializer, JSONSerializer, ProtobufSerializer
 
             assert fmt.registry is not None and fmt.schema is not None
             client = registry_client(fmt.registry)
@@ -244,10 +253,20 @@ class BatchEncoder:
                 conf["subject.name.strategy"] = fmt.strategy
             if fmt.format == "json":
                 serializer = JSONSerializer(fmt.schema, client, conf=conf)
+            elif fmt.format == "protobuf":
+                serializer = ProtobufSerializer(
+                    self._message_class(fmt), client, conf=conf
+                )
             else:
                 serializer = AvroSerializer(client, fmt.schema, conf=conf)
             self._serializers[fmt.field] = serializer
         return serializer
+
+    def _message_class(self, fmt: FieldFormat) -> type[Any]:
+        cls = self._classes.get(fmt.field)
+        if cls is None:
+            cls = self._classes[fmt.field] = fmt.message_class()
+        return cls
 
     @staticmethod
     def _bare_avro(fmt: FieldFormat, values: list[Any]) -> list[bytes | None]:

@@ -37,13 +37,16 @@ from typing import Any, Final, Literal
 import attrs
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError
 
 from kproto.avro import MESSAGES, AvroPlan, AvroSchemaError, avro_plan, decode_avro
 from kproto.avro.arrow import arrow_type as avro_arrow_type
 from kproto.avro.arrow import to_arrow
 from kproto.registry.client import SchemaRegistryClient
 from kproto.registry.errors import RegistryError, RegistryErrorCode
+from kproto.serde.wire import decode_message_indexes
 from kproto.spark._json_format import json_arrow_type, json_value
+from kproto.spark._protobuf_format import message_class, proto_arrow_type, proto_value
 
 __all__ = [
     "FORMATS",
@@ -58,10 +61,12 @@ __all__ = [
 #: The values ``keyFormat`` / ``valueFormat`` take.
 PRIMITIVES: Final = ("string", "int", "long", "double", "uuid")
 #: Formats with a schema, and the registry's ``schemaType`` of each.
-SCHEMA_FORMATS: Final = {"avro": "AVRO", "json": "JSON"}
+SCHEMA_FORMATS: Final = {"avro": "AVRO", "json": "JSON", "protobuf": "PROTOBUF"}
 FORMATS: Final = ("binary", *PRIMITIVES, *SCHEMA_FORMATS)
 MODES: Final = ("FAILFAST", "PERMISSIVE")
 _REGISTRY_PREFIX: Final = "confluent.schema.registry."
+#: Most referenced schemas (all levels) fetched for one reader schema.
+MAX_REFERENCES: Final = 100
 _WIDTH: Final = {"int": 4, "long": 8, "double": 8}
 _NUMPY: Final = {"int": ">i4", "long": ">i8", "double": ">f8"}
 _ARROW: Final = {
@@ -112,6 +117,13 @@ class FieldFormat:
     strategy: str | None = None
     auto_register: bool = True
     use_latest_version: bool = False
+    message_name: str | None = None
+    dependencies: tuple[tuple[str, str], ...] = ()
+
+    def message_class(self) -> type[Any]:
+        """The Protobuf message class of the reader schema."""
+        assert self.schema is not None
+        return message_class(self.schema, self.message_name, dict(self.dependencies))
 
     @property
     def typed(self) -> bool:
@@ -125,6 +137,8 @@ class FieldFormat:
         if self.format == "json":
             assert self.schema is not None
             return json_arrow_type(json.loads(self.schema))
+        if self.format == "protobuf":
+            return proto_arrow_type(self.message_class().DESCRIPTOR)
         return _ARROW[self.format]
 
     def decoder(self) -> Decoder:
@@ -256,18 +270,14 @@ def _field(
     use_latest = _bool(options, "use.latest.version", False)
     auto = _bool(options, "auto.register.schemas", not use_latest)
     schema_id = None
+    dependencies: tuple[tuple[str, str], ...] = ()
     if schema is None or (sink and use_latest):
         assert registry is not None
         subject = subject or _subject(name, strategy, topics)
-        schema, schema_id = _registry_schema(registry, subject, version, fmt)
-    try:
-        if fmt == "avro":
-            avro_plan(schema)
-        else:
-            json.loads(schema)
-    except (AvroSchemaError, ValueError) as err:
-        raise FormatOptionError(f"{name} schema: {err}") from None
-    return FieldFormat(
+        schema, schema_id, dependencies = _registry_schema(
+            registry, subject, version, fmt
+        )
+    result = FieldFormat(
         name,
         fmt,
         schema,
@@ -278,7 +288,19 @@ def _field(
         strategy,
         auto,
         use_latest,
+        options.get(f"{name}messagename"),
+        dependencies,
     )
+    try:
+        if fmt == "avro":
+            avro_plan(schema)
+        elif fmt == "json":
+            json.loads(schema)
+        else:
+            result.arrow_type()
+    except (AvroSchemaError, ValueError) as err:
+        raise FormatOptionError(f"{name} schema: {err}") from None
+    return result
 
 
 def _subject(name: str, strategy: str | None, topics: tuple[str, ...]) -> str:
@@ -298,7 +320,9 @@ def _subject(name: str, strategy: str | None, topics: tuple[str, ...]) -> str:
 
 def _registry_schema(
     registry: Mapping[str, Any], subject: str, version: str | None, fmt: str
-) -> tuple[str, int]:
+) -> tuple[str, int, tuple[tuple[str, str], ...]]:
+    """The text, schema id and referenced schemas (import path -> text, all
+    levels) of the subject's version."""
     with registry_client(registry) as client:
         try:
             if version is None or version.strip().lower() == "latest":
@@ -313,12 +337,36 @@ def _registry_schema(
             raise FormatOptionError(
                 f"subject {subject!r} version {version or 'latest'}: {err}"
             ) from err
-    if registered.schema.schema_type != SCHEMA_FORMATS[fmt]:
-        raise FormatOptionError(
-            f"subject {subject!r} holds a {registered.schema.schema_type} schema, "
-            f"not {SCHEMA_FORMATS[fmt]}"
-        )
-    return registered.schema.schema_str, registered.schema_id
+        if registered.schema.schema_type != SCHEMA_FORMATS[fmt]:
+            raise FormatOptionError(
+                f"subject {subject!r} holds a {registered.schema.schema_type} "
+                f"schema, not {SCHEMA_FORMATS[fmt]}"
+            )
+        if registered.schema.references and fmt != "protobuf":
+            raise FormatOptionError(
+                f"subject {subject!r}: {fmt} schemas with references are not "
+                "supported yet"
+            )
+        dependencies: dict[str, str] = {}
+        todo = list(registered.schema.references)
+        while todo and len(dependencies) < MAX_REFERENCES:
+            ref = todo.pop()
+            if ref.name in dependencies:
+                continue
+            try:
+                target = client.get_version(ref.subject, ref.version).schema
+            except RegistryError as err:
+                raise FormatOptionError(
+                    f"reference {ref.name!r} ({ref.subject} version {ref.version}): "
+                    f"{err}"
+                ) from err
+            dependencies[ref.name] = target.schema_str
+            todo.extend(target.references)
+    return (
+        registered.schema.schema_str,
+        registered.schema_id,
+        tuple(dependencies.items()),
+    )
 
 
 class Decoder:
@@ -334,6 +382,10 @@ class Decoder:
         self._plans: dict[int, AvroPlan] = {}
         self._missing: dict[int, str] = {}  # schema id -> why it has no plan
         self._client: SchemaRegistryClient | None = None
+        self._parse = self._json
+        if fmt.format == "protobuf":
+            self._cls = fmt.message_class()
+            self._parse = self._protobuf
 
     def close(self) -> None:
         if self._client is not None:
@@ -346,7 +398,7 @@ class Decoder:
         fmt = self.fmt.format
         if fmt == "avro":
             return self._avro(values)
-        if fmt == "json":
+        if fmt in ("json", "protobuf"):
             return self._records(values)
         if fmt in ("string", "uuid"):
             return self._text(values, fmt == "uuid")
@@ -404,7 +456,7 @@ class Decoder:
         )
         return arr, bad
 
-    # -- per record: json ---------------------------------------------------------
+    # -- per record: json, protobuf ---------------------------------------------
 
     def _records(self, values: pa.Array) -> tuple[pa.Array, list[Row]]:
         out: list[Any] = []
@@ -423,11 +475,22 @@ class Decoder:
                 schema_id = int.from_bytes(raw[1:5], "big")
                 raw = raw[5:]
             try:
-                out.append(json_value(json.loads(raw), self._type))
-            except (ValueError, RecursionError) as err:
-                bad.append((i, schema_id, str(err)))
+                out.append(self._parse(raw))
+            except (ValueError, RecursionError, DecodeError) as err:
+                bad.append((i, schema_id, str(err) or type(err).__name__))
                 out.append(None)
         return pa.array(out, self._type), bad
+
+    def _json(self, raw: bytes) -> Any:
+        return json_value(json.loads(raw), self._type)
+
+    def _protobuf(self, raw: bytes) -> Any:
+        pos = 0
+        if self.fmt.framed:  # the message-index path: values parse as the reader's
+            _, pos = decode_message_indexes(memoryview(raw), 0)
+        message = self._cls()
+        message.ParseFromString(raw[pos:])
+        return proto_value(message)
 
     # -- avro ---------------------------------------------------------------------
 
