@@ -62,8 +62,11 @@ def test_types_follow_spark_protobuf() -> None:
             pa.field("small", pa.int64()),
         ]
     )
-    # the first message is the default, as Confluent's
-    assert message_class(ORDER, None).DESCRIPTOR.full_name == "shop.Line"
+    # without a name: the one message of the file, else an error naming them
+    one = 'syntax = "proto3"; package p; message M { int32 x = 1; }'
+    assert message_class(one, None).DESCRIPTOR.full_name == "p.M"
+    with pytest.raises(ProtobufShapeError, match="messages shop.Line, shop.Order"):
+        message_class(ORDER, None)
 
 
 def test_row_to_message_to_row() -> None:

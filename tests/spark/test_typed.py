@@ -405,3 +405,101 @@ def test_json_schema_reads_equal_confluent_deserializer_and_roundtrip(
         {k: v for k, v in e.items() if v is not None} | {"note": e["note"]}
         for e in expected
     ]
+
+
+PROTO_V1 = """
+syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+enum Status { UNKNOWN = 0; PAID = 1; SHIPPED = 2; }
+message Line { string sku = 1; int32 qty = 2; }
+message Order {
+  int64 id = 1;
+  Status status = 2;
+  repeated Line lines = 3;
+  map<string, double> attrs = 4;
+  google.protobuf.Timestamp at = 5;
+}
+"""
+PROTO_V2 = PROTO_V1.replace(
+    "google.protobuf.Timestamp at = 5;",
+    "google.protobuf.Timestamp at = 5;\n  optional string note = 6;",
+)
+
+
+def _proto_row(i: int, v2: bool = False) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": i + 1,
+        "status": ("PAID", "SHIPPED")[i % 2],
+        "lines": [{"sku": f"s{j}", "qty": j + 1} for j in range(i % 3)],
+        "attrs": {"w": i + 0.5},
+        "at": T0 + datetime.timedelta(seconds=i),
+    }
+    if v2:
+        row["note"] = f"n{i}"
+    return row
+
+
+def test_protobuf_reads_what_confluent_wrote_and_roundtrips(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    from confluent_kafka.schema_registry.protobuf import (
+        ProtobufDeserializer,
+        ProtobufSerializer,
+    )
+
+    from kproto.spark._protobuf_format import message_class, proto_message
+
+    topic = "orders-proto"
+    cluster.create_topic(topic, 1)
+    sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    conf = {"use.deprecated.format": False}
+    v1_cls = message_class(PROTO_V1, "shop.Order")
+    v2_cls = message_class(PROTO_V2, "shop.Order")
+    v1 = ProtobufSerializer(v1_cls, sr, conf)
+    v2 = ProtobufSerializer(v2_cls, sr, conf)
+    inputs = [_proto_row(i) for i in range(5)] + [
+        _proto_row(i, v2=True) for i in range(5, 10)
+    ]
+    values = [v1(proto_message(v1_cls, r), ctx) for r in inputs[:5]]
+    values += [v2(proto_message(v2_cls, r), ctx) for r in inputs[5:]]
+    _produce(cluster, topic, values, [None] * 10)
+
+    df = _reader(
+        spark, cluster, topic, valueFormat="protobuf", valueMessageName="shop.Order"
+    ).load()
+    expected = [
+        {**_plain(r), "note": r.get("note"), "lines": r["lines"], "attrs": r["attrs"]}
+        for r in inputs
+    ]
+    got = _values(df)
+    assert got == expected
+
+    out = "orders-proto-written"
+    cluster.create_topic(out, 1)
+    (
+        df.select("value")
+        .write.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("topic", out)
+        .option("valueFormat", "protobuf")
+        .option("valueSchema", PROTO_V2)
+        .option("valueMessageName", "shop.Order")
+        .option("schemaRegistryUrl", cluster.schema_registry_url)
+        .mode("append")
+        .save()
+    )
+    back = _reader(
+        spark, cluster, out, valueFormat="protobuf", valueMessageName="shop.Order"
+    )
+    assert _values(back.load()) == got
+    decode = ProtobufDeserializer(v2_cls, conf)
+    raw = _reader(spark, cluster, out).load().orderBy("offset").collect()
+    messages = [
+        decode(bytes(r.value), SerializationContext(out, MessageField.VALUE))
+        for r in raw
+    ]
+    assert [m.id for m in messages] == list(range(1, 11))
+    assert [m.note for m in messages] == [""] * 5 + [f"n{i}" for i in range(5, 10)]
+    assert messages[8].lines[1].qty == 2 and messages[3].status == 2

@@ -84,13 +84,13 @@ class ProtobufShapeError(ValueError):
 def message_class(
     text: str, message_name: str | None, dependencies: Mapping[str, str] = {}
 ) -> type[Any]:
-    """The message class of ``message_name`` (full name; default: the file's first
-    message) in the schema ``text`` whose imports are ``dependencies`` (import
+    """The message class of ``message_name`` (full name; may be left out when the
+    file has one top-level message) in the schema ``text`` whose imports are ``dependencies`` (import
     path -> schema text).
 
     Raises:
         kproto.registry.schemas.InvalidSchemaError: the schema does not compile.
-        ProtobufShapeError: no such message, or the file has none.
+        ProtobufShapeError: no such message, or no name and not one message.
     """
     from kproto.registry.schemas.protobuf import parse_protobuf
 
@@ -110,8 +110,13 @@ def message_class(
         add(name)
     names = model.record_names()
     if message_name is None:
-        if not names:
-            raise ProtobufShapeError("the Protobuf schema has no message")
+        if len(names) != 1:
+            raise ProtobufShapeError(
+                "the Protobuf schema has "
+                + (f"messages {', '.join(names)}" if names else "no message")
+                + ": name the one to read with the option valueMessageName"
+                " (or keyMessageName)"
+            )
         message_name = names[0]
     try:
         descriptor = pool.FindMessageTypeByName(message_name)

@@ -44,6 +44,7 @@ from kproto.avro.arrow import arrow_type as avro_arrow_type
 from kproto.avro.arrow import to_arrow
 from kproto.registry.client import SchemaRegistryClient
 from kproto.registry.errors import RegistryError, RegistryErrorCode
+from kproto.serde.protobuf import message_indexes
 from kproto.serde.wire import decode_message_indexes
 from kproto.spark._json_format import json_arrow_type, json_value
 from kproto.spark._protobuf_format import message_class, proto_arrow_type, proto_value
@@ -385,6 +386,7 @@ class Decoder:
         self._parse = self._json
         if fmt.format == "protobuf":
             self._cls = fmt.message_class()
+            self._indexes = message_indexes(self._cls.DESCRIPTOR)
             self._parse = self._protobuf
 
     def close(self) -> None:
@@ -486,8 +488,13 @@ class Decoder:
 
     def _protobuf(self, raw: bytes) -> Any:
         pos = 0
-        if self.fmt.framed:  # the message-index path: values parse as the reader's
-            _, pos = decode_message_indexes(memoryview(raw), 0)
+        if self.fmt.framed:  # the message-index path must be the reader message's
+            path, pos = decode_message_indexes(memoryview(raw), 0)
+            if path != self._indexes:
+                raise ValueError(
+                    f"message index path {list(path)} is not the reader's "
+                    f"{self._cls.DESCRIPTOR.full_name} {list(self._indexes)}"
+                )
         message = self._cls()
         message.ParseFromString(raw[pos:])
         return proto_value(message)
