@@ -12,11 +12,15 @@ it maps to. The executors then decode column by column:
   compute, no per-record Python object;
 * ``avro`` through :mod:`kproto.avro`'s native decoder, batch by batch, one
   :class:`~kproto.avro.AvroPlan` per writer schema id (Avro schema resolution into
-  the reader schema), typed as spark-avro's ``SchemaConverters``.
+  the reader schema), typed as spark-avro's ``SchemaConverters``;
+* ``protobuf`` (:mod:`kproto.spark._protobuf_format`, spark-protobuf's types) and
+  ``json`` (JSON Schema, :mod:`kproto.spark._json_format`) one record at a time
+  through the protobuf runtime and :func:`json.loads`, resolved by field.
 
 Option names (case-insensitive, as Spark passes them; ``value`` may be ``key``
 throughout): ``valueFormat``, ``valueSchema`` (inline), ``valueSubject``,
-``valueSchemaVersion``, ``valueWireFormat`` (``confluent`` | ``bare``),
+``valueSchemaVersion``, ``valueMessageName`` (Protobuf), ``valueWireFormat``
+(``confluent`` | ``bare``),
 ``value.subject.name.strategy``, ``mode`` (``FAILFAST`` | ``PERMISSIVE``),
 ``schemaRegistryUrl`` (alias ``schemaRegistryAddress``, Databricks' name) and
 ``confluent.schema.registry.<client config>`` (``basic.auth.user.info``,
