@@ -463,10 +463,16 @@ class KafkaDataSource(DataSource):
     log append); ``headers`` with ``includeHeaders=true``; with
     ``includeBatchColumns=true`` also ``base_offset``, ``partition_leader_epoch``,
     ``magic``, ``compression``, ``is_transactional``, ``producer_id``,
-    ``producer_epoch``, ``base_sequence``.
+    ``producer_epoch``, ``base_sequence``. ``keyFormat`` / ``valueFormat`` type
+    ``key`` / ``value`` (Kafka's primitives, Avro, Protobuf, JSON Schema, with a
+    Schema Registry or an inline schema; :mod:`kproto.spark._value_formats`,
+    ``docs/guide/spark-typed.md``); in PERMISSIVE mode ``_key_error`` /
+    ``_value_error`` follow.
 
     Raises (at ``load()`` / planning):
         kproto.spark._kafka_options.KafkaOptionError: a bad or unsupported option.
+        kproto.spark._value_formats.FormatOptionError: a bad format option, or a
+            reader schema that cannot be had.
     """
 
     @classmethod
