@@ -27,6 +27,7 @@ producer and writes its acknowledged records again. Nothing is undone on
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -194,7 +195,12 @@ def write_batches(
     sizes: dict[tuple[str, int | None], int] = {}
     done = 0
     encode = None if settings.formats is None else BatchEncoder(settings.formats)
-    with settings.opts.client(producer=True, idempotent=settings.idempotent) as client:
+    with (
+        contextlib.ExitStack() as cleanup,
+        settings.opts.client(producer=True, idempotent=settings.idempotent) as client,
+    ):
+        if encode is not None:
+            cleanup.callback(encode.close)  # its registry clients
 
         def flush(target: tuple[str, int | None]) -> None:
             nonlocal done
@@ -242,8 +248,6 @@ def write_batches(
                     flush(target)
         for target in list(pending):
             flush(target)
-    if encode is not None:
-        encode.close()
     return KafkaCommitMessage(done)
 
 
