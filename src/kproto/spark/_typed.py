@@ -32,7 +32,6 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from kproto.spark._protobuf_format import proto_message
 from kproto.spark._value_formats import (
     FieldFormat,
     Formats,
@@ -216,6 +215,8 @@ class BatchEncoder:
             return [None if v is None else uuid_text(v).encode() for v in values]
         assert fmt.schema is not None
         if fmt.format == "protobuf":
+            from kproto.spark._protobuf_format import proto_message
+
             cls = self._message_class(fmt)
             messages = [None if v is None else proto_message(cls, v) for v in values]
             if not fmt.framed:

@@ -36,22 +36,21 @@ import json
 import struct
 import uuid
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
-from google.protobuf.message import DecodeError
 
 from kproto.avro import MESSAGES, AvroPlan, AvroSchemaError, avro_plan, decode_avro
 from kproto.avro.arrow import arrow_type as avro_arrow_type
 from kproto.avro.arrow import to_arrow
-from kproto.registry.client import SchemaRegistryClient
 from kproto.registry.errors import RegistryError, RegistryErrorCode
-from kproto.serde.protobuf import message_indexes
 from kproto.serde.wire import decode_message_indexes
 from kproto.spark._json_format import json_arrow_type, json_value
-from kproto.spark._protobuf_format import message_class, proto_arrow_type, proto_value
+
+if TYPE_CHECKING:  # requests and protobuf are imported when a format needs them
+    from kproto.registry.client import SchemaRegistryClient
 
 __all__ = [
     "FORMATS",
@@ -127,6 +126,8 @@ class FieldFormat:
 
     def message_class(self) -> type[Any]:
         """The Protobuf message class of the reader schema."""
+        from kproto.spark._protobuf_format import message_class
+
         assert self.schema is not None
         return message_class(self.schema, self.message_name, dict(self.dependencies))
 
@@ -143,6 +144,8 @@ class FieldFormat:
             assert self.schema is not None
             return json_arrow_type(json.loads(self.schema))
         if self.format == "protobuf":
+            from kproto.spark._protobuf_format import proto_arrow_type
+
             return proto_arrow_type(self.message_class().DESCRIPTOR)
         return _ARROW[self.format]
 
@@ -184,14 +187,20 @@ def _registry_config(options: Mapping[str, str]) -> dict[str, Any] | None:
         return None
     conf: dict[str, Any] = {"url": url, **extra}
     try:
-        SchemaRegistryClient.from_config(conf).close()
+        registry_client(conf).close()
     except ValueError as err:
         raise FormatOptionError(f"schema registry options: {err}") from None
     return conf
 
 
 def registry_client(conf: Mapping[str, Any]) -> SchemaRegistryClient:
-    """A client for ``conf`` (the caller closes it)."""
+    """A client for ``conf`` (the caller closes it).
+
+    Raises:
+        ValueError: an unknown or malformed config key.
+    """
+    from kproto.registry.client import SchemaRegistryClient
+
     return SchemaRegistryClient.from_config(conf)
 
 
@@ -389,6 +398,8 @@ class Decoder:
         self._client: SchemaRegistryClient | None = None
         self._parse = self._json
         if fmt.format == "protobuf":
+            from kproto.serde.protobuf import message_indexes
+
             self._cls = fmt.message_class()
             self._indexes = message_indexes(self._cls.DESCRIPTOR)
             self._parse = self._protobuf
@@ -482,7 +493,7 @@ class Decoder:
                 raw = raw[5:]
             try:
                 out.append(self._parse(raw))
-            except (ValueError, RecursionError, DecodeError) as err:
+            except (ValueError, RecursionError) as err:  # protobuf's DecodeError too
                 bad.append((i, schema_id, str(err) or type(err).__name__))
                 out.append(None)
         return pa.array(out, self._type), bad
@@ -499,8 +510,15 @@ class Decoder:
                     f"message index path {list(path)} is not the reader's "
                     f"{self._cls.DESCRIPTOR.full_name} {list(self._indexes)}"
                 )
+        from google.protobuf.message import DecodeError
+
+        from kproto.spark._protobuf_format import proto_value
+
         message = self._cls()
-        message.ParseFromString(raw[pos:])
+        try:
+            message.ParseFromString(raw[pos:])
+        except DecodeError as err:
+            raise ValueError(f"not a {self._cls.DESCRIPTOR.full_name}: {err}") from None
         return proto_value(message)
 
     # -- avro ---------------------------------------------------------------------
