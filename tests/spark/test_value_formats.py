@@ -232,3 +232,63 @@ def test_defaults_are_binary() -> None:
     formats = parse_formats({})
     assert formats == Formats(FieldFormat("key"), FieldFormat("value"))
     assert formats.typed == ()
+
+
+PROTO = 'syntax = "proto3"; package p; message M { int32 x = 1; string s = 2; }'
+
+
+def test_protobuf_and_json_bad_values_are_named() -> None:
+    from kproto.spark._protobuf_format import message_class
+
+    fmt = parse_formats(
+        {
+            "valueFormat": "protobuf",
+            "valueSchema": PROTO,
+            "valueWireFormat": "confluent",
+        }
+    ).value
+    good = (
+        b"\0\0\0\0\x03\0" + message_class(PROTO, None)(x=7, s="a").SerializeToString()
+    )
+    other_message = b"\0\0\0\0\x03\x02\x02" + good[6:]  # message-index path [1]
+    values = [good, good[:-1], other_message, b"\x01"]
+    array, bad = fmt.decoder().decode(pa.array(values, pa.binary()))
+    assert array.to_pylist() == [{"x": 7, "s": "a"}, None, None, None]
+    assert [(row, sid) for row, sid, _ in bad] == [(1, 3), (2, 3), (3, None)]
+    assert bad[0][2].startswith("not a p.M: ")
+    assert bad[1][2] == "message index path [1] is not the reader's p.M [0]"
+    assert bad[2][2] == "not in Confluent's wire format"
+
+    fmt = parse_formats(
+        {
+            "valueFormat": "json",
+            "valueSchema": '{"type": "object", "properties": '
+            '{"n": {"type": "integer"}}}',
+        }
+    ).value
+    array, bad = fmt.decoder().decode(pa.array([b'{"n": 1}', b"{", b'{"n": "x"}']))
+    assert array.to_pylist() == [{"n": 1}, None, None]
+    assert [row for row, _, _ in bad] == [1, 2]
+    assert bad[1][2] == "$.n: str where the schema has int64"
+
+
+def test_registry_client_options_pass_through() -> None:
+    formats = parse_formats(
+        {
+            "valueFormat": "avro",
+            "valueSchema": SCHEMA,
+            "schemaRegistryAddress": "https://registry.example:8081",
+            "confluent.schema.registry.basic.auth.user.info": "user:secret",
+            "confluent.schema.registry.ssl.ca.location": "/etc/ca.pem",
+        }
+    )
+    assert formats.value.registry == {
+        "url": "https://registry.example:8081",
+        "basic.auth.user.info": "user:secret",
+        "ssl.ca.location": "/etc/ca.pem",
+    }
+    assert formats.value.framed  # a registry means Confluent's wire format
+    with pytest.raises(FormatOptionError, match="unknown schema registry config"):
+        parse_formats(
+            {"schemaRegistryUrl": "http://h:1", "confluent.schema.registry.nope": "1"}
+        )
