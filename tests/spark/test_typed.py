@@ -503,3 +503,28 @@ def test_protobuf_reads_what_confluent_wrote_and_roundtrips(
     assert [m.id for m in messages] == list(range(1, 11))
     assert [m.note for m in messages] == [""] * 5 + [f"n{i}" for i in range(5, 10)]
     assert messages[8].lines[1].qty == 2 and messages[3].status == 2
+
+
+def test_avro_write_without_a_schema_derives_it_as_to_avro(
+    spark: SparkSession, cluster: Cluster
+) -> None:
+    topic = "trades-derived"
+    cluster.create_topic(topic, 1)
+    rows = [(i, f"S{i}", None if i % 2 else [1.5, 2.5]) for i in range(4)]
+    df = spark.createDataFrame(rows, "id bigint, symbol string, prices array<double>")
+    (
+        df.select(F.struct("id", "symbol", "prices").alias("value"))
+        .write.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("topic", topic)
+        .option("valueFormat", "avro")
+        .option("schemaRegistryUrl", cluster.schema_registry_url)
+        .mode("append")
+        .save()
+    )
+    sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
+    registered = json.loads(sr.get_latest_version(f"{topic}-value").schema.schema_str)
+    assert registered["name"] == "topLevelRecord"
+    back = _reader(spark, cluster, topic, valueFormat="avro").load()
+    got = sorted(_values(back), key=lambda v: v["id"])  # tasks write in any order
+    assert got == [{"id": i, "symbol": s, "prices": p} for i, s, p in rows]

@@ -292,3 +292,49 @@ def test_registry_client_options_pass_through() -> None:
         parse_formats(
             {"schemaRegistryUrl": "http://h:1", "confluent.schema.registry.nope": "1"}
         )
+
+
+def test_avro_schema_of_spark_types_as_to_avro() -> None:
+    from pyspark.sql.types import (
+        ArrayType,
+        DecimalType,
+        LongType,
+        MapType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    from kproto.avro import avro_plan
+    from kproto.avro.arrow import arrow_type
+    from kproto.spark._typed import avro_schema_of
+
+    t = StructType(
+        [
+            StructField("id", LongType(), nullable=False),
+            StructField("at", TimestampType()),
+            StructField("price", DecimalType(10, 2)),
+            StructField(
+                "lines",
+                ArrayType(StructType([StructField("sku", StringType())]), False),
+            ),
+            StructField("attrs", MapType(StringType(), LongType())),
+        ]
+    )
+    schema = json.loads(avro_schema_of(t))
+    assert schema["name"] == "topLevelRecord"
+    assert schema["fields"][0] == {"name": "id", "type": "long"}
+    assert schema["fields"][1]["type"] == [
+        {"type": "long", "logicalType": "timestamp-micros"},
+        "null",
+    ]
+    line = schema["fields"][3]["type"][0]["items"]
+    assert (line["name"], line["namespace"]) == ("lines", "topLevelRecord")
+    # and back: the Arrow type of the derived schema is the Spark type's
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    back = from_arrow_type(arrow_type(avro_plan(json.dumps(schema)).column))
+    assert [f.dataType for f in back.fields] == [f.dataType for f in t.fields]
+    with pytest.raises(ValueError, match="Avro maps have string keys"):
+        avro_schema_of(MapType(LongType(), LongType()))

@@ -48,7 +48,7 @@ from pyspark.sql.types import (
 
 from kproto.records import Compression
 from kproto.spark._kafka_options import KafkaOptionError, KafkaOptions, parse_options
-from kproto.spark._typed import BatchEncoder, write_type_error
+from kproto.spark._typed import BatchEncoder, avro_schema_of, write_type_error
 from kproto.spark._value_formats import Formats, parse_formats
 
 __all__ = ["KafkaCommitMessage", "KafkaStreamWriter", "KafkaWriter", "write_batches"]
@@ -92,7 +92,16 @@ def sink_settings(options: Mapping[str, str], schema: StructType) -> SinkSetting
     binary_or_string = (BinaryType(), StringType())
     if "value" not in types:
         raise KafkaOptionError("kproto-kafka writes need a 'value' column")
-    formats = parse_formats(options, (topic,) if topic else (), sink=True)
+    derived: dict[str, str] = {}
+    for name in ("key", "value"):
+        if name in types:
+            try:
+                derived[name] = avro_schema_of(types[name])
+            except ValueError:
+                pass  # named if the field's format is avro and needs it
+    formats = parse_formats(
+        options, (topic,) if topic else (), sink=True, column_schemas=derived
+    )
     for fmt in (formats.key, formats.value):
         if fmt.typed and fmt.field in types:
             problem = write_type_error(fmt, types[fmt.field])

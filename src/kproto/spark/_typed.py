@@ -22,11 +22,14 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     DataType,
+    DecimalType,
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -43,6 +46,7 @@ from kproto.spark._value_formats import (
 __all__ = [
     "BatchDecoder",
     "BatchEncoder",
+    "avro_schema_of",
     "raw_schema",
     "spark_type",
     "typed_schema",
@@ -140,6 +144,78 @@ class BatchDecoder:
         offset = batch.column("offset")[row].as_py() if "offset" in names else None
         sid = "" if schema_id is None else f", schema id {schema_id}"
         return f"{field} of {topic}-{partition} offset {offset}{sid}: "
+
+
+def avro_schema_of(data_type: DataType) -> str:
+    """The Avro schema (JSON text) of values of a Spark type, as spark-avro's
+    ``SchemaConverters.toAvroType`` derives it for ``to_avro``: the top record
+    ``topLevelRecord``, nested records named by their field (namespaced by their
+    path), a nullable type as the union ``[T, "null"]``, timestamps as
+    ``timestamp-micros`` (``local-`` for ``timestamp_ntz``), dates as ``date``,
+    decimals as ``bytes`` with the ``decimal`` logical type.
+
+    Raises:
+        ValueError: a type without an Avro form (a map whose keys are not strings,
+            intervals, ...).
+    """
+    return json.dumps(_avro_type(data_type, "topLevelRecord", ""))
+
+
+_AVRO_PRIMITIVES: dict[str, Any] = {
+    "boolean": "boolean",
+    "tinyint": "int",
+    "smallint": "int",
+    "int": "int",
+    "bigint": "long",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "binary": "bytes",
+    "date": {"type": "int", "logicalType": "date"},
+    "timestamp": {"type": "long", "logicalType": "timestamp-micros"},
+    "timestamp_ntz": {"type": "long", "logicalType": "local-timestamp-micros"},
+}
+
+
+def _nullable(avro: Any, nullable: bool) -> Any:
+    return [avro, "null"] if nullable else avro
+
+
+def _avro_type(t: DataType, name: str, namespace: str) -> Any:
+    simple = t.simpleString()
+    if simple in _AVRO_PRIMITIVES:
+        return _AVRO_PRIMITIVES[simple]
+    if isinstance(t, DecimalType):
+        return {
+            "type": "bytes",
+            "logicalType": "decimal",
+            "precision": t.precision,
+            "scale": t.scale,
+        }
+    if isinstance(t, ArrayType):
+        item = _avro_type(t.elementType, name, namespace)
+        return {"type": "array", "items": _nullable(item, t.containsNull)}
+    if isinstance(t, MapType):
+        if not isinstance(t.keyType, StringType):
+            raise ValueError(
+                f"Avro maps have string keys, not {t.keyType.simpleString()}"
+            )
+        value = _avro_type(t.valueType, name, namespace)
+        return {"type": "map", "values": _nullable(value, t.valueContainsNull)}
+    if isinstance(t, StructType):
+        inner = f"{namespace}.{name}" if namespace else name
+        record: dict[str, Any] = {"type": "record", "name": name}
+        if namespace:
+            record["namespace"] = namespace
+        record["fields"] = [
+            {
+                "name": f.name,
+                "type": _nullable(_avro_type(f.dataType, f.name, inner), f.nullable),
+            }
+            for f in t.fields
+        ]
+        return record
+    raise ValueError(f"no Avro type for Spark's {simple}")
 
 
 def write_type_error(fmt: FieldFormat, data_type: DataType) -> str | None:

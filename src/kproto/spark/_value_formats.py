@@ -218,14 +218,18 @@ def parse_formats(
     topics: tuple[str, ...] = (),
     *,
     sink: bool = False,
+    column_schemas: Mapping[str, str] | None = None,
 ) -> Formats:
     """Parse and resolve the format options (keys in any case).
 
     ``topics`` are the topics read or written (the subject of
     ``TopicNameStrategy`` is ``<topic>-value``; with several topics ``valueSubject``
-    must say which). For a read, an ``avro`` field gets its reader schema here:
-    ``valueSchema`` if given, else version ``valueSchemaVersion`` (default: latest)
-    of the subject from the registry.
+    must say which). For a read, a field with a schema format gets its reader
+    schema here: ``valueSchema`` if given, else version ``valueSchemaVersion``
+    (default: latest) of the subject from the registry. A write takes
+    ``valueSchema``, else the subject's latest with ``use.latest.version``, else
+    for ``avro`` ``column_schemas[field]`` (the Avro schema of the column's Spark
+    type, as spark-avro's ``to_avro`` derives it).
 
     Raises:
         FormatOptionError: an unknown format or mode, a schema option without a
@@ -240,7 +244,11 @@ def parse_formats(
             f"option 'mode' must be FAILFAST or PERMISSIVE, not {mode!r}"
         )
     registry = _registry_config(lower)
-    fields = [_field(lower, name, registry, topics, sink) for name in ("key", "value")]
+    derived = column_schemas or {}
+    fields = [
+        _field(lower, name, registry, topics, sink, derived.get(name))
+        for name in ("key", "value")
+    ]
     return Formats(fields[0], fields[1], mode)  # type: ignore[arg-type]
 
 
@@ -250,6 +258,7 @@ def _field(
     registry: Mapping[str, Any] | None,
     topics: tuple[str, ...],
     sink: bool,
+    derived: str | None = None,
 ) -> FieldFormat:
     fmt = options.get(f"{name}format", "binary").strip().lower()
     if fmt not in FORMATS:
@@ -274,6 +283,9 @@ def _field(
             f"option '{name}WireFormat' must be confluent or bare, not {wire!r}"
         )
     framed = registry is not None if wire is None else wire.lower() == "confluent"
+    use_latest = _bool(options, "use.latest.version", False)
+    if schema is None and sink and not use_latest and fmt == "avro":
+        schema = derived
     if registry is None and schema is None:
         raise FormatOptionError(
             f"{name}Format={fmt} needs '{name}Schema' (an inline schema) or "
@@ -281,7 +293,6 @@ def _field(
         )
     if sink and not framed and registry is not None:
         raise FormatOptionError("writes with a registry are in Confluent's wire format")
-    use_latest = _bool(options, "use.latest.version", False)
     auto = _bool(options, "auto.register.schemas", not use_latest)
     schema_id = None
     dependencies: tuple[tuple[str, str], ...] = ()
