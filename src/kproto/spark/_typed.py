@@ -228,7 +228,7 @@ def write_type_error(fmt: FieldFormat, data_type: DataType) -> str | None:
         "int": (IntegerType,),
         "long": (LongType, IntegerType),
         "double": (DoubleType,),
-        "avro": (StructType,),
+        "avro": (DataType,),  # the schema decides
         "json": (StructType,),
         "protobuf": (StructType,),
     }
