@@ -528,3 +528,44 @@ def test_avro_write_without_a_schema_derives_it_as_to_avro(
     back = _reader(spark, cluster, topic, valueFormat="avro").load()
     got = sorted(_values(back), key=lambda v: v["id"])  # tasks write in any order
     assert got == [{"id": i, "symbol": s, "prices": p} for i, s, p in rows]
+
+
+def test_write_stream_reencodes_avro_as_json(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
+    source, sink = "trades-to-json", "trades-as-json"
+    cluster.create_topic(source, 1)
+    cluster.create_topic(sink, 1)
+    sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
+    ser = AvroSerializer(sr, json.dumps(V1))
+    ctx = SerializationContext(source, MessageField.VALUE)
+    _produce(cluster, source, [ser(_trade(i), ctx) for i in range(6)], [None] * 6)
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "symbol": {"type": "string"}},
+    }
+    stream = (
+        spark.readStream.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("valueFormat", "avro")
+        .option("schemaRegistryUrl", cluster.schema_registry_url)
+        .load()
+        .select(F.struct("value.id", "value.symbol").alias("value"))
+    )
+    query = (
+        stream.writeStream.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("topic", sink)
+        .option("valueFormat", "json")
+        .option("valueSchema", json.dumps(schema))
+        .option("schemaRegistryUrl", cluster.schema_registry_url)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    back = _reader(spark, cluster, sink, valueFormat="json").load()
+    assert _values(back) == [{"id": i, "symbol": f"S{i % 7}"} for i in range(6)]
