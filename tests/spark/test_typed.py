@@ -523,7 +523,9 @@ def test_avro_write_without_a_schema_derives_it_as_to_avro(
         .save()
     )
     sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
-    registered = json.loads(sr.get_latest_version(f"{topic}-value").schema.schema_str)
+    text = sr.get_latest_version(f"{topic}-value").schema.schema_str
+    assert text is not None
+    registered = json.loads(text)
     assert registered["name"] == "topLevelRecord"
     back = _reader(spark, cluster, topic, valueFormat="avro").load()
     got = sorted(_values(back), key=lambda v: v["id"])  # tasks write in any order
