@@ -107,6 +107,7 @@ bench-serde: $(STAMP)
 bench-spark: $(STAMP)
 	$(PY) -m benchmarks.spark_bench
 	$(PY) -m benchmarks.spark_live_bench
+	$(PY) -m benchmarks.spark_avro_bench
 
 ## kproto's broker vs librdkafka's mock cluster: confluent-kafka produce and consume, peak RSS.
 bench-broker: $(STAMP)

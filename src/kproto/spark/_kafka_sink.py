@@ -7,6 +7,10 @@ option wins, as in Spark), ``partition`` (int; null: Kafka's default partitioner
 murmur2 of the key, sticky for null keys) and ``headers``
 (``array<struct<key:string,value:binary>>``).
 
+With ``keyFormat`` / ``valueFormat`` (:mod:`kproto.spark._value_formats`) the
+``key`` / ``value`` columns are typed (a struct for ``avro``) and serialized here
+(:class:`kproto.spark._typed.BatchEncoder`).
+
 Each task opens one :class:`kproto.client.Client` and produces what it is given in
 batches of about ``kafka.batch.size`` bytes (default 512 KiB) per topic partition,
 with the codec of ``kafka.compression.type`` and ``kafka.acks`` (default all). A
@@ -23,6 +27,7 @@ producer and writes its acknowledged records again. Nothing is undone on
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -43,6 +48,8 @@ from pyspark.sql.types import (
 
 from kproto.records import Compression
 from kproto.spark._kafka_options import KafkaOptionError, KafkaOptions, parse_options
+from kproto.spark._typed import BatchEncoder, avro_schema_of, write_type_error
+from kproto.spark._value_formats import Formats, parse_formats
 
 __all__ = ["KafkaCommitMessage", "KafkaStreamWriter", "KafkaWriter", "write_batches"]
 
@@ -61,6 +68,7 @@ class SinkSettings:
     acks: int
     batch_bytes: int
     idempotent: bool = False
+    formats: Formats | None = None
 
 
 @attrs.frozen
@@ -84,10 +92,25 @@ def sink_settings(options: Mapping[str, str], schema: StructType) -> SinkSetting
     binary_or_string = (BinaryType(), StringType())
     if "value" not in types:
         raise KafkaOptionError("kproto-kafka writes need a 'value' column")
+    derived: dict[str, str] = {}
     for name in ("key", "value"):
-        if name in types and types[name] not in binary_or_string:
+        if name in types:
+            try:
+                derived[name] = avro_schema_of(types[name])
+            except ValueError:
+                pass  # named if the field's format is avro and needs it
+    formats = parse_formats(
+        options, (topic,) if topic else (), sink=True, column_schemas=derived
+    )
+    for fmt in (formats.key, formats.value):
+        if fmt.typed and fmt.field in types:
+            problem = write_type_error(fmt, types[fmt.field])
+            if problem:
+                raise KafkaOptionError(problem)
+        elif fmt.field in types and types[fmt.field] not in binary_or_string:
             raise KafkaOptionError(
-                f"column {name!r} must be binary or string, not {types[name]}"
+                f"column {fmt.field!r} must be binary or string, not "
+                f"{types[fmt.field]} (or set {fmt.field}Format)"
             )
     if topic is None and types.get("topic") != StringType():
         raise KafkaOptionError(
@@ -125,7 +148,15 @@ def sink_settings(options: Mapping[str, str], schema: StructType) -> SinkSetting
         raise KafkaOptionError(
             "kafka.enable.idempotence=true needs kafka.acks=all (as Java's producer)"
         )
-    return SinkSettings(opts, topic, compression, acks, batch_bytes, idempotent)
+    return SinkSettings(
+        opts,
+        topic,
+        compression,
+        acks,
+        batch_bytes,
+        idempotent,
+        formats if formats.typed else None,
+    )
 
 
 def _as_bytes(values: list[Any]) -> list[bytes | None]:
@@ -141,11 +172,15 @@ def _column(batch: pa.RecordBatch, name: str) -> list[Any]:
     return [None] * batch.num_rows
 
 
+def _topics(batch: pa.RecordBatch, settings: SinkSettings) -> list[Any]:
+    if settings.topic:
+        return [settings.topic] * batch.num_rows
+    return _column(batch, "topic")
+
+
 def _columns(batch: pa.RecordBatch, settings: SinkSettings) -> tuple[list[Any], ...]:
     """``keys, values, topics, partitions, headers`` of one Arrow batch."""
-    topics = (
-        [settings.topic] * batch.num_rows if settings.topic else _column(batch, "topic")
-    )
+    topics = _topics(batch, settings)
     return (
         _as_bytes(_column(batch, "key")),
         _as_bytes(_column(batch, "value")),
@@ -168,7 +203,13 @@ def write_batches(
     pending: dict[tuple[str, int | None], list[tuple[Any, ...]]] = {}
     sizes: dict[tuple[str, int | None], int] = {}
     done = 0
-    with settings.opts.client(producer=True, idempotent=settings.idempotent) as client:
+    encode = None if settings.formats is None else BatchEncoder(settings.formats)
+    with (
+        contextlib.ExitStack() as cleanup,
+        settings.opts.client(producer=True, idempotent=settings.idempotent) as client,
+    ):
+        if encode is not None:
+            cleanup.callback(encode.close)  # its registry clients
 
         def flush(target: tuple[str, int | None]) -> None:
             nonlocal done
@@ -192,6 +233,8 @@ def write_batches(
             done += len(records)
 
         for batch in batches:
+            if encode is not None:
+                batch = encode(batch, _topics(batch, settings))
             keys, values, topics, parts, headers = _columns(batch, settings)
             n = batch.num_rows
             for i in range(n):

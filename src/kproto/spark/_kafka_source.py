@@ -76,6 +76,8 @@ from kproto.spark._kafka_options import (
     split_ranges,
     topic_partitions,
 )
+from kproto.spark._typed import BatchDecoder, raw_schema, typed_schema
+from kproto.spark._value_formats import Formats, parse_formats
 
 __all__ = [
     "KAFKA_FORMAT_NAME",
@@ -313,22 +315,41 @@ def _plan(
 
 
 def _read_partition(
-    opts: KafkaOptions, schema: StructType, partition: InputPartition
+    opts: KafkaOptions,
+    schema: StructType,
+    partition: InputPartition,
+    formats: Formats | None = None,
 ) -> Iterator[pa.RecordBatch]:
     if not isinstance(partition, KafkaPartition):
         return  # Spark plans one empty partition when there is nothing to read
-    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    arrow_schema = to_arrow_schema(raw_schema(schema), timezone="UTC")
     with opts.client() as client:
-        yield from read_range(client, partition.range, opts, arrow_schema)
+        if formats is None or not formats.typed:
+            yield from read_range(client, partition.range, opts, arrow_schema)
+            return
+        decode = BatchDecoder(formats, to_arrow_schema(schema, timezone="UTC"))
+        try:
+            for batch in read_range(client, partition.range, opts, arrow_schema):
+                yield decode(batch)
+        finally:
+            decode.close()
+
+
+def topic_names(opts: KafkaOptions) -> tuple[str, ...]:
+    """The topics named by ``subscribe`` or ``assign`` (none for a pattern)."""
+    return tuple(dict.fromkeys(opts.subscribe + tuple(t for t, _ in opts.assign)))
 
 
 class KafkaBatchReader(DataSourceReader):
     """``spark.read.format("kproto-kafka")``: offsets resolved once, at planning."""
 
-    def __init__(self, opts: KafkaOptions, schema: StructType) -> None:
+    def __init__(
+        self, opts: KafkaOptions, schema: StructType, formats: Formats | None = None
+    ) -> None:
         check_batch_specs(opts)
         self.opts = opts
         self.schema = schema
+        self.formats = formats
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.opts
@@ -347,7 +368,7 @@ class KafkaBatchReader(DataSourceReader):
             return _plan(opts, start, end, client)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read_partition(self.opts, self.schema, partition)
+        return _read_partition(self.opts, self.schema, partition, self.formats)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -355,9 +376,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     ``{"topic": {"partition": next offset}}``, kept in the query's checkpoint, so a
     restarted query resumes at the offsets of its last committed batch."""
 
-    def __init__(self, opts: KafkaOptions, schema: StructType) -> None:
+    def __init__(
+        self, opts: KafkaOptions, schema: StructType, formats: Formats | None = None
+    ) -> None:
         self.opts = opts
         self.schema = schema
+        self.formats = formats
         self._client: Client | None = None
         self._target: Offsets | None = None
 
@@ -408,7 +432,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _plan(self.opts, begin, stop, client)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read_partition(self.opts, self.schema, partition)
+        return _read_partition(self.opts, self.schema, partition, self.formats)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: as in Spark, offsets live in the checkpoint, not in a
@@ -438,25 +462,43 @@ class KafkaDataSource(DataSource):
     log append); ``headers`` with ``includeHeaders=true``; with
     ``includeBatchColumns=true`` also ``base_offset``, ``partition_leader_epoch``,
     ``magic``, ``compression``, ``is_transactional``, ``producer_id``,
-    ``producer_epoch``, ``base_sequence``.
+    ``producer_epoch``, ``base_sequence``. ``keyFormat`` / ``valueFormat`` type
+    ``key`` / ``value`` (Kafka's primitives, Avro, Protobuf, JSON Schema, with a
+    Schema Registry or an inline schema; :mod:`kproto.spark._value_formats`,
+    ``docs/guide/spark-typed.md``); in PERMISSIVE mode ``_key_error`` /
+    ``_value_error`` follow.
 
     Raises (at ``load()`` / planning):
         kproto.spark._kafka_options.KafkaOptionError: a bad or unsupported option.
+        kproto.spark._value_formats.FormatOptionError: a bad format option, or a
+            reader schema that cannot be had.
     """
 
     @classmethod
     def name(cls) -> str:
         return KAFKA_FORMAT_NAME
 
+    def _formats(self, opts: KafkaOptions) -> Formats:
+        """The key/value formats, resolved once per source (the reader schema is
+        the subject's latest when the query is planned)."""
+        formats: Formats | None = self.__dict__.get("_resolved_formats")
+        if formats is None:
+            formats = parse_formats(self.options, topic_names(opts))
+            self.__dict__["_resolved_formats"] = formats
+        return formats
+
     def schema(self) -> StructType:
         opts = parse_options(self.options)
-        return kafka_schema(opts.include_headers, opts.batch_columns)
+        base = kafka_schema(opts.include_headers, opts.batch_columns)
+        return typed_schema(base, self._formats(opts))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(parse_options(self.options), schema)
+        opts = parse_options(self.options)
+        return KafkaBatchReader(opts, schema, self._formats(opts))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(parse_options(self.options), schema)
+        opts = parse_options(self.options)
+        return KafkaStreamReader(opts, schema, self._formats(opts))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from kproto.spark._kafka_sink import KafkaWriter

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from kproto.spark._columns import (
@@ -35,6 +36,8 @@ from kproto.spark._framing import (
     frame_buffer,
     split_file,
 )
+from kproto.spark._typed import BatchDecoder, typed_schema
+from kproto.spark._value_formats import Formats, parse_formats
 
 __all__ = [
     "SegmentDataSource",
@@ -213,7 +216,14 @@ def read_range(
 class SegmentReader(DataSourceReader):
     """Reader of the ``kproto-segments`` source (see :class:`SegmentDataSource`)."""
 
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        options: Mapping[str, str],
+        formats: Formats | None = None,
+        schema: StructType = SEGMENT_SCHEMA,
+    ) -> None:
+        self.formats = formats
+        self.target = to_arrow_schema(schema, timezone="UTC")
         # Spark hands options over case-insensitively; normalise to lower case.
         options = {k.lower(): v for k, v in options.items()}
         self.paths = _paths(options)
@@ -232,13 +242,21 @@ class SegmentReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentPartition):
             return  # Spark plans one empty partition when there are no files
-        for path, start, end, topic, part in partition.ranges:
-            yield from read_range(
-                ByteRange(path, start, end, topic, part),
-                chunk_bytes=self.chunk_bytes,
-                max_records=self.max_records,
-                check_crc=self.check_crc,
-            )
+        decode = None
+        if self.formats is not None and self.formats.typed:
+            decode = BatchDecoder(self.formats, self.target)
+        try:
+            for path, start, end, topic, part in partition.ranges:
+                for batch in read_range(
+                    ByteRange(path, start, end, topic, part),
+                    chunk_bytes=self.chunk_bytes,
+                    max_records=self.max_records,
+                    check_crc=self.check_crc,
+                ):
+                    yield batch if decode is None else decode(batch)
+        finally:
+            if decode is not None:
+                decode.close()
 
 
 def _paths(options: Mapping[str, str]) -> list[str]:
@@ -266,15 +284,25 @@ class SegmentDataSource(DataSource):
         maxRecordsPerBatch: rows per Arrow batch (default 65536).
         checkCrc: ``"false"`` to skip CRC checks (default ``"true"``).
 
-    The schema is :data:`SEGMENT_SCHEMA`.
+    The schema is :data:`SEGMENT_SCHEMA`; ``keyFormat`` / ``valueFormat`` and
+    their options type ``key`` / ``value`` as on ``kproto-kafka``
+    (:mod:`kproto.spark._value_formats`; the subject must be named with
+    ``valueSubject`` unless the schema is inline).
     """
 
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
 
+    def _formats(self) -> Formats:
+        formats: Formats | None = self.__dict__.get("_resolved_formats")
+        if formats is None:
+            formats = parse_formats(self.options)
+            self.__dict__["_resolved_formats"] = formats
+        return formats
+
     def schema(self) -> StructType:
-        return SEGMENT_SCHEMA
+        return typed_schema(SEGMENT_SCHEMA, self._formats())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SegmentReader(self.options)
+        return SegmentReader(self.options, self._formats(), schema)

@@ -18,8 +18,8 @@ from kproto.broker.dispatch import build
 from kproto.broker.txn import TransactionState
 from kproto.broker.txn.metadata import MAX_EPOCH
 from kproto.connection import Connection
-from kproto.framing import ConnectionClosedError
 from kproto.errors import ErrorCode
+from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey, request_type
 from kproto.records import encode_batch
 
