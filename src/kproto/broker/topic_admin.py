@@ -31,6 +31,7 @@ from kproto.errors import ErrorCode
 __all__ = [
     "MAX_PARTITIONS_PER_REQUEST",
     "STEP",
+    "DEFAULT_REPLICATION_FACTOR",
     "NewTopic",
     "TopicOutcome",
     "create_topics",
@@ -42,6 +43,8 @@ __all__ = [
 MAX_PARTITIONS_PER_REQUEST = 10_000
 #: Partition logs created between two yields to the event loop.
 STEP = 64
+#: Kafka's ``default.replication.factor`` default.
+DEFAULT_REPLICATION_FACTOR = 1
 _TOO_MANY = "Excessively large number of partitions per request."
 
 
@@ -60,68 +63,123 @@ class NewTopic:
 
 
 def check_replica_lists(
-    state: ClusterState, replica_lists: Sequence[Sequence[int]]
+    state: ClusterState,
+    replica_lists: Sequence[Sequence[int]],
+    replication_factor: int | None = None,
+    first_partition: int = 0,
 ) -> None:
-    """Kafka's ``ReplicationControlManager.validateManualPartitionAssignment``
-    for each list, and that all lists have the same length.
+    """Kafka's ``ReplicationControlManager.validateManualPartitionAssignment`` for
+    each list (the lists of partitions ``first_partition``, ``first_partition + 1``
+    ...): not empty, brokers of the cluster, none twice, as many replicas as
+    ``replication_factor`` (None: as the first list), and at least one live
+    broker per list.
 
     Raises:
-        TopicError: INVALID_REPLICA_ASSIGNMENT (an empty list, a broker twice, a
-            broker id that is not a node of the cluster, lists of different sizes).
+        TopicError: INVALID_REPLICA_ASSIGNMENT with Kafka's message.
     """
-    sizes = set()
-    for replicas in replica_lists:
+    live = state.live_node_ids()
+    for i, replicas in enumerate(replica_lists):
         if not replicas:
             raise TopicError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 "The manual partition assignment includes an empty replica list.",
             )
-        if len(set(replicas)) != len(replicas):
-            raise TopicError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                "The manual partition assignment includes duplicate replicas "
-                f"{list(replicas)}.",
-            )
-        for broker in replicas:
+        previous = None
+        for broker in sorted(replicas):
             if broker not in state.node_ids:
                 raise TopicError(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"The manual partition assignment includes broker {broker}, "
                     "but no such broker is registered.",
                 )
-        sizes.add(len(replicas))
-    if len(sizes) > 1:
-        raise TopicError(
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            "All partitions in the manual partition assignment must have the same "
-            "number of replicas.",
-        )
+            if broker == previous:
+                raise TopicError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "The manual partition assignment includes the broker "
+                    f"{broker} more than once.",
+                )
+            previous = broker
+        if replication_factor is not None and len(replicas) != replication_factor:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes a partition with "
+                f"{len(replicas)} replica(s), but this is not consistent with "
+                f"previous partitions, which have {replication_factor} replica(s).",
+            )
+        replication_factor = len(replicas)
+        if not any(broker in live for broker in replicas):
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "All brokers specified in the manual partition assignment for "
+                f"partition {first_partition + i} are fenced or in controlled "
+                "shutdown.",
+            )
 
 
-def _assignment_leaders(state: ClusterState, topic: NewTopic) -> list[int]:
-    """The leaders (first replicas) of a manual assignment, checked as Kafka's
+def _manual_assignment(state: ClusterState, topic: NewTopic) -> list[list[int]]:
+    """The replica lists of a manual assignment, checked as Kafka's
     ``ReplicationControlManager.createTopic``.
 
     Raises:
-        TopicError: INVALID_REQUEST (``num_partitions`` or ``replication_factor``
-            not -1), INVALID_REPLICA_ASSIGNMENT (indexes not 0..n-1, or a replica
-            list :func:`check_replica_lists` refuses).
+        TopicError: INVALID_REQUEST (``replication_factor`` or ``num_partitions``
+            not -1), INVALID_REPLICA_ASSIGNMENT (a partition twice, indexes not
+            0..n-1, or a replica list :func:`check_replica_lists` refuses).
     """
-    if topic.num_partitions != -1 or topic.replication_factor != -1:
+    if topic.replication_factor != -1:
         raise TopicError(
             ErrorCode.INVALID_REQUEST,
-            "A manual partition assignment was specified, but numPartitions or "
-            "replicationFactor was not set to -1.",
+            "A manual partition assignment was specified, but replication factor "
+            "was not set to -1.",
         )
-    by_index = dict(topic.assignments)
-    if sorted(by_index) != list(range(len(topic.assignments))):
+    if topic.num_partitions != -1:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            "A manual partition assignment was specified, but numPartitions was "
+            "not set to -1.",
+        )
+    by_index: dict[int, tuple[int, ...]] = {}
+    for index, replicas in topic.assignments:
+        if index in by_index:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Found multiple manual partition assignments for partition {index}",
+            )
+        by_index[index] = replicas
+    if sorted(by_index) != list(range(len(by_index))):
         raise TopicError(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             "partitions should be a consecutive 0-based integer sequence",
         )
-    replica_lists = [by_index[p] for p in range(len(by_index))]
+    replica_lists = [list(by_index[p]) for p in range(len(by_index))]
     check_replica_lists(state, replica_lists)
-    return [replicas[0] for replicas in replica_lists]
+    return replica_lists
+
+
+def _replication_factor(state: ClusterState, topic: NewTopic) -> int:
+    """The replication factor of a topic without manual assignment (-1: the
+    default, 1, as Kafka's ``default.replication.factor``).
+
+    Raises:
+        TopicError: INVALID_REPLICATION_FACTOR (0 or below -1),
+            INVALID_PARTITIONS (``num_partitions`` 0 or below -1), with Kafka's
+            messages.
+    """
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        raise TopicError(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            "Replication factor must be larger than 0, or -1 to use the default "
+            "value.",
+        )
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        raise TopicError(
+            ErrorCode.INVALID_PARTITIONS,
+            "Number of partitions was set to an invalid non-positive value.",
+        )
+    return (
+        DEFAULT_REPLICATION_FACTOR
+        if topic.replication_factor == -1
+        else (topic.replication_factor)
+    )
 
 
 @attrs.define
@@ -153,10 +211,13 @@ async def create_topics(
 
     Errors per topic: POLICY_VIOLATION (over the per-request cap: every topic;
     over the cluster's ``max_partitions``), INVALID_REQUEST (a name given twice),
-    INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT (a manual assignment
-    Kafka refuses; an accepted one's first replicas lead), and those of
+    INVALID_REPLICATION_FACTOR (0, below -1, or above the live nodes),
+    INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT (a manual assignment Kafka
+    refuses, see :func:`check_replica_lists`), and those of
     :meth:`ClusterState.plan_topic`; KAFKA_STORAGE_ERROR when its logs cannot be
-    created.
+    created. A created topic keeps its replicas (placed, or as assigned), each
+    partition led by its first live replica (Kafka's
+    ``ReplicationControlManager.createTopic``).
     """
     outcomes = [TopicOutcome(t.name) for t in topics]
     total = sum(_requested_partitions(t, state.num_partitions) for t in topics)
@@ -165,35 +226,32 @@ async def create_topics(
             outcome.error_code, outcome.message = ErrorCode.POLICY_VIOLATION, _TOO_MANY
         return outcomes
     names = Counter(t.name for t in topics)
-    nodes = len(state.node_ids)
     planned = 0
     for topic, outcome in zip(topics, outcomes, strict=True):
-        rf = topic.replication_factor
         if names[topic.name] > 1:
             outcome.error_code = ErrorCode.INVALID_REQUEST
             outcome.message = "Duplicate topic name."
-        elif rf != -1 and not 1 <= rf <= nodes and not topic.assignments:
-            outcome.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
-            outcome.message = f"replication factor {rf} is not in 1..{nodes}"
-        else:
-            try:
-                leaders = (
-                    _assignment_leaders(state, topic) if topic.assignments else None
-                )
+            continue
+        try:
+            if topic.assignments:
                 outcome.info = state.plan_topic(
                     topic.name,
-                    len(leaders) if leaders else topic.num_partitions,
                     configs=topic.configs,
                     also_planned=planned,
-                )
-                if leaders:
-                    outcome.info.leaders = leaders
-            except TopicError as err:
-                outcome.error_code, outcome.message = ErrorCode(err.error_code), str(
-                    err
+                    assignment=_manual_assignment(state, topic),
                 )
             else:
-                planned += outcome.info.partitions
+                outcome.info = state.plan_topic(
+                    topic.name,
+                    topic.num_partitions,
+                    configs=topic.configs,
+                    also_planned=planned,
+                    replication_factor=_replication_factor(state, topic),
+                )
+        except TopicError as err:
+            outcome.error_code, outcome.message = ErrorCode(err.error_code), str(err)
+        else:
+            planned += outcome.info.partitions
     if validate_only:
         return outcomes
     created = False
@@ -233,15 +291,18 @@ async def create_partitions(
     validate_only: bool = False,
 ) -> list[tuple[ErrorCode, str | None]]:
     """Grow each ``(topic, count, manual assignments)`` to ``count`` partitions
-    (the assignments, when given: one broker id list per new partition, whose
-    first broker leads it),
-    validated first and applied per topic all or nothing, in bounded steps;
-    metadata saved once. Returns ``(error_code, message)`` per request entry.
+    (the assignments, when given: one broker id list per new partition, of the
+    topic's replication factor, whose first live broker leads it; else the new
+    partitions get the topic's replication factor, placed round-robin), validated
+    first and applied per topic all or nothing, in bounded steps; metadata saved
+    once. Returns ``(error_code, message)`` per request entry (Kafka's
+    ``ReplicationControlManager.createPartitions``).
 
     Errors: POLICY_VIOLATION (more than :data:`MAX_PARTITIONS_PER_REQUEST` new
     partitions in the request: every entry; over ``max_partitions``),
     INVALID_REQUEST (a topic given twice), INVALID_REPLICA_ASSIGNMENT (not one
-    list per new partition, or a list :func:`check_replica_lists` refuses), those of
+    list per new partition, or a list :func:`check_replica_lists` refuses),
+    INVALID_REPLICATION_FACTOR (the topic's factor above the live nodes), those of
     :meth:`ClusterState.check_new_partitions`, KAFKA_STORAGE_ERROR.
     """
     results: list[tuple[ErrorCode, str | None]] = [(ErrorCode.NONE, None)] * len(
@@ -249,7 +310,7 @@ async def create_partitions(
     )
     names = Counter(name for name, _, _ in requests)
     plans: list[tuple[int, TopicMetadata, int]] = []
-    leaders: dict[int, list[int]] = {}
+    placements: dict[int, list[list[int]]] = {}
     new_total = 0
     for i, (name, count, assignments) in enumerate(requests):
         if names[name] > 1:
@@ -265,8 +326,19 @@ async def create_partitions(
                         f"Attempted to add {added} additional partition(s), but "
                         f"only {len(assignments)} assignment(s) were specified.",
                     )
-                check_replica_lists(state, assignments)
-                leaders[i] = [replicas[0] for replicas in assignments]
+                check_replica_lists(
+                    state, assignments, info.replication_factor, info.partitions
+                )
+                placements[i] = [list(replicas) for replicas in assignments]
+            else:
+                live = state.live_node_ids()
+                first = info.leaders[0] if info.leaders else -1
+                start = live.index(first) if first in live else 0
+                placements[i] = state.place_replicas(
+                    start + info.partitions,
+                    count - info.partitions,
+                    info.replication_factor,
+                )
         except TopicError as err:
             results[i] = (ErrorCode(err.error_code), str(err))
             continue
@@ -292,9 +364,7 @@ async def create_partitions(
         before = info.partitions
         try:
             while info.partitions < count:
-                state.add_partition(info)
-                if i in leaders:
-                    info.leaders[-1] = leaders[i][info.partitions - 1 - before]
+                state.add_partition(info, placements[i][info.partitions - before])
                 budget -= 1
                 if budget <= 0:
                     budget = STEP

@@ -25,7 +25,9 @@ class TopicMetadata:
     """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
     ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
     v10+), partition count, the node id of each partition's leader, its explicitly
-    set configs, and whether it is internal. A client's view of a topic is
+    set configs, whether it is internal, and each partition's assigned replicas
+    (node ids, Kafka's ``PartitionRegistration.replicas``; the preferred leader
+    first; empty: the leader alone). A client's view of a topic is
     :class:`kproto.client.results.TopicMetadata`, a different thing."""
 
     name: str
@@ -33,10 +35,25 @@ class TopicMetadata:
     leaders: list[int]
     configs: dict[str, str] = attrs.field(factory=dict)
     internal: bool = False
+    replicas: list[list[int]] = attrs.field(factory=list)
 
     @property
     def partitions(self) -> int:
         return len(self.leaders)
+
+    def replicas_of(self, partition: int) -> list[int]:
+        """The replicas of ``partition``: as assigned, else its leader alone (an
+        offline partition without assignment: none)."""
+        if partition < len(self.replicas) and self.replicas[partition]:
+            return list(self.replicas[partition])
+        leader = self.leaders[partition]
+        return [leader] if leader >= 0 else []
+
+    @property
+    def replication_factor(self) -> int:
+        """Replicas per partition (those of partition 0, as Kafka's
+        ``createPartitions`` reads it)."""
+        return max(len(self.replicas_of(0)), 1) if self.leaders else 1
 
     def config(self, name: str) -> str:
         """The config value in effect (set, else Kafka's default)."""

@@ -7,7 +7,11 @@ atomically (through a rename) after every change::
 
     {"cluster_id": "...", "next_producer_id": 1000,
      "topics": [{"name": "t", "topic_id": "<uuid>", "leaders": [1, 2],
+                 "replicas": [[1, 2], [2, 1]],
                  "configs": {"cleanup.policy": "compact"}, "internal": false}]}
+
+(``replicas`` is absent from files written before replica assignments were kept:
+each partition's leader is then its one replica.)
 
 Log start offsets raised by DeleteRecords or retention are kept in
 ``<data_dir>/log-start-offset-checkpoint`` in Kafka's checkpoint format
@@ -86,6 +90,7 @@ def read_topics(data_dir: Path) -> SavedCluster | None:
             list(entry["leaders"]),
             dict(entry["configs"]),
             bool(entry["internal"]),
+            [list(r) for r in entry.get("replicas", ())],
         )
         for entry in saved["topics"]
     ]
@@ -109,6 +114,7 @@ def write_topics(
                 "name": t.name,
                 "topic_id": str(t.topic_id),
                 "leaders": t.leaders,
+                "replicas": t.replicas,
                 "configs": t.configs,
                 "internal": t.internal,
             }
