@@ -170,14 +170,14 @@ def test_a_topic_whose_logs_fail_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with Cluster(nodes=1, data_dir=tmp_path) as cluster, connect(cluster) as conn:
-        real = cluster.state.open_partition
+        real = cluster.state.make_log
 
-        def failing(info: Any, partition: int) -> None:
+        def failing(info: Any, partition: int, log_start_offset: int = 0) -> Any:
             if info.name == "broken" and partition == 3:
                 raise OSError(errno.EMFILE, "Too many open files")
-            real(info, partition)
+            return real(info, partition, log_start_offset)
 
-        monkeypatch.setattr(cluster.state, "open_partition", failing)
+        monkeypatch.setattr(cluster.state, "make_log", failing)
         answers = create(conn, [("before", 2), ("broken", 5), ("after", 2)]).topics
         assert [t.error_code for t in answers] == [
             ErrorCode.NONE,

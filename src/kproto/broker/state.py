@@ -316,6 +316,45 @@ class ClusterState:
         """
         self._open_log(info, partition)
 
+    async def open_partitions(self, info: TopicMetadata, partitions: range) -> None:
+        """Create the logs of ``partitions`` of a topic being created (reserved by
+        :meth:`begin_topic`) with their file I/O (directories, empty segments,
+        ``partition.metadata``: milliseconds each on a slow disk) on a worker
+        thread, so the event loop serves other clients meanwhile, as Kafka's
+        controller creates topics off its request threads; then register them
+        here. Cancelled, it waits for the thread before re-raising, so the
+        caller's :meth:`abort_topic` removes everything the thread made.
+
+        Raises:
+            OSError: a directory or file cannot be created (the logs made before
+                are registered, for :meth:`abort_topic`).
+        """
+        job = asyncio.ensure_future(
+            asyncio.to_thread(self._make_logs, info, partitions)
+        )
+        try:
+            made, error = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await asyncio.wait([job])
+            raise
+        for partition, plog in made:
+            self._register_log(info, partition, plog)
+        if error is not None:
+            raise error
+
+    def _make_logs(
+        self, info: TopicMetadata, partitions: range
+    ) -> tuple[list[tuple[int, PartitionLog]], OSError | None]:
+        """The file I/O of :meth:`open_partitions` (on a worker thread: it touches
+        no shared state); the logs made, and the error that stopped it."""
+        made: list[tuple[int, PartitionLog]] = []
+        for partition in partitions:
+            try:
+                made.append((partition, self.make_log(info, partition)))
+            except OSError as err:
+                return made, err
+        return made, None
+
     def commit_topic(self, info: TopicMetadata) -> None:
         """Publish a topic whose every partition log is open."""
         self.pending_topics.discard(info.name)
@@ -385,6 +424,20 @@ class ClusterState:
     def _open_log(
         self, info: TopicMetadata, partition: int, log_start_offset: int = 0
     ) -> PartitionLog:
+        plog = self.make_log(info, partition, log_start_offset)
+        self._register_log(info, partition, plog)
+        return plog
+
+    def make_log(
+        self, info: TopicMetadata, partition: int, log_start_offset: int = 0
+    ) -> PartitionLog:
+        """Open (creating) one partition's log and its ``partition.metadata``;
+        registers nothing (:meth:`_register_log` does, on the loop), so it may run
+        on a worker thread for a partition nobody else touches yet.
+
+        Raises:
+            OSError: the directory or a file cannot be created or read.
+        """
         directory = self.data_dir / f"{info.name}-{partition}"
         key = (info.topic_id, partition)
         plog = PartitionLog.open(
@@ -399,6 +452,12 @@ class ClusterState:
         meta = directory / "partition.metadata"
         if not meta.exists():
             meta.write_text(f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
+        return plog
+
+    def _register_log(
+        self, info: TopicMetadata, partition: int, plog: PartitionLog
+    ) -> None:
+        key = (info.topic_id, partition)
         # the epochs live on in the stored batches: a restart resumes at the latest
         if plog.latest_epoch > self.leader_epochs.get(key, 0):
             self.leader_epochs[key] = plog.latest_epoch
@@ -406,7 +465,6 @@ class ClusterState:
         self.next_producer_id = max(
             self.next_producer_id, plog.producer_state.max_producer_id + 1
         )
-        return plog
 
     def check_new_partitions(self, name: str, count: int) -> TopicMetadata:
         """Validate growing ``name`` to ``count`` partitions; change nothing.
@@ -429,19 +487,26 @@ class ClusterState:
         self.check_partition_room(count - info.partitions)
         return info
 
-    def add_partition(self, info: TopicMetadata, replicas: list[int]) -> None:
+    async def add_partition(self, info: TopicMetadata, replicas: list[int]) -> None:
         """Open one more partition of ``info`` on ``replicas`` (led by the first
-        live one; :meth:`place_replicas` places them).
+        live one; :meth:`place_replicas` places them), its file I/O on a worker
+        thread (see :meth:`open_partitions`).
 
         Raises:
             OSError: the log cannot be created (the partition is not added).
         """
         p = info.partitions
+        job = asyncio.ensure_future(asyncio.to_thread(self.make_log, info, p))
         try:
-            self._open_log(info, p)
+            plog = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await asyncio.wait([job])
+            self._drop_partition(info.name, p)
+            raise
         except OSError:
             self._drop_partition(info.name, p)
             raise
+        self._register_log(info, p, plog)
         live = self.live_node_ids()
         if len(info.replicas) < p:  # a topic saved before replicas were kept
             info.replicas = [info.replicas_of(q) for q in range(p)]
