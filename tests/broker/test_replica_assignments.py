@@ -181,6 +181,14 @@ def test_a_stopped_node_leaves_the_isr(cluster: Cluster, admin: AdminClient) -> 
     assert metadata(cluster, "isr") == [(1, [3, 1, 2], [3, 1, 2])]
 
 
+def test_cluster_create_topic_with_replicas(cluster: Cluster) -> None:
+    info = cluster.create_topic("direct", 3, replication_factor=2)
+    assert [len(r) for r in info.replicas] == [2, 2, 2]
+    assert metadata(cluster, "direct") == [
+        (r[0], r, r) for r in (list(x) for x in info.replicas)
+    ]
+
+
 def test_kafka_python_admin(cluster: Cluster) -> None:
     kafka = pytest.importorskip("kafka")
     from kafka.admin import KafkaAdminClient
