@@ -105,11 +105,12 @@ def write_topics(
     next_producer_id: int,
     topics: Iterable[TopicMetadata],
 ) -> None:
-    """Write ``kproto-topics.json`` (atomically, through a rename)."""
-    body = {
-        "cluster_id": cluster_id,
-        "next_producer_id": next_producer_id,
-        "topics": [
+    """Write ``kproto-topics.json`` (atomically, through a rename): one topic per
+    line, each encoded compactly (json's C encoder: tens of ms for 10,000 topics
+    where an indented dump takes several times longer on the event loop)."""
+    head = json.dumps({"cluster_id": cluster_id, "next_producer_id": next_producer_id})
+    lines = [
+        json.dumps(
             {
                 "name": t.name,
                 "topic_id": str(t.topic_id),
@@ -118,10 +119,11 @@ def write_topics(
                 "configs": t.configs,
                 "internal": t.internal,
             }
-            for t in topics
-        ],
-    }
-    write_atomic(data_dir / TOPICS_FILE, json.dumps(body, indent=1))
+        )
+        for t in topics
+    ]
+    body = head[:-1] + ', "topics": [\n' + ",\n".join(lines) + "\n]}\n"
+    write_atomic(data_dir / TOPICS_FILE, body)
 
 
 def read_start_offsets(data_dir: Path) -> dict[tuple[str, int], int]:
