@@ -316,44 +316,44 @@ class ClusterState:
         """
         self._open_log(info, partition)
 
-    async def open_partitions(self, info: TopicMetadata, partitions: range) -> None:
-        """Create the logs of ``partitions`` of a topic being created (reserved by
-        :meth:`begin_topic`) with their file I/O (directories, empty segments,
-        ``partition.metadata``: milliseconds each on a slow disk) on a worker
-        thread, so the event loop serves other clients meanwhile, as Kafka's
-        controller creates topics off its request threads; then register them
-        here. Cancelled, it waits for the thread before re-raising, so the
-        caller's :meth:`abort_topic` removes everything the thread made.
-
-        Raises:
-            OSError: a directory or file cannot be created (the logs made before
-                are registered, for :meth:`abort_topic`).
-        """
-        job = asyncio.ensure_future(
-            asyncio.to_thread(self._make_logs, info, partitions)
-        )
+    async def open_partitions(
+        self, partitions: list[tuple[TopicMetadata, int]]
+    ) -> dict[str, OSError]:
+        """Create the logs of ``partitions`` (``(topic, partition)`` of topics being
+        created, reserved by :meth:`begin_topic`) with their file I/O (directories,
+        empty segments, ``partition.metadata``: milliseconds each on a slow disk)
+        on a worker thread, so the event loop serves other clients meanwhile, as
+        Kafka's controller creates topics off its request threads; then register
+        them here. A topic whose log cannot be created gets no further partitions
+        made; returns the error per such topic name (the logs made before are
+        registered, for :meth:`abort_topic`). Cancelled, it waits for the thread
+        before re-raising, so the caller's :meth:`abort_topic` removes everything
+        the thread made."""
+        job = asyncio.ensure_future(asyncio.to_thread(self._make_logs, partitions))
         try:
-            made, error = await asyncio.shield(job)
+            made, errors = await asyncio.shield(job)
         except asyncio.CancelledError:
             await asyncio.wait([job])
             raise
-        for partition, plog in made:
+        for info, partition, plog in made:
             self._register_log(info, partition, plog)
-        if error is not None:
-            raise error
+        return errors
 
     def _make_logs(
-        self, info: TopicMetadata, partitions: range
-    ) -> tuple[list[tuple[int, PartitionLog]], OSError | None]:
+        self, partitions: list[tuple[TopicMetadata, int]]
+    ) -> tuple[list[tuple[TopicMetadata, int, PartitionLog]], dict[str, OSError]]:
         """The file I/O of :meth:`open_partitions` (on a worker thread: it touches
-        no shared state); the logs made, and the error that stopped it."""
-        made: list[tuple[int, PartitionLog]] = []
-        for partition in partitions:
+        no shared state); the logs made, and the error that stopped each topic."""
+        made: list[tuple[TopicMetadata, int, PartitionLog]] = []
+        errors: dict[str, OSError] = {}
+        for info, partition in partitions:
+            if info.name in errors:
+                continue
             try:
-                made.append((partition, self.make_log(info, partition)))
+                made.append((info, partition, self.make_log(info, partition)))
             except OSError as err:
-                return made, err
-        return made, None
+                errors[info.name] = err
+        return made, errors
 
     def commit_topic(self, info: TopicMetadata) -> None:
         """Publish a topic whose every partition log is open."""

@@ -22,6 +22,7 @@ loop. A topic being created is reserved by name
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Sequence
 
@@ -185,6 +186,30 @@ def _replication_factor(state: ClusterState, topic: NewTopic) -> int:
     )
 
 
+def _plan(state: ClusterState, topic: NewTopic, planned: int) -> TopicMetadata:
+    """The topic ``topic`` would be (:meth:`ClusterState.plan_topic`), with its
+    manual assignment or replication factor checked as Kafka's.
+
+    Raises:
+        TopicError: as :meth:`ClusterState.plan_topic`, :func:`_manual_assignment`
+            and :func:`_replication_factor`.
+    """
+    if topic.assignments:
+        return state.plan_topic(
+            topic.name,
+            configs=topic.configs,
+            also_planned=planned,
+            assignment=_manual_assignment(state, topic),
+        )
+    return state.plan_topic(
+        topic.name,
+        topic.num_partitions,
+        configs=topic.configs,
+        also_planned=planned,
+        replication_factor=_replication_factor(state, topic),
+    )
+
+
 @attrs.define
 class TopicOutcome:
     """The answer for one topic: ``error_code`` (NONE on success), ``message`` and
@@ -208,9 +233,10 @@ def _requested_partitions(topic: NewTopic, default: int) -> int:
 async def create_topics(
     state: ClusterState, topics: Sequence[NewTopic], *, validate_only: bool = False
 ) -> list[TopicOutcome]:
-    """Validate every topic, then create the valid ones (unless
-    ``validate_only``), one at a time in steps of :data:`STEP` partitions; save
-    the metadata once. Returns one outcome per requested topic, in order.
+    """Validate every topic (yielding to the event loop every :data:`STEP`
+    topics), then create the valid ones (unless ``validate_only``) in
+    worker-thread jobs of :data:`STEP` partitions, publish them, and save the
+    metadata once. Returns one outcome per requested topic, in order.
 
     Errors per topic: POLICY_VIOLATION (over the per-request cap: every topic;
     over the cluster's ``max_partitions``), INVALID_REQUEST (a name given twice),
@@ -229,54 +255,64 @@ async def create_topics(
             outcome.error_code, outcome.message = ErrorCode.POLICY_VIOLATION, _TOO_MANY
         return outcomes
     names = Counter(t.name for t in topics)
+    # validate_only reserves nothing, so it counts the partitions it planned; a
+    # real creation reserves each topic at once (ClusterState.begin_topic: its
+    # name and partitions), so a request served meanwhile sees it
     planned = 0
-    for topic, outcome in zip(topics, outcomes, strict=True):
-        if names[topic.name] > 1:
-            outcome.error_code = ErrorCode.INVALID_REQUEST
-            outcome.message = "Duplicate topic name."
-            continue
-        try:
-            if topic.assignments:
-                outcome.info = state.plan_topic(
-                    topic.name,
-                    configs=topic.configs,
-                    also_planned=planned,
-                    assignment=_manual_assignment(state, topic),
-                )
+    creating: list[TopicOutcome] = []
+    try:
+        for i, (topic, outcome) in enumerate(zip(topics, outcomes, strict=True)):
+            if i % STEP == STEP - 1:
+                await asyncio.sleep(0)  # let other clients in between
+            if names[topic.name] > 1:
+                outcome.error_code = ErrorCode.INVALID_REQUEST
+                outcome.message = "Duplicate topic name."
+                continue
+            try:
+                outcome.info = _plan(state, topic, planned)
+            except TopicError as err:
+                outcome.error_code = ErrorCode(err.error_code)
+                outcome.message = str(err)
+                continue
+            if validate_only:
+                planned += outcome.info.partitions
             else:
-                outcome.info = state.plan_topic(
-                    topic.name,
-                    topic.num_partitions,
-                    configs=topic.configs,
-                    also_planned=planned,
-                    replication_factor=_replication_factor(state, topic),
-                )
-        except TopicError as err:
-            outcome.error_code, outcome.message = ErrorCode(err.error_code), str(err)
-        else:
-            planned += outcome.info.partitions
+                state.begin_topic(outcome.info)
+                creating.append(outcome)
+    except BaseException:
+        for outcome in creating:  # cancelled: release the reservations
+            assert outcome.info is not None
+            state.abort_topic(outcome.info)
+        raise
     if validate_only:
         return outcomes
+    work = [(o.info, p) for o in creating if o.info for p in range(o.info.partitions)]
+    failed: dict[str, OSError] = {}
+    try:
+        # many small topics share one worker-thread job of STEP partitions
+        for first in range(0, len(work), STEP):
+            chunk = [
+                (i, p) for i, p in work[first : first + STEP] if i.name not in failed
+            ]
+            failed.update(await state.open_partitions(chunk))
+    except BaseException:
+        for outcome in creating:  # cancelled: leave nothing half-made
+            assert outcome.info is not None
+            state.abort_topic(outcome.info)
+        raise
     created = False
-    for outcome in outcomes:
+    for outcome in creating:
         info = outcome.info
-        if info is None:
-            continue
-        state.begin_topic(info)
-        try:
-            for first in range(0, info.partitions, STEP):
-                await state.open_partitions(
-                    info, range(first, min(first + STEP, info.partitions))
-                )
-        except OSError as err:
+        assert info is not None
+        error = failed.get(info.name)
+        if error is not None:
             state.abort_topic(info)
             outcome.info = None
             outcome.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-            outcome.message = f"could not create the logs of topic {info.name!r}: {err}"
+            outcome.message = (
+                f"could not create the logs of topic {info.name!r}: {error}"
+            )
             continue
-        except BaseException:
-            state.abort_topic(info)  # cancelled: leave nothing half-made
-            raise
         state.commit_topic(info)
         created = True
     if created:
