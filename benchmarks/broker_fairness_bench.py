@@ -24,7 +24,9 @@ is done
 * ``slowloris``: 200 connections sending a request one byte every 100 ms;
 * ``malformed``: 10,000 frames of random bytes;
 * ``mutated``: 20,000 real request frames (ApiVersions, Metadata, Produce) with
-  random bytes changed.
+  random bytes changed;
+* ``create-topics``: CreateTopics requests of 10,000 one-partition topics each
+  (Kafka's per-request cap), one after the other, at most 4 (issue 27).
 
 Prints per attack the good pair's time and its throughput as a ratio of a quiet
 run made just before it (goal >= 0.8x), what the attack achieved, and the broker's peak RSS (goal <=
@@ -295,6 +297,36 @@ async def mutated(host: str, port: int, until: float) -> str:
     return f"{sum(counts)} mutated frames"
 
 
+def create_topics_frame(prefix: str, count: int) -> bytes:
+    """CreateTopics v7 of ``count`` topics of one partition each."""
+    from kproto.meta import build_entity
+    from kproto.schema.create_topics.v7 import CreateTopicsRequest
+
+    request = build_entity(
+        CreateTopicsRequest,
+        {
+            "timeout_ms": 60_000,
+            "topics": [
+                {"name": f"{prefix}-{i}", "num_partitions": 1, "replication_factor": 1}
+                for i in range(count)
+            ],
+        },
+    )
+    return _request(request)
+
+
+async def create_topics_flood(host: str, port: int, until: float) -> str:
+    reader, writer = await _open(host, port)
+    done = 0
+    try:
+        while time.monotonic() < until and done < 4:
+            await _exchange(reader, writer, create_topics_frame(f"flood{done}", 10_000))
+            done += 1
+    finally:
+        writer.close()
+    return f"{done} CreateTopics of 10,000 topics"
+
+
 ATTACKS: dict[str, Callable[[str, int, float], Any]] = {
     "metadata-flood": metadata_flood,
     "flood+quota": metadata_flood,
@@ -305,6 +337,7 @@ ATTACKS: dict[str, Callable[[str, int, float], Any]] = {
     "slowloris": slowloris,
     "malformed": malformed,
     "mutated": mutated,
+    "create-topics": create_topics_flood,
 }
 
 
@@ -388,7 +421,11 @@ def run(
             worker.terminate()
             worker.join(10)
         proc.terminate()
-        proc.wait(30)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # still busy (thousands of topics)
+            proc.kill()
+            proc.wait(30)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -166,18 +166,66 @@ def test_ten_thousand_topics_in_one_request_without_starving_others(
     assert not topic_dirs(tmp_path, "many")
 
 
+def test_log_creation_runs_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a CreateTopics is inside a partition's file I/O (held here), other
+    clients are answered and the topic stays unpublished until its logs exist."""
+    with Cluster(nodes=1, data_dir=tmp_path) as cluster:
+        real = cluster.state.make_log
+        inside, release = threading.Event(), threading.Event()
+
+        def held(info: Any, partition: int, log_start_offset: int = 0) -> Any:
+            if info.name == "held":
+                inside.set()
+                assert release.wait(30), "never released"
+            return real(info, partition, log_start_offset)
+
+        monkeypatch.setattr(cluster.state, "make_log", held)
+        answers: list[Any] = []
+
+        def create_held() -> None:
+            with connect(cluster) as conn:
+                answers.append(create(conn, [("held", 2)]))
+
+        creator = threading.Thread(target=create_held)
+        creator.start()
+        try:
+            assert inside.wait(30)
+            info = cluster.state.nodes[1]
+            # another client (its own client id: one request at a time per client)
+            with Connection(info.host, info.port, timeout_s=10, client_id="b") as other:
+                response = other.request(
+                    ApiKey.METADATA,
+                    topics=[{"name": "held"}],
+                    allow_auto_topic_creation=False,
+                )
+                # answered meanwhile; the topic is not published yet
+                assert response.topics[0].error_code == (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
+                assert create(other, [("held", 1)]).topics[0].error_code == (
+                    ErrorCode.TOPIC_ALREADY_EXISTS
+                )
+        finally:
+            release.set()
+            creator.join(60)
+        assert answers[0].topics[0].error_code == ErrorCode.NONE
+        assert cluster.state.topics["held"].partitions == 2
+
+
 def test_a_topic_whose_logs_fail_leaves_nothing_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with Cluster(nodes=1, data_dir=tmp_path) as cluster, connect(cluster) as conn:
-        real = cluster.state.open_partition
+        real = cluster.state.make_log
 
-        def failing(info: Any, partition: int) -> None:
+        def failing(info: Any, partition: int, log_start_offset: int = 0) -> Any:
             if info.name == "broken" and partition == 3:
                 raise OSError(errno.EMFILE, "Too many open files")
-            real(info, partition)
+            return real(info, partition, log_start_offset)
 
-        monkeypatch.setattr(cluster.state, "open_partition", failing)
+        monkeypatch.setattr(cluster.state, "make_log", failing)
         answers = create(conn, [("before", 2), ("broken", 5), ("after", 2)]).topics
         assert [t.error_code for t in answers] == [
             ErrorCode.NONE,

@@ -662,15 +662,22 @@ class Cluster(FaultControls):
         name: str,
         partitions: int | None = None,
         configs: dict[str, str] | None = None,
+        replication_factor: int = 1,
     ) -> TopicMetadata:
         """Create a topic without a client (test set-up); ``partitions`` defaults
-        to the cluster's ``num_partitions``.
+        to the cluster's ``num_partitions``; ``replication_factor`` replicas per
+        partition, placed as CreateTopics places them.
 
         Raises:
             kproto.broker.TopicError: as CreateTopics would answer.
         """
         return self._on_loop(
-            lambda: self.state.create_topic(name, partitions, configs=configs)
+            lambda: self.state.create_topic(
+                name,
+                partitions,
+                configs=configs,
+                replication_factor=replication_factor,
+            )
         )
 
     def alter_topic_configs(

@@ -44,6 +44,16 @@ def set_leader(state: ClusterState, topic: str, partition: int, node_id: int) ->
         raise KeyError(f"no partition {topic}-{partition}")
     if node_id != OFFLINE and node_id not in state.node_ids:
         raise KeyError(f"no node {node_id} (nodes: {state.node_ids})")
+    replicas = info.replicas_of(partition)
+    if node_id != OFFLINE and replicas and node_id not in replicas:
+        # a test moves the leader outside the replicas: it takes the old
+        # leader's place (the replication factor is kept)
+        old = info.leaders[partition]
+        at = replicas.index(old) if old in replicas else len(replicas) - 1
+        replicas[at] = node_id
+        while len(info.replicas) <= partition:
+            info.replicas.append(info.replicas_of(len(info.replicas)))
+        info.replicas[partition] = replicas
     info.leaders[partition] = node_id
     key = (info.topic_id, partition)
     state.leader_epochs[key] = epoch = state.leader_epochs.get(key, 0) + 1
@@ -51,15 +61,20 @@ def set_leader(state: ClusterState, topic: str, partition: int, node_id: int) ->
 
 
 def move_off(state: ClusterState, node_id: int, live: list[int]) -> int:
-    """Move every partition ``node_id`` leads to the ``live`` nodes in turn (none
-    live: the partitions go :data:`OFFLINE`); return how many moved."""
+    """Move every partition ``node_id`` leads to its next replica on a ``live``
+    node (as Kafka's controller elects from the ISR), else to the ``live`` nodes
+    in turn (none live: the partitions go :data:`OFFLINE`); return how many
+    moved."""
     moved = 0
     for info in list(state.topics.values()):
         for p, leader in enumerate(info.leaders):
             if leader == node_id:
-                set_leader(
-                    state, info.name, p, live[moved % len(live)] if live else OFFLINE
-                )
+                in_sync = [n for n in info.replicas_of(p) if n in live]
+                if in_sync:
+                    target = in_sync[0]
+                else:
+                    target = live[moved % len(live)] if live else OFFLINE
+                set_leader(state, info.name, p, target)
                 moved += 1
     return moved
 

@@ -281,17 +281,25 @@ class ClusterState:
         configs: dict[str, str] | None = None,
         internal: bool = False,
         also_planned: int = 0,
+        replication_factor: int = 1,
+        assignment: list[list[int]] | None = None,
     ) -> TopicMetadata:
         """Validate a new topic completely, changing nothing; return the topic it
-        would be (leaders round-robin over the nodes). ``also_planned``: partitions
-        of the same request planned before this topic (for the cluster bound).
+        would be: ``replication_factor`` replicas per partition placed by
+        :meth:`place_replicas`, or the manual ``assignment`` (one checked replica
+        list per partition; ``partitions`` is then its length), each partition led
+        by its first live replica. ``also_planned``: partitions of the same request
+        planned before this topic (for the cluster bound).
 
         Raises:
             TopicError: bad name (INVALID_TOPIC_EXCEPTION), exists or is being
                 created (TOPIC_ALREADY_EXISTS), partitions < 1 (INVALID_PARTITIONS),
                 a config Kafka refuses (INVALID_CONFIG, naming it), the cluster's
-                ``max_partitions`` exceeded (POLICY_VIOLATION).
+                ``max_partitions`` exceeded (POLICY_VIOLATION), more replicas than
+                live nodes (INVALID_REPLICATION_FACTOR).
         """
+        if assignment is not None:
+            partitions = len(assignment)
         validate_topic_name(name)
         if name in self.topics or name in self.pending_topics:
             raise TopicError(
@@ -310,18 +318,51 @@ class ClusterState:
         self.check_partition_room(count + also_planned)
         configs = dict(configs or {})
         topic_config = self.topic_config(configs)
-        # leaders on the listening nodes only, as Kafka's controller places
-        # partitions on unfenced brokers (all nodes before any started)
-        live = [n for n in self.node_ids if n in self.nodes] or self.node_ids
-        n = len(live)
+        if assignment is None:
+            replicas = self.place_replicas(self._rr, count, replication_factor)
+        else:
+            replicas = [list(r) for r in assignment]
+        live = self.live_node_ids()
         return TopicMetadata(
             name,
             uuid.uuid4(),
-            [live[(self._rr + p) % n] for p in range(count)],
+            [next((n for n in r if n in live), r[0]) for r in replicas],
             configs,
             internal or name.startswith("__"),
             topic_config,
+            replicas,
         )
+
+    def live_node_ids(self) -> list[int]:
+        """The listening nodes (Kafka's unfenced brokers); all nodes before any
+        started."""
+        return [n for n in self.node_ids if n in self.nodes] or self.node_ids
+
+    def place_replicas(
+        self, start: int, count: int, replication_factor: int
+    ) -> list[list[int]]:
+        """Replica lists of ``count`` new partitions on the live nodes: partition
+        ``i``'s leader is live node ``start + i`` (round-robin) and its followers
+        the next nodes in turn, so leaders and replicas spread evenly (the goal of
+        Kafka's ``StripedReplicaPlacer``, without racks).
+
+        Raises:
+            TopicError: INVALID_REPLICATION_FACTOR, ``replication_factor`` above
+                the live nodes (Kafka's message).
+        """
+        live = self.live_node_ids()
+        n = len(live)
+        if replication_factor > n:
+            raise TopicError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): "
+                f"The target replication factor of {replication_factor} cannot be "
+                f"reached because only {n} broker(s) are registered.",
+            )
+        return [
+            [live[(start + p + k) % n] for k in range(replication_factor)]
+            for p in range(count)
+        ]
 
     def check_partition_room(self, more: int) -> None:
         """Raise TopicError(POLICY_VIOLATION) unless ``more`` partitions fit under
@@ -348,6 +389,45 @@ class ClusterState:
         """
         self._open_log(info, partition)
 
+    async def open_partitions(
+        self, partitions: list[tuple[TopicMetadata, int]]
+    ) -> dict[str, OSError]:
+        """Create the logs of ``partitions`` (``(topic, partition)`` of topics being
+        created, reserved by :meth:`begin_topic`) with their file I/O (directories,
+        empty segments, ``partition.metadata``: milliseconds each on a slow disk)
+        on a worker thread, so the event loop serves other clients meanwhile, as
+        Kafka's controller creates topics off its request threads; then register
+        them here. A topic whose log cannot be created gets no further partitions
+        made; returns the error per such topic name (the logs made before are
+        registered, for :meth:`abort_topic`). Cancelled, it waits for the thread
+        before re-raising, so the caller's :meth:`abort_topic` removes everything
+        the thread made."""
+        job = asyncio.ensure_future(asyncio.to_thread(self._make_logs, partitions))
+        try:
+            made, errors = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await asyncio.wait([job])
+            raise
+        for info, partition, plog in made:
+            self._register_log(info, partition, plog)
+        return errors
+
+    def _make_logs(
+        self, partitions: list[tuple[TopicMetadata, int]]
+    ) -> tuple[list[tuple[TopicMetadata, int, PartitionLog]], dict[str, OSError]]:
+        """The file I/O of :meth:`open_partitions` (on a worker thread: it touches
+        no shared state); the logs made, and the error that stopped each topic."""
+        made: list[tuple[TopicMetadata, int, PartitionLog]] = []
+        errors: dict[str, OSError] = {}
+        for info, partition in partitions:
+            if info.name in errors:
+                continue
+            try:
+                made.append((info, partition, self.make_log(info, partition)))
+            except OSError as err:
+                errors[info.name] = err
+        return made, errors
+
     def commit_topic(self, info: TopicMetadata) -> None:
         """Publish a topic whose every partition log is open."""
         self.pending_topics.discard(info.name)
@@ -370,6 +450,7 @@ class ClusterState:
         internal: bool = False,
         validate_only: bool = False,
         save: bool = True,
+        replication_factor: int = 1,
     ) -> TopicMetadata:
         """Create a topic at once (internal topics, auto-creation, test set-up):
         :meth:`plan_topic`, then every partition log, all or nothing; saved to
@@ -389,7 +470,13 @@ class ClusterState:
                 ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                 f"Unauthorized to CREATE on topic {name}.",
             )
-        info = self.plan_topic(name, partitions, configs=configs, internal=internal)
+        info = self.plan_topic(
+            name,
+            partitions,
+            configs=configs,
+            internal=internal,
+            replication_factor=replication_factor,
+        )
         if validate_only:
             return info
         self.begin_topic(info)
@@ -410,6 +497,20 @@ class ClusterState:
     def _open_log(
         self, info: TopicMetadata, partition: int, log_start_offset: int = 0
     ) -> PartitionLog:
+        plog = self.make_log(info, partition, log_start_offset)
+        self._register_log(info, partition, plog)
+        return plog
+
+    def make_log(
+        self, info: TopicMetadata, partition: int, log_start_offset: int = 0
+    ) -> PartitionLog:
+        """Open (creating) one partition's log and its ``partition.metadata``;
+        registers nothing (:meth:`_register_log` does, on the loop), so it may run
+        on a worker thread for a partition nobody else touches yet.
+
+        Raises:
+            OSError: the directory or a file cannot be created or read.
+        """
         directory = self.data_dir / f"{info.name}-{partition}"
         key = (info.topic_id, partition)
         plog = PartitionLog.open(
@@ -424,6 +525,12 @@ class ClusterState:
         meta = directory / "partition.metadata"
         if not meta.exists():
             meta.write_text(f"version: 0\ntopic_id: {kafka_uuid(info.topic_id)}\n")
+        return plog
+
+    def _register_log(
+        self, info: TopicMetadata, partition: int, plog: PartitionLog
+    ) -> None:
+        key = (info.topic_id, partition)
         # the epochs live on in the stored batches: a restart resumes at the latest
         if plog.latest_epoch > self.leader_epochs.get(key, 0):
             self.leader_epochs[key] = plog.latest_epoch
@@ -431,7 +538,6 @@ class ClusterState:
         self.next_producer_id = max(
             self.next_producer_id, plog.producer_state.max_producer_id + 1
         )
-        return plog
 
     def check_new_partitions(self, name: str, count: int) -> TopicMetadata:
         """Validate growing ``name`` to ``count`` partitions; change nothing.
@@ -454,31 +560,38 @@ class ClusterState:
         self.check_partition_room(count - info.partitions)
         return info
 
-    def add_partition(self, info: TopicMetadata) -> None:
-        """Open one more partition of ``info`` (its leader round-robin).
+    async def add_partition(self, info: TopicMetadata, replicas: list[int]) -> None:
+        """Open one more partition of ``info`` on ``replicas`` (led by the first
+        live one; :meth:`place_replicas` places them), its file I/O on a worker
+        thread (see :meth:`open_partitions`).
 
         Raises:
             OSError: the log cannot be created (the partition is not added).
         """
-        n = len(self.node_ids)
-        start = (
-            self.node_ids.index(info.leaders[0])
-            if info.leaders[0] in self.node_ids
-            else 0
-        )
         p = info.partitions
+        job = asyncio.ensure_future(asyncio.to_thread(self.make_log, info, p))
         try:
-            self._open_log(info, p)
+            plog = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await asyncio.wait([job])
+            self._drop_partition(info.name, p)
+            raise
         except OSError:
             self._drop_partition(info.name, p)
             raise
-        info.leaders.append(self.node_ids[(start + p) % n])
+        self._register_log(info, p, plog)
+        live = self.live_node_ids()
+        if len(info.replicas) < p:  # a topic saved before replicas were kept
+            info.replicas = [info.replicas_of(q) for q in range(p)]
+        info.replicas.append(list(replicas))
+        info.leaders.append(next((n for n in replicas if n in live), replicas[0]))
 
     def remove_partitions_from(self, info: TopicMetadata, count: int) -> None:
         """Undo :meth:`add_partition` down to ``count`` partitions."""
         while info.partitions > count:
             self._drop_partition(info.name, info.partitions - 1)
             info.leaders.pop()
+        del info.replicas[count:]
 
     def _drop_partition(self, topic: str, partition: int) -> None:
         """Close and remove one partition's log and directory."""
@@ -579,6 +692,10 @@ class ClusterState:
             info.leaders = [
                 n if n in nodes else nodes[p % len(nodes)]
                 for p, n in enumerate(info.leaders)
+            ]
+            # replicas on nodes this cluster no longer has are dropped
+            info.replicas = [
+                [n for n in replicas if n in nodes] for replicas in info.replicas
             ]
             self.topics[info.name] = info
             for p in range(info.partitions):

@@ -27,10 +27,12 @@ class TopicMetadata:
     """The broker's record of one topic (what ``kproto-topics.json`` keeps; Kafka's
     ``TopicImage`` with the topic's ``ConfigurationsImage``): id (a UUID, Metadata
     v10+), partition count, the node id of each partition's leader, its explicitly
-    set configs (Kafka's names and strings, as given), whether it is internal, and
+    set configs (Kafka's names and strings, as given), whether it is internal,
     ``topic_config``: the configuration in effect, typed (the explicit configs over
-    the cluster's defaults, parsed once by :class:`ClusterState` whenever
-    ``configs`` change). A client's view of a topic is
+    the cluster's defaults, parsed once by :class:`ClusterState` whenever ``configs``
+    change), and each partition's assigned replicas (node ids, Kafka's
+    ``PartitionRegistration.replicas``; the preferred leader first; empty: the leader
+    alone). A client's view of a topic is
     :class:`kproto.client.results.TopicMetadata`, a different thing."""
 
     name: str
@@ -39,6 +41,7 @@ class TopicMetadata:
     configs: dict[str, str] = attrs.field(factory=dict)
     internal: bool = False
     topic_config: TopicConfig = attrs.field(factory=TopicConfig)
+    replicas: list[list[int]] = attrs.field(factory=list)
     #: (the config it was built from, its fields but now_ms, the last policy)
     _produce: tuple[TopicConfig, dict[str, Any], LogPolicy] | None = attrs.field(
         default=None, init=False, repr=False, eq=False
@@ -64,6 +67,20 @@ class TopicMetadata:
             policy = LogPolicy(now_ms=now_ms, **fields)
             self._produce = (config, fields, policy)
         return policy
+
+    def replicas_of(self, partition: int) -> list[int]:
+        """The replicas of ``partition``: as assigned, else its leader alone (an
+        offline partition without assignment: none)."""
+        if partition < len(self.replicas) and self.replicas[partition]:
+            return list(self.replicas[partition])
+        leader = self.leaders[partition]
+        return [leader] if leader >= 0 else []
+
+    @property
+    def replication_factor(self) -> int:
+        """Replicas per partition (those of partition 0, as Kafka's
+        ``createPartitions`` reads it)."""
+        return max(len(self.replicas_of(0)), 1) if self.leaders else 1
 
     def config(self, name: str) -> str:
         """Topic config ``name`` in effect as DescribeConfigs shows it: the string

@@ -7,7 +7,11 @@ atomically (through a rename) after every change::
 
     {"cluster_id": "...", "next_producer_id": 1000,
      "topics": [{"name": "t", "topic_id": "<uuid>", "leaders": [1, 2],
+                 "replicas": [[1, 2], [2, 1]],
                  "configs": {"cleanup.policy": "compact"}, "internal": false}]}
+
+(``replicas`` is absent from files written before replica assignments were kept:
+each partition's leader is then its one replica.)
 
 Log start offsets raised by DeleteRecords or retention are kept in
 ``<data_dir>/log-start-offset-checkpoint`` in Kafka's checkpoint format
@@ -86,6 +90,7 @@ def read_topics(data_dir: Path) -> SavedCluster | None:
             list(entry["leaders"]),
             dict(entry["configs"]),
             bool(entry["internal"]),
+            replicas=[list(r) for r in entry.get("replicas", ())],
         )
         for entry in saved["topics"]
     ]
@@ -100,22 +105,25 @@ def write_topics(
     next_producer_id: int,
     topics: Iterable[TopicMetadata],
 ) -> None:
-    """Write ``kproto-topics.json`` (atomically, through a rename)."""
-    body = {
-        "cluster_id": cluster_id,
-        "next_producer_id": next_producer_id,
-        "topics": [
+    """Write ``kproto-topics.json`` (atomically, through a rename): one topic per
+    line, each encoded compactly (json's C encoder: tens of ms for 10,000 topics
+    where an indented dump takes several times longer on the event loop)."""
+    head = json.dumps({"cluster_id": cluster_id, "next_producer_id": next_producer_id})
+    lines = [
+        json.dumps(
             {
                 "name": t.name,
                 "topic_id": str(t.topic_id),
                 "leaders": t.leaders,
+                "replicas": t.replicas,
                 "configs": t.configs,
                 "internal": t.internal,
             }
-            for t in topics
-        ],
-    }
-    write_atomic(data_dir / TOPICS_FILE, json.dumps(body, indent=1))
+        )
+        for t in topics
+    ]
+    body = head[:-1] + ', "topics": [\n' + ",\n".join(lines) + "\n]}\n"
+    write_atomic(data_dir / TOPICS_FILE, body)
 
 
 def read_start_offsets(data_dir: Path) -> dict[tuple[str, int], int]:

@@ -198,6 +198,25 @@ def test_records_deleted_from_the_log_leave_the_share_partition(
     assert share.start_offset == 2
 
 
+def test_redeliveries_are_bounded_by_bytes_too(plog: PartitionLog) -> None:
+    """Released records come back batch by batch from the next fetch offset, under
+    the same byte limit as new ones (Kafka's fetch from ``nextFetchOffset``)."""
+    for value in (b"a", b"b", b"c"):
+        produce(plog, value)
+    share, _ = make(ManualScheduler())
+    ranges, _ = share.acquire("m", plog, 10, 1 << 20)
+    assert [(r.first_offset, r.last_offset) for r in ranges] == [(0, 2)]
+    assert share.acknowledge("m", [(0, 2, [A.RELEASE])]) == 0
+    ranges, data = share.acquire("m", plog, 10, 1)  # the first batch only
+    assert [(r.first_offset, r.last_offset, r.delivery_count) for r in ranges] == [
+        (0, 0, 2)
+    ]
+    assert offsets(data) == [0]
+    assert share.acquire("m", plog, 10, 1, min_one=False) == ([], b"")
+    ranges, _ = share.acquire("m", plog, 10, 1 << 20)
+    assert [(r.first_offset, r.last_offset) for r in ranges] == [(1, 2)]
+
+
 def test_read_batches_spans_a_range(plog: PartitionLog) -> None:
     produce(plog, b"a", b"b")
     produce(plog, b"c")

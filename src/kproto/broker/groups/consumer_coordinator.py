@@ -409,11 +409,15 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         member_epoch: int,
         member_id: str,
         instance_id: str | None = None,
+        *,
+        transactional: bool = False,
     ) -> int:
         """OffsetCommit to ``group``; a classic member's commit at another generation
         than its member epoch gets ILLEGAL_GENERATION, as a classic group answers
         (Kafka's ``ConsumerGroup.validateMemberEpoch``)."""
-        error = super().validate_commit(group, member_epoch, member_id, instance_id)
+        error = super().validate_commit(
+            group, member_epoch, member_id, instance_id, transactional=transactional
+        )
         member = group.members.get(member_id)
         if (
             error == ErrorCode.STALE_MEMBER_EPOCH

@@ -251,13 +251,23 @@ class ModernGroup(Generic[M, K]):
         return changed
 
     def validate_offset_commit(
-        self, member_id: str, instance_id: str | None, member_epoch: int
+        self,
+        member_id: str,
+        instance_id: str | None,
+        member_epoch: int,
+        *,
+        transactional: bool = False,
     ) -> ErrorCode:
-        """Kafka's ``ModernGroup.validateOffsetCommit``: a commit without member
-        (epoch < 0, no ids) only to an empty group, else UNKNOWN_MEMBER_ID; a
-        member's commit at another epoch than its own STALE_MEMBER_EPOCH."""
-        if member_epoch < 0 and not member_id and instance_id is None:
-            return ErrorCode.NONE if self.is_empty() else ErrorCode.UNKNOWN_MEMBER_ID
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` (and ``StreamsGroup``'s):
+        a commit with epoch < 0 to an empty group is accepted; a commit without
+        member (epoch -1, no ids) to a group with members gets UNKNOWN_MEMBER_ID,
+        unless it is ``transactional`` (TxnOffsetCommit v0-v2 carries no member, so
+        Kafka accepts it); a member's commit at another epoch than its own
+        STALE_MEMBER_EPOCH."""
+        if member_epoch < 0 and self.is_empty():
+            return ErrorCode.NONE
+        if member_epoch == -1 and not member_id and instance_id is None:
+            return ErrorCode.NONE if transactional else ErrorCode.UNKNOWN_MEMBER_ID
         return self.validate_offset_fetch(member_id, member_epoch)
 
     def validate_offset_fetch(

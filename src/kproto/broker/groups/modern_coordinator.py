@@ -315,9 +315,19 @@ class ModernGroups(ABC, Generic[G, R]):
         member_epoch: int,
         member_id: str,
         instance_id: str | None = None,
+        *,
+        transactional: bool = False,
     ) -> int:
-        """OffsetCommit to ``group`` (:meth:`.modern.ModernGroup.validate_offset_commit`)."""
-        return group.validate_offset_commit(member_id, instance_id, member_epoch)
+        """OffsetCommit (or a ``transactional`` TxnOffsetCommit) to ``group``
+        (:meth:`.modern.ModernGroup.validate_offset_commit`); a transactional commit
+        at a stale epoch gets ILLEGAL_GENERATION, as Kafka's
+        ``OffsetMetadataManager.validateTransactionalOffsetCommit`` answers."""
+        error = group.validate_offset_commit(
+            member_id, instance_id, member_epoch, transactional=transactional
+        )
+        if transactional and error == ErrorCode.STALE_MEMBER_EPOCH:
+            return ErrorCode.ILLEGAL_GENERATION
+        return error
 
     def validate_fetch(
         self, group_id: str, member_id: str | None, member_epoch: int

@@ -81,34 +81,37 @@ class OffsetMetadataManager:
         pending until :meth:`complete_transaction` (INVALID_PRODUCER_EPOCH when the
         partition log knows a newer epoch).
 
-        Group checks follow Kafka's classic ``validateOffsetCommit``: generation -1
-        with no member id commits for a group without membership ("simple" commit)
-        and gets UNKNOWN_MEMBER_ID from a group with members; otherwise
-        UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+        Group checks follow Kafka's ``ClassicGroup.validateOffsetCommit``:
+        generation -1 with no member id commits for a group without membership
+        ("simple" commit) and gets UNKNOWN_MEMBER_ID from a group with members;
+        otherwise UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
         REBALANCE_IN_PROGRESS (CompletingRebalance), COORDINATOR_NOT_AVAILABLE (dead).
-        Per partition: UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE."""
+        A transactional commit (``producer`` given) is checked as Kafka's
+        ``validateTransactionalOffsetCommit`` does: without member (TxnOffsetCommit
+        v0-v2, as aiokafka sends) it is accepted by a group with members, and the
+        group's state is not enforced (no REBALANCE_IN_PROGRESS); a consumer or
+        streams (KIP-848, KIP-1071) group answers a stale member epoch with
+        ILLEGAL_GENERATION. Per partition: UNKNOWN_TOPIC_OR_PARTITION,
+        OFFSET_METADATA_TOO_LARGE."""
         modern = self.consumer.groups.get(group_id)
         streams = self.streams.groups.get(group_id)
+        transactional = producer is not None
         if modern is not None:
             error = self.consumer.validate_commit(
-                modern, generation_id, member_id, group_instance_id
+                modern,
+                generation_id,
+                member_id,
+                group_instance_id,
+                transactional=transactional,
             )
         elif streams is not None:
-            error = self.streams.validate_commit(streams, generation_id, member_id)
+            error = self.streams.validate_commit(
+                streams, generation_id, member_id, transactional=transactional
+            )
         else:
             error = self._validate_commit(
-                group_id, generation_id, member_id, group_instance_id
+                group_id, generation_id, member_id, group_instance_id, transactional
             )
-        if (
-            producer is not None
-            and error == ErrorCode.ILLEGAL_GENERATION
-            and generation_id < 0
-            and not member_id
-            and group_instance_id is None
-        ):
-            # TxnOffsetCommit before v3 carries no member (Kafka's
-            # validateOffsetCommit with isTransactional)
-            error = ErrorCode.NONE
         if error != ErrorCode.NONE:
             return {tp: error for tp in offsets}
         group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
@@ -167,7 +170,12 @@ class OffsetMetadataManager:
         return result
 
     def _validate_commit(
-        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        transactional: bool,
     ) -> int:
         group = self.groups.get(group_id)
         if group is None:
@@ -183,10 +191,12 @@ class OffsetMetadataManager:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             if generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        else:
-            # an admin commit (no member, generation -1) to a group with members
+        elif not transactional:
+            # an admin commit (no member, generation -1) to a group with members;
+            # TxnOffsetCommit v0-v2 carries no member and is accepted
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_(GroupState.COMPLETING_REBALANCE):
+            # the group state is not enforced for transactional commits
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
@@ -276,8 +286,13 @@ class OffsetMetadataManager:
         (Kafka's ``GroupCoordinator.onTransactionCompleted``)."""
         done = self.pending_txn_offsets.complete(producer_id, offsets_partition)
         for (group_id, topic, partition), value in done.items() if committed else ():
-            now = self.now_ms()
-            group = self.groups.setdefault(
-                group_id, ClassicGroup(group_id, state_timestamp_ms=now)
+            group: ClassicGroup | ConsumerGroup | StreamsGroup | None = (
+                self.consumer.groups.get(group_id)
+                or self.streams.groups.get(group_id)
+                or self.groups.get(group_id)
             )
+            if group is None:
+                group = self.groups[group_id] = ClassicGroup(
+                    group_id, state_timestamp_ms=self.now_ms()
+                )
             group.offsets[(topic, partition)] = value

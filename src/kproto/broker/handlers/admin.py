@@ -25,11 +25,11 @@ __all__ = ["create_topics", "delete_topics", "create_partitions"]
 async def create_topics(ctx: RequestContext, request: Any) -> Any:
     """Create each topic (``num_partitions`` -1: the cluster default) through
     :func:`kproto.broker.topic_admin.create_topics` (bounded, validated first, all
-    or nothing per topic). Replication factor -1 or 1..nodes is accepted and
-    stored as 1 (no replication); manual ``assignments`` are accepted with
-    ``num_partitions`` and ``replication_factor`` -1: each partition's first
-    replica leads it (INVALID_REPLICA_ASSIGNMENT for a broker id that is no
-    node)."""
+    or nothing per topic). Replication factor -1 (1) or 1..live nodes is kept:
+    Metadata reports each partition's replicas and ISR; manual ``assignments``
+    are accepted with ``num_partitions`` and ``replication_factor`` -1: each
+    partition's first live replica leads it (INVALID_REPLICA_ASSIGNMENT for what
+    Kafka's ``validateManualPartitionAssignment`` refuses)."""
     requested = [
         NewTopic(
             t.name,
@@ -55,7 +55,9 @@ async def create_topics(ctx: RequestContext, request: Any) -> Any:
                 "error_code": outcome.error_code,
                 "error_message": outcome.message,
                 "num_partitions": info.partitions if info is not None else -1,
-                "replication_factor": 1 if info is not None else -1,
+                "replication_factor": (
+                    info.replication_factor if info is not None else -1
+                ),
                 "configs": (
                     [
                         {
@@ -115,7 +117,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> Any:
 async def create_partitions(ctx: RequestContext, request: Any) -> Any:
     """Grow topics to ``count`` partitions through
     :func:`kproto.broker.topic_admin.create_partitions`; manual assignments
-    (one broker id list per new partition) name each new partition's leader."""
+    (one broker id list per new partition) are the new partitions' replicas."""
     answers = await topic_admin.create_partitions(
         ctx.state,
         [

@@ -190,27 +190,22 @@ def topic_metadata(
 def partition_metadata(
     state: ClusterState, topic: str, partition: int, leader: int
 ) -> dict[str, Any]:
-    """One MetadataResponsePartition as a mapping: its leader and leader epoch;
-    an offline partition (leader -1, its node stopped) has LEADER_NOT_AVAILABLE, as
-    Kafka's ``MetadataCache`` reports it."""
-    if leader < 0:
-        return {
-            "error_code": ErrorCode.LEADER_NOT_AVAILABLE,
-            "partition_index": partition,
-            "leader_id": -1,
-            "leader_epoch": leader_epoch(state, topic, partition),
-            "replica_nodes": [],
-            "isr_nodes": [],
-            "offline_replicas": [],
-        }
+    """One MetadataResponsePartition as a mapping: its leader and leader epoch,
+    its replicas (as assigned), the in-sync ones (every replica on a live node:
+    all nodes read the same logs, so a live replica never lags) and the offline
+    ones (on stopped nodes); an offline partition (leader -1, its nodes stopped)
+    has LEADER_NOT_AVAILABLE, as Kafka's ``KRaftMetadataCache`` reports it."""
+    info = state.topics[topic]
+    replicas = info.replicas_of(partition)
+    live = [n for n in replicas if n in state.nodes]
     return {
-        "error_code": ErrorCode.NONE,
+        "error_code": ErrorCode.LEADER_NOT_AVAILABLE if leader < 0 else ErrorCode.NONE,
         "partition_index": partition,
-        "leader_id": leader,
+        "leader_id": max(leader, -1),
         "leader_epoch": leader_epoch(state, topic, partition),
-        "replica_nodes": [leader],
-        "isr_nodes": [leader],
-        "offline_replicas": [],
+        "replica_nodes": replicas,
+        "isr_nodes": live if leader >= 0 else [],
+        "offline_replicas": [n for n in replicas if n not in state.nodes],
     }
 
 

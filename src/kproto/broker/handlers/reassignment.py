@@ -8,14 +8,20 @@ Sources: ``ElectLeadersRequest/Response.json`` v0-v2 (``election_type`` since v1
 ``ReplicationControlManager.electLeaders`` / ``alterPartitionReassignments`` /
 ``listPartitionReassignments``.
 
-Every partition here has one replica, its leader, which is therefore its preferred
-replica: a preferred election is ELECTION_NOT_NEEDED, and so is an unclean one
-(the leader is present); a partition whose node is stopped (offline) gets
-PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE (no other replica). A reassignment to one live node moves the partition's
-leadership there at once (every node reads the same data directory, so nothing
-is copied) and none is ever left in progress; a target of more than one replica
-is refused with INVALID_REPLICATION_FACTOR (no replication), and cancelling one
-is NO_REASSIGNMENT_IN_PROGRESS.
+Each partition keeps its replicas (assigned at creation); every node reads the same
+data directory, so a live replica is always in sync. A preferred election moves
+the leadership to the first replica when it is live and not leading
+(ELECTION_NOT_NEEDED when it leads, PREFERRED_LEADER_NOT_AVAILABLE when its node
+is stopped); an unclean one is needed only by an offline partition, which it gives
+to a live replica (ELIGIBLE_LEADERS_NOT_AVAILABLE when none is live). A
+reassignment completes at once (nothing is copied): the partition's replicas
+become the target, led by the current leader if it stays, else by the target's
+first live replica (leader epoch bumped), so none is ever left in progress
+(ListPartitionReassignments is empty, cancelling one is
+NO_REASSIGNMENT_IN_PROGRESS). A target changing the replication factor is
+INVALID_REPLICATION_FACTOR when ``allow_replication_factor_change`` is false
+(KIP-860), one Kafka's ``validateManualPartitionAssignment`` refuses
+INVALID_REPLICA_ASSIGNMENT.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.leadership import set_leader
 from kproto.broker.topic_admin import check_replica_lists
 from kproto.errors import ErrorCode
 
@@ -40,30 +47,47 @@ _PREFERRED, _UNCLEAN = 0, 1
 def _election(
     ctx: RequestContext, topic: str, partition: int, kind: int
 ) -> tuple[ErrorCode, str | None]:
-    if topic not in ctx.state.topics:
+    """Kafka's ``ReplicationControlManager.electLeader`` for one partition."""
+    state = ctx.state
+    info = state.topics.get(topic)
+    if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
-    if ctx.state.leader(topic, partition) is None:
+    if not 0 <= partition < info.partitions:
         return (
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             f"No such partition as {topic}-{partition}",
         )
     if kind not in (_PREFERRED, _UNCLEAN):
         return ErrorCode.INVALID_REQUEST, f"Unknown election type {kind}"
-    if ctx.state.leader(topic, partition) not in ctx.state.nodes:
-        # offline (its only replica's node is stopped): nothing can be elected
-        if kind == _PREFERRED:
+    leader = info.leaders[partition]
+    replicas = info.replicas_of(partition)
+    live = [n for n in replicas if n in state.nodes]
+    if kind == _PREFERRED:
+        preferred = replicas[0] if replicas else leader
+        if preferred == leader:
+            return (
+                ErrorCode.ELECTION_NOT_NEEDED,
+                "Leader election not needed for topic partition.",
+            )
+        if preferred not in state.nodes:
             return (
                 ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                 "The preferred leader was not available.",
             )
+        set_leader(state, topic, partition, preferred)
+        return ErrorCode.NONE, None
+    if leader in state.nodes:
+        return (
+            ErrorCode.ELECTION_NOT_NEEDED,
+            "Leader election not needed for topic partition.",
+        )
+    if not live:
         return (
             ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
             "Eligible topic partition leaders are not available.",
         )
-    return (
-        ErrorCode.ELECTION_NOT_NEEDED,
-        "Leader election not needed for topic partition.",
-    )
+    set_leader(state, topic, partition, live[0])
+    return ErrorCode.NONE, None
 
 
 async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
@@ -71,21 +95,51 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     partitions whose election was needed are listed (none here), as Kafka."""
     kind = getattr(request, "election_type", _PREFERRED)
     results: list[dict[str, Any]] = []
-    if request.topic_partitions is not None:
-        for t in request.topic_partitions:
-            partition_results = []
-            for p in t.partitions:
-                error, message = _election(ctx, t.topic, p, kind)
-                partition_results.append(
-                    {"partition_id": p, "error_code": error, "error_message": message}
-                )
-            results.append({"topic": t.topic, "partition_result": partition_results})
+    elected = False
+    asked = (
+        [(t.topic, list(t.partitions)) for t in request.topic_partitions]
+        if request.topic_partitions is not None
+        else None
+    )
+    if asked is None:  # every partition; only those elected are listed
+        needed: list[tuple[str, list[int]]] = []
+        for name, info in ctx.state.topics.items():
+            wanted = [
+                p
+                for p in range(info.partitions)
+                if _election_needed(ctx, name, p, kind)
+            ]
+            if wanted:
+                needed.append((name, wanted))
+        asked = needed
+    for topic, partitions in asked:
+        partition_results = []
+        for p in partitions:
+            error, message = _election(ctx, topic, p, kind)
+            elected = elected or error == ErrorCode.NONE
+            partition_results.append(
+                {"partition_id": p, "error_code": error, "error_message": message}
+            )
+        results.append({"topic": topic, "partition_result": partition_results})
+    if elected:
+        ctx.state.save_topics()
     return respond(
         ctx,
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         replica_election_results=results,
     )
+
+
+def _election_needed(
+    ctx: RequestContext, topic: str, partition: int, kind: int
+) -> bool:
+    info = ctx.state.topics[topic]
+    leader = info.leaders[partition]
+    if kind == _PREFERRED:
+        replicas = info.replicas_of(partition)
+        return bool(replicas) and replicas[0] != leader
+    return leader not in ctx.state.nodes
 
 
 def _reassign(
@@ -105,28 +159,27 @@ def _reassign(
         )
     target = list(replicas)
     try:
-        check_replica_lists(state, [target])
+        check_replica_lists(state, [target], first_partition=partition)
     except TopicError as err:
         return ErrorCode(err.error_code), str(err)
-    if len(target) != 1:
-        message = (
-            f"The replication factor is changed from 1 to {len(target)}"
-            if not allow_rf
-            else f"cannot reassign {topic}-{partition} to {len(target)} replicas: "
-            "this broker keeps one replica per partition"
-        )
-        return ErrorCode.INVALID_REPLICATION_FACTOR, message
-    if target[0] not in state.nodes:
+    current = info.replicas_of(partition)
+    if not allow_rf and len(target) != len(current):
         return (
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            f"broker {target[0]} is not running",
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"The replication factor is changed from {len(current)} to "
+            f"{len(target)}",
         )
-    info.leaders[partition] = target[0]
+    leader = info.leaders[partition]
+    while len(info.replicas) <= partition:
+        info.replicas.append(info.replicas_of(len(info.replicas)))
+    info.replicas[partition] = target
+    if leader not in target or leader not in state.nodes:
+        set_leader(state, topic, partition, next(n for n in target if n in state.nodes))
     return ErrorCode.NONE, None
 
 
 async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
-    """Move each partition's (single) replica to the node named, at once."""
+    """Give each partition the replicas named, at once (see the module docstring)."""
     allow_rf = getattr(request, "allow_replication_factor_change", True)
     responses = []
     moved = False

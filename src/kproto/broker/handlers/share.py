@@ -227,7 +227,16 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     every partition of its share session, waiting up to ``max_wait_ms`` (ms) for
     some (woken by appends and releases). Each partition answers the stored batches
     holding its acquired records and the ``acquired_records`` ranges with their
-    delivery counts; ``acquisition_lock_timeout_ms`` is the lock duration."""
+    delivery counts; ``acquisition_lock_timeout_ms`` is the lock duration.
+
+    Limits, as Kafka's ``DelayedShareFetch`` and ``SharePartition.acquire``:
+    ``max_bytes`` (bytes) is shared evenly by the partitions (Kafka's uniform
+    ``PartitionMaxBytesStrategy``) and bounds the batches returned, except the
+    response's first batch; ``max_bytes`` <= 0 acquires nothing; ``max_records``
+    (soft, or exact in ``record_limit`` acquire mode), ``batch_size`` (v1+, the
+    size of the acquired ranges) and the group's ``share.isolation.level``
+    (read_committed: up to the last stable offset, aborted transactions'
+    records archived) apply per :meth:`kproto.broker.share.SharePartition.acquire`."""
     share = coordinator(ctx)
     lock_ms = share.config_for(request.group_id or "").record_lock_duration_ms
     partitions = _requested(ctx, request)
@@ -286,6 +295,11 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     max_records = (
         request.max_records if request.max_records > 0 else _DEFAULT_MAX_RECORDS
     )
+    config = share.config_for(group_id)
+    read_committed = config.isolation_level == "read_committed"
+    batch_size = getattr(request, "batch_size", 0)
+    # KIP-1206: 0 batch_optimized (max_records a soft limit), 1 record_limit
+    record_limit = getattr(request, "share_acquire_mode", 0) == 1
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     leaders: set[int] = set()
@@ -295,7 +309,15 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
             break  # closed or replaced meanwhile: acquire nothing more for it
         got = 0
         errors = False
-        budget = max(request.max_bytes, 1)
+        # Kafka's PartitionMaxBytesStrategy (uniform): the request's max_bytes
+        # shared by the partitions; none is read with max_bytes <= 0
+        budget = request.max_bytes
+        fetchable = sum(
+            1
+            for topic, partition in session.partitions
+            if _leader(ctx, topic, partition) == ErrorCode.NONE
+        )
+        per_partition = budget // max(fetchable, 1)
         for topic, partition in list(session.partitions):
             info = ctx.state.topics.get(topic)
             if info is None:
@@ -323,7 +345,18 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
             try:
                 ranges, data = share.share_partition(
                     group_id, topic, partition
-                ).acquire(member_id, plog, max_records - got, budget)
+                ).acquire(
+                    member_id,
+                    plog,
+                    max_records - got,
+                    min(per_partition, budget),
+                    batch_size=batch_size,
+                    record_limit=record_limit,
+                    read_committed=read_committed,
+                    # the first batch of the response passes the byte limit
+                    # (Kafka's minOneMessage)
+                    min_one=budget == request.max_bytes,
+                )
             except OSError as exc:  # EIO, EMFILE: this partition only
                 entry = results.setdefault(key, {"partition_index": partition})
                 entry.update(

@@ -36,7 +36,11 @@ GROUP_PROPERTIES: Final[Mapping[str, str]] = {
     "share.heartbeat.interval.ms": "heartbeat_interval_ms",
     "share.session.timeout.ms": "session_timeout_ms",
     "share.auto.offset.reset": "auto_offset_reset",
+    "share.isolation.level": "isolation_level",
 }
+
+#: The attributes whose values are strings (the others are integers).
+_STRINGS = frozenset({"auto_offset_reset", "isolation_level"})
 
 
 def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -48,6 +52,14 @@ def _reset(instance: object, attribute: attrs.Attribute[str], value: str) -> Non
     if value not in ("earliest", "latest"):
         raise ValueError(
             f"share.auto.offset.reset must be 'earliest' or 'latest', got {value!r}"
+        )
+
+
+def _isolation(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if value not in ("read_committed", "read_uncommitted"):
+        raise ValueError(
+            "share.isolation.level must be 'read_committed' or 'read_uncommitted', "
+            f"got {value!r}"
         )
 
 
@@ -74,6 +86,9 @@ class ShareConfig:
             (``share.coordinator.state.topic.num.partitions``; 5 here, Kafka 50).
         max_share_sessions: share sessions kept per node; a new one beyond it is
             SHARE_SESSION_LIMIT_REACHED (``group.share.max.share.sessions``, 2000).
+        isolation_level: ``read_uncommitted`` (default) or ``read_committed``
+            (group config ``share.isolation.level``): whether share fetches stop at
+            the last stable offset and archive aborted transactions' records.
     """
 
     record_lock_duration_ms: int = attrs.field(default=30_000, validator=_positive)
@@ -84,6 +99,7 @@ class ShareConfig:
     auto_offset_reset: str = attrs.field(default="latest", validator=_reset)
     state_topic_partitions: int = attrs.field(default=5, validator=_positive)
     max_share_sessions: int = attrs.field(default=2000, validator=_positive)
+    isolation_level: str = attrs.field(default="read_uncommitted", validator=_isolation)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str | int]) -> ShareConfig:
@@ -111,7 +127,7 @@ class ShareConfig:
                     f"unknown share-group property {name!r} (known: "
                     f"{', '.join(sorted(names))})"
                 )
-            if attribute == "auto_offset_reset":
+            if attribute in _STRINGS:
                 fields[attribute] = str(value)
             else:
                 try:

@@ -33,6 +33,7 @@ import attrs
 
 from kproto.broker.groups.timers import Scheduler, TimerHandle
 from kproto.broker.log import PartitionLog
+from kproto.broker.txn_index import AbortedTxn
 from kproto.errors import ErrorCode
 from kproto.records._header import ATTRIBUTES_AT, LAST_OFFSET_DELTA_AT
 
@@ -47,6 +48,9 @@ __all__ = [
 
 _HEADER = struct.Struct(">qi")  # base_offset, batch_length
 _CONTROL = 0x20
+_TRANSACTIONAL = 0x10
+_PRODUCER_ID = struct.Struct(">q")
+_PRODUCER_ID_AT = 43  # DefaultRecordBatch: producer id after attributes and times
 _READ_CHUNK = 1 << 20
 
 
@@ -96,6 +100,30 @@ class _InFlight:
     delivery_count: int = 0
     member_id: str | None = None
     lock: int = 0  # the acquisition that holds it (its timer's token)
+
+
+@attrs.frozen
+class _Limits:
+    """What one acquisition may take (see :meth:`SharePartition.acquire`)."""
+
+    max_records: int
+    max_bytes: int
+    record_limit: bool
+    read_committed: bool
+    min_one: bool
+
+
+def _aborted(data: bytes, base: int, aborted: list[AbortedTxn]) -> bool:
+    """Whether the stored batch ``data`` (at ``base``) holds records of one of the
+    ``aborted`` transactions: transactional, of its producer, inside its range."""
+    (attributes,) = struct.unpack_from(">h", data, ATTRIBUTES_AT)
+    if not attributes & _TRANSACTIONAL:
+        return False
+    (producer_id,) = _PRODUCER_ID.unpack_from(data, _PRODUCER_ID_AT)
+    return any(
+        a.producer_id == producer_id and a.first_offset <= base <= a.last_offset
+        for a in aborted
+    )
 
 
 def read_batches(
@@ -174,13 +202,38 @@ class SharePartition:
     # -- acquisition -----------------------------------------------------------
 
     def acquire(
-        self, member_id: str, plog: PartitionLog, max_records: int, max_bytes: int
+        self,
+        member_id: str,
+        plog: PartitionLog,
+        max_records: int,
+        max_bytes: int,
+        *,
+        batch_size: int = 0,
+        record_limit: bool = False,
+        read_committed: bool = False,
+        min_one: bool = True,
     ) -> tuple[list[AcquiredRange], bytes]:
-        """Acquire up to ``max_records`` records (more to finish a batch of new
-        records) for ``member_id``: AVAILABLE in-flight records first, then new
-        ones from the log. Returns the acquired ranges and the stored batches that
-        hold them (whole batches, as Kafka returns them; the client keeps only the
-        acquired offsets).
+        """Acquire records for ``member_id`` batch by batch from the share
+        partition's next fetch offset (the first AVAILABLE in-flight record, else
+        the end offset): in-flight AVAILABLE records (redeliveries) and new records
+        from the log, as Kafka's ``SharePartition.acquire`` does.
+
+        - ``max_records``: whole batches are taken while fewer were acquired (the
+          last one may pass it, Kafka's ``batch_optimized`` mode); with
+          ``record_limit`` (KIP-1206's ``record_limit`` mode) never more.
+        - ``max_bytes``: the stored batches returned fit in it (bytes), except the
+          first one when ``min_one`` (Kafka's log read with ``minOneMessage``).
+        - ``batch_size``: the acquired ranges of new records are split at batch
+          boundaries into ranges of about that many records (Kafka's
+          ``createBatches``; 0 or below: not split; not in ``record_limit`` mode).
+        - ``read_committed`` (``share.isolation.level``): new records are read
+          only below the last stable offset, and those of aborted transactions are
+          archived instead of acquired (Kafka's
+          ``filterAbortedTransactionalAcquiredRecords``), never delivered.
+
+        Returns the acquired ranges and the stored batches that hold them (whole
+        batches, as Kafka returns them; the client keeps only the acquired
+        offsets).
 
         Raises:
             OSError: the log could not be read (nothing stays acquired).
@@ -188,10 +241,19 @@ class SharePartition:
         self._follow_log_start(plog)
         lock = next(self._lock_ids)
         acquired: list[int] = []
+        boundaries: set[int] = set()
+        chunks: list[bytes] = []
         try:
-            self._acquire(member_id, plog, max_records, max_bytes, lock, acquired)
+            self._acquire(
+                member_id,
+                plog,
+                _Limits(max_records, max_bytes, record_limit, read_committed, min_one),
+                lock,
+                acquired,
+                boundaries,
+                chunks,
+            )
             self._advance()
-            data = self._read(plog, acquired) if acquired else b""
         except OSError:
             # the log could not be read: what this call took is AVAILABLE again,
             # undelivered (the caller answers KAFKA_STORAGE_ERROR)
@@ -205,41 +267,76 @@ class SharePartition:
         self._locks[lock] = self._scheduler.call_later(
             self.lock_duration_ms, lambda: self._expire(lock)
         )
-        return self._ranges(acquired), data
+        split = 0 if record_limit else batch_size
+        return self._ranges(acquired, boundaries, split), b"".join(chunks)
 
     def _acquire(
         self,
         member_id: str,
         plog: PartitionLog,
-        max_records: int,
-        max_bytes: int,
+        limits: _Limits,
         lock: int,
         acquired: list[int],
+        boundaries: set[int],
+        chunks: list[bytes],
     ) -> None:
-        available = sorted(
+        available = [
             o for o, r in self.records.items() if r.state == RecordState.AVAILABLE
+        ]
+        start = min(available, default=self.end_offset)
+        read_end = (
+            plog.last_stable_offset if limits.read_committed else plog.high_watermark
         )
-        for offset in available:
-            if len(acquired) >= max_records:
-                break
-            self._take(self.records[offset], member_id, lock)
-            acquired.append(offset)
-        limit = self.start_offset + self.max_record_locks
-        high = min(plog.high_watermark, limit) - 1
+        # new records only inside the in-flight window past the SPSO
+        window_end = min(read_end, self.start_offset + self.max_record_locks)
+        last = max(self.end_offset, window_end) - 1
+        if start > last or limits.max_records <= 0:
+            return
+        aborted = (
+            plog.txn_index.aborted_between(start, last + 1)
+            if limits.read_committed
+            else []
+        )
         size = 0
-        if len(acquired) < max_records and self.end_offset <= high:
-            for base, last, control, data in read_batches(plog, self.end_offset, high):
-                if len(acquired) >= max_records or (acquired and size >= max_bytes):
+        for base, batch_last, control, data in read_batches(plog, start, last):
+            if len(acquired) >= limits.max_records:
+                break
+            redelivered = [
+                o
+                for o in range(
+                    max(base, start), min(batch_last, self.end_offset - 1) + 1
+                )
+                if (r := self.records.get(o)) is not None
+                and r.state == RecordState.AVAILABLE
+            ]
+            new: range = range(0)
+            if batch_last >= self.end_offset and base < window_end:
+                new = range(max(base, self.end_offset), batch_last + 1)
+            if new and (control or _aborted(data, base, aborted)):
+                # markers and aborted transactions' records are never delivered
+                for offset in new:
+                    self.records[offset] = _InFlight(RecordState.ARCHIVED)
+                self.end_offset = batch_last + 1
+                new = range(0)
+            taken = redelivered + list(new)
+            if not taken:
+                if base >= window_end and batch_last >= self.end_offset:
                     break
-                for offset in range(max(base, self.end_offset), last + 1):
-                    if control:
-                        self.records[offset] = _InFlight(RecordState.ARCHIVED)
-                    else:
-                        record = self.records[offset] = _InFlight(RecordState.AVAILABLE)
-                        self._take(record, member_id, lock)
-                        acquired.append(offset)
-                self.end_offset = last + 1
-                size += len(data)
+                continue
+            if limits.record_limit:
+                taken = taken[: limits.max_records - len(acquired)]
+            if size + len(data) > limits.max_bytes and (size or not limits.min_one):
+                break
+            for offset in taken:
+                record = self.records.get(offset)
+                if record is None:
+                    record = self.records[offset] = _InFlight(RecordState.AVAILABLE)
+                self._take(record, member_id, lock)
+                acquired.append(offset)
+                self.end_offset = max(self.end_offset, offset + 1)
+            boundaries.add(taken[0])
+            chunks.append(data)
+            size += len(data)
 
     def _take(self, record: _InFlight, member_id: str, lock: int) -> None:
         record.state = RecordState.ACQUIRED
@@ -247,37 +344,29 @@ class SharePartition:
         record.member_id = member_id
         record.lock = lock
 
-    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
+    def _ranges(
+        self, offsets: list[int], boundaries: set[int], batch_size: int
+    ) -> list[AcquiredRange]:
+        """Consecutive offsets of one delivery count as one range; a range of at
+        least ``batch_size`` records (> 0) ends at the next batch boundary."""
         out: list[AcquiredRange] = []
         for offset in sorted(offsets):
             count = self.records[offset].delivery_count
+            previous = out[-1] if out else None
             if (
-                out
-                and out[-1].last_offset == offset - 1
-                and out[-1].delivery_count == count
+                previous is not None
+                and previous.last_offset == offset - 1
+                and previous.delivery_count == count
+                and not (
+                    batch_size > 0
+                    and offset in boundaries
+                    and offset - previous.first_offset >= batch_size
+                )
             ):
-                out[-1] = AcquiredRange(out[-1].first_offset, offset, count)
+                out[-1] = AcquiredRange(previous.first_offset, offset, count)
             else:
                 out.append(AcquiredRange(offset, offset, count))
         return out
-
-    @staticmethod
-    def _read(plog: PartitionLog, offsets: list[int]) -> bytes:
-        chunks: dict[int, bytes] = {}
-        ordered = sorted(offsets)
-        i = 0
-        while i < len(ordered):
-            for base, last, _control, data in read_batches(
-                plog, ordered[i], ordered[-1]
-            ):
-                chunks[base] = data
-                while i < len(ordered) and ordered[i] <= last:
-                    i += 1
-                if i < len(ordered) and ordered[i] > last + 1:
-                    break  # a hole: read again from the next acquired offset
-            else:
-                break
-        return b"".join(chunks[b] for b in sorted(chunks))
 
     def _follow_log_start(self, plog: PartitionLog) -> None:
         """Records deleted from the log (DeleteRecords, retention) leave the share
