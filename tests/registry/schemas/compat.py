@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kproto.registry.schemas import ParsedSchema, check_compatibility
+
 # Confluent quotes Avro's messages with ' and JSON Schema's and Protobuf's with ".
 _ERROR_TYPE = re.compile(r"""\{errorType:(['"])(\w+)\1""")
 
@@ -40,9 +42,18 @@ def table_cases(table: list[tuple[Any, ...]]) -> Callable[[F], F]:
     )
 
 
-def assert_table_case(errors: list[str], level: str, expected: list[str]) -> None:
-    """``errors`` has the expected error types, and ends with the level's message when
-    any."""
+def check_table_case(
+    parse: Callable[[Any], ParsedSchema],
+    old: Any,
+    new: Any,
+    level: str,
+    expected: list[str],
+) -> list[str]:
+    """Check ``new`` against ``old`` (both parsed by ``parse``) at ``level``: the
+    messages have the expected error types and end with the level's message when any.
+    Returns the messages."""
+    errors = check_compatibility(parse(new), [parse(old)], level)
     assert error_types(errors) == expected
     if expected:
         assert errors[-1] == f"{{validateFields: 'false', compatibility: '{level}'}}"
+    return errors
