@@ -35,7 +35,8 @@ def error_types(errors: list[str]) -> list[str]:
 
 def table_cases(table: list[tuple[Any, ...]]) -> Callable[[F], F]:
     """Parametrize a test ``(old, new, level, expected)`` with the cases of ``table``,
-    each named by its case name."""
+    each named by its case name. A table of fewer than 40 cases fails collection."""
+    assert len(table) >= 40, f"a compatibility table of {len(table)} cases"
     return pytest.mark.parametrize(
         ("old", "new", "level", "expected"),
         [pytest.param(*case[1:], id=case[0]) for case in table],
