@@ -4,8 +4,6 @@ request shapes per version, leader routing, the one metadata refresh, error mapp
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type, response_type
 from kproto.meta import build_entity
 from kproto.records import Compression, encode_batch
+from tests.fresh_interpreter import run_python
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
@@ -679,9 +678,7 @@ def test_importing_the_blocking_client_does_not_import_asyncio() -> None:
         "import sys, kproto.connection; before = 'asyncio' in sys.modules; "
         "from kproto.client import Client; print(before, 'asyncio' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
-    )
+    out = run_python(code)
     before, after = out.stdout.split()
     if before == "True":
         pytest.skip("kproto.connection itself imports asyncio (issue 9c splits it)")

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.fresh_interpreter import run_python
+
 pytest_plugins = ["pytester"]
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
@@ -38,14 +40,7 @@ except SystemExit as exc:
 
 
 def test_broker_runs_without_aiohttp() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_AIOHTTP],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    out = run_python(WITHOUT_AIOHTTP, env=ENV).stdout
     assert "ERROR schema_registry=True needs the registry extra" in out
     assert "kproto[registry]" in out
     assert "PLAIN 127.0.0.1:" in out
