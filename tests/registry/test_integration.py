@@ -17,6 +17,7 @@ from tests.fresh_interpreter import run_python
 pytest_plugins = ["pytester"]
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+KPROTO_BROKER = [sys.executable, "-m", "kproto", "broker"]
 
 # Runs with aiohttp unimportable, as after a plain ``pip install kproto``.
 WITHOUT_AIOHTTP = """
@@ -49,15 +50,7 @@ def test_broker_runs_without_aiohttp() -> None:
 
 def test_cli_prints_the_registry_url(tmp_path: Path) -> None:
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kproto",
-            "broker",
-            "--schema-registry",
-            "--data-dir",
-            str(tmp_path),
-        ],
+        [*KPROTO_BROKER, "--schema-registry", "--data-dir", str(tmp_path)],
         env=ENV,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -117,15 +110,7 @@ def test_cli_registry_port_taken() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kproto",
-                "broker",
-                "--schema-registry",
-                "--schema-registry-port",
-                str(port),
-            ],
+            [*KPROTO_BROKER, "--schema-registry", "--schema-registry-port", str(port)],
             env=ENV,
             capture_output=True,
             text=True,
