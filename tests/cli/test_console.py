@@ -64,10 +64,7 @@ def test_format_record_as_default_message_formatter() -> None:
     )
 
 
-def test_produce_then_consume(
-    kafka_cluster: Cluster,
-    kproto: Kproto,
-) -> None:
+def test_produce_then_consume(kafka_cluster: Cluster, kproto: Kproto) -> None:
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
     kafka_cluster.create_topic("orders", 2)
     assert kproto("produce", bs, "orders", "--key-separator", ":",
@@ -136,10 +133,7 @@ def test_produce_then_consume(
     ],
 )
 def test_consume_refuses(
-    argv: list[str],
-    message: str,
-    kafka_cluster: Cluster,
-    kproto: Kproto,
+    argv: list[str], message: str, kafka_cluster: Cluster, kproto: Kproto
 ) -> None:
     kafka_cluster.create_topic("orders", 1)
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"

@@ -90,9 +90,7 @@ def values(cluster: Cluster, topic: str) -> list[bytes | None]:
 
 
 def test_avro_lines_in_avro_json_encoding_and_printed_back(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     lines = [
         '{"id": 1, "name": {"string": "ann"}, "tags": ["a", "b"], "at": 1700000000000}',
@@ -133,8 +131,7 @@ def test_avro_lines_in_avro_json_encoding_and_printed_back(
 
 
 def test_consume_prints_confluent_written_avro_with_schema_ids_and_keys(
-    cluster: Cluster,
-    kproto: Kproto,
+    cluster: Cluster, kproto: Kproto
 ) -> None:
     registry = ConfluentRegistry({"url": cluster.schema_registry_url})
     serialize = ConfluentAvroSer(registry, json.dumps(USER))
@@ -168,9 +165,7 @@ def test_consume_prints_confluent_written_avro_with_schema_ids_and_keys(
 
 
 def test_bad_lines_are_reported_by_number_and_not_sent(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     stdin = "\n".join(
         [
@@ -209,9 +204,7 @@ def test_bad_lines_are_reported_by_number_and_not_sent(
 
 
 def test_produce_with_a_schema_id_and_with_the_latest_version(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     registry = ConfluentRegistry({"url": cluster.schema_registry_url})
     from confluent_kafka.schema_registry import Schema as ConfluentSchema
@@ -244,9 +237,7 @@ def test_produce_with_a_schema_id_and_with_the_latest_version(
 
 
 def test_protobuf_from_a_proto_file_printed_as_protobuf_json(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     code, _, err = kproto(
         "produce",
@@ -295,9 +286,7 @@ def test_protobuf_from_a_proto_file_printed_as_protobuf_json(
 
 
 def test_json_schema_values_validated_and_read_by_confluent(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     code, _, err = kproto(
         "produce",
@@ -326,10 +315,7 @@ def test_json_schema_values_validated_and_read_by_confluent(
     assert out == '{"id":1,"item":"pen"}\n'
 
 
-def test_primitives_roundtrip(
-    cluster: Cluster,
-    kproto: Kproto,
-) -> None:
+def test_primitives_roundtrip(cluster: Cluster, kproto: Kproto) -> None:
     bs = f"--bootstrap-server={cluster.bootstrap_servers}"
     uid = "123e4567-e89b-12d3-a456-426614174000"
     stdin = f"{uid}\t2.5\n{uid}\t-1e300\n{uid}\tNaNx\n"
@@ -389,8 +375,7 @@ def test_primitives_roundtrip(
 
 
 def test_a_value_that_does_not_decode_stops_or_is_skipped(
-    cluster: Cluster,
-    kproto: Kproto,
+    cluster: Cluster, kproto: Kproto
 ) -> None:
     with Client(cluster.bootstrap_servers) as client:
         client.produce(
@@ -418,9 +403,7 @@ def test_a_value_that_does_not_decode_stops_or_is_skipped(
 
 
 def test_usage_and_registry_errors_are_one_line(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     bs = f"--bootstrap-server={cluster.bootstrap_servers}"
     cases = [
@@ -507,9 +490,7 @@ def test_usage_and_registry_errors_are_one_line(
 
 
 def test_protobuf_by_schema_id_and_latest_with_an_avro_key(
-    cluster: Cluster,
-    files: Path,
-    kproto: Kproto,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     (files / "key.avsc").write_text('"string"')
     argv = ["produce", "pb-ids", *opts(cluster), "--value-format=protobuf"]
