@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.fresh_interpreter import run_python
 
 
 def test_core_package_does_not_import_pyarrow() -> None:
@@ -15,11 +14,5 @@ def test_core_package_does_not_import_pyarrow() -> None:
         "assert c.buffers[0][3] == (1).to_bytes(8, 'little'), c.buffers; "
         "print('pyarrow' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    out = run_python(code)
     assert out.stdout.strip() == "False"

@@ -22,17 +22,7 @@ from kproto.index import ApiKey
 from kproto.records import Compression, Record
 from tests.eventually import eventually
 
-
-def run(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    *argv: str,
-    stdin: str = "",
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from .conftest import Kproto
 
 
 def test_parse_line_as_line_message_reader() -> None:
@@ -74,29 +64,17 @@ def test_format_record_as_default_message_formatter() -> None:
     )
 
 
-def test_produce_then_consume(
-    kafka_cluster: Cluster,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_produce_then_consume(kafka_cluster: Cluster, kproto: Kproto) -> None:
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
     kafka_cluster.create_topic("orders", 2)
-    assert run(
-        capsys, monkeypatch, "produce", bs, "orders", "--key-separator", ":",
+    assert kproto("produce", bs, "orders", "--key-separator", ":",
         "--header", "app=cli", "--partition", "0", "--compression", "zstd",
         stdin="k1:v1\nk2:v2\n",
     ) == (0, "", "")  # fmt: skip
     lines = '{"key":"j","value":"jv","headers":{"h":"x"},"partition":1}\n\n'
-    assert (
-        run(capsys, monkeypatch, "produce", bs, "orders", "--json", stdin=lines)[0] == 0
-    )
+    assert kproto("produce", bs, "orders", "--json", stdin=lines)[0] == 0
     # An empty line is an empty value (LineMessageReader), a JSON input skips it.
-    assert (
-        run(
-            capsys, monkeypatch, "produce", bs, "orders", "--partition", "1", stdin="\n"
-        )[0]
-        == 0
-    )
+    assert kproto("produce", bs, "orders", "--partition", "1", stdin="\n")[0] == 0
     records = kafka_cluster.records("orders", 0)
     assert [(r.key, r.value, r.headers) for r in records] == [
         (b"k1", b"v1", (("app", b"cli"),)),
@@ -109,19 +87,15 @@ def test_produce_then_consume(
         (None, b"", ()),
     ]
 
-    code, out, err = run(
-        capsys, monkeypatch, "consume", bs, "orders", "--from-beginning"
-    )
+    code, out, err = kproto("consume", bs, "orders", "--from-beginning")
     assert code == 0 and out == "v1\nv2\njv\n\n"
     assert err == "Processed a total of 4 messages\n"
-    code, out, _ = run(
-        capsys, monkeypatch, "consume", bs, "orders", "--partition", "0",
+    code, out, _ = kproto("consume", bs, "orders", "--partition", "0",
         "--offset", "1", "--property", "print.key=true", "--property",
         "print.offset=true",
     )  # fmt: skip
     assert out == "Offset:1\tk2\tv2\n"
-    code, out, _ = run(
-        capsys, monkeypatch, "consume", bs, "orders", "--from-beginning", "--json",
+    code, out, _ = kproto("consume", bs, "orders", "--from-beginning", "--json",
         "--max-messages", "1",
     )  # fmt: skip
     row = json.loads(out)
@@ -135,14 +109,12 @@ def test_produce_then_consume(
         "headers": {"app": "cli"},
     }
     # Kafka's default start is the end: nothing to print, and no wait without --follow.
-    assert run(capsys, monkeypatch, "consume", bs, "orders")[1:] == (
+    assert kproto("consume", bs, "orders")[1:] == (
         "",
         "Processed a total of 0 messages\n",
     )
     started = time.monotonic()
-    code, out, _ = run(
-        capsys, monkeypatch, "consume", bs, "orders", "--follow", "--timeout-ms", "300"
-    )
+    code, out, _ = kproto("consume", bs, "orders", "--follow", "--timeout-ms", "300")
     assert (code, out) == (0, "") and time.monotonic() - started < 10
 
 
@@ -161,27 +133,24 @@ def test_produce_then_consume(
     ],
 )
 def test_consume_refuses(
-    argv: list[str],
-    message: str,
-    kafka_cluster: Cluster,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str], message: str, kafka_cluster: Cluster, kproto: Kproto
 ) -> None:
     kafka_cluster.create_topic("orders", 1)
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
-    code, _, err = run(capsys, monkeypatch, "consume", bs, "orders", *argv)
+    code, _, err = kproto("consume", bs, "orders", *argv)
     assert (code, err) == (2, f"kproto: error: {message}\n")
 
 
 def test_produce_to_a_missing_topic(
     kafka_cluster: Cluster,
+    kproto: Kproto,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As Kafka's producer: the topic is created where the broker auto-creates
     topics; elsewhere one error line, before stdin is read."""
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
-    assert run(capsys, monkeypatch, "produce", bs, "fresh", stdin="x\n")[0] == 0
+    assert kproto("produce", bs, "fresh", stdin="x\n")[0] == 0
     assert [r.value for r in kafka_cluster.records("fresh")] == [b"x"]
     with Cluster(auto_create_topics=False) as strict:
         bs = f"--bootstrap-server={strict.bootstrap_servers}"

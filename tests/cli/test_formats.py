@@ -5,8 +5,6 @@ without the serde dependencies (as on a plain ``pip install kproto``)."""
 from __future__ import annotations
 
 import struct
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from kproto.serde import (
     LongSerializer,
     UUIDSerializer,
 )
+from tests.fresh_interpreter import run_python
 
 UID = "123e4567-e89b-12d3-a456-426614174000"
 
@@ -103,14 +102,7 @@ def test_the_cli_runs_without_the_serde_dependencies(tmp_path: Path) -> None:
         loaded = [m for m in ("kproto.registry.client", "kproto.serde.avro") if m in sys.modules]
         assert not loaded, loaded
         """)
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_python(script)
     errors = [line for line in done.stderr.splitlines() if line.startswith("kproto:")]
     assert errors == [
         "kproto: error: the schema registry needs kproto[serde] (pip install "

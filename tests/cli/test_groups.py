@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
 from kproto.broker import Cluster
-from kproto.cli import main
 from kproto.cli.groups import offsets_table, rows_of
 from kproto.client import GroupDescription, MemberDescription, TopicPartition
 from tests.consuming import read_committing
 from tests.eventually import eventually
 
+from .conftest import Kproto
+
 ck = pytest.importorskip("confluent_kafka")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_table_layout() -> None:
@@ -66,49 +62,63 @@ def test_table_layout() -> None:
     ]
 
 
-def _consumer(cluster: Cluster) -> object:
+def _produce(cluster: Cluster, topic: str, count: int) -> None:
+    """``count`` values ``v0``, ``v1``, ... into a new 2-partition ``topic``, by turns."""
+    cluster.create_topic(topic, 2)
+    p = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for i in range(count):
+        p.produce(topic, b"v%d" % i, partition=i % 2)
+    assert p.flush(30) == 0
+
+
+def _consumer(
+    cluster: Cluster, topic: str, group_id: str, client_id: str, config: dict[str, Any]
+) -> Any:
+    """A confluent-kafka consumer in group ``group_id`` of ``topic`` from its earliest
+    offset, committing by hand; ``config`` adds consumer properties."""
     c = ck.Consumer(
         {
             "bootstrap.servers": cluster.bootstrap_servers,
-            "group.id": "billing",
-            "client.id": "billing-app",
+            "group.id": group_id,
+            "client.id": client_id,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
             "log_level": 2,
+            **config,
         }
     )
-    c.subscribe(["orders"])
+    c.subscribe([topic])
     return c
 
 
 def test_describe_live_group_then_dump_offsets(
-    kafka_cluster: Cluster, capsys: pytest.CaptureFixture[str]
+    kafka_cluster: Cluster, kproto: Kproto
 ) -> None:
     bs = f"--bootstrap-server={kafka_cluster.bootstrap_servers}"
-    kafka_cluster.create_topic("orders", 2)
-    p = ck.Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
-    for i in range(6):
-        p.produce("orders", b"v%d" % i, partition=i % 2)
-    assert p.flush(30) == 0
-    c = _consumer(kafka_cluster)
+    _produce(kafka_cluster, "orders", 6)
+    c = _consumer(
+        kafka_cluster,
+        "orders",
+        "billing",
+        "billing-app",
+        {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500},
+    )
     got = 0
 
     def six() -> bool:  # commits partition 0 only
         nonlocal got
-        m = c.poll(0.2)  # type: ignore[attr-defined]
+        m = c.poll(0.2)
         if m is not None and m.error() is None:
             got += 1
             if m.partition() == 0:
-                c.commit(message=m, asynchronous=False)  # type: ignore[attr-defined]
+                c.commit(message=m, asynchronous=False)
         return got >= 6
 
     eventually(six, 60, interval_s=0, retry_on=())
     try:
-        code, out, err = run(capsys, "groups", "list", bs)
+        code, out, err = kproto("groups", "list", bs)
         assert (code, out, err) == (0, "billing\n", "")
-        code, out, err = run(capsys, "groups", "describe", bs, "--group", "billing")
+        code, out, err = kproto("groups", "describe", bs, "--group", "billing")
         assert code == 0 and err == ""
         lines = out.splitlines()
         assert lines[0] == "" and lines[1].split() == [
@@ -125,18 +135,18 @@ def test_describe_live_group_then_dump_offsets(
         )
         assert all(r[7] == "/127.0.0.1" for r in rows), lines  # Kafka's form
     finally:
-        c.close()  # type: ignore[attr-defined]
-    code, out, err = run(capsys, "groups", "describe", bs, "--group", "billing")
+        c.close()
+    code, out, err = kproto("groups", "describe", bs, "--group", "billing")
     assert err == "\nConsumer group 'billing' has no active members.\n"
     assert [line.split()[:7] for line in out.splitlines()[2:]] == [
         ["billing", "orders", "0", "3", "3", "0", "-"]
     ]
-    code, out, err = run(capsys, "groups", "describe", bs, "--group", "nobody")
+    code, out, err = kproto("groups", "describe", bs, "--group", "nobody")
     assert code == 2
     assert err == "kproto: error: Consumer group 'nobody' does not exist.\n"
 
     # The broker's __consumer_offsets partitions, decoded as Kafka's tool does.
-    code, out, err = run(capsys, "dump-log", str(kafka_cluster.data_dir))
+    code, out, err = kproto("dump-log", str(kafka_cluster.data_dir))
     assert code == 0
     commit = re.compile(
         r'key: \{"type":"1","data":\{"group":"billing","topic":"orders",'
@@ -153,7 +163,7 @@ def test_describe_live_group_then_dump_offsets(
     assert '"assignment":{"assignedPartitions":[{"topic":"orders"' in "".join(group)
 
 
-def test_describe_kip848_group(capsys: pytest.CaptureFixture[str]) -> None:
+def test_describe_kip848_group(kproto: Kproto) -> None:
     """A ``group.protocol=consumer`` group: DescribeGroups does not know it
     (GROUP_ID_NOT_FOUND), so the client asks ConsumerGroupDescribe; the CLI shows
     its member and assignment."""
@@ -163,23 +173,10 @@ def test_describe_kip848_group(capsys: pytest.CaptureFixture[str]) -> None:
         consumer_heartbeat_interval_ms=200, consumer_session_timeout_ms=4000
     ) as cluster:
         bs = f"--bootstrap-server={cluster.bootstrap_servers}"
-        cluster.create_topic("events", 2)
-        p = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers})
-        for i in range(4):
-            p.produce("events", b"v%d" % i, partition=i % 2)
-        assert p.flush(30) == 0
-        c = ck.Consumer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": "next-gen",
-                "group.protocol": "consumer",
-                "client.id": "ng-app",
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": False,
-                "log_level": 2,
-            }
+        _produce(cluster, "events", 4)
+        c = _consumer(
+            cluster, "events", "next-gen", "ng-app", {"group.protocol": "consumer"}
         )
-        c.subscribe(["events"])
         try:
             assert read_committing(c, 4) == 4
             with Client(cluster.bootstrap_servers) as client:
@@ -193,9 +190,7 @@ def test_describe_kip848_group(capsys: pytest.CaptureFixture[str]) -> None:
                 TopicPartition("events", 0),
                 TopicPartition("events", 1),
             )
-            code, out, err = run(
-                capsys, "groups", "describe", bs, "--group", "next-gen"
-            )
+            code, out, err = kproto("groups", "describe", bs, "--group", "next-gen")
             assert (code, err) == (0, "")
             rows = [line.split() for line in out.splitlines()[2:]]
             assert [r[:6] for r in rows] == [

@@ -35,19 +35,27 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
 
 
-def kproto(
-    *argv: str, cwd: Path, timeout: float = 60
+def plain_python(
+    *args: str, cwd: Path, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``python ARGS...`` of the plain install (60 s at the most), ``stdin`` its input."""
     assert PLAIN_PYTHON
     return subprocess.run(
-        [PLAIN_PYTHON, "-m", "kproto", *argv],
+        [PLAIN_PYTHON, *args],
+        input=stdin,
         cwd=cwd,
         env=_env(),
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=60,
         check=False,
     )
+
+
+def kproto(
+    *argv: str, cwd: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return plain_python("-m", "kproto", *argv, cwd=cwd, stdin=stdin)
 
 
 def test_the_interpreter_is_a_plain_install(tmp_path: Path) -> None:
@@ -57,15 +65,8 @@ def test_the_interpreter_is_a_plain_install(tmp_path: Path) -> None:
         "print(kproto.__file__); "
         "print([m for m in ('pyspark', 'pyarrow', 'pandas', 'pytest') if u.find_spec(m)])"
     )
-    done = subprocess.run(
-        [PLAIN_PYTHON, "-c", code],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = plain_python("-c", code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     where, extras = done.stdout.splitlines()
     assert "site-packages" in where  # installed, not this checkout's src/
     assert extras == "[]"
@@ -148,16 +149,15 @@ def test_broker_start_and_stop(tmp_path: Path) -> None:
         host, _, port = bootstrap.partition(":")
         assert host == "127.0.0.1" and port.isdigit(), bootstrap
         # the network commands, from the same plain install, against it
-        produced = subprocess.run(
-            [PLAIN_PYTHON, "-m", "kproto", "produce", "smoke", "--compression", "lz4"]
-            + ["--bootstrap-server", bootstrap],
-            input="a\nb\n",
+        produced = kproto(
+            "produce",
+            "smoke",
+            "--compression",
+            "lz4",
+            "--bootstrap-server",
+            bootstrap,
             cwd=tmp_path,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
+            stdin="a\nb\n",
         )
         assert produced.returncode == 0, produced.stderr
         consumed = kproto(

@@ -6,10 +6,8 @@ number and not sent, and registry errors as one line."""
 
 from __future__ import annotations
 
-import io
 import json
 import struct
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,8 +21,9 @@ from confluent_kafka.schema_registry.json_schema import (
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kproto.broker import Cluster
-from kproto.cli import main
 from kproto.client import Client
+
+from .conftest import Kproto
 
 USER = {
     "type": "record",
@@ -78,18 +77,6 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    *argv: str,
-    stdin: str = "",
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def opts(cluster: Cluster) -> list[str]:
     return [
         f"--bootstrap-server={cluster.bootstrap_servers}",
@@ -103,18 +90,13 @@ def values(cluster: Cluster, topic: str) -> list[bytes | None]:
 
 
 def test_avro_lines_in_avro_json_encoding_and_printed_back(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     lines = [
         '{"id": 1, "name": {"string": "ann"}, "tags": ["a", "b"], "at": 1700000000000}',
         '{"id": 2, "name": null, "tags": [], "at": 0}',
     ]
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "users",
         *opts(cluster),
@@ -133,9 +115,7 @@ def test_avro_lines_in_avro_json_encoding_and_printed_back(
     ]
     assert int(read[0]["at"].timestamp() * 1000) == 1700000000000
     # and consume prints Avro's JSON encoding (unions wrapped), compact
-    code, out, err = run(
-        capsys,
-        monkeypatch,
+    code, out, err = kproto(
         "consume",
         "users",
         *opts(cluster),
@@ -151,9 +131,7 @@ def test_avro_lines_in_avro_json_encoding_and_printed_back(
 
 
 def test_consume_prints_confluent_written_avro_with_schema_ids_and_keys(
-    cluster: Cluster,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, kproto: Kproto
 ) -> None:
     registry = ConfluentRegistry({"url": cluster.schema_registry_url})
     serialize = ConfluentAvroSer(registry, json.dumps(USER))
@@ -164,45 +142,30 @@ def test_consume_prints_confluent_written_avro_with_schema_ids_and_keys(
         client.produce(
             "written", [(struct.pack(">q", 42), value), (None, None)], partition=0
         )
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
+    argv = [
         "consume",
         "written",
         *opts(cluster),
         "--from-beginning",
         "--key-format=long",
         "--value-format=avro",
-        "--property=print.key=true",
-        "--property=print.schema.ids=true",
+    ]
+    code, out, _ = kproto(
+        *argv, "--property=print.key=true", "--property=print.schema.ids=true"
     )
     assert code == 0
     assert out.splitlines() == [
         f'42\t{{"id":7,"name":{{"string":"bo"}},"tags":[],"at":5}}\t{schema_id}',
         "null\tnull\tnull",
     ]
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
-        "consume",
-        "written",
-        *opts(cluster),
-        "--from-beginning",
-        "--key-format=long",
-        "--value-format=avro",
-        "--json",
-        "--max-messages=1",
-    )
+    code, out, _ = kproto(*argv, "--json", "--max-messages=1")
     row = json.loads(out)
     assert row["key"] == 42 and row["value_schema_id"] == schema_id
     assert row["value"] == {"id": 7, "name": {"string": "bo"}, "tags": [], "at": 5}
 
 
 def test_bad_lines_are_reported_by_number_and_not_sent(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     stdin = "\n".join(
         [
@@ -214,9 +177,7 @@ def test_bad_lines_are_reported_by_number_and_not_sent(
             "6\t" + '{"id": 6}',
         ]
     )
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "checked",
         *opts(cluster),
@@ -243,10 +204,7 @@ def test_bad_lines_are_reported_by_number_and_not_sent(
 
 
 def test_produce_with_a_schema_id_and_with_the_latest_version(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     registry = ConfluentRegistry({"url": cluster.schema_registry_url})
     from confluent_kafka.schema_registry import Schema as ConfluentSchema
@@ -255,9 +213,7 @@ def test_produce_with_a_schema_id_and_with_the_latest_version(
         "other-subject", ConfluentSchema(json.dumps(USER), "AVRO")
     )
     argv = ["produce", "by-id", *opts(cluster), "--value-format=avro"]
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         *argv,
         f"--value-schema-id={schema_id}",
         stdin='{"id": 1, "name": null, "tags": [], "at": 0}\n',
@@ -265,16 +221,14 @@ def test_produce_with_a_schema_id_and_with_the_latest_version(
     assert (code, err) == (0, "")
     assert values(cluster, "by-id")[0][:5] == b"\x00" + struct.pack(">I", schema_id)  # type: ignore[index]
     # the subject's latest version when no schema is given; none: the registry's error
-    code, _, err = run(capsys, monkeypatch, *argv, stdin='{"id": 2}\n')
+    code, _, err = kproto(*argv, stdin='{"id": 2}\n')
     assert code == 2
     assert err == (
         "kproto: error: schema registry: Subject 'by-id-value' not found. "
         "(error_code 40401)\n"
     )
     registry.register_schema("by-id-value", ConfluentSchema(json.dumps(USER), "AVRO"))
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         *argv,
         stdin='{"id": 2, "name": null, "tags": [], "at": 0}\n',
     )
@@ -283,14 +237,9 @@ def test_produce_with_a_schema_id_and_with_the_latest_version(
 
 
 def test_protobuf_from_a_proto_file_printed_as_protobuf_json(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "orders-pb",
         *opts(cluster),
@@ -306,9 +255,7 @@ def test_protobuf_from_a_proto_file_printed_as_protobuf_json(
     )
     raw = values(cluster, "orders-pb")
     assert [v[5] for v in raw] == [0, 0]  # type: ignore[index]  # message index [0]: Order
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
+    code, out, _ = kproto(
         "consume",
         "orders-pb",
         *opts(cluster),
@@ -322,9 +269,7 @@ def test_protobuf_from_a_proto_file_printed_as_protobuf_json(
         {"orderId": "6", "customerName": "", "items": []},
     ]
     # another message of the file by name; an unknown one named
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "orders-pb-other",
         *opts(cluster),
@@ -341,14 +286,9 @@ def test_protobuf_from_a_proto_file_printed_as_protobuf_json(
 
 
 def test_json_schema_values_validated_and_read_by_confluent(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "orders-js",
         *opts(cluster),
@@ -365,9 +305,7 @@ def test_json_schema_values_validated_and_read_by_confluent(
     assert [confluent(v, ctx) for v in values(cluster, "orders-js")] == [
         {"id": 1, "item": "pen"}
     ]
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
+    code, out, _ = kproto(
         "consume",
         "orders-js",
         *opts(cluster),
@@ -377,17 +315,11 @@ def test_json_schema_values_validated_and_read_by_confluent(
     assert out == '{"id":1,"item":"pen"}\n'
 
 
-def test_primitives_roundtrip(
-    cluster: Cluster,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_primitives_roundtrip(cluster: Cluster, kproto: Kproto) -> None:
     bs = f"--bootstrap-server={cluster.bootstrap_servers}"
     uid = "123e4567-e89b-12d3-a456-426614174000"
     stdin = f"{uid}\t2.5\n{uid}\t-1e300\n{uid}\tNaNx\n"
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "prims",
         bs,
@@ -401,9 +333,7 @@ def test_primitives_roundtrip(
         struct.pack(">d", 2.5),
         struct.pack(">d", -1e300),
     ]
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
+    code, out, _ = kproto(
         "consume",
         "prims",
         bs,
@@ -413,9 +343,7 @@ def test_primitives_roundtrip(
         "--property=print.key=true",
     )
     assert out.splitlines() == [f"{uid}\t2.5", f"{uid}\t-1e+300"]
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "ints",
         bs,
@@ -427,9 +355,7 @@ def test_primitives_roundtrip(
         struct.pack(">i", 1),
         struct.pack(">i", -(2**31)),
     ]
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "bin",
         bs,
@@ -437,9 +363,7 @@ def test_primitives_roundtrip(
         stdin="AAEC\n",
     )
     assert code == 0 and values(cluster, "bin") == [b"\x00\x01\x02"]
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
+    code, out, _ = kproto(
         "consume",
         "bin",
         bs,
@@ -451,9 +375,7 @@ def test_primitives_roundtrip(
 
 
 def test_a_value_that_does_not_decode_stops_or_is_skipped(
-    cluster: Cluster,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, kproto: Kproto
 ) -> None:
     with Client(cluster.bootstrap_servers) as client:
         client.produce(
@@ -466,13 +388,13 @@ def test_a_value_that_does_not_decode_stops_or_is_skipped(
         "--from-beginning",
         "--value-format=avro",
     ]
-    code, out, err = run(capsys, monkeypatch, *argv)
+    code, out, err = kproto(*argv)
     assert (code, out) == (2, "")
     assert err == (
         "kproto: error: Unknown magic byte 112 (0 or 1 expected) "
         "(topic 'mixed', partition 0, offset 0)\n"
     )
-    code, out, err = run(capsys, monkeypatch, *argv, "--skip-message-on-error")
+    code, out, err = kproto(*argv, "--skip-message-on-error")
     assert (code, out) == (0, "")
     lines = err.splitlines()
     assert lines[0].endswith("offset 0) (skipped)")
@@ -481,10 +403,7 @@ def test_a_value_that_does_not_decode_stops_or_is_skipped(
 
 
 def test_usage_and_registry_errors_are_one_line(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     bs = f"--bootstrap-server={cluster.bootstrap_servers}"
     cases = [
@@ -564,23 +483,18 @@ def test_usage_and_registry_errors_are_one_line(
         ),
     ]
     for argv, expected in cases:
-        code, out, err = run(capsys, monkeypatch, *argv, stdin='{"id": 1}\n')
+        code, out, err = kproto(*argv, stdin='{"id": 1}\n')
         assert code == 2, argv
         assert err.startswith(f"kproto: error: {expected}"), (argv, err)
         assert err.count("\n") == 1, err
 
 
 def test_protobuf_by_schema_id_and_latest_with_an_avro_key(
-    cluster: Cluster,
-    files: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cluster: Cluster, files: Path, kproto: Kproto
 ) -> None:
     (files / "key.avsc").write_text('"string"')
     argv = ["produce", "pb-ids", *opts(cluster), "--value-format=protobuf"]
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         *argv,
         f"--value-schema={files / 'order.proto'}",
         stdin='{"orderId": 1}\n',
@@ -592,17 +506,13 @@ def test_protobuf_by_schema_id_and_latest_with_an_avro_key(
         .schema_id
     )
     # by id: the registered descriptor's first message; without a schema: the latest
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         *argv,
         f"--value-schema-id={schema_id}",
         stdin='{"items": ["a"], "orderId": 2}\n',
     )
     assert (code, err) == (0, "")
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         *argv,
         "--key-format=avro",
         f"--key-schema={files / 'key.avsc'}",
@@ -610,9 +520,7 @@ def test_protobuf_by_schema_id_and_latest_with_an_avro_key(
         stdin='"k"\t{"orderId": 3}\n',
     )
     assert (code, err) == (0, "")
-    code, out, _ = run(
-        capsys,
-        monkeypatch,
+    code, out, _ = kproto(
         "consume",
         "pb-ids",
         *opts(cluster),
@@ -628,9 +536,7 @@ def test_protobuf_by_schema_id_and_latest_with_an_avro_key(
         '"k"\t{"orderId":"3","customerName":"","items":[]}',
     ]
     # a schema id of another type is named
-    code, _, err = run(
-        capsys,
-        monkeypatch,
+    code, _, err = kproto(
         "produce",
         "pb-ids",
         *opts(cluster),

@@ -4,9 +4,8 @@ request shapes per version, leader routing, the one metadata refresh, error mapp
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,13 @@ from kproto.client import (
 )
 from kproto.client.core import ClientCore
 from kproto.client.metadata import parse_bootstrap
-from kproto.client.protocol import ANY_NODE, Op, Pager, fit
+from kproto.client.protocol import ANY_NODE, Op, Pager, WaitingOp, fit
+from kproto.client.results import ProducedRecord
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type, response_type
 from kproto.meta import build_entity
-from kproto.records import Compression, encode_batch
+from kproto.records import Compression, RecordInput, encode_batch
+from tests.fresh_interpreter import run_python
 
 TOPIC_ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
@@ -110,6 +111,26 @@ def produce_answer(parts: dict[int, tuple[int, int]]) -> dict[str, Any]:
     }
 
 
+def produce_op(
+    core: ClientCore,
+    topic: str,
+    records: Sequence[RecordInput],
+    *,
+    partition: int | None = 0,
+    acks: int = -1,
+    timeout_ms: int = 100,
+) -> WaitingOp[list[ProducedRecord]]:
+    """``core``'s produce of ``records`` to ``topic``, uncompressed."""
+    return core.produce(
+        topic,
+        records,
+        partition=partition,
+        acks=acks,
+        compression=Compression.NONE,
+        timeout_ms=timeout_ms,
+    )
+
+
 MD = ApiKey.METADATA
 PRODUCE = ApiKey.PRODUCE
 FETCH = ApiKey.FETCH
@@ -147,16 +168,7 @@ def test_produce_routes_keyed_records_to_murmur2_partition_leaders(
         (PRODUCE, produce_answer({pb: (0, 20)})),
         (PRODUCE, produce_answer({pa: (0, 10)})),
     )
-    out = script.run(
-        core.produce(
-            "orders",
-            records,
-            partition=None,
-            acks=-1,
-            compression=Compression.NONE,
-            timeout_ms=100,
-        )
-    )
+    out = script.run(produce_op(core, "orders", records, partition=None))
     assert [(r.partition, r.offset) for r in out] == [(pa, 10), (pb, 20), (pa, 11)]
     sent = script.requests(PRODUCE)
     assert sorted(n for n, _ in sent) == sorted([leaders[pa], leaders[pb]])
@@ -179,16 +191,7 @@ def test_produce_refreshes_metadata_once_on_not_leader() -> None:
         (MD, metadata({0: 3})),
         (PRODUCE, produce_answer({0: (0, 7)})),
     )
-    out = script.run(
-        core.produce(
-            "orders",
-            [(None, b"v")],
-            partition=0,
-            acks=1,
-            compression=Compression.NONE,
-            timeout_ms=100,
-        )
-    )
+    out = script.run(produce_op(core, "orders", [(None, b"v")], acks=1))
     assert [(r.partition, r.offset) for r in out] == [(0, 7)]
     assert [n for n, _ in script.requests(PRODUCE)] == [1, 3]
 
@@ -204,16 +207,7 @@ def test_produce_raises_typed_error_the_second_time() -> None:
         (PRODUCE, not_leader),
     )
     with pytest.raises(BrokerError) as info:
-        script.run(
-            core.produce(
-                "orders",
-                [(b"k", b"v")],
-                partition=0,
-                acks=-1,
-                compression=Compression.NONE,
-                timeout_ms=100,
-            )
-        )
+        script.run(produce_op(core, "orders", [(b"k", b"v")]))
     err = info.value
     assert err.error_code is ErrorCode.NOT_LEADER_OR_FOLLOWER and err.retriable
     assert (err.topic, err.partition) == ("orders", 0)
@@ -228,16 +222,7 @@ def test_produce_error_that_is_not_stale_metadata_is_raised_at_once() -> None:
         (PRODUCE, produce_answer({0: (ErrorCode.MESSAGE_TOO_LARGE, -1)})),
     )
     with pytest.raises(BrokerError) as info:
-        script.run(
-            core.produce(
-                "orders",
-                [(b"k", b"v")],
-                partition=0,
-                acks=-1,
-                compression=Compression.NONE,
-                timeout_ms=100,
-            )
-        )
+        script.run(produce_op(core, "orders", [(b"k", b"v")]))
     assert info.value.error_code is ErrorCode.MESSAGE_TOO_LARGE
     assert not info.value.retriable
 
@@ -245,16 +230,7 @@ def test_produce_error_that_is_not_stale_metadata_is_raised_at_once() -> None:
 def test_produce_acks_zero_and_unknown_topic() -> None:
     core = ClientCore("b1:9001")
     script = Script({MD: 12, PRODUCE: 9}, (MD, metadata({0: 1})), (PRODUCE, None))
-    out = script.run(
-        core.produce(
-            "orders",
-            [(b"k", b"v")],
-            partition=0,
-            acks=0,
-            compression=Compression.NONE,
-            timeout_ms=1,
-        )
-    )
+    out = script.run(produce_op(core, "orders", [(b"k", b"v")], acks=0, timeout_ms=1))
     assert [r.offset for r in out] == [-1]
     core = ClientCore("b1:9001")
     script = Script(
@@ -264,37 +240,20 @@ def test_produce_acks_zero_and_unknown_topic() -> None:
         BrokerError, match="UNKNOWN_TOPIC_OR_PARTITION at Metadata orders"
     ):
         script.run(
-            core.produce(
-                "orders",
-                [(b"k", b"v")],
-                partition=None,
-                acks=-1,
-                compression=Compression.NONE,
-                timeout_ms=1,
-            )
+            produce_op(core, "orders", [(b"k", b"v")], partition=None, timeout_ms=1)
         )
     with pytest.raises(
         ClientError, match=r"records\[1\]\.key: bytes or None expected, got int"
     ):
         Script({MD: 12}, (MD, metadata({0: 1}))).run(
-            core.produce(
-                "orders",
-                [(b"k", b"v"), (5, b"v")],
-                partition=None,
-                acks=-1,
-                compression=Compression.NONE,
-                timeout_ms=1,
+            produce_op(
+                core, "orders", [(b"k", b"v"), (5, b"v")], partition=None, timeout_ms=1
             )
         )
     with pytest.raises(ClientError, match="acks must be"):
         Script({}).run(
-            core.produce(
-                "orders",
-                [(b"k", b"v")],
-                partition=None,
-                acks=2,
-                compression=Compression.NONE,
-                timeout_ms=1,
+            produce_op(
+                core, "orders", [(b"k", b"v")], partition=None, acks=2, timeout_ms=1
             )
         )
 
@@ -679,9 +638,7 @@ def test_importing_the_blocking_client_does_not_import_asyncio() -> None:
         "import sys, kproto.connection; before = 'asyncio' in sys.modules; "
         "from kproto.client import Client; print(before, 'asyncio' in sys.modules)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
-    )
+    out = run_python(code)
     before, after = out.stdout.split()
     if before == "True":
         pytest.skip("kproto.connection itself imports asyncio (issue 9c splits it)")

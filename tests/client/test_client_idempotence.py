@@ -18,7 +18,9 @@ from kproto.client.protocol import Op, fit
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type, response_type
 from kproto.meta import build_entity
-from kproto.records import Compression, RecordBatch, decode_batches
+from kproto.records import RecordBatch, decode_batches
+
+from .test_client_core import produce_op
 
 T = TypeVar("T")
 
@@ -88,13 +90,8 @@ def test_resent_batch_is_stored_once(cluster: Cluster, code: ErrorCode) -> None:
     topic = f"idem-retry-{int(code)}"
     with Client(cluster.bootstrap_servers, enable_idempotence=True) as client:
         client.produce(topic, [(b"k0", b"first")], partition=0)
-        op = client.core.produce(
-            topic,
-            [(b"k1", b"v1"), (b"k2", b"v2")],
-            partition=0,
-            acks=-1,
-            compression=Compression.NONE,
-            timeout_ms=30_000,
+        op = produce_op(
+            client.core, topic, [(b"k1", b"v1"), (b"k2", b"v2")], timeout_ms=30_000
         )
         sent = run_faulty(client, op, code)
         assert [r.offset for r in sent] == [1, 2]  # the first send's offsets
@@ -113,14 +110,7 @@ def test_plain_client_would_store_a_resend_twice(cluster: Cluster) -> None:
     """The control: without idempotence the same fault duplicates the records."""
     topic = "idem-control"
     with Client(cluster.bootstrap_servers) as client:
-        op = client.core.produce(
-            topic,
-            [(None, b"v")],
-            partition=0,
-            acks=-1,
-            compression=Compression.NONE,
-            timeout_ms=30_000,
-        )
+        op = produce_op(client.core, topic, [(None, b"v")], timeout_ms=30_000)
         run_faulty(client, op, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert [r.value for r in cluster.records(topic)] == [b"v", b"v"]
 
@@ -155,14 +145,7 @@ def test_unknown_producer_id_bumps_and_resends(cluster: Cluster) -> None:
         idem = client.core.idempotence
         assert idem is not None
         before = (idem.producer_id, idem.producer_epoch)
-        op = client.core.produce(
-            topic,
-            [(None, b"b")],
-            partition=0,
-            acks=-1,
-            compression=Compression.NONE,
-            timeout_ms=30_000,
-        )
+        op = produce_op(client.core, topic, [(None, b"b")], timeout_ms=30_000)
         run_faulty(client, op, ErrorCode.UNKNOWN_PRODUCER_ID)
         stored = batches(client, topic, 0)
     # The broker stored the first send too (the fault is made up): the resend
@@ -223,14 +206,7 @@ def test_epoch_bump_sends_the_current_id_and_epoch() -> None:
         (INIT, init_answer(4000, 1)),
         (ApiKey.PRODUCE, produce_answer({0: (0, 10)})),
     )
-    op = core.produce(
-        "orders",
-        [(b"k", b"v")],
-        partition=0,
-        acks=-1,
-        compression=Compression.NONE,
-        timeout_ms=1000,
-    )
+    op = produce_op(core, "orders", [(b"k", b"v")], timeout_ms=1000)
     assert [r.offset for r in script.run(op)] == [10]
     first, bump = (r for _, r in script.requests(INIT))
     assert (first.producer_id, first.producer_epoch) == (-1, -1)
@@ -279,14 +255,7 @@ def test_a_produce_left_unanswered_bumps_the_epoch_next_time() -> None:
             fit(response_type(ApiKey.METADATA, 12), metadata({0: 1})),
         )
     )
-    op = core.produce(
-        "orders",
-        [(None, b"v")],
-        partition=0,
-        acks=-1,
-        compression=Compression.NONE,
-        timeout_ms=1000,
-    )
+    op = produce_op(core, "orders", [(None, b"v")], timeout_ms=1000)
     call = next(op)
     assert call.api_key == ApiKey.PRODUCE and not idem.bump_needed
     op.close()  # what Client.run does when the connection fails

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import tracemalloc
 
@@ -44,6 +42,7 @@ from kproto.schema.metadata.v12 import MetadataRequest, MetadataResponse
 from kproto.schema.response_header.v0 import ResponseHeader as ResponseHeaderV0
 from kproto.schema.response_header.v1 import ResponseHeader as ResponseHeaderV1
 from tests import strategies
+from tests.fresh_interpreter import run_python
 
 
 def _frame(payload: bytes) -> bytes:
@@ -281,10 +280,7 @@ def test_not_negotiated_error_names_the_api() -> None:
 
 def test_blocking_connection_never_imports_asyncio() -> None:
     code = "import sys, kproto.connection; print('asyncio' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "False"
+    assert run_python(code).stdout.strip() == "False"
 
 
 def _response_classes() -> list[type]:

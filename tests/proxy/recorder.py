@@ -28,6 +28,7 @@ import asyncio
 import collections
 import io
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -217,8 +218,12 @@ class RecordingProxy:
             return
         pending: dict[int, tuple[int, int]] = {}
         pumps = {
-            asyncio.create_task(self._requests(reader, up_writer, pending)),
-            asyncio.create_task(self._responses(up_reader, writer, pending)),
+            asyncio.create_task(
+                self._pump(reader, up_writer, lambda f: self._request(f, pending))
+            ),
+            asyncio.create_task(
+                self._pump(up_reader, writer, lambda f: self._response(f, pending))
+            ),
         }
         try:
             done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -233,47 +238,38 @@ class RecordingProxy:
             for w in (writer, up_writer):
                 w.close()
 
-    async def _requests(
-        self,
+    @staticmethod
+    async def _pump(
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        pending: dict[int, tuple[int, int]],
+        recode: Callable[[bytes], bytes],
     ) -> None:
+        """Forward each frame of ``reader`` to ``writer`` as ``recode`` returns it."""
         while (frame := await _read_frame(reader)) is not None:
-            rec = self.recording
-            try:
-                header, request = decode_request(frame)
-            except RequestDecodeError as err:
-                rec.undecodable.append(
-                    ("request", err.api_key, err.api_version, str(err))
-                )
-                if err.correlation_id is not None and err.api_key is not None:
-                    assert err.api_version is not None
-                    pending[err.correlation_id] = (err.api_key, err.api_version)
-                    self.raw_requests.append(frame)
-                out = frame
-            else:
-                key, version = header.request_api_key, header.request_api_version
-                pending[header.correlation_id] = (key, version)
-                out = encode(header) + encode(request)
-                rec.requests[(key, version)] += 1
-                if out != frame:
-                    rec.non_canonical.append(
-                        ("request", key, version, _first_difference(frame, out))
-                    )
+            out = recode(frame)
             writer.write(len(out).to_bytes(4, "big") + out)
             await writer.drain()
 
-    async def _responses(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        pending: dict[int, tuple[int, int]],
-    ) -> None:
-        while (frame := await _read_frame(reader)) is not None:
-            out = self._response(frame, pending)
-            writer.write(len(out).to_bytes(4, "big") + out)
-            await writer.drain()
+    def _request(self, frame: bytes, pending: dict[int, tuple[int, int]]) -> bytes:
+        rec = self.recording
+        try:
+            header, request = decode_request(frame)
+        except RequestDecodeError as err:
+            rec.undecodable.append(("request", err.api_key, err.api_version, str(err)))
+            if err.correlation_id is not None and err.api_key is not None:
+                assert err.api_version is not None
+                pending[err.correlation_id] = (err.api_key, err.api_version)
+                self.raw_requests.append(frame)
+            return frame
+        key, version = header.request_api_key, header.request_api_version
+        pending[header.correlation_id] = (key, version)
+        out = encode(header) + encode(request)
+        rec.requests[(key, version)] += 1
+        if out != frame:
+            rec.non_canonical.append(
+                ("request", key, version, _first_difference(frame, out))
+            )
+        return out
 
     def _response(self, frame: bytes, pending: dict[int, tuple[int, int]]) -> bytes:
         rec = self.recording

@@ -6,6 +6,7 @@ tests and by ``tests/spark/spark_data.py``.
 
 from __future__ import annotations
 
+import random
 import struct
 from typing import Any
 
@@ -116,6 +117,22 @@ def with_region(batch: bytes, region: bytes, count: int | None = None) -> bytes:
     body = bytes(head[21:]) + region
     struct.pack_into(">I", head, 17, crc32c.crc32c(body))
     return bytes(head) + region
+
+
+def mutated(batch: bytes, rng: random.Random, start: int) -> bytes:
+    """``batch`` with 1 to 4 random edits at or after byte ``start``: a byte replaced
+    (6 in 10), one inserted (2 in 10) or one deleted (2 in 10)."""
+    out = bytearray(batch)
+    for _ in range(rng.randint(1, 4)):
+        at = rng.randrange(start, len(out))
+        op = rng.random()
+        if op < 0.6:
+            out[at] = rng.randrange(256)
+        elif op < 0.8:
+            out.insert(at, rng.randrange(256))
+        else:
+            del out[at]
+    return bytes(out)
 
 
 def fix_crc(batch: bytes) -> bytes:

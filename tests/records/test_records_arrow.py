@@ -38,6 +38,7 @@ from tests.records.records_testlib import (
     CODEC_IDS,
     fix_crc,
     kp_legacy,
+    mutated,
     sample_records,
     with_region,
 )
@@ -269,17 +270,7 @@ def test_mutated_batches_fuzz() -> None:
         encode_batch([(b"k" * 200, None, [("h" * 130, b"x" * 140)], 1 << 40)] * 3),
     ]
     for i in range(cases):
-        good = bytearray(seeds[i % len(seeds)])
-        for _ in range(rng.randint(1, 4)):
-            at = rng.randrange(RECORDS_AT, len(good))
-            op = rng.random()
-            if op < 0.6:
-                good[at] = rng.randrange(256)
-            elif op < 0.8:
-                good.insert(at, rng.randrange(256))
-            else:
-                del good[at]
-        data = bytes(good) + bytes(seeds[0])
+        data = mutated(seeds[i % len(seeds)], rng, RECORDS_AT) + bytes(seeds[0])
         outcomes.append(assert_arrow_agrees(data, check_crc=False) is None)
         assert_arrow_agrees(data, check_crc=False, skip_corrupt=True)
     assert 0 < sum(outcomes) < len(outcomes)  # errors and decodes both seen

@@ -83,34 +83,39 @@ def _zstd_frames() -> list[bytes]:
     return out
 
 
-def test_every_zstd_frame_shape_alike() -> None:
+@pytest.mark.parametrize(
+    ("codec", "frames", "into", "limits", "fast_at_least"),
+    [
+        # the one-call path takes most frames without a declared size
+        (Compression.ZSTD, _zstd_frames, _zstd_into, (1000, 65_536, 200_000), 6),
+        # the block-by-block path takes the plain frames
+        (Compression.LZ4, _lz4_frames, _lz4_into, (), 20),
+    ],
+    ids=["zstd", "lz4"],
+)
+def test_every_frame_shape_alike(
+    codec: Compression,
+    frames: Callable[[], list[bytes]],
+    into: Callable[[bytes, int], object],
+    limits: tuple[int, ...],
+    fast_at_least: int,
+) -> None:
     fast = 0
-    for frame in _zstd_frames():
-        fast += _zstd_into(frame, 1 << 24) is not None
-        assert _same(Compression.ZSTD, frame)[0] == "ok"
-        assert _same(Compression.ZSTD, frame + b"\x00")  # trailing bytes
-        assert _same(Compression.ZSTD, frame + frame)  # two frames
-        assert _same(Compression.ZSTD, frame[: len(frame) // 2])  # truncated
-        for limit in (1000, 65_536, 200_000):
-            _same(Compression.ZSTD, frame, limit)
-    assert fast >= 6  # the one-call path took most frames without a size
+    for frame in frames():
+        fast += into(frame, 1 << 24) is not None
+        assert _same(codec, frame)[0] == "ok"
+        assert _same(codec, frame + b"\x00")  # trailing bytes
+        assert _same(codec, frame + frame)  # two frames
+        assert _same(codec, frame[: len(frame) // 2])  # truncated
+        for limit in limits:
+            _same(codec, frame, limit)
+    assert fast >= fast_at_least
 
 
 @pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.label)
 def test_intact_payloads_alike(codec: Compression) -> None:
     for payload in PAYLOADS:
         assert _same(codec, compress(codec, payload)) == ("ok", payload)
-
-
-def test_every_lz4_frame_shape_alike() -> None:
-    fast = 0
-    for frame in _lz4_frames():
-        fast += _lz4_into(frame, 1 << 24) is not None
-        assert _same(Compression.LZ4, frame)[0] == "ok"
-        assert _same(Compression.LZ4, frame + b"\x00")  # trailing bytes
-        assert _same(Compression.LZ4, frame + frame)  # two frames
-        assert _same(Compression.LZ4, frame[: len(frame) // 2])  # truncated
-    assert fast >= 20  # the block-by-block path took the plain frames
 
 
 def test_lz4_stored_blocks_and_wrong_content_size() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ from kproto.records import (
 from kproto.records import _native as records_native
 from kproto.records._header import RECORDS_AT
 from kproto.records._v2_loop import Bad, v2_columns_fast, v2_records_fast
-from tests.records.records_testlib import sample_records
+from tests.records.records_testlib import mutated, sample_records
 
 pytestmark = pytest.mark.skipif(
     not speedups.available(), reason=f"no C extension: {speedups.reason()}"
@@ -69,6 +70,14 @@ def _native_loops() -> tuple[Any, Any]:
         return records_native.v2_loops()
 
 
+def _native(make: Callable[[], Any]) -> Any:
+    """What ``make`` returns with the C extension in use: one of its functions."""
+    with speedups.using(True):
+        fn = make()
+    assert fn is not None
+    return fn
+
+
 def assert_loops_agree(
     data: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int
 ) -> None:
@@ -82,10 +91,7 @@ def assert_loops_agree(
     if want != "rejected":
         assert [type(x) for c in got for x in c] == [type(x) for c in want for x in c]
         assert all(type(h) is list for h in got[4])
-    with speedups.using(True):
-        scan = records_native.v2_scan()
-    assert scan is not None
-    got_s = _loop(scan, *args)
+    got_s = _loop(_native(records_native.v2_scan), *args)
     if want == "rejected":
         assert got_s == "rejected"
     else:
@@ -106,10 +112,7 @@ def assert_loops_agree(
         assert all(type(r.headers) is tuple for r in got_r)
     # The lazy loop: its check rejects exactly what the records loop rejects, and
     # iterating it (built one record at a time) gives the same records.
-    with speedups.using(True):
-        lazy = records_native.v2_lazy()
-    assert lazy is not None
-    got_l = _loop(lazy, *args)
+    got_l = _loop(_native(records_native.v2_lazy), *args)
     if want_r == "rejected":
         assert got_l == "rejected"
     else:
@@ -261,17 +264,7 @@ def test_mutated_batches_fuzz() -> None:
         ),
     ]
     for i in range(cases):
-        good = bytearray(seeds[i % len(seeds)])
-        for _ in range(rng.randint(1, 4)):
-            at = rng.randrange(RECORDS_AT, len(good))
-            op = rng.random()
-            if op < 0.6:
-                good[at] = rng.randrange(256)
-            elif op < 0.8:
-                good.insert(at, rng.randrange(256))
-            else:
-                del good[at]
-        data = bytes(good)
+        data = mutated(seeds[i % len(seeds)], rng, RECORDS_AT)
         # The loops directly (no CRC in the way), then the whole decoder.
         for count in (12, 3, rng.randrange(0, 40)):
             assert_loops_agree(data, RECORDS_AT, len(data), count, 0, 0)

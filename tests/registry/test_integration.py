@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.fresh_interpreter import run_python
+
 pytest_plugins = ["pytester"]
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+KPROTO_BROKER = [sys.executable, "-m", "kproto", "broker"]
 
 # Runs with aiohttp unimportable, as after a plain ``pip install kproto``.
 WITHOUT_AIOHTTP = """
@@ -38,14 +41,7 @@ except SystemExit as exc:
 
 
 def test_broker_runs_without_aiohttp() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", WITHOUT_AIOHTTP],
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    out = run_python(WITHOUT_AIOHTTP, env=ENV).stdout
     assert "ERROR schema_registry=True needs the registry extra" in out
     assert "kproto[registry]" in out
     assert "PLAIN 127.0.0.1:" in out
@@ -54,15 +50,7 @@ def test_broker_runs_without_aiohttp() -> None:
 
 def test_cli_prints_the_registry_url(tmp_path: Path) -> None:
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kproto",
-            "broker",
-            "--schema-registry",
-            "--data-dir",
-            str(tmp_path),
-        ],
+        [*KPROTO_BROKER, "--schema-registry", "--data-dir", str(tmp_path)],
         env=ENV,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -122,15 +110,7 @@ def test_cli_registry_port_taken() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kproto",
-                "broker",
-                "--schema-registry",
-                "--schema-registry-port",
-                str(port),
-            ],
+            [*KPROTO_BROKER, "--schema-registry", "--schema-registry-port", str(port)],
             env=ENV,
             capture_output=True,
             text=True,

@@ -32,6 +32,21 @@ def get(cluster: Cluster, path: str) -> requests.Response:
     return requests.get(cluster.schema_registry_url + path, timeout=10)
 
 
+def put(cluster: Cluster, path: str, body: dict[str, str]) -> None:
+    response = requests.put(
+        cluster.schema_registry_url + path,
+        data=json.dumps(body),
+        headers=HEADERS,
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+
+
+def delete(cluster: Cluster, path: str) -> None:
+    response = requests.delete(cluster.schema_registry_url + path, timeout=10)
+    assert response.status_code == 200, response.text
+
+
 def test_topic_created_compacted_one_partition(tmp_path: Path) -> None:
     with Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
         info = cluster.state.topics[SCHEMAS_TOPIC]
@@ -41,23 +56,12 @@ def test_topic_created_compacted_one_partition(tmp_path: Path) -> None:
 
 def test_records_written_in_confluent_shapes(tmp_path: Path) -> None:
     with Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
-        url = cluster.schema_registry_url
         register(cluster, "a", '"string"')
-        requests.put(
-            f"{url}/config",
-            data=json.dumps({"compatibility": "NONE"}),
-            headers=HEADERS,
-            timeout=10,
-        )
-        requests.put(
-            f"{url}/mode/a",
-            data=json.dumps({"mode": "READONLY"}),
-            headers=HEADERS,
-            timeout=10,
-        )
-        requests.delete(f"{url}/mode/a", timeout=10)
-        requests.delete(f"{url}/subjects/a", timeout=10)
-        requests.delete(f"{url}/subjects/a?permanent=true", timeout=10)
+        put(cluster, "/config", {"compatibility": "NONE"})
+        put(cluster, "/mode/a", {"mode": "READONLY"})
+        delete(cluster, "/mode/a")
+        delete(cluster, "/subjects/a")
+        delete(cluster, "/subjects/a?permanent=true")
         records = [(r.key, r.value) for r in cluster.records(SCHEMAS_TOPIC)]
     assert records == [
         (
@@ -95,28 +99,12 @@ def test_restart_keeps_ids_versions_configs(tmp_path: Path) -> None:
             )
             == ids[2]
         )
-        url = cluster.schema_registry_url
-        requests.put(
-            f"{url}/config/s1",
-            data=json.dumps({"compatibility": "FULL"}),
-            headers=HEADERS,
-            timeout=10,
-        )
-        requests.put(
-            f"{url}/mode",
-            data=json.dumps({"mode": "READONLY"}),
-            headers=HEADERS,
-            timeout=10,
-        )
-        requests.put(
-            f"{url}/mode",
-            data=json.dumps({"mode": "READWRITE"}),
-            headers=HEADERS,
-            timeout=10,
-        )
-        requests.delete(f"{url}/subjects/s3", timeout=10)
-        requests.delete(f"{url}/subjects/s4", timeout=10)
-        requests.delete(f"{url}/subjects/s4?permanent=true", timeout=10)
+        put(cluster, "/config/s1", {"compatibility": "FULL"})
+        put(cluster, "/mode", {"mode": "READONLY"})
+        put(cluster, "/mode", {"mode": "READWRITE"})
+        delete(cluster, "/subjects/s3")
+        delete(cluster, "/subjects/s4")
+        delete(cluster, "/subjects/s4?permanent=true")
     with Cluster(data_dir=tmp_path, schema_registry=True) as cluster:
         client = SchemaRegistryClient(cluster.schema_registry_config())
         assert client.get_subjects() == ["again", "s0", "s1", "s2"]
@@ -124,9 +112,7 @@ def test_restart_keeps_ids_versions_configs(tmp_path: Path) -> None:
         for i in range(3):
             assert client.get_latest_version(f"s{i}").schema_id == ids[i]
         assert client.get_compatibility("s1") == "FULL"
-        assert requests.get(
-            f"{cluster.schema_registry_url}/mode", timeout=10
-        ).json() == {"mode": "READWRITE"}
+        assert get(cluster, "/mode").json() == {"mode": "READWRITE"}
         # the next id follows the largest stored one, even a deleted subject's
         assert client.register_schema("new", Schema('"boolean"', "AVRO")) == ids[-1] + 1
         assert client.get_schema(ids[3]).schema_str  # soft-deleted: still by id
@@ -137,14 +123,8 @@ def test_restart_after_compaction(tmp_path: Path) -> None:
     with Cluster(
         data_dir=tmp_path, schema_registry=True, segment_bytes=1024
     ) as cluster:
-        url = cluster.schema_registry_url
         for level in ("FULL", "NONE", "FORWARD", "BACKWARD_TRANSITIVE") * 10:
-            requests.put(
-                f"{url}/config",
-                data=json.dumps({"compatibility": level}),
-                headers=HEADERS,
-                timeout=10,
-            )
+            put(cluster, "/config", {"compatibility": level})
         first = register(cluster, "x", '"int"')
         before = len(cluster.records(SCHEMAS_TOPIC))
         cluster.compact(SCHEMAS_TOPIC, force=True)

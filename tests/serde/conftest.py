@@ -12,9 +12,16 @@ from typing import Any
 import attrs
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient as ConfluentClient
+from confluent_kafka.serialization import MessageField as CField
+from confluent_kafka.serialization import SerializationContext as CContext
 
 from kproto.registry.client import SchemaRegistryClient
+from kproto.serde import MessageField, SerializationContext
 from tests.registry_double import State, serve_registry
+
+# A value of topic "orders", for kproto's serializers and for confluent-kafka's.
+VALUE = SerializationContext("orders", MessageField.VALUE)
+C_VALUE = CContext("orders", CField.VALUE)
 
 
 @attrs.frozen

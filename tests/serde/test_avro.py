@@ -39,10 +39,7 @@ from kproto.serde import (
 )
 from kproto.serde.wire import header_schema_id_serializer
 
-from .conftest import Registry
-
-VALUE = SerializationContext("orders", MessageField.VALUE)
-C_VALUE = CContext("orders", CField.VALUE)
+from .conftest import C_VALUE, VALUE, Registry
 
 USER_V1 = {
     "type": "record",

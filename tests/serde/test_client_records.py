@@ -6,8 +6,6 @@ is the HTTP double until Cluster(schema_registry=True) is on this branch)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +33,7 @@ from kproto.serde import (
     ValueSerializationError,
 )
 from tests.eventually import eventually
+from tests.fresh_interpreter import run_python
 
 from .conftest import Registry
 
@@ -198,7 +197,7 @@ def test_the_client_does_not_import_serde_unless_used() -> None:
         "import sys, kproto.client; "
         "assert not [m for m in sys.modules if m.startswith('kproto.serde')]"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    run_python(code)
 
 
 def test_async_client_takes_them_too(cluster: Cluster) -> None:

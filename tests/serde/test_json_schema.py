@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer as CJD
 from confluent_kafka.schema_registry.json_schema import JSONSerializer as CJS
-from confluent_kafka.serialization import MessageField as CField
-from confluent_kafka.serialization import SerializationContext as CContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,10 +23,7 @@ from kproto.serde import (
     ValueSerializationError,
 )
 
-from .conftest import Registry
-
-VALUE = SerializationContext("orders", MessageField.VALUE)
-C_VALUE = CContext("orders", CField.VALUE)
+from .conftest import C_VALUE, VALUE, Registry
 
 TRADE = json.dumps(
     {

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import math
 import struct
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -42,6 +40,7 @@ from kproto.serde import (
     VoidDeserializer,
     VoidSerializer,
 )
+from tests.fresh_interpreter import run_python
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -302,4 +301,4 @@ def test_primitives_do_not_import_the_schema_libraries() -> None:
         "bad = [m for m in ('fastavro', 'google.protobuf', 'jsonschema', 'requests') "
         "if m in sys.modules]; assert not bad, bad"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    run_python(code)

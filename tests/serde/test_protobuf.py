@@ -13,8 +13,6 @@ import pytest
 from confluent_kafka.schema_registry import record_subject_name_strategy
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as CPD
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as CPS
-from confluent_kafka.serialization import MessageField as CField
-from confluent_kafka.serialization import SerializationContext as CContext
 from google.protobuf import descriptor_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,10 +27,7 @@ from kproto.serde import (
 )
 from kproto.serde.protobuf import message_indexes
 
-from .conftest import Registry
-
-VALUE = SerializationContext("orders", MessageField.VALUE)
-C_VALUE = CContext("orders", CField.VALUE)
+from .conftest import C_VALUE, VALUE, Registry
 
 
 def order(pb: Any, id: int = 5, name: str = "widgets") -> Any:

@@ -8,7 +8,7 @@ a 50 MB input costs no memory and every byte the reader asks for is counted.
 from __future__ import annotations
 
 import io
-from typing import IO, cast
+from typing import IO, TypeVar, cast
 
 import pytest
 
@@ -20,6 +20,8 @@ from kproto.schema.metadata.v12.response import (
 )
 from kproto.schema.sasl_authenticate.v0 import SaslAuthenticateRequest
 from kproto.serial import DecodeError, encode, entity_reader
+
+T = TypeVar("T")
 
 LARGE = 50_000_000
 #: The read-ahead of a seekable reader (kproto.serial._SEEKABLE_CHUNK).
@@ -65,6 +67,10 @@ class CountingStream(io.RawIOBase):
         self.bytes_read += n
         return n
 
+    def read_entity(self, cls: type[T]) -> T:
+        """One ``cls`` entity read from here by ``entity_reader``."""
+        return entity_reader(cls)(cast(IO[bytes], self))
+
 
 @pytest.mark.parametrize(
     "prefix, reason",
@@ -79,7 +85,7 @@ def test_seekable_malformed_prefix_reads_at_most_the_read_ahead(
     """Before the fix, all 50,000,004 bytes were read (the chunk doubled to EOF)."""
     stream = CountingStream(prefix, LARGE + 4, seekable=True)
     with pytest.raises(DecodeError, match=reason) as info:
-        entity_reader(MetadataRequestV0)(cast(IO[bytes], stream))
+        stream.read_entity(MetadataRequestV0)
     assert info.value.path == "MetadataRequest.topics" and info.value.offset == 0
     assert stream.bytes_read <= READ_AHEAD + 4
     assert stream.pos == 0  # left where it started
@@ -99,7 +105,7 @@ def test_non_seekable_malformed_prefix_reads_only_what_fields_need(
     2**31 - 1 backed by nothing is read in chunks that start at 4 KiB."""
     stream = CountingStream(prefix, 4, seekable=False)
     with pytest.raises(DecodeError, match=reason):
-        entity_reader(SaslAuthenticateRequest)(cast(IO[bytes], stream))
+        stream.read_entity(SaslAuthenticateRequest)
     assert max(stream.requests) <= 4096  # was 1 MiB (262,144x the input)
     assert stream.bytes_read == 4
 
@@ -109,7 +115,7 @@ def test_non_seekable_lying_length_costs_about_what_arrived() -> None:
     what has arrived so far (at least 4 KiB), so no buffer outgrows the input."""
     stream = CountingStream(b"\x7f\xff\xff\xff", 100_004, seekable=False)
     with pytest.raises(DecodeError, match="ended after 100000"):
-        entity_reader(SaslAuthenticateRequest)(cast(IO[bytes], stream))
+        stream.read_entity(SaslAuthenticateRequest)
     arrived = 0
     for asked in stream.requests:
         assert asked <= max(4096, arrived)
@@ -120,10 +126,7 @@ def test_non_seekable_lying_length_costs_about_what_arrived() -> None:
 def test_non_seekable_reads_exactly_the_entity_in_front_of_a_large_stream() -> None:
     body = encode(SaslAuthenticateRequest(auth_bytes=b"x" * 10))
     stream = CountingStream(body, LARGE, seekable=False)
-    assert (
-        entity_reader(SaslAuthenticateRequest)(cast(IO[bytes], stream)).auth_bytes
-        == b"x" * 10
-    )
+    assert stream.read_entity(SaslAuthenticateRequest).auth_bytes == b"x" * 10
     assert stream.bytes_read == len(body) == 14
 
 
@@ -152,7 +155,7 @@ def test_seekable_entity_longer_than_the_read_ahead() -> None:
     body = encode(entity)
     assert len(body) > 2 * READ_AHEAD
     stream = CountingStream(body + b"\x01\x02", LARGE, seekable=True)
-    assert entity_reader(MetadataResponse)(cast(IO[bytes], stream)) == entity
+    assert stream.read_entity(MetadataResponse) == entity
     assert stream.pos == len(body)
     assert stream.bytes_read <= 2 * len(body)
 
@@ -162,10 +165,7 @@ def test_seekable_long_field_is_read_to_its_declared_length() -> None:
     end its length claims (which the stream holds), not by doubling to EOF."""
     body = encode(SaslAuthenticateRequest(auth_bytes=b"k" * 200_000))
     stream = CountingStream(body, LARGE, seekable=True)
-    assert (
-        entity_reader(SaslAuthenticateRequest)(cast(IO[bytes], stream)).auth_bytes
-        == b"k" * 200_000
-    )
+    assert stream.read_entity(SaslAuthenticateRequest).auth_bytes == b"k" * 200_000
     assert stream.pos == len(body) == 200_004
     assert stream.bytes_read == len(body)
 
@@ -174,7 +174,7 @@ def test_seekable_truncated_entity_past_the_read_ahead() -> None:
     body = encode(_large_response(1500))
     stream = CountingStream(body[: 3 * READ_AHEAD], 3 * READ_AHEAD, seekable=True)
     with pytest.raises(DecodeError, match="only") as info:
-        entity_reader(MetadataResponse)(cast(IO[bytes], stream))
+        stream.read_entity(MetadataResponse)
     assert info.value.path.startswith("MetadataResponse.topics[")
     assert info.value.offset is not None and info.value.offset < 3 * READ_AHEAD
     assert stream.pos == 0

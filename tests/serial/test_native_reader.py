@@ -8,7 +8,6 @@ generated class on hypothesis-made entities, intact and with bytes mutated.
 
 from __future__ import annotations
 
-import io
 import random
 from typing import Any
 
@@ -16,13 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kproto import index, speedups
+from kproto import speedups
 from kproto.schema.api_versions.v3 import ApiVersionsRequest
-from kproto.serial import decode, encode, entity_writer
+from kproto.serial import decode, encode
 from kproto.serial.compile import decoder
-from tests import strategies
-
-ALL_TYPES = list(index.all_entity_types())
+from tests.serial.every_class import ALL_TYPES, drawn_and_written, every_class
 
 pytestmark = pytest.mark.skipif(
     not speedups.available(), reason=f"no C extension: {speedups.reason()}"
@@ -43,15 +40,11 @@ def test_every_class_reads_natively() -> None:
     assert len(native) == len(ALL_TYPES)
 
 
-@pytest.mark.parametrize(
-    "cls", ALL_TYPES, ids=lambda c: f"{c.__module__[14:]}.{c.__name__}"
-)
+@every_class
 @given(data=st.data())
 def test_native_and_python_readers_agree(cls: type, data: st.DataObject) -> None:
-    entity = data.draw(strategies.entities(cls))
-    buf = io.BytesIO()
-    entity_writer(cls)(buf, entity)
-    encoded = buf.getvalue() + b"\x00\x7f"
+    entity, written = drawn_and_written(cls, data)
+    encoded = written + b"\x00\x7f"
     got = _outcome(cls, encoded, True)
     # repr: equal field by field, NaN included (nan != nan)
     assert repr(got) == repr(_outcome(cls, encoded, False))

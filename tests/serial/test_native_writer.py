@@ -28,7 +28,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kproto import index, speedups
+from kproto import speedups
 from kproto.meta import Wire, wire_fields
 from kproto.schema.api_versions.v3 import ApiVersionsRequest, ApiVersionsResponse
 from kproto.schema.metadata.v12 import MetadataRequest, MetadataResponse
@@ -41,16 +41,11 @@ from kproto.schema.produce.v10.response import (
 from kproto.serial import EncodeError, decode, encode, entity_writer
 from kproto.serial.compile import encoder
 from tests import strategies
-
-ALL_TYPES = list(index.all_entity_types())
+from tests.serial.every_class import ALL_TYPES, every_class
 
 native_only = pytest.mark.skipif(
     not speedups.available(), reason=f"no C extension: {speedups.reason()}"
 )
-
-
-def _class_id(cls: type) -> str:
-    return f"{cls.__module__[14:]}.{cls.__name__}"
 
 
 def _raw(entity: Any, native: bool) -> tuple[Any, ...]:
@@ -278,7 +273,7 @@ def test_every_class_writes_natively() -> None:
 
 
 @native_only
-@pytest.mark.parametrize("cls", ALL_TYPES, ids=_class_id)
+@every_class
 @given(data=st.data())
 def test_native_and_python_writers_agree(cls: type, data: st.DataObject) -> None:
     entity = data.draw(strategies.entities(cls))
@@ -292,7 +287,7 @@ def test_native_and_python_writers_agree(cls: type, data: st.DataObject) -> None
 
 
 @native_only
-@pytest.mark.parametrize("cls", ALL_TYPES, ids=_class_id)
+@every_class
 def test_every_field_set_null_and_unknown_tags(cls: type) -> None:
     for entity in (
         strategies.sample_entity(cls, 3),

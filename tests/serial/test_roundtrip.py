@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import io
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kproto import index
 from kproto.serial import entity_reader, entity_writer, interpret
-from tests import strategies
-
-ALL_TYPES = list(index.all_entity_types())
+from tests.serial.every_class import ALL_TYPES, drawn_and_written, every_class
 
 
 def test_every_message_is_covered() -> None:
@@ -32,15 +28,10 @@ def test_every_message_is_covered() -> None:
         assert expected in names
 
 
-@pytest.mark.parametrize(
-    "cls", ALL_TYPES, ids=lambda c: f"{c.__module__[14:]}.{c.__name__}"
-)
+@every_class
 @given(data=st.data())
 def test_roundtrip(cls: type, data: st.DataObject) -> None:
-    entity = data.draw(strategies.entities(cls))
-    buf = io.BytesIO()
-    entity_writer(cls)(buf, entity)
-    encoded = buf.getvalue()
+    entity, encoded = drawn_and_written(cls, data)
     # encode -> decode gives an equal entity, consuming exactly the entity's bytes
     stream = io.BytesIO(encoded + b"\xff")
     decoded = entity_reader(cls)(stream)

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
-GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "schema-formats.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", GUIDE.read_text(encoding="utf-8"), re.S)
+from tests.guides import python_blocks, run_block
+
+PAGE = "schema-formats.md"
 
 
 def test_the_guide_has_examples() -> None:
-    assert len(BLOCKS) >= 4
+    assert len(python_blocks(PAGE)) >= 4
 
 
 @pytest.mark.parametrize(
-    "block", BLOCKS, ids=[f"block-{i}" for i in range(len(BLOCKS))]
+    "index", range(len(python_blocks(PAGE))), ids="block-{}".format
 )
-def test_guide_example_runs(block: str, capsys: pytest.CaptureFixture[str]) -> None:
-    exec(compile(block, str(GUIDE), "exec"), {})
+def test_guide_example_runs(index: int, capsys: pytest.CaptureFixture[str]) -> None:
+    run_block(PAGE, index)

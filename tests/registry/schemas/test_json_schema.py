@@ -19,14 +19,12 @@ from kproto.registry.schemas import (
     parse_schema,
 )
 
+from .compat import check_table_case, error_types, table_cases
+
 
 def js(schema: Any, **kwargs: Any) -> Any:
     text = schema if isinstance(schema, str) else json.dumps(schema)
     return parse_schema("JSON", text, **kwargs)
-
-
-def error_types(errors: list[str]) -> list[str]:
-    return [m.split('"')[1] for m in errors if m.startswith("{errorType:")]
 
 
 # ----------------------------------------------------------------------------- canonical text
@@ -616,21 +614,11 @@ TABLE = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "level", "expected"),
-    [pytest.param(*case[1:], id=case[0]) for case in TABLE],
-)
+@table_cases(TABLE)
 def test_compatibility_table(
     old: Any, new: Any, level: str, expected: list[str]
 ) -> None:
-    errors = check_compatibility(js(new), [js(old)], level)
-    assert error_types(errors) == expected
-    if expected:
-        assert errors[-1] == f"{{validateFields: 'false', compatibility: '{level}'}}"
-
-
-def test_table_has_at_least_forty_cases() -> None:
-    assert len(TABLE) >= 40
+    check_table_case(js, old, new, level, expected)
 
 
 def test_messages_are_confluents() -> None:

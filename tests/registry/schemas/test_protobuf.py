@@ -33,6 +33,8 @@ from kproto.registry.schemas import (
 )
 from kproto.registry.schemas.protobuf import ProtobufModel
 
+from .compat import check_table_case, error_types, table_cases
+
 
 def proto(text: str, **kwargs: Any) -> ParsedSchema:
     return parse_schema("PROTOBUF", text, **kwargs)
@@ -259,7 +261,7 @@ def test_compatibility_follows_imported_messages() -> None:
     )
     new = proto(INVOICE, references=REFS, resolved=changed)
     errors = check_compatibility(new, [old], "BACKWARD")
-    assert [e.split('"')[1] for e in errors if e.startswith("{errorType")] == [
+    assert error_types(errors) == [
         "FIELD_SCALAR_KIND_CHANGED",
         "FIELD_NAMED_TYPE_CHANGED",
         "FIELD_NAMED_TYPE_CHANGED",
@@ -748,21 +750,11 @@ TABLE = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "level", "expected"),
-    [pytest.param(*case[1:], id=case[0]) for case in TABLE],
-)
+@table_cases(TABLE)
 def test_compatibility_table(
     old: str, new: str, level: str, expected: list[str]
 ) -> None:
-    errors = check_compatibility(proto(new), [proto(old)], level)
-    assert [e.split('"')[1] for e in errors if e.startswith("{errorType")] == expected
-    if expected:
-        assert errors[-1] == f"{{validateFields: 'false', compatibility: '{level}'}}"
-
-
-def test_table_has_at_least_forty_cases() -> None:
-    assert len(TABLE) >= 40
+    check_table_case(proto, old, new, level, expected)
 
 
 def test_messages_are_confluents() -> None:
@@ -891,7 +883,7 @@ def test_deeply_nested_messages_compare_in_linear_time() -> None:
 
     old, new = proto(nested(30, "int32")), proto(nested(30, "string"))
     errors = check_compatibility(new, [old], "BACKWARD")
-    types = [e.split('"')[1] for e in errors if e.startswith("{errorType")]
+    types = error_types(errors)
     assert types.count("FIELD_SCALAR_KIND_CHANGED") == 1
     assert types.count("FIELD_NAMED_TYPE_CHANGED") == 30
 
