@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
 def _setup(namespace: dict[str, Any]) -> None:
     namespace["SPARK"] = os.environ.get("KPROTO_DOCS_SPARK") == "1"
+    # Spark's Python workers run this interpreter (its pyarrow), not python3 on PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def _teardown(namespace: dict[str, Any]) -> None:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import struct
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -402,21 +400,6 @@ def test_schema_guid_headers(
     assert "schema GUID 00000000-0000-0000-0000-000000000000 is not registered" in first
     assert "header is not magic byte 1 and a 16-byte GUID (4 bytes)" in second
     assert values(cluster, name) == [value]
-
-
-# ------------------------------------------------------------------ the guide
-
-GUIDE = Path(__file__).parents[2] / "docs" / "guide" / "schema-validation.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
-
-
-def test_the_guide_has_examples() -> None:
-    assert len(BLOCKS) >= 2
-
-
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_the_guide_examples_run(code: str) -> None:
-    exec(compile(code, str(GUIDE), "exec"), {"__name__": "guide"})
 
 
 def test_record_name_strategy_with_json_schema_titles(
