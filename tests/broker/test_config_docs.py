@@ -1,5 +1,5 @@
 """``docs/guide/broker-configuration.md``: its tables are what the definitions
-generate, and its Python examples run."""
+generate (its Python examples run with the other pages', ``make test-docs``)."""
 
 from __future__ import annotations
 
