@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.dispatch import SERVED_APIS, Dispatcher
+from kproto.broker.dispatch import ROUTES, SERVED_APIS
 from kproto.broker.handlers.refusals import unsupported_version
 from kproto.framing import decode_response, encode_request
 from kproto.index import ApiKey, api_versions, request_type
@@ -173,7 +173,7 @@ def test_a_version_not_advertised_closes_before_any_handler(
         assert closed_by_broker(s)
     assert f"api_key 1 v3 is not served (FETCH v4-v{high} are)" in caplog.text
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= 40]
-    assert Dispatcher.route(ApiKey.FETCH, 3) is None
-    assert Dispatcher.route(ApiKey.FETCH, high + 1) is None
-    assert Dispatcher.route(ApiKey.PRODUCE, 2) is unsupported_version
+    assert ROUTES.get((ApiKey.FETCH, 3)) is None
+    assert ROUTES.get((ApiKey.FETCH, high + 1)) is None
+    assert ROUTES[ApiKey.PRODUCE, 2] is unsupported_version
     still_serves(cluster)
