@@ -25,6 +25,7 @@ from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
+from kproto.broker.dispatch import ApiVersionTable
 from kproto.broker.faults import FaultInjector
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -308,6 +309,8 @@ class Cluster(FaultControls):
         )
         #: The faults injected (see :meth:`inject_errors` and the other fault methods).
         self.faults = FaultInjector()
+        #: The API versions advertised and served (see :meth:`set_api_version`).
+        self.api_versions = ApiVersionTable()
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
         self.cleaner = LogCleaner(self.state, backoff_ms=cfg.log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
@@ -332,6 +335,7 @@ class Cluster(FaultControls):
                 quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
                 queued_max_requests=cfg.queued_max_requests,
                 share=self.share,
+                api_versions=self.api_versions,
             )
             for i, node_id in enumerate(self.state.node_ids)
         ]
@@ -418,6 +422,7 @@ class Cluster(FaultControls):
         if not self._started:
             return
         self._started = False
+        self.faults.end_holds("disconnect")  # nothing parked outlives the cluster
         if self.schema_registry is not None:
             await self.schema_registry.stop()
         await self.cleaner.stop()

@@ -14,8 +14,11 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kproto.broker.dispatch import ApiVersionTable
 from kproto.broker.faults import FaultInjector, FaultSpec, HookHandle, RequestHook
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.handlers.context import RequestContext
+from kproto.broker.held_requests import Hold
 from kproto.broker.leadership import lead_offline, leader_epoch, move_off, set_leader
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
@@ -34,6 +37,7 @@ class FaultControls:
     state: ClusterState
     groups: GroupCoordinator
     faults: FaultInjector
+    api_versions: ApiVersionTable
 
     if TYPE_CHECKING:  # provided by Cluster
 
@@ -110,8 +114,74 @@ class FaultControls:
         """Remove a hook added by :meth:`on_request`; False if already removed."""
         return self._on_loop(lambda: self.faults.remove_hook(handle))
 
+    def hold(
+        self,
+        api_key: ApiKey,
+        *,
+        node: int | None = None,
+        count: int | None = None,
+        timeout_ms: int = 10_000,
+        match: Callable[[RequestContext, Any], bool] | None = None,
+    ) -> Hold:
+        """Park the next requests of ``api_key`` (on ``node``, or any node; only
+        those ``match(ctx, request)`` accepts; at most ``count``, or every one
+        until the hold stops) before they are handled, until the test calls
+        :meth:`~kproto.broker.held_requests.Hold.release`,
+        :meth:`~kproto.broker.held_requests.Hold.answer` or
+        :meth:`~kproto.broker.held_requests.Hold.disconnect` (franz-go kfake's
+        ``ControlKey`` + ``SleepControl``, to test orderings). A request parked
+        ``timeout_ms`` is answered REQUEST_TIMED_OUT; other clients are not
+        stalled; :meth:`clear_faults` releases, cluster shutdown drops, every parked
+        request. Hooks (:meth:`on_request`) see a request before a hold; queued
+        errors (:meth:`inject_errors`) apply when it is released. Use the hold
+        as a context manager to release what it parked at the end::
+
+            with cluster.hold(ApiKey.PRODUCE, count=1) as held:
+                ...  # a producer sends
+                eventually(lambda: held.requests(), 5)
+                held.release()
+
+        Raises:
+            ValueError: an unknown node, ``count`` < 1 or ``timeout_ms`` <= 0.
+        """
+        if node is not None:
+            self._server(node)
+        hold = Hold(
+            api_key,
+            self._on_loop,
+            node_id=node,
+            count=count,
+            timeout_ms=timeout_ms,
+            match=match,
+        )
+        return self._on_loop(lambda: self.faults.add_hold(hold))
+
+    def set_api_version(
+        self, api_key: ApiKey, min_version: int, max_version: int
+    ) -> None:
+        """Advertise (in ApiVersions) and serve only versions ``min_version`` to
+        ``max_version`` of ``api_key`` on every node, from the next request on
+        (librdkafka's ``rd_kafka_mock_set_apiversion``); -1, -1 removes the API.
+        A request of a version no longer served closes its connection, as Kafka
+        does for a version it does not enable. Undo with :meth:`reset_api_versions`.
+
+        Raises:
+            ValueError: an API kproto does not serve, or versions outside what
+                kproto generates for it.
+        """
+        self._on_loop(lambda: self.api_versions.set(api_key, min_version, max_version))
+
+    def api_version_range(self, api_key: ApiKey) -> tuple[int, int] | None:
+        """The versions of ``api_key`` advertised now (``None``: not served)."""
+        return self._on_loop(lambda: self.api_versions.served.get(ApiKey(api_key)))
+
+    def reset_api_versions(self) -> None:
+        """Advertise and serve every version kproto serves again."""
+        self._on_loop(self.api_versions.reset)
+
     def clear_faults(self) -> None:
-        """Drop queued errors, latencies and hooks (nodes stay as they are)."""
+        """Drop queued errors, latencies and hooks, and release every held
+        request (nodes and API versions stay as they are)."""
 
         self._on_loop(self.faults.clear)
 

@@ -17,6 +17,8 @@ Modelled on librdkafka's mock cluster (``rdkafka_mock.h``):
   response of the node waits that long (only its own connection waits).
 * :meth:`FaultInjector.add_hook` is franz-go kfake's ``ControlKey``: a function that
   sees each request of an api_key first and may answer it instead of the handler.
+* :meth:`FaultInjector.add_hold` parks requests until the test decides
+  (:mod:`kproto.broker.held_requests`, kfake's ``SleepControl``).
 
 Every method runs on the cluster's event-loop thread (``Cluster`` marshals calls).
 """
@@ -35,6 +37,7 @@ import attrs
 
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.refusals import check_error_response, error_response
+from kproto.broker.held_requests import RELEASE, Hold
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -115,6 +118,7 @@ class FaultInjector:
         self._errors: dict[tuple[int, int | None], collections.deque[Fault]] = {}
         self._latency_ms: dict[int, int] = {}
         self._hooks: dict[int, dict[int, RequestHook]] = {}
+        self._holds: list[Hold] = []
         self._ids = itertools.count(1)
         # True: nothing is injected; set False by whatever injects, and True
         # again by the first idle check that finds everything used up
@@ -150,6 +154,7 @@ class FaultInjector:
         self._idle = (
             not self._latency_ms
             and not any(self._hooks.values())
+            and not self._holds
             and not any(self._errors.values())
         )
         return self._idle
@@ -171,11 +176,37 @@ class FaultInjector:
         )
 
     def clear(self) -> None:
-        """Drop every queued outcome, latency and hook."""
+        """Drop every queued outcome, latency and hook; end every hold (its parked
+        requests go on to their handlers)."""
         self._errors.clear()
         self._latency_ms.clear()
         self._hooks.clear()
+        self.end_holds(RELEASE)
         self._idle = True
+
+    # ------------------------------------------------------------------ holds
+
+    def add_hold(self, hold: Hold) -> Hold:
+        """Park the requests ``hold`` takes (after the hooks, before queued errors)."""
+        self._holds.append(hold)
+        self._idle = False
+        return hold
+
+    def end_holds(self, outcome: str = RELEASE) -> int:
+        """End every hold, giving each parked request ``outcome``
+        (:data:`~kproto.broker.held_requests.RELEASE` or ``"disconnect"``);
+        return how many were parked."""
+        holds, self._holds = self._holds, []
+        return sum(hold.end(outcome) for hold in holds)
+
+    async def _park(self, ctx: RequestContext, request: Any) -> str | ErrorCode:
+        """The outcome of ``request`` from the first hold that takes it (else
+        :data:`~kproto.broker.held_requests.RELEASE`)."""
+        self._holds = [h for h in self._holds if not h.done]
+        for hold in self._holds:
+            if hold.takes(ctx, request):
+                return await hold.park(ctx, request)
+        return RELEASE
 
     # ---------------------------------------------------------------- latency
 
@@ -238,8 +269,8 @@ class FaultInjector:
         request: Any,
         handle: Callable[[], Awaitable[Any]],
     ) -> Any:
-        """Answer ``request`` through the faults: the hooks first, then the next
-        queued outcome (instead of ``handle``, the handler), else ``handle()``;
+        """Answer ``request`` through the faults: the hooks first, then the holds
+        (the request waits for the test's decision), then the next queued outcome (instead of ``handle``, the handler), else ``handle()``;
         then the node's latency and the outcome's delay.
 
         Raises:
@@ -249,6 +280,14 @@ class FaultInjector:
         api_key = ctx.header.request_api_key
         delay_ms = self.latency_ms(node_id)
         response = await self.run_hooks(ctx, request)
+        if response is None and self._holds:
+            outcome = await self._park(ctx, request)
+            if outcome == DISCONNECT:
+                response = DISCONNECT
+            elif isinstance(outcome, ErrorCode):
+                response = error_response(ctx, request, outcome)
+                if api_key == ApiKey.PRODUCE and request.acks == 0:
+                    return None  # acks=0 is never answered
         fault = None if response is not None else self.pop_error(api_key, node_id)
         if fault is not None:
             delay_ms += fault.rtt_ms

@@ -44,7 +44,7 @@ from kproto.broker.connection_limits import (
     close_open_pass,
     off_turn,
 )
-from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.dispatch import SERVED_APIS, ApiVersionTable, Dispatcher, build
 from kproto.broker.faults import FaultInjector, InjectedDisconnect
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -87,7 +87,7 @@ class NodeServer:
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
         request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
-        request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        share, api_versions: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
         connection_quotas: ``max.connections`` / ``max.connections.per.ip``
@@ -125,6 +125,7 @@ class NodeServer:
         queued_max_requests: int = 500,
         fair_turns: bool = True,
         share: ShareCoordinator | None = None,
+        api_versions: ApiVersionTable | None = None,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -143,6 +144,7 @@ class NodeServer:
             faults=faults,
             security=self.security,
             share=share,
+            api_versions=api_versions,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
@@ -338,7 +340,7 @@ class NodeServer:
                     err,
                 )
                 return
-            handler = self.dispatcher.route(
+            handler = self.dispatcher.handler_for(
                 header.request_api_key, header.request_api_version
             )
             if handler is None:
