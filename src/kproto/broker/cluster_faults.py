@@ -15,13 +15,20 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kproto.broker.dispatch import ApiVersionTable
-from kproto.broker.faults import FaultInjector, FaultSpec, HookHandle, RequestHook
+from kproto.broker.faults import (
+    PASS,
+    FaultInjector,
+    FaultSpec,
+    HookHandle,
+    RequestHook,
+)
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers.context import RequestContext
 from kproto.broker.held_requests import Hold
 from kproto.broker.leadership import lead_offline, leader_epoch, move_off, set_leader
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
 __all__ = ["FaultControls"]
@@ -79,7 +86,8 @@ class FaultControls:
         ``rd_kafka_mock_broker_push_request_error_rtts``). Each item is an
         :class:`~kproto.errors.ErrorCode` (the request is not executed; the error is
         in every ``error_code`` of the response), ``"disconnect"`` (the connection
-        closes unanswered), or ``(either, rtt_ms)`` to also delay it (ms).
+        closes unanswered), ``"pass"`` (handled as usual), or ``(any of them,
+        rtt_ms)`` to also delay it (ms).
         Requests beyond the queue are served normally; pushing again appends.
 
         Raises:
@@ -89,6 +97,54 @@ class FaultControls:
         if node is not None:
             self._server(node)
         self._on_loop(lambda: self.faults.push_errors(api_key, errors, node))
+
+    def partition_push_request_errors(
+        self, topic: str, partition: int, errors: list[ErrorCode]
+    ) -> None:
+        """Answer ``topic``/``partition`` in each of the next requests naming it
+        with ``errors``, one per request, in order (librdkafka's
+        ``rd_kafka_mock_partition_push_request_errors``). Any topic-keyed API
+        counts (Produce, Fetch, ListOffsets, OffsetCommit, TxnOffsetCommit,
+        DeleteRecords, OffsetForLeaderEpoch); the request's other partitions are
+        handled as usual, and the erring one is not (a Produce to it stores
+        nothing). Pushing again appends.
+
+        Raises:
+            ValueError: an item that is not a Kafka error code.
+        """
+        codes = [ErrorCode(e) for e in errors]
+        self._on_loop(
+            lambda: self.faults.push_partition_errors(topic, partition, codes)
+        )
+
+    def topic_set_error(self, topic: str, error: ErrorCode) -> None:
+        """Answer ``topic`` with ``error`` until it is set to ``ErrorCode.NONE``
+        (librdkafka's ``rd_kafka_mock_topic_set_error``): its Metadata entry's
+        ``error_code``, and every partition of it in a topic-keyed request (as
+        :meth:`partition_push_request_errors`, without using up).
+
+        Raises:
+            ValueError: not a Kafka error code.
+        """
+        code = ErrorCode(error)
+        self._on_loop(lambda: self.faults.set_topic_error(topic, code))
+
+    def broker_push_request_error_rtts(
+        self, node: int, api_key: ApiKey, errors: list[tuple[ErrorCode, int]]
+    ) -> None:
+        """Answer the next requests of ``api_key`` on ``node`` with each
+        ``(error, rtt_ms)`` in turn: the error (``ErrorCode.NONE``: handled as
+        usual) after a delay of ``rtt_ms`` (librdkafka's
+        ``rd_kafka_mock_broker_push_request_error_rtts``; :meth:`inject_errors`
+        with a node and delays, which also takes ``"disconnect"``).
+
+        Raises:
+            ValueError: an unknown node or a malformed pair.
+        """
+        faults: list[FaultSpec] = [
+            (PASS if code == ErrorCode.NONE else code, rtt) for code, rtt in errors
+        ]
+        self.inject_errors(api_key, faults, node=node)
 
     def set_latency(self, node: int, ms: int) -> None:
         """Delay every response of ``node`` by ``ms`` (0: none), as librdkafka's

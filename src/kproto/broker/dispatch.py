@@ -301,7 +301,7 @@ class Dispatcher:
             )
         else:
             response = await faults.apply(
-                ctx, request, lambda: self._call(handler, ctx, request)
+                ctx, request, lambda r: self._call(handler, ctx, r)
             )
         if self.log_requests:
             log.info(

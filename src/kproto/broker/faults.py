@@ -38,11 +38,13 @@ import attrs
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.refusals import check_error_response, error_response
 from kproto.broker.held_requests import RELEASE, Hold
+from kproto.broker.partition_errors import PartitionErrors
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
 __all__ = [
     "DISCONNECT",
+    "PASS",
     "Fault",
     "FaultInjector",
     "HookHandle",
@@ -55,6 +57,10 @@ log = logging.getLogger("kproto.broker")
 
 #: Close the connection instead of answering (librdkafka's ``__TRANSPORT``).
 DISCONNECT: Final = "disconnect"
+
+#: Handle the request as usual, after the fault's delay (librdkafka's error 0 in
+#: ``rd_kafka_mock_broker_push_request_error_rtts``).
+PASS: Final = "pass"
 
 #: What a test may push: an error code, :data:`DISCONNECT`, or either with a
 #: round-trip time in ms as ``(outcome, rtt_ms)``.
@@ -72,17 +78,20 @@ class InjectedDisconnect(Exception):
 
 @attrs.frozen
 class Fault:
-    """One queued outcome: an error code (``None``: disconnect) and a delay (ms)."""
+    """One queued outcome: an error code (``None``: disconnect) and a delay (ms);
+    ``handled``: the request goes to its handler (:data:`PASS`)."""
 
     error_code: ErrorCode | None
     rtt_ms: int = 0
+    handled: bool = False
 
 
 def to_fault(spec: FaultSpec) -> Fault:
     """Parse what a test pushed.
 
     Raises:
-        ValueError: not an ErrorCode, ``"disconnect"`` or ``(either, rtt_ms >= 0)``.
+        ValueError: not an ErrorCode, ``"disconnect"``, ``"pass"`` or
+            ``(any of them, rtt_ms >= 0)``.
     """
     rtt = 0
     outcome: Any = spec
@@ -94,8 +103,12 @@ def to_fault(spec: FaultSpec) -> Fault:
         outcome, rtt = spec
     if outcome == DISCONNECT:
         return Fault(None, rtt)
+    if outcome == PASS:
+        return Fault(ErrorCode.NONE, rtt, handled=True)
     if isinstance(outcome, str) or not isinstance(outcome, int):
-        raise ValueError(f"a fault is an ErrorCode or {DISCONNECT!r}, got {outcome!r}")
+        raise ValueError(
+            f"a fault is an ErrorCode or {DISCONNECT!r} (or {PASS!r}), got {outcome!r}"
+        )
     try:
         return Fault(ErrorCode(outcome), rtt)
     except ValueError:
@@ -119,6 +132,8 @@ class FaultInjector:
         self._latency_ms: dict[int, int] = {}
         self._hooks: dict[int, dict[int, RequestHook]] = {}
         self._holds: list[Hold] = []
+        #: errors queued per topic-partition and set per topic
+        self.partition_errors = PartitionErrors()
         self._ids = itertools.count(1)
         # True: nothing is injected; set False by whatever injects, and True
         # again by the first idle check that finds everything used up
@@ -138,7 +153,7 @@ class FaultInjector:
         """
         api_key = ApiKey(api_key)
         parsed = [to_fault(f) for f in faults]
-        if any(f.error_code is not None for f in parsed):
+        if any(f.error_code is not None and not f.handled for f in parsed):
             check_error_response(api_key)
         self._errors.setdefault((api_key, node_id), collections.deque()).extend(parsed)
         if parsed:
@@ -155,6 +170,7 @@ class FaultInjector:
             not self._latency_ms
             and not any(self._hooks.values())
             and not self._holds
+            and not self.partition_errors
             and not any(self._errors.values())
         )
         return self._idle
@@ -181,8 +197,21 @@ class FaultInjector:
         self._errors.clear()
         self._latency_ms.clear()
         self._hooks.clear()
+        self.partition_errors.clear()
         self.end_holds(RELEASE)
         self._idle = True
+
+    def push_partition_errors(
+        self, topic: str, partition: int, errors: Iterable[ErrorCode]
+    ) -> None:
+        """:meth:`PartitionErrors.push <kproto.broker.partition_errors.PartitionErrors.push>`."""
+        self.partition_errors.push(topic, partition, errors)
+        self._idle = False
+
+    def set_topic_error(self, topic: str, error: ErrorCode) -> None:
+        """:meth:`PartitionErrors.set_topic_error <kproto.broker.partition_errors.PartitionErrors.set_topic_error>`."""
+        self.partition_errors.set_topic_error(topic, error)
+        self._idle = False
 
     # ------------------------------------------------------------------ holds
 
@@ -267,10 +296,11 @@ class FaultInjector:
         self,
         ctx: RequestContext,
         request: Any,
-        handle: Callable[[], Awaitable[Any]],
+        handle: Callable[[Any], Awaitable[Any]],
     ) -> Any:
         """Answer ``request`` through the faults: the hooks first, then the holds
-        (the request waits for the test's decision), then the next queued outcome (instead of ``handle``, the handler), else ``handle()``;
+        (the request waits for the test's decision), then the next queued outcome (instead of ``handle``, the handler), else ``handle(request)``
+        with the errors set on the partitions and topics it names;
         then the node's latency and the outcome's delay.
 
         Raises:
@@ -289,14 +319,18 @@ class FaultInjector:
                 if api_key == ApiKey.PRODUCE and request.acks == 0:
                     return None  # acks=0 is never answered
         fault = None if response is not None else self.pop_error(api_key, node_id)
+        answered = response is not None or (fault is not None and not fault.handled)
         if fault is not None:
             delay_ms += fault.rtt_ms
-            if fault.error_code is not None:
+            if fault.error_code is not None and not fault.handled:
                 response = error_response(ctx, request, fault.error_code)
                 if api_key == ApiKey.PRODUCE and request.acks == 0:
                     response = None  # acks=0 is never answered
-        elif response is None:
-            response = await handle()
+        if not answered:
+            if self.partition_errors:
+                response = await self.partition_errors.apply(ctx, request, handle)
+            else:
+                response = await handle(request)
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
         disconnect = isinstance(response, str) and response == DISCONNECT
