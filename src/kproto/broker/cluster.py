@@ -23,6 +23,7 @@ from kproto.broker.broker_config import (
 )
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
+from kproto.broker.cluster_controls import ClusterControls
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.dispatch import ApiVersionTable
@@ -54,7 +55,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster(FaultControls):
+class Cluster(FaultControls, ClusterControls):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).

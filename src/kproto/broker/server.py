@@ -133,6 +133,8 @@ class NodeServer:
         self.host = host
         self.port = port
         self.socket_request_max_bytes = socket_request_max_bytes
+        #: the rack reported in Metadata (Kafka's ``broker.rack``; ``None``: none)
+        self.rack: str | None = None
         self.connections_max_idle_ms = connections_max_idle_ms
         self.dispatcher = Dispatcher(
             state,
@@ -159,7 +161,7 @@ class NodeServer:
         loop = asyncio.get_running_loop()
         self.server = await loop.create_server(self._protocol, self.host, self.port)
         self.port = self.server.sockets[0].getsockname()[1]
-        info = NodeInfo(self.node_id, self.host, self.port)
+        info = NodeInfo(self.node_id, self.host, self.port, self.rack)
         self.state.nodes[self.node_id] = info
         return info
 

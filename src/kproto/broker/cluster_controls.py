@@ -1,0 +1,195 @@
+"""The shaping and maintenance controls of :class:`kproto.broker.Cluster` (a
+mixin beside :class:`~kproto.broker.cluster_faults.FaultControls`): racks per
+node, coordinators pinned to a node, retention applied on demand, KIP-714
+telemetry settings, and the request log with timestamps. Each method marshals its
+change onto the cluster's event loop, so a test thread may call it.
+
+Named after librdkafka's mock cluster (``rd_kafka_mock_broker_set_rack``,
+``rd_kafka_mock_coordinator_set``, ``rd_kafka_mock_telemetry_set_*``,
+``rd_kafka_mock_get_requests``) and franz-go kfake (``ApplyRetention``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import attrs
+
+from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.server import NodeServer
+from kproto.broker.state import ClusterState
+from kproto.broker.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
+
+__all__ = ["ClusterControls", "TELEMETRY_SUBSCRIPTION"]
+
+T = TypeVar("T")
+
+#: The name of the CLIENT_METRICS subscription the telemetry controls install.
+TELEMETRY_SUBSCRIPTION: Final = "kproto-test-controls"
+
+
+class ClusterControls:
+    """What a test can shape on a running cluster (mixed into ``Cluster``)."""
+
+    servers: list[NodeServer]
+    state: ClusterState
+    txn: TransactionCoordinator
+    requests: RequestLog
+
+    if TYPE_CHECKING:  # provided by Cluster and FaultControls
+
+        def _on_loop(self, func: Callable[[], T]) -> T: ...
+
+        def _server(self, node: int) -> NodeServer: ...
+
+        def move_leader(self, topic: str, partition: int, node: int) -> int: ...
+
+        def move_coordinator(self, group_id: str, node: int) -> int: ...
+
+    # ------------------------------------------------------------------ nodes
+
+    def set_rack(self, node: int | None, rack: str | None) -> None:
+        """Report ``rack`` for ``node`` (``None``: every node) in Metadata and
+        DescribeCluster (librdkafka's ``rd_kafka_mock_broker_set_rack``; Kafka's
+        ``broker.rack``); ``None`` clears it. Kept across :meth:`stop_node` /
+        :meth:`start_node`.
+
+        Raises:
+            ValueError: an unknown node.
+        """
+        servers = self.servers if node is None else [self._server(node)]
+
+        def apply() -> None:
+            for server in servers:
+                server.rack = rack
+                info = self.state.nodes.get(server.node_id)
+                if info is not None:
+                    self.state.nodes[server.node_id] = attrs.evolve(info, rack=rack)
+
+        self._on_loop(apply)
+
+    # ----------------------------------------------------------- coordinators
+
+    def coordinator_set(self, key_type: str, key: str, node: int) -> int:
+        """Make ``node`` coordinate group or transactional id ``key``
+        (librdkafka's ``rd_kafka_mock_coordinator_set``; ``key_type`` is
+        ``"group"`` or ``"transaction"``) by moving the leadership of the key's
+        ``__consumer_offsets`` or ``__transaction_state`` partition, as Kafka
+        moves a coordinator (the other keys of that partition move with it; the
+        old coordinator answers NOT_COORDINATOR; state and offsets stay). Returns
+        the partition's new leader epoch.
+
+        Raises:
+            ValueError: an unknown ``key_type``, or an unknown or stopped node.
+        """
+        if key_type == "group":
+            return self.move_coordinator(key, node)
+        if key_type != "transaction":
+            raise ValueError(f"key_type is 'group' or 'transaction', got {key_type!r}")
+
+        def partition() -> int:
+            self.txn.coordinator_for(key)  # creates __transaction_state
+            return self.txn.partition_for(key)
+
+        return self.move_leader(TRANSACTION_STATE_TOPIC, self._on_loop(partition), node)
+
+    # ------------------------------------------------------------ maintenance
+
+    def apply_retention(self, topic: str | None = None) -> int:
+        """Apply ``retention.ms`` and ``retention.bytes`` now to every partition of
+        ``topic`` (``None``: of every topic with ``cleanup.policy`` delete), as
+        Kafka's ``LogManager`` retention check does on its schedule (franz-go
+        kfake's ``ApplyRetention``): whole segments past the limits are deleted and
+        the log start offset rises (the active segment stays). Returns how many
+        records' offsets fell below the log start offset.
+
+        Raises:
+            KeyError: ``topic`` does not exist.
+        """
+
+        def apply() -> int:
+            if topic is not None and topic not in self.state.topics:
+                raise KeyError(f"no topic {topic!r}")
+            replicas = self.servers[0].dispatcher.replicas
+            dropped = 0
+            for (name, _), plog in list(self.state.logs.items()):
+                if topic is not None and name != topic:
+                    continue
+                info = self.state.topics.get(name)
+                if info is None:
+                    continue
+                before = plog.log_start_offset
+                replicas.apply_retention(info, plog)
+                dropped += plog.log_start_offset - before
+            return dropped
+
+        return self._on_loop(apply)
+
+    # -------------------------------------------------------------- telemetry
+
+    def telemetry_set_requested_metrics(self, metrics: Sequence[str] | None) -> None:
+        """Ask every client for the metrics named by these prefixes (librdkafka's
+        ``rd_kafka_mock_telemetry_set_requested_metrics``; ``[""]``: all metrics;
+        ``None``: none, the subscription is removed) by installing a KIP-714
+        ``CLIENT_METRICS`` subscription named :data:`TELEMETRY_SUBSCRIPTION`, as
+        ``kafka-client-metrics.sh --alter --metrics`` does; clients see it at their
+        next GetTelemetrySubscriptions. The push interval stays as set by
+        :meth:`telemetry_set_push_interval` (Kafka's default 300000 ms).
+
+        Raises:
+            kproto.broker.TopicError: INVALID_CONFIG, as Kafka would answer.
+        """
+        self._set_telemetry(
+            metrics=None if metrics is None else ",".join(m or "*" for m in metrics)
+        )
+
+    def telemetry_set_push_interval(self, push_interval_ms: int) -> None:
+        """Have clients push their metrics every ``push_interval_ms`` (librdkafka's
+        ``rd_kafka_mock_telemetry_set_push_interval``; the subscription's
+        ``interval.ms``, 100..3600000).
+
+        Raises:
+            kproto.broker.TopicError: INVALID_CONFIG, an interval out of range.
+        """
+        self._set_telemetry(interval_ms=str(push_interval_ms))
+
+    def _set_telemetry(self, **change: str | None) -> None:
+        manager = self.state.client_metrics
+
+        def apply() -> None:
+            current = manager.subscriptions.get(TELEMETRY_SUBSCRIPTION)
+            configs: dict[str, str] = {}
+            if current is not None:
+                configs["metrics"] = ",".join(sorted(current.metrics))
+                configs["interval.ms"] = str(current.interval_ms)
+            if "metrics" in change:
+                metrics = change["metrics"]
+                if metrics is None:
+                    manager.set_subscription(TELEMETRY_SUBSCRIPTION, {})
+                    return
+                configs["metrics"] = metrics
+            if "interval_ms" in change:
+                configs["interval.ms"] = str(change["interval_ms"])
+            configs.setdefault("metrics", "")
+            manager.set_subscription(TELEMETRY_SUBSCRIPTION, configs)
+
+        self._on_loop(apply)
+
+    # ------------------------------------------------------------ request log
+
+    def request_log(
+        self, *, api_key: int | None = None, node_id: int | None = None
+    ) -> list[RequestRecord]:
+        """The requests answered, oldest first, each with its node, api key and
+        version, client id, decoded request and response, and ``time_ms`` (when it
+        was decoded, ms since the epoch); optionally of one API or node
+        (librdkafka's ``rd_kafka_mock_get_requests``; :attr:`requests` is the log
+        itself, bounded by ``kproto.request.log.size``)."""
+        return self._on_loop(
+            lambda: self.requests.filter(api_key=api_key, node_id=node_id)
+        )
+
+    def clear_request_log(self) -> None:
+        """Forget the requests logged so far (``rd_kafka_mock_clear_requests``)."""
+        self._on_loop(self.requests.clear)

@@ -1,0 +1,166 @@
+"""The shaping and maintenance controls of ``Cluster``
+(:mod:`kproto.broker.cluster_controls`): racks, coordinators pinned to a node,
+retention on demand, KIP-714 telemetry settings, the request log; proved with
+confluent-kafka and kproto's own connection."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kproto.broker import Cluster
+from kproto.connection import Connection
+from kproto.errors import ErrorCode
+from kproto.index import ApiKey
+from tests.eventually import eventually
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with Cluster(nodes=3) as c:
+        yield c
+
+
+def test_racks_reach_describe_cluster(cluster: Cluster) -> None:
+    cluster.set_rack(None, "rack-a")
+    cluster.set_rack(2, "rack-b")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    described = admin.describe_cluster(request_timeout=10).result(10)
+    assert {n.id: n.rack for n in described.nodes} == {
+        1: "rack-a",
+        2: "rack-b",
+        3: "rack-a",
+    }
+    cluster.stop_node(2)
+    cluster.start_node(2)  # a restarted node keeps its rack
+    cluster.set_rack(3, None)
+    described = admin.describe_cluster(request_timeout=10).result(10)
+    assert {n.id: n.rack for n in described.nodes} == {
+        1: "rack-a",
+        2: "rack-b",
+        3: None,
+    }
+    with pytest.raises(ValueError, match="no node 7"):
+        cluster.set_rack(7, "x")
+
+
+def test_transaction_coordinator_pinned_to_a_node(cluster: Cluster) -> None:
+    before = cluster.transaction_coordinator("tx")
+    target = next(n for n in (1, 2, 3) if n != before)
+    cluster.coordinator_set("transaction", "tx", target)
+    assert cluster.transaction_coordinator("tx") == target
+    cluster.create_topic("t", 1)
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "tx"}
+    )
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce("t", b"v")
+    producer.commit_transaction(10)
+    finds = cluster.request_log(api_key=ApiKey.FIND_COORDINATOR)
+    answered = set()
+    for r in finds:
+        if r.api_version >= 4:  # KIP-699: a batch of keys
+            answered |= {c.node_id for c in r.response.coordinators if c.key == "tx"}
+        elif r.request.key == "tx":
+            answered.add(r.response.node_id)
+    assert answered == {target}
+    data = [r.value for r in cluster.records("t", 0) if r.control is None]
+    assert data == [b"v"]  # and the commit marker after it
+
+
+def test_group_coordinator_pinned_to_a_node(cluster: Cluster) -> None:
+    before = cluster.coordinator("g")
+    target = next(n for n in (1, 2, 3) if n != before)
+    cluster.coordinator_set("group", "g", target)
+    assert cluster.coordinator("g") == target
+    server = cluster.servers[0]
+    with Connection(server.host, server.port, timeout_s=10) as conn:
+        conn.negotiate()
+        response = conn.request(
+            ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=["g"]
+        )
+        assert response.coordinators[0].node_id == target
+    with pytest.raises(ValueError, match="key_type"):
+        cluster.coordinator_set("cluster", "g", 1)
+
+
+def test_apply_retention_on_demand() -> None:
+    with Cluster(nodes=1, segment_bytes=1024) as cluster:
+        retention_on_demand(cluster)
+
+
+def retention_on_demand(cluster: Cluster) -> None:
+    cluster.create_topic("t", 1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    old = int(time.time() * 1000) - 3_600_000
+    for i in range(40):
+        producer.produce("t", b"x" * 100, partition=0, timestamp=old + i)
+        producer.flush(10)
+    stored = len(cluster.records("t", 0))
+    assert stored == 40
+    # retention.ms is now shorter than the records' age; nothing ran yet
+    cluster.alter_topic_configs("t", {"retention.ms": "60000"})
+    dropped = cluster.apply_retention("t")
+    assert dropped > 0
+    left = cluster.records("t", 0)
+    assert len(left) == stored - dropped and left[0].offset == dropped
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "r"}
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition("t", 0), 10)
+    finally:
+        consumer.close()
+    assert (low, high) == (dropped, 40)
+    with pytest.raises(KeyError):
+        cluster.apply_retention("missing")
+
+
+def test_telemetry_settings_reach_librdkafka() -> None:
+    with Cluster(nodes=1) as cluster:
+        cluster.create_topic("metered", 1)
+        cluster.telemetry_set_push_interval(200)
+        cluster.telemetry_set_requested_metrics(["org.apache.kafka.producer."])
+        producer = Producer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "client.id": "tm"}
+        )
+        producer.produce("metered", b"v")
+        assert producer.flush(10) == 0
+        eventually(
+            lambda: producer.poll(0.05) or cluster.client_metrics(client_id="tm"),
+            20.0,
+            message="no PushTelemetry from librdkafka",
+        )
+        names = {
+            n for p in cluster.client_metrics(client_id="tm") for n in p.metric_names
+        }
+        assert names and all(n.startswith("org.apache.kafka.producer.") for n in names)
+        subscriptions = cluster.request_log(api_key=ApiKey.GET_TELEMETRY_SUBSCRIPTIONS)
+        last = subscriptions[-1].response
+        assert last.push_interval_ms == 200
+        assert list(last.requested_metrics) == ["org.apache.kafka.producer."]
+        cluster.telemetry_set_requested_metrics(None)  # nothing asked any more
+        assert not cluster.state.client_metrics.subscriptions
+        producer.flush(1)
+
+
+def test_request_log_has_timestamps_and_clears(cluster: Cluster) -> None:
+    cluster.create_topic("t", 1)
+    started = int(time.time() * 1000)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    producer.produce("t", b"v")
+    assert producer.flush(10) == 0
+    produced = cluster.request_log(api_key=ApiKey.PRODUCE)
+    assert len(produced) == 1
+    assert produced[0].node_id == cluster.leader("t", 0)
+    assert started <= produced[0].time_ms <= int(time.time() * 1000)
+    assert produced[0].response.responses[0].partition_responses[0].error_code == (
+        ErrorCode.NONE
+    )
+    cluster.clear_request_log()
+    assert cluster.request_log(api_key=ApiKey.PRODUCE) == []
