@@ -164,3 +164,62 @@ def test_request_log_has_timestamps_and_clears(cluster: Cluster) -> None:
     )
     cluster.clear_request_log()
     assert cluster.request_log(api_key=ApiKey.PRODUCE) == []
+
+
+def kip848_consumer(cluster: Cluster, group: str, topic: str) -> Consumer:
+    c = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    c.subscribe([topic])
+    return c
+
+
+def test_consumer_group_target_assignment_set_by_the_test() -> None:
+    with Cluster(nodes=1) as cluster:
+        cluster.create_topic("tg", 4)
+        consumer = kip848_consumer(cluster, "cg", "tg")
+        try:
+
+            def assigned() -> set[int]:
+                consumer.poll(0.05)
+                return {tp.partition for tp in consumer.assignment()}
+
+            eventually(lambda: assigned() == {0, 1, 2, 3}, 20, retry_on=())
+            member = consumer.memberid()
+            assert member
+            cluster.set_consumer_group_target_assignment("cg", {member: {"tg": [1, 3]}})
+            eventually(lambda: assigned() == {1, 3}, 20, retry_on=())
+            cluster.set_consumer_group_target_assignment("cg", None)
+            eventually(lambda: assigned() == {0, 1, 2, 3}, 20, retry_on=())
+        finally:
+            consumer.close()
+
+
+def test_initial_rebalance_delay_from_config_and_at_run_time() -> None:
+    config = {"group.initial.rebalance.delay.ms": 0}
+    with Cluster(nodes=1, config=config) as cluster:
+        assert cluster.groups.membership.initial_rebalance_delay_ms == 0
+        cluster.create_topic("t", 1)
+        cluster.set_group_initial_rebalance_delay_ms(1500)
+        consumer = Consumer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "slow"}
+        )
+        try:
+            started = time.monotonic()
+            consumer.subscribe(["t"])
+
+            def assigned() -> bool:
+                consumer.poll(0.05)
+                return bool(consumer.assignment())
+
+            eventually(assigned, 20, retry_on=())
+            assert time.monotonic() - started >= 1.5  # the first rebalance waited
+        finally:
+            consumer.close()
+        with pytest.raises(ValueError, match=">= 0 ms"):
+            cluster.set_group_initial_rebalance_delay_ms(-1)

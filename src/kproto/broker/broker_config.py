@@ -447,6 +447,15 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="transaction_abort_interval_ms",
         ),
         _b(
+            "group.initial.rebalance.delay.ms",
+            _T.INT,
+            "100",
+            "How long in ms a classic group's first rebalance waits for more "
+            "members to join.",
+            at_least(0),
+            kafka="3000",
+        ),
+        _b(
             "group.consumer.session.timeout.ms",
             _T.INT,
             "45000",
@@ -796,6 +805,7 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _default(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms"
     )
+    group_initial_rebalance_delay_ms: int = _default("group.initial.rebalance.delay.ms")
     group_consumer_session_timeout_ms: int = _default(
         "group.consumer.session.timeout.ms"
     )

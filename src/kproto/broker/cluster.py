@@ -292,6 +292,7 @@ class Cluster(FaultControls, ClusterControls):
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(
             self.state,
+            initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
             consumer_session_timeout_ms=cfg.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=cfg.group_consumer_heartbeat_interval_ms,
             consumer_assignors=cfg.group_consumer_assignors,

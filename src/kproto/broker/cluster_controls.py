@@ -11,11 +11,12 @@ Named after librdkafka's mock cluster (``rd_kafka_mock_broker_set_rack``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
+from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
@@ -35,6 +36,7 @@ class ClusterControls:
     servers: list[NodeServer]
     state: ClusterState
     txn: TransactionCoordinator
+    groups: GroupCoordinator
     requests: RequestLog
 
     if TYPE_CHECKING:  # provided by Cluster and FaultControls
@@ -93,6 +95,48 @@ class ClusterControls:
             return self.txn.partition_for(key)
 
         return self.move_leader(TRANSACTION_STATE_TOPIC, self._on_loop(partition), node)
+
+    # ----------------------------------------------------------------- groups
+
+    def set_group_initial_rebalance_delay_ms(self, ms: int) -> None:
+        """How long a classic group's first rebalance waits for more members
+        (ms; Kafka's ``group.initial.rebalance.delay.ms``, set at start with that
+        property), from the next rebalance on.
+
+        Raises:
+            ValueError: ``ms`` < 0.
+        """
+        if ms < 0:
+            raise ValueError(f"the initial rebalance delay must be >= 0 ms, got {ms}")
+
+        def apply() -> None:
+            self.groups.membership.initial_rebalance_delay_ms = ms
+
+        self._on_loop(apply)
+
+    def set_consumer_group_target_assignment(
+        self,
+        group_id: str,
+        target: Mapping[str, Mapping[str, Iterable[int]]] | None,
+    ) -> None:
+        """Make ``target`` (``{member_id: {topic: partitions}}``; a member not
+        named gets nothing) the target assignment of KIP-848 consumer group
+        ``group_id`` instead of the server assignor's (librdkafka's
+        ``rd_kafka_mock_cgrp_consumer_target_assignment``); ``None`` gives it back
+        to the assignor. The next heartbeat of any member bumps the group epoch,
+        and each member reconciles towards its target as Kafka's would
+        (partitions another member still owns wait for their revocation)."""
+        parsed = {
+            member: {topic: [int(p) for p in parts] for topic, parts in topics.items()}
+            for member, topics in (target or {}).items()
+        }
+
+        def apply() -> None:
+            self.groups.consumer.set_target_assignment(
+                group_id, None if target is None else parsed
+            )
+
+        self._on_loop(apply)
 
     # ------------------------------------------------------------ maintenance
 
