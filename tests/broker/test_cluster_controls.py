@@ -223,3 +223,12 @@ def test_initial_rebalance_delay_from_config_and_at_run_time() -> None:
             consumer.close()
         with pytest.raises(ValueError, match=">= 0 ms"):
             cluster.set_group_initial_rebalance_delay_ms(-1)
+
+
+def test_seed_topics_exist_at_start() -> None:
+    config = {"kproto.seed.topics": "orders:3,events", "num.partitions": 2}
+    with Cluster(nodes=1, config=config) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        topics = admin.list_topics(timeout=10).topics
+        assert len(topics["orders"].partitions) == 3
+        assert len(topics["events"].partitions) == 2

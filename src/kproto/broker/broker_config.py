@@ -105,6 +105,16 @@ def _one_directory(value: object) -> str | None:
     return None if len(value) <= 1 else "kproto keeps one log directory"
 
 
+def _seed_topics(value: object) -> str | None:
+    """Each entry of ``kproto.seed.topics`` is ``name`` or ``name:partitions``."""
+    assert isinstance(value, list)
+    for entry in value:
+        name, sep, count = str(entry).partition(":")
+        if not name.strip() or (sep and not (count.isdigit() and int(count) > 0)):
+            return f"{entry!r} is not topic or topic:partitions (partitions >= 1)"
+    return None
+
+
 _non_empty = Rule(
     lambda value: None if value else "Empty list is not allowed", "non-empty list"
 )
@@ -738,6 +748,15 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="request_log_size",
         ),
         _b(
+            "kproto.seed.topics",
+            _T.LIST,
+            "",
+            "Topics created at start when missing (franz-go kfake's SeedTopics): "
+            "name or name:partitions (default num.partitions).",
+            Rule(_seed_topics, "[name[:partitions],...]"),
+            kafka="(none)",
+        ),
+        _b(
             "kproto.log.requests",
             _T.BOOLEAN,
             "false",
@@ -875,6 +894,7 @@ class BrokerConfig:
     kproto_max_open_files: int = _default("kproto.max.open.files")
     kproto_request_log_size: int = _default("kproto.request.log.size")
     kproto_log_requests: bool = _default("kproto.log.requests")
+    kproto_seed_topics: tuple[str, ...] = _default("kproto.seed.topics")
     explicit: frozenset[str] = frozenset()
 
     @classmethod

@@ -399,6 +399,7 @@ class Cluster(FaultControls, ClusterControls):
             await self.txn.start()
             self.cleaner.start()
             await self.share.start()
+            self._seed_topics()
         except BaseException:
             if self.schema_registry is not None:
                 await self.schema_registry.stop()
@@ -417,6 +418,14 @@ class Cluster(FaultControls, ClusterControls):
             self.bootstrap_servers,
             self.data_dir,
         )
+
+    def _seed_topics(self) -> None:
+        """Create the ``kproto.seed.topics`` that do not exist yet."""
+        for entry in self.state.config.kproto_seed_topics:
+            name, _, count = entry.partition(":")
+            name = name.strip()
+            if name not in self.state.topics:
+                self.state.create_topic(name, int(count) if count else None)
 
     async def stop(self) -> None:
         """Stop the nodes (cancelling every connection task), persist metadata,
