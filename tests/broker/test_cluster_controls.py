@@ -232,3 +232,53 @@ def test_seed_topics_exist_at_start() -> None:
         topics = admin.list_topics(timeout=10).topics
         assert len(topics["orders"].partitions) == 3
         assert len(topics["events"].partitions) == 2
+
+
+def listed(cluster: Cluster) -> set[int]:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    return set(admin.list_topics(timeout=10).brokers)
+
+
+def test_add_a_node_and_move_a_leader_to_it() -> None:
+    with Cluster(nodes=1) as cluster:
+        cluster.create_topic("t", 1)
+        added = cluster.add_node(rack="r2")
+        assert added == 2
+        assert listed(cluster) == {1, 2}
+        cluster.move_leader("t", 0, added)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        producer.produce("t", b"v", partition=0)
+        assert producer.flush(10) == 0
+        produced = cluster.request_log(api_key=ApiKey.PRODUCE)
+        assert {r.node_id for r in produced} == {added}
+        with pytest.raises(ValueError, match="taken"):
+            cluster.add_node(1)
+
+
+def test_decommission_moves_leaders_and_hides_the_node(cluster: Cluster) -> None:
+    cluster.create_topic("t", 6)
+    led = [p for p in range(6) if cluster.leader("t", p) == 2]
+    assert led
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for p in range(6):
+        producer.produce("t", b"before", partition=p)
+    assert producer.flush(10) == 0
+    cluster.decommission_node(2)
+    assert listed(cluster) == {1, 3}
+    assert all(cluster.leader("t", p) != 2 for p in range(6))
+    for p in range(6):
+        producer.produce("t", b"after", partition=p)
+    assert producer.flush(15) == 0
+    assert all(len(cluster.records("t", p)) == 2 for p in range(6))
+    cluster.create_topic("new", 4)
+    assert all(cluster.leader("new", p) != 2 for p in range(4))
+
+
+def test_remove_a_node_for_good(cluster: Cluster) -> None:
+    cluster.create_topic("t", 3)
+    cluster.remove_node(3)
+    assert listed(cluster) == {1, 2}
+    assert all(cluster.leader("t", p) in (1, 2) for p in range(3))
+    with pytest.raises(ValueError, match="no node 3"):
+        cluster.start_node(3)
+    assert cluster.add_node() == 3  # its id is free again

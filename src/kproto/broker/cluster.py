@@ -317,12 +317,13 @@ class Cluster(FaultControls, ClusterControls):
         self.cleaner = LogCleaner(self.state, backoff_ms=cfg.log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
         self.share = ShareCoordinator(self.state, share_config)
-        self.servers = [
-            NodeServer(
+
+        def node_server(node_id: int, node_port: int) -> NodeServer:
+            return NodeServer(
                 self.state,
                 self.groups,
                 node_id,
-                port=port + i if port else 0,
+                port=node_port,
                 txn=self.txn,
                 socket_request_max_bytes=cfg.socket_request_max_bytes,
                 connections_max_idle_ms=cfg.connections_max_idle_ms,
@@ -339,6 +340,11 @@ class Cluster(FaultControls, ClusterControls):
                 share=self.share,
                 api_versions=self.api_versions,
             )
+
+        #: builds the server of a node added at run time (:meth:`add_node`)
+        self._node_server = node_server
+        self.servers = [
+            node_server(node_id, port + i if port else 0)
             for i, node_id in enumerate(self.state.node_ids)
         ]
         #: The schema registry (``schema_registry=True``), else ``None``.

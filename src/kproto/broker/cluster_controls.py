@@ -11,13 +11,14 @@ Named after librdkafka's mock cluster (``rd_kafka_mock_broker_set_rack``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Final, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog, RequestRecord
+from kproto.broker.leadership import move_off
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
 from kproto.broker.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
@@ -37,6 +38,8 @@ class ClusterControls:
     state: ClusterState
     txn: TransactionCoordinator
     groups: GroupCoordinator
+    #: builds a node's server: ``(node_id, port)``
+    _node_server: Callable[[int, int], NodeServer]
     requests: RequestLog
 
     if TYPE_CHECKING:  # provided by Cluster and FaultControls
@@ -44,6 +47,12 @@ class ClusterControls:
         def _on_loop(self, func: Callable[[], T]) -> T: ...
 
         def _server(self, node: int) -> NodeServer: ...
+
+        def _call(self, coro: Coroutine[Any, Any, T]) -> T: ...
+
+        async def async_stop_node(
+            self, node: int, *, move_leaders: bool = True
+        ) -> None: ...
 
         def move_leader(self, topic: str, partition: int, node: int) -> int: ...
 
@@ -70,6 +79,81 @@ class ClusterControls:
                     self.state.nodes[server.node_id] = attrs.evolve(info, rack=rack)
 
         self._on_loop(apply)
+
+    def add_node(self, node_id: int | None = None, *, rack: str | None = None) -> int:
+        """Start a new node (``node_id``, default one past the highest) on a free
+        port of 127.0.0.1; Metadata lists it from now on and topics created later
+        may have partitions on it (librdkafka's ``rd_kafka_mock_broker_add``; a
+        Kafka broker joining the cluster). It leads nothing until partitions are
+        moved to it (:meth:`move_leader`). Returns its node id. From a ``with``
+        cluster (under ``async with``, see :meth:`async_add_node`).
+
+        Raises:
+            ValueError: ``node_id`` is taken or negative.
+        """
+        return self._call(self.async_add_node(node_id, rack=rack))
+
+    async def async_add_node(
+        self, node_id: int | None = None, *, rack: str | None = None
+    ) -> int:
+        """:meth:`add_node` on the cluster's own loop."""
+        ids = self.state.node_ids
+        new = max(ids) + 1 if node_id is None else node_id
+        if new < 0 or new in ids:
+            raise ValueError(f"node id {new} is taken or negative: nodes are {ids}")
+        server = self._node_server(new, 0)
+        server.rack = rack
+        await server.start()
+        ids.append(new)
+        self.servers.append(server)
+        return new
+
+    def decommission_node(self, node: int) -> None:
+        """Drain ``node`` as Kafka's controlled shutdown does (librdkafka's
+        ``rd_kafka_mock_broker_decommission``): the partitions it leads move to the
+        other nodes (leader epochs bumped) and Metadata stops listing it, while it
+        keeps serving the connections it has (their requests for partitions it no
+        longer leads get NOT_LEADER_OR_FOLLOWER). New topics avoid it. Bring it back
+        with :meth:`start_node` after :meth:`stop_node`, or drop it with
+        :meth:`remove_node`.
+
+        Raises:
+            ValueError: an unknown node, or the last listed one.
+        """
+        self._server(node)
+
+        def drain() -> None:
+            live = [
+                s.node_id
+                for s in self.servers
+                if s.running and s.node_id != node and s.node_id in self.state.nodes
+            ]
+            if not live:
+                raise ValueError(f"node {node} is the last listed node")
+            self.state.nodes.pop(node, None)
+            move_off(self.state, node, live)
+            self.state.save_topics()
+
+        self._on_loop(drain)
+
+    def remove_node(self, node: int) -> None:
+        """Stop ``node`` and remove it from the cluster for good (librdkafka's
+        ``rd_kafka_mock_broker_remove``): as :meth:`stop_node` (its leaders move to
+        the other nodes), and then its id is no longer a node of the cluster.
+
+        Raises:
+            ValueError: an unknown node, or the last one.
+        """
+        if len(self.servers) == 1:
+            raise ValueError(f"node {node} is the cluster's last node")
+        server = self._server(node)
+
+        async def remove() -> None:
+            await self.async_stop_node(node, move_leaders=True)
+            self.servers.remove(server)
+            self.state.node_ids.remove(node)
+
+        self._call(remove())
 
     # ----------------------------------------------------------- coordinators
 
