@@ -68,7 +68,7 @@ def test_held_produce_is_stored_only_when_released(cluster: Cluster) -> None:
     with cluster.hold(ApiKey.PRODUCE, count=1) as held:
         producer.produce("t", b"first")
         producer.poll(0)
-        parked = eventually(held.requests, 10)
+        parked = held.wait(1, timeout_s=10)
         assert parked[0].api_key == ApiKey.PRODUCE
         assert parked[0].request.topic_data[0].name == "t"
         assert cluster.records("t", 0) == []  # not handled while parked
@@ -168,3 +168,10 @@ def test_bad_holds_are_refused(cluster: Cluster) -> None:
         cluster.hold(ApiKey.PRODUCE, timeout_ms=0)
     with pytest.raises(ValueError, match="no node 9"):
         cluster.hold(ApiKey.PRODUCE, node=9)
+
+
+def test_wait_times_out_when_nothing_is_parked(cluster: Cluster) -> None:
+    held = cluster.hold(ApiKey.FETCH)
+    with pytest.raises(TimeoutError, match="0 FETCH request"):
+        held.wait(1, timeout_s=0.1)
+    assert held.stop() == 0

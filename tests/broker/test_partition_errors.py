@@ -189,3 +189,28 @@ def test_error_rtt_pairs_per_node(cluster: Cluster) -> None:
     assert response.topics[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     assert conn.request(ApiKey.METADATA, topics=None).topics  # used up
     conn.close()
+
+
+def test_partition_errors_for_one_api_leave_the_others(cluster: Cluster) -> None:
+    cluster.partition_push_request_errors(
+        "t", 0, [ErrorCode.LEADER_NOT_AVAILABLE], api_key=ApiKey.LIST_OFFSETS
+    )
+    conn = connect(cluster)
+    assert produce(conn, 0) == {0: ErrorCode.NONE}  # Produce is not ListOffsets
+    listed = conn.request(
+        ApiKey.LIST_OFFSETS,
+        replica_id=-1,
+        topics=[{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+    )
+    assert listed.topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    again = conn.request(
+        ApiKey.LIST_OFFSETS,
+        replica_id=-1,
+        topics=[{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+    )
+    assert again.topics[0].partitions[0].offset == 1
+    conn.close()
+    with pytest.raises(ValueError, match="METADATA names no partitions"):
+        cluster.partition_push_request_errors(
+            "t", 0, [ErrorCode.NONE], api_key=ApiKey.METADATA
+        )

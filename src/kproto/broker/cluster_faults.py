@@ -99,22 +99,28 @@ class FaultControls:
         self._on_loop(lambda: self.faults.push_errors(api_key, errors, node))
 
     def partition_push_request_errors(
-        self, topic: str, partition: int, errors: list[ErrorCode]
+        self,
+        topic: str,
+        partition: int,
+        errors: list[ErrorCode],
+        *,
+        api_key: ApiKey | None = None,
     ) -> None:
         """Answer ``topic``/``partition`` in each of the next requests naming it
-        with ``errors``, one per request, in order (librdkafka's
-        ``rd_kafka_mock_partition_push_request_errors``). Any topic-keyed API
-        counts (Produce, Fetch, ListOffsets, OffsetCommit, TxnOffsetCommit,
-        DeleteRecords, OffsetForLeaderEpoch); the request's other partitions are
-        handled as usual, and the erring one is not (a Produce to it stores
-        nothing). Pushing again appends.
+        (of ``api_key`` only, or of any topic-keyed API: Produce, Fetch,
+        ListOffsets, OffsetCommit, TxnOffsetCommit, DeleteRecords,
+        OffsetForLeaderEpoch) with ``errors``, one per request, in order
+        (librdkafka's ``rd_kafka_mock_partition_push_request_errors``). The
+        request's other partitions are handled as usual, and the erring one is not
+        (a Produce to it stores nothing). Pushing again appends.
 
         Raises:
-            ValueError: an item that is not a Kafka error code.
+            ValueError: an item that is not a Kafka error code, or an ``api_key``
+                that names no partitions.
         """
         codes = [ErrorCode(e) for e in errors]
         self._on_loop(
-            lambda: self.faults.push_partition_errors(topic, partition, codes)
+            lambda: self.faults.push_partition_errors(topic, partition, codes, api_key)
         )
 
     def topic_set_error(self, topic: str, error: ErrorCode) -> None:

@@ -202,10 +202,14 @@ class FaultInjector:
         self._idle = True
 
     def push_partition_errors(
-        self, topic: str, partition: int, errors: Iterable[ErrorCode]
+        self,
+        topic: str,
+        partition: int,
+        errors: Iterable[ErrorCode],
+        api_key: ApiKey | None = None,
     ) -> None:
         """:meth:`PartitionErrors.push <kproto.broker.partition_errors.PartitionErrors.push>`."""
-        self.partition_errors.push(topic, partition, errors)
+        self.partition_errors.push(topic, partition, errors, api_key)
         self._idle = False
 
     def set_topic_error(self, topic: str, error: ErrorCode) -> None:

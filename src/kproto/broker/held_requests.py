@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import threading
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
@@ -115,6 +116,8 @@ class Hold:
         self._parked: collections.deque[_Parked] = collections.deque()
         self._taken = 0
         self._stopped = False
+        # notified (loop thread) whenever a request is parked, for wait()
+        self._arrived = threading.Condition()
         try:
             check_error_response(self.api_key)
             self._on_timeout: Outcome = ErrorCode.REQUEST_TIMED_OUT
@@ -164,6 +167,8 @@ class Hold:
             self.timeout_ms / 1000, self._decide, parked, self._on_timeout
         )
         self._parked.append(parked)
+        with self._arrived:
+            self._arrived.notify_all()
         try:
             return await off_turn(parked.outcome)
         finally:
@@ -198,6 +203,24 @@ class Hold:
     def taken(self) -> int:
         """How many requests this hold has parked so far (released ones included)."""
         return self._taken
+
+    def wait(self, n: int = 1, timeout_s: float = 10.0) -> list[HeldRequest]:
+        """Block until at least ``n`` requests are parked at once; return them,
+        oldest first. Call it from the test's thread (a ``with`` cluster), not
+        from the cluster's loop.
+
+        Raises:
+            TimeoutError: fewer than ``n`` were parked after ``timeout_s`` seconds.
+        """
+        with self._arrived:
+            if not self._arrived.wait_for(
+                lambda: len(self._parked) >= n, timeout=timeout_s
+            ):
+                raise TimeoutError(
+                    f"{len(self._parked)} {self.api_key.name} request(s) parked "
+                    f"after {timeout_s} s, waiting for {n}"
+                )
+        return self.requests()
 
     def release(self, n: int | None = None) -> int:
         """Let the oldest ``n`` parked requests (``None``: all) go on to their

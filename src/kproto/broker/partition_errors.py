@@ -43,18 +43,33 @@ class PartitionErrors:
     """The errors queued per topic-partition and set per topic on one cluster."""
 
     def __init__(self) -> None:
-        self._queues: dict[tuple[str, int], collections.deque[ErrorCode]] = {}
+        # (topic, partition, api_key or None for any topic-keyed API) -> errors
+        self._queues: dict[
+            tuple[str, int, int | None], collections.deque[ErrorCode]
+        ] = {}
         self._topics: dict[str, ErrorCode] = {}
 
-    def push(self, topic: str, partition: int, errors: Iterable[ErrorCode]) -> None:
-        """Queue ``errors`` for the next requests naming ``topic``/``partition``.
+    def push(
+        self,
+        topic: str,
+        partition: int,
+        errors: Iterable[ErrorCode],
+        api_key: ApiKey | None = None,
+    ) -> None:
+        """Queue ``errors`` for the next requests naming ``topic``/``partition``
+        (of ``api_key`` only, or of any topic-keyed API; an API's own queue is
+        used before the any-API one).
 
         Raises:
-            ValueError: an item that is not a Kafka error code.
+            ValueError: an item that is not a Kafka error code, or an API that
+                does not name partitions.
         """
         codes = [ErrorCode(e) for e in errors]
+        if api_key is not None and ApiKey(api_key) not in TOPIC_SHAPES:
+            names = ", ".join(k.name for k in TOPIC_SHAPES)
+            raise ValueError(f"{ApiKey(api_key).name} names no partitions ({names} do)")
         if codes:
-            key = (topic, partition)
+            key = (topic, partition, None if api_key is None else int(api_key))
             self._queues.setdefault(key, collections.deque()).extend(codes)
 
     def set_topic_error(self, topic: str, error: ErrorCode) -> None:
@@ -66,8 +81,12 @@ class PartitionErrors:
             self._topics[topic] = error
 
     def pending(self, topic: str, partition: int) -> int:
-        """How many queued errors ``topic``/``partition`` has left."""
-        return len(self._queues.get((topic, partition), ()))
+        """How many queued errors ``topic``/``partition`` has left (every API)."""
+        return sum(
+            len(q)
+            for (t, p, _), q in self._queues.items()
+            if (t, p) == (topic, partition)
+        )
 
     def clear(self) -> None:
         self._queues.clear()
@@ -76,16 +95,17 @@ class PartitionErrors:
     def __bool__(self) -> bool:
         return bool(self._topics) or any(self._queues.values())
 
-    def _next(self, topic: str, partition: int) -> ErrorCode | None:
+    def _next(self, topic: str, partition: int, api_key: int) -> ErrorCode | None:
         sticky = self._topics.get(topic)
         if sticky is not None:
             return sticky
-        queue = self._queues.get((topic, partition))
-        if queue:
-            code = queue.popleft()
-            if not queue:
-                del self._queues[topic, partition]
-            return code
+        for key in ((topic, partition, api_key), (topic, partition, None)):
+            queue = self._queues.get(key)
+            if queue:
+                code = queue.popleft()
+                if not queue:
+                    del self._queues[key]
+                return code
         return None
 
     # ------------------------------------------------------------------ apply
@@ -106,7 +126,7 @@ class PartitionErrors:
             parts = getattr(topic, shape.partitions) or ()
             errors = {}
             for p in parts:
-                code = self._next(name, getattr(p, shape.index))
+                code = self._next(name, getattr(p, shape.index), api_key)
                 if code is not None:
                     errors[getattr(p, shape.index)] = code
             if errors:
