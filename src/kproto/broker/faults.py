@@ -166,6 +166,8 @@ class FaultInjector:
         last check that found nothing (no scan per request)."""
         if self._idle:
             return True
+        if self._holds:
+            self._holds = [h for h in self._holds if not h.done]
         self._idle = (
             not self._latency_ms
             and not any(self._hooks.values())
