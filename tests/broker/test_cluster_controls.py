@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -282,3 +283,67 @@ def test_remove_a_node_for_good(cluster: Cluster) -> None:
     with pytest.raises(ValueError, match="no node 3"):
         cluster.start_node(3)
     assert cluster.add_node() == 3  # its id is free again
+
+
+def test_share_group_target_assignment_set_by_the_test() -> None:
+    from tests.broker.share.support import SHARE_CONFIGS, ck, share_consumer
+
+    if not hasattr(ck, "ShareConsumer"):
+        pytest.skip("this confluent-kafka has no ShareConsumer")
+    with Cluster(nodes=1, share_configs=SHARE_CONFIGS) as cluster:
+        cluster.create_topic("st", 4)
+        topic_id = cluster.state.topics["st"].topic_id
+        consumer = share_consumer(cluster, "sg")
+        try:
+            consumer.subscribe(["st"])
+
+            def heartbeats() -> list[Any]:
+                consumer.poll(0.1)
+                return cluster.request_log(api_key=ApiKey.SHARE_GROUP_HEARTBEAT)
+
+            seen = eventually(heartbeats, 20, retry_on=())
+            member = seen[-1].request.member_id
+            cluster.set_share_group_target_assignment("sg", {member: {"st": [2]}})
+
+            def assigned_only_2() -> bool:
+                # an assignment is sent once, by the heartbeat that moves the epoch
+                return any(
+                    beat.response.assignment is not None
+                    and [
+                        (t.topic_id, list(t.partitions))
+                        for t in beat.response.assignment.topic_partitions
+                    ]
+                    == [(topic_id, [2])]
+                    for beat in heartbeats()[len(seen) :]
+                )
+
+            eventually(assigned_only_2, 20, retry_on=())
+
+            def forgot_the_others() -> bool:
+                # librdkafka drops the revoked partitions from its share session
+                consumer.poll(0.1)
+                fetches = cluster.request_log(api_key=ApiKey.SHARE_FETCH)
+                forgotten = {
+                    p
+                    for r in fetches
+                    for t in r.request.forgotten_topics_data
+                    for p in t.partitions
+                }
+                return forgotten == {0, 1, 3}
+
+            eventually(forgot_the_others, 20, retry_on=())
+            producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+            for p in range(4):
+                producer.produce("st", b"v%d" % p, partition=p)
+                producer.produce("st", b"w%d" % p, partition=p)
+            assert producer.flush(10) == 0
+            got: list[Any] = []
+
+            def two() -> bool:
+                got.extend(m for m in consumer.poll(0.2) if m.error() is None)
+                return len(got) >= 2
+
+            eventually(two, 20, retry_on=())
+            assert {m.partition() for m in got} == {2}
+        finally:
+            consumer.close()

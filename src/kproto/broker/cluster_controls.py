@@ -20,6 +20,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.leadership import move_off
 from kproto.broker.server import NodeServer
+from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.broker.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 
@@ -38,6 +39,7 @@ class ClusterControls:
     state: ClusterState
     txn: TransactionCoordinator
     groups: GroupCoordinator
+    share: ShareCoordinator
     #: builds a node's server: ``(node_id, port)``
     _node_server: Callable[[int, int], NodeServer]
     requests: RequestLog
@@ -217,6 +219,30 @@ class ClusterControls:
 
         def apply() -> None:
             self.groups.consumer.set_target_assignment(
+                group_id, None if target is None else parsed
+            )
+
+        self._on_loop(apply)
+
+    def set_share_group_target_assignment(
+        self,
+        group_id: str,
+        target: Mapping[str, Mapping[str, Iterable[int]]] | None,
+    ) -> None:
+        """Make ``target`` (``{member_id: {topic: partitions}}``; a member not
+        named gets nothing) the target assignment of share group ``group_id``
+        (KIP-932) instead of the simple assignor's: the group epoch is bumped now
+        and each member gets its partitions at its next ShareGroupHeartbeat;
+        ``None`` gives the group back to the assignor."""
+        parsed = {
+            member: {
+                topic: sorted({int(p) for p in parts}) for topic, parts in t.items()
+            }
+            for member, t in (target or {}).items()
+        }
+
+        def apply() -> None:
+            self.share.membership.set_target_assignment(
                 group_id, None if target is None else parsed
             )
 
