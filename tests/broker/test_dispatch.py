@@ -5,6 +5,7 @@ confluent-kafka and kafka-python."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import pytest
@@ -14,9 +15,12 @@ from kafka import KafkaProducer
 from kproto.broker import Cluster
 from kproto.broker.dispatch import SERVED_APIS, ApiVersionTable
 from kproto.connection import Connection
+from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
+from kproto.schema.api_versions.v0 import ApiVersionsResponse
+from kproto.serial import entity_reader
 
 
 @pytest.fixture
@@ -101,3 +105,17 @@ def test_bad_ranges_are_refused() -> None:
     assert (ApiKey.FETCH, high - 1) in table.routes
     table.reset()
     assert (ApiKey.FETCH, high) in table.routes
+
+
+def test_a_too_new_api_versions_lists_the_narrowed_versions(cluster: Cluster) -> None:
+    from tests.broker.test_bad_input import connect as raw_connect
+    from tests.broker.test_bad_input import frame, read_frame
+
+    cluster.set_api_version(ApiKey.METADATA, 1, 4)
+    with raw_connect(cluster) as s:
+        s.sendall(frame(ApiKey.API_VERSIONS, 99, 42))
+        payload = read_frame(s)
+    body = entity_reader(ApiVersionsResponse)(io.BytesIO(payload[4:]))
+    assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
+    versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert versions[ApiKey.METADATA] == (1, 4)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kproto.broker.connection_limits import (
     WAITING_APIS,
@@ -323,7 +324,11 @@ class NodeServer:
                     err.api_key == ApiKey.API_VERSIONS
                     and err.correlation_id is not None
                 ):
-                    conn.write(unsupported_api_versions_frame(err.correlation_id))
+                    conn.write(
+                        unsupported_api_versions_frame(
+                            err.correlation_id, self.dispatcher.api_versions.served
+                        )
+                    )
                     held.close()
                     await conn.drain()
                     continue
@@ -452,9 +457,11 @@ def not_served(api_key: int, api_version: int) -> str:
     return f"{why} ({ApiKey(api_key).name} v{served[0]}-v{served[1]} are)"
 
 
-def unsupported_api_versions_frame(correlation_id: int) -> bytes:
+def unsupported_api_versions_frame(
+    correlation_id: int, served: Mapping[ApiKey, tuple[int, int]] = SERVED_APIS
+) -> bytes:
     """The response Kafka gives an ApiVersions request of a version it lacks:
-    UNSUPPORTED_VERSION with the v0 body listing the APIs served (KIP-511)."""
+    UNSUPPORTED_VERSION with the v0 body listing the APIs ``served`` (KIP-511)."""
     from kproto.schema.api_versions.v0 import ApiVersionsResponse
     from kproto.schema.response_header.v0 import ResponseHeader
 
@@ -464,7 +471,7 @@ def unsupported_api_versions_frame(correlation_id: int) -> bytes:
             "error_code": ErrorCode.UNSUPPORTED_VERSION,
             "api_keys": [
                 {"api_key": k, "min_version": lo, "max_version": hi}
-                for k, (lo, hi) in SERVED_APIS.items()
+                for k, (lo, hi) in served.items()
             ],
         },
     )
