@@ -119,3 +119,18 @@ def test_a_too_new_api_versions_lists_the_narrowed_versions(cluster: Cluster) ->
     assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
     versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
     assert versions[ApiKey.METADATA] == (1, 4)
+
+
+def test_api_versions_from_config() -> None:
+    config = {"kproto.api.versions": "produce:3-7,DESCRIBE_CLUSTER:none"}
+    with Cluster(nodes=1, config=config) as cluster:
+        assert cluster.api_version_range(ApiKey.PRODUCE) == (3, 7)
+        assert cluster.api_version_range(ApiKey.DESCRIBE_CLUSTER) is None
+        cluster.create_topic("t", 1)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        producer.produce("t", b"v")
+        assert producer.flush(10) == 0
+        produced = cluster.request_log(api_key=ApiKey.PRODUCE)
+        assert {r.api_version for r in produced} == {7}
+    with pytest.raises(ValueError, match="FETCH versions 0..99"):
+        Cluster(nodes=1, config={"kproto.api.versions": "fetch:0-99"})

@@ -43,6 +43,7 @@ from kproto.broker.topic_config import (
     list_of,
     one_of,
 )
+from kproto.index import ApiKey
 
 __all__ = [
     "ARGUMENTS",
@@ -52,6 +53,7 @@ __all__ = [
     "BrokerConfigDef",
     "BrokerConfigError",
     "Dynamic",
+    "parse_api_versions",
     "topic_synonyms",
 ]
 
@@ -112,6 +114,38 @@ def _seed_topics(value: object) -> str | None:
         name, sep, count = str(entry).partition(":")
         if not name.strip() or (sep and not (count.isdigit() and int(count) > 0)):
             return f"{entry!r} is not topic or topic:partitions (partitions >= 1)"
+    return None
+
+
+def parse_api_versions(entry: str) -> tuple[ApiKey, int, int]:
+    """One ``kproto.api.versions`` entry, ``NAME:MIN-MAX`` or ``NAME:none`` (NAME an
+    ApiKey name, e.g. ``PRODUCE:3-7``), as ``(api_key, min, max)`` (``none``:
+    -1, -1, the API removed).
+
+    Raises:
+        ValueError: not of that form, or an unknown API name.
+    """
+    name, sep, versions = entry.partition(":")
+    try:
+        api_key = ApiKey[name.strip().upper()]
+    except KeyError:
+        raise ValueError(f"{entry!r}: {name.strip()!r} is not an API name") from None
+    versions = versions.strip().lower()
+    if sep and versions == "none":
+        return api_key, -1, -1
+    low, dash, high = versions.partition("-")
+    if not (sep and dash and low.isdigit() and high.isdigit()):
+        raise ValueError(f"{entry!r} is not NAME:MIN-MAX or NAME:none")
+    return api_key, int(low), int(high)
+
+
+def _api_versions(value: object) -> str | None:
+    assert isinstance(value, list)
+    for entry in value:
+        try:
+            parse_api_versions(str(entry))
+        except ValueError as exc:
+            return str(exc)
     return None
 
 
@@ -748,6 +782,16 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="request_log_size",
         ),
         _b(
+            "kproto.api.versions",
+            _T.LIST,
+            "",
+            "API versions to advertise and serve instead of all kproto serves "
+            "(librdkafka's mock set_apiversion): NAME:MIN-MAX, or NAME:none to "
+            "remove an API.",
+            Rule(_api_versions, "[NAME:MIN-MAX|NAME:none,...]"),
+            kafka="(none)",
+        ),
+        _b(
             "kproto.seed.topics",
             _T.LIST,
             "",
@@ -895,6 +939,7 @@ class BrokerConfig:
     kproto_request_log_size: int = _default("kproto.request.log.size")
     kproto_log_requests: bool = _default("kproto.log.requests")
     kproto_seed_topics: tuple[str, ...] = _default("kproto.seed.topics")
+    kproto_api_versions: tuple[str, ...] = _default("kproto.api.versions")
     explicit: frozenset[str] = frozenset()
 
     @classmethod

@@ -20,6 +20,7 @@ from kproto.broker.broker_config import (
     BROKER_CONFIGS,
     BrokerConfig,
     BrokerConfigError,
+    parse_api_versions,
 )
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
@@ -258,6 +259,10 @@ class Cluster(FaultControls, ClusterControls):
                     "set both in config and as data_dir=; give it once",
                 )
             data_dir = cfg.log_dirs[0]
+        # kproto.api.versions, checked before anything is created
+        api_versions = ApiVersionTable()
+        for entry in cfg.kproto_api_versions:
+            api_versions.set(*parse_api_versions(entry))
         self._temp = data_dir is None
         self.data_dir = (
             Path(tempfile.mkdtemp(prefix="kproto-broker-"))
@@ -312,7 +317,7 @@ class Cluster(FaultControls, ClusterControls):
         #: The faults injected (see :meth:`inject_errors` and the other fault methods).
         self.faults = FaultInjector()
         #: The API versions advertised and served (see :meth:`set_api_version`).
-        self.api_versions = ApiVersionTable()
+        self.api_versions = api_versions
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
         self.cleaner = LogCleaner(self.state, backoff_ms=cfg.log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
