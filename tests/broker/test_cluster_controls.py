@@ -347,3 +347,19 @@ def test_share_group_target_assignment_set_by_the_test() -> None:
             assert {m.partition() for m in got} == {2}
         finally:
             consumer.close()
+
+
+def test_shuffle_partition_leaders_bumps_every_epoch(cluster: Cluster) -> None:
+    cluster.create_topic("t", 6)
+    epochs = [cluster.leader_epoch("t", p) for p in range(6)]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for p in range(6):
+        producer.produce("t", b"before", partition=p)
+    assert producer.flush(10) == 0
+    moved = cluster.shuffle_partition_leaders(seed=7)
+    assert moved > 0
+    assert [cluster.leader_epoch("t", p) for p in range(6)] == [e + 1 for e in epochs]
+    for p in range(6):
+        producer.produce("t", b"after", partition=p)
+    assert producer.flush(15) == 0  # librdkafka follows the new leaders
+    assert all(len(cluster.records("t", p)) == 2 for p in range(6))

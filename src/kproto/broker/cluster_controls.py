@@ -11,6 +11,7 @@ Named after librdkafka's mock cluster (``rd_kafka_mock_broker_set_rack``,
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -18,7 +19,7 @@ import attrs
 
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog, RequestRecord
-from kproto.broker.leadership import move_off
+from kproto.broker.leadership import move_off, set_leader
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
@@ -156,6 +157,34 @@ class ClusterControls:
             self.state.node_ids.remove(node)
 
         self._call(remove())
+
+    def shuffle_partition_leaders(self, seed: int | None = None) -> int:
+        """Elect a leader for every partition at once, chosen at random among the
+        listed nodes (``seed``: the same choice every run), each leader epoch
+        bumped, as after a cluster-wide leader election (franz-go kfake's
+        ``ShufflePartitionLeaders``); coordinators move with their internal
+        topics' partitions. Returns how many partitions changed leader.
+        """
+        chooser = random.Random(seed)
+
+        def shuffle() -> int:
+            live = sorted(
+                s.node_id
+                for s in self.servers
+                if s.running and s.node_id in self.state.nodes
+            )
+            moved = 0
+            for name in sorted(self.state.topics):
+                info = self.state.topics[name]
+                for partition in range(info.partitions):
+                    node = chooser.choice(live)
+                    if info.leaders[partition] != node:
+                        moved += 1
+                    set_leader(self.state, name, partition, node)
+            self.state.save_topics()
+            return moved
+
+        return self._on_loop(shuffle)
 
     # ----------------------------------------------------------- coordinators
 
