@@ -134,3 +134,26 @@ def test_api_versions_from_config() -> None:
         assert {r.api_version for r in produced} == {7}
     with pytest.raises(ValueError, match="FETCH versions 0..99"):
         Cluster(nodes=1, config={"kproto.api.versions": "fetch:0-99"})
+
+
+def test_look_like_kafka_3_7_from_a_recorded_table(cluster: Cluster) -> None:
+    # kafka-python records what each Kafka release's ApiVersions listed
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+
+    release = BROKER_API_VERSIONS[(3, 7)]
+    unserved = cluster.set_api_versions(release)
+    assert ApiKey.LEADER_AND_ISR in unserved  # broker-to-broker: not served
+    conn = connect(cluster)
+    assert conn.broker_api_versions is not None
+    advertised = conn.broker_api_versions
+    assert advertised[ApiKey.PRODUCE] == release[ApiKey.PRODUCE] == (0, 10)
+    assert advertised[ApiKey.FETCH] == release[ApiKey.FETCH] == (0, 16)
+    assert advertised[ApiKey.METADATA] == (0, 12)
+    assert ApiKey.SHARE_FETCH not in advertised  # no share groups in 3.7
+    assert set(advertised) <= set(release)
+    conn.close()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    producer.produce("t", b"v")
+    assert producer.flush(10) == 0
+    versions = {r.api_version for r in cluster.requests.filter(api_key=ApiKey.PRODUCE)}
+    assert max(versions) <= 10

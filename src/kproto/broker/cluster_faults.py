@@ -11,7 +11,7 @@ Modelled on librdkafka's mock cluster (``rdkafka_mock.h``) and franz-go kfake's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kproto.broker.dispatch import ApiVersionTable
@@ -232,6 +232,18 @@ class FaultControls:
                 kproto generates for it.
         """
         self._on_loop(lambda: self.api_versions.set(api_key, min_version, max_version))
+
+    def set_api_versions(self, ranges: Mapping[int, tuple[int, int]]) -> list[int]:
+        """Advertise and serve exactly ``ranges`` (``{api_key: (min_version,
+        max_version)}``) on every node, as franz-go kfake's ``MaxVersions`` with a
+        release's table: to look like an older Kafka, pass what that release's
+        ApiVersions listed (kproto keeps no per-release table; kafka-python's
+        ``kafka.protocol.broker_version_data.BROKER_API_VERSIONS`` records them).
+        APIs kproto serves that ``ranges`` lacks are removed; ranges are cut to
+        the versions kproto generates. Returns the api keys of ``ranges`` kproto
+        does not serve (not advertised). Undo with :meth:`reset_api_versions`."""
+        table = {int(k): (int(lo), int(hi)) for k, (lo, hi) in ranges.items()}
+        return self._on_loop(lambda: self.api_versions.replace(table))
 
     def api_version_range(self, api_key: ApiKey) -> tuple[int, int] | None:
         """The versions of ``api_key`` advertised now (``None``: not served)."""

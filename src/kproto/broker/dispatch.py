@@ -118,6 +118,30 @@ class ApiVersionTable:
             served[api_key] = (min_version, max_version)
         self._install(served)
 
+    def replace(self, ranges: Mapping[int, tuple[int, int]]) -> list[int]:
+        """Advertise and serve exactly ``ranges`` (``{api_key: (min, max)}``, e.g.
+        what one Kafka release's ApiVersions listed): an API kproto serves but
+        ``ranges`` lacks is removed, each range is cut to the versions kproto
+        generates. Returns the api keys of ``ranges`` kproto does not serve (left
+        out: a broker-internal API, or one kproto lacks)."""
+        served: dict[ApiKey, tuple[int, int]] = {}
+        unserved = []
+        for key, (low, high) in sorted(ranges.items()):
+            try:
+                api_key = ApiKey(key)
+            except ValueError:
+                unserved.append(key)
+                continue
+            if api_key not in SERVED_APIS:
+                unserved.append(key)
+                continue
+            known = api_versions(api_key)
+            low, high = max(low, known.start), min(high, known.stop - 1)
+            if low <= high:
+                served[api_key] = (low, high)
+        self._install(served)
+        return unserved
+
     def reset(self) -> None:
         """Back to every version kproto serves."""
         self.served = SERVED_APIS
