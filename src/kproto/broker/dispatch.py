@@ -24,7 +24,11 @@ from kproto.broker.fetch_session import FetchSessionCache
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers import HANDLERS
 from kproto.broker.handlers.authorize import guarded
-from kproto.broker.handlers.cluster_info import MIN_VERSIONS, served_api_ranges
+from kproto.broker.handlers.cluster_info import (
+    MIN_VERSIONS,
+    TV2_MAX_VERSIONS,
+    served_api_ranges,
+)
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
 from kproto.broker.handlers.refusals import unsupported_version
 from kproto.broker.introspect import RequestLog, RequestRecord
@@ -61,6 +65,8 @@ def _routes() -> dict[tuple[int, int], Handler]:
     routes: dict[tuple[int, int], Handler] = {}
     for api_key, (low, high) in SERVED_APIS.items():
         served = max(low, MIN_VERSIONS.get(api_key, low))
+        # EndTxn v5 is advertised while transaction.version 2 is finalized
+        high = max(high, TV2_MAX_VERSIONS.get(api_key, high))
         for version in range(low, high + 1):
             routes[api_key, version] = (
                 HANDLERS[api_key] if version >= served else unsupported_version
