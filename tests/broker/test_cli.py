@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from kproto.cli import main
+from kproto.connection import Connection
+from kproto.index import ApiKey
 
 ck = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
@@ -101,3 +103,56 @@ def test_overrides_configure_the_running_broker() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_test_controls_from_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kproto",
+            "broker",
+            "--override",
+            "kproto.seed.topics=orders:3,events",
+            "--override",
+            "group.initial.rebalance.delay.ms=0",
+            "--override",
+            "kproto.api.versions=DESCRIBE_CLUSTER:none",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        bootstrap = proc.stdout.readline().strip()
+        a = admin.AdminClient({"bootstrap.servers": bootstrap})
+        topics = a.list_topics(timeout=10).topics
+        assert len(topics["orders"].partitions) == 3
+        assert len(topics["events"].partitions) == 1  # num.partitions
+        res = admin.ConfigResource("broker", "1")
+        described = a.describe_configs([res])[res].result(10)
+        assert described["group.initial.rebalance.delay.ms"].value == "0"
+        host, port = bootstrap.split(":")
+        with Connection(host, int(port), timeout_s=10) as conn:
+            conn.negotiate()
+            assert conn.broker_api_versions is not None
+            assert ApiKey.DESCRIBE_CLUSTER not in conn.broker_api_versions
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert main(["broker", "--override", "kproto.seed.topics=orders:0"]) == 2
+    assert _error(capsys) == (
+        "kproto: error: Invalid value orders:0 for configuration kproto.seed.topics: "
+        "'orders:0' is not topic or topic:partitions (partitions >= 1)"
+    )
+    assert main(["broker", "--override", "kproto.api.versions=produce:7"]) == 2
+    assert _error(capsys) == (
+        "kproto: error: Invalid value produce:7 for configuration "
+        "kproto.api.versions: 'produce:7' is not NAME:MIN-MAX or NAME:none"
+    )
+    assert main(["broker", "--override", "kproto.api.versions=fetch:0-99"]) == 2
+    assert _error(capsys).startswith("kproto: error: FETCH versions 0..99 are not")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kproto.broker.cluster import Cluster
     from kproto.broker.errors import ApiError, TopicError
+    from kproto.broker.held_requests import HeldRequest, Hold
     from kproto.broker.introspect import RequestLog, RequestRecord
     from kproto.broker.state import ClusterState, NodeInfo, TopicMetadata
 
@@ -28,6 +29,8 @@ __all__ = [
     "TopicError",
     "RequestLog",
     "RequestRecord",
+    "Hold",
+    "HeldRequest",
 ]
 
 _HOMES = {
@@ -39,6 +42,8 @@ _HOMES = {
     "TopicError": "kproto.broker.errors",
     "RequestLog": "kproto.broker.introspect",
     "RequestRecord": "kproto.broker.introspect",
+    "Hold": "kproto.broker.held_requests",
+    "HeldRequest": "kproto.broker.held_requests",
 }
 
 

@@ -43,6 +43,7 @@ from kproto.broker.topic_config import (
     list_of,
     one_of,
 )
+from kproto.index import ApiKey
 
 __all__ = [
     "ARGUMENTS",
@@ -52,6 +53,7 @@ __all__ = [
     "BrokerConfigDef",
     "BrokerConfigError",
     "Dynamic",
+    "parse_api_versions",
     "topic_synonyms",
 ]
 
@@ -103,6 +105,48 @@ def _case_insensitive(*allowed: str) -> Validator:
 def _one_directory(value: object) -> str | None:
     assert isinstance(value, list)
     return None if len(value) <= 1 else "kproto keeps one log directory"
+
+
+def _seed_topics(value: object) -> str | None:
+    """Each entry of ``kproto.seed.topics`` is ``name`` or ``name:partitions``."""
+    assert isinstance(value, list)
+    for entry in value:
+        name, sep, count = str(entry).partition(":")
+        if not name.strip() or (sep and not (count.isdigit() and int(count) > 0)):
+            return f"{entry!r} is not topic or topic:partitions (partitions >= 1)"
+    return None
+
+
+def parse_api_versions(entry: str) -> tuple[ApiKey, int, int]:
+    """One ``kproto.api.versions`` entry, ``NAME:MIN-MAX`` or ``NAME:none`` (NAME an
+    ApiKey name, e.g. ``PRODUCE:3-7``), as ``(api_key, min, max)`` (``none``:
+    -1, -1, the API removed).
+
+    Raises:
+        ValueError: not of that form, or an unknown API name.
+    """
+    name, sep, versions = entry.partition(":")
+    try:
+        api_key = ApiKey[name.strip().upper()]
+    except KeyError:
+        raise ValueError(f"{entry!r}: {name.strip()!r} is not an API name") from None
+    versions = versions.strip().lower()
+    if sep and versions == "none":
+        return api_key, -1, -1
+    low, dash, high = versions.partition("-")
+    if not (sep and dash and low.isdigit() and high.isdigit()):
+        raise ValueError(f"{entry!r} is not NAME:MIN-MAX or NAME:none")
+    return api_key, int(low), int(high)
+
+
+def _api_versions(value: object) -> str | None:
+    assert isinstance(value, list)
+    for entry in value:
+        try:
+            parse_api_versions(str(entry))
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 _non_empty = Rule(
@@ -447,6 +491,15 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="transaction_abort_interval_ms",
         ),
         _b(
+            "group.initial.rebalance.delay.ms",
+            _T.INT,
+            "100",
+            "How long in ms a classic group's first rebalance waits for more "
+            "members to join.",
+            at_least(0),
+            kafka="3000",
+        ),
+        _b(
             "group.consumer.session.timeout.ms",
             _T.INT,
             "45000",
@@ -729,6 +782,25 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="request_log_size",
         ),
         _b(
+            "kproto.api.versions",
+            _T.LIST,
+            "",
+            "API versions to advertise and serve instead of all kproto serves "
+            "(librdkafka's mock set_apiversion): NAME:MIN-MAX, or NAME:none to "
+            "remove an API.",
+            Rule(_api_versions, "[NAME:MIN-MAX|NAME:none,...]"),
+            kafka="(none)",
+        ),
+        _b(
+            "kproto.seed.topics",
+            _T.LIST,
+            "",
+            "Topics created at start when missing (franz-go kfake's SeedTopics): "
+            "name or name:partitions (default num.partitions).",
+            Rule(_seed_topics, "[name[:partitions],...]"),
+            kafka="(none)",
+        ),
+        _b(
             "kproto.log.requests",
             _T.BOOLEAN,
             "false",
@@ -796,6 +868,7 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _default(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms"
     )
+    group_initial_rebalance_delay_ms: int = _default("group.initial.rebalance.delay.ms")
     group_consumer_session_timeout_ms: int = _default(
         "group.consumer.session.timeout.ms"
     )
@@ -865,6 +938,8 @@ class BrokerConfig:
     kproto_max_open_files: int = _default("kproto.max.open.files")
     kproto_request_log_size: int = _default("kproto.request.log.size")
     kproto_log_requests: bool = _default("kproto.log.requests")
+    kproto_seed_topics: tuple[str, ...] = _default("kproto.seed.topics")
+    kproto_api_versions: tuple[str, ...] = _default("kproto.api.versions")
     explicit: frozenset[str] = frozenset()
 
     @classmethod

@@ -20,11 +20,14 @@ from kproto.broker.broker_config import (
     BROKER_CONFIGS,
     BrokerConfig,
     BrokerConfigError,
+    parse_api_versions,
 )
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
+from kproto.broker.cluster_controls import ClusterControls
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
+from kproto.broker.dispatch import ApiVersionTable
 from kproto.broker.faults import FaultInjector
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -53,7 +56,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster(FaultControls):
+class Cluster(FaultControls, ClusterControls):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).
@@ -256,6 +259,10 @@ class Cluster(FaultControls):
                     "set both in config and as data_dir=; give it once",
                 )
             data_dir = cfg.log_dirs[0]
+        # kproto.api.versions, checked before anything is created
+        api_versions = ApiVersionTable()
+        for entry in cfg.kproto_api_versions:
+            api_versions.set(*parse_api_versions(entry))
         self._temp = data_dir is None
         self.data_dir = (
             Path(tempfile.mkdtemp(prefix="kproto-broker-"))
@@ -290,6 +297,7 @@ class Cluster(FaultControls):
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(
             self.state,
+            initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
             consumer_session_timeout_ms=cfg.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=cfg.group_consumer_heartbeat_interval_ms,
             consumer_assignors=cfg.group_consumer_assignors,
@@ -308,16 +316,19 @@ class Cluster(FaultControls):
         )
         #: The faults injected (see :meth:`inject_errors` and the other fault methods).
         self.faults = FaultInjector()
+        #: The API versions advertised and served (see :meth:`set_api_version`).
+        self.api_versions = api_versions
         #: The log cleaner (compaction of ``cleanup.policy=compact`` topics).
         self.cleaner = LogCleaner(self.state, backoff_ms=cfg.log_cleaner_backoff_ms)
         #: The share-group coordinator (KIP-932).
         self.share = ShareCoordinator(self.state, share_config)
-        self.servers = [
-            NodeServer(
+
+        def node_server(node_id: int, node_port: int) -> NodeServer:
+            return NodeServer(
                 self.state,
                 self.groups,
                 node_id,
-                port=port + i if port else 0,
+                port=node_port,
                 txn=self.txn,
                 socket_request_max_bytes=cfg.socket_request_max_bytes,
                 connections_max_idle_ms=cfg.connections_max_idle_ms,
@@ -332,7 +343,13 @@ class Cluster(FaultControls):
                 quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
                 queued_max_requests=cfg.queued_max_requests,
                 share=self.share,
+                api_versions=self.api_versions,
             )
+
+        #: builds the server of a node added at run time (:meth:`add_node`)
+        self._node_server = node_server
+        self.servers = [
+            node_server(node_id, port + i if port else 0)
             for i, node_id in enumerate(self.state.node_ids)
         ]
         #: The schema registry (``schema_registry=True``), else ``None``.
@@ -395,6 +412,7 @@ class Cluster(FaultControls):
             await self.txn.start()
             self.cleaner.start()
             await self.share.start()
+            self._seed_topics()
         except BaseException:
             if self.schema_registry is not None:
                 await self.schema_registry.stop()
@@ -414,12 +432,21 @@ class Cluster(FaultControls):
             self.data_dir,
         )
 
+    def _seed_topics(self) -> None:
+        """Create the ``kproto.seed.topics`` that do not exist yet."""
+        for entry in self.state.config.kproto_seed_topics:
+            name, _, count = entry.partition(":")
+            name = name.strip()
+            if name not in self.state.topics:
+                self.state.create_topic(name, int(count) if count else None)
+
     async def stop(self) -> None:
         """Stop the nodes (cancelling every connection task), persist metadata,
         close the logs; remove the data directory if it was temporary."""
         if not self._started:
             return
         self._started = False
+        self.faults.end_holds("disconnect")  # nothing parked outlives the cluster
         if self.schema_registry is not None:
             await self.schema_registry.stop()
         await self.cleaner.stop()

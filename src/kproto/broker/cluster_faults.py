@@ -11,14 +11,24 @@ Modelled on librdkafka's mock cluster (``rdkafka_mock.h``) and franz-go kfake's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kproto.broker.faults import FaultInjector, FaultSpec, HookHandle, RequestHook
+from kproto.broker.dispatch import ApiVersionTable
+from kproto.broker.faults import (
+    PASS,
+    FaultInjector,
+    FaultSpec,
+    HookHandle,
+    RequestHook,
+)
 from kproto.broker.groups import GroupCoordinator
+from kproto.broker.handlers.context import RequestContext
+from kproto.broker.held_requests import Hold
 from kproto.broker.leadership import lead_offline, leader_epoch, move_off, set_leader
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
+from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
 __all__ = ["FaultControls"]
@@ -34,6 +44,7 @@ class FaultControls:
     state: ClusterState
     groups: GroupCoordinator
     faults: FaultInjector
+    api_versions: ApiVersionTable
 
     if TYPE_CHECKING:  # provided by Cluster
 
@@ -75,7 +86,8 @@ class FaultControls:
         ``rd_kafka_mock_broker_push_request_error_rtts``). Each item is an
         :class:`~kproto.errors.ErrorCode` (the request is not executed; the error is
         in every ``error_code`` of the response), ``"disconnect"`` (the connection
-        closes unanswered), or ``(either, rtt_ms)`` to also delay it (ms).
+        closes unanswered), ``"pass"`` (handled as usual), or ``(any of them,
+        rtt_ms)`` to also delay it (ms).
         Requests beyond the queue are served normally; pushing again appends.
 
         Raises:
@@ -85,6 +97,60 @@ class FaultControls:
         if node is not None:
             self._server(node)
         self._on_loop(lambda: self.faults.push_errors(api_key, errors, node))
+
+    def partition_push_request_errors(
+        self,
+        topic: str,
+        partition: int,
+        errors: list[ErrorCode],
+        *,
+        api_key: ApiKey | None = None,
+    ) -> None:
+        """Answer ``topic``/``partition`` in each of the next requests naming it
+        (of ``api_key`` only, or of any topic-keyed API: Produce, Fetch,
+        ListOffsets, OffsetCommit, TxnOffsetCommit, DeleteRecords,
+        OffsetForLeaderEpoch) with ``errors``, one per request, in order
+        (librdkafka's ``rd_kafka_mock_partition_push_request_errors``). The
+        request's other partitions are handled as usual, and the erring one is not
+        (a Produce to it stores nothing). Pushing again appends.
+
+        Raises:
+            ValueError: an item that is not a Kafka error code, or an ``api_key``
+                that names no partitions.
+        """
+        codes = [ErrorCode(e) for e in errors]
+        self._on_loop(
+            lambda: self.faults.push_partition_errors(topic, partition, codes, api_key)
+        )
+
+    def topic_set_error(self, topic: str, error: ErrorCode) -> None:
+        """Answer ``topic`` with ``error`` until it is set to ``ErrorCode.NONE``
+        (librdkafka's ``rd_kafka_mock_topic_set_error``): its Metadata entry's
+        ``error_code``, and every partition of it in a topic-keyed request (as
+        :meth:`partition_push_request_errors`, without using up).
+
+        Raises:
+            ValueError: not a Kafka error code.
+        """
+        code = ErrorCode(error)
+        self._on_loop(lambda: self.faults.set_topic_error(topic, code))
+
+    def broker_push_request_error_rtts(
+        self, node: int, api_key: ApiKey, errors: list[tuple[ErrorCode, int]]
+    ) -> None:
+        """Answer the next requests of ``api_key`` on ``node`` with each
+        ``(error, rtt_ms)`` in turn: the error (``ErrorCode.NONE``: handled as
+        usual) after a delay of ``rtt_ms`` (librdkafka's
+        ``rd_kafka_mock_broker_push_request_error_rtts``; :meth:`inject_errors`
+        with a node and delays, which also takes ``"disconnect"``).
+
+        Raises:
+            ValueError: an unknown node or a malformed pair.
+        """
+        faults: list[FaultSpec] = [
+            (PASS if code == ErrorCode.NONE else code, rtt) for code, rtt in errors
+        ]
+        self.inject_errors(api_key, faults, node=node)
 
     def set_latency(self, node: int, ms: int) -> None:
         """Delay every response of ``node`` by ``ms`` (0: none), as librdkafka's
@@ -110,8 +176,86 @@ class FaultControls:
         """Remove a hook added by :meth:`on_request`; False if already removed."""
         return self._on_loop(lambda: self.faults.remove_hook(handle))
 
+    def hold(
+        self,
+        api_key: ApiKey,
+        *,
+        node: int | None = None,
+        count: int | None = None,
+        timeout_ms: int = 10_000,
+        match: Callable[[RequestContext, Any], bool] | None = None,
+    ) -> Hold:
+        """Park the next requests of ``api_key`` (on ``node``, or any node; only
+        those ``match(ctx, request)`` accepts; at most ``count``, or every one
+        until the hold stops) before they are handled, until the test calls
+        :meth:`~kproto.broker.held_requests.Hold.release`,
+        :meth:`~kproto.broker.held_requests.Hold.answer` or
+        :meth:`~kproto.broker.held_requests.Hold.disconnect` (franz-go kfake's
+        ``ControlKey`` + ``SleepControl``, to test orderings). A request parked
+        ``timeout_ms`` is answered REQUEST_TIMED_OUT; other clients are not
+        stalled; :meth:`clear_faults` releases, cluster shutdown drops, every parked
+        request. Hooks (:meth:`on_request`) see a request before a hold; queued
+        errors (:meth:`inject_errors`) apply when it is released. Use the hold
+        as a context manager to release what it parked at the end::
+
+            with cluster.hold(ApiKey.PRODUCE, count=1) as held:
+                ...  # a producer sends
+                eventually(lambda: held.requests(), 5)
+                held.release()
+
+        Raises:
+            ValueError: an unknown node, ``count`` < 1 or ``timeout_ms`` <= 0.
+        """
+        if node is not None:
+            self._server(node)
+        hold = Hold(
+            api_key,
+            self._on_loop,
+            node_id=node,
+            count=count,
+            timeout_ms=timeout_ms,
+            match=match,
+        )
+        return self._on_loop(lambda: self.faults.add_hold(hold))
+
+    def set_api_version(
+        self, api_key: ApiKey, min_version: int, max_version: int
+    ) -> None:
+        """Advertise (in ApiVersions) and serve only versions ``min_version`` to
+        ``max_version`` of ``api_key`` on every node, from the next request on
+        (librdkafka's ``rd_kafka_mock_set_apiversion``); -1, -1 removes the API.
+        A request of a version no longer served closes its connection, as Kafka
+        does for a version it does not enable. Undo with :meth:`reset_api_versions`.
+
+        Raises:
+            ValueError: an API kproto does not serve, or versions outside what
+                kproto generates for it.
+        """
+        self._on_loop(lambda: self.api_versions.set(api_key, min_version, max_version))
+
+    def set_api_versions(self, ranges: Mapping[int, tuple[int, int]]) -> list[int]:
+        """Advertise and serve exactly ``ranges`` (``{api_key: (min_version,
+        max_version)}``) on every node, as franz-go kfake's ``MaxVersions`` with a
+        release's table: to look like an older Kafka, pass what that release's
+        ApiVersions listed (kproto keeps no per-release table; kafka-python's
+        ``kafka.protocol.broker_version_data.BROKER_API_VERSIONS`` records them).
+        APIs kproto serves that ``ranges`` lacks are removed; ranges are cut to
+        the versions kproto generates. Returns the api keys of ``ranges`` kproto
+        does not serve (not advertised). Undo with :meth:`reset_api_versions`."""
+        table = {int(k): (int(lo), int(hi)) for k, (lo, hi) in ranges.items()}
+        return self._on_loop(lambda: self.api_versions.replace(table))
+
+    def api_version_range(self, api_key: ApiKey) -> tuple[int, int] | None:
+        """The versions of ``api_key`` advertised now (``None``: not served)."""
+        return self._on_loop(lambda: self.api_versions.served.get(ApiKey(api_key)))
+
+    def reset_api_versions(self) -> None:
+        """Advertise and serve every version kproto serves again."""
+        self._on_loop(self.api_versions.reset)
+
     def clear_faults(self) -> None:
-        """Drop queued errors, latencies and hooks (nodes stay as they are)."""
+        """Drop queued errors, latencies and hooks, and release every held
+        request (nodes and API versions stay as they are)."""
 
         self._on_loop(self.faults.clear)
 

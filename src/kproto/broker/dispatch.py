@@ -37,10 +37,11 @@ from kproto.broker.security import ANONYMOUS, ListenerSecurity
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
 from kproto.broker.txn import TransactionCoordinator
-from kproto.index import ApiKey, request_type, response_type
+from kproto.index import ApiKey, api_versions, request_type, response_type
 from kproto.serial import entity_reader, entity_writer
 
 __all__ = [
+    "ApiVersionTable",
     "Dispatcher",
     "HANDLERS",
     "ROUTES",
@@ -89,6 +90,87 @@ TV2_ROUTES: Final[Mapping[tuple[int, int], Handler]] = {
     for api_key, high in TV2_MAX_VERSIONS.items()
     for version in range(SERVED_APIS[api_key][1] + 1, high + 1)
 }
+
+
+class ApiVersionTable:
+    """The API versions one cluster advertises and serves, which a test may narrow
+    or remove at run time (librdkafka's ``rd_kafka_mock_set_apiversion``): what
+    ApiVersions answers (:attr:`served`) and the handler of each version
+    (:attr:`routes`) change together, so a version no longer advertised is refused
+    as one never served (the connection is closed, as Kafka's ``SocketServer``
+    does). Starts as :data:`SERVED_APIS` / :data:`ROUTES`; a lookup per request
+    stays one dict ``get``.
+    """
+
+    def __init__(self) -> None:
+        #: ``{api_key: (min_version, max_version)}`` advertised now.
+        self.served: Mapping[ApiKey, tuple[int, int]] = SERVED_APIS
+        #: The handler of each ``(api_key, api_version)`` served now.
+        self.routes: Mapping[tuple[int, int], Handler] = ROUTES
+
+    def set(self, api_key: ApiKey, min_version: int, max_version: int) -> None:
+        """Advertise and serve ``api_key`` at ``min_version``..``max_version`` only
+        (both -1: not at all, the API disappears from ApiVersions).
+
+        Raises:
+            ValueError: an API kproto does not serve, or a range outside the
+                versions kproto generates for it or with min > max.
+        """
+        api_key = ApiKey(api_key)
+        if api_key not in SERVED_APIS:
+            raise ValueError(f"{api_key.name} is not served by kproto's broker")
+        served = dict(self.served)
+        if (min_version, max_version) == (-1, -1):
+            served.pop(api_key, None)
+        else:
+            known = api_versions(api_key)
+            if not known.start <= min_version <= max_version < known.stop:
+                raise ValueError(
+                    f"{api_key.name} versions {min_version}..{max_version} are not "
+                    f"within v{known.start}-v{known.stop - 1} (or -1, -1 to remove it)"
+                )
+            served[api_key] = (min_version, max_version)
+        self._install(served)
+
+    def replace(self, ranges: Mapping[int, tuple[int, int]]) -> list[int]:
+        """Advertise and serve exactly ``ranges`` (``{api_key: (min, max)}``, e.g.
+        what one Kafka release's ApiVersions listed): an API kproto serves but
+        ``ranges`` lacks is removed, each range is cut to the versions kproto
+        generates. Returns the api keys of ``ranges`` kproto does not serve (left
+        out: a broker-internal API, or one kproto lacks)."""
+        served: dict[ApiKey, tuple[int, int]] = {}
+        unserved = []
+        for key, (low, high) in sorted(ranges.items()):
+            try:
+                api_key = ApiKey(key)
+            except ValueError:
+                unserved.append(key)
+                continue
+            if api_key not in SERVED_APIS:
+                unserved.append(key)
+                continue
+            known = api_versions(api_key)
+            low, high = max(low, known.start), min(high, known.stop - 1)
+            if low <= high:
+                served[api_key] = (low, high)
+        self._install(served)
+        return unserved
+
+    def reset(self) -> None:
+        """Back to every version kproto serves."""
+        self.served = SERVED_APIS
+        self.routes = ROUTES
+
+    def _install(self, served: dict[ApiKey, tuple[int, int]]) -> None:
+        routes: dict[tuple[int, int], Handler] = {}
+        for api_key, (low, high) in served.items():
+            for version in range(low, high + 1):
+                handler = ROUTES.get((api_key, version))
+                if handler is not None:
+                    routes[api_key, version] = handler
+        self.served = dict(sorted(served.items()))
+        self.routes = routes
+
 
 #: The APIs of a client's steady traffic, whose codecs :func:`warm_codecs` builds
 #: for every served version.
@@ -159,6 +241,8 @@ class Dispatcher:
         security: the listener's security settings (users, for the SCRAM
             credential APIs).
         share: the cluster's share-group coordinator (``None``: share groups refused).
+        api_versions: the cluster's advertised versions (default: every version
+            served, unchangeable).
     """
 
     def __init__(
@@ -173,8 +257,10 @@ class Dispatcher:
         faults: FaultInjector | None = None,
         security: ListenerSecurity | None = None,
         share: ShareCoordinator | None = None,
+        api_versions: ApiVersionTable | None = None,
     ) -> None:
         self.faults = faults
+        self.api_versions = api_versions or ApiVersionTable()
         self.share = share
         self.security = security or ListenerSecurity()
         self.state = state
@@ -191,12 +277,12 @@ class Dispatcher:
             state, node_id, verify_transaction=txn.in_transaction, wait=off_turn
         )
 
-    def route(self, api_key: int, api_version: int) -> Handler | None:
-        """The handler of a request (:data:`ROUTES`: one lookup, the whole cost of
-        refusing versions on the hot path; :data:`TV2_ROUTES` too at transaction
-        version 2); ``None``: the broker does not serve ``api_key`` at
-        ``api_version`` and the connection is to be closed."""
-        handler = ROUTES.get((api_key, api_version))
+    def handler_for(self, api_key: int, api_version: int) -> Handler | None:
+        """The handler of a request by the versions this cluster serves now
+        (:attr:`ApiVersionTable.routes`: one lookup, the whole cost of refusing
+        versions on the hot path; on a miss, :data:`TV2_ROUTES` at transaction
+        version 2); ``None``: the connection is to be closed."""
+        handler = self.api_versions.routes.get((api_key, api_version))
         if handler is None and self.txn.transaction_version >= 2:
             return TV2_ROUTES.get((api_key, api_version))
         return handler
@@ -228,7 +314,7 @@ class Dispatcher:
             state=self.state,
             groups=self.groups,
             txn=self.txn,
-            served_apis=SERVED_APIS,
+            served_apis=self.api_versions.served,
             node_id=self.node_id,
             header=header,
             api_version=header.request_api_version,
@@ -251,7 +337,7 @@ class Dispatcher:
             )
         else:
             response = await faults.apply(
-                ctx, request, lambda: self._call(handler, ctx, request)
+                ctx, request, lambda r: self._call(handler, ctx, r)
             )
         if self.log_requests:
             log.info(

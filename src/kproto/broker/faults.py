@@ -17,6 +17,8 @@ Modelled on librdkafka's mock cluster (``rdkafka_mock.h``):
   response of the node waits that long (only its own connection waits).
 * :meth:`FaultInjector.add_hook` is franz-go kfake's ``ControlKey``: a function that
   sees each request of an api_key first and may answer it instead of the handler.
+* :meth:`FaultInjector.add_hold` parks requests until the test decides
+  (:mod:`kproto.broker.held_requests`, kfake's ``SleepControl``).
 
 Every method runs on the cluster's event-loop thread (``Cluster`` marshals calls).
 """
@@ -35,11 +37,14 @@ import attrs
 
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.refusals import check_error_response, error_response
+from kproto.broker.held_requests import RELEASE, Hold
+from kproto.broker.partition_errors import PartitionErrors
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
 __all__ = [
     "DISCONNECT",
+    "PASS",
     "Fault",
     "FaultInjector",
     "HookHandle",
@@ -52,6 +57,10 @@ log = logging.getLogger("kproto.broker")
 
 #: Close the connection instead of answering (librdkafka's ``__TRANSPORT``).
 DISCONNECT: Final = "disconnect"
+
+#: Handle the request as usual, after the fault's delay (librdkafka's error 0 in
+#: ``rd_kafka_mock_broker_push_request_error_rtts``).
+PASS: Final = "pass"
 
 #: What a test may push: an error code, :data:`DISCONNECT`, or either with a
 #: round-trip time in ms as ``(outcome, rtt_ms)``.
@@ -69,17 +78,20 @@ class InjectedDisconnect(Exception):
 
 @attrs.frozen
 class Fault:
-    """One queued outcome: an error code (``None``: disconnect) and a delay (ms)."""
+    """One queued outcome: an error code (``None``: disconnect) and a delay (ms);
+    ``handled``: the request goes to its handler (:data:`PASS`)."""
 
     error_code: ErrorCode | None
     rtt_ms: int = 0
+    handled: bool = False
 
 
 def to_fault(spec: FaultSpec) -> Fault:
     """Parse what a test pushed.
 
     Raises:
-        ValueError: not an ErrorCode, ``"disconnect"`` or ``(either, rtt_ms >= 0)``.
+        ValueError: not an ErrorCode, ``"disconnect"``, ``"pass"`` or
+            ``(any of them, rtt_ms >= 0)``.
     """
     rtt = 0
     outcome: Any = spec
@@ -91,8 +103,12 @@ def to_fault(spec: FaultSpec) -> Fault:
         outcome, rtt = spec
     if outcome == DISCONNECT:
         return Fault(None, rtt)
+    if outcome == PASS:
+        return Fault(ErrorCode.NONE, rtt, handled=True)
     if isinstance(outcome, str) or not isinstance(outcome, int):
-        raise ValueError(f"a fault is an ErrorCode or {DISCONNECT!r}, got {outcome!r}")
+        raise ValueError(
+            f"a fault is an ErrorCode or {DISCONNECT!r} (or {PASS!r}), got {outcome!r}"
+        )
     try:
         return Fault(ErrorCode(outcome), rtt)
     except ValueError:
@@ -115,6 +131,9 @@ class FaultInjector:
         self._errors: dict[tuple[int, int | None], collections.deque[Fault]] = {}
         self._latency_ms: dict[int, int] = {}
         self._hooks: dict[int, dict[int, RequestHook]] = {}
+        self._holds: list[Hold] = []
+        #: errors queued per topic-partition and set per topic
+        self.partition_errors = PartitionErrors()
         self._ids = itertools.count(1)
         # True: nothing is injected; set False by whatever injects, and True
         # again by the first idle check that finds everything used up
@@ -134,7 +153,7 @@ class FaultInjector:
         """
         api_key = ApiKey(api_key)
         parsed = [to_fault(f) for f in faults]
-        if any(f.error_code is not None for f in parsed):
+        if any(f.error_code is not None and not f.handled for f in parsed):
             check_error_response(api_key)
         self._errors.setdefault((api_key, node_id), collections.deque()).extend(parsed)
         if parsed:
@@ -147,9 +166,13 @@ class FaultInjector:
         last check that found nothing (no scan per request)."""
         if self._idle:
             return True
+        if self._holds:
+            self._holds = [h for h in self._holds if not h.done]
         self._idle = (
             not self._latency_ms
             and not any(self._hooks.values())
+            and not self._holds
+            and not self.partition_errors
             and not any(self._errors.values())
         )
         return self._idle
@@ -171,11 +194,54 @@ class FaultInjector:
         )
 
     def clear(self) -> None:
-        """Drop every queued outcome, latency and hook."""
+        """Drop every queued outcome, latency and hook; end every hold (its parked
+        requests go on to their handlers)."""
         self._errors.clear()
         self._latency_ms.clear()
         self._hooks.clear()
+        self.partition_errors.clear()
+        self.end_holds(RELEASE)
         self._idle = True
+
+    def push_partition_errors(
+        self,
+        topic: str,
+        partition: int,
+        errors: Iterable[ErrorCode],
+        api_key: ApiKey | None = None,
+    ) -> None:
+        """:meth:`PartitionErrors.push <kproto.broker.partition_errors.PartitionErrors.push>`."""
+        self.partition_errors.push(topic, partition, errors, api_key)
+        self._idle = False
+
+    def set_topic_error(self, topic: str, error: ErrorCode) -> None:
+        """:meth:`PartitionErrors.set_topic_error <kproto.broker.partition_errors.PartitionErrors.set_topic_error>`."""
+        self.partition_errors.set_topic_error(topic, error)
+        self._idle = False
+
+    # ------------------------------------------------------------------ holds
+
+    def add_hold(self, hold: Hold) -> Hold:
+        """Park the requests ``hold`` takes (after the hooks, before queued errors)."""
+        self._holds.append(hold)
+        self._idle = False
+        return hold
+
+    def end_holds(self, outcome: str = RELEASE) -> int:
+        """End every hold, giving each parked request ``outcome``
+        (:data:`~kproto.broker.held_requests.RELEASE` or ``"disconnect"``);
+        return how many were parked."""
+        holds, self._holds = self._holds, []
+        return sum(hold.end(outcome) for hold in holds)
+
+    async def _park(self, ctx: RequestContext, request: Any) -> str | ErrorCode:
+        """The outcome of ``request`` from the first hold that takes it (else
+        :data:`~kproto.broker.held_requests.RELEASE`)."""
+        self._holds = [h for h in self._holds if not h.done]
+        for hold in self._holds:
+            if hold.takes(ctx, request):
+                return await hold.park(ctx, request)
+        return RELEASE
 
     # ---------------------------------------------------------------- latency
 
@@ -236,10 +302,11 @@ class FaultInjector:
         self,
         ctx: RequestContext,
         request: Any,
-        handle: Callable[[], Awaitable[Any]],
+        handle: Callable[[Any], Awaitable[Any]],
     ) -> Any:
-        """Answer ``request`` through the faults: the hooks first, then the next
-        queued outcome (instead of ``handle``, the handler), else ``handle()``;
+        """Answer ``request`` through the faults: the hooks first, then the holds
+        (the request waits for the test's decision), then the next queued outcome (instead of ``handle``, the handler), else ``handle(request)``
+        with the errors set on the partitions and topics it names;
         then the node's latency and the outcome's delay.
 
         Raises:
@@ -249,15 +316,27 @@ class FaultInjector:
         api_key = ctx.header.request_api_key
         delay_ms = self.latency_ms(node_id)
         response = await self.run_hooks(ctx, request)
+        if response is None and self._holds:
+            outcome = await self._park(ctx, request)
+            if outcome == DISCONNECT:
+                response = DISCONNECT
+            elif isinstance(outcome, ErrorCode):
+                response = error_response(ctx, request, outcome)
+                if api_key == ApiKey.PRODUCE and request.acks == 0:
+                    return None  # acks=0 is never answered
         fault = None if response is not None else self.pop_error(api_key, node_id)
+        answered = response is not None or (fault is not None and not fault.handled)
         if fault is not None:
             delay_ms += fault.rtt_ms
-            if fault.error_code is not None:
+            if fault.error_code is not None and not fault.handled:
                 response = error_response(ctx, request, fault.error_code)
                 if api_key == ApiKey.PRODUCE and request.acks == 0:
                     response = None  # acks=0 is never answered
-        elif response is None:
-            response = await handle()
+        if not answered:
+            if self.partition_errors:
+                response = await self.partition_errors.apply(ctx, request, handle)
+            else:
+                response = await handle(request)
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
         disconnect = isinstance(response, str) and response == DISCONNECT

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 
 from kproto.broker.connection_limits import (
     WAITING_APIS,
@@ -44,7 +45,7 @@ from kproto.broker.connection_limits import (
     close_open_pass,
     off_turn,
 )
-from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.dispatch import SERVED_APIS, ApiVersionTable, Dispatcher, build
 from kproto.broker.faults import FaultInjector, InjectedDisconnect
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -87,7 +88,7 @@ class NodeServer:
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
         request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
-        request_log, log_requests, share: as :class:`~kproto.broker.dispatch.Dispatcher`.
+        share, api_versions: as :class:`~kproto.broker.dispatch.Dispatcher`.
         security: the listener's protocol, users and TLS context (default:
             PLAINTEXT, no authentication).
         connection_quotas: ``max.connections`` / ``max.connections.per.ip``
@@ -125,6 +126,7 @@ class NodeServer:
         queued_max_requests: int = 500,
         fair_turns: bool = True,
         share: ShareCoordinator | None = None,
+        api_versions: ApiVersionTable | None = None,
     ) -> None:
         self.state = state
         self.security = security or ListenerSecurity()
@@ -132,6 +134,8 @@ class NodeServer:
         self.host = host
         self.port = port
         self.socket_request_max_bytes = socket_request_max_bytes
+        #: the rack reported in Metadata (Kafka's ``broker.rack``; ``None``: none)
+        self.rack: str | None = None
         self.connections_max_idle_ms = connections_max_idle_ms
         self.dispatcher = Dispatcher(
             state,
@@ -143,6 +147,7 @@ class NodeServer:
             faults=faults,
             security=self.security,
             share=share,
+            api_versions=api_versions,
         )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
@@ -157,7 +162,7 @@ class NodeServer:
         loop = asyncio.get_running_loop()
         self.server = await loop.create_server(self._protocol, self.host, self.port)
         self.port = self.server.sockets[0].getsockname()[1]
-        info = NodeInfo(self.node_id, self.host, self.port)
+        info = NodeInfo(self.node_id, self.host, self.port, self.rack)
         self.state.nodes[self.node_id] = info
         return info
 
@@ -319,7 +324,11 @@ class NodeServer:
                     err.api_key == ApiKey.API_VERSIONS
                     and err.correlation_id is not None
                 ):
-                    conn.write(unsupported_api_versions_frame(err.correlation_id))
+                    conn.write(
+                        unsupported_api_versions_frame(
+                            err.correlation_id, self.dispatcher.api_versions.served
+                        )
+                    )
                     held.close()
                     await conn.drain()
                     continue
@@ -338,7 +347,7 @@ class NodeServer:
                     err,
                 )
                 return
-            handler = self.dispatcher.route(
+            handler = self.dispatcher.handler_for(
                 header.request_api_key, header.request_api_version
             )
             if handler is None:
@@ -448,9 +457,11 @@ def not_served(api_key: int, api_version: int) -> str:
     return f"{why} ({ApiKey(api_key).name} v{served[0]}-v{served[1]} are)"
 
 
-def unsupported_api_versions_frame(correlation_id: int) -> bytes:
+def unsupported_api_versions_frame(
+    correlation_id: int, served: Mapping[ApiKey, tuple[int, int]] = SERVED_APIS
+) -> bytes:
     """The response Kafka gives an ApiVersions request of a version it lacks:
-    UNSUPPORTED_VERSION with the v0 body listing the APIs served (KIP-511)."""
+    UNSUPPORTED_VERSION with the v0 body listing the APIs ``served`` (KIP-511)."""
     from kproto.schema.api_versions.v0 import ApiVersionsResponse
     from kproto.schema.response_header.v0 import ResponseHeader
 
@@ -460,7 +471,7 @@ def unsupported_api_versions_frame(correlation_id: int) -> bytes:
             "error_code": ErrorCode.UNSUPPORTED_VERSION,
             "api_keys": [
                 {"api_key": k, "min_version": lo, "max_version": hi}
-                for k, (lo, hi) in SERVED_APIS.items()
+                for k, (lo, hi) in served.items()
             ],
         },
     )

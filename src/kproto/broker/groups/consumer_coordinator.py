@@ -143,6 +143,29 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         self.membership = membership
         #: classic-protocol members of consumer groups
         self.classic = ClassicMembers(self)
+        #: target assignments a test set, used instead of the assignor:
+        #: group id -> member id -> topic name -> partitions
+        self.target_overrides: dict[str, dict[str, dict[str, frozenset[int]]]] = {}
+        #: groups whose next heartbeat bumps the group epoch (a new target)
+        self._retarget: set[str] = set()
+
+    def set_target_assignment(
+        self, group_id: str, target: Mapping[str, Mapping[str, Iterable[int]]] | None
+    ) -> None:
+        """Use ``target`` (``{member_id: {topic: partitions}}``; members not named
+        get nothing) as the group's target assignment instead of the assignor's,
+        from the next heartbeat of any member on, which bumps the group epoch so
+        that every member reconciles towards it (librdkafka's mock
+        ``rd_kafka_mock_cgrp_consumer_target_assignment``); ``None``: back to the
+        assignor."""
+        if target is None:
+            self.target_overrides.pop(group_id, None)
+        else:
+            self.target_overrides[group_id] = {
+                member: {topic: frozenset(parts) for topic, parts in topics.items()}
+                for member, topics in target.items()
+            }
+        self._retarget.add(group_id)
 
     # -- heartbeat -------------------------------------------------------------------
 
@@ -233,6 +256,9 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             bump = True
             records.append(member_metadata_record(group.group_id, member_id, member))
         if self.refresh_metadata(group, records):
+            bump = True
+        if group.group_id in self._retarget:
+            self._retarget.discard(group.group_id)
             bump = True
         if bump:
             group.group_epoch += 1
@@ -361,7 +387,18 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
             for member_id, m in group.members.items()
         }
         group.preferred_assignor = self._assignor(group)
-        new = ASSIGNORS[group.preferred_assignor](specs, counts)
+        override = self.target_overrides.get(group.group_id)
+        if override is None:
+            new = ASSIGNORS[group.preferred_assignor](specs, counts)
+        else:
+            new = {
+                member_id: {
+                    topics[t].topic_id: parts
+                    for t, parts in override.get(member_id, {}).items()
+                    if t in topics
+                }
+                for member_id in group.members
+            }
         for member_id, assignment in new.items():
             if group.target.get(member_id) != assignment:
                 records.append(

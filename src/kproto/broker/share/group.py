@@ -149,6 +149,27 @@ class ShareGroups:
         self._topic_partitions = topic_partitions
         self._on_assigned = on_assigned
         self._on_member_gone = on_member_gone
+        #: target assignments a test set, used instead of the simple assignor:
+        #: group id -> member id -> {topic: [partition]}
+        self.target_overrides: dict[str, dict[str, Assignment]] = {}
+
+    def set_target_assignment(
+        self, group_id: str, target: Mapping[str, Assignment] | None
+    ) -> None:
+        """Use ``target`` (``{member_id: {topic: [partition]}}``; members not named
+        get nothing) as the group's target assignment instead of the simple
+        assignor's, now (the group epoch is bumped; members get it at their next
+        heartbeat); ``None``: back to the assignor."""
+        if target is None:
+            self.target_overrides.pop(group_id, None)
+        else:
+            self.target_overrides[group_id] = {
+                member: {topic: sorted(ps) for topic, ps in topics.items()}
+                for member, topics in target.items()
+            }
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._reassign(group)
 
     def heartbeat(
         self,
@@ -234,9 +255,14 @@ class ShareGroups:
             count = self._topic_partitions(topic)
             if count:
                 counts[topic] = count
-        target = simple_assign(
-            {m.member_id: m.subscribed_topics for m in group.members.values()}, counts
-        )
+        override = self.target_overrides.get(group.group_id)
+        if override is None:
+            target = simple_assign(
+                {m.member_id: m.subscribed_topics for m in group.members.values()},
+                counts,
+            )
+        else:
+            target = {m: dict(override.get(m, {})) for m in group.members}
         if target == group.target and group.group_epoch:
             return
         before = {
