@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
+from kproto._closing import AsyncClosing
 from kproto.frame_reader import FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -97,7 +97,7 @@ async def write_frame(writer: asyncio.StreamWriter, frame: bytes) -> None:
         raise ConnectionClosedError(f"write failed: {err}") from err
 
 
-class AsyncConnection(NegotiationState):
+class AsyncConnection(NegotiationState, AsyncClosing):
     """An asyncio connection to one broker: :class:`kproto.connection.Connection`'s
     twin, with ``async`` :meth:`send`, :meth:`negotiate`, :meth:`request` and
     :meth:`close`.
@@ -188,14 +188,6 @@ class AsyncConnection(NegotiationState):
     async def __aenter__(self) -> AsyncConnection:
         await self.connect()
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

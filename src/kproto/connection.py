@@ -33,9 +33,9 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
+from kproto._closing import Closing
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     ConnectionClosedError,
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 
-class Connection(NegotiationState):
+class Connection(NegotiationState, Closing):
     """A blocking connection to one broker; see the module docstring.
 
     Connects in the constructor. Arguments and attributes are those of
@@ -127,17 +127,6 @@ class Connection(NegotiationState):
                 pass
 
     _abort = close
-
-    def __enter__(self) -> Connection:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
