@@ -38,11 +38,9 @@ from kproto.framing import (
     decode_response,
     encode_request,
 )
-from kproto.index import ApiKey
 from kproto.negotiation import (
     ApiVersionsNegotiation,
     NegotiationState,
-    NotNegotiatedError,
 )
 from kproto.sasl import SaslAuthenticationError
 
@@ -270,13 +268,6 @@ class AsyncConnection(NegotiationState, AsyncClosing):
     async def authenticate(self) -> None:
         """SASL authentication; as :meth:`kproto.connection.Connection.authenticate`
         (the connection is closed when it fails)."""
-        if self.sasl is None:
-            raise ValueError("this connection has no sasl settings")
-        if self.broker_api_versions is None:
-            raise NotNegotiatedError(
-                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
-            )
-        self._authenticated = False
         exchange = self._sasl_exchange()
         try:
             while exchange.request is not None:

@@ -47,7 +47,6 @@ from kproto.framing import (
     ResponseDecodeError,
     ResponseFrame,
 )
-from kproto.index import ApiKey
 from kproto.negotiation import (
     ApiVersionsNegotiation,
     NegotiationState,
@@ -258,13 +257,6 @@ class Connection(NegotiationState, Closing):
             ValueError: no ``sasl`` is set. NotNegotiatedError: before ``negotiate()``.
             KafkaConnectionError: as :meth:`send`.
         """
-        if self.sasl is None:
-            raise ValueError("this connection has no sasl settings")
-        if self.broker_api_versions is None:
-            raise NotNegotiatedError(
-                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
-            )
-        self._authenticated = False
         exchange = self._sasl_exchange()
         try:
             while exchange.request is not None:
