@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kproto.registry.client import RegisteredSchema, Schema, SchemaRegistryClient
 
 from .avro_bounds import check_counts, zero_width_arrays
-from .context import SerializationContext
+from .context import FromDict, SerializationContext, ToDict
 from .errors import in_context
 from .registry_serde import (
     DeserializerConfig,
@@ -28,14 +28,12 @@ from .registry_serde import (
     SubjectSchemas,
     WriterSchemas,
     guid_or_none,
+    parse_registered,
     resolve_references,
 )
 from .wire import SchemaId
 
 __all__ = ["AvroSerializer", "AvroDeserializer", "parse_avro"]
-
-ToDict = Callable[[Any, SerializationContext | None], Any]
-FromDict = Callable[[Any, SerializationContext | None], Any]
 
 
 def parse_avro(schema: Schema, named: Mapping[str, Schema] | None = None) -> Any:
@@ -159,17 +157,14 @@ class AvroSerializer:
     ) -> Any:
         parsed = self._by_id.get(registered.schema_id)
         if parsed is None:
-            named = dict(
-                resolve_references(
-                    self.client, registered.schema, ctx, deserializing=False
-                )
+            parsed = parse_registered(
+                self.client,
+                registered.schema,
+                ctx,
+                parse_avro,
+                deserializing=False,
+                schema_id=registered.schema_id,
             )
-            try:
-                parsed = parse_avro(registered.schema, named)
-            except ValueError as err:
-                raise in_context(
-                    str(err), ctx, deserializing=False, schema_id=registered.schema_id
-                ) from err
             self._by_id[registered.schema_id] = parsed
         return parsed
 
@@ -233,17 +228,14 @@ class AvroDeserializer:
     ) -> Any:
         parsed = self._parsed.get(key)
         if parsed is None:
-            named = dict(
-                resolve_references(
-                    self.client, registered.schema, ctx, deserializing=True
-                )
+            parsed = parse_registered(
+                self.client,
+                registered.schema,
+                ctx,
+                parse_avro,
+                deserializing=True,
+                schema_id=key,
             )
-            try:
-                parsed = parse_avro(registered.schema, named)
-            except ValueError as err:
-                raise in_context(
-                    str(err), ctx, deserializing=True, schema_id=key
-                ) from err
             self._parsed[key] = parsed
         return parsed
 

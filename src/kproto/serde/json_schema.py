@@ -11,12 +11,12 @@ the ``$ref`` URL).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kproto.registry.client import Schema, SchemaRegistryClient
 
-from .context import SerializationContext
+from .context import FromDict, SerializationContext, ToDict
 from .errors import in_context
 from .registry_serde import (
     DeserializerConfig,
@@ -24,14 +24,12 @@ from .registry_serde import (
     SubjectSchemas,
     WriterSchemas,
     guid_or_none,
+    parse_registered,
     resolve_references,
 )
 from .wire import SchemaId
 
 __all__ = ["JSONSerializer", "JSONDeserializer", "json_validator"]
-
-ToDict = Callable[[Any, SerializationContext | None], Any]
-FromDict = Callable[[Any, SerializationContext | None], Any]
 
 
 def json_validator(schema: Schema, named: Mapping[str, Schema] | None = None) -> Any:
@@ -224,16 +222,14 @@ class JSONDeserializer:
         )
         validator = self._validators.get(label)
         if validator is None:
-            schema = self.writers.fetch(sid, ctx).schema
-            named = dict(
-                resolve_references(self.client, schema, ctx, deserializing=True)
+            validator = parse_registered(
+                self.client,
+                self.writers.fetch(sid, ctx).schema,
+                ctx,
+                json_validator,
+                deserializing=True,
+                schema_id=label,
             )
-            try:
-                validator = json_validator(schema, named)
-            except ValueError as err:
-                raise in_context(
-                    str(err), ctx, deserializing=True, schema_id=label
-                ) from err
             self._validators[label] = validator
         return validator
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
@@ -49,10 +49,13 @@ __all__ = [
     "WriterSchemas",
     "MAX_REFERENCE_DEPTH",
     "resolve_references",
+    "parse_registered",
     "guid_or_none",
 ]
 
 MAX_REFERENCE_DEPTH = 32
+
+T = TypeVar("T")
 
 
 def _check_keys(conf: Mapping[str, Any], known: set[str], what: str) -> None:
@@ -300,6 +303,32 @@ def resolve_references(
 
     visit(schema, 0)
     return out
+
+
+def parse_registered(
+    client: SchemaRegistryClient,
+    schema: Schema,
+    ctx: SerializationContext | None,
+    parse: Callable[[Schema, Mapping[str, Schema]], T],
+    *,
+    deserializing: bool,
+    schema_id: int | str | None,
+) -> T:
+    """``parse(schema, named)`` for a schema the registry gave (a writer schema, or
+    the one to write with), ``named`` being its references as
+    :func:`resolve_references` finds them.
+
+    Raises:
+        SerializationError: a reference the registry lacks, or the schema ``parse``
+            refused with ``ValueError`` (naming ``schema_id``).
+    """
+    named = dict(resolve_references(client, schema, ctx, deserializing=deserializing))
+    try:
+        return parse(schema, named)
+    except ValueError as err:
+        raise in_context(
+            str(err), ctx, deserializing=deserializing, schema_id=schema_id
+        ) from err
 
 
 def guid_or_none(value: str | None) -> uuid.UUID | None:
