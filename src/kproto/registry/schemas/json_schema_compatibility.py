@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from kproto.registry.schemas._types import ParsedSchema
+from kproto.registry.schemas._types import ParsedSchema, SchemaDifference
 from kproto.registry.schemas.json_schema import (
     Documents,
     JsonSchemaModel,
@@ -82,19 +82,12 @@ _ADDED_TO_OPEN = frozenset(
 
 
 @attrs.frozen
-class Difference:
+class Difference(SchemaDifference):
     """One of Confluent's JSON Schema ``Difference``s: a type and a JSON path."""
 
-    type: str
-    path: str
+    COMPATIBLE_CHANGES: ClassVar[frozenset[str]] = COMPATIBLE_CHANGES
 
-    @property
-    def compatible(self) -> bool:
-        return self.type in COMPATIBLE_CHANGES
-
-    def describe(self, update: str, original: str) -> str:
-        """Confluent's ``{errorType:"...", description:"..."}``; ``update``/``original``
-        name the roles ("new"/"old")."""
+    def description(self, update: str, original: str) -> str:
         t, p = self.type, self.path
         if t in _KEYWORD_ADDED_OR_REMOVED:
             text = f"The keyword at path '{p}' in the {update} schema is not present in the {original} schema"
@@ -146,7 +139,7 @@ class Difference:
             )
         else:
             text = ""
-        return f'{{errorType:"{t}", description:"{text}"}}'
+        return text
 
 
 _OBJECT_KEYS = frozenset(

@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 from google.protobuf import descriptor_pb2
 
-from kproto.registry.schemas._types import ParsedSchema
+from kproto.registry.schemas._types import ParsedSchema, SchemaDifference
 from kproto.registry.schemas.protobuf import ProtobufModel
 from kproto.registry.schemas.protobuf_text import SCALAR_TYPES
 
@@ -34,19 +34,12 @@ COMPATIBLE_CHANGES = frozenset(
 
 
 @attrs.frozen
-class Difference:
+class Difference(SchemaDifference):
     """One of Confluent's Protobuf ``Difference``s: a type and a path (``#/Msg/2``)."""
 
-    type: str
-    path: str
+    COMPATIBLE_CHANGES: ClassVar[frozenset[str]] = COMPATIBLE_CHANGES
 
-    @property
-    def compatible(self) -> bool:
-        return self.type in COMPATIBLE_CHANGES
-
-    def describe(self, update: str, original: str) -> str:
-        """Confluent's ``{errorType:"...", description:"..."}``; ``update``/``original``
-        name the roles ("new"/"old")."""
+    def description(self, update: str, original: str) -> str:
         p = self.path
         texts = {
             "PACKAGE_CHANGED": f"The package at '{p}' in the {update} schema does not match the package in the {original} schema",
@@ -61,7 +54,7 @@ class Difference:
             "MULTIPLE_FIELDS_MOVED_TO_ONEOF": f"Multiple fields in the oneof at path '{p}' in the {update} schema are outside a oneof in the {original} schema",
             "FIELD_MOVED_TO_EXISTING_ONEOF": f"A field in the oneof at path '{p}' in the {update} schema is outside an existing oneof in the {original} schema",
         }
-        return f'{{errorType:"{self.type}", description:"{texts.get(self.type, "")}"}}'
+        return texts.get(self.type, "")
 
 
 @attrs.frozen
