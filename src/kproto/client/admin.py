@@ -78,6 +78,38 @@ def _controller(core: ClientCore, fresh: bool) -> Op[int]:
     return controller if controller in core.metadata.brokers else ANY_NODE
 
 
+def _call_controller(
+    core: ClientCore,
+    api_key: ApiKey,
+    build: Callable[[int], dict[str, Any]],
+    topics: Callable[[Any], Sequence[Any]],
+) -> Op[Any]:
+    """Send ``build``'s ``api_key`` request to the controller and return the response;
+    when one of its ``topics(response)`` answers NOT_CONTROLLER, the controller is
+    looked up again and the request sent once more."""
+    node = yield from _controller(core, fresh=False)
+    response = yield Call(node, api_key, build)
+    if any(t.error_code == ErrorCode.NOT_CONTROLLER for t in topics(response)):
+        node = yield from _controller(core, fresh=True)
+        response = yield Call(node, api_key, build)
+    return response
+
+
+def _topic_errors(topics: Sequence[Any], what: str) -> list[BrokerError]:
+    """A :class:`BrokerError` per topic of a CreateTopics/DeleteTopics response with
+    an error code, named ``"{what} {topic}"``."""
+    return [
+        BrokerError(
+            t.error_code,
+            f"{what} {t.name}",
+            topic=t.name,
+            error_message=getattr(t, "error_message", None),
+        )
+        for t in topics
+        if t.error_code != 0
+    ]
+
+
 def create_topics(
     core: ClientCore,
     names: Sequence[str],
@@ -103,24 +135,10 @@ def create_topics(
             "validate_only": validate_only,
         }
 
-    for attempt in range(2):
-        node = yield from _controller(core, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.CREATE_TOPICS, build)
-        codes = [t.error_code for t in response.topics]
-        if attempt == 0 and ErrorCode.NOT_CONTROLLER in codes:
-            continue
-        errors = [
-            BrokerError(
-                t.error_code,
-                f"CreateTopics {t.name}",
-                topic=t.name,
-                error_message=getattr(t, "error_message", None),
-            )
-            for t in response.topics
-            if t.error_code != 0
-        ]
-        _raise_first(errors)
-        return
+    response = yield from _call_controller(
+        core, ApiKey.CREATE_TOPICS, build, lambda r: r.topics
+    )
+    _raise_first(_topic_errors(response.topics, "CreateTopics"))
 
 
 def delete_topics(
@@ -135,27 +153,12 @@ def delete_topics(
             "timeout_ms": timeout_ms,
         }
 
-    for attempt in range(2):
-        node = yield from _controller(core, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.DELETE_TOPICS, build)
-        codes = [t.error_code for t in response.responses]
-        if attempt == 0 and ErrorCode.NOT_CONTROLLER in codes:
-            continue
-        for n in names:
-            core.metadata.forget(n)
-        _raise_first(
-            [
-                BrokerError(
-                    t.error_code,
-                    f"DeleteTopics {t.name}",
-                    topic=t.name,
-                    error_message=getattr(t, "error_message", None),
-                )
-                for t in response.responses
-                if t.error_code != 0
-            ]
-        )
-        return
+    response = yield from _call_controller(
+        core, ApiKey.DELETE_TOPICS, build, lambda r: r.responses
+    )
+    for n in names:
+        core.metadata.forget(n)
+    _raise_first(_topic_errors(response.responses, "DeleteTopics"))
 
 
 def find_coordinator(
