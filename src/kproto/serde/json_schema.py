@@ -20,11 +20,11 @@ from .context import FromDict, SerializationContext, ToDict
 from .errors import in_context
 from .registry_serde import (
     DeserializerConfig,
+    ParsedSchemas,
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
     guid_or_none,
-    parse_registered,
     resolve_references,
 )
 from .wire import SchemaId
@@ -213,25 +213,18 @@ class JSONDeserializer:
             )
             self.validator = json_validator(schema, named)
         self.from_dict = from_dict
-        self._validators: dict[int | str, Any] = {}
+        self._validators = (
+            ParsedSchemas(schema_registry_client, json_validator, deserializing=True)
+            if schema_registry_client is not None
+            else None
+        )
 
     def _writer_validator(self, sid: SchemaId, ctx: SerializationContext | None) -> Any:
-        label = sid.label
+        label, writers = sid.label, self.writers
         assert (
-            label is not None and self.writers is not None and self.client is not None
+            label is not None and writers is not None and self._validators is not None
         )
-        validator = self._validators.get(label)
-        if validator is None:
-            validator = parse_registered(
-                self.client,
-                self.writers.fetch(sid, ctx).schema,
-                ctx,
-                json_validator,
-                deserializing=True,
-                schema_id=label,
-            )
-            self._validators[label] = validator
-        return validator
+        return self._validators.get(label, lambda: writers.fetch(sid, ctx).schema, ctx)
 
     def _latest_validator(self, ctx: SerializationContext | None) -> Any:
         """With ``use.latest.version``: the validator of the subject's latest version

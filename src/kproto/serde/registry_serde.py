@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -49,7 +49,7 @@ __all__ = [
     "WriterSchemas",
     "MAX_REFERENCE_DEPTH",
     "resolve_references",
-    "parse_registered",
+    "ParsedSchemas",
     "guid_or_none",
 ]
 
@@ -305,30 +305,53 @@ def resolve_references(
     return out
 
 
-def parse_registered(
-    client: SchemaRegistryClient,
-    schema: Schema,
-    ctx: SerializationContext | None,
-    parse: Callable[[Schema, Mapping[str, Schema]], T],
-    *,
-    deserializing: bool,
-    schema_id: int | str | None,
-) -> T:
-    """``parse(schema, named)`` for a schema the registry gave (a writer schema, or
-    the one to write with), ``named`` being its references as
-    :func:`resolve_references` finds them.
+class ParsedSchemas(Generic[T]):
+    """Schemas the registry gave (writer schemas, or the ones to write with), each
+    parsed once: ``parse(schema, named)`` (fastavro's form, a jsonschema
+    validator, ...), ``named`` being its references as :func:`resolve_references`
+    finds them; kept by schema id (or GUID, or any key the caller names them by)."""
 
-    Raises:
-        SerializationError: a reference the registry lacks, or the schema ``parse``
-            refused with ``ValueError`` (naming ``schema_id``).
-    """
-    named = dict(resolve_references(client, schema, ctx, deserializing=deserializing))
-    try:
-        return parse(schema, named)
-    except ValueError as err:
-        raise in_context(
-            str(err), ctx, deserializing=deserializing, schema_id=schema_id
-        ) from err
+    def __init__(
+        self,
+        client: SchemaRegistryClient,
+        parse: Callable[[Schema, Mapping[str, Schema]], T],
+        *,
+        deserializing: bool,
+    ) -> None:
+        self.client = client
+        self.parse = parse
+        self.deserializing = deserializing
+        self._parsed: dict[int | str, T] = {}
+
+    def get(
+        self,
+        key: int | str,
+        schema: Callable[[], Schema],
+        ctx: SerializationContext | None,
+    ) -> T:
+        """The parsed form of the schema ``key`` names; ``schema()`` gives the schema
+        the first time.
+
+        Raises:
+            SerializationError: a reference the registry lacks, or the schema
+                ``parse`` refused with ``ValueError`` (naming ``key``).
+        """
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            found = schema()
+            named = dict(
+                resolve_references(
+                    self.client, found, ctx, deserializing=self.deserializing
+                )
+            )
+            try:
+                parsed = self.parse(found, named)
+            except ValueError as err:
+                raise in_context(
+                    str(err), ctx, deserializing=self.deserializing, schema_id=key
+                ) from err
+            self._parsed[key] = parsed
+        return parsed
 
 
 def guid_or_none(value: str | None) -> uuid.UUID | None:
