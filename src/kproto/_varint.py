@@ -1,4 +1,5 @@
-"""Readers of Kafka's base-128 varints: the one home for them below every layer.
+"""Kafka's base-128 varints, read and written: the one home for them below every
+layer.
 
 Source: ``org.apache.kafka.common.utils.ByteUtils`` (``readUnsignedVarint``,
 ``readUnsignedVarlong``, ``readVarint``, ``readVarlong``) and the protocol guide's
@@ -9,19 +10,24 @@ Readers take a buffer (``bytes`` or ``memoryview``) and a position and return
 ``(value, new position)``. They raise ``IndexError`` when the buffer ends inside the
 number (pass a view cut at the end of the enclosing structure to bound it) and
 :class:`VarintError` when the bytes cannot be a varint of that width. Callers turn both
-into their own typed error with a field path and byte offset. The innermost record loop
+into their own typed error with a field path and byte offset. The writer,
+:func:`write_uvarint`, returns the bytes of an unsigned varint or varlong. The innermost record loop
 of :mod:`kproto.records` reads one- and two-byte varints inline and calls these for the
 rest.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
+    "SMALL_UVARINTS",
     "VarintError",
     "read_uvarint",
     "read_uvarlong",
     "read_varint",
     "read_varlong",
+    "write_uvarint",
 ]
 
 
@@ -109,3 +115,20 @@ def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """
     raw, pos = read_uvarlong(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
+
+
+#: The one-byte unsigned varints 0..127, indexed by value.
+SMALL_UVARINTS: Final = tuple(bytes((i,)) for i in range(128))
+
+
+def write_uvarint(value: int) -> bytes:
+    """The bytes of ``value`` (>= 0) as an unsigned varint or varlong (the caller
+    checks the width: 32 or 64 bits)."""
+    if value < 0x80:
+        return SMALL_UVARINTS[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

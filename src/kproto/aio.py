@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
+from kproto._closing import AsyncClosing
 from kproto.frame_reader import FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -38,11 +38,9 @@ from kproto.framing import (
     decode_response,
     encode_request,
 )
-from kproto.index import ApiKey
 from kproto.negotiation import (
     ApiVersionsNegotiation,
     NegotiationState,
-    NotNegotiatedError,
 )
 from kproto.sasl import SaslAuthenticationError
 
@@ -97,7 +95,7 @@ async def write_frame(writer: asyncio.StreamWriter, frame: bytes) -> None:
         raise ConnectionClosedError(f"write failed: {err}") from err
 
 
-class AsyncConnection(NegotiationState):
+class AsyncConnection(NegotiationState, AsyncClosing):
     """An asyncio connection to one broker: :class:`kproto.connection.Connection`'s
     twin, with ``async`` :meth:`send`, :meth:`negotiate`, :meth:`request` and
     :meth:`close`.
@@ -189,14 +187,6 @@ class AsyncConnection(NegotiationState):
         await self.connect()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<AsyncConnection {self.host}:{self.port} {state}>"
@@ -278,13 +268,6 @@ class AsyncConnection(NegotiationState):
     async def authenticate(self) -> None:
         """SASL authentication; as :meth:`kproto.connection.Connection.authenticate`
         (the connection is closed when it fails)."""
-        if self.sasl is None:
-            raise ValueError("this connection has no sasl settings")
-        if self.broker_api_versions is None:
-            raise NotNegotiatedError(
-                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
-            )
-        self._authenticated = False
         exchange = self._sasl_exchange()
         try:
             while exchange.request is not None:

@@ -33,9 +33,9 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
+from kproto._closing import Closing
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     ConnectionClosedError,
@@ -47,7 +47,6 @@ from kproto.framing import (
     ResponseDecodeError,
     ResponseFrame,
 )
-from kproto.index import ApiKey
 from kproto.negotiation import (
     ApiVersionsNegotiation,
     NegotiationState,
@@ -70,7 +69,7 @@ __all__ = [
 ]
 
 
-class Connection(NegotiationState):
+class Connection(NegotiationState, Closing):
     """A blocking connection to one broker; see the module docstring.
 
     Connects in the constructor. Arguments and attributes are those of
@@ -127,17 +126,6 @@ class Connection(NegotiationState):
                 pass
 
     _abort = close
-
-    def __enter__(self) -> Connection:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -269,13 +257,6 @@ class Connection(NegotiationState):
             ValueError: no ``sasl`` is set. NotNegotiatedError: before ``negotiate()``.
             KafkaConnectionError: as :meth:`send`.
         """
-        if self.sasl is None:
-            raise ValueError("this connection has no sasl settings")
-        if self.broker_api_versions is None:
-            raise NotNegotiatedError(
-                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
-            )
-        self._authenticated = False
         exchange = self._sasl_exchange()
         try:
             while exchange.request is not None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import logging
 import struct
-from typing import Any, Final, NamedTuple, TypeVar, cast
+from typing import Any, Final, NamedTuple, Self, TypeVar, cast
 
 import attrs
 
@@ -261,6 +261,20 @@ class RequestDecodeError(FrameError):
         self.cause = cause
         super().__init__(message)
 
+    @classmethod
+    def at(
+        cls, head: RequestHeaderInfo, message: str, cause: Exception | None = None
+    ) -> Self:
+        """The error ``message`` about the request whose header begins with ``head``
+        (its api_key, api_version and correlation_id set)."""
+        return cls(
+            message,
+            api_key=head.api_key,
+            api_version=head.api_version,
+            correlation_id=head.correlation_id,
+            cause=cause,
+        )
+
 
 class UnsupportedRequestError(RequestDecodeError):
     """The request's api_key or api_version is not one kproto generates. A broker
@@ -318,24 +332,16 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
     try:
         request_cls: Any = request_type(head.api_key, head.api_version)
     except LookupError as err:
-        raise UnsupportedRequestError(
-            f"unsupported request {_where(head)}: {err}",
-            api_key=head.api_key,
-            api_version=head.api_version,
-            correlation_id=head.correlation_id,
-            cause=err,
+        raise UnsupportedRequestError.at(
+            head, f"unsupported request {_where(head)}: {err}", err
         ) from err
     stream = io.BytesIO(frame)
     try:
         header = entity_reader(request_cls.__header_schema__)(stream)
         request = entity_reader(request_cls)(stream)
     except DecodeError as err:
-        raise RequestDecodeError(
-            f"cannot decode request {_where(head)}: {err}",
-            api_key=head.api_key,
-            api_version=head.api_version,
-            correlation_id=head.correlation_id,
-            cause=err,
+        raise RequestDecodeError.at(
+            head, f"cannot decode request {_where(head)}: {err}", err
         ) from err
     return RequestFrame(header, request, bytes(frame[stream.tell() :]))
 
@@ -361,13 +367,13 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
     header, request, trailing = decode_request_frame(frame)
     if trailing:
         at = len(frame) - len(trailing)
-        raise RequestDecodeError(
-            f"request api_key {header.request_api_key} v{header.request_api_version} "
-            f"(correlation id {header.correlation_id}): {len(trailing)} bytes left "
-            f"over after {type(request).__name__} at byte offset {at}",
-            api_key=header.request_api_key,
-            api_version=header.request_api_version,
-            correlation_id=header.correlation_id,
+        head = RequestHeaderInfo(
+            header.request_api_key, header.request_api_version, header.correlation_id
+        )
+        raise RequestDecodeError.at(
+            head,
+            f"request {_where(head)}: {len(trailing)} bytes left over after "
+            f"{type(request).__name__} at byte offset {at}",
         )
     return header, request
 

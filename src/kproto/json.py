@@ -82,21 +82,23 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _value_to_json(w: Wire, value: Any, redact: bool) -> Any:
+def _value_to_json(w: Wire, value: Any, redact: bool, kafka: bool) -> Any:
+    """A field's value as JSON: kproto's form (:func:`to_json`), or with ``kafka``
+    Kafka's (:func:`to_kafka_json`: Kafka's uuids; unknown tags never reach it)."""
     if value is None:
         return None
     if w.kind == "struct":
-        return to_json(value, redact=redact)
+        return (to_kafka_json if kafka else to_json)(value, redact=redact)
     if w.kind == "array":
         assert w.element is not None
         element = w.element
-        return [_value_to_json(element, v, redact) for v in value]
+        return [_value_to_json(element, v, redact, kafka) for v in value]
     if w.kind == "unknown_tags":
         return [[tag, _b64(raw)] for tag, raw in value]
     if w.type in ("bytes", "records"):
         return _b64(bytes(value))
     if w.type == "uuid":
-        return str(value)
+        return kafka_uuid(value) if kafka else str(value)
     return value
 
 
@@ -117,7 +119,7 @@ def to_json(entity: Any, *, redact: bool = True) -> dict[str, Any]:
         f.name: (
             REDACTED
             if redact and _sensitive(entity, f.name)
-            else _value_to_json(w, getattr(entity, f.name), redact)
+            else _value_to_json(w, getattr(entity, f.name), redact, kafka=False)
         )
         for f, w in wire_fields(type(entity))
     }
@@ -127,22 +129,6 @@ def kafka_uuid(value: uuid.UUID) -> str:
     """Kafka's ``Uuid.toString()``: the 16 bytes in URL-safe base64, no padding
     (``"xfugYJTERGetNxY2KH_JFA"``)."""
     return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
-
-
-def _kafka_value(w: Wire, value: Any, redact: bool) -> Any:
-    if value is None:
-        return None
-    if w.kind == "struct":
-        return to_kafka_json(value, redact=redact)
-    if w.kind == "array":
-        assert w.element is not None
-        element = w.element
-        return [_kafka_value(element, v, redact) for v in value]
-    if w.type in ("bytes", "records"):
-        return _b64(bytes(value))
-    if w.type == "uuid":
-        return kafka_uuid(value)
-    return value
 
 
 def to_kafka_json(entity: Any, *, redact: bool = True) -> dict[str, Any]:
@@ -171,7 +157,7 @@ def to_kafka_json(entity: Any, *, redact: bool = True) -> dict[str, Any]:
         out[name] = (
             REDACTED
             if redact and _sensitive(entity, f.name)
-            else _kafka_value(w, value, redact)
+            else _value_to_json(w, value, redact, kafka=True)
         )
     return out
 

@@ -391,7 +391,20 @@ class NegotiationState:
         self._reauth_at = None
 
     def _sasl_exchange(self) -> SaslExchange:
-        assert self.sasl is not None
+        """Start an authentication (the connection counts as unauthenticated until
+        :meth:`_authenticated_by`).
+
+        Raises:
+            ValueError: no ``sasl`` is set.
+            NotNegotiatedError: before ``negotiate()``.
+        """
+        if self.sasl is None:
+            raise ValueError("this connection has no sasl settings")
+        if self.broker_api_versions is None:
+            raise NotNegotiatedError(
+                ApiKey.SASL_AUTHENTICATE, "call negotiate() before authenticate()"
+            )
+        self._authenticated = False
         return SaslExchange(self.sasl, self.versions)
 
     def _authenticated_by(self, exchange: SaslExchange) -> None:

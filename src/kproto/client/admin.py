@@ -10,7 +10,7 @@ outside the group (generation -1, no member id; Kafka's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kproto.errors import ErrorCode
@@ -26,6 +26,7 @@ __all__ = [
     "create_topics",
     "delete_topics",
     "fetch_offsets",
+    "call_coordinator",
     "find_coordinator",
 ]
 
@@ -38,6 +39,36 @@ def _raise_first(errors: list[BrokerError]) -> None:
         raise first
 
 
+def _topic_name(core: ClientCore, topic: Any) -> str:
+    """An OffsetCommit/OffsetFetch response topic's name (by its topic id from v10)."""
+    return str(
+        topic.name
+        if hasattr(topic, "name")
+        else core.metadata.topic_by_id(topic.topic_id)
+    )
+
+
+def _partition_errors(
+    core: ClientCore, topics: Sequence[Any], what: str
+) -> list[BrokerError]:
+    """A :class:`BrokerError` per partition of an OffsetCommit/OffsetFetch response
+    with an error code, named ``"{what} {topic}-{partition}"``."""
+    errors = []
+    for t in topics:
+        name = _topic_name(core, t)
+        for p in t.partitions:
+            if p.error_code != 0:
+                errors.append(
+                    BrokerError(
+                        p.error_code,
+                        f"{what} {name}-{p.partition_index}",
+                        topic=name,
+                        partition=p.partition_index,
+                    )
+                )
+    return errors
+
+
 def _controller(core: ClientCore, fresh: bool) -> Op[int]:
     """The controller Metadata names; :data:`ANY_NODE` if it names none of the
     brokers it lists (any broker forwards admin requests to the controller, KIP-590)."""
@@ -45,6 +76,38 @@ def _controller(core: ClientCore, fresh: bool) -> Op[int]:
         yield from core.refresh([])
     controller = core.metadata.controller_id
     return controller if controller in core.metadata.brokers else ANY_NODE
+
+
+def _call_controller(
+    core: ClientCore,
+    api_key: ApiKey,
+    build: Callable[[int], dict[str, Any]],
+    topics: Callable[[Any], Sequence[Any]],
+) -> Op[Any]:
+    """Send ``build``'s ``api_key`` request to the controller and return the response;
+    when one of its ``topics(response)`` answers NOT_CONTROLLER, the controller is
+    looked up again and the request sent once more."""
+    node = yield from _controller(core, fresh=False)
+    response = yield Call(node, api_key, build)
+    if any(t.error_code == ErrorCode.NOT_CONTROLLER for t in topics(response)):
+        node = yield from _controller(core, fresh=True)
+        response = yield Call(node, api_key, build)
+    return response
+
+
+def _topic_errors(topics: Sequence[Any], what: str) -> list[BrokerError]:
+    """A :class:`BrokerError` per topic of a CreateTopics/DeleteTopics response with
+    an error code, named ``"{what} {topic}"``."""
+    return [
+        BrokerError(
+            t.error_code,
+            f"{what} {t.name}",
+            topic=t.name,
+            error_message=getattr(t, "error_message", None),
+        )
+        for t in topics
+        if t.error_code != 0
+    ]
 
 
 def create_topics(
@@ -72,24 +135,10 @@ def create_topics(
             "validate_only": validate_only,
         }
 
-    for attempt in range(2):
-        node = yield from _controller(core, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.CREATE_TOPICS, build)
-        codes = [t.error_code for t in response.topics]
-        if attempt == 0 and ErrorCode.NOT_CONTROLLER in codes:
-            continue
-        errors = [
-            BrokerError(
-                t.error_code,
-                f"CreateTopics {t.name}",
-                topic=t.name,
-                error_message=getattr(t, "error_message", None),
-            )
-            for t in response.topics
-            if t.error_code != 0
-        ]
-        _raise_first(errors)
-        return
+    response = yield from _call_controller(
+        core, ApiKey.CREATE_TOPICS, build, lambda r: r.topics
+    )
+    _raise_first(_topic_errors(response.topics, "CreateTopics"))
 
 
 def delete_topics(
@@ -104,27 +153,12 @@ def delete_topics(
             "timeout_ms": timeout_ms,
         }
 
-    for attempt in range(2):
-        node = yield from _controller(core, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.DELETE_TOPICS, build)
-        codes = [t.error_code for t in response.responses]
-        if attempt == 0 and ErrorCode.NOT_CONTROLLER in codes:
-            continue
-        for n in names:
-            core.metadata.forget(n)
-        _raise_first(
-            [
-                BrokerError(
-                    t.error_code,
-                    f"DeleteTopics {t.name}",
-                    topic=t.name,
-                    error_message=getattr(t, "error_message", None),
-                )
-                for t in response.responses
-                if t.error_code != 0
-            ]
-        )
-        return
+    response = yield from _call_controller(
+        core, ApiKey.DELETE_TOPICS, build, lambda r: r.responses
+    )
+    for n in names:
+        core.metadata.forget(n)
+    _raise_first(_topic_errors(response.responses, "DeleteTopics"))
 
 
 def find_coordinator(
@@ -152,6 +186,34 @@ def find_coordinator(
     core.metadata.brokers[found.node_id] = (found.host, found.port)
     core.metadata.coordinators[group_id] = found.node_id
     return int(found.node_id)
+
+
+def call_coordinator(
+    core: ClientCore,
+    group_id: str,
+    api_key: ApiKey,
+    build: Callable[[int], dict[str, Any]],
+    codes: Callable[[Any], Iterable[int]],
+) -> Op[tuple[int, Any]]:
+    """Send ``build``'s ``api_key`` request to ``group_id``'s coordinator; return the
+    coordinator's node id and its response. When ``codes(response)`` holds
+    NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, FindCoordinator is asked again and
+    the request sent once more (that second answer is returned whatever it holds).
+
+    Raises:
+        BrokerError: FindCoordinator's error.
+    """
+    node = yield from find_coordinator(core, group_id)
+    response = yield Call(node, api_key, build)
+    if any(code in COORDINATOR_CODES for code in codes(response)):
+        node = yield from find_coordinator(core, group_id, fresh=True)
+        response = yield Call(node, api_key, build)
+    return node, response
+
+
+def _partition_codes(response: Any) -> Iterable[int]:
+    """The partition error codes of an OffsetCommit/OffsetFetch answer."""
+    return (p.error_code for t in response.topics for p in t.partitions)
 
 
 def _topics_of(core: ClientCore, names: Iterable[str]) -> Op[dict[str, Any]]:
@@ -202,28 +264,10 @@ def commit_offsets(
             ],
         }
 
-    for attempt in range(2):
-        node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.OFFSET_COMMIT, build)
-        errors = []
-        for t in response.topics:
-            name = (
-                t.name if hasattr(t, "name") else core.metadata.topic_by_id(t.topic_id)
-            )
-            for p in t.partitions:
-                if p.error_code != 0:
-                    errors.append(
-                        BrokerError(
-                            p.error_code,
-                            f"OffsetCommit {group_id} {name}-{p.partition_index}",
-                            topic=name,
-                            partition=p.partition_index,
-                        )
-                    )
-        if attempt == 0 and any(e.error_code in COORDINATOR_CODES for e in errors):
-            continue
-        _raise_first(errors)
-        return
+    _, response = yield from call_coordinator(
+        core, group_id, ApiKey.OFFSET_COMMIT, build, _partition_codes
+    )
+    _raise_first(_partition_errors(core, response.topics, f"OffsetCommit {group_id}"))
 
 
 def fetch_offsets(
@@ -257,33 +301,22 @@ def fetch_offsets(
             return {"groups": [group], "require_stable": False}
         return {"group_id": group_id, "topics": topics, "require_stable": False}
 
-    for attempt in range(2):
-        node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.OFFSET_FETCH, build)
-        answer = response.groups[0] if hasattr(response, "groups") else response
+    def answer_of(response: Any) -> Any:  # one group of v8+, else the response
+        return response.groups[0] if hasattr(response, "groups") else response
+
+    def codes(response: Any) -> Iterable[int]:
+        answer = answer_of(response)
         code = getattr(answer, "error_code", 0)
-        if attempt == 0 and code in COORDINATOR_CODES:
-            continue
-        check_code(code, f"OffsetFetch {group_id}")
-        out: dict[TopicPartition, int] = {}
-        errors = []
-        for t in answer.topics:
-            name = (
-                t.name if hasattr(t, "name") else core.metadata.topic_by_id(t.topic_id)
-            )
-            for p in t.partitions:
-                if p.error_code != 0:
-                    errors.append(
-                        BrokerError(
-                            p.error_code,
-                            f"OffsetFetch {group_id} {name}-{p.partition_index}",
-                            topic=name,
-                            partition=p.partition_index,
-                        )
-                    )
-                out[TopicPartition(name, p.partition_index)] = p.committed_offset
-        if attempt == 0 and any(e.error_code in COORDINATOR_CODES for e in errors):
-            continue
-        _raise_first(errors)
-        return out
-    raise AssertionError("unreachable")  # pragma: no cover
+        return (code,) if code else _partition_codes(answer)
+
+    _, response = yield from call_coordinator(
+        core, group_id, ApiKey.OFFSET_FETCH, build, codes
+    )
+    answer = answer_of(response)
+    check_code(getattr(answer, "error_code", 0), f"OffsetFetch {group_id}")
+    _raise_first(_partition_errors(core, answer.topics, f"OffsetFetch {group_id}"))
+    return {
+        TopicPartition(_topic_name(core, t), p.partition_index): p.committed_offset
+        for t in answer.topics
+        for p in t.partitions
+    }

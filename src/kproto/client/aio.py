@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kproto._closing import AsyncClosing
 from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
@@ -44,7 +44,7 @@ __all__ = ["AsyncClient", "AsyncTransactionalProducer"]
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(AsyncClosing):
     """:class:`kproto.client.Client` for asyncio: the same arguments, methods,
     results and errors (including: no hidden retries beyond one metadata
     refresh), with ``async`` methods, ``iter_records`` an async iterator, and
@@ -316,22 +316,11 @@ class AsyncClient:
         for conn in conns.values():
             await conn.close()
 
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
     def __repr__(self) -> str:
         return f"<AsyncClient {','.join(f'{h}:{p}' for h, p in self.core.bootstrap)}>"
 
 
-class AsyncTransactionalProducer:
+class AsyncTransactionalProducer(AsyncClosing):
     """:class:`kproto.client.TransactionalProducer` for asyncio: the same
     arguments and methods, awaited (``transaction()`` is an async context
     manager), over an :class:`AsyncClient`."""
@@ -417,14 +406,3 @@ class AsyncTransactionalProducer:
 
     async def close(self) -> None:
         await self.client.close()
-
-    async def __aenter__(self) -> AsyncTransactionalProducer:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()

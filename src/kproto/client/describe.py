@@ -20,9 +20,9 @@ from kproto.index import ApiKey, data_type
 from kproto.meta import ZERO_UUID
 from kproto.serial import DecodeError, entity_reader
 
-from .admin import find_coordinator
+from .admin import call_coordinator
 from .core import ClientCore
-from .protocol import ANY_NODE, COORDINATOR_CODES, Call, Op, check_code
+from .protocol import ANY_NODE, Call, Op, check_code
 from .results import (
     ConfigEntry,
     GroupDescription,
@@ -219,33 +219,35 @@ def describe_groups(
         def build(v: int, group_id: str = group_id) -> dict[str, Any]:
             return {"groups": [group_id], "include_authorized_operations": False}
 
-        for attempt in range(2):
-            node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
-            response = yield Call(node, ApiKey.DESCRIBE_GROUPS, build)
-            g = response.groups[0]
-            if attempt == 0 and g.error_code in COORDINATOR_CODES:
-                continue
-            if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
-                found = yield from consumer_group_describe(core, group_id)
-                out.append(found)
-                break
-            check_code(
-                g.error_code,
-                f"DescribeGroups {group_id}",
-                error_message=getattr(g, "error_message", None),
+        node, response = yield from call_coordinator(
+            core, group_id, ApiKey.DESCRIBE_GROUPS, build, _group_code
+        )
+        g = response.groups[0]
+        if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            found = yield from consumer_group_describe(core, group_id)
+            out.append(found)
+            continue
+        check_code(
+            g.error_code,
+            f"DescribeGroups {group_id}",
+            error_message=getattr(g, "error_message", None),
+        )
+        out.append(
+            GroupDescription(
+                g.group_id,
+                g.group_state,
+                g.protocol_type,
+                g.protocol_data,
+                tuple(_member(m, g.protocol_type) for m in g.members),
+                node,
             )
-            out.append(
-                GroupDescription(
-                    g.group_id,
-                    g.group_state,
-                    g.protocol_type,
-                    g.protocol_data,
-                    tuple(_member(m, g.protocol_type) for m in g.members),
-                    node,
-                )
-            )
-            break
+        )
     return out
+
+
+def _group_code(response: Any) -> tuple[int]:
+    """The error code of the one group a Describe*Groups request asked for."""
+    return (response.groups[0].error_code,)
 
 
 def _partitions(assignment: Any) -> tuple[TopicPartition, ...]:
@@ -268,39 +270,36 @@ def consumer_group_describe(core: ClientCore, group_id: str) -> Op[GroupDescript
     def build(v: int) -> dict[str, Any]:
         return {"group_ids": [group_id], "include_authorized_operations": False}
 
-    for attempt in range(2):
-        node = yield from find_coordinator(core, group_id, fresh=attempt > 0)
-        response = yield Call(node, ApiKey.CONSUMER_GROUP_DESCRIBE, build)
-        g = response.groups[0]
-        if attempt == 0 and g.error_code in COORDINATOR_CODES:
-            continue
-        check_code(
-            g.error_code,
-            f"ConsumerGroupDescribe {group_id}",
-            error_message=g.error_message,
+    node, response = yield from call_coordinator(
+        core, group_id, ApiKey.CONSUMER_GROUP_DESCRIBE, build, _group_code
+    )
+    g = response.groups[0]
+    check_code(
+        g.error_code,
+        f"ConsumerGroupDescribe {group_id}",
+        error_message=g.error_message,
+    )
+    members = tuple(
+        MemberDescription(
+            m.member_id,
+            m.instance_id,
+            m.client_id,
+            m.client_host,
+            _partitions(m.assignment),
+            m.member_epoch,
+            _partitions(m.target_assignment),
+            tuple(m.subscribed_topic_names),
         )
-        members = tuple(
-            MemberDescription(
-                m.member_id,
-                m.instance_id,
-                m.client_id,
-                m.client_host,
-                _partitions(m.assignment),
-                m.member_epoch,
-                _partitions(m.target_assignment),
-                tuple(m.subscribed_topic_names),
-            )
-            for m in g.members
-        )
-        return GroupDescription(
-            g.group_id,
-            g.group_state,
-            "consumer",
-            g.assignor_name,
-            members,
-            node,
-            "consumer",
-            g.group_epoch,
-            g.assignment_epoch,
-        )
-    raise AssertionError("unreachable")  # pragma: no cover
+        for m in g.members
+    )
+    return GroupDescription(
+        g.group_id,
+        g.group_state,
+        "consumer",
+        g.assignor_name,
+        members,
+        node,
+        "consumer",
+        g.group_epoch,
+        g.assignment_epoch,
+    )

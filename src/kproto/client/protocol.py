@@ -57,7 +57,8 @@ REFRESH_CODES = frozenset(
     }
 )
 
-#: Coordinator error codes after which FindCoordinator is asked again (once).
+#: Coordinator error codes after which FindCoordinator is asked again (once for the
+#: group APIs; within the retry budget for the transaction APIs).
 COORDINATOR_CODES = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 )

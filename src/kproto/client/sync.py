@@ -5,9 +5,9 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kproto._closing import Closing
 from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import request_type
 from kproto.meta import build_entity
@@ -38,7 +38,7 @@ T = TypeVar("T")
 DEFAULT_FETCH_MAX_BYTES = 1 << 20
 
 
-class Client:
+class Client(Closing):
     """A small blocking Kafka client: produce, fetch, offsets and topic admin.
 
     Keeps a metadata cache (brokers, partition leaders, topic ids, the controller,
@@ -475,17 +475,6 @@ class Client:
         conns, self._conns = self._conns, {}
         for conn in conns.values():
             conn.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<Client {','.join(f'{h}:{p}' for h, p in self.core.bootstrap)}>"

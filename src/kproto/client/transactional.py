@@ -7,9 +7,9 @@ from __future__ import annotations
 import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING
 
+from kproto._closing import Closing
 from kproto.records import Compression, RecordInput
 from kproto.sasl import SaslConfig
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["TransactionalProducer"]
 
 
-class TransactionalProducer:
+class TransactionalProducer(Closing):
     """A transactional producer (KIP-98; KIP-890 transaction version 2 when the
     broker finalizes it), shaped as Java's ``KafkaProducer``::
 
@@ -162,17 +162,6 @@ class TransactionalProducer:
         """Close the connections (an open transaction is left to the
         coordinator's timeout, as Java's ``close``)."""
         self.client.close()
-
-    def __enter__(self) -> TransactionalProducer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         m = self.manager

@@ -40,7 +40,7 @@ from kproto import __version__
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
-from .protocol import ANY_NODE, Backoff, Call, WaitingOp
+from .protocol import ANY_NODE, COORDINATOR_CODES, Backoff, Call, WaitingOp
 from .results import BrokerError, ClientError, TopicPartition
 
 if TYPE_CHECKING:
@@ -77,10 +77,6 @@ _RETRY_CODES = frozenset(
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.REQUEST_TIMED_OUT,
     }
-)
-#: Errors after which the coordinator is found again.
-_MOVED_CODES = frozenset(
-    {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 )
 _FENCED_CODES = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH})
 #: Errors that leave the producer usable once the transaction is aborted
@@ -299,7 +295,10 @@ class TransactionManager:
             if code == ErrorCode.NONE:
                 self.core.metadata.brokers[found.node_id] = (found.host, found.port)
                 return int(found.node_id)
-            if code not in _RETRY_CODES | _MOVED_CODES or attempt == self.max_retries:
+            if (
+                code not in _RETRY_CODES | COORDINATOR_CODES
+                or attempt == self.max_retries
+            ):
                 raise BrokerError(
                     code,
                     f"FindCoordinator {key}",
@@ -339,7 +338,7 @@ class TransactionManager:
             response = yield Call(node, api_key, build, max_version)
             code = code_of(response)
             last = attempt == self.max_retries
-            if code in _MOVED_CODES and not last:
+            if code in COORDINATOR_CODES and not last:
                 node = None
                 if group is None:
                     self.coordinator = None

@@ -14,6 +14,7 @@ from typing import Any
 
 import crc32c as _crc32c_module
 
+from kproto._varint import write_uvarint
 from kproto.exceptions import EncodeError
 
 from . import _native
@@ -42,24 +43,15 @@ _MIN_INT64 = -(1 << 63)
 _MAX_INT64 = (1 << 63) - 1
 
 
-def _uvarint_bytes(u: int) -> bytes:
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
 # Unsigned varints below 2**14 (zigzag of -8192..8191): at most 2 bytes.
-_UV: tuple[bytes, ...] = tuple(_uvarint_bytes(u) for u in range(1 << 14))
+_UV: tuple[bytes, ...] = tuple(write_uvarint(u) for u in range(1 << 14))
 _UV_LEN = len(_UV)
 
 
 def _zz(v: int) -> bytes:
     """Zigzag varint/varlong bytes of ``v``."""
     u = v << 1 if v >= 0 else ((-v) << 1) - 1
-    return _UV[u] if u < _UV_LEN else _uvarint_bytes(u)
+    return _UV[u] if u < _UV_LEN else write_uvarint(u)
 
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
@@ -185,7 +177,7 @@ def _v2_records_fast(
         parts: list[Any] = [
             b"\x00",
             uv[u] if u < uv_len else zz(d),
-            uv[i2] if i2 < uv_len else _uvarint_bytes(i2),
+            uv[i2] if i2 < uv_len else write_uvarint(i2),
             klen,
             key,
             vlen,

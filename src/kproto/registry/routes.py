@@ -11,6 +11,7 @@ middleware (:mod:`kproto.registry.app`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Container
 from typing import Any, Final
 
 from aiohttp import web
@@ -271,19 +272,40 @@ def _subject_or_global(request: web.Request) -> str | None:
     return request.match_info.get("subject")
 
 
-async def get_config(request: web.Request) -> web.Response:
-    """GET /config and /config/{subject} (``defaultToGlobal``)."""
-    registry = _registry(request)
+def _configured_subject(
+    request: web.Request,
+    configured: Container[str | None],
+    code: RegistryErrorCode,
+    setting: str,
+) -> str | None:
+    """The subject a GET /config or /mode names (None: the global setting).
+
+    Raises:
+        RegistryError: ``code`` (40408, 40409) for a subject without a subject-level
+            ``setting`` of its own, unless ``defaultToGlobal`` is set.
+    """
     subject = _subject_or_global(request)
     if (
         subject is not None
-        and subject not in registry.state.configs
+        and subject not in configured
         and not flag(request, "defaultToGlobal")
     ):
         raise RegistryError(
-            RegistryErrorCode.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED,
-            f"Subject '{subject}' does not have subject-level compatibility configured",
+            code,
+            f"Subject '{subject}' does not have subject-level {setting} configured",
         )
+    return subject
+
+
+async def get_config(request: web.Request) -> web.Response:
+    """GET /config and /config/{subject} (``defaultToGlobal``)."""
+    registry = _registry(request)
+    subject = _configured_subject(
+        request,
+        registry.state.configs,
+        RegistryErrorCode.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED,
+        "compatibility",
+    )
     return dump({"compatibilityLevel": registry.compatibility(subject).value})
 
 
@@ -304,16 +326,12 @@ async def delete_config(request: web.Request) -> web.Response:
 async def get_mode(request: web.Request) -> web.Response:
     """GET /mode and /mode/{subject} (``defaultToGlobal``)."""
     registry = _registry(request)
-    subject = _subject_or_global(request)
-    if (
-        subject is not None
-        and subject not in registry.state.modes
-        and not flag(request, "defaultToGlobal")
-    ):
-        raise RegistryError(
-            RegistryErrorCode.SUBJECT_LEVEL_MODE_NOT_CONFIGURED,
-            f"Subject '{subject}' does not have subject-level mode configured",
-        )
+    subject = _configured_subject(
+        request,
+        registry.state.modes,
+        RegistryErrorCode.SUBJECT_LEVEL_MODE_NOT_CONFIGURED,
+        "mode",
+    )
     return dump({"mode": registry.mode(subject)})
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import primitives
 from .context import Deserializer, MessageField, SerializationContext, Serializer
 from .errors import (
     KeyDeserializationError,
@@ -29,28 +30,7 @@ from .errors import (
     ValueDeserializationError,
     ValueSerializationError,
 )
-from .primitives import (
-    BooleanDeserializer,
-    BooleanSerializer,
-    ByteArrayDeserializer,
-    ByteArraySerializer,
-    DoubleDeserializer,
-    DoubleSerializer,
-    FloatDeserializer,
-    FloatSerializer,
-    IntegerDeserializer,
-    IntegerSerializer,
-    LongDeserializer,
-    LongSerializer,
-    ShortDeserializer,
-    ShortSerializer,
-    StringDeserializer,
-    StringSerializer,
-    UUIDDeserializer,
-    UUIDSerializer,
-    VoidDeserializer,
-    VoidSerializer,
-)
+from .primitives import *  # noqa: F403 (the names of primitives.__all__)
 
 if TYPE_CHECKING:
     from .avro import AvroDeserializer, AvroSerializer
@@ -84,26 +64,6 @@ __all__ = [
     "ValueSerializationError",
     "KeyDeserializationError",
     "ValueDeserializationError",
-    "StringSerializer",
-    "StringDeserializer",
-    "ShortSerializer",
-    "ShortDeserializer",
-    "IntegerSerializer",
-    "IntegerDeserializer",
-    "LongSerializer",
-    "LongDeserializer",
-    "FloatSerializer",
-    "FloatDeserializer",
-    "DoubleSerializer",
-    "DoubleDeserializer",
-    "BooleanSerializer",
-    "BooleanDeserializer",
-    "UUIDSerializer",
-    "UUIDDeserializer",
-    "ByteArraySerializer",
-    "ByteArrayDeserializer",
-    "VoidSerializer",
-    "VoidDeserializer",
     "AvroSerializer",
     "AvroDeserializer",
     "JSONSerializer",
@@ -114,6 +74,7 @@ __all__ = [
     "record_name_strategy",
     "topic_record_name_strategy",
 ]
+__all__ += primitives.__all__
 
 
 def __getattr__(name: str) -> Any:

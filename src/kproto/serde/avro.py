@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from kproto.registry.client import RegisteredSchema, Schema, SchemaRegistryClient
+from kproto.registry.client import Schema, SchemaRegistryClient
 
 from .avro_bounds import check_counts, zero_width_arrays
-from .context import SerializationContext
+from .context import FromDict, SerializationContext, ToDict
 from .errors import in_context
 from .registry_serde import (
     DeserializerConfig,
+    ParsedSchemas,
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
@@ -33,9 +34,6 @@ from .registry_serde import (
 from .wire import SchemaId
 
 __all__ = ["AvroSerializer", "AvroDeserializer", "parse_avro"]
-
-ToDict = Callable[[Any, SerializationContext | None], Any]
-FromDict = Callable[[Any, SerializationContext | None], Any]
 
 
 def parse_avro(schema: Schema, named: Mapping[str, Schema] | None = None) -> Any:
@@ -113,7 +111,9 @@ class AvroSerializer:
         )
         self.parsed = parse_avro(self.schema, named)
         self.record_name = _record_name(self.parsed)
-        self._by_id: dict[int, Any] = {}
+        self._parsed = ParsedSchemas(
+            schema_registry_client, parse_avro, deserializing=False
+        )
 
     def __call__(
         self, value: Any, ctx: SerializationContext | None = None
@@ -128,7 +128,9 @@ class AvroSerializer:
             self.subjects.config.use_latest_version
             or self.subjects.config.use_schema_id is not None
         ):
-            parsed = self._parsed_for(registered, ctx)
+            parsed = self._parsed.get(
+                registered.schema_id, lambda: registered.schema, ctx
+            )
         sid = SchemaId(registered.schema_id, guid_or_none(registered.guid))
         if self.to_dict is not None:
             value = self.to_dict(value, ctx)
@@ -153,25 +155,6 @@ class AvroSerializer:
                 schema_id=sid.label,
             ) from err
         return self.subjects.config.schema_id_serializer(out.getvalue(), ctx, sid)
-
-    def _parsed_for(
-        self, registered: RegisteredSchema, ctx: SerializationContext | None
-    ) -> Any:
-        parsed = self._by_id.get(registered.schema_id)
-        if parsed is None:
-            named = dict(
-                resolve_references(
-                    self.client, registered.schema, ctx, deserializing=False
-                )
-            )
-            try:
-                parsed = parse_avro(registered.schema, named)
-            except ValueError as err:
-                raise in_context(
-                    str(err), ctx, deserializing=False, schema_id=registered.schema_id
-                ) from err
-            self._by_id[registered.schema_id] = parsed
-        return parsed
 
 
 class AvroDeserializer:
@@ -221,31 +204,11 @@ class AvroDeserializer:
                 )
             )
             self.reader = parse_avro(schema, named)
-        self._parsed: dict[int | str, Any] = {}
+        self._parsed = ParsedSchemas(
+            schema_registry_client, parse_avro, deserializing=True
+        )
         # writer schemas with arrays of zero-width items: their counts checked first
         self._guarded: dict[int | str, bool] = {}
-
-    def _parse(
-        self,
-        key: int | str,
-        registered: RegisteredSchema,
-        ctx: SerializationContext | None,
-    ) -> Any:
-        parsed = self._parsed.get(key)
-        if parsed is None:
-            named = dict(
-                resolve_references(
-                    self.client, registered.schema, ctx, deserializing=True
-                )
-            )
-            try:
-                parsed = parse_avro(registered.schema, named)
-            except ValueError as err:
-                raise in_context(
-                    str(err), ctx, deserializing=True, schema_id=key
-                ) from err
-            self._parsed[key] = parsed
-        return parsed
 
     def __call__(
         self, data: bytes | None, ctx: SerializationContext | None = None
@@ -257,19 +220,24 @@ class AvroDeserializer:
         sid, payload = self.config.schema_id_deserializer(data, ctx, False)
         label = sid.label
         assert label is not None
-        writer = self._parsed.get(label)
-        if writer is None:
-            writer = self._parse(label, self.writers.fetch(sid, ctx), ctx)
-            self._guarded[label] = zero_width_arrays(writer)
+        writer = self._parsed.get(
+            label, lambda: self.writers.fetch(sid, ctx).schema, ctx
+        )
+        guarded = self._guarded.get(label)
+        if guarded is None:
+            guarded = self._guarded[label] = zero_width_arrays(writer)
         reader = self.reader
         if reader is None and self.config.use_latest_version:
             latest = self.writers.latest(ctx, _record_name(writer))
             if latest is not None:
-                reader = self._parse(f"latest:{latest.schema_id}", latest, ctx)
+                latest_schema = latest.schema
+                reader = self._parsed.get(
+                    f"latest:{latest.schema_id}", lambda: latest_schema, ctx
+                )
         if _is_bytes(writer):
             raw = bytes(payload)
             return raw if self.from_dict is None else self.from_dict(raw, ctx)
-        if self._guarded.get(label):
+        if guarded:
             try:
                 check_counts(writer, bytes(payload))
             except ValueError as err:

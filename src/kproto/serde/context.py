@@ -7,6 +7,7 @@ a :class:`SerializationContext` or None, as confluent-kafka's serializers take i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -18,6 +19,8 @@ __all__ = [
     "Serializer",
     "Deserializer",
     "Headers",
+    "ToDict",
+    "FromDict",
 ]
 
 Headers = list[tuple[str, bytes | None]]
@@ -44,6 +47,14 @@ class SerializationContext:
     headers: Headers | None = None
     partition: int | None = None
     offset: int | None = None
+
+
+#: A registry-backed serializer's ``to_dict(obj, ctx)``: an object to the value the
+#: schema's library writes (a dict for an Avro record or a JSON object).
+ToDict = Callable[[Any, SerializationContext | None], Any]
+#: A registry-backed deserializer's ``from_dict(value, ctx)``: the value read to an
+#: object.
+FromDict = Callable[[Any, SerializationContext | None], Any]
 
 
 class Serializer(Protocol):

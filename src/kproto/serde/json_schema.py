@@ -11,15 +11,16 @@ the ``$ref`` URL).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kproto.registry.client import Schema, SchemaRegistryClient
 
-from .context import SerializationContext
+from .context import FromDict, SerializationContext, ToDict
 from .errors import in_context
 from .registry_serde import (
     DeserializerConfig,
+    ParsedSchemas,
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
@@ -29,9 +30,6 @@ from .registry_serde import (
 from .wire import SchemaId
 
 __all__ = ["JSONSerializer", "JSONDeserializer", "json_validator"]
-
-ToDict = Callable[[Any, SerializationContext | None], Any]
-FromDict = Callable[[Any, SerializationContext | None], Any]
 
 
 def json_validator(schema: Schema, named: Mapping[str, Schema] | None = None) -> Any:
@@ -215,27 +213,18 @@ class JSONDeserializer:
             )
             self.validator = json_validator(schema, named)
         self.from_dict = from_dict
-        self._validators: dict[int | str, Any] = {}
+        self._validators = (
+            ParsedSchemas(schema_registry_client, json_validator, deserializing=True)
+            if schema_registry_client is not None
+            else None
+        )
 
     def _writer_validator(self, sid: SchemaId, ctx: SerializationContext | None) -> Any:
-        label = sid.label
+        label, writers = sid.label, self.writers
         assert (
-            label is not None and self.writers is not None and self.client is not None
+            label is not None and writers is not None and self._validators is not None
         )
-        validator = self._validators.get(label)
-        if validator is None:
-            schema = self.writers.fetch(sid, ctx).schema
-            named = dict(
-                resolve_references(self.client, schema, ctx, deserializing=True)
-            )
-            try:
-                validator = json_validator(schema, named)
-            except ValueError as err:
-                raise in_context(
-                    str(err), ctx, deserializing=True, schema_id=label
-                ) from err
-            self._validators[label] = validator
-        return validator
+        return self._validators.get(label, lambda: writers.fetch(sid, ctx).schema, ctx)
 
     def _latest_validator(self, ctx: SerializationContext | None) -> Any:
         """With ``use.latest.version``: the validator of the subject's latest version

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -49,10 +49,13 @@ __all__ = [
     "WriterSchemas",
     "MAX_REFERENCE_DEPTH",
     "resolve_references",
+    "ParsedSchemas",
     "guid_or_none",
 ]
 
 MAX_REFERENCE_DEPTH = 32
+
+T = TypeVar("T")
 
 
 def _check_keys(conf: Mapping[str, Any], known: set[str], what: str) -> None:
@@ -300,6 +303,55 @@ def resolve_references(
 
     visit(schema, 0)
     return out
+
+
+class ParsedSchemas(Generic[T]):
+    """Schemas the registry gave (writer schemas, or the ones to write with), each
+    parsed once: ``parse(schema, named)`` (fastavro's form, a jsonschema
+    validator, ...), ``named`` being its references as :func:`resolve_references`
+    finds them; kept by schema id (or GUID, or any key the caller names them by)."""
+
+    def __init__(
+        self,
+        client: SchemaRegistryClient,
+        parse: Callable[[Schema, Mapping[str, Schema]], T],
+        *,
+        deserializing: bool,
+    ) -> None:
+        self.client = client
+        self.parse = parse
+        self.deserializing = deserializing
+        self._parsed: dict[int | str, T] = {}
+
+    def get(
+        self,
+        key: int | str,
+        schema: Callable[[], Schema],
+        ctx: SerializationContext | None,
+    ) -> T:
+        """The parsed form of the schema ``key`` names; ``schema()`` gives the schema
+        the first time.
+
+        Raises:
+            SerializationError: a reference the registry lacks, or the schema
+                ``parse`` refused with ``ValueError`` (naming ``key``).
+        """
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            found = schema()
+            named = dict(
+                resolve_references(
+                    self.client, found, ctx, deserializing=self.deserializing
+                )
+            )
+            try:
+                parsed = self.parse(found, named)
+            except ValueError as err:
+                raise in_context(
+                    str(err), ctx, deserializing=self.deserializing, schema_id=key
+                ) from err
+            self._parsed[key] = parsed
+        return parsed
 
 
 def guid_or_none(value: str | None) -> uuid.UUID | None:

@@ -82,18 +82,27 @@ def _ready_module(module: Any) -> Any:
     return module
 
 
+def _described(module: Any, cls: type) -> tuple[Any, Any] | None:
+    """The ready C module and its description of ``cls``; None when the extension is
+    not loaded or cannot describe ``cls``."""
+    if module is None:
+        return None
+    desc = _describe(cls)
+    if desc is None:
+        return None
+    return _ready_module(module), desc
+
+
 def entity_reader(cls: type, fallback: Callable[[Any, int], Any]) -> Any:
     """``fallback`` (the compiled ``decode(buf, pos) -> (entity, pos)`` of ``cls``)
     wrapped by the C reader, or ``fallback`` itself when the extension is not loaded
     or cannot describe ``cls``. The reader calls ``fallback`` while
     ``kproto.speedups.using(False)`` is in effect."""
-    module = speedups.entity_module()
-    if module is None:
+    found = _described(speedups.entity_module(), cls)
+    if found is None:
         return fallback
-    desc = _describe(cls)
-    if desc is None:
-        return fallback
-    return _ready_module(module).make_reader(desc, fallback)
+    module, desc = found
+    return module.make_reader(desc, fallback)
 
 
 def entity_writer(cls: type, fallback: Callable[[Any, Any], None]) -> Any:
@@ -103,10 +112,8 @@ def entity_writer(cls: type, fallback: Callable[[Any, Any], None]) -> Any:
     ``fallback`` for any value it is not sure of and while
     ``kproto.speedups.using(False)`` is in effect; its ``to_bytes(entity) -> bytes``
     returns them."""
-    module = speedups.entity_writer_module()
-    if module is None:
+    found = _described(speedups.entity_writer_module(), cls)
+    if found is None:
         return fallback
-    desc = _describe(cls)
-    if desc is None:
-        return fallback
-    return _ready_module(module).make_writer(desc, fallback)
+    module, desc = found
+    return module.make_writer(desc, fallback)

@@ -12,6 +12,7 @@ import struct
 from typing import Final
 
 from kproto import _varint
+from kproto._varint import SMALL_UVARINTS, write_uvarint
 
 __all__ = [
     "FIXED_FORMATS",
@@ -111,23 +112,6 @@ def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """A zigzag-encoded signed varlong (64 bits)."""
     raw, pos = read_uvarlong(buf, pos)
     return (raw >> 1) ^ -(raw & 1), pos
-
-
-_SMALL: Final = tuple(bytes((i,)) for i in range(128))
-#: The one-byte unsigned varints 0..127, indexed by value.
-SMALL_UVARINTS: Final = _SMALL
-
-
-def write_uvarint(value: int) -> bytes:
-    """An unsigned varint (the caller checks the range)."""
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def write_varint(value: int) -> bytes:

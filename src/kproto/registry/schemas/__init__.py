@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kproto.registry.schemas import _types
+from kproto.registry.schemas._types import *  # noqa: F403 (the names of _types.__all__)
 from kproto.registry.schemas._types import (
-    CompatibilityLevel,
     InvalidSchemaError,
     ParsedSchema,
     SchemaReference,
@@ -36,17 +37,13 @@ from kproto.registry.schemas.protobuf import (
 )
 
 __all__ = [
-    "SchemaType",
-    "CompatibilityLevel",
-    "SchemaReference",
-    "InvalidSchemaError",
-    "ParsedSchema",
     "parse_schema",
     "check_compatibility",
     "compile_proto",
     "message_index_path",
     "message_name_at",
 ]
+__all__ += _types.__all__
 
 _PARSERS = {
     SchemaType.AVRO: parse_avro,

@@ -8,7 +8,7 @@ Names follow Confluent Schema Registry (``io.confluent.kafka.schemaregistry``):
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import attrs
 
@@ -19,6 +19,7 @@ __all__ = [
     "InvalidSchemaError",
     "ParsedSchema",
     "SchemaModel",
+    "SchemaDifference",
 ]
 
 
@@ -131,3 +132,31 @@ class ParsedSchema:
         the serialized ``FileDescriptorProto``."""
         text = self.model.formatted(fmt) if fmt else None
         return self.canonical if text is None else text
+
+
+@attrs.frozen
+class SchemaDifference:
+    """One of Confluent's ``Difference``s between two schemas of a format (JSON
+    Schema, Protobuf): a difference type and a path. Each format subclasses it with
+    its compatible types and the descriptions of the others.
+    """
+
+    type: str
+    path: str
+
+    #: The format's difference types that keep the schemas compatible.
+    COMPATIBLE_CHANGES: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def compatible(self) -> bool:
+        return self.type in self.COMPATIBLE_CHANGES
+
+    def description(self, update: str, original: str) -> str:
+        """Confluent's description of this type (empty where it has none)."""
+        return ""
+
+    def describe(self, update: str, original: str) -> str:
+        """Confluent's ``{errorType:"...", description:"..."}``; ``update``/``original``
+        name the roles ("new"/"old")."""
+        text = self.description(update, original)
+        return f'{{errorType:"{self.type}", description:"{text}"}}'

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
-from kproto.registry.schemas._types import ParsedSchema
+from kproto.registry.schemas._types import ParsedSchema, SchemaDifference
 from kproto.registry.schemas.json_schema import (
     Documents,
     JsonSchemaModel,
@@ -82,19 +82,12 @@ _ADDED_TO_OPEN = frozenset(
 
 
 @attrs.frozen
-class Difference:
+class Difference(SchemaDifference):
     """One of Confluent's JSON Schema ``Difference``s: a type and a JSON path."""
 
-    type: str
-    path: str
+    COMPATIBLE_CHANGES: ClassVar[frozenset[str]] = COMPATIBLE_CHANGES
 
-    @property
-    def compatible(self) -> bool:
-        return self.type in COMPATIBLE_CHANGES
-
-    def describe(self, update: str, original: str) -> str:
-        """Confluent's ``{errorType:"...", description:"..."}``; ``update``/``original``
-        name the roles ("new"/"old")."""
+    def description(self, update: str, original: str) -> str:
         t, p = self.type, self.path
         if t in _KEYWORD_ADDED_OR_REMOVED:
             text = f"The keyword at path '{p}' in the {update} schema is not present in the {original} schema"
@@ -146,7 +139,7 @@ class Difference:
             )
         else:
             text = ""
-        return f'{{errorType:"{t}", description:"{text}"}}'
+        return text
 
 
 _OBJECT_KEYS = frozenset(
@@ -602,13 +595,12 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                     else:
                         partial = _partial(u, key)
                         if partial is not None:
-                            sub = ctx.sub()
-                            _compare(sub, props_o[key], partial, (o.doc, u.doc))
-                            ctx.differences += sub.differences
-                            ctx.add(
-                                "PROPERTY_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                                if sub.compatible
-                                else "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                            _compare_covered(
+                                ctx,
+                                props_o[key],
+                                partial,
+                                (o.doc, u.doc),
+                                "PROPERTY_REMOVED",
                             )
                         elif props_o[key] is False:
                             ctx.add(
@@ -633,13 +625,12 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                     else:
                         partial = _partial(o, key)
                         if partial is not None:
-                            sub = ctx.sub()
-                            _compare(sub, partial, props_u[key], (o.doc, u.doc))
-                            ctx.differences += sub.differences
-                            ctx.add(
-                                "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                                if sub.compatible
-                                else "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                            _compare_covered(
+                                ctx,
+                                partial,
+                                props_u[key],
+                                (o.doc, u.doc),
+                                "PROPERTY_ADDED",
                             )
                         if key in req_u:
                             ctx.add(
@@ -712,6 +703,27 @@ def _items(s: _Schema) -> tuple[Any, list[Any], Any]:
     return (items if items is not None else _MISSING), [], _get(s, "additionalItems")
 
 
+def _compare_covered(
+    ctx: _Context,
+    original: Any,
+    update: Any,
+    docs: tuple[Any, Any],
+    change: str,
+) -> None:
+    """A property or item on one side only, compared with the schema of the other
+    side's partially open content model (``additionalProperties``, a matching
+    ``patternProperties``, ``additionalItems``): its differences, then
+    ``{change}_IS_COVERED_BY_...`` or ``{change}_NOT_COVERED_BY_...``."""
+    sub = ctx.sub()
+    _compare(sub, original, update, docs)
+    ctx.differences += sub.differences
+    ctx.add(
+        f"{change}_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+        if sub.compatible
+        else f"{change}_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+    )
+
+
 def _compare_array(ctx: _Context, o: _Schema, u: _Schema) -> None:
     all_o, pos_o, add_o = _items(o)
     all_u, pos_u, add_u = _items(u)
@@ -727,13 +739,8 @@ def _compare_array(ctx: _Context, o: _Schema, u: _Schema) -> None:
                 if open_u:
                     ctx.add("ITEM_REMOVED_FROM_OPEN_CONTENT_MODEL")
                 elif isinstance(add_u, dict):
-                    sub = ctx.sub()
-                    _compare(sub, pos_o[index], add_u, (o.doc, u.doc))
-                    ctx.differences += sub.differences
-                    ctx.add(
-                        "ITEM_REMOVED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                        if sub.compatible
-                        else "ITEM_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+                    _compare_covered(
+                        ctx, pos_o[index], add_u, (o.doc, u.doc), "ITEM_REMOVED"
                     )
                 elif pos_o[index] is False:
                     ctx.add("ITEM_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL")
@@ -745,14 +752,7 @@ def _compare_array(ctx: _Context, o: _Schema, u: _Schema) -> None:
                 else:
                     ctx.add("ITEM_ADDED_TO_OPEN_CONTENT_MODEL")
             elif isinstance(add_o, dict):
-                sub = ctx.sub()
-                _compare(sub, add_o, pos_u[index], (o.doc, u.doc))
-                ctx.differences += sub.differences
-                ctx.add(
-                    "ITEM_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                    if sub.compatible
-                    else "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
-                )
+                _compare_covered(ctx, add_o, pos_u[index], (o.doc, u.doc), "ITEM_ADDED")
             else:
                 ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
     with ctx.enter("additionalItems"):

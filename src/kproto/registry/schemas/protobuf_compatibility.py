@@ -7,13 +7,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
 
 import attrs
 from google.protobuf import descriptor_pb2
 
-from kproto.registry.schemas._types import ParsedSchema
+from kproto.registry.schemas._types import ParsedSchema, SchemaDifference
 from kproto.registry.schemas.protobuf import ProtobufModel
 from kproto.registry.schemas.protobuf_text import SCALAR_TYPES
 
@@ -34,19 +34,12 @@ COMPATIBLE_CHANGES = frozenset(
 
 
 @attrs.frozen
-class Difference:
+class Difference(SchemaDifference):
     """One of Confluent's Protobuf ``Difference``s: a type and a path (``#/Msg/2``)."""
 
-    type: str
-    path: str
+    COMPATIBLE_CHANGES: ClassVar[frozenset[str]] = COMPATIBLE_CHANGES
 
-    @property
-    def compatible(self) -> bool:
-        return self.type in COMPATIBLE_CHANGES
-
-    def describe(self, update: str, original: str) -> str:
-        """Confluent's ``{errorType:"...", description:"..."}``; ``update``/``original``
-        name the roles ("new"/"old")."""
+    def description(self, update: str, original: str) -> str:
         p = self.path
         texts = {
             "PACKAGE_CHANGED": f"The package at '{p}' in the {update} schema does not match the package in the {original} schema",
@@ -61,7 +54,7 @@ class Difference:
             "MULTIPLE_FIELDS_MOVED_TO_ONEOF": f"Multiple fields in the oneof at path '{p}' in the {update} schema are outside a oneof in the {original} schema",
             "FIELD_MOVED_TO_EXISTING_ONEOF": f"A field in the oneof at path '{p}' in the {update} schema is outside an existing oneof in the {original} schema",
         }
-        return f'{{errorType:"{self.type}", description:"{texts.get(self.type, "")}"}}'
+        return texts.get(self.type, "")
 
 
 @attrs.frozen
@@ -177,6 +170,22 @@ class _At:
 
     def __exit__(self, *exc: object) -> None:
         self.ctx.path.pop()
+
+
+def _in_both(
+    ctx: _Context, by_o: Mapping[str, Any], by_u: Mapping[str, Any], kind: str
+) -> Iterator[str]:
+    """The names of either side (the original's order, then the update's new ones),
+    each with ``ctx.path`` at it: ``{kind}_REMOVED`` / ``{kind}_ADDED`` added for a
+    name on one side only, the names on both sides yielded to compare."""
+    for name in list(by_o) + [n for n in by_u if n not in by_o]:
+        with _At(ctx, name):
+            if name not in by_u:
+                ctx.add(f"{kind}_REMOVED")
+            elif name not in by_o:
+                ctx.add(f"{kind}_ADDED")
+            else:
+                yield name
 
 
 def _field_type(field: Any) -> str:
@@ -398,45 +407,25 @@ def _compare_types_elements(
     }
     by_o = {m.name: m for m in messages_o if not m.options.map_entry}
     by_u = {m.name: m for m in messages_u if not m.options.map_entry}
-    for name in list(by_o) + [n for n in by_u if n not in by_o]:
-        saved = ctx.path
-        ctx.path = [*saved, name]
-        try:
-            if name not in by_u:
-                ctx.add("MESSAGE_REMOVED")
-            elif name not in by_o:
-                ctx.add("MESSAGE_ADDED")
-            else:
-                key = (f"{scopes[0]}.{name}", f"{scopes[1]}.{name}")
-                found = ctx.message_differences(key, ctx.path, by_o[name], by_u[name])
-                ctx.extend(found or [])
-                if index_o[name] != index_u[name]:
-                    ctx.add("MESSAGE_MOVED")
-        finally:
-            ctx.path = saved
+    for name in _in_both(ctx, by_o, by_u, "MESSAGE"):
+        key = (f"{scopes[0]}.{name}", f"{scopes[1]}.{name}")
+        found = ctx.message_differences(key, ctx.path, by_o[name], by_u[name])
+        ctx.extend(found or [])
+        if index_o[name] != index_u[name]:
+            ctx.add("MESSAGE_MOVED")
     enums_by_o = {e.name: e for e in enums_o}
     enums_by_u = {e.name: e for e in enums_u}
-    for name in list(enums_by_o) + [n for n in enums_by_u if n not in enums_by_o]:
-        saved = ctx.path
-        ctx.path = [*saved, name]
-        try:
-            if name not in enums_by_u:
-                ctx.add("ENUM_REMOVED")
-            elif name not in enums_by_o:
-                ctx.add("ENUM_ADDED")
-            else:
-                values_o = {v.number: v.name for v in enums_by_o[name].value}
-                values_u = {v.number: v.name for v in enums_by_u[name].value}
-                for number in sorted(set(values_o) | set(values_u)):
-                    with _At(ctx, str(number)):
-                        if number not in values_u:
-                            ctx.add("ENUM_CONST_REMOVED")
-                        elif number not in values_o:
-                            ctx.add("ENUM_CONST_ADDED")
-                        elif values_o[number] != values_u[number]:
-                            ctx.add("ENUM_CONST_CHANGED")
-        finally:
-            ctx.path = saved
+    for name in _in_both(ctx, enums_by_o, enums_by_u, "ENUM"):
+        values_o = {v.number: v.name for v in enums_by_o[name].value}
+        values_u = {v.number: v.name for v in enums_by_u[name].value}
+        for number in sorted(set(values_o) | set(values_u)):
+            with _At(ctx, str(number)):
+                if number not in values_u:
+                    ctx.add("ENUM_CONST_REMOVED")
+                elif number not in values_o:
+                    ctx.add("ENUM_CONST_ADDED")
+                elif values_o[number] != values_u[number]:
+                    ctx.add("ENUM_CONST_CHANGED")
 
 
 def protobuf_differences(
