@@ -249,7 +249,7 @@ class ReplicaManager:
                 elif not error:
                     records = pdata.records or b""
                     plog, error = self.leader_log(name, pdata.index)
-                    if plog is not None:
+                    if plog is not None and transactional_id is not None:
                         error = self._verify_transaction(
                             transactional_id,
                             records,
@@ -259,7 +259,7 @@ class ReplicaManager:
                         )
                     if plog is not None and not error:
                         info = state.topics[name]
-                        policy = produce_policy(info, state.now_ms())
+                        policy = info.produce_policy(state.now_ms())
                         try:
                             # small requests inline, large or bombs off the loop
                             checked = await validate(

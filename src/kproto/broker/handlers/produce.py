@@ -15,8 +15,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from kproto.broker.handlers.context import RequestContext
-from kproto.broker.handlers.partitions import topic_name
-from kproto.broker.replica_manager import PartitionResult
+from kproto.broker.replica_manager import PartitionResult, resolve_topic
 from kproto.index import ApiKey, response_type
 from kproto.meta import wire_fields
 
@@ -115,8 +114,16 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     Produce v0-v2 (magic 0/1 message sets) is advertised but not served, as Kafka 4
     (KAFKA-18659): :mod:`kproto.broker.dispatch` routes it to
     :func:`kproto.broker.handlers.refusals.unsupported_version`, never here."""
+    state = ctx.state
     entries = [
-        (*topic_name(ctx, topic_data), topic_data.partition_data)
+        (
+            *resolve_topic(
+                state,
+                getattr(topic_data, "name", None),
+                getattr(topic_data, "topic_id", None),
+            ),
+            topic_data.partition_data,
+        )
         for topic_data in request.topic_data
     ]
     results = await ctx.replicas.append_records(
@@ -129,10 +136,12 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     )
     if request.acks == 0:
         return None
-    topics = [
-        (name, getattr(topic_data, "topic_id", None), partitions)
-        for (name, _, _), topic_data, partitions in zip(
-            entries, request.topic_data, results, strict=True
-        )
-    ]
-    return produce_response(ctx.api_version, topics)
+    return produce_response(
+        ctx.api_version,
+        [
+            (entry[0], getattr(topic_data, "topic_id", None), partitions)
+            for entry, topic_data, partitions in zip(
+                entries, request.topic_data, results, strict=True
+            )
+        ],
+    )
