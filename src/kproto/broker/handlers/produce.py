@@ -115,17 +115,18 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
     (KAFKA-18659): :mod:`kproto.broker.dispatch` routes it to
     :func:`kproto.broker.handlers.refusals.unsupported_version`, never here."""
     state = ctx.state
-    entries = [
-        (
-            *resolve_topic(
-                state,
-                getattr(topic_data, "name", None),
-                getattr(topic_data, "topic_id", None),
-            ),
-            topic_data.partition_data,
+    # one pass, no comprehension (each is a call): this runs for every Produce
+    entries = []
+    names = []
+    topic_ids = []
+    for topic_data in request.topic_data:
+        topic_id = getattr(topic_data, "topic_id", None)
+        name, topic_error = resolve_topic(
+            state, getattr(topic_data, "name", None), topic_id
         )
-        for topic_data in request.topic_data
-    ]
+        entries.append((name, topic_error, topic_data.partition_data))
+        names.append(name)
+        topic_ids.append(topic_id)
     results = await ctx.replicas.append_records(
         entries,
         acks=request.acks,
@@ -138,10 +139,5 @@ async def produce(ctx: RequestContext, request: Any) -> Any:
         return None
     return produce_response(
         ctx.api_version,
-        [
-            (entry[0], getattr(topic_data, "topic_id", None), partitions)
-            for entry, topic_data, partitions in zip(
-                entries, request.topic_data, results, strict=True
-            )
-        ],
+        list(zip(names, topic_ids, results, strict=True)),
     )
