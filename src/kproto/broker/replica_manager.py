@@ -235,8 +235,12 @@ class ReplicaManager:
         """
         state = self.state
         bad_acks = acks not in (0, 1, -1)
+        # bound once per request: this loop runs for every produced partition
         validate = state.validation.validate
         wait = self.wait
+        leader_log = self.leader_log
+        topic_infos = state.topics
+        now_ms = state.now_ms
         out: list[list[PartitionResult]] = []
         for name, topic_error, partitions in topics:
             results: list[PartitionResult] = []
@@ -248,7 +252,7 @@ class ReplicaManager:
                     error = ErrorCode.INVALID_REQUIRED_ACKS
                 elif not error:
                     records = pdata.records or b""
-                    plog, error = self.leader_log(name, pdata.index)
+                    plog, error = leader_log(name, pdata.index)
                     if plog is not None and transactional_id is not None:
                         error = self._verify_transaction(
                             transactional_id,
@@ -258,8 +262,8 @@ class ReplicaManager:
                             add_to_transaction,
                         )
                     if plog is not None and not error:
-                        info = state.topics[name]
-                        policy = info.produce_policy(state.now_ms())
+                        info = topic_infos[name]
+                        policy = info.produce_policy(now_ms())
                         try:
                             # small requests inline, large or bombs off the loop
                             checked = await validate(
