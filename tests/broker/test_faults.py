@@ -18,6 +18,7 @@ from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
 
 
 @pytest.fixture
@@ -36,28 +37,12 @@ def connect(cluster: Cluster, node: int) -> Connection:
 
 
 def produce_request(conn: Connection, topic: str, *partitions: int) -> object:
-    return conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=5000,
-        topic_data=[
-            {
-                "name": topic,
-                "partition_data": [
-                    {"index": p, "records": encode_batch([(b"k", b"v")])}
-                    for p in partitions
-                ],
-            }
-        ],
-    )
+    batch = encode_batch([(b"k", b"v")])
+    return wire.produce(conn, topic, {p: batch for p in partitions})
 
 
 def partition_errors(response: object) -> list[int]:
-    return [
-        p.error_code
-        for t in response.responses  # type: ignore[attr-defined]
-        for p in t.partition_responses
-    ]
+    return [p.error_code for p in wire.partition_answers(response)]
 
 
 # ---------------------------------------------------------------- inject_errors

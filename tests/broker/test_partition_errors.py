@@ -19,6 +19,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
 from tests.eventually import eventually
 
 
@@ -37,23 +38,9 @@ def connect(cluster: Cluster) -> Connection:
 
 
 def produce(conn: Connection, *partitions: int, topic: str = "t") -> dict[int, int]:
-    response = conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=5000,
-        topic_data=[
-            {
-                "name": topic,
-                "partition_data": [
-                    {"index": p, "records": encode_batch([(b"k", b"v")])}
-                    for p in partitions
-                ],
-            }
-        ],
-    )
-    return {
-        p.index: p.error_code for t in response.responses for p in t.partition_responses
-    }
+    batch = encode_batch([(b"k", b"v")])
+    response = wire.produce(conn, topic, {p: batch for p in partitions})
+    return {p.index: p.error_code for p in wire.partition_answers(response)}
 
 
 def test_partition_errors_answer_that_partition_alone(cluster: Cluster) -> None:

@@ -19,6 +19,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
 
 _TOO_MANY = "Excessively large number of partitions per request."
 
@@ -43,19 +44,8 @@ def create(conn: Connection, topics: list[tuple[str, int]], **kw: Any) -> Any:
 
 
 def produce(conn: Connection, cluster: Cluster, topic: str, partition: int) -> Any:
-    response = conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=1000,
-        topic_data=[
-            {
-                "topic_id": cluster.state.topics[topic].topic_id,
-                "partition_data": [
-                    {"index": partition, "records": encode_batch([(b"k", b"v")])}
-                ],
-            }
-        ],
-    )
+    batch = encode_batch([(b"k", b"v")])
+    response = wire.produce(conn, topic, {partition: batch}, cluster=cluster)
     return response.responses[0].partition_responses[0]
 
 

@@ -36,6 +36,7 @@ from kproto.broker.groups.streams_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from tests.broker.wire import commit_offset, join_classic
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
@@ -262,15 +263,7 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
         topic_partitions=[],
     )
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
-    classic = conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=other,
-        session_timeout_ms=6000,
-        rebalance_timeout_ms=6000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": b""}],
-    )
+    classic = join_classic(conn, other)
     assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
@@ -279,19 +272,9 @@ def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) 
     a = join(conn, app, "m1", topology(src, app))
 
     def commit(member: str, epoch: int) -> int:
-        answer = conn.request(
-            ApiKey.OFFSET_COMMIT,
-            group_id=app,
-            generation_id_or_member_epoch=epoch,
-            member_id=member,
-            topics=[
-                {
-                    "name": src,
-                    "partitions": [{"partition_index": 1, "committed_offset": 42}],
-                }
-            ],
+        return commit_offset(
+            conn, app, src, 1, 42, member_id=member, member_epoch=epoch
         )
-        return int(answer.topics[0].partitions[0].error_code)
 
     assert commit("m1", a.member_epoch + 1) == ErrorCode.STALE_MEMBER_EPOCH
     assert commit("nobody", a.member_epoch) == ErrorCode.UNKNOWN_MEMBER_ID
