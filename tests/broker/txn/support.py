@@ -1,5 +1,6 @@
-"""What the transaction tests share: a confluent-kafka transactional producer, and
-one committed plus one aborted transaction to write a topic's markers."""
+"""What the transaction tests share: a confluent-kafka transactional producer, one
+committed plus one aborted transaction to write a topic's markers, and a raw request
+of one exact version to a node or to a transactional id's coordinator."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
+from kproto.broker.dispatch import build
+from kproto.connection import Connection
+from kproto.index import ApiKey, request_type
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -38,3 +42,20 @@ def commit_kept_abort_dropped(producer: Any, topic: str) -> None:
     producer.produce(topic, b"dropped")
     assert producer.flush(10) == 0
     producer.abort_transaction(20)
+
+
+def call(
+    cluster: Cluster, node_id: int, api: ApiKey, version: int, **fields: Any
+) -> Any:
+    """The answer of node ``node_id`` to one ``api`` request of exactly ``version``
+    built from ``fields``, on a connection of its own (20 s timeout)."""
+    node = cluster.state.nodes[node_id]
+    with Connection(node.host, node.port, client_id="txn", timeout_s=20) as conn:
+        return conn.send(build(request_type(api, version), fields))
+
+
+def coordinator(cluster: Cluster, transactional_id: str) -> int:
+    """The node id of ``transactional_id``'s transaction coordinator."""
+    node = cluster.txn.coordinator_for(transactional_id)
+    assert node is not None
+    return node

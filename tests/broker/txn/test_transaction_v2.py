@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.dispatch import build
 from kproto.broker.txn import TransactionState
 from kproto.broker.txn.metadata import MAX_EPOCH
-from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
-from kproto.index import ApiKey, request_type
+from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker.txn.support import call, coordinator
 
 TOPIC = "tv2"
 _ids = itertools.count()
@@ -39,18 +38,6 @@ def tv1() -> Iterator[Cluster]:
     with Cluster(nodes=1) as c:
         c.create_topic(TOPIC, 2)
         yield c
-
-
-def call(cluster: Cluster, node_id: int, api: ApiKey, version: int, **f: Any) -> Any:
-    node = cluster.state.nodes[node_id]
-    with Connection(node.host, node.port, client_id="tv2", timeout_s=20) as conn:
-        return conn.send(build(request_type(api, version), f))
-
-
-def coordinator(cluster: Cluster, txn_id: str) -> int:
-    node = cluster.txn.coordinator_for(txn_id)
-    assert node is not None
-    return node
 
 
 def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.dispatch import build
-from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey, api_versions, request_type
+from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
+from tests.broker.txn.support import call, coordinator
 
 TOPIC = "tv"
 _ids = itertools.count()
@@ -27,20 +26,6 @@ def cluster() -> Iterator[Cluster]:
     with Cluster(nodes=3) as c:
         c.create_topic(TOPIC, 3)
         yield c
-
-
-def call(
-    cluster: Cluster, node_id: int, api: ApiKey, version: int, **fields: Any
-) -> Any:
-    node = cluster.state.nodes[node_id]
-    with Connection(node.host, node.port, client_id="txn", timeout_s=20) as conn:
-        return conn.send(build(request_type(api, version), fields))
-
-
-def coordinator(cluster: Cluster, txn_id: str) -> int:
-    node = cluster.txn.coordinator_for(txn_id)
-    assert node is not None
-    return node
 
 
 def served(cluster: Cluster, api: ApiKey) -> list[int]:
