@@ -31,7 +31,7 @@ from kproto.broker.txn.records import TRANSACTION_STATE_TOPIC
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import commit_offset, join_classic
+from tests.broker.wire import commit_offset, join_classic, join_consumer_group
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -196,14 +196,8 @@ def test_offset_commit(cluster: Cluster, conn: Connection) -> None:
 
 def test_consumer_group_heartbeat(cluster: Cluster, conn: Connection) -> None:
     def join() -> Any:
-        return conn.request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            group_id="hb",
-            member_id="member-1",
-            member_epoch=0,
-            rebalance_timeout_ms=5000,
-            subscribed_topic_names=["t"],
-            topic_partitions=[],
+        return join_consumer_group(
+            conn, "hb", "member-1", ["t"], rebalance_timeout_ms=5000
         )
 
     with failing(cluster, OFFSETS_TOPIC):

@@ -88,3 +88,24 @@ def commit_offset(
         ],
     )
     return int(answer.topics[0].partitions[0].error_code)
+
+
+def join_consumer_group(
+    conn: Connection,
+    group: str,
+    member_id: str,
+    topics: list[str],
+    *,
+    rebalance_timeout_ms: int = 1000,
+) -> Any:
+    """The ConsumerGroupHeartbeatResponse (KIP-848) to ``member_id`` joining
+    ``group`` (member epoch 0) subscribed to ``topics``, owning no partitions."""
+    return conn.request(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        group_id=group,
+        member_id=member_id,
+        member_epoch=0,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        subscribed_topic_names=topics,
+        topic_partitions=[],
+    )

@@ -201,14 +201,8 @@ def test_classic_group_completing_a_rebalance(
 
 def test_consumer_group_with_members(cluster: Cluster, conn: Connection) -> None:
     group = "kip848"
-    beat = conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id="m1",
-        member_epoch=0,
-        rebalance_timeout_ms=30_000,
-        subscribed_topic_names=[TOPIC],
-        topic_partitions=[],
+    beat = wire.join_consumer_group(
+        conn, group, "m1", [TOPIC], rebalance_timeout_ms=30_000
     )
     assert beat.error_code == ErrorCode.NONE
     epoch = beat.member_epoch

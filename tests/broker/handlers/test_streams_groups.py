@@ -36,7 +36,7 @@ from kproto.broker.groups.streams_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import commit_offset, join_classic
+from tests.broker.wire import commit_offset, join_classic, join_consumer_group
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
@@ -235,15 +235,7 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     assert hb(conn, app, "", 0).error_code == ErrorCode.INVALID_REQUEST
     assert hb(conn, app, "m1", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     # a KIP-848 consumer group of the same id is not a streams group
-    consumer = conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=app,
-        member_id="c1",
-        member_epoch=0,
-        rebalance_timeout_ms=1000,
-        subscribed_topic_names=[src],
-        topic_partitions=[],
-    )
+    consumer = join_consumer_group(conn, app, "c1", [src])
     assert consumer.error_code == 0
     refused = join(conn, app, "m1", topology(src, app))
     assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
@@ -253,15 +245,7 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     # and the other way round: a streams group is not a consumer or classic group
     other, _ = fresh(1)
     assert join(conn, other, "m1", topology(src, other)).error_code == 0
-    consumer = conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=other,
-        member_id="c1",
-        member_epoch=0,
-        rebalance_timeout_ms=1000,
-        subscribed_topic_names=[src],
-        topic_partitions=[],
-    )
+    consumer = join_consumer_group(conn, other, "c1", [src])
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     classic = join_classic(conn, other)
     assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL

@@ -45,7 +45,7 @@ def commit_kept_abort_dropped(producer: Any, topic: str) -> None:
 
 
 def call(
-    cluster: Cluster, node_id: int, api: ApiKey, version: int, **fields: Any
+    cluster: Cluster, node_id: int, api: ApiKey, version: int, /, **fields: Any
 ) -> Any:
     """The answer of node ``node_id`` to one ``api`` request of exactly ``version``
     built from ``fields``, on a connection of its own (20 s timeout)."""
@@ -59,3 +59,58 @@ def coordinator(cluster: Cluster, transactional_id: str) -> int:
     node = cluster.txn.coordinator_for(transactional_id)
     assert node is not None
     return node
+
+
+def call_coordinator(
+    cluster: Cluster, transactional_id: str, api: ApiKey, version: int, /, **fields: Any
+) -> Any:
+    """:func:`call` to ``transactional_id``'s transaction coordinator (the request's
+    own ``transactional_id`` field, where it has one, goes in ``fields``)."""
+    return call(cluster, coordinator(cluster, transactional_id), api, version, **fields)
+
+
+def txn_offset_commit(
+    cluster: Cluster,
+    transactional_id: str,
+    group: str,
+    producer: tuple[int, int],
+    version: int,
+    topic: dict[str, Any],
+    offset: int,
+    metadata: str = "",
+) -> int:
+    """The error code of a TxnOffsetCommit of exactly ``version`` to ``group``'s
+    coordinator: ``offset`` (with ``metadata``) for partition 0 of ``topic`` (its
+    entry's key, ``{"name": ...}`` or ``{"topic_id": ...}``), committed by
+    ``producer`` (producer id, epoch) of ``transactional_id`` from outside the group
+    (generation -1, no member id)."""
+    node = cluster.groups.coordinator_for(group)
+    assert node is not None
+    producer_id, producer_epoch = producer
+    r = call(
+        cluster,
+        node,
+        ApiKey.TXN_OFFSET_COMMIT,
+        version,
+        transactional_id=transactional_id,
+        group_id=group,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[
+            {
+                **topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": offset,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": metadata,
+                    }
+                ],
+            }
+        ],
+    )
+    return int(r.topics[0].partitions[0].error_code)

@@ -20,7 +20,7 @@ from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
-from tests.broker.txn.support import call, coordinator
+from tests.broker.txn.support import call, call_coordinator, txn_offset_commit
 
 TOPIC = "tv2"
 _ids = itertools.count()
@@ -41,9 +41,9 @@ def tv1() -> Iterator[Cluster]:
 
 
 def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:
-    r = call(
+    r = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.INIT_PRODUCER_ID,
         5,
         transactional_id=txn_id,
@@ -85,9 +85,9 @@ def produce(
 def end(
     cluster: Cluster, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 5
 ) -> Any:
-    return call(
+    return call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.END_TXN,
         version,
         transactional_id=txn_id,
@@ -181,9 +181,9 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
     pid, epoch = init(tv2, txn_id)
 
     def add(version: int, verify_only: bool) -> Any:
-        return call(
+        return call_coordinator(
             tv2,
-            coordinator(tv2, txn_id),
+            txn_id,
             ApiKey.ADD_PARTITIONS_TO_TXN,
             version,
             transactions=[
@@ -211,9 +211,9 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
         == ErrorCode.INVALID_TXN_STATE
     )
     # a TV1 client's v3 add still works
-    r = call(
+    r = call_coordinator(
         tv2,
-        coordinator(tv2, txn_id),
+        txn_id,
         ApiKey.ADD_PARTITIONS_TO_TXN,
         3,
         v3_and_below_transactional_id=txn_id,
@@ -228,35 +228,9 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
 def _txn_offset_commit(
     cluster: Cluster, txn_id: str, group: str, pid: int, epoch: int, version: int
 ) -> int:
-    node = cluster.groups.coordinator_for(group)
-    assert node is not None
-    r = call(
-        cluster,
-        node,
-        ApiKey.TXN_OFFSET_COMMIT,
-        version,
-        transactional_id=txn_id,
-        group_id=group,
-        producer_id=pid,
-        producer_epoch=epoch,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[
-            {
-                "name": TOPIC,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": 7,
-                        "committed_leader_epoch": -1,
-                        "committed_metadata": "",
-                    }
-                ],
-            }
-        ],
+    return txn_offset_commit(
+        cluster, txn_id, group, (pid, epoch), version, {"name": TOPIC}, 7
     )
-    return int(r.topics[0].partitions[0].error_code)
 
 
 def test_txn_offset_commit_v5_adds_the_group(tv2: Cluster) -> None:

@@ -15,7 +15,12 @@ from kproto.broker import Cluster
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
-from tests.broker.txn.support import call, coordinator
+from tests.broker.txn.support import (
+    call,
+    call_coordinator,
+    coordinator,
+    txn_offset_commit,
+)
 
 TOPIC = "tv"
 _ids = itertools.count()
@@ -33,9 +38,9 @@ def served(cluster: Cluster, api: ApiKey) -> list[int]:
 
 
 def init(cluster: Cluster, txn_id: str, version: int = 4, **extra: Any) -> Any:
-    return call(
+    return call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.INIT_PRODUCER_ID,
         version,
         transactional_id=txn_id,
@@ -52,9 +57,9 @@ def add(
     parts: dict[str, list[int]],
     version: int = 3,
 ) -> dict[tuple[str, int], int]:
-    r = call(
+    r = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.ADD_PARTITIONS_TO_TXN,
         version,
         v3_and_below_transactional_id=txn_id,
@@ -77,9 +82,9 @@ def end(
     committed: bool,
     version: int = 4,
 ) -> int:
-    r = call(
+    r = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.END_TXN,
         version,
         transactional_id=txn_id,
@@ -263,9 +268,9 @@ def test_init_producer_id_checks_coordinator_and_timeout(cluster: Cluster) -> No
     r = (
         init(cluster, txn_id, 4, transaction_timeout_ms=0)
         if False
-        else call(
+        else call_coordinator(
             cluster,
-            coordinator(cluster, txn_id),
+            txn_id,
             ApiKey.INIT_PRODUCER_ID,
             4,
             transactional_id=txn_id,
@@ -461,39 +466,15 @@ def test_add_offsets_and_txn_offset_commit(
         topic = {"topic_id": cluster.state.topics[TOPIC].topic_id}
 
     def commit() -> int:
-        r = call(
-            cluster,
-            group_node,
-            ApiKey.TXN_OFFSET_COMMIT,
-            commit_version,
-            transactional_id=txn_id,
-            group_id=group,
-            producer_id=pid,
-            producer_epoch=epoch,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=[
-                {
-                    **topic,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": 42,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "m",
-                        }
-                    ],
-                }
-            ],
+        return txn_offset_commit(
+            cluster, txn_id, group, (pid, epoch), commit_version, topic, 42, "m"
         )
-        return int(r.topics[0].partitions[0].error_code)
 
     # KIP-890 part 1: the group's partition must be added first
     assert commit() == ErrorCode.INVALID_TXN_STATE
-    r = call(
+    r = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.ADD_OFFSETS_TO_TXN,
         version,
         transactional_id=txn_id,
@@ -516,9 +497,9 @@ def test_add_offsets_and_txn_offset_commit(
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
     )
     assert stable.topics[0].partitions[0].error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
-    wrong = call(
+    wrong = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.ADD_OFFSETS_TO_TXN,
         version,
         transactional_id=txn_id,

@@ -26,6 +26,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from tests.broker.handlers.authorize.support import acl_cluster, plain
+from tests.broker.wire import join_consumer_group
 from tests.eventually import eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -583,21 +584,14 @@ def test_consumer_group_heartbeat_and_describe(cluster: Cluster) -> None:
     port = cluster.servers[0].port
     alice = plain("alice")
 
-    def beat(conn: Connection, group: str, member: str, topics: list[str]) -> Any:
-        return conn.request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            group_id=group,
-            member_id=member,
-            member_epoch=0,
-            rebalance_timeout_ms=1000,
-            subscribed_topic_names=topics,
-            topic_partitions=[],
-        )
-
     with Connection("127.0.0.1", port, sasl=alice) as conn:
-        assert beat(conn, "alice-group", "m1", ["alice-orders"]).error_code == 0
-        assert beat(conn, "bob-group", "m1", ["alice-orders"]).error_code == 30
-        mixed = beat(conn, "alice-group", "m2", ["alice-orders", "bob-orders"])
+        joined = join_consumer_group(conn, "alice-group", "m1", ["alice-orders"])
+        assert joined.error_code == 0
+        refused = join_consumer_group(conn, "bob-group", "m1", ["alice-orders"])
+        assert refused.error_code == 30
+        mixed = join_consumer_group(
+            conn, "alice-group", "m2", ["alice-orders", "bob-orders"]
+        )
         assert mixed.error_code == 29  # TOPIC_AUTHORIZATION_FAILED
         described = conn.request(
             ApiKey.CONSUMER_GROUP_DESCRIBE,
