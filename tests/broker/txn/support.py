@@ -114,3 +114,46 @@ def txn_offset_commit(
         ],
     )
     return int(r.topics[0].partitions[0].error_code)
+
+
+def init_producer_id(
+    cluster: Cluster,
+    transactional_id: str,
+    version: int,
+    *,
+    transaction_timeout_ms: int = 60_000,
+    **fields: Any,
+) -> Any:
+    """The InitProducerIdResponse of exactly ``version`` from ``transactional_id``'s
+    coordinator (``fields``: ``producer_id`` and ``producer_epoch`` for v3+)."""
+    return call_coordinator(
+        cluster,
+        transactional_id,
+        ApiKey.INIT_PRODUCER_ID,
+        version,
+        transactional_id=transactional_id,
+        transaction_timeout_ms=transaction_timeout_ms,
+        **fields,
+    )
+
+
+def end_txn(
+    cluster: Cluster,
+    transactional_id: str,
+    producer: tuple[int, int],
+    committed: bool,
+    version: int,
+) -> Any:
+    """The EndTxnResponse of exactly ``version`` to ``producer`` (producer id,
+    epoch) of ``transactional_id`` committing (or, not ``committed``, aborting)."""
+    producer_id, producer_epoch = producer
+    return call_coordinator(
+        cluster,
+        transactional_id,
+        ApiKey.END_TXN,
+        version,
+        transactional_id=transactional_id,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        committed=committed,
+    )

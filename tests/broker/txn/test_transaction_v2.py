@@ -20,7 +20,13 @@ from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
-from tests.broker.txn.support import call, call_coordinator, txn_offset_commit
+from tests.broker.txn.support import (
+    call,
+    call_coordinator,
+    end_txn,
+    init_producer_id,
+    txn_offset_commit,
+)
 
 TOPIC = "tv2"
 _ids = itertools.count()
@@ -41,16 +47,7 @@ def tv1() -> Iterator[Cluster]:
 
 
 def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:
-    r = call_coordinator(
-        cluster,
-        txn_id,
-        ApiKey.INIT_PRODUCER_ID,
-        5,
-        transactional_id=txn_id,
-        transaction_timeout_ms=60_000,
-        producer_id=-1,
-        producer_epoch=-1,
-    )
+    r = init_producer_id(cluster, txn_id, 5, producer_id=-1, producer_epoch=-1)
     assert r.error_code == ErrorCode.NONE
     return r.producer_id, r.producer_epoch
 
@@ -85,16 +82,7 @@ def produce(
 def end(
     cluster: Cluster, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 5
 ) -> Any:
-    return call_coordinator(
-        cluster,
-        txn_id,
-        ApiKey.END_TXN,
-        version,
-        transactional_id=txn_id,
-        producer_id=pid,
-        producer_epoch=epoch,
-        committed=commit,
-    )
+    return end_txn(cluster, txn_id, (pid, epoch), commit, version)
 
 
 def state_of(cluster: Cluster, txn_id: str) -> tuple[TransactionState, set[Any]]:

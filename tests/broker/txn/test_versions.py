@@ -19,6 +19,8 @@ from tests.broker.txn.support import (
     call,
     call_coordinator,
     coordinator,
+    end_txn,
+    init_producer_id,
     txn_offset_commit,
 )
 
@@ -38,15 +40,7 @@ def served(cluster: Cluster, api: ApiKey) -> list[int]:
 
 
 def init(cluster: Cluster, txn_id: str, version: int = 4, **extra: Any) -> Any:
-    return call_coordinator(
-        cluster,
-        txn_id,
-        ApiKey.INIT_PRODUCER_ID,
-        version,
-        transactional_id=txn_id,
-        transaction_timeout_ms=60_000,
-        **extra,
-    )
+    return init_producer_id(cluster, txn_id, version, **extra)
 
 
 def add(
@@ -82,17 +76,7 @@ def end(
     committed: bool,
     version: int = 4,
 ) -> int:
-    r = call_coordinator(
-        cluster,
-        txn_id,
-        ApiKey.END_TXN,
-        version,
-        transactional_id=txn_id,
-        producer_id=pid,
-        producer_epoch=epoch,
-        committed=committed,
-    )
-    return int(r.error_code)
+    return int(end_txn(cluster, txn_id, (pid, epoch), committed, version).error_code)
 
 
 def produce(
@@ -265,18 +249,7 @@ def test_init_producer_id_checks_coordinator_and_timeout(cluster: Cluster) -> No
         transaction_timeout_ms=1000,
     )
     assert r.error_code == ErrorCode.NOT_COORDINATOR
-    r = (
-        init(cluster, txn_id, 4, transaction_timeout_ms=0)
-        if False
-        else call_coordinator(
-            cluster,
-            txn_id,
-            ApiKey.INIT_PRODUCER_ID,
-            4,
-            transactional_id=txn_id,
-            transaction_timeout_ms=900_001,
-        )
-    )
+    r = init_producer_id(cluster, txn_id, 4, transaction_timeout_ms=900_001)
     assert r.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
     r = call(
         cluster,
