@@ -102,21 +102,7 @@ def test_fetch_error_on_one_partition_keeps_the_others(cluster: Cluster) -> None
     conn = connect(cluster)
     produce(conn, 0, 2)
     cluster.partition_push_request_errors("t", 2, [ErrorCode.KAFKA_STORAGE_ERROR])
-    response = conn.request(
-        ApiKey.FETCH,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        topics=[
-            {
-                "topic": "t",
-                "partitions": [
-                    {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
-                    for p in (0, 2)
-                ],
-            }
-        ],
-    )
+    response = wire.fetch(conn, "t", (0, 2), min_bytes=0)
     parts = {p.partition_index: p for t in response.responses for p in t.partitions}
     assert parts[0].error_code == ErrorCode.NONE and parts[0].records
     assert parts[2].error_code == ErrorCode.KAFKA_STORAGE_ERROR

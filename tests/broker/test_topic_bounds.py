@@ -252,24 +252,7 @@ def test_a_full_disk_is_answered_and_the_broker_keeps_serving(
         monkeypatch.setattr(
             os, "pread", lambda *a: (_ for _ in ()).throw(OSError(5, "EIO"))
         )
-        fetched = conn.request(
-            ApiKey.FETCH,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            topics=[
-                {
-                    "topic_id": cluster.state.topics["disk"].topic_id,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "fetch_offset": 0,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-        )
+        fetched = wire.fetch(conn, "disk", (0,), cluster=cluster)
         assert fetched.responses[0].partitions[0].error_code == (
             ErrorCode.KAFKA_STORAGE_ERROR
         )

@@ -1,9 +1,10 @@
 """Raw requests the broker tests send more than once: a Produce (and its answers per
-partition), a classic JoinGroup, an OffsetCommit."""
+partition), a Fetch, a classic JoinGroup, a ConsumerGroupHeartbeat join, an
+OffsetCommit."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kproto.broker import Cluster
@@ -26,15 +27,56 @@ def produce(
     a plainly negotiated connection speaks); without, by name (the connection must
     have been negotiated with ``caps={ApiKey.PRODUCE: 12}``).
     """
-    entry: dict[str, Any] = (
-        {"name": topic}
-        if cluster is None
-        else {"topic_id": cluster.state.topics[topic].topic_id}
-    )
+    entry = _topic_entry(topic, "name", cluster)
     entry["partition_data"] = [
         {"index": p, "records": batch} for p, batch in batches.items()
     ]
     return conn.request(ApiKey.PRODUCE, acks=-1, timeout_ms=5000, topic_data=[entry])
+
+
+def _topic_entry(
+    topic: str, name_field: str, cluster: Cluster | None
+) -> dict[str, Any]:
+    if cluster is None:
+        return {name_field: topic}
+    return {"topic_id": cluster.state.topics[topic].topic_id}
+
+
+def fetch(
+    conn: Connection,
+    topic: str,
+    partitions: Iterable[int],
+    *,
+    cluster: Cluster | None = None,
+    min_bytes: int = 1,
+    partition_max_bytes: int = 1 << 20,
+    **partition_fields: Any,
+) -> Any:
+    """The FetchResponse to one Fetch (max_wait_ms 0, max_bytes 1 MiB) from offset 0
+    of ``partitions`` of ``topic``, at most ``partition_max_bytes`` each, with
+    ``partition_fields`` (``current_leader_epoch``) in every partition's entry.
+
+    With ``cluster`` the topic is named by its topic id (Fetch v13+, KIP-516);
+    without, by name (the connection must be negotiated with
+    ``caps={ApiKey.FETCH: 12}``).
+    """
+    entry = _topic_entry(topic, "topic", cluster)
+    entry["partitions"] = [
+        {
+            "partition": p,
+            "fetch_offset": 0,
+            "partition_max_bytes": partition_max_bytes,
+            **partition_fields,
+        }
+        for p in partitions
+    ]
+    return conn.request(
+        ApiKey.FETCH,
+        max_wait_ms=0,
+        min_bytes=min_bytes,
+        max_bytes=1 << 20,
+        topics=[entry],
+    )
 
 
 def partition_answers(response: Any) -> list[Any]:
