@@ -157,3 +157,18 @@ def end_txn(
         producer_epoch=producer_epoch,
         committed=committed,
     )
+
+
+def call_leader(
+    cluster: Cluster,
+    topic: str,
+    partition: int,
+    api: ApiKey,
+    version: int,
+    /,
+    **fields: Any,
+) -> Any:
+    """:func:`call` to the leader of ``topic``-``partition``."""
+    leader = cluster.state.leader(topic, partition)
+    assert leader is not None
+    return call(cluster, leader, api, version, **fields)

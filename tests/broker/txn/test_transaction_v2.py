@@ -23,6 +23,7 @@ from kproto.records import encode_batch
 from tests.broker.txn.support import (
     call,
     call_coordinator,
+    call_leader,
     end_txn,
     init_producer_id,
     txn_offset_commit,
@@ -55,8 +56,6 @@ def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:
 def produce(
     cluster: Cluster, txn_id: str, pid: int, epoch: int, version: int, seq: int = 0
 ) -> int:
-    leader = cluster.state.leader(TOPIC, 0)
-    assert leader is not None
     batch = encode_batch(
         [(None, b"v")],
         producer_id=pid,
@@ -64,9 +63,10 @@ def produce(
         base_sequence=seq,
         is_transactional=True,
     )
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        0,
         ApiKey.PRODUCE,
         version,
         transactional_id=txn_id,

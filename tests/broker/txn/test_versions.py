@@ -18,6 +18,7 @@ from kproto.records import encode_batch
 from tests.broker.txn.support import (
     call,
     call_coordinator,
+    call_leader,
     coordinator,
     end_txn,
     init_producer_id,
@@ -95,11 +96,10 @@ def produce(
         base_sequence=seq,
         is_transactional=txn_id is not None,
     )
-    leader = cluster.state.leader(TOPIC, partition)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        partition,
         ApiKey.PRODUCE,
         9,
         transactional_id=txn_id,
@@ -115,11 +115,10 @@ def produce(
 def fetch(
     cluster: Cluster, partition: int, offset: int, isolation: int, version: int = 11
 ) -> Any:
-    leader = cluster.state.leader(TOPIC, partition)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        partition,
         ApiKey.FETCH,
         version,
         replica_id=-1,
@@ -150,11 +149,10 @@ def fetch(
 
 
 def latest(cluster: Cluster, partition: int, isolation: int, version: int = 5) -> int:
-    leader = cluster.state.leader(TOPIC, partition)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        partition,
         ApiKey.LIST_OFFSETS,
         version,
         replica_id=-1,
@@ -537,11 +535,10 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
             (s.transactional_id, s.producer_id, s.transaction_state)
             for s in listed.transaction_states
         ]
-    leader = cluster.state.leader(TOPIC, 0)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        0,
         ApiKey.DESCRIBE_PRODUCERS,
         0,
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
@@ -554,9 +551,10 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
     assert mine_p[0].current_txn_start_offset >= 0
     assert mine_p[0].last_timestamp > 0 and mine_p[0].coordinator_epoch == -1
     assert end(cluster, txn_id, pid, epoch, True) == ErrorCode.NONE
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        0,
         ApiKey.DESCRIBE_PRODUCERS,
         0,
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
