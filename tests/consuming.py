@@ -52,3 +52,20 @@ def read_settled(
 
     eventually(settled, timeout_s, interval_s=0, retry_on=(), message=lambda: f"{got}")
     return got
+
+
+def read_into(consumer: Any, seen: list[int], count: int, timeout_s: float) -> None:
+    """Poll ``consumer`` until ``seen`` holds ``count`` values, appending each
+    delivered message's value as an int (the tests write ``b"%d" % i``).
+
+    Raises:
+        AssertionError: fewer within ``timeout_s`` seconds.
+    """
+
+    def enough() -> bool:
+        m = consumer.poll(0.2)
+        if m is not None and m.error() is None:
+            seen.append(int(m.value()))
+        return len(seen) >= count
+
+    eventually(enough, timeout_s, interval_s=0, retry_on=(), message=lambda: f"{seen}")

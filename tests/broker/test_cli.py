@@ -3,9 +3,11 @@ line, as ``kafka-server-start.sh --override`` takes them."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -69,26 +71,29 @@ def test_bad_overrides_are_one_error_line(
     assert _error(capsys) == line
 
 
-def test_overrides_configure_the_running_broker() -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kproto",
-            "broker",
-            "--override",
-            "node.id=0",
-            "--override",
-            "num.partitions=3",
-            "--override",
-            "log.retention.ms=60000",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+@contextlib.contextmanager
+def broker_process(*overrides: str) -> Iterator[str]:
+    """``python -m kproto broker --override KEY=VALUE ...`` in a child process, its
+    bootstrap address (the first line it prints) while the block runs; SIGINT
+    then, and the process must exit with 0 within 30 s."""
+    argv = [sys.executable, "-m", "kproto", "broker"]
+    for override in overrides:
+        argv += ["--override", override]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        bootstrap = proc.stdout.readline().strip()
+        yield proc.stdout.readline().strip()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_overrides_configure_the_running_broker() -> None:
+    with broker_process(
+        "node.id=0", "num.partitions=3", "log.retention.ms=60000"
+    ) as bootstrap:
         a = admin.AdminClient({"bootstrap.servers": bootstrap})
         assert list(a.list_topics(timeout=10).brokers) == [0]
         a.create_topics([admin.NewTopic("cli", -1)])["cli"].result(10)
@@ -98,35 +103,16 @@ def test_overrides_configure_the_running_broker() -> None:
         retention = described["log.retention.ms"]
         assert retention.value == "60000"
         assert retention.source == admin.ConfigSource.STATIC_BROKER_CONFIG.value
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def test_test_controls_from_the_command_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kproto",
-            "broker",
-            "--override",
-            "kproto.seed.topics=orders:3,events",
-            "--override",
-            "group.initial.rebalance.delay.ms=0",
-            "--override",
-            "kproto.api.versions=DESCRIBE_CLUSTER:none",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        bootstrap = proc.stdout.readline().strip()
+    with broker_process(
+        "kproto.seed.topics=orders:3,events",
+        "group.initial.rebalance.delay.ms=0",
+        "kproto.api.versions=DESCRIBE_CLUSTER:none",
+    ) as bootstrap:
         a = admin.AdminClient({"bootstrap.servers": bootstrap})
         topics = a.list_topics(timeout=10).topics
         assert len(topics["orders"].partitions) == 3
@@ -139,11 +125,6 @@ def test_test_controls_from_the_command_line(
             conn.negotiate()
             assert conn.broker_api_versions is not None
             assert ApiKey.DESCRIBE_CLUSTER not in conn.broker_api_versions
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
     assert main(["broker", "--override", "kproto.seed.topics=orders:0"]) == 2
     assert _error(capsys) == (
         "kproto: error: Invalid value orders:0 for configuration kproto.seed.topics: "

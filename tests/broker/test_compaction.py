@@ -235,6 +235,21 @@ def test_restart_in_the_middle_of_a_swap(tmp_path: Path, monkeypatch: Any) -> No
         assert set(keys) == set(expected)
 
 
+def committed_offset(cluster: Cluster, group: str, topic: str) -> int:
+    """``group``'s committed offset of ``topic``-0, as a confluent-kafka consumer
+    of the group reads it (OffsetFetch)."""
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": group,
+            "log_level": 2,
+        }
+    )
+    (committed,) = consumer.committed([ck.TopicPartition(topic, 0)], timeout=10)
+    consumer.close()
+    return int(committed.offset)
+
+
 def test_consumer_offsets_compacts(tmp_path: Path) -> None:
     with Cluster(
         data_dir=tmp_path,
@@ -265,28 +280,10 @@ def test_consumer_offsets_compacts(tmp_path: Path) -> None:
         assert len(after) < commits_before
         keys = [r.key for r in after if r.offset < plog.segments[-1].base_offset]
         assert len(keys) == len(set(keys))
-        consumer = ck.Consumer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": "committer",
-                "log_level": 2,
-            }
-        )
-        committed = consumer.committed([ck.TopicPartition("in", 0)], timeout=10)
-        consumer.close()
-        assert committed[0].offset == 29
+        assert committed_offset(cluster, "committer", "in") == 29
     # the group coordinator recovers the commit from the compacted log
     with Cluster(data_dir=tmp_path, offsets_partitions=1) as cluster:
-        consumer = ck.Consumer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "group.id": "committer",
-                "log_level": 2,
-            }
-        )
-        committed = consumer.committed([ck.TopicPartition("in", 0)], timeout=10)
-        consumer.close()
-        assert committed[0].offset == 29
+        assert committed_offset(cluster, "committer", "in") == 29
 
 
 def test_compressed_batches_keep_their_codec_and_valid_crcs() -> None:

@@ -31,6 +31,7 @@ from kproto.broker.txn.records import TRANSACTION_STATE_TOPIC
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from tests.broker.wire import commit_offset, join_classic, join_consumer_group
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -179,19 +180,7 @@ def still_answers(conn: Connection) -> None:
 
 
 def commit(conn: Connection, group: str, offset: int) -> int:
-    response = conn.request(
-        ApiKey.OFFSET_COMMIT,
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        topics=[
-            {
-                "name": "t",
-                "partitions": [{"partition_index": 0, "committed_offset": offset}],
-            }
-        ],
-    )
-    return int(response.topics[0].partitions[0].error_code)
+    return commit_offset(conn, group, "t", 0, offset)
 
 
 def test_offset_commit(cluster: Cluster, conn: Connection) -> None:
@@ -207,14 +196,8 @@ def test_offset_commit(cluster: Cluster, conn: Connection) -> None:
 
 def test_consumer_group_heartbeat(cluster: Cluster, conn: Connection) -> None:
     def join() -> Any:
-        return conn.request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            group_id="hb",
-            member_id="member-1",
-            member_epoch=0,
-            rebalance_timeout_ms=5000,
-            subscribed_topic_names=["t"],
-            topic_partitions=[],
+        return join_consumer_group(
+            conn, "hb", "member-1", ["t"], rebalance_timeout_ms=5000
         )
 
     with failing(cluster, OFFSETS_TOPIC):
@@ -226,15 +209,7 @@ def test_consumer_group_heartbeat(cluster: Cluster, conn: Connection) -> None:
 
 
 def classic_join(conn: Connection, group: str) -> Any:
-    return conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=group,
-        session_timeout_ms=10_000,
-        rebalance_timeout_ms=10_000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": b""}],
-    )
+    return join_classic(conn, group, timeout_ms=10_000)
 
 
 def test_classic_join_converting_a_consumer_group(

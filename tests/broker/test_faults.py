@@ -18,6 +18,7 @@ from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
 
 
 @pytest.fixture
@@ -36,28 +37,12 @@ def connect(cluster: Cluster, node: int) -> Connection:
 
 
 def produce_request(conn: Connection, topic: str, *partitions: int) -> object:
-    return conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=5000,
-        topic_data=[
-            {
-                "name": topic,
-                "partition_data": [
-                    {"index": p, "records": encode_batch([(b"k", b"v")])}
-                    for p in partitions
-                ],
-            }
-        ],
-    )
+    batch = encode_batch([(b"k", b"v")])
+    return wire.produce(conn, topic, {p: batch for p in partitions})
 
 
 def partition_errors(response: object) -> list[int]:
-    return [
-        p.error_code
-        for t in response.responses  # type: ignore[attr-defined]
-        for p in t.partition_responses
-    ]
+    return [p.error_code for p in wire.partition_answers(response)]
 
 
 # ---------------------------------------------------------------- inject_errors
@@ -103,21 +88,7 @@ def test_error_fills_every_error_code_of_the_response(cluster: Cluster) -> None:
             2,
         ]
         cluster.inject_errors(ApiKey.FETCH, [ErrorCode.NOT_LEADER_OR_FOLLOWER])
-        fetched = conn.request(
-            ApiKey.FETCH,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            topics=[
-                {
-                    "topic": "t",
-                    "partitions": [
-                        {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1000}
-                        for p in (0, 2)
-                    ],
-                }
-            ],
-        )
+        fetched = wire.fetch(conn, "t", (0, 2), partition_max_bytes=1000)
         assert fetched.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER  # top level too
         assert [
             (p.partition_index, p.error_code)
@@ -333,24 +304,8 @@ def test_hook_can_disconnect(cluster: Cluster) -> None:
 def fetch_partition(
     conn: Connection, cluster: Cluster, topic: str, epoch: int
 ) -> tuple[int, int]:
-    response = conn.request(
-        ApiKey.FETCH,
-        max_wait_ms=0,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        topics=[
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": 0,
-                        "current_leader_epoch": epoch,
-                        "fetch_offset": 0,
-                        "partition_max_bytes": 1000,
-                    }
-                ],
-            }
-        ],
+    response = wire.fetch(
+        conn, topic, (0,), partition_max_bytes=1000, current_leader_epoch=epoch
     )
     (partition,) = response.responses[0].partitions
     listed = conn.request(

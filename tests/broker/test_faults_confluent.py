@@ -16,6 +16,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import decode_records
 from tests.broker.conftest import segment_files
+from tests.consuming import read_into
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -205,22 +206,13 @@ def test_consumer_group_rides_through_a_coordinator_move() -> None:
         consumer.subscribe(["t"])
         seen: list[int] = []
 
-        def consume_until(n: int) -> None:
-            def enough() -> bool:
-                msg = consumer.poll(0.2)
-                if msg is not None and msg.error() is None:
-                    seen.append(int(msg.value()))
-                return len(seen) >= n
-
-            eventually(enough, 60, interval_s=0, retry_on=())
-
-        consume_until(count // 2)
+        read_into(consumer, seen, count // 2, 60)
         consumer.commit(asynchronous=False)
         coordinator = cluster.coordinator("g")
         cluster.stop_node(coordinator)
         moved_to = cluster.coordinator("g")
         assert moved_to not in (coordinator, -1)
-        consume_until(count)
+        read_into(consumer, seen, count, 60)
         consumer.commit(asynchronous=False)
         committed = consumer.committed(
             [ck.TopicPartition("t", p) for p in range(3)], timeout=20
@@ -258,23 +250,14 @@ def test_consumer_follows_leader_moves_through_a_fenced_epoch() -> None:
         consumer.assign([ck.TopicPartition("t", 0, 0)])
         seen: list[int] = []
 
-        def consume_until(n: int) -> None:
-            def enough() -> bool:
-                msg = consumer.poll(0.2)
-                if msg is not None and msg.error() is None:
-                    seen.append(int(msg.value()))
-                return len(seen) >= n
-
-            eventually(enough, 30, interval_s=0, retry_on=())
-
-        consume_until(100)
+        read_into(consumer, seen, 100, 30)
         cluster.move_leader("t", 0, home % 2 + 1)
         assert cluster.move_leader("t", 0, home) == 2
         with Client(cluster.bootstrap_servers) as client:
             client.produce(
                 "t", [(None, b"%d" % i) for i in range(100, 200)], partition=0
             )
-        consume_until(200)
+        read_into(consumer, seen, 200, 30)
         consumer.close()
         assert seen == list(range(200))
         fetch_errors = [

@@ -7,6 +7,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.index import ApiKey
+from tests.broker.txn.support import transactional_producer
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -17,14 +18,7 @@ def test_transactional_producer_rides_through_a_coordinator_move() -> None:
         if getattr(cluster, "txn", None) is None:
             pytest.skip("this broker has no transaction coordinator yet")
         cluster.create_topic("t", 2)
-        producer = ck.Producer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "transactional.id": "tx",
-                "log_level": 0,
-            }
-        )
-        producer.init_transactions(20)
+        producer = transactional_producer(cluster, "tx")
         producer.begin_transaction()
         for i in range(10):
             producer.produce("t", b"%d" % i, partition=i % 2)

@@ -151,54 +151,44 @@ def test_delete_records_negative_offset(cluster: Cluster) -> None:
         c.close()
 
 
+def create_assigned(
+    conn: Connection, topics: dict[str, list[list[int]]]
+) -> dict[str, int]:
+    """CreateTopics of ``topics`` with manual assignments (a topic's name to each
+    partition's broker ids, partition 0 first): each topic's error code."""
+    answer = conn.request(
+        ApiKey.CREATE_TOPICS,
+        topics=[
+            {
+                "name": name,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "assignments": [
+                    {"partition_index": i, "broker_ids": ids}
+                    for i, ids in enumerate(partitions)
+                ],
+                "configs": [],
+            }
+            for name, partitions in topics.items()
+        ],
+        timeout_ms=5000,
+    )
+    return {t.name: t.error_code for t in answer.topics}
+
+
 def test_create_topics_with_manual_assignments(
     cluster: Cluster, conn: Connection
 ) -> None:
     nodes = cluster.state.node_ids
-    answer = conn.request(
-        ApiKey.CREATE_TOPICS,
-        topics=[
-            {
-                "name": "manual",
-                "num_partitions": -1,
-                "replication_factor": -1,
-                "assignments": [
-                    {"partition_index": 0, "broker_ids": [nodes[1]]},
-                    {"partition_index": 1, "broker_ids": [nodes[1], nodes[0]]},
-                ],
-                "configs": [],
-            },
-            {
-                "name": "manual-bad",
-                "num_partitions": -1,
-                "replication_factor": -1,
-                "assignments": [{"partition_index": 0, "broker_ids": [99]}],
-                "configs": [],
-            },
-        ],
-        timeout_ms=5000,
+    errors = create_assigned(
+        conn,
+        {"manual": [[nodes[1]], [nodes[1], nodes[0]]], "manual-bad": [[99]]},
     )
-    errors = {t.name: t.error_code for t in answer.topics}
     # lists of different sizes are refused; a list per broker size is fine
     assert errors["manual-bad"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert errors["manual"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    answer = conn.request(
-        ApiKey.CREATE_TOPICS,
-        topics=[
-            {
-                "name": "manual",
-                "num_partitions": -1,
-                "replication_factor": -1,
-                "assignments": [
-                    {"partition_index": 0, "broker_ids": [nodes[1]]},
-                    {"partition_index": 1, "broker_ids": [nodes[1]]},
-                ],
-                "configs": [],
-            }
-        ],
-        timeout_ms=5000,
-    )
-    assert answer.topics[0].error_code == ErrorCode.NONE
+    errors = create_assigned(conn, {"manual": [[nodes[1]], [nodes[1]]]})
+    assert errors["manual"] == ErrorCode.NONE
     assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1]]
     grown = conn.request(
         ApiKey.CREATE_PARTITIONS,

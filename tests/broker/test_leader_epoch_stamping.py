@@ -19,7 +19,9 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import decode_batches, encode_batch
+from tests.broker import wire
 from tests.broker.conftest import segment_files
+from tests.broker.txn.support import transactional_producer
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -39,17 +41,7 @@ def produce(
     producer's ``partition_leader_epoch`` -1 (librdkafka's and Java's)."""
     batch = encode_batch([(None, v, (), timestamp) for v in values])
     with connect(cluster, topic) as conn:
-        answer = conn.request(
-            ApiKey.PRODUCE,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                {
-                    "topic_id": cluster.state.topics[topic].topic_id,
-                    "partition_data": [{"index": 0, "records": batch}],
-                }
-            ],
-        )
+        answer = wire.produce(conn, topic, {0: batch}, cluster=cluster)
     assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 
@@ -240,14 +232,7 @@ def test_transaction_markers_and_coordinator_records_are_stamped(
     with Cluster(nodes=2, data_dir=tmp_path) as cluster:
         cluster.create_topic("tx", 1)
         cluster.move_leader("tx", 0, other_node(cluster, "tx"))  # epoch 1
-        p = ck.Producer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "transactional.id": "stamped",
-                "log_level": 0,
-            }
-        )
-        p.init_transactions(20)
+        p = transactional_producer(cluster, "stamped")
         p.begin_transaction()
         p.produce("tx", b"v", partition=0)
         p.commit_transaction(20)

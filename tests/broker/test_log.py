@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,30 +60,28 @@ def test_segments_roll_and_recovery_restores_offsets(tmp_path: Path) -> None:
     assert again.append_batches(batch(1)).base_offset == 20
 
 
-def test_recovery_truncates_a_torn_trailing_batch(tmp_path: Path) -> None:
+def _tear(data: bytes) -> bytes:
+    return data[:-7]  # a crash in the middle of the second batch
+
+
+def _flip_last_byte(data: bytes) -> bytes:
+    return data[:-1] + bytes([data[-1] ^ 0xFF])  # CRC mismatch in the last batch
+
+
+@pytest.mark.parametrize("damage", [_tear, _flip_last_byte])
+def test_recovery_truncates_a_damaged_trailing_batch(
+    tmp_path: Path, damage: Callable[[bytes], bytes]
+) -> None:
     plog = open_log(tmp_path)
     plog.append_batches(batch(3))
     plog.append_batches(batch(3, 3))
     plog.close()
     path = tmp_path / "t-0" / "00000000000000000000.log"
-    whole = path.read_bytes()
-    path.write_bytes(whole[:-7])  # a crash in the middle of the second batch
+    path.write_bytes(damage(path.read_bytes()))
     again = open_log(tmp_path)
     assert again.high_watermark == 3
     assert path.stat().st_size == len(batch(3))
     assert again.append_batches(batch(1)).base_offset == 3
-
-
-def test_recovery_truncates_a_corrupt_trailing_batch(tmp_path: Path) -> None:
-    plog = open_log(tmp_path)
-    plog.append_batches(batch(3))
-    plog.append_batches(batch(3, 3))
-    plog.close()
-    path = tmp_path / "t-0" / "00000000000000000000.log"
-    data = bytearray(path.read_bytes())
-    data[-1] ^= 0xFF  # CRC mismatch in the last batch
-    path.write_bytes(bytes(data))
-    assert open_log(tmp_path).high_watermark == 3
 
 
 def test_corrupt_crc_and_oversized_batches_are_refused(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ from kproto.broker.log_validator import (
 from kproto.broker.segment import Segment
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey
 from kproto.records import (
     Compression,
     ControlRecordType,
@@ -31,6 +30,7 @@ from kproto.records import (
     encode_batch,
     encode_control_batch,
 )
+from tests.broker import wire
 
 _LAST_OFFSET_DELTA_AT = 23
 _RECORDS_COUNT_AT = 57
@@ -229,17 +229,7 @@ def cluster() -> Iterator[Cluster]:
 def produce(cluster: Cluster, topic: str, records: bytes) -> Any:
     info = cluster.state.nodes[1]
     with Connection(info.host, info.port, timeout_s=30) as conn:
-        response = conn.request(
-            ApiKey.PRODUCE,
-            acks=-1,
-            timeout_ms=1000,
-            topic_data=[
-                {
-                    "topic_id": cluster.state.topics[topic].topic_id,
-                    "partition_data": [{"index": 0, "records": records}],
-                }
-            ],
-        )
+        response = wire.produce(conn, topic, {0: records}, cluster=cluster)
     return response.responses[0].partition_responses[0]
 
 

@@ -19,6 +19,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
 from tests.eventually import eventually
 
 
@@ -37,23 +38,9 @@ def connect(cluster: Cluster) -> Connection:
 
 
 def produce(conn: Connection, *partitions: int, topic: str = "t") -> dict[int, int]:
-    response = conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=5000,
-        topic_data=[
-            {
-                "name": topic,
-                "partition_data": [
-                    {"index": p, "records": encode_batch([(b"k", b"v")])}
-                    for p in partitions
-                ],
-            }
-        ],
-    )
-    return {
-        p.index: p.error_code for t in response.responses for p in t.partition_responses
-    }
+    batch = encode_batch([(b"k", b"v")])
+    response = wire.produce(conn, topic, {p: batch for p in partitions})
+    return {p.index: p.error_code for p in wire.partition_answers(response)}
 
 
 def test_partition_errors_answer_that_partition_alone(cluster: Cluster) -> None:
@@ -115,21 +102,7 @@ def test_fetch_error_on_one_partition_keeps_the_others(cluster: Cluster) -> None
     conn = connect(cluster)
     produce(conn, 0, 2)
     cluster.partition_push_request_errors("t", 2, [ErrorCode.KAFKA_STORAGE_ERROR])
-    response = conn.request(
-        ApiKey.FETCH,
-        max_wait_ms=0,
-        min_bytes=0,
-        max_bytes=1 << 20,
-        topics=[
-            {
-                "topic": "t",
-                "partitions": [
-                    {"partition": p, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
-                    for p in (0, 2)
-                ],
-            }
-        ],
-    )
+    response = wire.fetch(conn, "t", (0, 2), min_bytes=0)
     parts = {p.partition_index: p for t in response.responses for p in t.partitions}
     assert parts[0].error_code == ErrorCode.NONE and parts[0].records
     assert parts[2].error_code == ErrorCode.KAFKA_STORAGE_ERROR

@@ -28,8 +28,8 @@ from confluent_kafka.serialization import (
 from kproto.broker import Cluster
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey
 from kproto.records import Compression, encode_batch
+from tests.broker import wire
 
 VALUE_ON = {"confluent.value.schema.validation": "true"}
 USER = json.dumps(
@@ -107,19 +107,8 @@ def produce(cluster: Cluster, topic: str, records: list[Any], **kw: Any) -> Any:
     """One Produce of one batch of ``records``; the partition's answer."""
     info = cluster.state.nodes[1]
     with Connection(info.host, info.port, timeout_s=30) as conn:
-        response = conn.request(
-            ApiKey.PRODUCE,
-            acks=-1,
-            timeout_ms=1000,
-            topic_data=[
-                {
-                    "topic_id": cluster.state.topics[topic].topic_id,
-                    "partition_data": [
-                        {"index": 0, "records": encode_batch(records, **kw)}
-                    ],
-                }
-            ],
-        )
+        batch = encode_batch(records, **kw)
+        response = wire.produce(conn, topic, {0: batch}, cluster=cluster)
     return response.responses[0].partition_responses[0]
 
 

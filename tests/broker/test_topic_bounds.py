@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
 
 _TOO_MANY = "Excessively large number of partitions per request."
 
@@ -43,19 +45,8 @@ def create(conn: Connection, topics: list[tuple[str, int]], **kw: Any) -> Any:
 
 
 def produce(conn: Connection, cluster: Cluster, topic: str, partition: int) -> Any:
-    response = conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=1000,
-        topic_data=[
-            {
-                "topic_id": cluster.state.topics[topic].topic_id,
-                "partition_data": [
-                    {"index": partition, "records": encode_batch([(b"k", b"v")])}
-                ],
-            }
-        ],
-    )
+    batch = encode_batch([(b"k", b"v")])
+    response = wire.produce(conn, topic, {partition: batch}, cluster=cluster)
     return response.responses[0].partition_responses[0]
 
 
@@ -111,20 +102,27 @@ def test_the_cluster_partition_limit(tmp_path: Path) -> None:
         assert sorted(saved_topics(tmp_path)) == ["x", "y"]
 
 
+def count_saves(cluster: Cluster) -> Callable[[], int]:
+    """Count the writes of ``cluster``'s topic metadata (``kproto-topics.json``)
+    from now on: the returned function reads the count."""
+    saves = 0
+    real_save = cluster.state.save_topics
+
+    def counting_save() -> None:
+        nonlocal saves
+        saves += 1
+        real_save()
+
+    cluster.state.save_topics = counting_save  # type: ignore[method-assign]
+    return lambda: saves
+
+
 def test_ten_thousand_topics_in_one_request_without_starving_others(
     tmp_path: Path,
 ) -> None:
     names = [f"many{i:05d}" for i in range(10_000)]
     with Cluster(nodes=1, data_dir=tmp_path) as cluster:
-        saves = 0
-        real_save = cluster.state.save_topics
-
-        def counting_save() -> None:
-            nonlocal saves
-            saves += 1
-            real_save()
-
-        cluster.state.save_topics = counting_save  # type: ignore[method-assign]
+        saves = count_saves(cluster)
         done = threading.Event()
         answers: list[Any] = []
 
@@ -146,14 +144,12 @@ def test_ten_thousand_topics_in_one_request_without_starving_others(
         assert answers, "CreateTopics was not answered"
         assert all(t.error_code == ErrorCode.NONE for t in answers[0].topics)
         assert answered_meanwhile > 0  # another client was served during the work
-        assert saves == 1  # kproto-topics.json written once for the request
+        assert saves() == 1  # kproto-topics.json written once for the request
     assert len(saved_topics(tmp_path) & set(names)) == 10_000
     with Cluster(nodes=1, data_dir=tmp_path) as cluster:  # and it reopens
         assert len(cluster.state.topics) >= 10_000
         assert len(cluster.state.files) <= cluster.state.files.max_open
-        saves = 0
-        real_save = cluster.state.save_topics
-        cluster.state.save_topics = counting_save  # type: ignore[method-assign]
+        saves = count_saves(cluster)
         with connect(cluster, timeout_s=300) as conn:
             deleted = conn.request(
                 ApiKey.DELETE_TOPICS,
@@ -161,7 +157,7 @@ def test_ten_thousand_topics_in_one_request_without_starving_others(
                 timeout_ms=60_000,
             )
         assert all(r.error_code == ErrorCode.NONE for r in deleted.responses)
-        assert saves == 1
+        assert saves() == 1
     assert not saved_topics(tmp_path) & set(names)
     assert not topic_dirs(tmp_path, "many")
 
@@ -262,24 +258,7 @@ def test_a_full_disk_is_answered_and_the_broker_keeps_serving(
         monkeypatch.setattr(
             os, "pread", lambda *a: (_ for _ in ()).throw(OSError(5, "EIO"))
         )
-        fetched = conn.request(
-            ApiKey.FETCH,
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            topics=[
-                {
-                    "topic_id": cluster.state.topics["disk"].topic_id,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "fetch_offset": 0,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-        )
+        fetched = wire.fetch(conn, "disk", (0,), cluster=cluster)
         assert fetched.responses[0].partitions[0].error_code == (
             ErrorCode.KAFKA_STORAGE_ERROR
         )
@@ -334,15 +313,7 @@ def test_metadata_auto_creation_is_bounded_per_request(
         connect(cluster) as conn,
     ):
         names = [f"auto{i}" for i in range(5)]
-        saves = 0
-        real_save = cluster.state.save_topics
-
-        def counting_save() -> None:
-            nonlocal saves
-            saves += 1
-            real_save()
-
-        cluster.state.save_topics = counting_save  # type: ignore[method-assign]
+        saves = count_saves(cluster)
         answer = conn.request(
             ApiKey.METADATA,
             topics=[{"name": n} for n in names],
@@ -352,7 +323,7 @@ def test_metadata_auto_creation_is_bounded_per_request(
         assert (
             codes == [ErrorCode.NONE] * 3 + [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 2
         )
-        assert saves == 1
+        assert saves() == 1
         again = conn.request(
             ApiKey.METADATA,
             topics=[{"name": n} for n in names],

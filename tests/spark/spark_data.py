@@ -52,6 +52,27 @@ def v2_batch(
     )
 
 
+def three_v2_batches(records: Sequence[Rec], codecs: Sequence[str]) -> bytes:
+    """``records`` split into three magic-2 batches of equal size from offset 0,
+    batch ``i`` compressed with ``codecs[i]``: the first non-idempotent, the second
+    transactional (producer id 6, epoch 0), the third idempotent (producer id 13,
+    epoch 1); batch ``i`` has base sequence and leader epoch ``i``."""
+    size = len(records) // 3
+    return b"".join(
+        v2_batch(
+            size * i,
+            records[size * i : size * i + size],
+            codec,
+            transactional=i == 1,
+            producer_id=7 * i - 1,
+            producer_epoch=i - 1,
+            base_sequence=i,
+            leader_epoch=i,
+        )
+        for i, codec in enumerate(codecs)
+    )
+
+
 def legacy_batch(
     magic: int, base_offset: int, records: Sequence[Rec], codec: str = "none"
 ) -> bytes:

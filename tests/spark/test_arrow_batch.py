@@ -6,7 +6,10 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
-from spark_data import make_records, v2_batch  # type: ignore[import-not-found]
+from spark_data import (  # type: ignore[import-not-found]
+    make_records,
+    three_v2_batches,
+)
 
 from kproto.records import COLUMN_NAMES, Compression, decode_columns
 from kproto.spark._columns import SEGMENT_ARROW_SCHEMA
@@ -68,19 +71,7 @@ def check(columns: dict[str, list[Any]]) -> None:
 
 def test_decoded_batches() -> None:
     recs = make_records(300, seed=4)
-    data = b"".join(
-        v2_batch(
-            100 * i,
-            recs[100 * i : 100 * i + 100],
-            codec,
-            transactional=i == 1,
-            producer_id=7 * i - 1,
-            producer_epoch=i - 1,
-            base_sequence=i,
-            leader_epoch=i,
-        )
-        for i, codec in enumerate(("none", "gzip", "zstd"))
-    )
+    data = three_v2_batches(recs, ("none", "gzip", "zstd"))
     columns = decode_columns(data)
     assert len(columns["offset"]) == 300
     check(columns)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from spark_data import (  # type: ignore[import-not-found]
     legacy_batch,
     make_records,
-    v2_batch,
+    three_v2_batches,
 )
 
 from kproto import speedups
@@ -67,19 +67,7 @@ def check(data: bytes) -> pa.RecordBatch:
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_every_kind_of_batch(codec: str) -> None:
     recs = make_records(120, seed=18)
-    data = b"".join(
-        v2_batch(
-            40 * i,
-            recs[40 * i : 40 * i + 40],
-            codec,
-            transactional=i == 1,
-            producer_id=7 * i - 1,
-            producer_epoch=i - 1,
-            base_sequence=i,
-            leader_epoch=i,
-        )
-        for i in range(3)
-    )
+    data = three_v2_batches(recs, (codec,) * 3)
     data += encode_batch(
         [(None, b"", [("é", None)], 5), (b"", None, [], 6)],
         base_offset=120,

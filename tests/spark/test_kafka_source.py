@@ -25,6 +25,7 @@ from kproto.spark import decode_internal_topic, read_kafka, register
 from kproto.spark._kafka_options import KafkaOptionError, OffsetRange, parse_options
 from kproto.spark._kafka_sink import sink_settings
 from kproto.spark._kafka_source import DataLossError, kafka_schema, read_range
+from tests.broker.txn.support import transactional_producer
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -367,15 +368,7 @@ def test_batch_read_committed_drops_aborted_transactions(
     spark: SparkSession, cluster: Cluster
 ) -> None:
     cluster.create_topic("txn-rows", 1)
-    p = ck.Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "transactional.id": "spark-rc",
-            "linger.ms": 1,
-            "log_level": 0,
-        }
-    )
-    p.init_transactions(20)
+    p = transactional_producer(cluster, "spark-rc", **{"linger.ms": 1})
     for values, commit in (([b"c0", b"c1"], True), ([b"a0", b"a1"], False)):
         p.begin_transaction()
         for v in values:

@@ -5,34 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from pyspark.sql import SparkSession
 
 from kproto.broker import Cluster
 from kproto.spark import decode_internal_topic, read_log_segments
-
-ck = pytest.importorskip("confluent_kafka")
+from tests.broker.txn.support import commit_kept_abort_dropped, transactional_producer
 
 
 def test_markers_and_transaction_state(spark: SparkSession, tmp_path: Path) -> None:
     data = tmp_path / "data"
     with Cluster(data_dir=data, transaction_partitions=2) as cluster:
         cluster.create_topic("orders", 1)
-        p = ck.Producer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "transactional.id": "spark-app",
-                "log_level": 0,
-            }
-        )
-        p.init_transactions(20)
-        p.begin_transaction()
-        p.produce("orders", b"kept")
-        p.commit_transaction(20)
-        p.begin_transaction()
-        p.produce("orders", b"dropped")
-        assert p.flush(10) == 0
-        p.abort_transaction(20)
+        producer = transactional_producer(cluster, "spark-app")
+        commit_kept_abort_dropped(producer, "orders")
         producer_id = cluster.txn.transactions["spark-app"].producer_id
     paths = [
         str(data / "orders-0"),

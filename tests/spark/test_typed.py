@@ -99,6 +99,20 @@ def _reader(spark: SparkSession, cluster: Cluster, topic: str, **options: str) -
     return r
 
 
+def _write(df: Any, cluster: Cluster, topic: str, **options: str) -> None:
+    """Append ``df`` to ``topic`` through the kproto-kafka sink, with the cluster's
+    schema registry and ``options``."""
+    w = (
+        df.write.format("kproto-kafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("topic", topic)
+        .option("schemaRegistryUrl", cluster.schema_registry_url)
+    )
+    for k, v in options.items():
+        w = w.option(k, v)
+    w.mode("append").save()
+
+
 def _plain(value: Any) -> Any:
     """Spark's Row values and confluent's dicts in one shape (naive UTC times)."""
     if isinstance(value, dict):
@@ -242,16 +256,13 @@ def test_write_read_roundtrip_avro_with_the_registry(
         " note:string, tags:array<string>>"
     )
     df = spark.createDataFrame(rows, ddl)
-    (
-        df.write.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("topic", topic)
-        .option("keyFormat", "string")
-        .option("valueFormat", "avro")
-        .option("valueSchema", json.dumps(V1))  # registered under trades-written-value
-        .option("schemaRegistryUrl", cluster.schema_registry_url)
-        .mode("append")
-        .save()
+    _write(  # the schema is registered under trades-written-value
+        df,
+        cluster,
+        topic,
+        keyFormat="string",
+        valueFormat="avro",
+        valueSchema=json.dumps(V1),
     )
     back = _reader(spark, cluster, topic, keyFormat="string", valueFormat="avro").load()
     got = {r.key: _plain(r.value.asDict(recursive=True)) for r in back.collect()}
@@ -267,16 +278,12 @@ def test_write_read_roundtrip_avro_with_the_registry(
     ) == [_plain(r) for r in records]
 
     # use.latest.version: no schema given, the subject's latest is used
-    (
-        df.limit(2)
-        .write.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("topic", topic)
-        .option("valueFormat", "avro")
-        .option("use.latest.version", "true")
-        .option("schemaRegistryUrl", cluster.schema_registry_url)
-        .mode("append")
-        .save()
+    _write(
+        df.limit(2),
+        cluster,
+        topic,
+        valueFormat="avro",
+        **{"use.latest.version": "true"},
     )
     assert _reader(spark, cluster, topic, valueFormat="avro").load().count() == 14
     assert sr.get_versions(f"{topic}-value") == [1]
@@ -387,16 +394,12 @@ def test_json_schema_reads_equal_confluent_deserializer_and_roundtrip(
     # write -> read: struct rows serialized with JSON Schema through the registry
     out = "orders-json-written"
     cluster.create_topic(out, 1)
-    (
-        df.select("value")
-        .write.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("topic", out)
-        .option("valueFormat", "json")
-        .option("valueSchema", json.dumps(JSON_V2))
-        .option("schemaRegistryUrl", cluster.schema_registry_url)
-        .mode("append")
-        .save()
+    _write(
+        df.select("value"),
+        cluster,
+        out,
+        valueFormat="json",
+        valueSchema=json.dumps(JSON_V2),
     )
     back = _reader(spark, cluster, out, valueFormat="json").load()
     assert _values(back) == got
@@ -478,17 +481,13 @@ def test_protobuf_reads_what_confluent_wrote_and_roundtrips(
 
     out = "orders-proto-written"
     cluster.create_topic(out, 1)
-    (
-        df.select("value")
-        .write.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("topic", out)
-        .option("valueFormat", "protobuf")
-        .option("valueSchema", PROTO_V2)
-        .option("valueMessageName", "shop.Order")
-        .option("schemaRegistryUrl", cluster.schema_registry_url)
-        .mode("append")
-        .save()
+    _write(
+        df.select("value"),
+        cluster,
+        out,
+        valueFormat="protobuf",
+        valueSchema=PROTO_V2,
+        valueMessageName="shop.Order",
     )
     back = _reader(
         spark, cluster, out, valueFormat="protobuf", valueMessageName="shop.Order"
@@ -512,15 +511,11 @@ def test_avro_write_without_a_schema_derives_it_as_to_avro(
     cluster.create_topic(topic, 1)
     rows = [(i, f"S{i}", None if i % 2 else [1.5, 2.5]) for i in range(4)]
     df = spark.createDataFrame(rows, "id bigint, symbol string, prices array<double>")
-    (
-        df.select(F.struct("id", "symbol", "prices").alias("value"))
-        .write.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("topic", topic)
-        .option("valueFormat", "avro")
-        .option("schemaRegistryUrl", cluster.schema_registry_url)
-        .mode("append")
-        .save()
+    _write(
+        df.select(F.struct("id", "symbol", "prices").alias("value")),
+        cluster,
+        topic,
+        valueFormat="avro",
     )
     sr = SchemaRegistryClient({"url": cluster.schema_registry_url})
     text = sr.get_latest_version(f"{topic}-value").schema.schema_str

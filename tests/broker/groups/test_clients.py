@@ -71,6 +71,34 @@ def _drain(consumers: dict[str, Any], seen: list[tuple[str, int]], total: int) -
     _until(step, f"{total} messages (have {len(seen)})")
 
 
+def _split_between(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    first: dict[str, str],
+    second: dict[str, str],
+) -> tuple[Any, Any]:
+    """Two consumers of ``group`` on the two partitions of ``topic``: one with
+    configuration ``first`` that holds both alone, then one with ``second``
+    joining, until each holds one partition."""
+    one = _consumer(bootstrap, group, **first)
+    one.subscribe([topic])
+    _until(
+        lambda: one.poll(0.05) is None and len(one.assignment()) == 2,
+        "the first member",
+    )
+    two = _consumer(bootstrap, group, **second)
+    two.subscribe([topic])
+
+    def split() -> bool:
+        one.poll(0.05)
+        two.poll(0.05)
+        return len(one.assignment()) == len(two.assignment()) == 1
+
+    _until(split, "the two members to share the partitions")
+    return one, two
+
+
 def test_confluent_group_rebalances_commits_and_resumes_after_restart(
     tmp_path: Path,
 ) -> None:
@@ -136,22 +164,9 @@ def test_confluent_static_member_restart_keeps_its_partitions() -> None:
         cluster.create_topic("static", 2)
         bootstrap = cluster.bootstrap_servers
         seen: list[tuple[str, int]] = []
-        leader = _consumer(bootstrap, "static-g")
-        leader.subscribe(["static"])
-        _until(
-            lambda: leader.poll(0.05) is None and len(leader.assignment()) == 2,
-            "leader",
+        leader, static = _split_between(
+            bootstrap, "static-g", "static", {}, {"group.instance.id": "i-1"}
         )
-        static = _consumer(bootstrap, "static-g", **{"group.instance.id": "i-1"})
-        static.subscribe(["static"])
-        consumers = {"leader": leader, "static": static}
-
-        def split() -> bool:
-            for consumer in consumers.values():
-                consumer.poll(0.05)
-            return len(leader.assignment()) == len(static.assignment()) == 1
-
-        _until(split, "the two members to share the partitions")
         group = cluster.groups.groups["static-g"]
         generation = group.generation_id
         (owned,) = static.assignment()
@@ -160,7 +175,6 @@ def test_confluent_static_member_restart_keeps_its_partitions() -> None:
         assert old_member in group.members
         again = _consumer(bootstrap, "static-g", **{"group.instance.id": "i-1"})
         again.subscribe(["static"])
-        consumers["static"] = again
         _produce(bootstrap, "static", range(20))
         _drain({"leader": leader, "static": again}, seen, 20)
         # Same generation (no rebalance), the same partition, a new member id.
@@ -181,22 +195,9 @@ def test_confluent_static_leader_restart_keeps_the_generation() -> None:
         cluster.create_topic("static-lead", 2)
         bootstrap = cluster.bootstrap_servers
         seen: list[tuple[str, int]] = []
-        lead = _consumer(bootstrap, "lead-g", **{"group.instance.id": "lead"})
-        lead.subscribe(["static-lead"])
-        _until(
-            lambda: lead.poll(0.05) is None and len(lead.assignment()) == 2,
-            "the static leader",
+        lead, other = _split_between(
+            bootstrap, "lead-g", "static-lead", {"group.instance.id": "lead"}, {}
         )
-        other = _consumer(bootstrap, "lead-g")
-        other.subscribe(["static-lead"])
-        consumers = {"lead": lead, "other": other}
-
-        def split() -> bool:
-            for consumer in consumers.values():
-                consumer.poll(0.05)
-            return len(lead.assignment()) == len(other.assignment()) == 1
-
-        _until(split, "the two members to share the partitions")
         group = cluster.groups.groups["lead-g"]
         assert group.leader_id == group.static_members["lead"]
         generation = group.generation_id
@@ -204,7 +205,6 @@ def test_confluent_static_leader_restart_keeps_the_generation() -> None:
         lead.close()
         again = _consumer(bootstrap, "lead-g", **{"group.instance.id": "lead"})
         again.subscribe(["static-lead"])
-        consumers["lead"] = again
         _produce(bootstrap, "static-lead", range(20))
         _drain({"lead": again, "other": other}, seen, 20)
         assert group.generation_id == generation

@@ -21,6 +21,7 @@ from kproto.broker.groups.consumer_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from tests.broker.wire import commit_offset
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -182,19 +183,9 @@ def test_offsets_check_member_epochs(conn: Connection, fresh: Any) -> None:
     join(conn, group, "m1", subscribed_topic_names=[topic])
 
     def commit(member: str, epoch: int) -> int:
-        answer = conn.request(
-            ApiKey.OFFSET_COMMIT,
-            group_id=group,
-            generation_id_or_member_epoch=epoch,
-            member_id=member,
-            topics=[
-                {
-                    "name": topic,
-                    "partitions": [{"partition_index": 0, "committed_offset": 7}],
-                }
-            ],
+        return commit_offset(
+            conn, group, topic, 0, 7, member_id=member, member_epoch=epoch
         )
-        return int(answer.topics[0].partitions[0].error_code)
 
     assert commit("m1", 0) == ErrorCode.STALE_MEMBER_EPOCH
     assert commit("m9", 1) == ErrorCode.UNKNOWN_MEMBER_ID
@@ -337,19 +328,7 @@ def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:
 
 def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> None:
     group, topic, tid = fresh(1)
-    commit = conn.request(
-        ApiKey.OFFSET_COMMIT,
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        topics=[
-            {
-                "name": topic,
-                "partitions": [{"partition_index": 0, "committed_offset": 3}],
-            }
-        ],
-    )
-    assert commit.topics[0].partitions[0].error_code == 0
+    assert commit_offset(conn, group, topic, 0, 3) == ErrorCode.NONE
     # an empty classic group (offsets only) is upgraded; its offsets carry over
     assert join(conn, group, "m1", subscribed_topic_names=[topic]).error_code == 0
     (g,) = conn.request(

@@ -16,6 +16,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, data_type
 from kproto.serial import decode, encode
+from tests.broker.wire import join_classic
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -178,15 +179,7 @@ def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) 
         == ErrorCode.UNKNOWN_MEMBER_ID
     )
     # a classic join with a subscription that does not decode is refused
-    bad = conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=group,
-        session_timeout_ms=6000,
-        rebalance_timeout_ms=6000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": b"\x00"}],
-    )
+    bad = join_classic(conn, group, metadata=b"\x00")
     assert bad.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     # ConsumerGroupDescribe v1 tells the member types apart
     (d,) = conn.request(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group]).groups

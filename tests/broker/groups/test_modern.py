@@ -18,6 +18,7 @@ from kproto.broker.groups.streams_group import StreamsGroupMember, StreamsMember
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from tests.broker.wire import join_classic
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -78,15 +79,7 @@ def test_streams_group_heartbeat_interval_follows_the_group_config() -> None:
 def _empty_classic_group(conn: Connection, group: str) -> None:
     """Join and leave with the classic protocol: the group's (empty)
     GroupMetadata record is in ``__consumer_offsets``."""
-    joined = conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=group,
-        session_timeout_ms=6000,
-        rebalance_timeout_ms=6000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": b""}],
-    )
+    joined = join_classic(conn, group)
     assert joined.error_code == 0
     left = conn.request(ApiKey.LEAVE_GROUP, group_id=group, member_id=joined.member_id)
     assert left.error_code == 0

@@ -19,6 +19,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
+from tests.broker import wire
 
 pytestmark = pytest.mark.timeout(90)
 _ids = itertools.count()
@@ -110,14 +111,8 @@ class Txn:
 
 
 def join_classic(conn: Connection, group: str) -> Any:
-    joined = conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=group,
-        session_timeout_ms=30_000,
-        rebalance_timeout_ms=30_000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}],
+    joined = wire.join_classic(
+        conn, group, metadata=b"\x00\x00\x00\x00\x00\x00", timeout_ms=30_000
     )
     assert joined.error_code == ErrorCode.NONE
     return joined
@@ -206,14 +201,8 @@ def test_classic_group_completing_a_rebalance(
 
 def test_consumer_group_with_members(cluster: Cluster, conn: Connection) -> None:
     group = "kip848"
-    beat = conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id="m1",
-        member_epoch=0,
-        rebalance_timeout_ms=30_000,
-        subscribed_topic_names=[TOPIC],
-        topic_partitions=[],
+    beat = wire.join_consumer_group(
+        conn, group, "m1", [TOPIC], rebalance_timeout_ms=30_000
     )
     assert beat.error_code == ErrorCode.NONE
     epoch = beat.member_epoch

@@ -19,7 +19,7 @@ from kproto.broker.authorized_operations import supported_operations
 from kproto.broker.dispatch import build
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import api_versions, request_type
+from kproto.index import ApiKey, api_versions, request_type
 
 TOPIC = "vt"
 
@@ -235,19 +235,27 @@ def _commit_topics(cluster: Cluster, version: int, offset: int) -> list[dict[str
     return [{"name": TOPIC, "partitions": partitions}]
 
 
+def _admin_commit(
+    conn: Connection, cluster: Cluster, group: str, version: int, offset: int
+) -> Any:
+    """OffsetCommit ``version`` from outside ``group`` (generation -1, no member)
+    of ``offset`` and ``offset + 1`` to partitions 0 and 1 of TOPIC."""
+    return call(
+        conn,
+        ApiKey.OFFSET_COMMIT,
+        version,
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=_commit_topics(cluster, version, offset),
+    )
+
+
 @pytest.mark.parametrize("version", versions(8))
 def test_offset_commit_then_fetch_all_topics(cluster: Cluster, version: int) -> None:
     group = f"oc-{version}"
     with coordinator(cluster, group) as conn:
-        c = call(
-            conn,
-            8,
-            version,
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=_commit_topics(cluster, version, 10 * version),
-        )
+        c = _admin_commit(conn, cluster, group, version, 10 * version)
         assert [p.error_code for t in c.topics for p in t.partitions] == [0, 0]
         if version >= 10:
             assert c.topics[0].topic_id == cluster.state.topics[TOPIC].topic_id
@@ -276,15 +284,7 @@ def test_offset_fetch(cluster: Cluster, version: int) -> None:
     group = f"of-{version}"
     topic_id = cluster.state.topics[TOPIC].topic_id
     with coordinator(cluster, group) as conn:
-        call(
-            conn,
-            8,
-            8,
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=_commit_topics(cluster, 8, 5),
-        )
+        _admin_commit(conn, cluster, group, 8, 5)
         asked = (
             {"topic_id": topic_id, "partition_indexes": [0, 1]}
             if version >= 10
@@ -332,15 +332,7 @@ def test_describe_groups(cluster: Cluster, version: int) -> None:
     group = f"dg-{version}"
     cluster.groups.coordinator_for(group)
     with coordinator(cluster, group) as conn:
-        call(
-            conn,
-            8,
-            8,
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=_commit_topics(cluster, 8, 1),
-        )
+        _admin_commit(conn, cluster, group, 8, 1)
         r = call(
             conn,
             15,
@@ -389,15 +381,7 @@ def test_list_groups_each_node_lists_the_groups_it_coordinates(
 def test_delete_groups_and_offset_delete(cluster: Cluster, version: int) -> None:
     group = f"del-{version}"
     with coordinator(cluster, group) as conn:
-        call(
-            conn,
-            8,
-            8,
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=_commit_topics(cluster, 8, 1),
-        )
+        _admin_commit(conn, cluster, group, 8, 1)
         od = call(
             conn,
             47,

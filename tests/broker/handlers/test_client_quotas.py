@@ -19,6 +19,14 @@ def _entity(**pairs: str | None) -> list[dict[str, str | None]]:
     ]
 
 
+def _set(key: str, value: float, **entity: str | None) -> dict[str, Any]:
+    """An AlterClientQuotas entry setting quota ``key`` to ``value`` for ``entity``."""
+    return {
+        "entity": _entity(**entity),
+        "ops": [{"key": key, "value": value, "remove": False}],
+    }
+
+
 def test_client_quotas(cluster: Cluster, conn: Connection) -> None:
     for version in api_versions(ApiKey.ALTER_CLIENT_QUOTAS):
         answer = send(
@@ -27,64 +35,14 @@ def test_client_quotas(cluster: Cluster, conn: Connection) -> None:
             version,
             validate_only=False,
             entries=[
-                {
-                    "entity": _entity(user="alice"),
-                    "ops": [
-                        {"key": "producer_byte_rate", "value": 1024.0, "remove": False}
-                    ],
-                },
-                {
-                    "entity": _entity(user="alice", client_id=None),
-                    "ops": [
-                        {"key": "request_percentage", "value": 12.5, "remove": False}
-                    ],
-                },
-                {
-                    "entity": _entity(ip=None),
-                    "ops": [
-                        {
-                            "key": "connection_creation_rate",
-                            "value": 5.0,
-                            "remove": False,
-                        }
-                    ],
-                },
-                {
-                    "entity": _entity(user="bob"),
-                    "ops": [
-                        {"key": "producer_byte_rate", "value": 1.5, "remove": False}
-                    ],
-                },
-                {
-                    "entity": _entity(user="bob"),
-                    "ops": [{"key": "no_such_quota", "value": 1.0, "remove": False}],
-                },
-                {
-                    "entity": _entity(ip="1.2.3.4", user="x"),
-                    "ops": [
-                        {
-                            "key": "connection_creation_rate",
-                            "value": 1.0,
-                            "remove": False,
-                        }
-                    ],
-                },
-                {
-                    "entity": _entity(ip="not-an-ip"),
-                    "ops": [
-                        {
-                            "key": "connection_creation_rate",
-                            "value": 1.0,
-                            "remove": False,
-                        }
-                    ],
-                },
-                {
-                    "entity": _entity(user="carol"),
-                    "ops": [
-                        {"key": "consumer_byte_rate", "value": 0.0, "remove": False}
-                    ],
-                },
+                _set("producer_byte_rate", 1024.0, user="alice"),
+                _set("request_percentage", 12.5, user="alice", client_id=None),
+                _set("connection_creation_rate", 5.0, ip=None),
+                _set("producer_byte_rate", 1.5, user="bob"),
+                _set("no_such_quota", 1.0, user="bob"),
+                _set("connection_creation_rate", 1.0, ip="1.2.3.4", user="x"),
+                _set("connection_creation_rate", 1.0, ip="not-an-ip"),
+                _set("consumer_byte_rate", 0.0, user="carol"),
             ],
         )
         errors = [e.error_code for e in answer.entries]
@@ -143,14 +101,7 @@ def test_client_quotas_survive_a_restart(tmp_path: Path) -> None:
         answer = conn.request(
             ApiKey.ALTER_CLIENT_QUOTAS,
             validate_only=False,
-            entries=[
-                {
-                    "entity": _entity(client_id="app"),
-                    "ops": [
-                        {"key": "consumer_byte_rate", "value": 2048.0, "remove": False}
-                    ],
-                }
-            ],
+            entries=[_set("consumer_byte_rate", 2048.0, client_id="app")],
         )
         assert answer.entries[0].error_code == ErrorCode.NONE
         conn.close()

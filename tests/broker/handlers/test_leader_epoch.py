@@ -9,6 +9,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
 from tests.broker.handlers.support import connect, send
+from tests.broker.wire import produce
 
 
 def _leader_conn(cluster: Cluster, topic: str, partition: int) -> Connection:
@@ -18,17 +19,7 @@ def _leader_conn(cluster: Cluster, topic: str, partition: int) -> Connection:
 
 
 def _produce(conn: Connection, cluster: Cluster, topic: str, batch: bytes) -> None:
-    answer = conn.request(
-        ApiKey.PRODUCE,
-        acks=-1,
-        timeout_ms=1000,
-        topic_data=[
-            {
-                "topic_id": cluster.state.topics[topic].topic_id,
-                "partition_data": [{"index": 0, "records": batch}],
-            }
-        ],
-    )
+    answer = produce(conn, topic, {0: batch}, cluster=cluster)
     assert answer.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 

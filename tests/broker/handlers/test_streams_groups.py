@@ -36,6 +36,7 @@ from kproto.broker.groups.streams_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from tests.broker.wire import commit_offset, join_classic, join_consumer_group
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
@@ -234,15 +235,7 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     assert hb(conn, app, "", 0).error_code == ErrorCode.INVALID_REQUEST
     assert hb(conn, app, "m1", 3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
     # a KIP-848 consumer group of the same id is not a streams group
-    consumer = conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=app,
-        member_id="c1",
-        member_epoch=0,
-        rebalance_timeout_ms=1000,
-        subscribed_topic_names=[src],
-        topic_partitions=[],
-    )
+    consumer = join_consumer_group(conn, app, "c1", [src])
     assert consumer.error_code == 0
     refused = join(conn, app, "m1", topology(src, app))
     assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
@@ -252,25 +245,9 @@ def test_invalid_requests_and_group_types(conn: Connection, fresh: Any) -> None:
     # and the other way round: a streams group is not a consumer or classic group
     other, _ = fresh(1)
     assert join(conn, other, "m1", topology(src, other)).error_code == 0
-    consumer = conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=other,
-        member_id="c1",
-        member_epoch=0,
-        rebalance_timeout_ms=1000,
-        subscribed_topic_names=[src],
-        topic_partitions=[],
-    )
+    consumer = join_consumer_group(conn, other, "c1", [src])
     assert consumer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
-    classic = conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=other,
-        session_timeout_ms=6000,
-        rebalance_timeout_ms=6000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": b""}],
-    )
+    classic = join_classic(conn, other)
     assert classic.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
@@ -279,19 +256,9 @@ def test_offsets_with_epochs_list_describe_delete(conn: Connection, fresh: Any) 
     a = join(conn, app, "m1", topology(src, app))
 
     def commit(member: str, epoch: int) -> int:
-        answer = conn.request(
-            ApiKey.OFFSET_COMMIT,
-            group_id=app,
-            generation_id_or_member_epoch=epoch,
-            member_id=member,
-            topics=[
-                {
-                    "name": src,
-                    "partitions": [{"partition_index": 1, "committed_offset": 42}],
-                }
-            ],
+        return commit_offset(
+            conn, app, src, 1, 42, member_id=member, member_epoch=epoch
         )
-        return int(answer.topics[0].partitions[0].error_code)
 
     assert commit("m1", a.member_epoch + 1) == ErrorCode.STALE_MEMBER_EPOCH
     assert commit("nobody", a.member_epoch) == ErrorCode.UNKNOWN_MEMBER_ID

@@ -27,6 +27,7 @@ from tests.broker.share.support import (
     poll_until,
     share_consumer,
 )
+from tests.broker.wire import produce
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,24 +49,8 @@ def conn(cluster: Cluster) -> Iterator[Connection]:
 def batches(conn: Connection, topic: str, *sizes: int, value: bytes = b"v") -> None:
     """Append one batch of ``n`` records per size to partition 0."""
     for n in sizes:
-        answer = conn.request(
-            ApiKey.PRODUCE,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[
-                {
-                    "name": topic,
-                    "partition_data": [
-                        {
-                            "index": 0,
-                            "records": encode_batch(
-                                [(None, value, (), 0) for _ in range(n)]
-                            ),
-                        }
-                    ],
-                }
-            ],
-        )
+        batch = encode_batch([(None, value, (), 0) for _ in range(n)])
+        answer = produce(conn, topic, {0: batch})
         assert answer.responses[0].partition_responses[0].error_code == 0
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.records import ControlRecordType, decode_batches
+from tests.broker.txn.support import transactional_producer
 from tests.consuming import read_settled
 from tests.eventually import eventually
 
@@ -36,17 +37,7 @@ def _name(prefix: str) -> str:
 
 
 def producer(cluster: Cluster, txn_id: str, **conf: object) -> object:
-    p = ck.Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "transactional.id": txn_id,
-            "linger.ms": 1,
-            "log_level": 0,
-            **conf,
-        }
-    )
-    p.init_transactions(20)
-    return p
+    return transactional_producer(cluster, txn_id, **{"linger.ms": 1, **conf})
 
 
 def consume_all(

@@ -13,8 +13,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.txn import TransactionState, decode_record
 from kproto.cli import main
-
-ck = pytest.importorskip("confluent_kafka")
+from tests.broker.txn.support import commit_kept_abort_dropped, transactional_producer
 
 
 def test_dump_log_shows_markers_and_transaction_state(
@@ -23,21 +22,7 @@ def test_dump_log_shows_markers_and_transaction_state(
     data = tmp_path / "data"
     with Cluster(data_dir=data) as cluster:
         cluster.create_topic("orders", 1)
-        p = ck.Producer(
-            {
-                "bootstrap.servers": cluster.bootstrap_servers,
-                "transactional.id": "dumped",
-                "log_level": 0,
-            }
-        )
-        p.init_transactions(20)
-        p.begin_transaction()
-        p.produce("orders", b"kept")
-        p.commit_transaction(20)
-        p.begin_transaction()
-        p.produce("orders", b"dropped")
-        assert p.flush(10) == 0
-        p.abort_transaction(20)
+        commit_kept_abort_dropped(transactional_producer(cluster, "dumped"), "orders")
         txn_partition = cluster.txn.partition_for("dumped")
     segments = sorted(data.glob("orders-0/*.log"))
     assert main(["dump-log", "--json", "--fail-on-corrupt", *map(str, segments)]) == 0

@@ -20,21 +20,14 @@ from kproto.broker import Cluster
 from kproto.broker.txn import TransactionState
 from kproto.errors import ErrorCode
 from kproto.records import ControlRecordType
+from tests.broker.txn.support import transactional_producer
 from tests.consuming import read_settled
 
 ck = pytest.importorskip("confluent_kafka")
 
 
 def _producer(cluster: Cluster, txn_id: str) -> object:
-    p = ck.Producer(
-        {
-            "bootstrap.servers": cluster.bootstrap_servers,
-            "transactional.id": txn_id,
-            "log_level": 0,
-        }
-    )
-    p.init_transactions(20)
-    return p
+    return transactional_producer(cluster, txn_id)
 
 
 def _read_committed(cluster: Cluster, topic: str, expect: int) -> list[bytes]:

@@ -14,14 +14,20 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.dispatch import build
 from kproto.broker.txn import TransactionState
 from kproto.broker.txn.metadata import MAX_EPOCH
-from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
-from kproto.index import ApiKey, request_type
+from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker.txn.support import (
+    call,
+    call_coordinator,
+    call_leader,
+    end_txn,
+    init_producer_id,
+    txn_offset_commit,
+)
 
 TOPIC = "tv2"
 _ids = itertools.count()
@@ -41,29 +47,8 @@ def tv1() -> Iterator[Cluster]:
         yield c
 
 
-def call(cluster: Cluster, node_id: int, api: ApiKey, version: int, **f: Any) -> Any:
-    node = cluster.state.nodes[node_id]
-    with Connection(node.host, node.port, client_id="tv2", timeout_s=20) as conn:
-        return conn.send(build(request_type(api, version), f))
-
-
-def coordinator(cluster: Cluster, txn_id: str) -> int:
-    node = cluster.txn.coordinator_for(txn_id)
-    assert node is not None
-    return node
-
-
 def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:
-    r = call(
-        cluster,
-        coordinator(cluster, txn_id),
-        ApiKey.INIT_PRODUCER_ID,
-        5,
-        transactional_id=txn_id,
-        transaction_timeout_ms=60_000,
-        producer_id=-1,
-        producer_epoch=-1,
-    )
+    r = init_producer_id(cluster, txn_id, 5, producer_id=-1, producer_epoch=-1)
     assert r.error_code == ErrorCode.NONE
     return r.producer_id, r.producer_epoch
 
@@ -71,8 +56,6 @@ def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:
 def produce(
     cluster: Cluster, txn_id: str, pid: int, epoch: int, version: int, seq: int = 0
 ) -> int:
-    leader = cluster.state.leader(TOPIC, 0)
-    assert leader is not None
     batch = encode_batch(
         [(None, b"v")],
         producer_id=pid,
@@ -80,9 +63,10 @@ def produce(
         base_sequence=seq,
         is_transactional=True,
     )
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        0,
         ApiKey.PRODUCE,
         version,
         transactional_id=txn_id,
@@ -98,16 +82,7 @@ def produce(
 def end(
     cluster: Cluster, txn_id: str, pid: int, epoch: int, commit: bool, version: int = 5
 ) -> Any:
-    return call(
-        cluster,
-        coordinator(cluster, txn_id),
-        ApiKey.END_TXN,
-        version,
-        transactional_id=txn_id,
-        producer_id=pid,
-        producer_epoch=epoch,
-        committed=commit,
-    )
+    return end_txn(cluster, txn_id, (pid, epoch), commit, version)
 
 
 def state_of(cluster: Cluster, txn_id: str) -> tuple[TransactionState, set[Any]]:
@@ -194,9 +169,9 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
     pid, epoch = init(tv2, txn_id)
 
     def add(version: int, verify_only: bool) -> Any:
-        return call(
+        return call_coordinator(
             tv2,
-            coordinator(tv2, txn_id),
+            txn_id,
             ApiKey.ADD_PARTITIONS_TO_TXN,
             version,
             transactions=[
@@ -224,9 +199,9 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
         == ErrorCode.INVALID_TXN_STATE
     )
     # a TV1 client's v3 add still works
-    r = call(
+    r = call_coordinator(
         tv2,
-        coordinator(tv2, txn_id),
+        txn_id,
         ApiKey.ADD_PARTITIONS_TO_TXN,
         3,
         v3_and_below_transactional_id=txn_id,
@@ -241,35 +216,9 @@ def test_add_partitions_v4_adds_are_refused(tv2: Cluster) -> None:
 def _txn_offset_commit(
     cluster: Cluster, txn_id: str, group: str, pid: int, epoch: int, version: int
 ) -> int:
-    node = cluster.groups.coordinator_for(group)
-    assert node is not None
-    r = call(
-        cluster,
-        node,
-        ApiKey.TXN_OFFSET_COMMIT,
-        version,
-        transactional_id=txn_id,
-        group_id=group,
-        producer_id=pid,
-        producer_epoch=epoch,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        topics=[
-            {
-                "name": TOPIC,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "committed_offset": 7,
-                        "committed_leader_epoch": -1,
-                        "committed_metadata": "",
-                    }
-                ],
-            }
-        ],
+    return txn_offset_commit(
+        cluster, txn_id, group, (pid, epoch), version, {"name": TOPIC}, 7
     )
-    return int(r.topics[0].partitions[0].error_code)
 
 
 def test_txn_offset_commit_v5_adds_the_group(tv2: Cluster) -> None:

@@ -12,11 +12,18 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.dispatch import build
-from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey, api_versions, request_type
+from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
+from tests.broker.txn.support import (
+    call,
+    call_coordinator,
+    call_leader,
+    coordinator,
+    end_txn,
+    init_producer_id,
+    txn_offset_commit,
+)
 
 TOPIC = "tv"
 _ids = itertools.count()
@@ -29,34 +36,12 @@ def cluster() -> Iterator[Cluster]:
         yield c
 
 
-def call(
-    cluster: Cluster, node_id: int, api: ApiKey, version: int, **fields: Any
-) -> Any:
-    node = cluster.state.nodes[node_id]
-    with Connection(node.host, node.port, client_id="txn", timeout_s=20) as conn:
-        return conn.send(build(request_type(api, version), fields))
-
-
-def coordinator(cluster: Cluster, txn_id: str) -> int:
-    node = cluster.txn.coordinator_for(txn_id)
-    assert node is not None
-    return node
-
-
 def served(cluster: Cluster, api: ApiKey) -> list[int]:
     return list(api_versions(api))
 
 
 def init(cluster: Cluster, txn_id: str, version: int = 4, **extra: Any) -> Any:
-    return call(
-        cluster,
-        coordinator(cluster, txn_id),
-        ApiKey.INIT_PRODUCER_ID,
-        version,
-        transactional_id=txn_id,
-        transaction_timeout_ms=60_000,
-        **extra,
-    )
+    return init_producer_id(cluster, txn_id, version, **extra)
 
 
 def add(
@@ -67,9 +52,9 @@ def add(
     parts: dict[str, list[int]],
     version: int = 3,
 ) -> dict[tuple[str, int], int]:
-    r = call(
+    r = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.ADD_PARTITIONS_TO_TXN,
         version,
         v3_and_below_transactional_id=txn_id,
@@ -92,17 +77,7 @@ def end(
     committed: bool,
     version: int = 4,
 ) -> int:
-    r = call(
-        cluster,
-        coordinator(cluster, txn_id),
-        ApiKey.END_TXN,
-        version,
-        transactional_id=txn_id,
-        producer_id=pid,
-        producer_epoch=epoch,
-        committed=committed,
-    )
-    return int(r.error_code)
+    return int(end_txn(cluster, txn_id, (pid, epoch), committed, version).error_code)
 
 
 def produce(
@@ -121,11 +96,10 @@ def produce(
         base_sequence=seq,
         is_transactional=txn_id is not None,
     )
-    leader = cluster.state.leader(TOPIC, partition)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        partition,
         ApiKey.PRODUCE,
         9,
         transactional_id=txn_id,
@@ -141,11 +115,10 @@ def produce(
 def fetch(
     cluster: Cluster, partition: int, offset: int, isolation: int, version: int = 11
 ) -> Any:
-    leader = cluster.state.leader(TOPIC, partition)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        partition,
         ApiKey.FETCH,
         version,
         replica_id=-1,
@@ -176,11 +149,10 @@ def fetch(
 
 
 def latest(cluster: Cluster, partition: int, isolation: int, version: int = 5) -> int:
-    leader = cluster.state.leader(TOPIC, partition)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        partition,
         ApiKey.LIST_OFFSETS,
         version,
         replica_id=-1,
@@ -275,18 +247,7 @@ def test_init_producer_id_checks_coordinator_and_timeout(cluster: Cluster) -> No
         transaction_timeout_ms=1000,
     )
     assert r.error_code == ErrorCode.NOT_COORDINATOR
-    r = (
-        init(cluster, txn_id, 4, transaction_timeout_ms=0)
-        if False
-        else call(
-            cluster,
-            coordinator(cluster, txn_id),
-            ApiKey.INIT_PRODUCER_ID,
-            4,
-            transactional_id=txn_id,
-            transaction_timeout_ms=900_001,
-        )
-    )
+    r = init_producer_id(cluster, txn_id, 4, transaction_timeout_ms=900_001)
     assert r.error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
     r = call(
         cluster,
@@ -476,39 +437,15 @@ def test_add_offsets_and_txn_offset_commit(
         topic = {"topic_id": cluster.state.topics[TOPIC].topic_id}
 
     def commit() -> int:
-        r = call(
-            cluster,
-            group_node,
-            ApiKey.TXN_OFFSET_COMMIT,
-            commit_version,
-            transactional_id=txn_id,
-            group_id=group,
-            producer_id=pid,
-            producer_epoch=epoch,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            group_instance_id=None,
-            topics=[
-                {
-                    **topic,
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "committed_offset": 42,
-                            "committed_leader_epoch": -1,
-                            "committed_metadata": "m",
-                        }
-                    ],
-                }
-            ],
+        return txn_offset_commit(
+            cluster, txn_id, group, (pid, epoch), commit_version, topic, 42, "m"
         )
-        return int(r.topics[0].partitions[0].error_code)
 
     # KIP-890 part 1: the group's partition must be added first
     assert commit() == ErrorCode.INVALID_TXN_STATE
-    r = call(
+    r = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.ADD_OFFSETS_TO_TXN,
         version,
         transactional_id=txn_id,
@@ -531,9 +468,9 @@ def test_add_offsets_and_txn_offset_commit(
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
     )
     assert stable.topics[0].partitions[0].error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
-    wrong = call(
+    wrong = call_coordinator(
         cluster,
-        coordinator(cluster, txn_id),
+        txn_id,
         ApiKey.ADD_OFFSETS_TO_TXN,
         version,
         transactional_id=txn_id,
@@ -598,11 +535,10 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
             (s.transactional_id, s.producer_id, s.transaction_state)
             for s in listed.transaction_states
         ]
-    leader = cluster.state.leader(TOPIC, 0)
-    assert leader is not None
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        0,
         ApiKey.DESCRIBE_PRODUCERS,
         0,
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
@@ -615,9 +551,10 @@ def test_describe_and_list_transactions_and_producers(cluster: Cluster) -> None:
     assert mine_p[0].current_txn_start_offset >= 0
     assert mine_p[0].last_timestamp > 0 and mine_p[0].coordinator_epoch == -1
     assert end(cluster, txn_id, pid, epoch, True) == ErrorCode.NONE
-    r = call(
+    r = call_leader(
         cluster,
-        leader,
+        TOPIC,
+        0,
         ApiKey.DESCRIBE_PRODUCERS,
         0,
         topics=[{"name": TOPIC, "partition_indexes": [0]}],

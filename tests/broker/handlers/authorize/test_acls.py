@@ -25,7 +25,8 @@ from kproto.connection import Connection, KafkaConnectionError
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
-from kproto.sasl import SaslConfig
+from tests.broker.handlers.authorize.support import acl_cluster, plain
+from tests.broker.wire import join_consumer_group
 from tests.eventually import eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -116,19 +117,9 @@ def test_filters_and_validation() -> None:
     )
 
 
-USERS = {"alice": "alice-pw", "admin": "admin-pw"}
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanisms=["PLAIN"],
-        users=USERS,
-        super_users=["admin"],
-        acls_enabled=True,
-        num_partitions=1,
-    ) as c:
+    with acl_cluster(num_partitions=1) as c:
         for name in ("alice-orders", "alice-secret", "bob-orders"):
             c.create_topic(name)
         admin = AdminClient(c.client_config("admin"))
@@ -247,7 +238,7 @@ def test_acl_admin(cluster: Cluster) -> None:
         ("alice-secret", ResourcePatternType.LITERAL, CkPerm.DENY),
     }
     # (librdkafka drops DescribeAcls' top-level error: asked through kproto)
-    sasl = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    sasl = plain("alice")
     with Connection("127.0.0.1", cluster.servers[0].port, sasl=sasl) as conn:
         refused = conn.request(
             ApiKey.DESCRIBE_ACLS,
@@ -303,7 +294,7 @@ def test_unchecked_api_is_for_super_users_only(
         security, "CHECKED_APIS", security.CHECKED_APIS - {ApiKey.LIST_GROUPS}
     )
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    alice = plain("alice")
     with (
         caplog.at_level("WARNING", logger="kproto.broker"),
         Connection("127.0.0.1", port, sasl=alice) as conn,
@@ -311,7 +302,7 @@ def test_unchecked_api_is_for_super_users_only(
         with pytest.raises(KafkaConnectionError):
             conn.request(ApiKey.LIST_GROUPS)
     assert "serves it to super users only" in caplog.text
-    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    admin = plain("admin")
     with Connection("127.0.0.1", port, sasl=admin) as conn:
         assert conn.request(ApiKey.LIST_GROUPS).error_code == 0
 
@@ -323,8 +314,8 @@ def test_admin_apis_refused_per_resource(cluster: Cluster) -> None:
     from kproto.client import BrokerError, Client, TopicPartition
 
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
-    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    alice = plain("alice")
+    admin = plain("admin")
     with Client(cluster.bootstrap_servers, sasl=admin) as client:
         client.commit_offsets("admins-only", {TopicPartition("bob-orders", 0): 0})
     with Client(cluster.bootstrap_servers, sasl=alice) as client:
@@ -409,7 +400,7 @@ def test_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
     from kproto.broker.authorized_operations import supported_operations
 
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    alice = plain("alice")
     asked = {
         "topics": [{"name": "alice-orders"}, {"name": "alice-secret"}],
         "allow_auto_topic_creation": False,
@@ -421,7 +412,7 @@ def test_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
     every = supported_operations(T)
     assert ops["alice-orders"] == every
     assert ops["alice-secret"] == every & ~(1 << AclOperation.WRITE)
-    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    admin = plain("admin")
     with Connection("127.0.0.1", port, sasl=admin) as conn:
         described = conn.request(
             ApiKey.DESCRIBE_CLUSTER, include_cluster_authorized_operations=True
@@ -439,7 +430,7 @@ def test_group_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
     from kproto.broker.authorized_operations import NOT_REQUESTED, supported_operations
 
     port = cluster.servers[0].port
-    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    admin = plain("admin")
     commit = build_entity(  # v9: topics by name; makes an Empty classic group
         request_type(ApiKey.OFFSET_COMMIT, 9),
         {
@@ -462,7 +453,7 @@ def test_group_authorized_operations_follow_the_acls(cluster: Cluster) -> None:
         ("alice", mine),
         ("admin", supported_operations(ResourceType.GROUP)),
     ):
-        sasl = SaslConfig(mechanism="PLAIN", username=user, password=f"{user}-pw")
+        sasl = plain(user)
         with Connection("127.0.0.1", port, sasl=sasl) as conn:
             classic = conn.request(
                 ApiKey.DESCRIBE_GROUPS,
@@ -484,8 +475,8 @@ def test_cluster_admin_apis_need_cluster_acls(cluster: Cluster) -> None:
     """ElectLeaders, UpdateFeatures, AlterClientQuotas ... need their cluster
     operation (Kafka's ``KafkaApis`` checks); OffsetForLeaderEpoch topic DESCRIBE."""
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
-    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    alice = plain("alice")
+    admin = plain("admin")
     features = {
         "timeout_ms": 1000,
         "validate_only": True,
@@ -532,7 +523,7 @@ def test_cluster_admin_apis_need_cluster_acls(cluster: Cluster) -> None:
 
 def test_group_configs_need_group_acls(cluster: Cluster) -> None:
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    alice = plain("alice")
     with Connection("127.0.0.1", port, sasl=alice) as conn:
         answer = conn.request(
             ApiKey.DESCRIBE_CONFIGS,
@@ -546,7 +537,7 @@ def test_group_configs_need_group_acls(cluster: Cluster) -> None:
     codes = {r.resource_name: r.error_code for r in answer.results}
     # READ on alice-group does not imply DESCRIBE_CONFIGS
     assert codes == {"alice-group": 30, "bob-group": 30}  # GROUP_AUTHORIZATION_FAILED
-    admin = SaslConfig(mechanism="PLAIN", username="admin", password="admin-pw")
+    admin = plain("admin")
     with Connection("127.0.0.1", port, sasl=admin) as conn:
         answer = conn.request(
             ApiKey.DESCRIBE_CONFIGS,
@@ -565,7 +556,7 @@ def test_group_configs_need_group_acls(cluster: Cluster) -> None:
 
 def test_describe_topic_partitions_hides_topics(cluster: Cluster) -> None:
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    alice = plain("alice")
     with Connection("127.0.0.1", port, sasl=alice) as conn:
         listed = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, topics=[])
         named = conn.request(
@@ -591,23 +582,16 @@ def test_consumer_group_heartbeat_and_describe(cluster: Cluster) -> None:
     """KIP-848: heartbeat group READ then DESCRIBE on each subscribed topic;
     describe group DESCRIBE per group, the member's host as Kafka writes it."""
     port = cluster.servers[0].port
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
-
-    def beat(conn: Connection, group: str, member: str, topics: list[str]) -> Any:
-        return conn.request(
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            group_id=group,
-            member_id=member,
-            member_epoch=0,
-            rebalance_timeout_ms=1000,
-            subscribed_topic_names=topics,
-            topic_partitions=[],
-        )
+    alice = plain("alice")
 
     with Connection("127.0.0.1", port, sasl=alice) as conn:
-        assert beat(conn, "alice-group", "m1", ["alice-orders"]).error_code == 0
-        assert beat(conn, "bob-group", "m1", ["alice-orders"]).error_code == 30
-        mixed = beat(conn, "alice-group", "m2", ["alice-orders", "bob-orders"])
+        joined = join_consumer_group(conn, "alice-group", "m1", ["alice-orders"])
+        assert joined.error_code == 0
+        refused = join_consumer_group(conn, "bob-group", "m1", ["alice-orders"])
+        assert refused.error_code == 30
+        mixed = join_consumer_group(
+            conn, "alice-group", "m2", ["alice-orders", "bob-orders"]
+        )
         assert mixed.error_code == 29  # TOPIC_AUTHORIZATION_FAILED
         described = conn.request(
             ApiKey.CONSUMER_GROUP_DESCRIBE,

@@ -25,55 +25,48 @@ from kproto.broker.acl import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from kproto.sasl import SaslConfig
+from tests.broker.handlers.authorize.support import acl_cluster, allow, plain
 from tests.broker.share.support import DEADLINE_S, SHARE_CONFIGS, ck
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
 
-USERS = {"alice": "alice-pw", "admin": "admin-pw", "carol": "carol-pw"}
 OPEN, SECRET = "q-open", "q-secret"
 _Op = AclOperation
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanisms=["PLAIN"],
-        users=USERS,
-        super_users=["admin"],
-        acls_enabled=True,
-        share_configs=SHARE_CONFIGS,
-    ) as c:
+    with acl_cluster("carol", share_configs=SHARE_CONFIGS) as c:
         for topic in (OPEN, SECRET):
             c.create_topic(topic, 1)
-        store = c.security.acls
-        assert store is not None
-        rules = [
-            (ResourceType.TOPIC, OPEN, PatternType.LITERAL, _Op.READ),
-            (ResourceType.GROUP, "alice-", PatternType.PREFIXED, _Op.READ),
-            (ResourceType.GROUP, "alice-offsets", PatternType.LITERAL, _Op.DELETE),
-            (ResourceType.GROUP, "alice-g", PatternType.LITERAL, _Op.DESCRIBE_CONFIGS),
-            # FindCoordinator passes: the heartbeat itself refuses the group
-            (ResourceType.GROUP, "bob-ck", PatternType.LITERAL, _Op.DESCRIBE),
-        ]
-        for rt, name, pattern, op in rules:
-            store.add(
-                AclBinding(
-                    rt, name, pattern, "User:alice", "*", op, AclPermissionType.ALLOW
+        allow(
+            c,
+            [
+                (ResourceType.TOPIC, OPEN, PatternType.LITERAL, _Op.READ),
+                (ResourceType.GROUP, "alice-", PatternType.PREFIXED, _Op.READ),
+                (ResourceType.GROUP, "alice-offsets", PatternType.LITERAL, _Op.DELETE),
+                (
+                    ResourceType.GROUP,
+                    "alice-g",
+                    PatternType.LITERAL,
+                    _Op.DESCRIBE_CONFIGS,
+                ),
+                # FindCoordinator passes: the heartbeat itself refuses the group
+                (ResourceType.GROUP, "bob-ck", PatternType.LITERAL, _Op.DESCRIBE),
+            ],
+        )
+        allow(  # carol may list every group, and nothing else
+            c,
+            [
+                (
+                    ResourceType.CLUSTER,
+                    "kafka-cluster",
+                    PatternType.LITERAL,
+                    _Op.DESCRIBE,
                 )
-            )
-        store.add(  # carol may list every group, and nothing else
-            AclBinding(
-                ResourceType.CLUSTER,
-                "kafka-cluster",
-                PatternType.LITERAL,
-                "User:carol",
-                "*",
-                _Op.DESCRIBE,
-                AclPermissionType.ALLOW,
-            )
+            ],
+            principal="User:carol",
         )
         producer = ck.Producer(c.client_config("admin"))
         for topic in (OPEN, SECRET):
@@ -85,7 +78,7 @@ def cluster() -> Iterator[Cluster]:
 
 def connect(cluster: Cluster, user: str) -> Connection:
     info = cluster.state.nodes[1]
-    sasl = SaslConfig(mechanism="PLAIN", username=user, password=USERS[user])
+    sasl = plain(user)
     return Connection(info.host, info.port, timeout_s=10, sasl=sasl)
 
 

@@ -14,9 +14,7 @@ import pytest
 
 from kproto.broker import Cluster
 from kproto.broker.acl import (
-    AclBinding,
     AclOperation,
-    AclPermissionType,
     PatternType,
     ResourceType,
 )
@@ -24,12 +22,11 @@ from kproto.broker.groups.streams_coordinator import Status
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from kproto.sasl import SaslConfig
+from tests.broker.handlers.authorize.support import acl_cluster, allow, plain
 from tests.broker.handlers.test_streams_groups import CAPS, join, topology
 
 pytestmark = pytest.mark.timeout(120)
 
-USERS = {"alice": "alice-pw", "admin": "admin-pw"}
 _Op = AclOperation
 _ids = itertools.count()
 MISSING_INTERNAL_TOPICS = Status.MISSING_INTERNAL_TOPICS
@@ -37,38 +34,25 @@ MISSING_INTERNAL_TOPICS = Status.MISSING_INTERNAL_TOPICS
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(
-        nodes=1,
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanisms=["PLAIN"],
-        users=USERS,
-        super_users=["admin"],
-        acls_enabled=True,
-        streams_heartbeat_interval_ms=100,
-    ) as c:
+    with acl_cluster(nodes=1, streams_heartbeat_interval_ms=100) as c:
         c.create_topic("s-open", 2)
         c.create_topic("s-secret", 2)
-        store = c.security.acls
-        assert store is not None
-        rules = [
-            (ResourceType.TOPIC, "s-open", PatternType.LITERAL, _Op.READ),
-            # the internal topics of alice's applications: read, not create
-            (ResourceType.TOPIC, "alice-", PatternType.PREFIXED, _Op.READ),
-            (ResourceType.TOPIC, "alice-made-", PatternType.PREFIXED, _Op.CREATE),
-            (ResourceType.GROUP, "alice-", PatternType.PREFIXED, _Op.READ),
-        ]
-        for rt, name, pattern, op in rules:
-            store.add(
-                AclBinding(
-                    rt, name, pattern, "User:alice", "*", op, AclPermissionType.ALLOW
-                )
-            )
+        allow(
+            c,
+            [
+                (ResourceType.TOPIC, "s-open", PatternType.LITERAL, _Op.READ),
+                # the internal topics of alice's applications: read, not create
+                (ResourceType.TOPIC, "alice-", PatternType.PREFIXED, _Op.READ),
+                (ResourceType.TOPIC, "alice-made-", PatternType.PREFIXED, _Op.CREATE),
+                (ResourceType.GROUP, "alice-", PatternType.PREFIXED, _Op.READ),
+            ],
+        )
         yield c
 
 
 def connect(cluster: Cluster, user: str) -> Connection:
     info = cluster.state.nodes[1]
-    sasl = SaslConfig(mechanism="PLAIN", username=user, password=USERS[user])
+    sasl = plain(user)
     conn = Connection(info.host, info.port, timeout_s=20, sasl=sasl)
     conn.negotiate(caps=CAPS)
     return conn

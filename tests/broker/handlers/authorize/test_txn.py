@@ -13,24 +13,15 @@ from kproto.broker.dispatch import build
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
-from kproto.sasl import SaslConfig
+from tests.broker.handlers.authorize.support import acl_cluster, plain
 
 ck = pytest.importorskip("confluent_kafka")
 admin_mod = pytest.importorskip("confluent_kafka.admin")
 
-USERS = {"alice": "alice-pw", "admin": "admin-pw"}
-
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanisms=["PLAIN"],
-        users=USERS,
-        super_users=["admin"],
-        acls_enabled=True,
-        num_partitions=1,
-    ) as c:
+    with acl_cluster(num_partitions=1) as c:
         for name in ("alice-out", "alice-in", "bob-out"):
             c.create_topic(name)
         admin = admin_mod.AdminClient(c.client_config("admin"))
@@ -104,7 +95,7 @@ def _send(conn: Connection, api: ApiKey, version: int, **fields: Any) -> Any:
 
 
 def test_protocol_level_checks(cluster: Cluster) -> None:
-    alice = SaslConfig(mechanism="PLAIN", username="alice", password="alice-pw")
+    alice = plain("alice")
     node = cluster.txn.coordinator_for("alice-tx-2")
     assert node is not None
     port = cluster.state.nodes[node].port

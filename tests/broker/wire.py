@@ -1,0 +1,153 @@
+"""Raw requests the broker tests send more than once: a Produce (and its answers per
+partition), a Fetch, a classic JoinGroup, a ConsumerGroupHeartbeat join, an
+OffsetCommit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kproto.broker import Cluster
+from kproto.connection import Connection
+from kproto.index import ApiKey
+
+
+def produce(
+    conn: Connection,
+    topic: str,
+    batches: Mapping[int, bytes],
+    *,
+    cluster: Cluster | None = None,
+) -> Any:
+    """The ProduceResponse to one request (acks -1, timeout_ms 5000) carrying one
+    encoded record batch per partition of ``topic`` (``batches``: partition index
+    to batch bytes).
+
+    With ``cluster`` the topic is named by its topic id (Produce v13+, KIP-516: what
+    a plainly negotiated connection speaks); without, by name (the connection must
+    have been negotiated with ``caps={ApiKey.PRODUCE: 12}``).
+    """
+    entry = _topic_entry(topic, "name", cluster)
+    entry["partition_data"] = [
+        {"index": p, "records": batch} for p, batch in batches.items()
+    ]
+    return conn.request(ApiKey.PRODUCE, acks=-1, timeout_ms=5000, topic_data=[entry])
+
+
+def _topic_entry(
+    topic: str, name_field: str, cluster: Cluster | None
+) -> dict[str, Any]:
+    if cluster is None:
+        return {name_field: topic}
+    return {"topic_id": cluster.state.topics[topic].topic_id}
+
+
+def fetch(
+    conn: Connection,
+    topic: str,
+    partitions: Iterable[int],
+    *,
+    cluster: Cluster | None = None,
+    min_bytes: int = 1,
+    partition_max_bytes: int = 1 << 20,
+    **partition_fields: Any,
+) -> Any:
+    """The FetchResponse to one Fetch (max_wait_ms 0, max_bytes 1 MiB) from offset 0
+    of ``partitions`` of ``topic``, at most ``partition_max_bytes`` each, with
+    ``partition_fields`` (``current_leader_epoch``) in every partition's entry.
+
+    With ``cluster`` the topic is named by its topic id (Fetch v13+, KIP-516);
+    without, by name (the connection must be negotiated with
+    ``caps={ApiKey.FETCH: 12}``).
+    """
+    entry = _topic_entry(topic, "topic", cluster)
+    entry["partitions"] = [
+        {
+            "partition": p,
+            "fetch_offset": 0,
+            "partition_max_bytes": partition_max_bytes,
+            **partition_fields,
+        }
+        for p in partitions
+    ]
+    return conn.request(
+        ApiKey.FETCH,
+        max_wait_ms=0,
+        min_bytes=min_bytes,
+        max_bytes=1 << 20,
+        topics=[entry],
+    )
+
+
+def partition_answers(response: Any) -> list[Any]:
+    """Every partition's answer in a ProduceResponse, in response order."""
+    return [p for t in response.responses for p in t.partition_responses]
+
+
+def join_classic(
+    conn: Connection, group: str, *, metadata: bytes = b"", timeout_ms: int = 6000
+) -> Any:
+    """The JoinGroupResponse to a new member (empty member id) joining ``group``
+    with the classic protocol: protocol type ``consumer``, one protocol ``range``
+    carrying ``metadata`` (the encoded subscription); ``timeout_ms`` is both the
+    session and the rebalance timeout (ms)."""
+    return conn.request(
+        ApiKey.JOIN_GROUP,
+        group_id=group,
+        session_timeout_ms=timeout_ms,
+        rebalance_timeout_ms=timeout_ms,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[{"name": "range", "metadata": metadata}],
+    )
+
+
+def commit_offset(
+    conn: Connection,
+    group: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    member_id: str = "",
+    member_epoch: int = -1,
+) -> int:
+    """The error code of an OffsetCommit of ``offset`` for ``topic``-``partition``
+    in ``group``, by ``member_id`` at ``member_epoch`` (the defaults: a commit from
+    outside the group, as the admin client's)."""
+    answer = conn.request(
+        ApiKey.OFFSET_COMMIT,
+        group_id=group,
+        generation_id_or_member_epoch=member_epoch,
+        member_id=member_id,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": partition, "committed_offset": offset}
+                ],
+            }
+        ],
+    )
+    return int(answer.topics[0].partitions[0].error_code)
+
+
+def join_consumer_group(
+    conn: Connection,
+    group: str,
+    member_id: str,
+    topics: list[str],
+    *,
+    rebalance_timeout_ms: int = 1000,
+) -> Any:
+    """The ConsumerGroupHeartbeatResponse (KIP-848) to ``member_id`` joining
+    ``group`` (member epoch 0) subscribed to ``topics``, owning no partitions."""
+    return conn.request(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        group_id=group,
+        member_id=member_id,
+        member_epoch=0,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        subscribed_topic_names=topics,
+        topic_partitions=[],
+    )
