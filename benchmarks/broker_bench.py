@@ -337,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         per_m = 1e6 / n
         print(
             f"{name:<17}{n / m['produce_s']:>14,.0f}{n / m['consume_s']:>14,.0f}"
-            f"{m['cpu_total'] * per_m:>10.2f}{m['cpu_produce'] * per_m:>10.2f}"
-            f"{m['cpu_consume'] * per_m:>10.2f}{m['rss_peak'] / 2**20:>7.0f} MiB"
+            f"{m['cpu_total'] * per_m:>10.3f}{m['cpu_produce'] * per_m:>10.3f}"
+            f"{m['cpu_consume'] * per_m:>10.3f}{m['rss_peak'] / 2**20:>7.0f} MiB"
         )
     print(
         "CPU: each broker's own process (all its threads); the mock's process also "

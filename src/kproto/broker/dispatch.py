@@ -177,8 +177,10 @@ class ApiVersionTable:
 WARM_APIS: Final = (ApiKey.PRODUCE, ApiKey.FETCH)
 
 #: The other APIs of the bundled clients' produce, consume and group paths, and the
-#: versions they send (librdkafka 2.x as observed against this broker); the Java
-#: clients, kafka-python and aiokafka send the newest served, also built.
+#: versions they send (librdkafka 2.x as observed against this broker; since the
+#: broker offers KIP-714, librdkafka asks GetTelemetrySubscriptions on every
+#: connection); the Java clients, kafka-python and aiokafka send the newest served,
+#: also built.
 CLIENT_VERSIONS: Final[Mapping[ApiKey, tuple[int, ...]]] = {
     ApiKey.API_VERSIONS: (3,),
     ApiKey.METADATA: (12,),
@@ -191,6 +193,8 @@ CLIENT_VERSIONS: Final[Mapping[ApiKey, tuple[int, ...]]] = {
     ApiKey.HEARTBEAT: (3,),
     ApiKey.LEAVE_GROUP: (1,),
     ApiKey.INIT_PRODUCER_ID: (4,),
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0,),
+    ApiKey.PUSH_TELEMETRY: (0,),
 }
 
 
