@@ -37,6 +37,7 @@ payload it cannot parse is INVALID_RECORD, as Kafka's exporter answers.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import uuid
 from collections import OrderedDict, deque
@@ -264,11 +265,16 @@ def _parse_metrics_data(payload: bytes) -> Any:
 
 
 def _otlp_available() -> bool:
+    """Whether opentelemetry-proto is installed, found without importing it (its
+    protobuf runtime costs tens of ms and several MiB at broker start; it is
+    imported at the first payload to decode)."""
     try:
-        import opentelemetry.proto.metrics.v1.metrics_pb2  # noqa: F401
+        return (
+            importlib.util.find_spec("opentelemetry.proto.metrics.v1.metrics_pb2")
+            is not None
+        )
     except ImportError:
         return False
-    return True
 
 
 def _java_uuid_hash(value: uuid.UUID) -> int:
