@@ -3,7 +3,8 @@ broker can answer as that release would (``Cluster.emulate_version("3.7")``, the
 ``kproto.emulate.version`` config; franz-go kfake's ``MaxVersions`` / ``--as-version``).
 
 A release is named ``"MAJOR.MINOR"`` (``"3.7"``; a patch, ``"3.7.1"``, or a leading
-``v`` is accepted and ignored, as kfake does: a patch release adds no API version).
+``v`` is accepted and ignored, as kfake does: each table is the ``.0`` release's, and
+patch releases seldom change it; 4.0.1 lists JoinGroup from v0 again, KAFKA-19444).
 The plain name is the release running as a KRaft broker, which kproto's broker
 models; ``"MAJOR.MINOR-zk"`` is the same release as a ZooKeeper-mode broker (2.0 to
 3.9), which also lists the inter-broker APIs (LeaderAndIsr, StopReplica,
@@ -25,7 +26,7 @@ each release's changes from the one before, and checked against a second source)
   tables trace each change to its Kafka commit and KIP: the source of every table
   here (ZooKeeper-mode 2.0-3.9, KRaft broker 2.8-4.3), rebuilt as data, not code.
   Where it tracks no minimum version (the share-group APIs, which Kafka 4.1 serves
-  from v1), the recorded tables below and Kafka's JSON give it.
+  from v1, as its JSON files say), the recorded tables below give it.
 - kafka-python 3.0.12's ``kafka.protocol.broker_version_data.BROKER_API_VERSIONS``
   (Apache-2.0): the ApiVersions responses of real brokers, recorded. They equal the
   tables here for ZooKeeper mode 2.0-3.9 and KRaft 4.0-4.3 (kafka-python records no

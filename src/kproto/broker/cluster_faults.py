@@ -255,10 +255,12 @@ class FaultControls:
         UNSUPPORTED_VERSION with the release's list, as that release answers.
         ``client_telemetry=True`` keeps GetTelemetrySubscriptions / PushTelemetry
         (3.7+, as a broker with a client-telemetry reporter). Ranges are cut to
-        what kproto serves (Fetch from v4); returns the api keys of the release
-        kproto does not serve (broker-internal ones, delegation tokens, ...), left
-        out. The config ``kproto.emulate.version`` does the same at start. Undo
-        with :meth:`reset_api_versions`.
+        what kproto serves (Fetch from v4; Produce v0-v2 stay listed but refused,
+        as Kafka 4.0 does) and the features in ApiVersions v3+ stay kproto's;
+        returns the api keys of the release kproto does not serve
+        (broker-internal ones, delegation tokens, ...), left out. The config
+        ``kproto.emulate.version`` does the same at start. Undo with
+        :meth:`reset_api_versions`.
 
         Raises:
             UnknownReleaseError: an unknown release (a ``LookupError``; the
