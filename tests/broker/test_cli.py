@@ -14,6 +14,7 @@ import pytest
 from kproto.cli import main
 from kproto.connection import Connection
 from kproto.index import ApiKey
+from kproto.kafka_releases import KAFKA_RELEASES
 
 ck = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
@@ -52,6 +53,17 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
             ["--partitions", "2", "--override", "num.partitions=3"],
             "kproto: error: --partitions and --override num.partitions both set "
             "num.partitions",
+        ),
+        (
+            ["--as-version", "3.10"],
+            "kproto: error: Invalid value 3.10 for configuration "
+            "kproto.emulate.version: unknown Kafka release '3.10': the known "
+            "releases are " + ", ".join(KAFKA_RELEASES),
+        ),
+        (
+            ["--as-version", "3.7", "--override", "kproto.emulate.version=3.6"],
+            "kproto: error: --as-version and --override kproto.emulate.version both "
+            "set kproto.emulate.version",
         ),
         (
             ["--override", "node.id"],
@@ -111,7 +123,8 @@ def test_test_controls_from_the_command_line(
     with broker_process(
         "kproto.seed.topics=orders:3,events",
         "group.initial.rebalance.delay.ms=0",
-        "kproto.api.versions=DESCRIBE_CLUSTER:none",
+        "kproto.emulate.version=3.7",
+        "kproto.api.versions=DESCRIBE_CLUSTER:none",  # on top of 3.7's list
     ) as bootstrap:
         a = admin.AdminClient({"bootstrap.servers": bootstrap})
         topics = a.list_topics(timeout=10).topics
@@ -125,6 +138,7 @@ def test_test_controls_from_the_command_line(
             conn.negotiate()
             assert conn.broker_api_versions is not None
             assert ApiKey.DESCRIBE_CLUSTER not in conn.broker_api_versions
+            assert conn.broker_api_versions[ApiKey.METADATA] == (0, 12)  # Kafka 3.7
     assert main(["broker", "--override", "kproto.seed.topics=orders:0"]) == 2
     assert _error(capsys) == (
         "kproto: error: Invalid value orders:0 for configuration kproto.seed.topics: "

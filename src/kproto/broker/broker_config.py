@@ -44,6 +44,7 @@ from kproto.broker.topic_config import (
     one_of,
 )
 from kproto.index import ApiKey
+from kproto.kafka_releases import UnknownReleaseError, release_name
 
 __all__ = [
     "ARGUMENTS",
@@ -137,6 +138,16 @@ def parse_api_versions(entry: str) -> tuple[ApiKey, int, int]:
     if not (sep and dash and low.isdigit() and high.isdigit()):
         raise ValueError(f"{entry!r} is not NAME:MIN-MAX or NAME:none")
     return api_key, int(low), int(high)
+
+
+def _kafka_release(value: object) -> str | None:
+    if not value:
+        return None
+    try:
+        release_name(str(value))
+    except UnknownReleaseError as exc:
+        return str(exc)
+    return None
 
 
 def _api_versions(value: object) -> str | None:
@@ -792,6 +803,17 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             kafka="(none)",
         ),
         _b(
+            "kproto.emulate.version",
+            _T.STRING,
+            "",
+            "Advertise and serve the API versions this Kafka release did "
+            "(franz-go kfake's --as-version): 3.7 (KRaft) or 3.7-zk (ZooKeeper "
+            "mode); kproto.api.versions then adjusts them. Empty: every version "
+            "kproto serves.",
+            Rule(_kafka_release, "a Kafka release, 2.8 to 4.3 or 2.0-zk to 3.9-zk"),
+            kafka="(none)",
+        ),
+        _b(
             "kproto.seed.topics",
             _T.LIST,
             "",
@@ -940,6 +962,7 @@ class BrokerConfig:
     kproto_log_requests: bool = _default("kproto.log.requests")
     kproto_seed_topics: tuple[str, ...] = _default("kproto.seed.topics")
     kproto_api_versions: tuple[str, ...] = _default("kproto.api.versions")
+    kproto_emulate_version: str = _default("kproto.emulate.version")
     explicit: frozenset[str] = frozenset()
 
     @classmethod

@@ -2,7 +2,8 @@
 
 kproto broker [--nodes N] [--port P] [--data-dir DIR] [--partitions N] [--log-requests]
               [--security-protocol P] [--sasl-mechanism M]... [--user NAME:PASSWORD]...
-              [--super-user NAME]... [--acls] [--override KEY=VALUE]...
+              [--super-user NAME]... [--acls] [--as-version RELEASE]
+              [--override KEY=VALUE]...
 
 ``--override`` sets a Kafka broker property as ``kafka-server-start.sh --override``
 does (``node.id=0``, ``log.retention.ms=60000``; see
@@ -176,6 +177,13 @@ def add_parsers(sub: Any) -> None:
         help="the schema registry's port (default: any free)",
     )
     p.add_argument(
+        "--as-version",
+        metavar="RELEASE",
+        default=None,
+        help="advertise and serve the API versions this Kafka release did, e.g. 3.7 "
+        "(KRaft) or 3.7-zk (as franz-go kfake --as-version; kproto.emulate.version)",
+    )
+    p.add_argument(
         "--override",
         action="append",
         type=_override,
@@ -256,6 +264,7 @@ def broker_properties(args: argparse.Namespace) -> dict[str, str]:
         ),
         "--super-user": ("super.users", joined(args.super_user, ";")),
         "--acls": ("authorizer.class.name", STANDARD_AUTHORIZER if args.acls else None),
+        "--as-version": ("kproto.emulate.version", args.as_version),
         "--max-connections": ("max.connections", number(args.max_connections)),
         "--max-connections-per-ip": (
             "max.connections.per.ip",

@@ -37,6 +37,7 @@ from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
 from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.broker.txn import TransactionCoordinator
+from kproto.kafka_releases import release_api_versions
 from kproto.records import Record, decode_batches
 
 if TYPE_CHECKING:
@@ -259,8 +260,12 @@ class Cluster(FaultControls, ClusterControls):
                     "set both in config and as data_dir=; give it once",
                 )
             data_dir = cfg.log_dirs[0]
-        # kproto.api.versions, checked before anything is created
+        # kproto.emulate.version, then kproto.api.versions, checked before
+        # anything is created
         api_versions = ApiVersionTable()
+        if cfg.kproto_emulate_version:
+            release = release_api_versions(cfg.kproto_emulate_version)
+            api_versions.replace({int(k): v for k, v in release.items()})
         for entry in cfg.kproto_api_versions:
             api_versions.set(*parse_api_versions(entry))
         self._temp = data_dir is None

@@ -30,6 +30,7 @@ from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.kafka_releases import release_api_versions
 
 __all__ = ["FaultControls"]
 
@@ -236,14 +237,38 @@ class FaultControls:
     def set_api_versions(self, ranges: Mapping[int, tuple[int, int]]) -> list[int]:
         """Advertise and serve exactly ``ranges`` (``{api_key: (min_version,
         max_version)}``) on every node, as franz-go kfake's ``MaxVersions`` with a
-        release's table: to look like an older Kafka, pass what that release's
-        ApiVersions listed (kproto keeps no per-release table; kafka-python's
-        ``kafka.protocol.broker_version_data.BROKER_API_VERSIONS`` records them).
+        release's table (:meth:`emulate_version` takes a release by name).
         APIs kproto serves that ``ranges`` lacks are removed; ranges are cut to
         the versions kproto generates. Returns the api keys of ``ranges`` kproto
         does not serve (not advertised). Undo with :meth:`reset_api_versions`."""
         table = {int(k): (int(lo), int(hi)) for k, (lo, hi) in ranges.items()}
         return self._on_loop(lambda: self.api_versions.replace(table))
+
+    def emulate_version(
+        self, release: str, *, client_telemetry: bool = False
+    ) -> list[int]:
+        """Advertise and serve the API versions Kafka ``release`` did (franz-go
+        kfake's ``MaxVersions(kversion.V3_7_0())`` / ``--as-version``): ``"3.7"``
+        is 3.7 as a KRaft broker, ``"3.7-zk"`` as a ZooKeeper-mode one (tables in
+        :mod:`kproto.kafka_releases`). A request of a newer version closes its
+        connection and an ApiVersions request of a newer version gets
+        UNSUPPORTED_VERSION with the release's list, as that release answers.
+        ``client_telemetry=True`` keeps GetTelemetrySubscriptions / PushTelemetry
+        (3.7+, as a broker with a client-telemetry reporter). Ranges are cut to
+        what kproto serves (Fetch from v4; Produce v0-v2 stay listed but refused,
+        as Kafka 4.0 does) and the features in ApiVersions v3+ stay kproto's;
+        returns the api keys of the release kproto does not serve
+        (broker-internal ones, delegation tokens, ...), left out. The config
+        ``kproto.emulate.version`` does the same at start. Undo with
+        :meth:`reset_api_versions`.
+
+        Raises:
+            UnknownReleaseError: an unknown release (a ``LookupError``; the
+                message lists the known ones).
+        """
+        table = release_api_versions(release, client_telemetry=client_telemetry)
+        ranges = {int(k): versions for k, versions in table.items()}
+        return self._on_loop(lambda: self.api_versions.replace(ranges))
 
     def api_version_range(self, api_key: ApiKey) -> tuple[int, int] | None:
         """The versions of ``api_key`` advertised now (``None``: not served)."""

@@ -136,8 +136,9 @@ class ApiVersionTable:
         """Advertise and serve exactly ``ranges`` (``{api_key: (min, max)}``, e.g.
         what one Kafka release's ApiVersions listed): an API kproto serves but
         ``ranges`` lacks is removed, each range is cut to the versions kproto
-        generates. Returns the api keys of ``ranges`` kproto does not serve (left
-        out: a broker-internal API, or one kproto lacks)."""
+        serves (:data:`SERVED_APIS`: Fetch from v4, as Kafka 4.0). Returns the api
+        keys of ``ranges`` kproto does not serve (left out: a broker-internal API,
+        or one kproto lacks)."""
         served: dict[ApiKey, tuple[int, int]] = {}
         unserved = []
         for key, (low, high) in sorted(ranges.items()):
@@ -149,8 +150,8 @@ class ApiVersionTable:
             if api_key not in SERVED_APIS:
                 unserved.append(key)
                 continue
-            known = api_versions(api_key)
-            low, high = max(low, known.start), min(high, known.stop - 1)
+            served_low, served_high = SERVED_APIS[api_key]
+            low, high = max(low, served_low), min(high, served_high)
             if low <= high:
                 served[api_key] = (low, high)
         self._install(served)

@@ -351,6 +351,17 @@ class NodeServer:
                 header.request_api_key, header.request_api_version
             )
             if handler is None:
+                if header.request_api_key == ApiKey.API_VERSIONS:
+                    # newer than advertised (an emulated release): Kafka answers
+                    # UNSUPPORTED_VERSION with its list (KIP-511)
+                    conn.write(
+                        unsupported_api_versions_frame(
+                            header.correlation_id, self.dispatcher.api_versions.served
+                        )
+                    )
+                    held.close()
+                    await conn.drain()
+                    continue
                 # an API or version this broker does not serve: Kafka's
                 # SocketServer closes the connection likewise
                 log.warning(
