@@ -5,7 +5,7 @@ the share coordinator's, :mod:`kproto.broker.share`).
 Source: Kafka's ``GroupConfig`` (``group-coordinator/.../GroupConfig.java``: the
 ``ConfigDef`` and ``validateValues``, whose bounds are the broker's
 ``group.consumer.min/max.*`` and ``group.streams.*``
-settings, :data:`GROUP_CONFIG_BOUNDS` here with Kafka's defaults). A group's
+settings, :data:`GROUP_CONFIG_BOUNDS` here with their defaults). A group's
 explicit configs are stored by :class:`kproto.broker.dynamic_config.DynamicConfigs`
 and read by the coordinators through :meth:`ClusterState.group_config`.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kproto.broker.broker_config import BrokerConfig
 from kproto.broker.topic_config import (
     ConfigType,
     TopicConfigDef,
@@ -80,15 +81,10 @@ GROUP_CONFIG_DEFAULTS: Mapping[str, str] = {
     name: d.default for name, d in GROUP_CONFIGS.items()
 }
 
-#: ``(min, max)`` the broker allows for the numeric group configs (Kafka's
-#: ``GroupCoordinatorConfig`` / ``ShareGroupConfig`` defaults).
-GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
-    "consumer.session.timeout.ms": (45000, 60000),
-    "consumer.heartbeat.interval.ms": (5000, 15000),
-    "streams.session.timeout.ms": (45000, 60000),
-    "streams.heartbeat.interval.ms": (5000, 15000),
-    "streams.num.standby.replicas": (0, 2),
-}
+#: ``(min, max)`` the broker allows for the numeric group configs by default (the
+#: defaults of the ``group.consumer.*`` and ``group.streams.*`` broker properties,
+#: which are Kafka's ``GroupCoordinatorConfig`` defaults).
+GROUP_CONFIG_BOUNDS: Mapping[str, tuple[int, int]] = BrokerConfig().group_config_bounds
 
 
 def validate_group_configs(
