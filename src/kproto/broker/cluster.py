@@ -12,9 +12,9 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kproto._closing import Closing
 from kproto.broker.broker_config import (
     ARGUMENTS,
     BROKER_CONFIGS,
@@ -56,7 +56,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster(FaultControls, ClusterControls):
+class Cluster(FaultControls, ClusterControls, Closing):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).
@@ -497,14 +497,6 @@ class Cluster(FaultControls, ClusterControls):
             self._thread = None
             raise
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop a cluster started with ``with`` (idempotent)."""
