@@ -255,6 +255,19 @@ class NodeServer:
             except (OSError, asyncio.CancelledError):  # ssl.SSLError is an OSError
                 pass
 
+    def _log_close(
+        self, client_host: str, reason: object, level: int = logging.WARNING
+    ) -> None:
+        """Log, as one line at ``level`` (no traceback: the client's doing), that
+        this node closes the connection from ``client_host`` and why."""
+        log.log(
+            level,
+            "node %d: closing connection from %s: %s",
+            self.node_id,
+            client_host,
+            reason,
+        )
+
     async def _serve(
         self,
         conn: FrameConnection,
@@ -269,22 +282,16 @@ class NodeServer:
                 # (or stalls mid-frame) that long is closed
                 frame = await conn.read_frame(idle_s)
             except TimeoutError:
-                log.info(
-                    "node %d: closing connection from %s: idle for %d ms",
-                    self.node_id,
+                self._log_close(
                     client_host,
-                    self.connections_max_idle_ms,
+                    f"idle for {self.connections_max_idle_ms} ms",
+                    logging.INFO,
                 )
                 return
             except ConnectionClosedError:
                 return  # the client went away, possibly mid-frame
             except FrameError as err:  # a size prefix below 4 or too large
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
-                    client_host,
-                    err,
-                )
+                self._log_close(client_host, err)
                 return
             received = time.monotonic()  # request time (KIP-124) counts from here
             # a queue slot, then this client's turn (round robin across clients)
@@ -304,12 +311,7 @@ class NodeServer:
             if auth.raw_tokens:  # unframed SASL tokens after SaslHandshake v0
                 challenge = auth.raw_token(frame)
                 if challenge is None:
-                    log.warning(
-                        "node %d: closing connection from %s: %s",
-                        self.node_id,
-                        client_host,
-                        auth.reason,
-                    )
+                    self._log_close(client_host, auth.reason)
                     return
                 conn.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
                 held.close()
@@ -332,20 +334,10 @@ class NodeServer:
                     held.close()
                     await conn.drain()
                     continue
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
-                    client_host,
-                    err,
-                )
+                self._log_close(client_host, err)
                 return
             except RequestDecodeError as err:
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
-                    client_host,
-                    err,
-                )
+                self._log_close(client_host, err)
                 return
             handler = self.dispatcher.handler_for(
                 header.request_api_key, header.request_api_version
@@ -353,9 +345,7 @@ class NodeServer:
             if handler is None:
                 # an API or version this broker does not serve: Kafka's
                 # SocketServer closes the connection likewise
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
+                self._log_close(
                     client_host,
                     not_served(header.request_api_key, header.request_api_version),
                 )
@@ -368,12 +358,7 @@ class NodeServer:
                     else (None, True)
                 )
                 if close:
-                    log.warning(
-                        "node %d: closing connection from %s: %s",
-                        self.node_id,
-                        client_host,
-                        auth.reason,
-                    )
+                    self._log_close(client_host, auth.reason)
                 held.close()
                 if response is not None:
                     conn.write(encode_response(header, response))
