@@ -27,7 +27,7 @@ from kproto.broker.client_metrics import PushedMetrics
 from kproto.broker.cluster_controls import ClusterControls
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
-from kproto.broker.dispatch import ApiVersionTable
+from kproto.broker.dispatch import ApiVersionTable, Dispatcher
 from kproto.broker.faults import FaultInjector
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -325,25 +325,27 @@ class Cluster(FaultControls, ClusterControls, Closing):
 
         def node_server(node_id: int, node_port: int) -> NodeServer:
             return NodeServer(
-                self.state,
-                self.groups,
-                node_id,
+                Dispatcher(
+                    self.state,
+                    self.groups,
+                    node_id,
+                    txn=self.txn,
+                    request_log=self.requests if request_log_size > 0 else None,
+                    log_requests=cfg.kproto_log_requests,
+                    faults=self.faults,
+                    security=self.security,
+                    share=self.share,
+                    api_versions=self.api_versions,
+                ),
                 port=node_port,
-                txn=self.txn,
                 socket_request_max_bytes=cfg.socket_request_max_bytes,
                 connections_max_idle_ms=cfg.connections_max_idle_ms,
-                request_log=self.requests if request_log_size > 0 else None,
-                log_requests=cfg.kproto_log_requests,
-                faults=self.faults,
-                security=self.security,
                 connection_quotas=ConnectionQuotas(
                     _unlimited(cfg.max_connections),
                     _unlimited(cfg.max_connections_per_ip),
                 ),
                 quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
                 queued_max_requests=cfg.queued_max_requests,
-                share=self.share,
-                api_versions=self.api_versions,
             )
 
         #: builds the server of a node added at run time (:meth:`add_node`)
