@@ -32,7 +32,6 @@ from typing import Any
 import attrs
 
 from kproto.broker.topic_config import (
-    DEFINITION,
     ConfigDef,
     ConfigType,
     Rule,
@@ -42,7 +41,6 @@ from kproto.broker.topic_config import (
     attribute_name,
     between,
     config_string,
-    definitions,
     list_of,
     one_of,
 )
@@ -157,6 +155,11 @@ _non_empty = Rule(
 )
 
 
+#: The ``attrs`` metadata key under which a :class:`BrokerConfig` field keeps its
+#: :class:`BrokerConfigDef`.
+_DEFINITION = "kproto.broker_config.definition"
+
+
 @attrs.frozen
 class BrokerConfigDef:
     """One broker property.
@@ -197,7 +200,7 @@ class BrokerConfigDef:
         """The :class:`BrokerConfig` field holding this property: its default is
         :attr:`default` parsed, its metadata this definition."""
         return attrs.field(
-            default=self.parse(self.default), metadata={DEFINITION: self}
+            default=self.parse(self.default), metadata={_DEFINITION: self}
         )
 
     def parse(self, value: object) -> object:
@@ -958,10 +961,26 @@ class BrokerConfig:
         }
 
 
+def _definitions() -> Mapping[str, BrokerConfigDef]:
+    """The :class:`BrokerConfigDef` of every :class:`BrokerConfig` field, by
+    property name, in the class's order.
+
+    Raises:
+        TypeError: a field not named after its property (``a.b`` -> ``a_b``).
+    """
+    out: dict[str, BrokerConfigDef] = {}
+    for field in attrs.fields(BrokerConfig):
+        definition = field.metadata.get(_DEFINITION)
+        if definition is None:
+            continue
+        if field.name != attribute_name(definition.name):
+            raise TypeError(f"BrokerConfig.{field.name} defines {definition.name}")
+        out[definition.name] = definition
+    return out
+
+
 #: Every broker property kproto takes, by name (Kafka's where Kafka has one).
-BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = definitions(
-    BrokerConfig, BrokerConfigDef
-)
+BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = _definitions()
 
 #: ``Cluster`` keyword argument -> the broker property it sets.
 ARGUMENTS: Mapping[str, str] = {

@@ -19,15 +19,12 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any
 
 import attrs
 
 from kproto.broker.errors import TopicError
 from kproto.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from attrs import AttrsInstance
 
 __all__ = [
     "ConfigDef",
@@ -162,48 +159,6 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-#: The ``attrs`` metadata key under which a typed config class's field keeps its
-#: definition (:meth:`TopicConfigDef.field`,
-#: :meth:`kproto.broker.broker_config.BrokerConfigDef.field`).
-DEFINITION = "kproto.config.definition"
-
-
-class _Named(Protocol):
-    @property
-    def name(self) -> str: ...
-
-
-_Def = TypeVar("_Def", bound=_Named)
-
-
-def definitions(cls: type[AttrsInstance], kind: type[_Def]) -> Mapping[str, _Def]:
-    """The definitions (of type ``kind``) that the fields of the ``attrs`` class
-    ``cls`` carry, by config name, in the class's order.
-
-    Raises:
-        TypeError: a field not named after its config (:func:`attribute_name`).
-    """
-    out: dict[str, _Def] = {}
-    for field in attrs.fields(cls):
-        definition = field.metadata.get(DEFINITION)
-        if not isinstance(definition, kind):
-            continue
-        if field.name != attribute_name(definition.name):
-            raise TypeError(f"{cls.__name__}.{field.name} defines {definition.name}")
-        out[definition.name] = definition
-    return out
-
-
-def attribute_name(name: str) -> str:
-    """The :class:`TopicConfig` attribute of topic config ``name``
-    (``retention.ms`` -> ``retention_ms``)."""
-    return name.replace(".", "_")
-
-
-def _frozen(value: object) -> object:
-    return tuple(value) if isinstance(value, list) else value
-
-
 @attrs.frozen
 class TopicConfigDef:
     """One topic config: ``name``, ``type``, ``default`` (as Kafka describes it),
@@ -272,14 +227,6 @@ class TopicConfigDef:
             )
         return value
 
-    def field(self) -> Any:
-        """An ``attrs`` field holding this config (in a class such as
-        :class:`TopicConfig`): its default is :attr:`default` parsed (``None`` for
-        an internal config with none; lists as tuples), its metadata this
-        definition (:func:`definitions` reads them back)."""
-        value = None if self.internal and not self.default else self.parse(self.default)
-        return attrs.field(default=_frozen(value), metadata={DEFINITION: self})
-
 
 #: The generic name: group and broker configs are defined the same way.
 ConfigDef = TopicConfigDef
@@ -297,11 +244,318 @@ SUBJECT_NAME_STRATEGIES = (
 _D = TopicConfigDef
 _T = ConfigType
 
+#: Every topic config, by name, in Kafka's ``LogConfig`` order.
+TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
+    d.name: d
+    for d in (
+        _D(
+            "segment.bytes",
+            _T.INT,
+            "1073741824",
+            "Segment file size in bytes; the log rolls a new segment beyond it.",
+            at_least(1024 * 1024),
+            enforced=True,
+        ),
+        _D(
+            "segment.ms",
+            _T.LONG,
+            "604800000",
+            "Time in ms after which the log rolls a segment even if not full.",
+            at_least(1),
+        ),
+        _D(
+            "segment.jitter.ms",
+            _T.LONG,
+            "0",
+            "Largest random jitter in ms subtracted from segment.ms.",
+            at_least(0),
+        ),
+        _D(
+            "segment.index.bytes",
+            _T.INT,
+            "10485760",
+            "Size in bytes of the offset index of each segment.",
+            at_least(4),
+        ),
+        _D(
+            "flush.messages",
+            _T.LONG,
+            _LONG_MAX_S,
+            "Messages written between forced fsyncs of the log.",
+            at_least(1),
+        ),
+        _D(
+            "flush.ms",
+            _T.LONG,
+            _LONG_MAX_S,
+            "Time in ms between forced fsyncs of the log.",
+            at_least(0),
+        ),
+        _D(
+            "retention.bytes",
+            _T.LONG,
+            "-1",
+            "Bytes a partition keeps before deleting old segments (-1: no limit).",
+            enforced=True,
+        ),
+        _D(
+            "retention.ms",
+            _T.LONG,
+            "604800000",
+            "Time in ms a segment is kept after its newest record (-1: forever).",
+            at_least(-1),
+            enforced=True,
+        ),
+        _D(
+            "max.message.bytes",
+            _T.INT,
+            "1048588",
+            "Largest record batch in bytes the log accepts.",
+            at_least(0),
+            enforced=True,
+        ),
+        _D(
+            "index.interval.bytes",
+            _T.INT,
+            "4096",
+            "Bytes between entries of the offset index.",
+            at_least(0),
+        ),
+        _D(
+            "delete.retention.ms",
+            _T.LONG,
+            "86400000",
+            "Time in ms tombstones are kept on compacted topics.",
+            at_least(0),
+            enforced=True,
+        ),
+        _D(
+            "min.compaction.lag.ms",
+            _T.LONG,
+            "0",
+            "Least time in ms a record stays uncompacted.",
+            at_least(0),
+            enforced=True,
+        ),
+        _D(
+            "max.compaction.lag.ms",
+            _T.LONG,
+            _LONG_MAX_S,
+            "Most time in ms a record stays ineligible for compaction.",
+            at_least(1),
+            enforced=True,
+        ),
+        _D(
+            "file.delete.delay.ms",
+            _T.LONG,
+            "60000",
+            "Time in ms before a deleted segment's file is removed.",
+            at_least(0),
+        ),
+        _D(
+            "min.cleanable.dirty.ratio",
+            _T.DOUBLE,
+            "0.5",
+            "Dirty share of the log above which the cleaner compacts it.",
+            between(0, 1),
+            enforced=True,
+        ),
+        _D(
+            "cleanup.policy",
+            _T.LIST,
+            "delete",
+            "delete (retention), compact (keep the last record per key) or both.",
+            list_of("compact", "delete"),
+            enforced=True,
+        ),
+        _D(
+            "unclean.leader.election.enable",
+            _T.BOOLEAN,
+            "false",
+            "Whether an out-of-sync replica may become leader.",
+        ),
+        _D(
+            "min.insync.replicas",
+            _T.INT,
+            "1",
+            "Least in-sync replicas for an acks=all write to succeed.",
+            at_least(1),
+        ),
+        _D(
+            "compression.type",
+            _T.STRING,
+            "producer",
+            "Codec of stored batches; producer keeps the producer's codec.",
+            one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        ),
+        _D(
+            "compression.gzip.level",
+            _T.INT,
+            "-1",
+            "gzip level when compression.type is gzip (-1: default).",
+            level(1, 9, -1),
+        ),
+        _D(
+            "compression.lz4.level",
+            _T.INT,
+            "9",
+            "lz4 level when compression.type is lz4.",
+            level(1, 17),
+        ),
+        _D(
+            "compression.zstd.level",
+            _T.INT,
+            "3",
+            "zstd level when compression.type is zstd.",
+            level(-131072, 22),
+        ),
+        _D(
+            "preallocate",
+            _T.BOOLEAN,
+            "false",
+            "Whether a new segment file is preallocated to segment.bytes.",
+        ),
+        _D(
+            "message.timestamp.type",
+            _T.STRING,
+            "CreateTime",
+            "CreateTime (the producer's) or LogAppendTime (the broker's).",
+            one_of("CreateTime", "LogAppendTime"),
+            enforced=True,
+        ),
+        _D(
+            "message.timestamp.before.max.ms",
+            _T.LONG,
+            _LONG_MAX_S,
+            "How far in ms a CreateTime timestamp may lie before the broker's clock.",
+            at_least(0),
+            enforced=True,
+        ),
+        _D(
+            "message.timestamp.after.max.ms",
+            _T.LONG,
+            "3600000",
+            "How far in ms a CreateTime timestamp may lie after the broker's clock.",
+            at_least(0),
+            enforced=True,
+        ),
+        _D(
+            "leader.replication.throttled.replicas",
+            _T.LIST,
+            "",
+            "Replicas whose leader-side replication is throttled.",
+            _throttled_replicas,
+        ),
+        _D(
+            "follower.replication.throttled.replicas",
+            _T.LIST,
+            "",
+            "Replicas whose follower-side replication is throttled.",
+            _throttled_replicas,
+        ),
+        _D(
+            "remote.storage.enable",
+            _T.BOOLEAN,
+            "false",
+            "Whether tiered storage is on for the topic.",
+        ),
+        _D(
+            "local.retention.ms",
+            _T.LONG,
+            "-2",
+            "Local retention in ms with tiered storage (-2: retention.ms).",
+            at_least(-2),
+        ),
+        _D(
+            "local.retention.bytes",
+            _T.LONG,
+            "-2",
+            "Local retention in bytes with tiered storage (-2: retention.bytes).",
+            at_least(-2),
+        ),
+        _D(
+            "remote.log.copy.disable",
+            _T.BOOLEAN,
+            "false",
+            "Whether copying segments to remote storage is stopped.",
+        ),
+        _D(
+            "remote.log.delete.on.disable",
+            _T.BOOLEAN,
+            "false",
+            "Whether remote data is deleted when tiered storage is turned off.",
+        ),
+        _D(
+            "internal.segment.bytes",
+            _T.INT,
+            "",
+            "Segment size in bytes overriding segment.bytes, without its 1 MiB "
+            "floor (Kafka: for testing only).",
+            at_least(1),
+            enforced=True,
+            internal=True,
+        ),
+        # Confluent Server's schema validation (kproto.broker.schema_validation)
+        _D(
+            "confluent.key.schema.validation",
+            _T.BOOLEAN,
+            "false",
+            "Whether the broker checks that each record key has a registered "
+            "schema id (Confluent Server).",
+        ),
+        _D(
+            "confluent.value.schema.validation",
+            _T.BOOLEAN,
+            "false",
+            "Whether the broker checks that each record value has a registered "
+            "schema id (Confluent Server).",
+        ),
+        _D(
+            "confluent.key.subject.name.strategy",
+            _T.STRING,
+            TOPIC_NAME_STRATEGY,
+            "Subject name strategy of key schema validation (Confluent Server).",
+            one_of(*SUBJECT_NAME_STRATEGIES),
+        ),
+        _D(
+            "confluent.value.subject.name.strategy",
+            _T.STRING,
+            TOPIC_NAME_STRATEGY,
+            "Subject name strategy of value schema validation (Confluent Server).",
+            one_of(*SUBJECT_NAME_STRATEGIES),
+        ),
+    )
+}
+
+#: Kafka's default of every topic config, by name.
+TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
+    name: d.default for name, d in TOPIC_CONFIGS.items()
+}
+
+
+def attribute_name(name: str) -> str:
+    """The :class:`TopicConfig` attribute of topic config ``name``
+    (``retention.ms`` -> ``retention_ms``)."""
+    return name.replace(".", "_")
+
+
+def _default(name: str) -> Any:
+    """Kafka's default of ``name``, parsed (``None`` for an internal config with
+    none); the lists as tuples."""
+    definition = TOPIC_CONFIGS[name]
+    if not definition.default and definition.internal:
+        return None
+    return _frozen(definition.parse(definition.default))
+
+
+def _frozen(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
 
 @attrs.frozen
 class TopicConfig:
     """One topic's configuration in effect, typed (Kafka's ``LogConfig``): one
-    attribute per topic config, named as
+    attribute per topic config of :data:`TOPIC_CONFIGS`, named as
     :func:`attribute_name` says, parsed and validated once when a topic is created
     or its configs altered (:meth:`from_properties`), read by attribute everywhere.
     ``TopicConfig()`` is Kafka's defaults; a cluster's defaults come from its
@@ -311,287 +565,56 @@ class TopicConfig:
     (Kafka's ``LogConfig.overriddenConfigs``); the others hold Kafka's default.
     Units are Kafka's: ``*_ms`` milliseconds, ``*_bytes`` bytes; -1 means
     unlimited where Kafka says so (``retention.ms``, ``retention.bytes``).
-
-    Each attribute is its config's one definition: the field's metadata holds
-    the :class:`TopicConfigDef` (:data:`TOPIC_CONFIGS` lists them by name).
     """
 
-    segment_bytes: int = _D(
-        "segment.bytes",
-        _T.INT,
-        "1073741824",
-        "Segment file size in bytes; the log rolls a new segment beyond it.",
-        at_least(1024 * 1024),
-        enforced=True,
-    ).field()
-    segment_ms: int = _D(
-        "segment.ms",
-        _T.LONG,
-        "604800000",
-        "Time in ms after which the log rolls a segment even if not full.",
-        at_least(1),
-    ).field()
-    segment_jitter_ms: int = _D(
-        "segment.jitter.ms",
-        _T.LONG,
-        "0",
-        "Largest random jitter in ms subtracted from segment.ms.",
-        at_least(0),
-    ).field()
-    segment_index_bytes: int = _D(
-        "segment.index.bytes",
-        _T.INT,
-        "10485760",
-        "Size in bytes of the offset index of each segment.",
-        at_least(4),
-    ).field()
-    flush_messages: int = _D(
-        "flush.messages",
-        _T.LONG,
-        _LONG_MAX_S,
-        "Messages written between forced fsyncs of the log.",
-        at_least(1),
-    ).field()
-    flush_ms: int = _D(
-        "flush.ms",
-        _T.LONG,
-        _LONG_MAX_S,
-        "Time in ms between forced fsyncs of the log.",
-        at_least(0),
-    ).field()
-    retention_bytes: int = _D(
-        "retention.bytes",
-        _T.LONG,
-        "-1",
-        "Bytes a partition keeps before deleting old segments (-1: no limit).",
-        enforced=True,
-    ).field()
-    retention_ms: int = _D(
-        "retention.ms",
-        _T.LONG,
-        "604800000",
-        "Time in ms a segment is kept after its newest record (-1: forever).",
-        at_least(-1),
-        enforced=True,
-    ).field()
-    max_message_bytes: int = _D(
-        "max.message.bytes",
-        _T.INT,
-        "1048588",
-        "Largest record batch in bytes the log accepts.",
-        at_least(0),
-        enforced=True,
-    ).field()
-    index_interval_bytes: int = _D(
-        "index.interval.bytes",
-        _T.INT,
-        "4096",
-        "Bytes between entries of the offset index.",
-        at_least(0),
-    ).field()
-    delete_retention_ms: int = _D(
-        "delete.retention.ms",
-        _T.LONG,
-        "86400000",
-        "Time in ms tombstones are kept on compacted topics.",
-        at_least(0),
-        enforced=True,
-    ).field()
-    min_compaction_lag_ms: int = _D(
-        "min.compaction.lag.ms",
-        _T.LONG,
-        "0",
-        "Least time in ms a record stays uncompacted.",
-        at_least(0),
-        enforced=True,
-    ).field()
-    max_compaction_lag_ms: int = _D(
-        "max.compaction.lag.ms",
-        _T.LONG,
-        _LONG_MAX_S,
-        "Most time in ms a record stays ineligible for compaction.",
-        at_least(1),
-        enforced=True,
-    ).field()
-    file_delete_delay_ms: int = _D(
-        "file.delete.delay.ms",
-        _T.LONG,
-        "60000",
-        "Time in ms before a deleted segment's file is removed.",
-        at_least(0),
-    ).field()
-    min_cleanable_dirty_ratio: float = _D(
-        "min.cleanable.dirty.ratio",
-        _T.DOUBLE,
-        "0.5",
-        "Dirty share of the log above which the cleaner compacts it.",
-        between(0, 1),
-        enforced=True,
-    ).field()
-    cleanup_policy: tuple[str, ...] = _D(
-        "cleanup.policy",
-        _T.LIST,
-        "delete",
-        "delete (retention), compact (keep the last record per key) or both.",
-        list_of("compact", "delete"),
-        enforced=True,
-    ).field()
-    unclean_leader_election_enable: bool = _D(
-        "unclean.leader.election.enable",
-        _T.BOOLEAN,
-        "false",
-        "Whether an out-of-sync replica may become leader.",
-    ).field()
-    min_insync_replicas: int = _D(
-        "min.insync.replicas",
-        _T.INT,
-        "1",
-        "Least in-sync replicas for an acks=all write to succeed.",
-        at_least(1),
-    ).field()
-    compression_type: str = _D(
-        "compression.type",
-        _T.STRING,
-        "producer",
-        "Codec of stored batches; producer keeps the producer's codec.",
-        one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-    ).field()
-    compression_gzip_level: int = _D(
-        "compression.gzip.level",
-        _T.INT,
-        "-1",
-        "gzip level when compression.type is gzip (-1: default).",
-        level(1, 9, -1),
-    ).field()
-    compression_lz4_level: int = _D(
-        "compression.lz4.level",
-        _T.INT,
-        "9",
-        "lz4 level when compression.type is lz4.",
-        level(1, 17),
-    ).field()
-    compression_zstd_level: int = _D(
-        "compression.zstd.level",
-        _T.INT,
-        "3",
-        "zstd level when compression.type is zstd.",
-        level(-131072, 22),
-    ).field()
-    preallocate: bool = _D(
-        "preallocate",
-        _T.BOOLEAN,
-        "false",
-        "Whether a new segment file is preallocated to segment.bytes.",
-    ).field()
-    message_timestamp_type: str = _D(
-        "message.timestamp.type",
-        _T.STRING,
-        "CreateTime",
-        "CreateTime (the producer's) or LogAppendTime (the broker's).",
-        one_of("CreateTime", "LogAppendTime"),
-        enforced=True,
-    ).field()
-    message_timestamp_before_max_ms: int = _D(
-        "message.timestamp.before.max.ms",
-        _T.LONG,
-        _LONG_MAX_S,
-        "How far in ms a CreateTime timestamp may lie before the broker's clock.",
-        at_least(0),
-        enforced=True,
-    ).field()
-    message_timestamp_after_max_ms: int = _D(
-        "message.timestamp.after.max.ms",
-        _T.LONG,
-        "3600000",
-        "How far in ms a CreateTime timestamp may lie after the broker's clock.",
-        at_least(0),
-        enforced=True,
-    ).field()
-    leader_replication_throttled_replicas: tuple[str, ...] = _D(
-        "leader.replication.throttled.replicas",
-        _T.LIST,
-        "",
-        "Replicas whose leader-side replication is throttled.",
-        _throttled_replicas,
-    ).field()
-    follower_replication_throttled_replicas: tuple[str, ...] = _D(
-        "follower.replication.throttled.replicas",
-        _T.LIST,
-        "",
-        "Replicas whose follower-side replication is throttled.",
-        _throttled_replicas,
-    ).field()
-    remote_storage_enable: bool = _D(
-        "remote.storage.enable",
-        _T.BOOLEAN,
-        "false",
-        "Whether tiered storage is on for the topic.",
-    ).field()
-    local_retention_ms: int = _D(
-        "local.retention.ms",
-        _T.LONG,
-        "-2",
-        "Local retention in ms with tiered storage (-2: retention.ms).",
-        at_least(-2),
-    ).field()
-    local_retention_bytes: int = _D(
-        "local.retention.bytes",
-        _T.LONG,
-        "-2",
-        "Local retention in bytes with tiered storage (-2: retention.bytes).",
-        at_least(-2),
-    ).field()
-    remote_log_copy_disable: bool = _D(
-        "remote.log.copy.disable",
-        _T.BOOLEAN,
-        "false",
-        "Whether copying segments to remote storage is stopped.",
-    ).field()
-    remote_log_delete_on_disable: bool = _D(
-        "remote.log.delete.on.disable",
-        _T.BOOLEAN,
-        "false",
-        "Whether remote data is deleted when tiered storage is turned off.",
-    ).field()
-    internal_segment_bytes: int | None = _D(
-        "internal.segment.bytes",
-        _T.INT,
-        "",
-        "Segment size in bytes overriding segment.bytes, without its 1 MiB "
-        "floor (Kafka: for testing only).",
-        at_least(1),
-        enforced=True,
-        internal=True,
-    ).field()
-    # Confluent Server's schema validation (kproto.broker.schema_validation)
-    confluent_key_schema_validation: bool = _D(
-        "confluent.key.schema.validation",
-        _T.BOOLEAN,
-        "false",
-        "Whether the broker checks that each record key has a registered "
-        "schema id (Confluent Server).",
-    ).field()
-    confluent_value_schema_validation: bool = _D(
-        "confluent.value.schema.validation",
-        _T.BOOLEAN,
-        "false",
-        "Whether the broker checks that each record value has a registered "
-        "schema id (Confluent Server).",
-    ).field()
-    confluent_key_subject_name_strategy: str = _D(
-        "confluent.key.subject.name.strategy",
-        _T.STRING,
-        TOPIC_NAME_STRATEGY,
-        "Subject name strategy of key schema validation (Confluent Server).",
-        one_of(*SUBJECT_NAME_STRATEGIES),
-    ).field()
-    confluent_value_subject_name_strategy: str = _D(
-        "confluent.value.subject.name.strategy",
-        _T.STRING,
-        TOPIC_NAME_STRATEGY,
-        "Subject name strategy of value schema validation (Confluent Server).",
-        one_of(*SUBJECT_NAME_STRATEGIES),
-    ).field()
+    segment_bytes: int = _default("segment.bytes")
+    segment_ms: int = _default("segment.ms")
+    segment_jitter_ms: int = _default("segment.jitter.ms")
+    segment_index_bytes: int = _default("segment.index.bytes")
+    flush_messages: int = _default("flush.messages")
+    flush_ms: int = _default("flush.ms")
+    retention_bytes: int = _default("retention.bytes")
+    retention_ms: int = _default("retention.ms")
+    max_message_bytes: int = _default("max.message.bytes")
+    index_interval_bytes: int = _default("index.interval.bytes")
+    delete_retention_ms: int = _default("delete.retention.ms")
+    min_compaction_lag_ms: int = _default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _default("max.compaction.lag.ms")
+    file_delete_delay_ms: int = _default("file.delete.delay.ms")
+    min_cleanable_dirty_ratio: float = _default("min.cleanable.dirty.ratio")
+    cleanup_policy: tuple[str, ...] = _default("cleanup.policy")
+    unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
+    min_insync_replicas: int = _default("min.insync.replicas")
+    compression_type: str = _default("compression.type")
+    compression_gzip_level: int = _default("compression.gzip.level")
+    compression_lz4_level: int = _default("compression.lz4.level")
+    compression_zstd_level: int = _default("compression.zstd.level")
+    preallocate: bool = _default("preallocate")
+    message_timestamp_type: str = _default("message.timestamp.type")
+    message_timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms")
+    leader_replication_throttled_replicas: tuple[str, ...] = _default(
+        "leader.replication.throttled.replicas"
+    )
+    follower_replication_throttled_replicas: tuple[str, ...] = _default(
+        "follower.replication.throttled.replicas"
+    )
+    remote_storage_enable: bool = _default("remote.storage.enable")
+    local_retention_ms: int = _default("local.retention.ms")
+    local_retention_bytes: int = _default("local.retention.bytes")
+    remote_log_copy_disable: bool = _default("remote.log.copy.disable")
+    remote_log_delete_on_disable: bool = _default("remote.log.delete.on.disable")
+    internal_segment_bytes: int | None = _default("internal.segment.bytes")
+    confluent_key_schema_validation: bool = _default("confluent.key.schema.validation")
+    confluent_value_schema_validation: bool = _default(
+        "confluent.value.schema.validation"
+    )
+    confluent_key_subject_name_strategy: str = _default(
+        "confluent.key.subject.name.strategy"
+    )
+    confluent_value_subject_name_strategy: str = _default(
+        "confluent.value.subject.name.strategy"
+    )
     overridden: frozenset[str] = frozenset()
 
     @property
@@ -674,15 +697,6 @@ class TopicConfig:
                 f"max.compaction.lag.ms ({high})"
             )
         return config
-
-
-#: Every topic config, by name, in Kafka's ``LogConfig`` order.
-TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = definitions(TopicConfig, TopicConfigDef)
-
-#: Kafka's default of every topic config, by name.
-TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
-    name: d.default for name, d in TOPIC_CONFIGS.items()
-}
 
 
 def config_string(value: object) -> str:
