@@ -1,12 +1,13 @@
 """The broker's configuration, typed and keyed by Kafka's broker property names.
 
-One table, :data:`BROKER_CONFIGS`, defines every broker property kproto takes: its
+:class:`BrokerConfig` holds the parsed values, one typed attribute per broker
+property kproto takes, and each attribute is that property's one definition: its
 type, kproto's default (and Kafka's where they differ), the validator, what kproto
 does with it, the topic config it is the default of, whether Kafka lets it change
 at run time (``DynamicBrokerConfig``), and the ``Cluster`` keyword argument that
-maps onto it. :class:`BrokerConfig` holds the parsed values, one attribute per
-property; ``Cluster(config={...})``, the pytest marker's ``configs`` and
-``kproto broker --override key=value`` all build it with
+maps onto it (a :class:`BrokerConfigDef` in the field's metadata;
+:data:`BROKER_CONFIGS` lists them by name). ``Cluster(config={...})``, the pytest
+marker's ``configs`` and ``kproto broker --override key=value`` all build it with
 :meth:`BrokerConfig.from_properties`.
 
 Sources: Kafka's ``KafkaConfig`` and the ``ConfigDef`` definitions of
@@ -165,31 +166,53 @@ _non_empty = Rule(
 )
 
 
+#: The ``attrs`` metadata key under which a :class:`BrokerConfig` field keeps its
+#: :class:`BrokerConfigDef`.
+_DEFINITION = "kproto.broker_config.definition"
+
+
 @attrs.frozen
 class BrokerConfigDef:
     """One broker property.
 
     Attributes:
-        definition: name, type, kproto's default (as Kafka writes it; ``""``
-            null), documentation (what kproto does with it), validator.
+        name, type, default, documentation, validator: as a topic config's
+            (:class:`kproto.broker.topic_config.ConfigDef`): ``default`` is
+            kproto's, as Kafka writes it (``""`` null); ``documentation`` says
+            what kproto does with it.
         kafka_default: Kafka's default where kproto's differs (``None``: the same).
         argument: the ``Cluster`` keyword argument that maps onto it, if any.
         topic_config: the topic config whose default it is (Kafka's
             ``ServerTopicConfigSynonyms``), if any.
         dynamic: whether Kafka changes it at run time, and where.
         enforced: kproto acts on it (the others are accepted and described).
+        definition: the first five as a :class:`ConfigDef` (parsing strings).
     """
 
-    definition: ConfigDef
-    kafka_default: str | None = None
-    argument: str | None = None
-    topic_config: str | None = None
-    dynamic: Dynamic = Dynamic.READ_ONLY
-    enforced: bool = True
+    name: str
+    type: ConfigType
+    default: str
+    documentation: str
+    validator: Validator | None = None
+    kafka_default: str | None = attrs.field(default=None, kw_only=True)
+    argument: str | None = attrs.field(default=None, kw_only=True)
+    topic_config: str | None = attrs.field(default=None, kw_only=True)
+    dynamic: Dynamic = attrs.field(default=Dynamic.READ_ONLY, kw_only=True)
+    enforced: bool = attrs.field(default=True, kw_only=True)
+    definition: ConfigDef = attrs.field(init=False, repr=False, eq=False)
 
-    @property
-    def name(self) -> str:
-        return self.definition.name
+    @definition.default
+    def _definition(self) -> ConfigDef:
+        return ConfigDef(
+            self.name, self.type, self.default, self.documentation, self.validator
+        )
+
+    def field(self) -> Any:
+        """The :class:`BrokerConfig` field holding this property: its default is
+        :attr:`default` parsed, its metadata this definition."""
+        return attrs.field(
+            default=self.parse(self.default), metadata={_DEFINITION: self}
+        )
 
     def parse(self, value: object) -> object:
         """``value`` (a string as Kafka parses it, or a Python value of the type:
@@ -238,731 +261,584 @@ def _python_value(d: ConfigDef, value: object) -> object:
 
 
 _T = ConfigType
-_RO, _PB, _CW = Dynamic.READ_ONLY, Dynamic.PER_BROKER, Dynamic.CLUSTER_WIDE
-
-
-def _b(
-    name: str,
-    kind: ConfigType,
-    default: str,
-    documentation: str,
-    validator: Validator | None = None,
-    *,
-    kafka: str | None = None,
-    argument: str | None = None,
-    topic: str | None = None,
-    dynamic: Dynamic = _RO,
-    enforced: bool = True,
-) -> BrokerConfigDef:
-    return BrokerConfigDef(
-        ConfigDef(name, kind, default, documentation, validator),
-        kafka,
-        argument,
-        topic,
-        dynamic,
-        enforced,
-    )
-
-
-#: Every broker property kproto takes, by name (Kafka's where Kafka has one).
-BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
-    d.name: d
-    for d in (
-        # --------------------------------------------------------- server
-        _b(
-            "node.id",
-            _T.INT,
-            "1",
-            "Id of the first node; node i of a cluster is node.id + i.",
-            at_least(0),
-            kafka="(required)",
-        ),
-        _b(
-            "num.partitions",
-            _T.INT,
-            "1",
-            "Partitions of auto-created topics and of CreateTopics with -1.",
-            at_least(1),
-            argument="num_partitions",
-        ),
-        _b(
-            "auto.create.topics.enable",
-            _T.BOOLEAN,
-            "true",
-            "Metadata requests create unknown topics.",
-            argument="auto_create_topics",
-        ),
-        _b(
-            "default.replication.factor",
-            _T.INT,
-            "1",
-            "Replication factor of auto-created topics (accepted; every replica "
-            "is the leader's log).",
-            enforced=False,
-        ),
-        _b(
-            "min.insync.replicas",
-            _T.INT,
-            "1",
-            "Default of the topic config min.insync.replicas (accepted).",
-            at_least(1),
-            topic="min.insync.replicas",
-            dynamic=_CW,
-            enforced=False,
-        ),
-        # ------------------------------------------------------------ log
-        _b(
-            "log.dirs",
-            _T.LIST,
-            "",
-            "The data directory: one (empty: a temporary one, removed on close). "
-            "Cluster(data_dir=).",
-            Rule(_one_directory, "at most one directory"),
-            kafka="(null: log.dir, /tmp/kafka-logs)",
-        ),
-        _b(
-            "log.segment.bytes",
-            _T.INT,
-            str(16 * 1024 * 1024),
-            "Default segment size in bytes (topic config segment.bytes). kproto "
-            "keeps Kafka 3's floor of 14 bytes, so tests can roll small segments.",
-            at_least(14),
-            kafka="1073741824",
-            argument="segment_bytes",
-            topic="segment.bytes",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.roll.ms",
-            _T.LONG,
-            "604800000",
-            "Default of segment.ms (accepted).",
-            at_least(1),
-            topic="segment.ms",
-            dynamic=_CW,
-            enforced=False,
-        ),
-        _b(
-            "log.index.size.max.bytes",
-            _T.INT,
-            "10485760",
-            "Default of segment.index.bytes (accepted).",
-            at_least(4),
-            topic="segment.index.bytes",
-            dynamic=_CW,
-            enforced=False,
-        ),
-        _b(
-            "log.retention.ms",
-            _T.LONG,
-            "604800000",
-            "Default of retention.ms: segments older than this are deleted as "
-            "records are appended, when set (-1: forever).",
-            at_least(-1),
-            topic="retention.ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.retention.bytes",
-            _T.LONG,
-            "-1",
-            "Default of retention.bytes (-1: no limit), applied as records are "
-            "appended when set.",
-            topic="retention.bytes",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.cleanup.policy",
-            _T.LIST,
-            "delete",
-            "Default of cleanup.policy (delete, compact or both).",
-            list_of("compact", "delete"),
-            topic="cleanup.policy",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.cleaner.delete.retention.ms",
-            _T.LONG,
-            "86400000",
-            "Default of delete.retention.ms (how long the cleaner keeps tombstones).",
-            at_least(0),
-            topic="delete.retention.ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.cleaner.min.compaction.lag.ms",
-            _T.LONG,
-            "0",
-            "Default of min.compaction.lag.ms.",
-            at_least(0),
-            topic="min.compaction.lag.ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.cleaner.max.compaction.lag.ms",
-            _T.LONG,
-            str(_LONG_MAX),
-            "Default of max.compaction.lag.ms.",
-            at_least(1),
-            topic="max.compaction.lag.ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.cleaner.min.cleanable.ratio",
-            _T.DOUBLE,
-            "0.5",
-            "Default of min.cleanable.dirty.ratio.",
-            between(0, 1),
-            topic="min.cleanable.dirty.ratio",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.cleaner.backoff.ms",
-            _T.LONG,
-            "15000",
-            "Pause in ms between the log cleaner's passes over compacted topics.",
-            at_least(0),
-            argument="log_cleaner_backoff_ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "message.max.bytes",
-            _T.INT,
-            "1048588",
-            "Default of max.message.bytes (the largest record batch accepted).",
-            at_least(0),
-            topic="max.message.bytes",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.message.timestamp.type",
-            _T.STRING,
-            "CreateTime",
-            "Default of message.timestamp.type.",
-            one_of("CreateTime", "LogAppendTime"),
-            topic="message.timestamp.type",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.message.timestamp.before.max.ms",
-            _T.LONG,
-            str(_LONG_MAX),
-            "Default of message.timestamp.before.max.ms.",
-            at_least(0),
-            topic="message.timestamp.before.max.ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "log.message.timestamp.after.max.ms",
-            _T.LONG,
-            "3600000",
-            "Default of message.timestamp.after.max.ms.",
-            at_least(0),
-            topic="message.timestamp.after.max.ms",
-            dynamic=_CW,
-        ),
-        _b(
-            "compression.type",
-            _T.STRING,
-            "producer",
-            "Default of the topic config compression.type (accepted; batches are "
-            "stored as produced).",
-            one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-            topic="compression.type",
-            dynamic=_CW,
-            enforced=False,
-        ),
-        # ------------------------------------------- internal topics, groups
-        _b(
-            "offsets.topic.num.partitions",
-            _T.INT,
-            "5",
-            "Partitions of __consumer_offsets.",
-            at_least(1),
-            kafka="50",
-            argument="offsets_partitions",
-        ),
-        _b(
-            "transaction.state.log.num.partitions",
-            _T.INT,
-            "5",
-            "Partitions of __transaction_state.",
-            at_least(1),
-            kafka="50",
-            argument="transaction_partitions",
-        ),
-        _b(
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-            _T.INT,
-            "1000",
-            "How often in ms open transactions are checked against their "
-            "transaction.timeout.ms.",
-            at_least(1),
-            kafka="10000",
-            argument="transaction_abort_interval_ms",
-        ),
-        _b(
-            "group.initial.rebalance.delay.ms",
-            _T.INT,
-            "100",
-            "How long in ms a classic group's first rebalance waits for more "
-            "members to join.",
-            at_least(0),
-            kafka="3000",
-        ),
-        _b(
-            "group.consumer.session.timeout.ms",
-            _T.INT,
-            "45000",
-            "KIP-848 consumer group session timeout in ms.",
-            at_least(1),
-            argument="consumer_session_timeout_ms",
-        ),
-        _b(
-            "group.consumer.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
-            "Heartbeat interval in ms given to KIP-848 members.",
-            at_least(1),
-            argument="consumer_heartbeat_interval_ms",
-        ),
-        _b(
-            "group.consumer.assignors",
-            _T.LIST,
-            "uniform,range",
-            "KIP-848 server assignors, the first the default.",
-            _non_empty,
-            kafka="org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
-            "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
-            argument="consumer_assignors",
-        ),
-        _b(
-            "group.consumer.migration.policy",
-            _T.STRING,
-            "bidirectional",
-            "Conversions between classic and consumer groups: bidirectional, "
-            "upgrade, downgrade or disabled.",
-            _case_insensitive("disabled", "downgrade", "upgrade", "bidirectional"),
-            argument="consumer_migration_policy",
-        ),
-        _b(
-            "group.streams.session.timeout.ms",
-            _T.INT,
-            "45000",
-            "KIP-1071 streams group session timeout in ms.",
-            at_least(1),
-            argument="streams_session_timeout_ms",
-        ),
-        _b(
-            "group.streams.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
-            "Heartbeat interval in ms given to streams group members.",
-            at_least(1),
-            argument="streams_heartbeat_interval_ms",
-        ),
-        _b(
-            "group.consumer.min.session.timeout.ms",
-            _T.INT,
-            "45000",
-            "Least session timeout in ms a consumer group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.consumer.max.session.timeout.ms",
-            _T.INT,
-            "60000",
-            "Most session timeout in ms a consumer group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.consumer.min.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
-            "Least heartbeat interval in ms a consumer group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.consumer.max.heartbeat.interval.ms",
-            _T.INT,
-            "15000",
-            "Most heartbeat interval in ms a consumer group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.streams.min.session.timeout.ms",
-            _T.INT,
-            "45000",
-            "Least session timeout in ms a streams group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.streams.max.session.timeout.ms",
-            _T.INT,
-            "60000",
-            "Most session timeout in ms a streams group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.streams.min.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
-            "Least heartbeat interval in ms a streams group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.streams.max.heartbeat.interval.ms",
-            _T.INT,
-            "15000",
-            "Most heartbeat interval in ms a streams group config may set.",
-            at_least(1),
-        ),
-        _b(
-            "group.streams.max.standby.replicas",
-            _T.INT,
-            "2",
-            "Most standby replicas a streams group config may set.",
-            at_least(0),
-        ),
-        _b(
-            "group.share.record.lock.duration.ms",
-            _T.INT,
-            "30000",
-            "How long in ms an acquired share-group record stays locked (kproto "
-            "allows below Kafka's 1000 floor, for tests).",
-            at_least(1),
-        ),
-        _b(
-            "group.share.delivery.count.limit",
-            _T.INT,
-            "5",
-            "Deliveries after which a share-group record is archived.",
-            at_least(1),
-        ),
-        _b(
-            "group.share.partition.max.record.locks",
-            _T.INT,
-            "2000",
-            "In-flight records per share partition.",
-            at_least(1),
-        ),
-        _b(
-            "group.share.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
-            "Heartbeat interval in ms given to share group members.",
-            at_least(1),
-        ),
-        _b(
-            "group.share.session.timeout.ms",
-            _T.INT,
-            "45000",
-            "Share group session timeout in ms.",
-            at_least(1),
-        ),
-        _b(
-            "group.share.max.share.sessions",
-            _T.INT,
-            "2000",
-            "Share sessions kept per node (more: SHARE_SESSION_LIMIT_REACHED).",
-            at_least(1),
-        ),
-        _b(
-            "share.coordinator.state.topic.num.partitions",
-            _T.INT,
-            "5",
-            "Partitions of __share_group_state.",
-            at_least(1),
-            kafka="50",
-        ),
-        # ------------------------------------------------ sockets, security
-        _b(
-            "socket.request.max.bytes",
-            _T.INT,
-            "104857600",
-            "Request frames above this many bytes close the connection.",
-            at_least(1),
-            argument="socket_request_max_bytes",
-        ),
-        _b(
-            "connections.max.idle.ms",
-            _T.LONG,
-            "600000",
-            "Close a connection idle (or stalled mid-frame) for this long (ms).",
-            argument="connections_max_idle_ms",
-        ),
-        _b(
-            "connections.max.reauth.ms",
-            _T.LONG,
-            "0",
-            "SASL session lifetime in ms (KIP-368; 0: sessions never expire).",
-            argument="connections_max_reauth_ms",
-        ),
-        _b(
-            "max.connections",
-            _T.INT,
-            str(_INT_MAX),
-            "Connections each node keeps open at once; more are closed at accept.",
-            at_least(0),
-            argument="max_connections",
-            dynamic=_CW,
-        ),
-        _b(
-            "max.connections.per.ip",
-            _T.INT,
-            str(_INT_MAX),
-            "The same per client address.",
-            at_least(0),
-            argument="max_connections_per_ip",
-            dynamic=_CW,
-        ),
-        _b(
-            "queued.max.requests",
-            _T.INT,
-            "500",
-            "Requests in flight per node across its connections.",
-            at_least(1),
-            argument="queued_max_requests",
-        ),
-        _b(
-            "security.inter.broker.protocol",
-            _T.STRING,
-            "PLAINTEXT",
-            "The security protocol of every node's one listener: PLAINTEXT, SSL, "
-            "SASL_PLAINTEXT or SASL_SSL.",
-            argument="security_protocol",
-        ),
-        _b(
-            "sasl.enabled.mechanisms",
-            _T.LIST,
-            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "SASL mechanisms of SASL listeners (PLAIN, SCRAM-SHA-256, "
-            "SCRAM-SHA-512, OAUTHBEARER).",
-            kafka="GSSAPI",
-            argument="sasl_mechanisms",
-        ),
-        _b(
-            "super.users",
-            _T.STRING,
-            "",
-            "Principals (User:name; semicolon-separated) every ACL check lets pass.",
-            argument="super_users",
-        ),
-        _b(
-            "authorizer.class.name",
-            _T.STRING,
-            "",
-            f"{STANDARD_AUTHORIZER} enforces ACLs; empty: none.",
-            one_of("", STANDARD_AUTHORIZER),
-            argument="acls_enabled",
-        ),
-        _b(
-            "ssl.client.auth",
-            _T.STRING,
-            "none",
-            "Client certificates on SSL listeners: none, requested or required.",
-            argument="ssl_client_auth",
-        ),
-        # ------------------------------------------------- kproto's own
-        _b(
-            "kproto.max.partitions",
-            _T.INT,
-            "200000",
-            "Partitions the cluster holds at most (CreateTopics beyond: "
-            "POLICY_VIOLATION).",
-            at_least(1),
-            kafka="(none)",
-            argument="max_partitions",
-        ),
-        _b(
-            "kproto.max.open.files",
-            _T.INT,
-            "256",
-            "Segment files kept open at once (least recently used closed first).",
-            at_least(1),
-            kafka="(none)",
-            argument="max_open_files",
-        ),
-        _b(
-            "kproto.request.log.size",
-            _T.INT,
-            "1000",
-            "Requests Cluster.requests keeps (0: none).",
-            at_least(0),
-            kafka="(none)",
-            argument="request_log_size",
-        ),
-        _b(
-            "kproto.api.versions",
-            _T.LIST,
-            "",
-            "API versions to advertise and serve instead of all kproto serves "
-            "(librdkafka's mock set_apiversion): NAME:MIN-MAX, or NAME:none to "
-            "remove an API.",
-            Rule(_api_versions, "[NAME:MIN-MAX|NAME:none,...]"),
-            kafka="(none)",
-        ),
-        _b(
-            "kproto.emulate.version",
-            _T.STRING,
-            "",
-            "Advertise and serve the API versions this Kafka release did "
-            "(franz-go kfake's --as-version): 3.7 (KRaft) or 3.7-zk (ZooKeeper "
-            "mode); kproto.api.versions then adjusts them. Empty: every version "
-            "kproto serves.",
-            Rule(_kafka_release, "a Kafka release, 2.8 to 4.3 or 2.0-zk to 3.9-zk"),
-            kafka="(none)",
-        ),
-        _b(
-            "kproto.seed.topics",
-            _T.LIST,
-            "",
-            "Topics created at start when missing (franz-go kfake's SeedTopics): "
-            "name or name:partitions (default num.partitions).",
-            Rule(_seed_topics, "[name[:partitions],...]"),
-            kafka="(none)",
-        ),
-        _b(
-            "kproto.log.requests",
-            _T.BOOLEAN,
-            "false",
-            "Log every request at INFO on the kproto.broker logger.",
-            kafka="(none)",
-            argument="log_requests",
-        ),
-    )
-}
-
-#: ``Cluster`` keyword argument -> the broker property it sets.
-ARGUMENTS: Mapping[str, str] = {
-    d.argument: name for name, d in BROKER_CONFIGS.items() if d.argument is not None
-}
-
-
-def _default(name: str) -> Any:
-    definition = BROKER_CONFIGS[name]
-    return definition.parse(definition.definition.default)
+_CW = Dynamic.CLUSTER_WIDE
+_B = BrokerConfigDef
 
 
 @attrs.frozen
 class BrokerConfig:
-    """A broker's configuration: one attribute per property of
-    :data:`BROKER_CONFIGS` (``num.partitions`` -> ``num_partitions``), each of
-    Kafka's type (INT/LONG ``int``, BOOLEAN ``bool``, DOUBLE ``float``, LIST a
-    tuple of strings); ``explicit`` names the properties that were set (the others
-    hold kproto's default). ``BrokerConfig()`` is kproto's defaults. Units are
-    Kafka's (``*.ms`` milliseconds, ``*.bytes`` bytes)."""
+    """A broker's configuration: one attribute per broker property
+    (``num.partitions`` -> ``num_partitions``), each of Kafka's type (INT/LONG
+    ``int``, BOOLEAN ``bool``, DOUBLE ``float``, LIST a tuple of strings);
+    ``explicit`` names the properties that were set (the others hold kproto's
+    default). ``BrokerConfig()`` is kproto's defaults. Units are Kafka's (``*.ms``
+    milliseconds, ``*.bytes`` bytes).
 
-    node_id: int = _default("node.id")
-    num_partitions: int = _default("num.partitions")
-    auto_create_topics_enable: bool = _default("auto.create.topics.enable")
-    default_replication_factor: int = _default("default.replication.factor")
-    min_insync_replicas: int = _default("min.insync.replicas")
-    log_dirs: tuple[str, ...] = _default("log.dirs")
-    log_segment_bytes: int = _default("log.segment.bytes")
-    log_roll_ms: int = _default("log.roll.ms")
-    log_index_size_max_bytes: int = _default("log.index.size.max.bytes")
-    log_retention_ms: int = _default("log.retention.ms")
-    log_retention_bytes: int = _default("log.retention.bytes")
-    log_cleanup_policy: tuple[str, ...] = _default("log.cleanup.policy")
-    log_cleaner_delete_retention_ms: int = _default("log.cleaner.delete.retention.ms")
-    log_cleaner_min_compaction_lag_ms: int = _default(
-        "log.cleaner.min.compaction.lag.ms"
-    )
-    log_cleaner_max_compaction_lag_ms: int = _default(
-        "log.cleaner.max.compaction.lag.ms"
-    )
-    log_cleaner_min_cleanable_ratio: float = _default("log.cleaner.min.cleanable.ratio")
-    log_cleaner_backoff_ms: int = _default("log.cleaner.backoff.ms")
-    message_max_bytes: int = _default("message.max.bytes")
-    log_message_timestamp_type: str = _default("log.message.timestamp.type")
-    log_message_timestamp_before_max_ms: int = _default(
-        "log.message.timestamp.before.max.ms"
-    )
-    log_message_timestamp_after_max_ms: int = _default(
-        "log.message.timestamp.after.max.ms"
-    )
-    compression_type: str = _default("compression.type")
-    offsets_topic_num_partitions: int = _default("offsets.topic.num.partitions")
-    transaction_state_log_num_partitions: int = _default(
-        "transaction.state.log.num.partitions"
-    )
-    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _default(
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms"
-    )
-    group_initial_rebalance_delay_ms: int = _default("group.initial.rebalance.delay.ms")
-    group_consumer_session_timeout_ms: int = _default(
-        "group.consumer.session.timeout.ms"
-    )
-    group_consumer_heartbeat_interval_ms: int = _default(
-        "group.consumer.heartbeat.interval.ms"
-    )
-    group_consumer_assignors: tuple[str, ...] = _default("group.consumer.assignors")
-    group_consumer_migration_policy: str = _default("group.consumer.migration.policy")
-    group_streams_session_timeout_ms: int = _default("group.streams.session.timeout.ms")
-    group_streams_heartbeat_interval_ms: int = _default(
-        "group.streams.heartbeat.interval.ms"
-    )
-    group_consumer_min_session_timeout_ms: int = _default(
-        "group.consumer.min.session.timeout.ms"
-    )
-    group_consumer_max_session_timeout_ms: int = _default(
-        "group.consumer.max.session.timeout.ms"
-    )
-    group_consumer_min_heartbeat_interval_ms: int = _default(
-        "group.consumer.min.heartbeat.interval.ms"
-    )
-    group_consumer_max_heartbeat_interval_ms: int = _default(
-        "group.consumer.max.heartbeat.interval.ms"
-    )
-    group_streams_min_session_timeout_ms: int = _default(
-        "group.streams.min.session.timeout.ms"
-    )
-    group_streams_max_session_timeout_ms: int = _default(
-        "group.streams.max.session.timeout.ms"
-    )
-    group_streams_min_heartbeat_interval_ms: int = _default(
-        "group.streams.min.heartbeat.interval.ms"
-    )
-    group_streams_max_heartbeat_interval_ms: int = _default(
-        "group.streams.max.heartbeat.interval.ms"
-    )
-    group_streams_max_standby_replicas: int = _default(
-        "group.streams.max.standby.replicas"
-    )
-    group_share_record_lock_duration_ms: int = _default(
-        "group.share.record.lock.duration.ms"
-    )
-    group_share_delivery_count_limit: int = _default("group.share.delivery.count.limit")
-    group_share_partition_max_record_locks: int = _default(
-        "group.share.partition.max.record.locks"
-    )
-    group_share_heartbeat_interval_ms: int = _default(
-        "group.share.heartbeat.interval.ms"
-    )
-    group_share_session_timeout_ms: int = _default("group.share.session.timeout.ms")
-    group_share_max_share_sessions: int = _default("group.share.max.share.sessions")
-    share_coordinator_state_topic_num_partitions: int = _default(
-        "share.coordinator.state.topic.num.partitions"
-    )
-    socket_request_max_bytes: int = _default("socket.request.max.bytes")
-    connections_max_idle_ms: int = _default("connections.max.idle.ms")
-    connections_max_reauth_ms: int = _default("connections.max.reauth.ms")
-    max_connections: int = _default("max.connections")
-    max_connections_per_ip: int = _default("max.connections.per.ip")
-    queued_max_requests: int = _default("queued.max.requests")
-    security_inter_broker_protocol: str = _default("security.inter.broker.protocol")
-    sasl_enabled_mechanisms: tuple[str, ...] = _default("sasl.enabled.mechanisms")
-    super_users: str = _default("super.users")
-    authorizer_class_name: str = _default("authorizer.class.name")
-    ssl_client_auth: str = _default("ssl.client.auth")
-    kproto_max_partitions: int = _default("kproto.max.partitions")
-    kproto_max_open_files: int = _default("kproto.max.open.files")
-    kproto_request_log_size: int = _default("kproto.request.log.size")
-    kproto_log_requests: bool = _default("kproto.log.requests")
-    kproto_seed_topics: tuple[str, ...] = _default("kproto.seed.topics")
-    kproto_api_versions: tuple[str, ...] = _default("kproto.api.versions")
-    kproto_emulate_version: str = _default("kproto.emulate.version")
+    Each attribute is the property's one definition: the field's metadata holds
+    its :class:`BrokerConfigDef` (:data:`BROKER_CONFIGS` lists them by name)."""
+
+    # --------------------------------------------------------- server
+    node_id: int = _B(
+        "node.id",
+        _T.INT,
+        "1",
+        "Id of the first node; node i of a cluster is node.id + i.",
+        at_least(0),
+        kafka_default="(required)",
+    ).field()
+    num_partitions: int = _B(
+        "num.partitions",
+        _T.INT,
+        "1",
+        "Partitions of auto-created topics and of CreateTopics with -1.",
+        at_least(1),
+        argument="num_partitions",
+    ).field()
+    auto_create_topics_enable: bool = _B(
+        "auto.create.topics.enable",
+        _T.BOOLEAN,
+        "true",
+        "Metadata requests create unknown topics.",
+        argument="auto_create_topics",
+    ).field()
+    default_replication_factor: int = _B(
+        "default.replication.factor",
+        _T.INT,
+        "1",
+        "Replication factor of auto-created topics (accepted; every replica "
+        "is the leader's log).",
+        enforced=False,
+    ).field()
+    min_insync_replicas: int = _B(
+        "min.insync.replicas",
+        _T.INT,
+        "1",
+        "Default of the topic config min.insync.replicas (accepted).",
+        at_least(1),
+        topic_config="min.insync.replicas",
+        dynamic=_CW,
+        enforced=False,
+    ).field()
+    # ------------------------------------------------------------ log
+    log_dirs: tuple[str, ...] = _B(
+        "log.dirs",
+        _T.LIST,
+        "",
+        "The data directory: one (empty: a temporary one, removed on close). "
+        "Cluster(data_dir=).",
+        Rule(_one_directory, "at most one directory"),
+        kafka_default="(null: log.dir, /tmp/kafka-logs)",
+    ).field()
+    log_segment_bytes: int = _B(
+        "log.segment.bytes",
+        _T.INT,
+        str(16 * 1024 * 1024),
+        "Default segment size in bytes (topic config segment.bytes). kproto "
+        "keeps Kafka 3's floor of 14 bytes, so tests can roll small segments.",
+        at_least(14),
+        kafka_default="1073741824",
+        argument="segment_bytes",
+        topic_config="segment.bytes",
+        dynamic=_CW,
+    ).field()
+    log_roll_ms: int = _B(
+        "log.roll.ms",
+        _T.LONG,
+        "604800000",
+        "Default of segment.ms (accepted).",
+        at_least(1),
+        topic_config="segment.ms",
+        dynamic=_CW,
+        enforced=False,
+    ).field()
+    log_index_size_max_bytes: int = _B(
+        "log.index.size.max.bytes",
+        _T.INT,
+        "10485760",
+        "Default of segment.index.bytes (accepted).",
+        at_least(4),
+        topic_config="segment.index.bytes",
+        dynamic=_CW,
+        enforced=False,
+    ).field()
+    log_retention_ms: int = _B(
+        "log.retention.ms",
+        _T.LONG,
+        "604800000",
+        "Default of retention.ms: segments older than this are deleted as "
+        "records are appended, when set (-1: forever).",
+        at_least(-1),
+        topic_config="retention.ms",
+        dynamic=_CW,
+    ).field()
+    log_retention_bytes: int = _B(
+        "log.retention.bytes",
+        _T.LONG,
+        "-1",
+        "Default of retention.bytes (-1: no limit), applied as records are "
+        "appended when set.",
+        topic_config="retention.bytes",
+        dynamic=_CW,
+    ).field()
+    log_cleanup_policy: tuple[str, ...] = _B(
+        "log.cleanup.policy",
+        _T.LIST,
+        "delete",
+        "Default of cleanup.policy (delete, compact or both).",
+        list_of("compact", "delete"),
+        topic_config="cleanup.policy",
+        dynamic=_CW,
+    ).field()
+    log_cleaner_delete_retention_ms: int = _B(
+        "log.cleaner.delete.retention.ms",
+        _T.LONG,
+        "86400000",
+        "Default of delete.retention.ms (how long the cleaner keeps tombstones).",
+        at_least(0),
+        topic_config="delete.retention.ms",
+        dynamic=_CW,
+    ).field()
+    log_cleaner_min_compaction_lag_ms: int = _B(
+        "log.cleaner.min.compaction.lag.ms",
+        _T.LONG,
+        "0",
+        "Default of min.compaction.lag.ms.",
+        at_least(0),
+        topic_config="min.compaction.lag.ms",
+        dynamic=_CW,
+    ).field()
+    log_cleaner_max_compaction_lag_ms: int = _B(
+        "log.cleaner.max.compaction.lag.ms",
+        _T.LONG,
+        str(_LONG_MAX),
+        "Default of max.compaction.lag.ms.",
+        at_least(1),
+        topic_config="max.compaction.lag.ms",
+        dynamic=_CW,
+    ).field()
+    log_cleaner_min_cleanable_ratio: float = _B(
+        "log.cleaner.min.cleanable.ratio",
+        _T.DOUBLE,
+        "0.5",
+        "Default of min.cleanable.dirty.ratio.",
+        between(0, 1),
+        topic_config="min.cleanable.dirty.ratio",
+        dynamic=_CW,
+    ).field()
+    log_cleaner_backoff_ms: int = _B(
+        "log.cleaner.backoff.ms",
+        _T.LONG,
+        "15000",
+        "Pause in ms between the log cleaner's passes over compacted topics.",
+        at_least(0),
+        argument="log_cleaner_backoff_ms",
+        dynamic=_CW,
+    ).field()
+    message_max_bytes: int = _B(
+        "message.max.bytes",
+        _T.INT,
+        "1048588",
+        "Default of max.message.bytes (the largest record batch accepted).",
+        at_least(0),
+        topic_config="max.message.bytes",
+        dynamic=_CW,
+    ).field()
+    log_message_timestamp_type: str = _B(
+        "log.message.timestamp.type",
+        _T.STRING,
+        "CreateTime",
+        "Default of message.timestamp.type.",
+        one_of("CreateTime", "LogAppendTime"),
+        topic_config="message.timestamp.type",
+        dynamic=_CW,
+    ).field()
+    log_message_timestamp_before_max_ms: int = _B(
+        "log.message.timestamp.before.max.ms",
+        _T.LONG,
+        str(_LONG_MAX),
+        "Default of message.timestamp.before.max.ms.",
+        at_least(0),
+        topic_config="message.timestamp.before.max.ms",
+        dynamic=_CW,
+    ).field()
+    log_message_timestamp_after_max_ms: int = _B(
+        "log.message.timestamp.after.max.ms",
+        _T.LONG,
+        "3600000",
+        "Default of message.timestamp.after.max.ms.",
+        at_least(0),
+        topic_config="message.timestamp.after.max.ms",
+        dynamic=_CW,
+    ).field()
+    compression_type: str = _B(
+        "compression.type",
+        _T.STRING,
+        "producer",
+        "Default of the topic config compression.type (accepted; batches are "
+        "stored as produced).",
+        one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        topic_config="compression.type",
+        dynamic=_CW,
+        enforced=False,
+    ).field()
+    # ------------------------------------------- internal topics, groups
+    offsets_topic_num_partitions: int = _B(
+        "offsets.topic.num.partitions",
+        _T.INT,
+        "5",
+        "Partitions of __consumer_offsets.",
+        at_least(1),
+        kafka_default="50",
+        argument="offsets_partitions",
+    ).field()
+    transaction_state_log_num_partitions: int = _B(
+        "transaction.state.log.num.partitions",
+        _T.INT,
+        "5",
+        "Partitions of __transaction_state.",
+        at_least(1),
+        kafka_default="50",
+        argument="transaction_partitions",
+    ).field()
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _B(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        _T.INT,
+        "1000",
+        "How often in ms open transactions are checked against their "
+        "transaction.timeout.ms.",
+        at_least(1),
+        kafka_default="10000",
+        argument="transaction_abort_interval_ms",
+    ).field()
+    group_initial_rebalance_delay_ms: int = _B(
+        "group.initial.rebalance.delay.ms",
+        _T.INT,
+        "100",
+        "How long in ms a classic group's first rebalance waits for more "
+        "members to join.",
+        at_least(0),
+        kafka_default="3000",
+    ).field()
+    group_consumer_session_timeout_ms: int = _B(
+        "group.consumer.session.timeout.ms",
+        _T.INT,
+        "45000",
+        "KIP-848 consumer group session timeout in ms.",
+        at_least(1),
+        argument="consumer_session_timeout_ms",
+    ).field()
+    group_consumer_heartbeat_interval_ms: int = _B(
+        "group.consumer.heartbeat.interval.ms",
+        _T.INT,
+        "5000",
+        "Heartbeat interval in ms given to KIP-848 members.",
+        at_least(1),
+        argument="consumer_heartbeat_interval_ms",
+    ).field()
+    group_consumer_assignors: tuple[str, ...] = _B(
+        "group.consumer.assignors",
+        _T.LIST,
+        "uniform,range",
+        "KIP-848 server assignors, the first the default.",
+        _non_empty,
+        kafka_default="org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+        argument="consumer_assignors",
+    ).field()
+    group_consumer_migration_policy: str = _B(
+        "group.consumer.migration.policy",
+        _T.STRING,
+        "bidirectional",
+        "Conversions between classic and consumer groups: bidirectional, "
+        "upgrade, downgrade or disabled.",
+        _case_insensitive("disabled", "downgrade", "upgrade", "bidirectional"),
+        argument="consumer_migration_policy",
+    ).field()
+    group_streams_session_timeout_ms: int = _B(
+        "group.streams.session.timeout.ms",
+        _T.INT,
+        "45000",
+        "KIP-1071 streams group session timeout in ms.",
+        at_least(1),
+        argument="streams_session_timeout_ms",
+    ).field()
+    group_streams_heartbeat_interval_ms: int = _B(
+        "group.streams.heartbeat.interval.ms",
+        _T.INT,
+        "5000",
+        "Heartbeat interval in ms given to streams group members.",
+        at_least(1),
+        argument="streams_heartbeat_interval_ms",
+    ).field()
+    group_consumer_min_session_timeout_ms: int = _B(
+        "group.consumer.min.session.timeout.ms",
+        _T.INT,
+        "45000",
+        "Least session timeout in ms a consumer group config may set.",
+        at_least(1),
+    ).field()
+    group_consumer_max_session_timeout_ms: int = _B(
+        "group.consumer.max.session.timeout.ms",
+        _T.INT,
+        "60000",
+        "Most session timeout in ms a consumer group config may set.",
+        at_least(1),
+    ).field()
+    group_consumer_min_heartbeat_interval_ms: int = _B(
+        "group.consumer.min.heartbeat.interval.ms",
+        _T.INT,
+        "5000",
+        "Least heartbeat interval in ms a consumer group config may set.",
+        at_least(1),
+    ).field()
+    group_consumer_max_heartbeat_interval_ms: int = _B(
+        "group.consumer.max.heartbeat.interval.ms",
+        _T.INT,
+        "15000",
+        "Most heartbeat interval in ms a consumer group config may set.",
+        at_least(1),
+    ).field()
+    group_streams_min_session_timeout_ms: int = _B(
+        "group.streams.min.session.timeout.ms",
+        _T.INT,
+        "45000",
+        "Least session timeout in ms a streams group config may set.",
+        at_least(1),
+    ).field()
+    group_streams_max_session_timeout_ms: int = _B(
+        "group.streams.max.session.timeout.ms",
+        _T.INT,
+        "60000",
+        "Most session timeout in ms a streams group config may set.",
+        at_least(1),
+    ).field()
+    group_streams_min_heartbeat_interval_ms: int = _B(
+        "group.streams.min.heartbeat.interval.ms",
+        _T.INT,
+        "5000",
+        "Least heartbeat interval in ms a streams group config may set.",
+        at_least(1),
+    ).field()
+    group_streams_max_heartbeat_interval_ms: int = _B(
+        "group.streams.max.heartbeat.interval.ms",
+        _T.INT,
+        "15000",
+        "Most heartbeat interval in ms a streams group config may set.",
+        at_least(1),
+    ).field()
+    group_streams_max_standby_replicas: int = _B(
+        "group.streams.max.standby.replicas",
+        _T.INT,
+        "2",
+        "Most standby replicas a streams group config may set.",
+        at_least(0),
+    ).field()
+    group_share_record_lock_duration_ms: int = _B(
+        "group.share.record.lock.duration.ms",
+        _T.INT,
+        "30000",
+        "How long in ms an acquired share-group record stays locked (kproto "
+        "allows below Kafka's 1000 floor, for tests).",
+        at_least(1),
+    ).field()
+    group_share_delivery_count_limit: int = _B(
+        "group.share.delivery.count.limit",
+        _T.INT,
+        "5",
+        "Deliveries after which a share-group record is archived.",
+        at_least(1),
+    ).field()
+    group_share_partition_max_record_locks: int = _B(
+        "group.share.partition.max.record.locks",
+        _T.INT,
+        "2000",
+        "In-flight records per share partition.",
+        at_least(1),
+    ).field()
+    group_share_heartbeat_interval_ms: int = _B(
+        "group.share.heartbeat.interval.ms",
+        _T.INT,
+        "5000",
+        "Heartbeat interval in ms given to share group members.",
+        at_least(1),
+    ).field()
+    group_share_session_timeout_ms: int = _B(
+        "group.share.session.timeout.ms",
+        _T.INT,
+        "45000",
+        "Share group session timeout in ms.",
+        at_least(1),
+    ).field()
+    group_share_max_share_sessions: int = _B(
+        "group.share.max.share.sessions",
+        _T.INT,
+        "2000",
+        "Share sessions kept per node (more: SHARE_SESSION_LIMIT_REACHED).",
+        at_least(1),
+    ).field()
+    share_coordinator_state_topic_num_partitions: int = _B(
+        "share.coordinator.state.topic.num.partitions",
+        _T.INT,
+        "5",
+        "Partitions of __share_group_state.",
+        at_least(1),
+        kafka_default="50",
+    ).field()
+    # ------------------------------------------------ sockets, security
+    socket_request_max_bytes: int = _B(
+        "socket.request.max.bytes",
+        _T.INT,
+        "104857600",
+        "Request frames above this many bytes close the connection.",
+        at_least(1),
+        argument="socket_request_max_bytes",
+    ).field()
+    connections_max_idle_ms: int = _B(
+        "connections.max.idle.ms",
+        _T.LONG,
+        "600000",
+        "Close a connection idle (or stalled mid-frame) for this long (ms).",
+        argument="connections_max_idle_ms",
+    ).field()
+    connections_max_reauth_ms: int = _B(
+        "connections.max.reauth.ms",
+        _T.LONG,
+        "0",
+        "SASL session lifetime in ms (KIP-368; 0: sessions never expire).",
+        argument="connections_max_reauth_ms",
+    ).field()
+    max_connections: int = _B(
+        "max.connections",
+        _T.INT,
+        str(_INT_MAX),
+        "Connections each node keeps open at once; more are closed at accept.",
+        at_least(0),
+        argument="max_connections",
+        dynamic=_CW,
+    ).field()
+    max_connections_per_ip: int = _B(
+        "max.connections.per.ip",
+        _T.INT,
+        str(_INT_MAX),
+        "The same per client address.",
+        at_least(0),
+        argument="max_connections_per_ip",
+        dynamic=_CW,
+    ).field()
+    queued_max_requests: int = _B(
+        "queued.max.requests",
+        _T.INT,
+        "500",
+        "Requests in flight per node across its connections.",
+        at_least(1),
+        argument="queued_max_requests",
+    ).field()
+    security_inter_broker_protocol: str = _B(
+        "security.inter.broker.protocol",
+        _T.STRING,
+        "PLAINTEXT",
+        "The security protocol of every node's one listener: PLAINTEXT, SSL, "
+        "SASL_PLAINTEXT or SASL_SSL.",
+        argument="security_protocol",
+    ).field()
+    sasl_enabled_mechanisms: tuple[str, ...] = _B(
+        "sasl.enabled.mechanisms",
+        _T.LIST,
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "SASL mechanisms of SASL listeners (PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512, OAUTHBEARER).",
+        kafka_default="GSSAPI",
+        argument="sasl_mechanisms",
+    ).field()
+    super_users: str = _B(
+        "super.users",
+        _T.STRING,
+        "",
+        "Principals (User:name; semicolon-separated) every ACL check lets pass.",
+        argument="super_users",
+    ).field()
+    authorizer_class_name: str = _B(
+        "authorizer.class.name",
+        _T.STRING,
+        "",
+        f"{STANDARD_AUTHORIZER} enforces ACLs; empty: none.",
+        one_of("", STANDARD_AUTHORIZER),
+        argument="acls_enabled",
+    ).field()
+    ssl_client_auth: str = _B(
+        "ssl.client.auth",
+        _T.STRING,
+        "none",
+        "Client certificates on SSL listeners: none, requested or required.",
+        argument="ssl_client_auth",
+    ).field()
+    # ------------------------------------------------- kproto's own
+    kproto_max_partitions: int = _B(
+        "kproto.max.partitions",
+        _T.INT,
+        "200000",
+        "Partitions the cluster holds at most (CreateTopics beyond: "
+        "POLICY_VIOLATION).",
+        at_least(1),
+        kafka_default="(none)",
+        argument="max_partitions",
+    ).field()
+    kproto_max_open_files: int = _B(
+        "kproto.max.open.files",
+        _T.INT,
+        "256",
+        "Segment files kept open at once (least recently used closed first).",
+        at_least(1),
+        kafka_default="(none)",
+        argument="max_open_files",
+    ).field()
+    kproto_request_log_size: int = _B(
+        "kproto.request.log.size",
+        _T.INT,
+        "1000",
+        "Requests Cluster.requests keeps (0: none).",
+        at_least(0),
+        kafka_default="(none)",
+        argument="request_log_size",
+    ).field()
+    kproto_api_versions: tuple[str, ...] = _B(
+        "kproto.api.versions",
+        _T.LIST,
+        "",
+        "API versions to advertise and serve instead of all kproto serves "
+        "(librdkafka's mock set_apiversion): NAME:MIN-MAX, or NAME:none to "
+        "remove an API.",
+        Rule(_api_versions, "[NAME:MIN-MAX|NAME:none,...]"),
+        kafka_default="(none)",
+    ).field()
+    kproto_emulate_version: str = _B(
+        "kproto.emulate.version",
+        _T.STRING,
+        "",
+        "Advertise and serve the API versions this Kafka release did "
+        "(franz-go kfake's --as-version): 3.7 (KRaft) or 3.7-zk (ZooKeeper "
+        "mode); kproto.api.versions then adjusts them. Empty: every version "
+        "kproto serves.",
+        Rule(_kafka_release, "a Kafka release, 2.8 to 4.3 or 2.0-zk to 3.9-zk"),
+        kafka_default="(none)",
+    ).field()
+    kproto_seed_topics: tuple[str, ...] = _B(
+        "kproto.seed.topics",
+        _T.LIST,
+        "",
+        "Topics created at start when missing (franz-go kfake's SeedTopics): "
+        "name or name:partitions (default num.partitions).",
+        Rule(_seed_topics, "[name[:partitions],...]"),
+        kafka_default="(none)",
+    ).field()
+    kproto_log_requests: bool = _B(
+        "kproto.log.requests",
+        _T.BOOLEAN,
+        "false",
+        "Log every request at INFO on the kproto.broker logger.",
+        kafka_default="(none)",
+        argument="log_requests",
+    ).field()
     explicit: frozenset[str] = frozenset()
 
     @classmethod
@@ -1105,6 +981,33 @@ class BrokerConfig:
             for name in BROKER_CONFIGS
             if name.startswith(("group.share.", "share.coordinator."))
         }
+
+
+def _definitions() -> Mapping[str, BrokerConfigDef]:
+    """The :class:`BrokerConfigDef` of every :class:`BrokerConfig` field, by
+    property name, in the class's order.
+
+    Raises:
+        TypeError: a field not named after its property (``a.b`` -> ``a_b``).
+    """
+    out: dict[str, BrokerConfigDef] = {}
+    for field in attrs.fields(BrokerConfig):
+        definition = field.metadata.get(_DEFINITION)
+        if definition is None:
+            continue
+        if field.name != attribute_name(definition.name):
+            raise TypeError(f"BrokerConfig.{field.name} defines {definition.name}")
+        out[definition.name] = definition
+    return out
+
+
+#: Every broker property kproto takes, by name (Kafka's where Kafka has one).
+BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = _definitions()
+
+#: ``Cluster`` keyword argument -> the broker property it sets.
+ARGUMENTS: Mapping[str, str] = {
+    d.argument: name for name, d in BROKER_CONFIGS.items() if d.argument is not None
+}
 
 
 def _argument_value(argument: str, value: object) -> object:

@@ -44,7 +44,7 @@ from pathlib import Path
 import attrs
 import crc32c
 
-from kproto._varint import read_varint, read_varlong
+from kproto._varint import read_varint, read_varlong, write_uvarint
 from kproto.records import DEFAULT_MAX_DECOMPRESSED_SIZE, ControlRecordType
 from kproto.records._codecs import compress, decompress
 from kproto.records._header import (
@@ -163,14 +163,8 @@ def _records(data: bytes, head: V2Header, pos: int) -> list[_RawRecord]:
 
 
 def _zigzag(value: int) -> bytes:
-    u = (value << 1) ^ (value >> 63)
-    u &= (1 << 64) - 1
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
+    """``value`` (int64) as a zigzag-encoded signed varlong."""
+    return write_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def _build_batch(

@@ -12,9 +12,9 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kproto._closing import Closing
 from kproto.broker.broker_config import (
     ARGUMENTS,
     BROKER_CONFIGS,
@@ -27,7 +27,7 @@ from kproto.broker.client_metrics import PushedMetrics
 from kproto.broker.cluster_controls import ClusterControls
 from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
-from kproto.broker.dispatch import ApiVersionTable
+from kproto.broker.dispatch import ApiVersionTable, Dispatcher
 from kproto.broker.faults import FaultInjector
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
@@ -57,7 +57,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster(FaultControls, ClusterControls):
+class Cluster(FaultControls, ClusterControls, Closing):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).
@@ -330,25 +330,27 @@ class Cluster(FaultControls, ClusterControls):
 
         def node_server(node_id: int, node_port: int) -> NodeServer:
             return NodeServer(
-                self.state,
-                self.groups,
-                node_id,
+                Dispatcher(
+                    self.state,
+                    self.groups,
+                    node_id,
+                    txn=self.txn,
+                    request_log=self.requests if request_log_size > 0 else None,
+                    log_requests=cfg.kproto_log_requests,
+                    faults=self.faults,
+                    security=self.security,
+                    share=self.share,
+                    api_versions=self.api_versions,
+                ),
                 port=node_port,
-                txn=self.txn,
                 socket_request_max_bytes=cfg.socket_request_max_bytes,
                 connections_max_idle_ms=cfg.connections_max_idle_ms,
-                request_log=self.requests if request_log_size > 0 else None,
-                log_requests=cfg.kproto_log_requests,
-                faults=self.faults,
-                security=self.security,
                 connection_quotas=ConnectionQuotas(
                     _unlimited(cfg.max_connections),
                     _unlimited(cfg.max_connections_per_ip),
                 ),
                 quotas=ClientQuotas(lambda: self.state.dynamic.quotas, default_quotas),
                 queued_max_requests=cfg.queued_max_requests,
-                share=self.share,
-                api_versions=self.api_versions,
             )
 
         #: builds the server of a node added at run time (:meth:`add_node`)
@@ -502,14 +504,6 @@ class Cluster(FaultControls, ClusterControls):
             self._thread = None
             raise
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop a cluster started with ``with`` (idempotent)."""

@@ -121,7 +121,7 @@ class FaultControls:
         """
         codes = [ErrorCode(e) for e in errors]
         self._on_loop(
-            lambda: self.faults.push_partition_errors(topic, partition, codes, api_key)
+            lambda: self.faults.partition_errors.push(topic, partition, codes, api_key)
         )
 
     def topic_set_error(self, topic: str, error: ErrorCode) -> None:
@@ -134,7 +134,7 @@ class FaultControls:
             ValueError: not a Kafka error code.
         """
         code = ErrorCode(error)
-        self._on_loop(lambda: self.faults.set_topic_error(topic, code))
+        self._on_loop(lambda: self.faults.partition_errors.set_topic_error(topic, code))
 
     def broker_push_request_error_rtts(
         self, node: int, api_key: ApiKey, errors: list[tuple[ErrorCode, int]]

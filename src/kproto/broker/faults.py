@@ -133,7 +133,7 @@ class FaultInjector:
         self._hooks: dict[int, dict[int, RequestHook]] = {}
         self._holds: list[Hold] = []
         #: errors queued per topic-partition and set per topic
-        self.partition_errors = PartitionErrors()
+        self.partition_errors = PartitionErrors(on_change=self._wake)
         self._ids = itertools.count(1)
         # True: nothing is injected; set False by whatever injects, and True
         # again by the first idle check that finds everything used up
@@ -158,6 +158,10 @@ class FaultInjector:
         self._errors.setdefault((api_key, node_id), collections.deque()).extend(parsed)
         if parsed:
             self._idle = False
+
+    def _wake(self) -> None:
+        """Something was injected: the next :attr:`idle` check looks."""
+        self._idle = False
 
     @property
     def idle(self) -> bool:
@@ -202,22 +206,6 @@ class FaultInjector:
         self.partition_errors.clear()
         self.end_holds(RELEASE)
         self._idle = True
-
-    def push_partition_errors(
-        self,
-        topic: str,
-        partition: int,
-        errors: Iterable[ErrorCode],
-        api_key: ApiKey | None = None,
-    ) -> None:
-        """:meth:`PartitionErrors.push <kproto.broker.partition_errors.PartitionErrors.push>`."""
-        self.partition_errors.push(topic, partition, errors, api_key)
-        self._idle = False
-
-    def set_topic_error(self, topic: str, error: ErrorCode) -> None:
-        """:meth:`PartitionErrors.set_topic_error <kproto.broker.partition_errors.PartitionErrors.set_topic_error>`."""
-        self.partition_errors.set_topic_error(topic, error)
-        self._idle = False
 
     # ------------------------------------------------------------------ holds
 

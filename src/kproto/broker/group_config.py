@@ -5,7 +5,9 @@ the share coordinator's, :mod:`kproto.broker.share`).
 Source: Kafka's ``GroupConfig`` (``group-coordinator/.../GroupConfig.java``: the
 ``ConfigDef`` and ``validateValues``, whose bounds are the broker's
 ``group.consumer.min/max.*`` and ``group.streams.*``
-settings, :data:`GROUP_CONFIG_BOUNDS` here with Kafka's defaults). A group's
+settings, :data:`GROUP_CONFIG_BOUNDS` here with their defaults; as Kafka, a group
+config takes its type, default and validator from the ``group.*`` broker property
+of its name). A group's
 explicit configs are stored by :class:`kproto.broker.dynamic_config.DynamicConfigs`
 and read by the coordinators through :meth:`ClusterState.group_config`.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kproto.broker.broker_config import BROKER_CONFIGS, BrokerConfig
 from kproto.broker.topic_config import (
     ConfigType,
     TopicConfigDef,
@@ -28,8 +31,21 @@ __all__ = [
     "validate_group_configs",
 ]
 
-_D = TopicConfigDef
-_T = ConfigType
+#: ``(min, max)`` the broker allows for the numeric group configs by default (the
+#: defaults of the ``group.consumer.*`` and ``group.streams.*`` broker properties,
+#: which are Kafka's ``GroupCoordinatorConfig`` defaults).
+GROUP_CONFIG_BOUNDS: Mapping[str, tuple[int, int]] = BrokerConfig().group_config_bounds
+
+
+def _from_broker(name: str, documentation: str) -> TopicConfigDef:
+    """Group config ``name`` with the type, default and validator of the broker
+    property ``group.<name>`` (Kafka's ``GroupConfig`` defines each with
+    ``GroupCoordinatorConfig``'s default)."""
+    broker = BROKER_CONFIGS[f"group.{name}"]
+    return TopicConfigDef(
+        name, broker.type, broker.default, documentation, broker.validator
+    )
+
 
 #: The group configs of the consumer (KIP-848) and streams (KIP-1071) protocols, by
 #: name; the ``share.*`` ones belong to the share coordinator
@@ -37,37 +53,25 @@ _T = ConfigType
 GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
     d.name: d
     for d in (
-        _D(
+        _from_broker(
             "consumer.session.timeout.ms",
-            _T.INT,
-            "45000",
             "Timeout in ms to detect consumer failures (consumer protocol).",
-            at_least(1),
         ),
-        _D(
+        _from_broker(
             "consumer.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
             "Heartbeat interval in ms given to the members (consumer protocol).",
-            at_least(1),
         ),
-        _D(
+        _from_broker(
             "streams.session.timeout.ms",
-            _T.INT,
-            "45000",
             "Timeout in ms to detect streams group member failures.",
-            at_least(1),
         ),
-        _D(
+        _from_broker(
             "streams.heartbeat.interval.ms",
-            _T.INT,
-            "5000",
             "Heartbeat interval in ms given to streams group members.",
-            at_least(1),
         ),
-        _D(
+        TopicConfigDef(
             "streams.num.standby.replicas",
-            _T.INT,
+            ConfigType.INT,
             "0",
             "Standby replicas of each task of a streams group.",
             at_least(0),
@@ -78,16 +82,6 @@ GROUP_CONFIGS: Mapping[str, TopicConfigDef] = {
 #: Kafka's default of every group config, by name.
 GROUP_CONFIG_DEFAULTS: Mapping[str, str] = {
     name: d.default for name, d in GROUP_CONFIGS.items()
-}
-
-#: ``(min, max)`` the broker allows for the numeric group configs (Kafka's
-#: ``GroupCoordinatorConfig`` / ``ShareGroupConfig`` defaults).
-GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
-    "consumer.session.timeout.ms": (45000, 60000),
-    "consumer.heartbeat.interval.ms": (5000, 15000),
-    "streams.session.timeout.ms": (45000, 60000),
-    "streams.heartbeat.interval.ms": (5000, 15000),
-    "streams.num.standby.replicas": (0, 2),
 }
 
 

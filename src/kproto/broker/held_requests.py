@@ -30,6 +30,7 @@ import attrs
 from kproto.broker.connection_limits import off_turn
 from kproto.broker.handlers.context import RequestContext
 from kproto.broker.handlers.refusals import check_error_response
+from kproto.broker.introspect import ReceivedRequest
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
@@ -49,22 +50,11 @@ OnLoop = Callable[[Callable[[], Any]], Any]
 
 
 @attrs.frozen
-class HeldRequest:
-    """One parked request, as the test sees it.
-
-    Attributes:
-        node_id: the node that received it.
-        client_id: the request header's client_id.
-        api_key, api_version, correlation_id: from the request header.
-        request: the decoded request entity.
-    """
-
-    node_id: int
-    client_id: str | None
-    api_key: int
-    api_version: int
-    correlation_id: int
-    request: Any
+class HeldRequest(ReceivedRequest):
+    """One parked request, as the test sees it (the attributes of
+    :class:`~kproto.broker.introspect.ReceivedRequest`: ``node_id``,
+    ``client_id``, ``api_key``, ``api_version``, ``correlation_id``,
+    ``request``)."""
 
 
 @attrs.define

@@ -8,20 +8,18 @@ from typing import Any
 
 import attrs
 
-__all__ = ["RequestRecord", "RequestLog"]
+__all__ = ["ReceivedRequest", "RequestRecord", "RequestLog"]
 
 
 @attrs.frozen
-class RequestRecord:
-    """One request a node decoded and what it answered.
+class ReceivedRequest:
+    """One request a node decoded, as a test sees it.
 
     Attributes:
         node_id: the node that received it.
         client_id: the request header's client_id.
         api_key, api_version, correlation_id: from the request header.
         request: the decoded request entity.
-        response: the response entity (``None``: no response, e.g. acks=0).
-        time_ms: wall-clock time the request was decoded, ms since the epoch.
     """
 
     node_id: int
@@ -30,6 +28,18 @@ class RequestRecord:
     api_version: int
     correlation_id: int
     request: Any
+
+
+@attrs.frozen
+class RequestRecord(ReceivedRequest):
+    """One request a node decoded (the attributes of :class:`ReceivedRequest`) and
+    what it answered.
+
+    Attributes:
+        response: the response entity (``None``: no response, e.g. acks=0).
+        time_ms: wall-clock time the request was decoded, ms since the epoch.
+    """
+
     response: Any
     time_ms: int
 

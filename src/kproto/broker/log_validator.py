@@ -450,34 +450,28 @@ def _check_records(
     loop's key, value and header columns give the framing (grouped by their first
     five bytes: one look per distinct prefix), or the walk reads it."""
     columns_loop = v2_loops()[0]
-    if columns_loop is v2_columns_fast:  # no C extension: the walk is cheaper
-        return _walk_records(
-            buf,
-            p,
-            rend,
-            count,
-            base_timestamp,
-            policy,
-            check_time,
-            is_control,
-            schema_ids,
-        )
-    scan = v2_scan()
-    if scan is not None and count > 0 and schema_ids is None:
+    columns = None
+    if columns_loop is not v2_columns_fast:  # without the C extension: the walk
+        scan = v2_scan()
         try:
-            summary = scan(buf, p, rend, count, 0, base_timestamp)
+            if scan is not None and count > 0 and schema_ids is None:
+                summary = scan(buf, p, rend, count, 0, base_timestamp)
+                if summary is not None:  # offsets 0, 1, 2 ...: the rest may need none
+                    min_ts, max_ts, null_keys = summary
+                    low = policy.now_ms - policy.before_max_ms
+                    high = policy.now_ms + policy.after_max_ms
+                    keys_bad = policy.compacted and not is_control and null_keys
+                    if not keys_bad and not (
+                        check_time and (min_ts < low or max_ts > high)
+                    ):
+                        return []
+            if count <= _C_LOOP_MAX_RECORDS:  # many records: the walk holds no lists
+                if not isinstance(buf, bytes):  # a view of the decompression buffer
+                    buf = bytes(buf)
+                columns = columns_loop(buf, p, rend, count, 0, base_timestamp)
         except (Bad, IndexError, VarintError, UnicodeDecodeError):
-            return _walk_records(
-                buf, p, rend, count, base_timestamp, policy, check_time, is_control
-            )
-        if summary is not None:  # offsets 0, 1, 2 ...: the rest needs no columns
-            min_ts, max_ts, null_keys = summary
-            low = policy.now_ms - policy.before_max_ms
-            high = policy.now_ms + policy.after_max_ms
-            keys_bad = policy.compacted and not is_control and null_keys
-            if not keys_bad and not (check_time and (min_ts < low or max_ts > high)):
-                return []
-    if count > _C_LOOP_MAX_RECORDS:  # many records: the walk holds no lists
+            columns = None  # the walk names what is wrong
+    if columns is None:
         return _walk_records(
             buf,
             p,
@@ -489,24 +483,7 @@ def _check_records(
             is_control,
             schema_ids,
         )
-    if not isinstance(buf, bytes):  # a view of the decompression buffer
-        buf = bytes(buf)
-    try:
-        offsets, timestamps, keys, values, headers = columns_loop(
-            buf, p, rend, count, 0, base_timestamp
-        )
-    except (Bad, IndexError, VarintError, UnicodeDecodeError):
-        return _walk_records(
-            buf,
-            p,
-            rend,
-            count,
-            base_timestamp,
-            policy,
-            check_time,
-            is_control,
-            schema_ids,
-        )
+    offsets, timestamps, keys, values, headers = columns
     if offsets != list(range(count)):
         i = next(i for i, delta in enumerate(offsets) if delta != i)
         raise _invalid(

@@ -40,9 +40,12 @@ Handle = Callable[[Any], Awaitable[Any]]
 
 
 class PartitionErrors:
-    """The errors queued per topic-partition and set per topic on one cluster."""
+    """The errors queued per topic-partition and set per topic on one cluster;
+    ``on_change()`` runs after each :meth:`push` or :meth:`set_topic_error` (the
+    :class:`~kproto.broker.faults.FaultInjector` holding it stops being idle)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_change: Callable[[], None] = lambda: None) -> None:
+        self._on_change = on_change
         # (topic, partition, api_key or None for any topic-keyed API) -> errors
         self._queues: dict[
             tuple[str, int, int | None], collections.deque[ErrorCode]
@@ -71,6 +74,7 @@ class PartitionErrors:
         if codes:
             key = (topic, partition, None if api_key is None else int(api_key))
             self._queues.setdefault(key, collections.deque()).extend(codes)
+        self._on_change()
 
     def set_topic_error(self, topic: str, error: ErrorCode) -> None:
         """Answer ``topic`` with ``error`` until set to ``ErrorCode.NONE``."""
@@ -79,6 +83,7 @@ class PartitionErrors:
             self._topics.pop(topic, None)
         else:
             self._topics[topic] = error
+        self._on_change()
 
     def pending(self, topic: str, partition: int) -> int:
         """How many queued errors ``topic``/``partition`` has left (every API)."""

@@ -45,16 +45,12 @@ from kproto.broker.connection_limits import (
     close_open_pass,
     off_turn,
 )
-from kproto.broker.dispatch import SERVED_APIS, ApiVersionTable, Dispatcher, build
-from kproto.broker.faults import FaultInjector, InjectedDisconnect
-from kproto.broker.groups import GroupCoordinator
-from kproto.broker.introspect import RequestLog
+from kproto.broker.dispatch import SERVED_APIS, Dispatcher, build
+from kproto.broker.faults import InjectedDisconnect
 from kproto.broker.quotas import ClientQuotas, user_of, with_throttle
-from kproto.broker.security import ListenerSecurity, Verdict, accept_tls
-from kproto.broker.share import ShareCoordinator
-from kproto.broker.state import ClusterState, NodeInfo
+from kproto.broker.security import Verdict, accept_tls
+from kproto.broker.state import NodeInfo
 from kproto.broker.transport import FrameConnection, warm_allocator
-from kproto.broker.txn import TransactionCoordinator
 from kproto.errors import ErrorCode
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -78,19 +74,14 @@ class NodeServer:
     """The listener of one node and the tasks of its connections.
 
     Args:
-        state: the cluster's shared state.
-        groups: the cluster's group coordinator.
-        txn: the cluster's transaction coordinator.
-        node_id: this node's broker id.
+        dispatcher: what handles this node's requests (it holds the node id, the
+            cluster's state and coordinators, and the listener's security: its
+            protocol, users and TLS context).
         host, port: where to listen (port 0: any free port).
         socket_request_max_bytes: the largest request frame accepted (bytes; Kafka's
             ``socket.request.max.bytes``, default 104857600 = 100 MiB); a larger
             size prefix closes the connection before its body is read.
         connections_max_idle_ms: close a connection idle this long (ms).
-        request_log, log_requests, faults: as :class:`~kproto.broker.dispatch.Dispatcher`.
-        share, api_versions: as :class:`~kproto.broker.dispatch.Dispatcher`.
-        security: the listener's protocol, users and TLS context (default:
-            PLAINTEXT, no authentication).
         connection_quotas: ``max.connections`` / ``max.connections.per.ip``
             (default: unlimited); a connection over a limit is closed at accept.
         quotas: client quotas (default: none); a throttled response carries
@@ -108,47 +99,27 @@ class NodeServer:
 
     def __init__(
         self,
-        state: ClusterState,
-        groups: GroupCoordinator,
-        node_id: int,
+        dispatcher: Dispatcher,
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        txn: TransactionCoordinator,
         socket_request_max_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connections_max_idle_ms: int = 600_000,
-        request_log: RequestLog | None = None,
-        log_requests: bool = False,
-        faults: FaultInjector | None = None,
-        security: ListenerSecurity | None = None,
         connection_quotas: ConnectionQuotas | None = None,
         quotas: ClientQuotas | None = None,
         queued_max_requests: int = 500,
         fair_turns: bool = True,
-        share: ShareCoordinator | None = None,
-        api_versions: ApiVersionTable | None = None,
     ) -> None:
-        self.state = state
-        self.security = security or ListenerSecurity()
-        self.node_id = node_id
+        self.dispatcher = dispatcher
+        self.state = dispatcher.state
+        self.security = dispatcher.security
+        self.node_id = dispatcher.node_id
         self.host = host
         self.port = port
         self.socket_request_max_bytes = socket_request_max_bytes
         #: the rack reported in Metadata (Kafka's ``broker.rack``; ``None``: none)
         self.rack: str | None = None
         self.connections_max_idle_ms = connections_max_idle_ms
-        self.dispatcher = Dispatcher(
-            state,
-            groups,
-            node_id,
-            txn=txn,
-            request_log=request_log,
-            log_requests=log_requests,
-            faults=faults,
-            security=self.security,
-            share=share,
-            api_versions=api_versions,
-        )
         self.server: asyncio.Server | None = None
         self.connections: set[asyncio.Task[None]] = set()
         self.connection_quotas = connection_quotas or ConnectionQuotas()
@@ -255,6 +226,19 @@ class NodeServer:
             except (OSError, asyncio.CancelledError):  # ssl.SSLError is an OSError
                 pass
 
+    def _log_close(
+        self, client_host: str, reason: object, level: int = logging.WARNING
+    ) -> None:
+        """Log, as one line at ``level`` (no traceback: the client's doing), that
+        this node closes the connection from ``client_host`` and why."""
+        log.log(
+            level,
+            "node %d: closing connection from %s: %s",
+            self.node_id,
+            client_host,
+            reason,
+        )
+
     async def _serve(
         self,
         conn: FrameConnection,
@@ -269,22 +253,16 @@ class NodeServer:
                 # (or stalls mid-frame) that long is closed
                 frame = await conn.read_frame(idle_s)
             except TimeoutError:
-                log.info(
-                    "node %d: closing connection from %s: idle for %d ms",
-                    self.node_id,
+                self._log_close(
                     client_host,
-                    self.connections_max_idle_ms,
+                    f"idle for {self.connections_max_idle_ms} ms",
+                    logging.INFO,
                 )
                 return
             except ConnectionClosedError:
                 return  # the client went away, possibly mid-frame
             except FrameError as err:  # a size prefix below 4 or too large
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
-                    client_host,
-                    err,
-                )
+                self._log_close(client_host, err)
                 return
             received = time.monotonic()  # request time (KIP-124) counts from here
             # a queue slot, then this client's turn (round robin across clients)
@@ -304,12 +282,7 @@ class NodeServer:
             if auth.raw_tokens:  # unframed SASL tokens after SaslHandshake v0
                 challenge = auth.raw_token(frame)
                 if challenge is None:
-                    log.warning(
-                        "node %d: closing connection from %s: %s",
-                        self.node_id,
-                        client_host,
-                        auth.reason,
-                    )
+                    self._log_close(client_host, auth.reason)
                     return
                 conn.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
                 held.close()
@@ -332,20 +305,10 @@ class NodeServer:
                     held.close()
                     await conn.drain()
                     continue
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
-                    client_host,
-                    err,
-                )
+                self._log_close(client_host, err)
                 return
             except RequestDecodeError as err:
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
-                    client_host,
-                    err,
-                )
+                self._log_close(client_host, err)
                 return
             handler = self.dispatcher.handler_for(
                 header.request_api_key, header.request_api_version
@@ -364,9 +327,7 @@ class NodeServer:
                     continue
                 # an API or version this broker does not serve: Kafka's
                 # SocketServer closes the connection likewise
-                log.warning(
-                    "node %d: closing connection from %s: %s",
-                    self.node_id,
+                self._log_close(
                     client_host,
                     not_served(header.request_api_key, header.request_api_version),
                 )
@@ -379,12 +340,7 @@ class NodeServer:
                     else (None, True)
                 )
                 if close:
-                    log.warning(
-                        "node %d: closing connection from %s: %s",
-                        self.node_id,
-                        client_host,
-                        auth.reason,
-                    )
+                    self._log_close(client_host, auth.reason)
                 held.close()
                 if response is not None:
                     conn.write(encode_response(header, response))
