@@ -37,7 +37,6 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
@@ -63,7 +62,7 @@ from .modern_coordinator import (
     DEFAULT_SESSION_TIMEOUT_MS,
     ModernGroups,
 )
-from .records import CoordinatorRecord, offset_commit_record
+from .records import CoordinatorRecord
 
 __all__ = ["ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 
@@ -495,31 +494,3 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         self, records: Mapping[tuple[str, str, str], CoordinatorRecord]
     ) -> dict[str, ConsumerGroup]:
         return load_groups(records)
-
-    def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> tuple[int, dict[tuple[str, int], int]]:
-        """OffsetDelete of the consumer group ``group_id``: GROUP_SUBSCRIBED_TO_TOPIC
-        for topics the members subscribe to (Kafka's
-        ``ConsumerGroup.validateOffsetDelete`` and ``isSubscribedToTopic``);
-        returns ``(group error, error per partition)``."""
-        group = self.groups[group_id]
-        subscribed = set(group.subscription_metadata)
-        result: dict[tuple[str, int], int] = {}
-        deleted = []
-        for tp in partitions:
-            if tp[0] in subscribed and not group.is_empty():
-                result[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                result[tp] = ErrorCode.NONE
-                if tp in group.offsets:
-                    deleted.append(tp)
-        if deleted:
-            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
-            try:
-                self.store.append(group_id, pairs)
-            except CoordinatorWriteError as err:
-                return err.error_code, {}
-            for tp in deleted:
-                group.offsets.pop(tp, None)
-        return ErrorCode.NONE, result
