@@ -54,7 +54,7 @@ from .consumer_records import (
     target_member_record,
     target_metadata_record,
 )
-from .group_store import GroupStore, Pair
+from .group_store import GroupStore
 from .membership import Membership
 from .modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ModernGroupMember
 from .modern_coordinator import (
@@ -62,7 +62,7 @@ from .modern_coordinator import (
     DEFAULT_SESSION_TIMEOUT_MS,
     ModernGroups,
 )
-from .records import CoordinatorRecord
+from .records import CoordinatorRecord, Pair
 
 __all__ = ["ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 

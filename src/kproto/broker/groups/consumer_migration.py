@@ -46,9 +46,8 @@ from .consumer_records import (
     target_metadata_record,
 )
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
-from .group_store import Pair
 from .membership import Membership
-from .records import group_metadata_record
+from .records import Pair, group_metadata_record
 
 __all__ = ["ConsumerGroupsView", "MigrationPolicy", "maybe_downgrade", "upgrade"]
 
