@@ -183,7 +183,7 @@ def partition_for(key: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-@attrs.define
+@attrs.define(eq=False)
 class CoordinatorRuntime:
     """One internal topic of the cluster and its writer (see the module docstring).
 

@@ -34,7 +34,7 @@ __all__ = ["OffsetMetadataManager", "OFFSET_METADATA_MAX_BYTES"]
 OFFSET_METADATA_MAX_BYTES = 4096
 
 
-@attrs.define
+@attrs.define(eq=False)
 class OffsetMetadataManager:
     """The committed offsets of every group (see the module docstring).
 

@@ -156,6 +156,7 @@ def read_batches(
             return  # nothing whole decoded: stop rather than loop
 
 
+@attrs.define(eq=False)
 class SharePartition:
     """The delivery state of ``topic``/``partition`` for share group ``group_id``.
 
@@ -170,34 +171,26 @@ class SharePartition:
     Only the event-loop thread may call the methods.
     """
 
-    def __init__(
-        self,
-        group_id: str,
-        topic: str,
-        partition: int,
-        start_offset: int,
-        *,
-        lock_duration_ms: int,
-        delivery_count_limit: int,
-        max_record_locks: int,
-        scheduler: Scheduler,
-        on_released: Callable[[SharePartition], None],
-        state_epoch: int = 0,
-    ) -> None:
-        self.group_id = group_id
-        self.topic = topic
-        self.partition = partition
-        self.start_offset = start_offset
-        self.end_offset = start_offset
-        self.state_epoch = state_epoch
-        self.lock_duration_ms = lock_duration_ms
-        self.delivery_count_limit = delivery_count_limit
-        self.max_record_locks = max_record_locks
-        self.records: dict[int, _InFlight] = {}
-        self._scheduler = scheduler
-        self._on_released = on_released
-        self._locks: dict[int, TimerHandle] = {}
-        self._lock_ids = itertools.count(1)
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    lock_duration_ms: int = attrs.field(kw_only=True)
+    delivery_count_limit: int = attrs.field(kw_only=True)
+    max_record_locks: int = attrs.field(kw_only=True)
+    _scheduler: Scheduler = attrs.field(kw_only=True)
+    _on_released: Callable[[SharePartition], None] = attrs.field(kw_only=True)
+    state_epoch: int = attrs.field(default=0, kw_only=True)
+    end_offset: int = attrs.field(init=False)
+    records: dict[int, _InFlight] = attrs.field(init=False, factory=dict)
+    _locks: dict[int, TimerHandle] = attrs.field(init=False, factory=dict)
+    _lock_ids: Iterator[int] = attrs.field(
+        init=False, factory=lambda: itertools.count(1)
+    )
+
+    @end_offset.default
+    def _start(self) -> int:
+        return self.start_offset
 
     # -- acquisition -----------------------------------------------------------
 
