@@ -439,30 +439,6 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         super().remove_member(group, member, records)
         maybe_downgrade(self, group, records)
 
-    def validate_commit(
-        self,
-        group: ConsumerGroup,
-        member_epoch: int,
-        member_id: str,
-        instance_id: str | None = None,
-        *,
-        transactional: bool = False,
-    ) -> int:
-        """OffsetCommit to ``group``; a classic member's commit at another generation
-        than its member epoch gets ILLEGAL_GENERATION, as a classic group answers
-        (Kafka's ``ConsumerGroup.validateMemberEpoch``)."""
-        error = super().validate_commit(
-            group, member_epoch, member_id, instance_id, transactional=transactional
-        )
-        member = group.members.get(member_id)
-        if (
-            error == ErrorCode.STALE_MEMBER_EPOCH
-            and member
-            and member.uses_classic_protocol
-        ):
-            return ErrorCode.ILLEGAL_GENERATION
-        return error
-
     def is_member(self, group_id: str, member_id: str) -> bool:
         """Whether ``member_id`` is a consumer-protocol member of ``group_id`` (its
         classic members commit offsets with any OffsetCommit version)."""
