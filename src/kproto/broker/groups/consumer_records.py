@@ -17,7 +17,7 @@ import uuid
 from typing import Any
 
 from .assignors import Assignment
-from .consumer_group import ConsumerGroupMember
+from .consumer_group import ConsumerGroup, ConsumerGroupMember
 from .records import CoordinatorRecord, ModernRecords, Pair, partition_entries
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "current_assignment_record",
     "decode_consumer_record",
     "group_epoch_record",
+    "group_records",
     "member_metadata_record",
     "partition_metadata_record",
     "target_member_record",
@@ -135,6 +136,25 @@ def current_assignment_record(
     return _member_record(
         "ConsumerGroupCurrentMemberAssignment", group_id, member_id, value
     )
+
+
+def group_records(group: ConsumerGroup) -> list[Pair]:
+    """Every record of ``group`` as it stands (Kafka's
+    ``ConsumerGroup.createConsumerGroupRecords``): the group epoch, the subscribed
+    topics' metadata, each member's subscription and target assignment, the
+    assignment epoch, then each member's current assignment."""
+    gid = group.group_id
+    out = [
+        group_epoch_record(gid, group.group_epoch),
+        partition_metadata_record(gid, group.subscription_metadata),
+    ]
+    for member_id, member in group.members.items():
+        out.append(member_metadata_record(gid, member_id, member))
+        out.append(target_member_record(gid, member_id, group.target.get(member_id)))
+    out.append(target_metadata_record(gid, group.assignment_epoch))
+    for member_id, member in group.members.items():
+        out.append(current_assignment_record(gid, member_id, member))
+    return out
 
 
 def decode_consumer_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
