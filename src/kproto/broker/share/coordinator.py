@@ -205,9 +205,7 @@ class ShareCoordinator:
         self.group_configs[group_id] = configs
         for (g, _, _), share in self.partitions.items():
             if g == group_id:
-                share.lock_duration_ms = effective.record_lock_duration_ms
-                share.delivery_count_limit = effective.delivery_count_limit
-                share.max_record_locks = effective.partition_max_record_locks
+                share.configure(effective)
 
     # -- membership ------------------------------------------------------------
 
@@ -267,19 +265,16 @@ class ShareCoordinator:
     def _new_partition(
         self, group_id: str, topic: str, partition: int, start: int, epoch: int
     ) -> SharePartition:
-        config = self.config_for(group_id)
         share = SharePartition(
             group_id,
             topic,
             partition,
             start,
-            lock_duration_ms=config.record_lock_duration_ms,
-            delivery_count_limit=config.delivery_count_limit,
-            max_record_locks=config.partition_max_record_locks,
             scheduler=self.scheduler,
             on_released=self._on_released,
             state_epoch=epoch,
         )
+        share.configure(self.config_for(group_id))
         self.partitions[(group_id, topic, partition)] = share
         info = self.state.topics.get(topic)
         self._topic_ids[(group_id, topic, partition)] = (

@@ -37,6 +37,8 @@ from kproto.broker.txn_index import AbortedTxn
 from kproto.errors import ErrorCode
 from kproto.records._header import ATTRIBUTES_AT, LAST_OFFSET_DELTA_AT
 
+from .config import ShareConfig
+
 __all__ = [
     "AcknowledgeType",
     "AcquiredRange",
@@ -52,6 +54,8 @@ _TRANSACTIONAL = 0x10
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_AT = 43  # DefaultRecordBatch: producer id after attributes and times
 _READ_CHUNK = 1 << 20
+#: Kafka's group.share.* defaults, for a share partition built without settings.
+_DEFAULTS = ShareConfig()
 
 
 class RecordState(enum.IntEnum):
@@ -163,7 +167,9 @@ class SharePartition:
     Args:
         start_offset: the SPSO to start from (no records in flight).
         lock_duration_ms, delivery_count_limit, max_record_locks: the group's
-            ``group.share.*`` settings (ms, deliveries, records).
+            ``group.share.*`` settings (ms, deliveries, records; Kafka's defaults
+            unless given; :meth:`configure` sets them from a
+            :class:`.config.ShareConfig`).
         scheduler: runs lock expiries.
         on_released: called (no arguments) after a lock expiry changed state, so the
             owner can persist it and wake waiting fetches.
@@ -175,9 +181,15 @@ class SharePartition:
     topic: str
     partition: int
     start_offset: int
-    lock_duration_ms: int = attrs.field(kw_only=True)
-    delivery_count_limit: int = attrs.field(kw_only=True)
-    max_record_locks: int = attrs.field(kw_only=True)
+    lock_duration_ms: int = attrs.field(
+        kw_only=True, default=_DEFAULTS.record_lock_duration_ms
+    )
+    delivery_count_limit: int = attrs.field(
+        kw_only=True, default=_DEFAULTS.delivery_count_limit
+    )
+    max_record_locks: int = attrs.field(
+        kw_only=True, default=_DEFAULTS.partition_max_record_locks
+    )
     _scheduler: Scheduler = attrs.field(kw_only=True)
     _on_released: Callable[[SharePartition], None] = attrs.field(kw_only=True)
     state_epoch: int = attrs.field(default=0, kw_only=True)
@@ -191,6 +203,14 @@ class SharePartition:
     @end_offset.default
     def _start(self) -> int:
         return self.start_offset
+
+    def configure(self, config: ShareConfig) -> None:
+        """Apply the lock duration, delivery count limit and in-flight record limit
+        of ``config`` (the group's settings; a lock already taken keeps its
+        expiry)."""
+        self.lock_duration_ms = config.record_lock_duration_ms
+        self.delivery_count_limit = config.delivery_count_limit
+        self.max_record_locks = config.partition_max_record_locks
 
     # -- acquisition -----------------------------------------------------------
 
