@@ -53,6 +53,8 @@ import logging
 from collections.abc import Iterator
 from typing import Protocol
 
+import attrs
+
 from kproto.broker.errors import ApiError, LogAppendError
 from kproto.broker.log_validator import LogPolicy
 from kproto.errors import ErrorCode
@@ -181,31 +183,27 @@ def partition_for(key: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
+@attrs.define(eq=False)
 class CoordinatorRuntime:
     """One internal topic of the cluster and its writer (see the module docstring).
 
     Args:
         host: the cluster (:class:`InternalTopicHost`).
         topic: the internal topic's name.
-        partitions: its partition count (>= 1).
+        partitions: its partition count (>= 1; ValueError otherwise).
         internal: Metadata marks the topic internal (Kafka's own coordinator topics;
             not the Schema Registry's ``_schemas``, an ordinary compacted topic).
     """
 
-    def __init__(
-        self,
-        host: InternalTopicHost,
-        topic: str,
-        partitions: int,
-        *,
-        internal: bool = True,
-    ) -> None:
-        if partitions < 1:
-            raise ValueError(f"{topic}: partitions must be >= 1, got {partitions}")
-        self.host = host
-        self.topic = topic
-        self.partitions = partitions
-        self.internal = internal
+    host: InternalTopicHost
+    topic: str
+    partitions: int = attrs.field()
+    internal: bool = attrs.field(default=True, kw_only=True)
+
+    @partitions.validator
+    def _check_partitions(self, _: attrs.Attribute[int], value: int) -> None:
+        if value < 1:
+            raise ValueError(f"{self.topic}: partitions must be >= 1, got {value}")
 
     def ensure_topic(self) -> None:
         """Create the topic (compacted; internal unless told otherwise) unless it

@@ -36,7 +36,8 @@ from .consumer_records import (
     target_member_record,
 )
 from .group import JoinResult, SyncResult
-from .group_store import GroupStore, Pair
+from .group_store import GroupStore
+from .records import Pair
 from .timers import arm_member_timers
 
 __all__ = [

@@ -37,7 +37,6 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
@@ -55,7 +54,7 @@ from .consumer_records import (
     target_member_record,
     target_metadata_record,
 )
-from .group_store import GroupStore, Pair
+from .group_store import GroupStore
 from .membership import Membership
 from .modern import LEAVE_GROUP_STATIC_MEMBER_EPOCH, ModernGroupMember
 from .modern_coordinator import (
@@ -63,7 +62,7 @@ from .modern_coordinator import (
     DEFAULT_SESSION_TIMEOUT_MS,
     ModernGroups,
 )
-from .records import CoordinatorRecord, offset_commit_record
+from .records import CoordinatorRecord, Pair
 
 __all__ = ["ConsumerGroups", "HeartbeatRequest", "HeartbeatResult"]
 
@@ -440,30 +439,6 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         super().remove_member(group, member, records)
         maybe_downgrade(self, group, records)
 
-    def validate_commit(
-        self,
-        group: ConsumerGroup,
-        member_epoch: int,
-        member_id: str,
-        instance_id: str | None = None,
-        *,
-        transactional: bool = False,
-    ) -> int:
-        """OffsetCommit to ``group``; a classic member's commit at another generation
-        than its member epoch gets ILLEGAL_GENERATION, as a classic group answers
-        (Kafka's ``ConsumerGroup.validateMemberEpoch``)."""
-        error = super().validate_commit(
-            group, member_epoch, member_id, instance_id, transactional=transactional
-        )
-        member = group.members.get(member_id)
-        if (
-            error == ErrorCode.STALE_MEMBER_EPOCH
-            and member
-            and member.uses_classic_protocol
-        ):
-            return ErrorCode.ILLEGAL_GENERATION
-        return error
-
     def is_member(self, group_id: str, member_id: str) -> bool:
         """Whether ``member_id`` is a consumer-protocol member of ``group_id`` (its
         classic members commit offsets with any OffsetCommit version)."""
@@ -495,31 +470,3 @@ class ConsumerGroups(ModernGroups[ConsumerGroup, HeartbeatResult]):
         self, records: Mapping[tuple[str, str, str], CoordinatorRecord]
     ) -> dict[str, ConsumerGroup]:
         return load_groups(records)
-
-    def delete_offsets(
-        self, group_id: str, partitions: list[tuple[str, int]]
-    ) -> tuple[int, dict[tuple[str, int], int]]:
-        """OffsetDelete of the consumer group ``group_id``: GROUP_SUBSCRIBED_TO_TOPIC
-        for topics the members subscribe to (Kafka's
-        ``ConsumerGroup.validateOffsetDelete`` and ``isSubscribedToTopic``);
-        returns ``(group error, error per partition)``."""
-        group = self.groups[group_id]
-        subscribed = set(group.subscription_metadata)
-        result: dict[tuple[str, int], int] = {}
-        deleted = []
-        for tp in partitions:
-            if tp[0] in subscribed and not group.is_empty():
-                result[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                result[tp] = ErrorCode.NONE
-                if tp in group.offsets:
-                    deleted.append(tp)
-        if deleted:
-            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
-            try:
-                self.store.append(group_id, pairs)
-            except CoordinatorWriteError as err:
-                return err.error_code, {}
-            for tp in deleted:
-                group.offsets.pop(tp, None)
-        return ErrorCode.NONE, result

@@ -36,19 +36,10 @@ from .consumer_classic import (
     encode_assignment,
 )
 from .consumer_group import ConsumerGroup, ConsumerGroupMember
-from .consumer_records import (
-    CONSUMER_RECORDS,
-    current_assignment_record,
-    group_epoch_record,
-    member_metadata_record,
-    partition_metadata_record,
-    target_member_record,
-    target_metadata_record,
-)
+from .consumer_records import CONSUMER_RECORDS, group_records
 from .group import ClassicGroup, GroupState, JoinResult, Member, SyncResult
-from .group_store import Pair
 from .membership import Membership
-from .records import group_metadata_record
+from .records import Pair, group_metadata_record
 
 __all__ = ["ConsumerGroupsView", "MigrationPolicy", "maybe_downgrade", "upgrade"]
 
@@ -172,14 +163,7 @@ def upgrade(
     classic.transition(GroupState.DEAD, store.now_ms())
     del store.classic[gid]
     records.append(group_metadata_record(gid, None))
-    records.append(group_epoch_record(gid, epoch))
-    records.append(partition_metadata_record(gid, group.subscription_metadata))
-    for _, member in members:
-        records.append(member_metadata_record(gid, member.member_id, member))
-        records.append(target_member_record(gid, member.member_id, member.assigned))
-    records.append(target_metadata_record(gid, epoch))
-    for _, member in members:
-        records.append(current_assignment_record(gid, member.member_id, member))
+    records += group_records(group)
     consumer.groups[gid] = group
     for _, member in members:
         consumer.classic.arm(group, member)

@@ -17,8 +17,8 @@ import uuid
 from typing import Any
 
 from .assignors import Assignment
-from .consumer_group import ConsumerGroupMember
-from .records import CoordinatorRecord, ModernRecords
+from .consumer_group import ConsumerGroup, ConsumerGroupMember
+from .records import CoordinatorRecord, ModernRecords, Pair, partition_entries
 
 __all__ = [
     "CONSUMER_KEY_TYPES",
@@ -27,32 +27,20 @@ __all__ = [
     "current_assignment_record",
     "decode_consumer_record",
     "group_epoch_record",
+    "group_records",
     "member_metadata_record",
     "partition_metadata_record",
     "target_member_record",
     "target_metadata_record",
 ]
 
+CONSUMER_RECORDS = ModernRecords(
+    "ConsumerGroup", ignored=frozenset({"ConsumerGroupRegularExpression"})
+)
 #: Key type -> record name (``<name>Key`` / ``<name>Value``).
-CONSUMER_KEY_TYPES: dict[int, str] = {
-    3: "ConsumerGroupMetadata",
-    4: "ConsumerGroupPartitionMetadata",
-    5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata",
-    7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment",
-}
-CONSUMER_RECORDS = ModernRecords("ConsumerGroup", CONSUMER_KEY_TYPES)
+CONSUMER_KEY_TYPES = CONSUMER_RECORDS.key_types
 _record = CONSUMER_RECORDS.record
-Pair = tuple[bytes, bytes | None]
-
-
-def _partitions(assignment: Assignment) -> list[dict[str, Any]]:
-    return [
-        {"topic_id": t, "partitions": sorted(ps)}
-        for t, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))
-        if ps
-    ]
+_member_record = CONSUMER_RECORDS.member_record
 
 
 def assignment_from(topic_partitions: Any) -> Assignment:
@@ -88,30 +76,27 @@ def partition_metadata_record(
 
 
 def member_metadata_record(
-    group_id: str, member_id: str, member: ConsumerGroupMember | None
+    group_id: str, member_id: str, member: ConsumerGroupMember
 ) -> Pair:
-    """``ConsumerGroupMemberMetadata``: a member's subscription (None: tombstone)."""
-    key = {"group_id": group_id, "member_id": member_id}
-    if member is None:
-        return _record("ConsumerGroupMemberMetadata", key, None)
+    """``ConsumerGroupMemberMetadata``: a member's subscription (its tombstone is
+    one of :meth:`.records.ModernRecords.member_tombstones`)."""
+    classic = None
+    if member.classic_protocols is not None:
+        classic = {
+            "session_timeout_ms": member.classic_session_timeout_ms,
+            "supported_protocols": [
+                {"name": name, "metadata": data}
+                for name, data in member.classic_protocols
+            ],
+        }
     value = {
         **member.metadata_fields(),
         "subscribed_topic_names": member.subscribed_topic_names,
         "subscribed_topic_regex": member.subscribed_topic_regex,
         "server_assignor": member.server_assignor,
-        "classic_member_metadata": (
-            None
-            if member.classic_protocols is None
-            else {
-                "session_timeout_ms": member.classic_session_timeout_ms,
-                "supported_protocols": [
-                    {"name": name, "metadata": data}
-                    for name, data in member.classic_protocols
-                ],
-            }
-        ),
+        "classic_member_metadata": classic,
     }
-    return _record("ConsumerGroupMemberMetadata", key, value)
+    return _member_record("ConsumerGroupMemberMetadata", group_id, member_id, value)
 
 
 def target_metadata_record(group_id: str, assignment_epoch: int | None) -> Pair:
@@ -126,28 +111,50 @@ def target_member_record(
     group_id: str, member_id: str, assignment: Assignment | None
 ) -> Pair:
     """``ConsumerGroupTargetAssignmentMember``: one member's target assignment."""
-    key = {"group_id": group_id, "member_id": member_id}
     value = None
     if assignment is not None:
-        value = {"topic_partitions": _partitions(assignment)}
-    return _record("ConsumerGroupTargetAssignmentMember", key, value)
+        value = {"topic_partitions": partition_entries(assignment, "topic_id")}
+    return _member_record(
+        "ConsumerGroupTargetAssignmentMember", group_id, member_id, value
+    )
 
 
 def current_assignment_record(
-    group_id: str, member_id: str, member: ConsumerGroupMember | None
+    group_id: str, member_id: str, member: ConsumerGroupMember
 ) -> Pair:
-    """``ConsumerGroupCurrentMemberAssignment``: epochs, state and partitions."""
-    key = {"group_id": group_id, "member_id": member_id}
-    if member is None:
-        return _record("ConsumerGroupCurrentMemberAssignment", key, None)
+    """``ConsumerGroupCurrentMemberAssignment``: epochs, state and partitions (its
+    tombstone is one of :meth:`.records.ModernRecords.member_tombstones`)."""
     value = {
         "member_epoch": member.member_epoch,
         "previous_member_epoch": member.previous_member_epoch,
         "state": int(member.state),
-        "assigned_partitions": _partitions(member.assigned),
-        "partitions_pending_revocation": _partitions(member.pending_revocation),
+        "assigned_partitions": partition_entries(member.assigned, "topic_id"),
+        "partitions_pending_revocation": partition_entries(
+            member.pending_revocation, "topic_id"
+        ),
     }
-    return _record("ConsumerGroupCurrentMemberAssignment", key, value)
+    return _member_record(
+        "ConsumerGroupCurrentMemberAssignment", group_id, member_id, value
+    )
+
+
+def group_records(group: ConsumerGroup) -> list[Pair]:
+    """Every record of ``group`` as it stands (Kafka's
+    ``ConsumerGroup.createConsumerGroupRecords``): the group epoch, the subscribed
+    topics' metadata, each member's subscription and target assignment, the
+    assignment epoch, then each member's current assignment."""
+    gid = group.group_id
+    out = [
+        group_epoch_record(gid, group.group_epoch),
+        partition_metadata_record(gid, group.subscription_metadata),
+    ]
+    for member_id, member in group.members.items():
+        out.append(member_metadata_record(gid, member_id, member))
+        out.append(target_member_record(gid, member_id, group.target.get(member_id)))
+    out.append(target_metadata_record(gid, group.assignment_epoch))
+    for member_id, member in group.members.items():
+        out.append(current_assignment_record(gid, member_id, member))
+    return out
 
 
 def decode_consumer_record(key: bytes, value: bytes | None) -> CoordinatorRecord | None:

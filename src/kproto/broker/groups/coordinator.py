@@ -118,10 +118,6 @@ class GroupCoordinator:
         self.offsets_partitions = option(
             offsets_partitions, "offsets_partitions", DEFAULT_OFFSETS_PARTITIONS
         )
-        if self.offsets_partitions < 1:
-            raise ValueError(
-                f"offsets_partitions must be >= 1, got {self.offsets_partitions}"
-            )
         #: the ``__consumer_offsets`` writer
         self.runtime = CoordinatorRuntime(state, OFFSETS_TOPIC, self.offsets_partitions)
         self.scheduler = scheduler or AsyncioScheduler()

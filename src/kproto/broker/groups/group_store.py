@@ -16,17 +16,13 @@ from typing import TYPE_CHECKING, Protocol
 from kproto.broker.coordinator_runtime import CoordinatorRuntime
 
 from .group import ClassicGroup
+from .records import OFFSETS_TOPIC, Pair
 from .timers import Scheduler
 
 if TYPE_CHECKING:
     from kproto.broker.topic_metadata import TopicMetadata
 
-__all__ = ["GroupStore", "GroupsHost", "GroupKind", "OFFSETS_TOPIC", "Pair"]
-
-OFFSETS_TOPIC = "__consumer_offsets"
-
-#: A coordinator record: ``(key bytes, value bytes or None for a tombstone)``.
-Pair = tuple[bytes, bytes | None]
+__all__ = ["GroupStore", "GroupsHost", "GroupKind", "OFFSETS_TOPIC"]
 
 
 class GroupsHost(Protocol):

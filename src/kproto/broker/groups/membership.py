@@ -50,33 +50,25 @@ def _cancel(handle: TimerHandle | None) -> None:
         handle.cancel()
 
 
+@attrs.define(eq=False)
 class Membership:
     """Join/sync/heartbeat/leave over a shared ``groups`` dict (group_id -> group).
 
     ``persist_group(group)`` is awaited to append the group's metadata record and
     returns the error code of the write (NONE: stored);
-    ``now_ms()`` gives the wall clock in ms.
+    ``now_ms()`` gives the wall clock in ms. The timeouts are ms (Kafka's
+    ``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms`` and
+    ``group.max.session.timeout.ms``).
     """
 
-    def __init__(
-        self,
-        groups: dict[str, ClassicGroup],
-        scheduler: Scheduler,
-        now_ms: Callable[[], int],
-        persist_group: Callable[[ClassicGroup], Awaitable[ErrorCode]],
-        *,
-        initial_rebalance_delay_ms: int,
-        min_session_timeout_ms: int,
-        max_session_timeout_ms: int,
-    ) -> None:
-        self.groups = groups
-        self.scheduler = scheduler
-        self.now_ms = now_ms
-        self.persist_group = persist_group
-        self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
-        self.min_session_timeout_ms = min_session_timeout_ms
-        self.max_session_timeout_ms = max_session_timeout_ms
-        self._tasks: set[asyncio.Task[Any]] = set()
+    groups: dict[str, ClassicGroup]
+    scheduler: Scheduler
+    now_ms: Callable[[], int]
+    persist_group: Callable[[ClassicGroup], Awaitable[ErrorCode]]
+    initial_rebalance_delay_ms: int = attrs.field(kw_only=True)
+    min_session_timeout_ms: int = attrs.field(kw_only=True)
+    max_session_timeout_ms: int = attrs.field(kw_only=True)
+    _tasks: set[asyncio.Task[Any]] = attrs.field(init=False, factory=set)
 
     # -- JoinGroup -------------------------------------------------------------------
 

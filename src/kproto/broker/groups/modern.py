@@ -86,6 +86,12 @@ class ModernGroupMember(Generic[K]):
     rebalance_timer: TimerHandle | None = None
 
     @property
+    def uses_classic_protocol(self) -> bool:
+        """Whether the member joined with JoinGroup/SyncGroup (only a consumer
+        group's may: :class:`.consumer_group.ConsumerGroupMember`)."""
+        return False
+
+    @property
     def revoking(self) -> bool:
         """Whether the member still owes a revocation (its rebalance timer runs)."""
         return self.state == self.UNREVOKED_STATE
@@ -263,12 +269,19 @@ class ModernGroup(Generic[M, K]):
         member (epoch -1, no ids) to a group with members gets UNKNOWN_MEMBER_ID,
         unless it is ``transactional`` (TxnOffsetCommit v0-v2 carries no member, so
         Kafka accepts it); a member's commit at another epoch than its own
-        STALE_MEMBER_EPOCH."""
+        STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION from a member using the classic
+        protocol, as a classic group answers (``validateMemberEpoch``)."""
         if member_epoch < 0 and self.is_empty():
             return ErrorCode.NONE
         if member_epoch == -1 and not member_id and instance_id is None:
             return ErrorCode.NONE if transactional else ErrorCode.UNKNOWN_MEMBER_ID
-        return self.validate_offset_fetch(member_id, member_epoch)
+        error = self.validate_offset_fetch(member_id, member_epoch)
+        if (
+            error == ErrorCode.STALE_MEMBER_EPOCH
+            and self.members[member_id].uses_classic_protocol
+        ):
+            return ErrorCode.ILLEGAL_GENERATION
+        return error
 
     def validate_offset_fetch(
         self, member_id: str | None, member_epoch: int

@@ -39,7 +39,7 @@ from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
-from .group_store import GroupStore, Pair
+from .group_store import GroupStore
 from .modern import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -49,6 +49,7 @@ from .modern import (
 from .records import (
     CoordinatorRecord,
     ModernRecords,
+    Pair,
     group_metadata_record,
     offset_commit_record,
 )

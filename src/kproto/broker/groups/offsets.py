@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import attrs
+
 from kproto.broker.coordinator_runtime import CoordinatorWriteError
 from kproto.errors import ErrorCode
 
@@ -32,6 +34,7 @@ __all__ = ["OffsetMetadataManager", "OFFSET_METADATA_MAX_BYTES"]
 OFFSET_METADATA_MAX_BYTES = 4096
 
 
+@attrs.define(eq=False)
 class OffsetMetadataManager:
     """The committed offsets of every group (see the module docstring).
 
@@ -43,20 +46,16 @@ class OffsetMetadataManager:
         pending_txn_offsets: TxnOffsetCommit offsets waiting for their marker.
     """
 
-    def __init__(
-        self,
-        store: GroupStore,
-        membership: Membership,
-        consumer: ConsumerGroups,
-        streams: StreamsGroups,
-        pending_txn_offsets: PendingTxnOffsets,
-    ) -> None:
-        self.store = store
-        self.groups = store.classic
-        self.membership = membership
-        self.consumer = consumer
-        self.streams = streams
-        self.pending_txn_offsets = pending_txn_offsets
+    store: GroupStore
+    membership: Membership
+    consumer: ConsumerGroups
+    streams: StreamsGroups
+    pending_txn_offsets: PendingTxnOffsets
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        """The classic groups (the store's)."""
+        return self.store.classic
 
     def now_ms(self) -> int:
         return self.store.now_ms()
@@ -221,18 +220,24 @@ class OffsetMetadataManager:
         """OffsetDelete (KIP-496): returns ``(group error, error per partition)``.
 
         GROUP_ID_NOT_FOUND for an unknown or dead group; NON_EMPTY_GROUP for an active
-        group that is not a consumer group; GROUP_SUBSCRIBED_TO_TOPIC for partitions
-        of topics an active consumer group subscribes to."""
-        if group_id in self.consumer.groups:
-            return self.consumer.delete_offsets(group_id, partitions)
-        group = self.groups.get(group_id)
-        if group is None or group.is_(GroupState.DEAD):
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        classic group whose protocol type is not ``consumer``;
+        GROUP_SUBSCRIBED_TO_TOPIC for partitions of topics an active group
+        subscribes to (Kafka's ``validateOffsetDelete`` and
+        ``isSubscribedToTopic``; a classic group whose subscriptions cannot be read
+        refuses every partition)."""
+        group: ClassicGroup | ConsumerGroup | None = self.consumer.groups.get(group_id)
         subscribed: set[str] | None = set()
-        if not group.is_(GroupState.EMPTY):
-            if group.protocol_type != "consumer":
-                return ErrorCode.NON_EMPTY_GROUP, {}
-            subscribed = group.subscribed_topics()
+        if isinstance(group, ConsumerGroup):
+            if not group.is_empty():
+                subscribed = set(group.subscription_metadata)
+        else:
+            group = self.groups.get(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                return ErrorCode.GROUP_ID_NOT_FOUND, {}
+            if not group.is_(GroupState.EMPTY):
+                if group.protocol_type != "consumer":
+                    return ErrorCode.NON_EMPTY_GROUP, {}
+                subscribed = group.subscribed_topics()
         result: dict[tuple[str, int], int] = {}
         deleted: list[tuple[str, int]] = []
         for topic, partition in partitions:
@@ -242,15 +247,29 @@ class OffsetMetadataManager:
                 result[(topic, partition)] = ErrorCode.NONE
                 if (topic, partition) in group.offsets:
                     deleted.append((topic, partition))
-        if deleted:
-            pairs = [offset_commit_record(group_id, t, p, None) for t, p in deleted]
-            try:
-                self.store.append(group_id, pairs)
-            except CoordinatorWriteError as err:
-                return err.error_code, {}
-            for tp in deleted:
-                group.offsets.pop(tp, None)
+        try:
+            self._remove(group_id, group, deleted)
+        except CoordinatorWriteError as err:
+            return err.error_code, {}
         return ErrorCode.NONE, result
+
+    def _remove(
+        self,
+        group_id: str,
+        group: ClassicGroup | ConsumerGroup | StreamsGroup,
+        partitions: list[tuple[str, int]],
+    ) -> None:
+        """Append tombstones for ``partitions``' committed offsets, then forget them.
+
+        Raises:
+            CoordinatorWriteError: the tombstones were not stored (nothing forgotten).
+        """
+        if not partitions:
+            return
+        pairs = [offset_commit_record(group_id, t, p, None) for t, p in partitions]
+        self.store.append(group_id, pairs)
+        for tp in partitions:
+            group.offsets.pop(tp, None)
 
     async def on_topic_deleted(self, topic: str) -> int:
         """Drop every group's committed offsets of ``topic`` (tombstones appended),
@@ -265,15 +284,10 @@ class OffsetMetadataManager:
         every += list(self.streams.groups.items())
         for group_id, group in every:
             stale = [tp for tp in group.offsets if tp[0] == topic]
-            if not stale:
-                continue
-            pairs = [offset_commit_record(group_id, t, p, None) for t, p in stale]
             try:
-                self.store.append(group_id, pairs)
+                self._remove(group_id, group, stale)
             except CoordinatorWriteError:
                 continue  # logged by the writer; kept until the next deletion
-            for tp in stale:
-                group.offsets.pop(tp, None)
             removed += len(stale)
         return removed
 

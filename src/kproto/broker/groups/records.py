@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from kproto.index import data_type
+from kproto.internal_topics import key_messages
 from kproto.meta import WIRE, build_entity
 from kproto.records import RecordBatch
 from kproto.serial import DecodeError, entity_reader, entity_writer
@@ -31,25 +32,31 @@ from .group import CommittedOffset
 
 __all__ = [
     "GROUP_METADATA_VALUE_VERSION",
+    "OFFSETS_TOPIC",
     "OFFSET_COMMIT_VALUE_VERSION",
     "CoordinatorRecord",
     "GroupRecord",
     "ModernRecords",
     "OffsetRecord",
+    "Pair",
     "batch_records",
     "decode_record",
     "encode_versioned",
     "group_metadata_record",
     "offset_commit_record",
+    "partition_entries",
     "read_versioned",
 ]
 
+OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_KEY_TYPE = 1
 GROUP_METADATA_KEY_TYPE = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
 
 _INT16 = struct.Struct(">h")
+#: One record's (key, value) bytes; value ``None``: a tombstone.
+Pair = tuple[bytes, bytes | None]
 
 
 def encode_versioned(cls: type, version: int, fields: dict[str, Any]) -> bytes:
@@ -68,7 +75,7 @@ def _write(cls: type, version: int, entity: Any) -> bytes:
 
 def offset_commit_record(
     group_id: str, topic: str, partition: int, value: CommittedOffset | None
-) -> tuple[bytes, bytes | None]:
+) -> Pair:
     """The (key, value) of one committed offset; ``value`` ``None`` is a tombstone.
 
     The value is ``OffsetCommitValue`` v3, or v1 (no leader epoch) when it has an
@@ -98,9 +105,7 @@ def offset_commit_record(
     )
 
 
-def group_metadata_record(
-    group_id: str, value: dict[str, Any] | None
-) -> tuple[bytes, bytes | None]:
+def group_metadata_record(group_id: str, value: dict[str, Any] | None) -> Pair:
     """The (key, value) of a group's metadata; ``value`` ``None`` is a tombstone.
 
     ``value`` holds the ``GroupMetadataValue`` fields, ``members`` as a list of dicts
@@ -216,16 +221,28 @@ class CoordinatorRecord:
 @attrs.frozen
 class ModernRecords:
     """The ``__consumer_offsets`` records of one modern group type, as Kafka's
-    ``GroupCoordinatorRecordHelpers`` write them: ``key_types`` maps each key type
-    to the record name (``<name>Key`` at that version, ``<name>Value`` v0);
-    ``prefix`` (``ConsumerGroup``, ``StreamsGroup``) names the member records."""
+    ``GroupCoordinatorRecordHelpers`` write them: every ``__consumer_offsets``
+    record type whose name starts with ``prefix`` (``ConsumerGroup``,
+    ``StreamsGroup``; :func:`kproto.internal_topics.key_messages`, from the
+    generated index) but the ``ignored`` ones. ``key_types`` maps each key type to
+    the record name (``<name>Key`` at that version, ``<name>Value`` v0)."""
 
     prefix: str
-    key_types: Mapping[int, str]
+    ignored: frozenset[str] = frozenset()
+    key_types: Mapping[int, str] = attrs.field(init=False)
+
+    @key_types.default
+    def _key_types(self) -> dict[int, str]:
+        return {
+            t: name
+            for t, key in key_messages(OFFSETS_TOPIC).items()
+            if (name := key[: -len("Key")]).startswith(self.prefix)
+            and name not in self.ignored
+        }
 
     def record(
         self, name: str, key: dict[str, Any], value: dict[str, Any] | None
-    ) -> tuple[bytes, bytes | None]:
+    ) -> Pair:
         """The (key, value) of record ``name``; nested structs as dicts, arrays
         as lists (:func:`kproto.meta.build_entity`); ``value`` None: a tombstone."""
         (key_type,) = (t for t, n in self.key_types.items() if n == name)
@@ -234,14 +251,18 @@ class ModernRecords:
             return key_bytes, None
         return key_bytes, _encode_built(f"{name}Value", 0, value)
 
-    def member_tombstones(
-        self, group_id: str, member_id: str
-    ) -> list[tuple[bytes, bytes | None]]:
+    def member_record(
+        self, name: str, group_id: str, member_id: str, value: dict[str, Any] | None
+    ) -> Pair:
+        """The (key, value) of record ``name``, keyed by group and member id."""
+        key = {"group_id": group_id, "member_id": member_id}
+        return self.record(name, key, value)
+
+    def member_tombstones(self, group_id: str, member_id: str) -> list[Pair]:
         """Tombstones of a member's current assignment, target assignment and
         metadata (Kafka's ``removeMember`` records)."""
-        key = {"group_id": group_id, "member_id": member_id}
         return [
-            self.record(f"{self.prefix}{name}", key, None)
+            self.member_record(f"{self.prefix}{name}", group_id, member_id, None)
             for name in (
                 "CurrentMemberAssignment",
                 "TargetAssignmentMember",
@@ -269,6 +290,19 @@ class ModernRecords:
         except LookupError as exc:
             raise DecodeError(f"__consumer_offsets {name} record: {exc}") from exc
         return CoordinatorRecord(name, k, v)
+
+
+def partition_entries(
+    held: Mapping[Any, frozenset[int]], id_field: str
+) -> list[dict[str, Any]]:
+    """``[{id_field: key, "partitions": [...]}]`` of the non-empty entries of
+    ``held`` (topic id or subtopology id -> partitions), in key order: an
+    assignment as the consumer and streams records write it."""
+    return [
+        {id_field: key, "partitions": sorted(parts)}
+        for key, parts in sorted(held.items(), key=lambda kv: str(kv[0]))
+        if parts
+    ]
 
 
 def _encode_built(name: str, version: int, fields: dict[str, Any]) -> bytes:

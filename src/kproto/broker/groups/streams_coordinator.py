@@ -37,9 +37,8 @@ import attrs
 from kproto.broker.errors import ApiError
 from kproto.errors import ErrorCode
 
-from .group_store import Pair
 from .modern_coordinator import ModernGroups
-from .records import CoordinatorRecord
+from .records import CoordinatorRecord, Pair
 from .streams_group import (
     ConfiguredTopology,
     StreamsGroup,

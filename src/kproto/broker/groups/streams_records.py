@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from .records import CoordinatorRecord, ModernRecords
+from .records import CoordinatorRecord, ModernRecords, Pair, partition_entries
 from .streams_group import (
     StreamsGroup,
     StreamsGroupMember,
@@ -37,26 +37,11 @@ __all__ = [
     "metadata_hash",
 ]
 
+STREAMS_RECORDS = ModernRecords("StreamsGroup")
 #: Key type -> record name (``<name>Key`` / ``<name>Value``).
-STREAMS_KEY_TYPES: dict[int, str] = {
-    17: "StreamsGroupMetadata",
-    19: "StreamsGroupMemberMetadata",
-    20: "StreamsGroupTargetAssignmentMetadata",
-    21: "StreamsGroupTargetAssignmentMember",
-    22: "StreamsGroupCurrentMemberAssignment",
-    23: "StreamsGroupTopology",
-}
-STREAMS_RECORDS = ModernRecords("StreamsGroup", STREAMS_KEY_TYPES)
+STREAMS_KEY_TYPES = STREAMS_RECORDS.key_types
 _record = STREAMS_RECORDS.record
-Pair = tuple[bytes, bytes | None]
-
-
-def _tasks(tasks: TaskSet) -> list[dict[str, Any]]:
-    return [
-        {"subtopology_id": sub, "partitions": sorted(ps)}
-        for sub, ps in sorted(tasks.items())
-        if ps
-    ]
+_member_record = STREAMS_RECORDS.member_record
 
 
 def metadata_hash(metadata: dict[str, int]) -> int:
@@ -97,10 +82,11 @@ def group_records(group: StreamsGroup, *, targets: bool) -> list[Pair]:
     if targets:
         for member_id, tasks in group.target.items():
             out.append(
-                _record(
+                _member_record(
                     "StreamsGroupTargetAssignmentMember",
-                    {"group_id": group.group_id, "member_id": member_id},
-                    {"active_tasks": _tasks(tasks)},
+                    group.group_id,
+                    member_id,
+                    {"active_tasks": partition_entries(tasks, "subtopology_id")},
                 )
             )
     return out
@@ -133,8 +119,10 @@ def member_records(group_id: str, member: StreamsGroupMember) -> list[Pair]:
                 "member_epoch": member.member_epoch,
                 "previous_member_epoch": member.previous_member_epoch,
                 "state": int(member.state),
-                "active_tasks": _tasks(member.assigned),
-                "active_tasks_pending_revocation": _tasks(member.pending_revocation),
+                "active_tasks": partition_entries(member.assigned, "subtopology_id"),
+                "active_tasks_pending_revocation": partition_entries(
+                    member.pending_revocation, "subtopology_id"
+                ),
             },
         ),
     ]

@@ -28,14 +28,14 @@ import attrs
 
 from kproto.broker.coordinator_runtime import CoordinatorRuntime, CoordinatorWriteError
 from kproto.broker.groups.records import batch_records
-from kproto.broker.groups.timers import AsyncioScheduler, Scheduler, TimerHandle
+from kproto.broker.groups.timers import AsyncioScheduler, Scheduler
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.serial import DecodeError
 
 from .config import GROUP_PROPERTIES, ShareConfig
-from .group import Assignment, HeartbeatResult, ShareGroup, ShareGroups
+from .group import Assignment, ShareGroup, ShareGroups
 from .partition import SharePartition, StateBatch
 from .records import (
     SHARE_STATE_TOPIC,
@@ -92,14 +92,20 @@ class ShareCoordinator:
         self.config = config or ShareConfig()
         self.scheduler = scheduler or AsyncioScheduler()
         self.membership = ShareGroups(
-            state.topic_partitions, self._on_assigned, self._on_member_gone
+            state.topic_partitions,
+            self._on_assigned,
+            self._on_member_gone,
+            scheduler=self.scheduler,
+            session_timeout_ms=lambda g: self.config_for(g).session_timeout_ms,
         )
+        #: ShareGroupHeartbeat (:meth:`.group.ShareGroups.heartbeat`; it (re)arms
+        #: the member's session timeout)
+        self.heartbeat = self.membership.heartbeat
         self.partitions: dict[Key, SharePartition] = {}
         #: the topic id each share partition was started for (a topic deleted and
         #: created again under its name starts its share partitions over)
         self._topic_ids: dict[Key, uuid.UUID | None] = {}
         self.sessions: dict[tuple[int, str, str], ShareSession] = {}
-        self._member_timers: dict[tuple[str, str], TimerHandle] = {}
         #: the ``__share_group_state`` writer
         self.runtime = CoordinatorRuntime(
             state, SHARE_STATE_TOPIC, self.config.state_topic_partitions
@@ -170,9 +176,7 @@ class ShareCoordinator:
         """Cancel every timer."""
         for share in self.partitions.values():
             share.cancel_timers()
-        for handle in self._member_timers.values():
-            handle.cancel()
-        self._member_timers.clear()
+        self.membership.cancel_timers()
         self.started = False
 
     # -- group configs ---------------------------------------------------------
@@ -205,48 +209,9 @@ class ShareCoordinator:
         self.group_configs[group_id] = configs
         for (g, _, _), share in self.partitions.items():
             if g == group_id:
-                share.lock_duration_ms = effective.record_lock_duration_ms
-                share.delivery_count_limit = effective.delivery_count_limit
-                share.max_record_locks = effective.partition_max_record_locks
+                share.configure(effective)
 
     # -- membership ------------------------------------------------------------
-
-    def heartbeat(
-        self,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        rack_id: str | None,
-        subscribed: tuple[str, ...] | None,
-        client_id: str,
-        client_host: str,
-    ) -> HeartbeatResult:
-        """ShareGroupHeartbeat (see :meth:`.group.ShareGroups.heartbeat`); (re)arms
-        the member's session timeout."""
-        result = self.membership.heartbeat(
-            group_id,
-            member_id,
-            member_epoch,
-            rack_id,
-            subscribed,
-            client_id,
-            client_host,
-        )
-        key = (group_id, member_id)
-        handle = self._member_timers.pop(key, None)
-        if handle is not None:
-            handle.cancel()
-        if result.error_code == ErrorCode.NONE and result.member_epoch >= 0:
-            self._member_timers[key] = self.scheduler.call_later(
-                self.config_for(group_id).session_timeout_ms,
-                lambda: self._expire_member(key),
-            )
-        return result
-
-    def _expire_member(self, key: tuple[str, str]) -> None:
-        self._member_timers.pop(key, None)
-        if self.membership.remove_member(*key):
-            log.info("share group %s: member %s timed out", *key)
 
     def _on_assigned(self, group_id: str, assignment: Assignment) -> None:
         for topic, partitions in assignment.items():
@@ -267,19 +232,16 @@ class ShareCoordinator:
     def _new_partition(
         self, group_id: str, topic: str, partition: int, start: int, epoch: int
     ) -> SharePartition:
-        config = self.config_for(group_id)
         share = SharePartition(
             group_id,
             topic,
             partition,
             start,
-            lock_duration_ms=config.record_lock_duration_ms,
-            delivery_count_limit=config.delivery_count_limit,
-            max_record_locks=config.partition_max_record_locks,
             scheduler=self.scheduler,
             on_released=self._on_released,
             state_epoch=epoch,
         )
+        share.configure(self.config_for(group_id))
         self.partitions[(group_id, topic, partition)] = share
         info = self.state.topics.get(topic)
         self._topic_ids[(group_id, topic, partition)] = (

@@ -23,10 +23,12 @@ after a restart (their next heartbeat gets UNKNOWN_MEMBER_ID and they rejoin).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
+from kproto.broker.groups.timers import Scheduler, TimerHandle
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -35,6 +37,8 @@ __all__ = [
     "ShareMember",
     "simple_assign",
 ]
+
+log = logging.getLogger("kproto.broker.share")
 
 #: ``{topic: [partition, ...]}``: a member's assignment.
 Assignment = dict[str, list[int]]
@@ -128,7 +132,8 @@ def simple_assign(
 
 
 class ShareGroups:
-    """Every share group's membership (the heartbeat state machine).
+    """Every share group's membership (the heartbeat state machine) and its
+    members' session timeouts.
 
     Args:
         topic_partitions: topic name -> partition count, or None if unknown.
@@ -137,6 +142,9 @@ class ShareGroups:
         on_member_gone: called with ``(group id, member id)`` when a member is
             removed for missing its session timeout (its sessions end and its
             acquired records are released).
+        scheduler: runs the session timeouts.
+        session_timeout_ms: a group id -> its members' session timeout (ms,
+            ``group.share.session.timeout.ms`` or the group's config).
     """
 
     def __init__(
@@ -144,11 +152,18 @@ class ShareGroups:
         topic_partitions: Callable[[str], int | None],
         on_assigned: Callable[[str, Assignment], None],
         on_member_gone: Callable[[str, str], None],
+        *,
+        scheduler: Scheduler,
+        session_timeout_ms: Callable[[str], int],
     ) -> None:
         self.groups: dict[str, ShareGroup] = {}
         self._topic_partitions = topic_partitions
         self._on_assigned = on_assigned
         self._on_member_gone = on_member_gone
+        self._scheduler = scheduler
+        self._session_timeout_ms = session_timeout_ms
+        #: (group id, member id) -> the member's session timeout
+        self._sessions: dict[tuple[str, str], TimerHandle] = {}
         #: target assignments a test set, used instead of the simple assignor:
         #: group id -> member id -> {topic: [partition]}
         self.target_overrides: dict[str, dict[str, Assignment]] = {}
@@ -182,7 +197,12 @@ class ShareGroups:
         client_host: str,
     ) -> HeartbeatResult:
         """One ShareGroupHeartbeat (request fields as in
-        ShareGroupHeartbeatRequest.json v1)."""
+        ShareGroupHeartbeatRequest.json v1): ends the member's session timeout,
+        and arms a new one when the heartbeat is answered with an assignment
+        epoch (not a leave, not an error)."""
+        session = self._sessions.pop((group_id, member_id), None)
+        if session is not None:
+            session.cancel()
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
@@ -240,6 +260,10 @@ class ShareGroups:
         if member.assignment != wanted or member_epoch == 0:
             changed = True
             member.assignment = wanted
+        self._sessions[(group_id, member_id)] = self._scheduler.call_later(
+            self._session_timeout_ms(group_id),
+            lambda: self._expire(group_id, member_id),
+        )
         return HeartbeatResult(
             ErrorCode.NONE,
             None,
@@ -279,6 +303,17 @@ class ShareGroups:
                         fresh.setdefault(topic, []).append(p)
         if fresh:
             self._on_assigned(group.group_id, fresh)
+
+    def _expire(self, group_id: str, member_id: str) -> None:
+        self._sessions.pop((group_id, member_id), None)
+        if self.remove_member(group_id, member_id):
+            log.info("share group %s: member %s timed out", group_id, member_id)
+
+    def cancel_timers(self) -> None:
+        """Cancel every session timeout."""
+        for handle in self._sessions.values():
+            handle.cancel()
+        self._sessions.clear()
 
     def remove_member(self, group_id: str, member_id: str) -> bool:
         """Remove a member (session timeout); True if it was there."""

@@ -37,6 +37,8 @@ from kproto.broker.txn_index import AbortedTxn
 from kproto.errors import ErrorCode
 from kproto.records._header import ATTRIBUTES_AT, LAST_OFFSET_DELTA_AT
 
+from .config import ShareConfig
+
 __all__ = [
     "AcknowledgeType",
     "AcquiredRange",
@@ -52,6 +54,8 @@ _TRANSACTIONAL = 0x10
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_AT = 43  # DefaultRecordBatch: producer id after attributes and times
 _READ_CHUNK = 1 << 20
+#: Kafka's group.share.* defaults, for a share partition built without settings.
+_DEFAULTS = ShareConfig()
 
 
 class RecordState(enum.IntEnum):
@@ -156,13 +160,16 @@ def read_batches(
             return  # nothing whole decoded: stop rather than loop
 
 
+@attrs.define(eq=False)
 class SharePartition:
     """The delivery state of ``topic``/``partition`` for share group ``group_id``.
 
     Args:
         start_offset: the SPSO to start from (no records in flight).
         lock_duration_ms, delivery_count_limit, max_record_locks: the group's
-            ``group.share.*`` settings (ms, deliveries, records).
+            ``group.share.*`` settings (ms, deliveries, records; Kafka's defaults
+            unless given; :meth:`configure` sets them from a
+            :class:`.config.ShareConfig`).
         scheduler: runs lock expiries.
         on_released: called (no arguments) after a lock expiry changed state, so the
             owner can persist it and wake waiting fetches.
@@ -170,34 +177,40 @@ class SharePartition:
     Only the event-loop thread may call the methods.
     """
 
-    def __init__(
-        self,
-        group_id: str,
-        topic: str,
-        partition: int,
-        start_offset: int,
-        *,
-        lock_duration_ms: int,
-        delivery_count_limit: int,
-        max_record_locks: int,
-        scheduler: Scheduler,
-        on_released: Callable[[SharePartition], None],
-        state_epoch: int = 0,
-    ) -> None:
-        self.group_id = group_id
-        self.topic = topic
-        self.partition = partition
-        self.start_offset = start_offset
-        self.end_offset = start_offset
-        self.state_epoch = state_epoch
-        self.lock_duration_ms = lock_duration_ms
-        self.delivery_count_limit = delivery_count_limit
-        self.max_record_locks = max_record_locks
-        self.records: dict[int, _InFlight] = {}
-        self._scheduler = scheduler
-        self._on_released = on_released
-        self._locks: dict[int, TimerHandle] = {}
-        self._lock_ids = itertools.count(1)
+    group_id: str
+    topic: str
+    partition: int
+    start_offset: int
+    lock_duration_ms: int = attrs.field(
+        kw_only=True, default=_DEFAULTS.record_lock_duration_ms
+    )
+    delivery_count_limit: int = attrs.field(
+        kw_only=True, default=_DEFAULTS.delivery_count_limit
+    )
+    max_record_locks: int = attrs.field(
+        kw_only=True, default=_DEFAULTS.partition_max_record_locks
+    )
+    _scheduler: Scheduler = attrs.field(kw_only=True)
+    _on_released: Callable[[SharePartition], None] = attrs.field(kw_only=True)
+    state_epoch: int = attrs.field(default=0, kw_only=True)
+    end_offset: int = attrs.field(init=False)
+    records: dict[int, _InFlight] = attrs.field(init=False, factory=dict)
+    _locks: dict[int, TimerHandle] = attrs.field(init=False, factory=dict)
+    _lock_ids: Iterator[int] = attrs.field(
+        init=False, factory=lambda: itertools.count(1)
+    )
+
+    @end_offset.default
+    def _start(self) -> int:
+        return self.start_offset
+
+    def configure(self, config: ShareConfig) -> None:
+        """Apply the lock duration, delivery count limit and in-flight record limit
+        of ``config`` (the group's settings; a lock already taken keeps its
+        expiry)."""
+        self.lock_duration_ms = config.record_lock_duration_ms
+        self.delivery_count_limit = config.delivery_count_limit
+        self.max_record_locks = config.partition_max_record_locks
 
     # -- acquisition -----------------------------------------------------------
 

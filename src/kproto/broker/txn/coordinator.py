@@ -90,7 +90,7 @@ class TransactionCoordinator:
         groups: the group coordinator, told when a marker ends the transactional
             offset commits of a group.
         scheduler: replaces asyncio's ``call_later`` (tests drive time by hand).
-        partitions: partitions of ``__transaction_state`` (default 5; Kafka's
+        partitions: partitions of ``__transaction_state`` (>= 1, default 5; Kafka's
             ``transaction.state.log.num.partitions`` is 50).
         max_timeout_ms: the largest ``transaction.timeout.ms`` accepted (ms;
             Kafka's ``transaction.max.timeout.ms``, 900000).
@@ -108,8 +108,6 @@ class TransactionCoordinator:
         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
         abort_interval_ms: int = DEFAULT_ABORT_INTERVAL_MS,
     ) -> None:
-        if partitions < 1:
-            raise ValueError(f"transaction partitions must be >= 1, got {partitions}")
         self.state = state
         self.groups = groups
         self.scheduler = scheduler or AsyncioScheduler()
