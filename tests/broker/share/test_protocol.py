@@ -457,3 +457,40 @@ def test_a_classic_group_id_is_not_a_share_group(cluster: Cluster) -> None:
         )
     assert answer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert answer.error_message == f"Group {group} is not a share group."
+
+
+def test_a_refused_member_that_goes_quiet_is_still_removed() -> None:
+    """A heartbeat answered with an error (FENCED_MEMBER_EPOCH here) leaves the
+    member's session timeout running, as Kafka's GroupMetadataManager does: the
+    member is removed when it stays quiet, and the other member gets its
+    partitions."""
+    configs = dict(SHARE_CONFIGS, **{"group.share.session.timeout.ms": 600})
+    with Cluster(share_configs=configs) as cluster:
+        cluster.create_topic("fenced", 2)
+        info = cluster.state.nodes[1]
+        with Connection(info.host, info.port, timeout_s=10) as conn:
+
+            def beat(member: str, epoch: int) -> Any:
+                return conn.request(
+                    ApiKey.SHARE_GROUP_HEARTBEAT,
+                    group_id="g",
+                    member_id=member,
+                    member_epoch=epoch,
+                    subscribed_topic_names=["fenced"] if epoch == 0 else None,
+                )
+
+            assert beat("refused", 0).error_code == ErrorCode.NONE
+            live = beat("live", 0)
+            assert beat("refused", 99).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+            epoch = live.member_epoch
+
+            def live_has_both() -> bool:
+                nonlocal epoch
+                answer = beat("live", epoch)
+                epoch = answer.member_epoch
+                return answer.assignment is not None and list(
+                    answer.assignment.topic_partitions[0].partitions
+                ) == [0, 1]
+
+            eventually(live_has_both, DEADLINE_S, interval_s=0.2, retry_on=())
+            assert beat("refused", epoch).error_code == ErrorCode.UNKNOWN_MEMBER_ID

@@ -197,12 +197,11 @@ class ShareGroups:
         client_host: str,
     ) -> HeartbeatResult:
         """One ShareGroupHeartbeat (request fields as in
-        ShareGroupHeartbeatRequest.json v1): ends the member's session timeout,
-        and arms a new one when the heartbeat is answered with an assignment
-        epoch (not a leave, not an error)."""
-        session = self._sessions.pop((group_id, member_id), None)
-        if session is not None:
-            session.cancel()
+        ShareGroupHeartbeatRequest.json v1): a heartbeat answered with an
+        assignment epoch re-arms the member's session timeout, a leave ends it,
+        and an error leaves it running (Kafka's GroupMetadataManager schedules
+        the timeout only on success), so a member that is refused and then goes
+        quiet is still removed."""
         if not group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
@@ -213,6 +212,7 @@ class ShareGroups:
         if member_epoch == -1:
             # Leaving does not end the member's share sessions: its client closes
             # them (ShareFetch/ShareAcknowledge epoch -1) after the heartbeat.
+            self._end_session(group_id, member_id)
             if group is not None and group.members.pop(member_id, None) is not None:
                 self._reassign(group)
             return HeartbeatResult(ErrorCode.NONE, None, member_id, -1)
@@ -260,6 +260,7 @@ class ShareGroups:
         if member.assignment != wanted or member_epoch == 0:
             changed = True
             member.assignment = wanted
+        self._end_session(group_id, member_id)
         self._sessions[(group_id, member_id)] = self._scheduler.call_later(
             self._session_timeout_ms(group_id),
             lambda: self._expire(group_id, member_id),
@@ -308,6 +309,11 @@ class ShareGroups:
         self._sessions.pop((group_id, member_id), None)
         if self.remove_member(group_id, member_id):
             log.info("share group %s: member %s timed out", group_id, member_id)
+
+    def _end_session(self, group_id: str, member_id: str) -> None:
+        session = self._sessions.pop((group_id, member_id), None)
+        if session is not None:
+            session.cancel()
 
     def cancel_timers(self) -> None:
         """Cancel every session timeout."""
