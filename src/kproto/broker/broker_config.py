@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from kproto.broker.read_replicas import LEADER_SELECTOR, RACK_AWARE_SELECTOR
 from kproto.broker.topic_config import (
     ConfigDef,
     ConfigType,
@@ -746,6 +747,15 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             argument="acls_enabled",
         ),
         _b(
+            "replica.selector.class",
+            _T.STRING,
+            "",
+            "The replica a leader sends a consumer with client.rack to "
+            "(Fetch v11+, KIP-392): RackAwareReplicaSelector, an in-sync "
+            "follower on its rack; LeaderSelector or empty, the leader.",
+            one_of("", RACK_AWARE_SELECTOR, LEADER_SELECTOR),
+        ),
+        _b(
             "ssl.client.auth",
             _T.STRING,
             "none",
@@ -933,6 +943,7 @@ class BrokerConfig:
     sasl_enabled_mechanisms: tuple[str, ...] = _default("sasl.enabled.mechanisms")
     super_users: str = _default("super.users")
     authorizer_class_name: str = _default("authorizer.class.name")
+    replica_selector_class: str = _default("replica.selector.class")
     ssl_client_auth: str = _default("ssl.client.auth")
     kproto_max_partitions: int = _default("kproto.max.partitions")
     kproto_max_open_files: int = _default("kproto.max.open.files")

@@ -32,6 +32,7 @@ from kproto.broker.file_cache import FileCache
 from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
 from kproto.broker.partition_state import AppendWaiters, LeaderEpochs, PartitionListener
+from kproto.broker.read_replicas import ReadReplicas
 from kproto.broker.schema_validation import SchemaIdLookup
 from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS, TopicConfig
 from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
@@ -141,6 +142,9 @@ class ClusterState:
         self.schema_ids: SchemaIdLookup | None = None
         #: the Fetch and ShareFetch long polls waiting for an append
         self.append_waiters = AppendWaiters()
+        #: followers as a test shapes them: pinned read replicas, lagging
+        #: watermarks (kproto.broker.read_replicas, KIP-392)
+        self.read_replicas = ReadReplicas()
         self._rr = 0
 
     # ------------------------------------------------- broker configuration
