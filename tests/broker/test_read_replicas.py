@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from kproto.broker import Cluster
-from kproto.broker.broker_config import BrokerConfigError
-from kproto.broker.read_replicas import RACK_AWARE_SELECTOR
+from kproto.broker.broker_config import RACK_AWARE_SELECTOR, BrokerConfigError
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type

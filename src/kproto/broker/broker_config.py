@@ -30,7 +30,6 @@ from typing import Any
 
 import attrs
 
-from kproto.broker.read_replicas import LEADER_SELECTOR, RACK_AWARE_SELECTOR
 from kproto.broker.topic_config import (
     ConfigDef,
     ConfigType,
@@ -54,12 +53,19 @@ __all__ = [
     "BrokerConfigDef",
     "BrokerConfigError",
     "Dynamic",
+    "LEADER_SELECTOR",
+    "RACK_AWARE_SELECTOR",
     "parse_api_versions",
     "topic_synonyms",
 ]
 
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
+#: ``replica.selector.class``: Kafka's rack-aware selector (KIP-392).
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+#: ``replica.selector.class``: Kafka's selector that always answers the leader.
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+
 #: Kafka's ``authorizer.class.name`` for its KRaft ACL authorizer.
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 

@@ -32,6 +32,7 @@ from kproto.broker.faults import FaultInjector
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
+from kproto.broker.reassignments import complete_reassignments
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
@@ -408,6 +409,8 @@ class Cluster(FaultControls, ClusterControls):
                 await self.schema_registry.start()
             for server in self.servers:
                 await server.start()
+            if complete_reassignments(self.state):  # their replicas are back
+                self.state.save_topics()
             await self.groups.start()
             await self.txn.start()
             self.cleaner.start()

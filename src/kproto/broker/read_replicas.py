@@ -8,14 +8,14 @@ After Kafka's ``ReplicaManager.findPreferredReadReplica``, its
 
 * A consumer's Fetch v11+ carries client metadata (its ``rack_id``, the
   consumer's ``client.rack``). When the broker property ``replica.selector.class``
-  is :data:`RACK_AWARE_SELECTOR` and the rack is not empty, the leader picks,
+  is Kafka's ``RackAwareReplicaSelector`` and the rack is not empty, the leader picks,
   among itself and the in-sync followers whose log holds the fetch offset (log
   start offset <= fetch offset <= log end offset), those on the client's rack:
   none, or the leader among them, keeps the consumer on the leader; else the most
   caught-up of them (the highest log end offset, then the highest node id:
   Kafka's ``ReplicaView.comparator``). The chosen follower is answered as
   ``preferred_read_replica`` with no records (the leader's watermarks, error
-  NONE), at once. Unset (Kafka's default) or :data:`LEADER_SELECTOR`: never.
+  NONE), at once. Unset (Kafka's default) or ``LeaderSelector``: never.
 * A follower serves a consumer's Fetch v11+ (Fetch v10 and older, and a node that
   holds no replica, get NOT_LEADER_OR_FOLLOWER; a stale or newer
   ``current_leader_epoch`` FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, as from the
@@ -38,28 +38,24 @@ Every method runs on the cluster's event-loop thread.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Final, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 import attrs
 
+from kproto.broker.broker_config import RACK_AWARE_SELECTOR
+
 if TYPE_CHECKING:
     from kproto.broker.log import PartitionLog
-    from kproto.broker.state import ClusterState
     from kproto.broker.topic_metadata import TopicMetadata
 
 __all__ = [
-    "LEADER_SELECTOR",
     "NO_PREFERRED_REPLICA",
-    "RACK_AWARE_SELECTOR",
     "ReadReplicas",
     "ReplicaOffsets",
     "in_sync_replicas",
 ]
 
-#: ``replica.selector.class``: Kafka's rack-aware selector (KIP-392).
-RACK_AWARE_SELECTOR: Final = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-#: ``replica.selector.class``: Kafka's selector that always answers the leader.
-LEADER_SELECTOR: Final = "org.apache.kafka.common.replica.LeaderSelector"
 #: FetchResponse's ``preferred_read_replica`` when there is none (read the leader).
 NO_PREFERRED_REPLICA: Final = -1
 
@@ -77,15 +73,22 @@ class ReplicaOffsets(NamedTuple):
     last_stable_offset: int
 
 
+class _Node(Protocol):
+    """A listed node as the selector sees it (:class:`kproto.broker.state.NodeInfo`)."""
+
+    @property
+    def rack(self) -> str | None: ...
+
+
 def in_sync_replicas(
-    state: ClusterState, info: TopicMetadata, partition: int
+    nodes: Mapping[int, _Node], info: TopicMetadata, partition: int
 ) -> list[int]:
-    """The ISR of ``info``'s ``partition``: its replicas on listed nodes (every
-    node reads the same logs, so a listed replica never lags), in replica order;
-    empty when the partition is offline."""
+    """The ISR of ``info``'s ``partition``: its replicas on listed ``nodes``
+    (every node reads the same logs, so a listed replica never lags), in replica
+    order; empty when the partition is offline."""
     if info.leaders[partition] < 0:
         return []
-    return [n for n in info.replicas_of(partition) if n in state.nodes]
+    return [n for n in info.replicas_of(partition) if n in nodes]
 
 
 @attrs.define
@@ -118,26 +121,27 @@ class ReadReplicas:
 
     def preferred_read_replica(
         self,
-        state: ClusterState,
         info: TopicMetadata,
         partition: int,
         plog: PartitionLog,
         *,
+        selector: str,
+        nodes: Mapping[int, _Node],
         rack_id: str,
         fetch_offset: int,
     ) -> int:
         """The replica the leader of ``info``'s ``partition`` tells a consumer on
         rack ``rack_id`` fetching from ``fetch_offset`` to read from
         (:data:`NO_PREFERRED_REPLICA`: the leader itself), by the pinned follower
-        or the cluster's ``replica.selector.class`` (see the module docstring;
-        Kafka's ``findPreferredReadReplica``)."""
+        or ``selector`` (the ``replica.selector.class``; ``nodes``: the listed
+        nodes), as described in the module docstring (Kafka's
+        ``findPreferredReadReplica``)."""
         leader = info.leaders[partition]
         pinned = self.pinned.get((info.topic_id, partition))
         if pinned is not None:
             return pinned if pinned != leader else NO_PREFERRED_REPLICA
-        if state.config.replica_selector_class != RACK_AWARE_SELECTOR or not rack_id:
+        if selector != RACK_AWARE_SELECTOR or not rack_id:
             return NO_PREFERRED_REPLICA
-        nodes = state.nodes
         leader_info = nodes.get(leader)
         if leader_info is not None and leader_info.rack == rack_id:
             return NO_PREFERRED_REPLICA  # the leader is on the client's rack
@@ -146,7 +150,7 @@ class ReadReplicas:
             return NO_PREFERRED_REPLICA  # no follower holds the offset
         same_rack = [
             n
-            for n in in_sync_replicas(state, info, partition)
+            for n in in_sync_replicas(nodes, info, partition)
             if n != leader and nodes[n].rack == rack_id
         ]
         # every follower holds the same offsets: the most caught up is the one

@@ -468,10 +468,11 @@ class ReplicaManager:
                         lso = plog.last_stable_offset
                         if rack_id is not None:
                             preferred = read_replicas.preferred_read_replica(
-                                state,
                                 info,
                                 p.partition,
                                 plog,
+                                selector=state.config.replica_selector_class,
+                                nodes=state.nodes,
                                 rack_id=rack_id,
                                 fetch_offset=p.fetch_offset,
                             )
