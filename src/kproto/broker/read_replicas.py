@@ -119,6 +119,12 @@ class ReadReplicas:
             hwm = max(min(hwm, high), start)
         return ReplicaOffsets(start, hwm, min(plog.last_stable_offset, hwm))
 
+    def may_redirect(self, selector: str, rack_id: str) -> bool:
+        """Whether a leader may answer a consumer on rack ``rack_id`` (``""``:
+        none) a preferred read replica at all, under ``selector`` (checked once
+        per Fetch)."""
+        return bool(self.pinned) or (selector == RACK_AWARE_SELECTOR and rack_id != "")
+
     def preferred_read_replica(
         self,
         info: TopicMetadata,

@@ -76,6 +76,7 @@ _TRANSACTIONAL = 0x10
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 
 _ZERO = uuid.UUID(int=0)
+_NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 class TransactionVerifier(Protocol):
@@ -432,6 +433,10 @@ class ReplicaManager:
         remaining = params.max_bytes
         committed = params.committed
         rack_id = params.rack_id
+        # whether any leader may send this consumer to a follower (KIP-392)
+        redirects = rack_id is not None and read_replicas.may_redirect(
+            state.config.replica_selector_class, rack_id
+        )
         total = 0
         errors = False
         answers: list[TopicAnswer] = []
@@ -447,43 +452,39 @@ class ReplicaManager:
                 diverging = None
                 follower = False
                 preferred = NO_PREFERRED_REPLICA
-                if error:
-                    pass
-                elif rack_id is None:
+                if not error:
                     plog, error = self.leader_log(
                         name, p.partition, p.current_leader_epoch
                     )
-                else:
-                    plog, error, follower = self.replica_log(
-                        name, p.partition, p.current_leader_epoch
-                    )
+                    # a consumer's Fetch v11+ may be served by a follower
+                    if error == _NOT_LEADER and rack_id is not None:
+                        plog, error, follower = self.replica_log(
+                            name, p.partition, p.current_leader_epoch
+                        )
                 if plog is not None:
-                    info = state.topics[name]
                     if follower:
                         start, hwm, lso = read_replicas.follower_offsets(
-                            info, p.partition, plog
+                            state.topics[name], p.partition, plog
                         )
                     else:
                         hwm, start = plog.high_watermark, plog.log_start_offset
                         lso = plog.last_stable_offset
-                        if rack_id is not None:
+                        if redirects:
                             preferred = read_replicas.preferred_read_replica(
-                                info,
+                                state.topics[name],
                                 p.partition,
                                 plog,
                                 selector=state.config.replica_selector_class,
                                 nodes=state.nodes,
-                                rack_id=rack_id,
+                                rack_id=rack_id or "",
                                 fetch_offset=p.fetch_offset,
                             )
-                    if preferred != NO_PREFERRED_REPLICA:
-                        pass  # KIP-392: the consumer reads there; nothing here
+                    if preferred >= 0:
+                        pass  # KIP-392: read from there; nothing is read here
                     elif p.last_fetched_epoch >= 0:
                         error, diverging = self._diverging(name, p, plog)
-                    if error or diverging is not None:
+                    if error or diverging is not None or preferred >= 0:
                         pass  # the fetcher truncates first: nothing is read
-                    elif preferred != NO_PREFERRED_REPLICA:
-                        pass
                     elif not start <= p.fetch_offset <= hwm:
                         error = ErrorCode.OFFSET_OUT_OF_RANGE
                     elif remaining > 0 or total == 0:
@@ -508,10 +509,7 @@ class ReplicaManager:
                                 )
                 # answer now (Kafka's DelayedFetch is skipped for these too)
                 errors = (
-                    errors
-                    or bool(error)
-                    or diverging is not None
-                    or preferred != NO_PREFERRED_REPLICA
+                    errors or bool(error) or diverging is not None or preferred >= 0
                 )
                 partitions.append(
                     PartitionAnswer(
