@@ -186,6 +186,29 @@ def test_consumer_on_the_leaders_rack_reads_from_the_leader(
     assert fetch_nodes(cluster, topic) == {1: 10}
 
 
+def test_kafka_python_consumer_with_client_rack(cluster: Cluster, topic: str) -> None:
+    kafka = pytest.importorskip("kafka")
+    cluster.clear_request_log()
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        client_rack="rack-c",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=10_000,
+    )
+    consumer.assign([kafka.TopicPartition(topic, 0)])
+    got: list[bytes] = []
+    try:
+        for message in consumer:
+            got.append(message.value)
+            if len(got) == 10:
+                break
+    finally:
+        consumer.close()
+    assert got == [f"v{i}".encode() for i in range(10)]
+    assert fetch_nodes(cluster, topic) == {3: 10}
+
+
 def test_pinned_follower_serves_a_consumer_without_a_selector(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

@@ -203,6 +203,9 @@ class ClusterControls:
         follower (:mod:`kproto.broker.read_replicas`). An id that is no node of
         the cluster is answered all the same, to test a client given a replica
         it does not know. While ``node`` leads the partition it is not answered.
+        A client that ignores ``preferred_read_replica`` (kproto's own client)
+        then reads nothing from the leader; Fetch v10 and older (aiokafka) are
+        never redirected.
 
         Raises:
             KeyError: no such partition.
