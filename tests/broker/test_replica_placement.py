@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kproto.broker import Cluster, TopicError
+from kproto.broker.broker_config import BrokerConfigError
 from kproto.broker.replica_placement import striped_placement
 from kproto.errors import ErrorCode
 
@@ -79,10 +80,9 @@ def test_what_the_placer_refuses() -> None:
 
 
 def test_admin_client_on_a_racked_cluster(tmp_path: Path) -> None:
-    with Cluster(nodes=3, data_dir=tmp_path) as cluster:
-        racks = {1: "rack-a", 2: "rack-a", 3: "rack-b"}
-        for node, rack in racks.items():
-            cluster.set_rack(node, rack)
+    racks = {1: "rack-a", 2: "rack-a", 3: "rack-b"}
+    config = {"kproto.racks": ",".join(racks.values())}
+    with Cluster(nodes=3, data_dir=tmp_path, config=config) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("spread", 6, 2)])["spread"].result(10)
         admin.create_partitions([NewPartitions("spread", 9)])["spread"].result(10)
@@ -98,3 +98,8 @@ def test_admin_client_on_a_racked_cluster(tmp_path: Path) -> None:
             assert {racks[n] for n in replicas} == {"rack-a", "rack-b"}
             assert p.leader.id == replicas[0]
             assert [n.id for n in p.isr] == replicas
+
+
+def test_racks_at_start_one_per_node() -> None:
+    with pytest.raises(BrokerConfigError, match="one rack per node: 3 nodes"):
+        Cluster(nodes=3, config={"kproto.racks": "a,b"})

@@ -817,6 +817,14 @@ BROKER_CONFIGS: Mapping[str, BrokerConfigDef] = {
             kafka="(none)",
         ),
         _b(
+            "kproto.racks",
+            _T.LIST,
+            "",
+            "The rack of each node, in node order (Kafka's broker.rack of each "
+            "broker; Cluster.set_rack changes it at run time); empty: none.",
+            kafka="(none)",
+        ),
+        _b(
             "kproto.log.requests",
             _T.BOOLEAN,
             "false",
@@ -957,6 +965,7 @@ class BrokerConfig:
     kproto_log_requests: bool = _default("kproto.log.requests")
     kproto_seed_topics: tuple[str, ...] = _default("kproto.seed.topics")
     kproto_api_versions: tuple[str, ...] = _default("kproto.api.versions")
+    kproto_racks: tuple[str, ...] = _default("kproto.racks")
     explicit: frozenset[str] = frozenset()
 
     @classmethod

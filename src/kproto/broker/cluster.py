@@ -251,6 +251,12 @@ class Cluster(FaultControls, ClusterControls):
                 cfg.node_id,
                 f"the last of {nodes} nodes would be {last_id}, above 2147483647",
             )
+        if cfg.kproto_racks and len(cfg.kproto_racks) != nodes:
+            raise BrokerConfigError(
+                "kproto.racks",
+                ",".join(cfg.kproto_racks),
+                f"one rack per node: {nodes} nodes",
+            )
         share_config = ShareConfig.from_properties({**cfg.share_properties, **shared})
         if cfg.log_dirs:
             if data_dir is not None:
@@ -353,6 +359,8 @@ class Cluster(FaultControls, ClusterControls):
             node_server(node_id, port + i if port else 0)
             for i, node_id in enumerate(self.state.node_ids)
         ]
+        for server, rack in zip(self.servers, cfg.kproto_racks, strict=False):
+            server.rack = rack or None  # none given: no rack (empty list)
         #: The schema registry (``schema_registry=True``), else ``None``.
         self.schema_registry: RegistryServer | None = None
         if schema_registry:
