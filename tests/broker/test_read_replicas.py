@@ -20,7 +20,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.records import decode_batches
-from tests.eventually import eventually
+from tests.eventually import during, eventually
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -53,12 +53,12 @@ def produce(cluster: Cluster, topic: str) -> None:
 
 @pytest.fixture
 def topic(cluster: Cluster) -> Iterator[str]:
-    """A one-partition topic on nodes 1, 2, 3, led by node 1, holding 10
-    records; the followers' controls are cleared afterwards."""
+    """A one-partition topic on nodes 1, 2, 3, led by node 1 at leader epoch 1
+    or more, holding 10 records; the followers' controls are cleared
+    afterwards."""
     name = f"rr{next(_names)}"
     cluster.create_topic(name, 1, replication_factor=3)
-    if cluster.leader(name, 0) != 1:
-        cluster.move_leader(name, 0, 1)
+    assert cluster.move_leader(name, 0, 1) >= 1  # an epoch a fetch can be behind
     produce(cluster, name)
     yield name
     cluster.partition_set_follower(name, 0, None)
@@ -209,9 +209,13 @@ def test_kafka_python_consumer_with_client_rack(cluster: Cluster, topic: str) ->
     assert fetch_nodes(cluster, topic) == {3: 10}
 
 
-def test_pinned_follower_serves_a_consumer_without_a_selector(
+def test_consumer_waits_for_a_lagging_follower(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    """librdkafka's test 0104 ``do_test_offset_reset_lag`` on kproto: a pinned
+    follower (no selector) lagging behind its leader serves records up to its
+    high watermark, then nothing until it catches up, then the rest; every
+    record comes from the follower."""
     with Cluster(nodes=3, data_dir=tmp_path_factory.mktemp("pinned")) as cluster:
         cluster.create_topic("pinned", 1, replication_factor=3)
         produce(cluster, "pinned")
@@ -219,11 +223,36 @@ def test_pinned_follower_serves_a_consumer_without_a_selector(
         assert fetch(cluster, leader, "pinned", rack="x").preferred_read_replica == -1
         follower = next(n for n in (1, 2, 3) if n != leader)
         cluster.partition_set_follower("pinned", 0, follower)
-        # a lagging follower: the consumer sees its high watermark, 5 records
-        cluster.partition_set_follower_wmarks("pinned", 0, -1, 5)
+        cluster.partition_set_follower_wmarks("pinned", 0, -1, 7)  # 3 behind
         cluster.clear_request_log()
-        assert len(consume(cluster, "pinned", "", 5)) == 5
-        assert fetch_nodes(cluster, "pinned") == {follower: 5}
+        consumer = ck.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "lag",
+                "client.rack": "myrack",
+                "auto.offset.reset": "earliest",
+                "fetch.message.max.bytes": 100,
+            }
+        )
+        consumer.assign([ck.TopicPartition("pinned", 0, ck.OFFSET_BEGINNING)])
+        got: list[bytes] = []
+
+        def poll() -> bool:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+            return len(got) >= 10
+
+        try:
+            eventually(lambda: poll() or len(got) >= 7, 20, interval_s=0, retry_on=())
+            during(poll, 1.5)
+            assert len(got) == 7, "nothing above the follower's high watermark"
+            cluster.partition_set_follower_wmarks("pinned", 0, -1, -1)
+            eventually(poll, 20, interval_s=0, retry_on=())
+        finally:
+            consumer.close()
+        assert got == [f"v{i}".encode() for i in range(10)]
+        assert fetch_nodes(cluster, "pinned") == {follower: 10}
 
 
 # ------------------------------------------------------------------- the leader
