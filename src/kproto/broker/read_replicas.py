@@ -53,7 +53,6 @@ __all__ = [
     "NO_PREFERRED_REPLICA",
     "ReadReplicas",
     "ReplicaOffsets",
-    "in_sync_replicas",
 ]
 
 #: FetchResponse's ``preferred_read_replica`` when there is none (read the leader).
@@ -80,12 +79,13 @@ class _Node(Protocol):
     def rack(self) -> str | None: ...
 
 
-def in_sync_replicas(
+def _in_sync_replicas(
     nodes: Mapping[int, _Node], info: TopicMetadata, partition: int
 ) -> list[int]:
-    """The ISR of ``info``'s ``partition``: its replicas on listed ``nodes``
-    (every node reads the same logs, so a listed replica never lags), in replica
-    order; empty when the partition is offline."""
+    """The ISR of ``info``'s ``partition`` as Metadata reports it
+    (:mod:`kproto.broker.handlers.cluster_info`): its replicas on listed
+    ``nodes`` (every node reads the same logs, so a listed replica never lags),
+    in replica order; empty when the partition is offline."""
     if info.leaders[partition] < 0:
         return []
     return [n for n in info.replicas_of(partition) if n in nodes]
@@ -156,7 +156,7 @@ class ReadReplicas:
             return NO_PREFERRED_REPLICA  # no follower holds the offset
         same_rack = [
             n
-            for n in in_sync_replicas(nodes, info, partition)
+            for n in _in_sync_replicas(nodes, info, partition)
             if n != leader and nodes[n].rack == rack_id
         ]
         # every follower holds the same offsets: the most caught up is the one
