@@ -55,12 +55,19 @@ __all__ = [
     "BrokerConfigDef",
     "BrokerConfigError",
     "Dynamic",
+    "LEADER_SELECTOR",
+    "RACK_AWARE_SELECTOR",
     "parse_api_versions",
     "topic_synonyms",
 ]
 
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1
+#: ``replica.selector.class``: Kafka's rack-aware selector (KIP-392).
+RACK_AWARE_SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+#: ``replica.selector.class``: Kafka's selector that always answers the leader.
+LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"
+
 #: Kafka's ``authorizer.class.name`` for its KRaft ACL authorizer.
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
@@ -765,6 +772,15 @@ class BrokerConfig:
         one_of("", STANDARD_AUTHORIZER),
         argument="acls_enabled",
     ).field()
+    replica_selector_class: str = _B(
+        "replica.selector.class",
+        _T.STRING,
+        "",
+        "The replica a leader sends a consumer with client.rack to "
+        "(Fetch v11+, KIP-392): RackAwareReplicaSelector, an in-sync "
+        "follower on its rack; LeaderSelector or empty, the leader.",
+        one_of("", RACK_AWARE_SELECTOR, LEADER_SELECTOR),
+    ).field()
     ssl_client_auth: str = _B(
         "ssl.client.auth",
         _T.STRING,
@@ -829,6 +845,14 @@ class BrokerConfig:
         "Topics created at start when missing (franz-go kfake's SeedTopics): "
         "name or name:partitions (default num.partitions).",
         Rule(_seed_topics, "[name[:partitions],...]"),
+        kafka_default="(none)",
+    ).field()
+    kproto_racks: tuple[str, ...] = _B(
+        "kproto.racks",
+        _T.LIST,
+        "",
+        "The rack of each node, in node order (Kafka's broker.rack of each "
+        "broker; Cluster.set_rack changes it at run time); empty: none.",
         kafka_default="(none)",
     ).field()
     kproto_log_requests: bool = _B(

@@ -32,6 +32,7 @@ from kproto.broker.faults import FaultInjector
 from kproto.broker.groups import GroupCoordinator
 from kproto.broker.introspect import RequestLog
 from kproto.broker.quotas import ClientQuotas, QuotaDefaults, QuotaEntity
+from kproto.broker.reassignments import complete_reassignments
 from kproto.broker.security import ListenerSecurity
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareConfig, ShareCoordinator
@@ -251,6 +252,12 @@ class Cluster(FaultControls, ClusterControls, Closing):
                 cfg.node_id,
                 f"the last of {nodes} nodes would be {last_id}, above 2147483647",
             )
+        if cfg.kproto_racks and len(cfg.kproto_racks) != nodes:
+            raise BrokerConfigError(
+                "kproto.racks",
+                ",".join(cfg.kproto_racks),
+                f"one rack per node: {nodes} nodes",
+            )
         share_config = ShareConfig.from_properties({**cfg.share_properties, **shared})
         if cfg.log_dirs:
             if data_dir is not None:
@@ -359,6 +366,8 @@ class Cluster(FaultControls, ClusterControls, Closing):
             node_server(node_id, port + i if port else 0)
             for i, node_id in enumerate(self.state.node_ids)
         ]
+        for server, rack in zip(self.servers, cfg.kproto_racks, strict=False):
+            server.rack = rack or None  # none given: no rack (empty list)
         #: The schema registry (``schema_registry=True``), else ``None``.
         self.schema_registry: RegistryServer | None = None
         if schema_registry:
@@ -415,6 +424,8 @@ class Cluster(FaultControls, ClusterControls, Closing):
                 await self.schema_registry.start()
             for server in self.servers:
                 await server.start()
+            if complete_reassignments(self.state):  # their replicas are back
+                self.state.save_topics()
             await self.groups.start()
             await self.txn.start()
             self.cleaner.start()

@@ -1,10 +1,13 @@
 """The shaping and maintenance controls of :class:`kproto.broker.Cluster` (a
 mixin beside :class:`~kproto.broker.cluster_faults.FaultControls`): racks per
-node, coordinators pinned to a node, retention applied on demand, KIP-714
+node, followers pinned as read replicas and lagging (KIP-392), coordinators
+pinned to a node, retention applied on demand, KIP-714
 telemetry settings, and the request log with timestamps. Each method marshals its
 change onto the cluster's event loop, so a test thread may call it.
 
 Named after librdkafka's mock cluster (``rd_kafka_mock_broker_set_rack``,
+``rd_kafka_mock_partition_set_follower``,
+``rd_kafka_mock_partition_set_follower_wmarks``,
 ``rd_kafka_mock_coordinator_set``, ``rd_kafka_mock_telemetry_set_*``,
 ``rd_kafka_mock_get_requests``) and franz-go kfake (``ApplyRetention``).
 """
@@ -23,6 +26,7 @@ from kproto.broker.leadership import move_off, set_leader
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareCoordinator
 from kproto.broker.state import ClusterState
+from kproto.broker.topic_metadata import TopicMetadata
 from kproto.broker.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 
 __all__ = ["ClusterControls", "TELEMETRY_SUBSCRIPTION"]
@@ -185,6 +189,85 @@ class ClusterControls:
             return moved
 
         return self._on_loop(shuffle)
+
+    # -------------------------------------------------------------- followers
+
+    def partition_set_follower(
+        self, topic: str, partition: int, node: int | None
+    ) -> None:
+        """Have the leader of ``topic``/``partition`` send every consumer's Fetch
+        v11+ to ``node`` as its ``preferred_read_replica`` (KIP-392), whatever
+        ``replica.selector.class`` and the consumer's ``client.rack``
+        (librdkafka's ``rd_kafka_mock_partition_set_follower``); ``None`` gives
+        the choice back to the selector. ``node`` serves those fetches as a
+        follower (:mod:`kproto.broker.read_replicas`). An id that is no node of
+        the cluster is answered all the same, to test a client given a replica
+        it does not know. While ``node`` leads the partition it is not answered.
+        A client that ignores ``preferred_read_replica`` (kproto's own client)
+        then reads nothing from the leader; Fetch v10 and older (aiokafka) are
+        never redirected.
+
+        Raises:
+            KeyError: no such partition.
+            ValueError: ``node`` is a node of the cluster but no replica of the
+                partition (it could not serve the fetch; Kafka's leader never
+                names one).
+        """
+
+        def apply() -> None:
+            info = self._partition_info(topic, partition)
+            key = (info.topic_id, partition)
+            pinned = self.state.read_replicas.pinned
+            if node is None:
+                pinned.pop(key, None)
+                return
+            replicas = info.replicas_of(partition)
+            if node in self.state.node_ids and node not in replicas:
+                raise ValueError(
+                    f"node {node} is no replica of {topic}-{partition} "
+                    f"(replicas: {replicas})"
+                )
+            pinned[key] = node
+
+        self._on_loop(apply)
+
+    def partition_set_follower_wmarks(
+        self, topic: str, partition: int, lo: int, hi: int
+    ) -> None:
+        """Make the followers of ``topic``/``partition`` hold only the offsets
+        from ``lo`` (their log start offset) to ``hi`` (their high watermark),
+        each -1 for the leader's (librdkafka's
+        ``rd_kafka_mock_partition_set_follower_wmarks``): a consumer reading from
+        a follower sees that high watermark and fewer records, and
+        OFFSET_OUT_OF_RANGE outside [lo, hi]; the rack-aware selector sends no
+        consumer to a follower that lacks its fetch offset. Clamped to the
+        leader's offsets (a follower never holds more); kept until set back to
+        ``-1, -1``.
+
+        Raises:
+            KeyError: no such partition.
+            ValueError: ``lo`` or ``hi`` below -1, or ``lo`` above ``hi``.
+        """
+        if lo < -1 or hi < -1 or (hi >= 0 and lo > hi):
+            raise ValueError(
+                f"follower watermarks must be -1 or 0 <= lo <= hi, got {lo}, {hi}"
+            )
+
+        def apply() -> None:
+            info = self._partition_info(topic, partition)
+            marks = self.state.read_replicas.watermarks
+            if lo == hi == -1:
+                marks.pop((info.topic_id, partition), None)
+            else:
+                marks[(info.topic_id, partition)] = (lo, hi)
+
+        self._on_loop(apply)
+
+    def _partition_info(self, topic: str, partition: int) -> TopicMetadata:
+        info = self.state.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            raise KeyError(f"no partition {topic}-{partition}")
+        return info
 
     # ----------------------------------------------------------- coordinators
 

@@ -26,6 +26,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.handlers.context import RequestContext
 from kproto.broker.held_requests import Hold
 from kproto.broker.leadership import lead_offline, leader_epoch, move_off, set_leader
+from kproto.broker.reassignments import complete_reassignments
 from kproto.broker.server import NodeServer
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
@@ -390,7 +391,8 @@ class FaultControls:
     def start_node(self, node: int) -> None:
         """Bring a stopped node back on its port (librdkafka's
         ``rd_kafka_mock_broker_set_up``); it leads every offline partition (epoch
-        bumped). Partitions moved away stay where they are (move them back with
+        bumped) and the reassignments waiting for its replicas complete.
+        Partitions moved away stay where they are (move them back with
         :meth:`move_leader`). Clients reconnect on their own.
 
         Raises:
@@ -405,5 +407,6 @@ class FaultControls:
             return
         await server.start()
         lead_offline(self.state, node)
+        complete_reassignments(self.state)  # its replicas are in sync again
         self.state.save_topics()
         log.info("node %d started on port %d", node, server.port)

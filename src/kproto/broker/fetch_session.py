@@ -121,7 +121,8 @@ class PartitionAnswer(NamedTuple):
     aborted transactions (``(producer_id, first_offset)`` pairs, or None: a
     null array), the record batches, and the diverging epoch (v12+, KIP-595's
     ``(epoch, end_offset)``: the log diverges from the fetcher's before its fetch
-    offset; None: it does not)."""
+    offset; None: it does not), and the replica a consumer should read from
+    instead (v11+, KIP-392; -1: this one)."""
 
     partition_index: int
     error_code: int
@@ -131,6 +132,7 @@ class PartitionAnswer(NamedTuple):
     aborted_transactions: list[tuple[int, int]] | None
     records: bytes
     diverging_epoch: tuple[int, int] | None = None
+    preferred_read_replica: int = -1
 
 
 class TopicAnswer(NamedTuple):
@@ -264,7 +266,13 @@ class FetchSessionCache:
                 part.high_watermark, part.last_stable_offset, part.log_start_offset = (
                     new
                 )
-                if p.records or p.error_code or new != old or p.diverging_epoch:
+                if (
+                    p.records
+                    or p.error_code
+                    or new != old
+                    or p.diverging_epoch
+                    or p.preferred_read_replica >= 0
+                ):
                     kept.append(p)
                     if session is not None:  # answered ones go last (fairness)
                         key = (_key(view, session.uses_topic_ids), part.partition)

@@ -49,6 +49,7 @@ from kproto.broker.leader_epoch_cache import (
 from kproto.broker.leadership import leader_epoch
 from kproto.broker.log import Extent, PartitionLog
 from kproto.broker.log_validator import LogPolicy, RecordValidationError
+from kproto.broker.read_replicas import NO_PREFERRED_REPLICA
 from kproto.broker.schema_validation import check_schema_ids
 from kproto.broker.state import ClusterState
 from kproto.broker.topic_metadata import TopicMetadata
@@ -75,6 +76,7 @@ _TRANSACTIONAL = 0x10
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 
 _ZERO = uuid.UUID(int=0)
+_NOT_LEADER = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 class TransactionVerifier(Protocol):
@@ -112,12 +114,17 @@ class PartitionResult(NamedTuple):
 class FetchParams:
     """A Fetch's limits: ``max_bytes`` (bytes, the whole response), ``min_bytes``
     (bytes to wait for), ``max_wait_ms`` (ms), ``committed`` (isolation level
-    READ_COMMITTED: read below the last stable offset only)."""
+    READ_COMMITTED: read below the last stable offset only), and the client
+    metadata of a consumer's Fetch v11+ (``rack_id``: it may then read from a
+    follower, KIP-392)."""
 
     max_bytes: int
     min_bytes: int
     max_wait_ms: int
     committed: bool
+    #: the consumer's ``client.rack`` (Fetch v11+, KIP-392; ``""``: none); None
+    #: for Fetch v10 and older, which read from the leader only
+    rack_id: str | None = None
 
 
 def produce_policy(info: TopicMetadata, now_ms: int) -> LogPolicy:
@@ -200,6 +207,25 @@ class ReplicaManager:
         if plog is None:
             return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return plog, ErrorCode.NONE
+
+    def replica_log(
+        self, topic: str, partition: int, current_leader_epoch: int = -1
+    ) -> tuple[PartitionLog | None, ErrorCode, bool]:
+        """For a consumer's Fetch v11+ (KIP-392): the partition's log if this
+        node leads or follows it, as ``(log, error, is follower)``; the errors of
+        :meth:`leader_log`, NOT_LEADER_OR_FOLLOWER when this node holds no
+        replica (Kafka's ``Partition.localLogWithEpochOrThrow`` with
+        ``requireLeader`` false)."""
+        plog, error = self.leader_log(topic, partition, current_leader_epoch)
+        if error != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return plog, error, False
+        info = self.state.topics.get(topic)
+        if info is None or self.node_id not in info.replicas_of(partition):
+            return None, error, False
+        plog = self.state.partition_log(topic, partition)
+        if plog is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, False
+        return plog, ErrorCode.NONE, True
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         """The partition's leader epoch (-1: no such topic)."""
@@ -363,7 +389,10 @@ class ReplicaManager:
         partition has an error or a diverging epoch.
 
         Per partition: the leader errors of :meth:`leader_log` (with the
-        fetcher's ``current_leader_epoch``); OFFSET_OUT_OF_RANGE outside [log
+        fetcher's ``current_leader_epoch``; a consumer's Fetch v11+ is served by
+        a follower too, from its own watermarks, and a leader may answer it a
+        ``preferred_read_replica`` and no records, KIP-392:
+        :mod:`kproto.broker.read_replicas`); OFFSET_OUT_OF_RANGE outside [log
         start, high watermark]; a ``last_fetched_epoch`` whose epoch ends before
         the fetch offset answers the diverging epoch and no records (KIP-595);
         KAFKA_STORAGE_ERROR when a read fails. READ_COMMITTED reads below the last
@@ -400,8 +429,14 @@ class ReplicaManager:
         ``(topic index, partition index, extent)`` (nothing is read while a Fetch
         waits for ``min_bytes``)."""
         state = self.state
+        read_replicas = state.read_replicas
         remaining = params.max_bytes
         committed = params.committed
+        rack_id = params.rack_id
+        # whether any leader may send this consumer to a follower (KIP-392)
+        redirects = rack_id is not None and read_replicas.may_redirect(
+            state.config.replica_selector_class, rack_id
+        )
         total = 0
         errors = False
         answers: list[TopicAnswer] = []
@@ -415,16 +450,40 @@ class ReplicaManager:
                 aborted = None
                 plog = None
                 diverging = None
+                follower = False
+                preferred = NO_PREFERRED_REPLICA
                 if not error:
                     plog, error = self.leader_log(
                         name, p.partition, p.current_leader_epoch
                     )
+                    # a consumer's Fetch v11+ may be served by a follower
+                    if error == _NOT_LEADER and rack_id is not None:
+                        plog, error, follower = self.replica_log(
+                            name, p.partition, p.current_leader_epoch
+                        )
                 if plog is not None:
-                    hwm, start = plog.high_watermark, plog.log_start_offset
-                    lso = plog.last_stable_offset
-                    if p.last_fetched_epoch >= 0:
+                    if follower:
+                        start, hwm, lso = read_replicas.follower_offsets(
+                            state.topics[name], p.partition, plog
+                        )
+                    else:
+                        hwm, start = plog.high_watermark, plog.log_start_offset
+                        lso = plog.last_stable_offset
+                        if redirects:
+                            preferred = read_replicas.preferred_read_replica(
+                                state.topics[name],
+                                p.partition,
+                                plog,
+                                selector=state.config.replica_selector_class,
+                                nodes=state.nodes,
+                                rack_id=rack_id or "",
+                                fetch_offset=p.fetch_offset,
+                            )
+                    if preferred >= 0:
+                        pass  # KIP-392: read from there; nothing is read here
+                    elif p.last_fetched_epoch >= 0:
                         error, diverging = self._diverging(name, p, plog)
-                    if error or diverging is not None:
+                    if error or diverging is not None or preferred >= 0:
                         pass  # the fetcher truncates first: nothing is read
                     elif not start <= p.fetch_offset <= hwm:
                         error = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -436,7 +495,9 @@ class ReplicaManager:
                             p.fetch_offset,
                             min(p.partition_max_bytes, max(remaining, 0)),
                             min_one=total == 0,
-                            max_offset=lso if committed else None,
+                            max_offset=(
+                                lso if committed else hwm if follower else None
+                            ),
                         )
                         if extent is not None:
                             reads.append((len(answers), len(partitions), extent))
@@ -446,10 +507,21 @@ class ReplicaManager:
                                 aborted = _aborted(
                                     plog, p.fetch_offset, extent.end_offset
                                 )
-                errors = errors or bool(error) or diverging is not None  # answer now
+                # answer now (Kafka's DelayedFetch is skipped for these too)
+                errors = (
+                    errors or bool(error) or diverging is not None or preferred >= 0
+                )
                 partitions.append(
                     PartitionAnswer(
-                        p.partition, error, hwm, lso, start, aborted, b"", diverging
+                        p.partition,
+                        error,
+                        hwm,
+                        lso,
+                        start,
+                        aborted,
+                        b"",
+                        diverging,
+                        preferred,
                     )
                 )
             answers.append(TopicAnswer(name, t.topic_id, partitions))

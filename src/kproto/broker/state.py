@@ -32,6 +32,8 @@ from kproto.broker.file_cache import FileCache
 from kproto.broker.group_config import GROUP_CONFIG_DEFAULTS
 from kproto.broker.log import PartitionLog
 from kproto.broker.partition_state import AppendWaiters, LeaderEpochs, PartitionListener
+from kproto.broker.read_replicas import ReadReplicas
+from kproto.broker.replica_placement import striped_placement
 from kproto.broker.schema_validation import SchemaIdLookup
 from kproto.broker.topic_config import TOPIC_CONFIG_DEFAULTS, TopicConfig
 from kproto.broker.topic_metadata import TopicMetadata, validate_topic_name
@@ -141,6 +143,9 @@ class ClusterState:
         self.schema_ids: SchemaIdLookup | None = None
         #: the Fetch and ShareFetch long polls waiting for an append
         self.append_waiters = AppendWaiters()
+        #: followers as a test shapes them: pinned read replicas, lagging
+        #: watermarks (kproto.broker.read_replicas, KIP-392)
+        self.read_replicas = ReadReplicas()
         self._rr = 0
 
     # ------------------------------------------------- broker configuration
@@ -339,30 +344,30 @@ class ClusterState:
         return [n for n in self.node_ids if n in self.nodes] or self.node_ids
 
     def place_replicas(
-        self, start: int, count: int, replication_factor: int
+        self,
+        start: int,
+        count: int,
+        replication_factor: int,
+        existing: list[list[int]] | None = None,
     ) -> list[list[int]]:
-        """Replica lists of ``count`` new partitions on the live nodes: partition
-        ``i``'s leader is live node ``start + i`` (round-robin) and its followers
-        the next nodes in turn, so leaders and replicas spread evenly (the goal of
-        Kafka's ``StripedReplicaPlacer``, without racks).
+        """Replica lists of ``count`` new partitions on the live nodes, spread
+        across their racks first, then across nodes, as Kafka's
+        ``StripedReplicaPlacer`` (:func:`kproto.broker.replica_placement.
+        striped_placement`): ``start`` rotates where a new topic begins;
+        ``existing``, the replica lists of the topic's partitions, continues
+        after them (CreatePartitions).
 
         Raises:
             TopicError: INVALID_REPLICATION_FACTOR, ``replication_factor`` above
                 the live nodes (Kafka's message).
         """
-        live = self.live_node_ids()
-        n = len(live)
-        if replication_factor > n:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication_factor} time(s): "
-                f"The target replication factor of {replication_factor} cannot be "
-                f"reached because only {n} broker(s) are registered.",
-            )
-        return [
-            [live[(start + p + k) % n] for k in range(replication_factor)]
-            for p in range(count)
-        ]
+        racks = {
+            n: (info.rack if (info := self.nodes.get(n)) is not None else None)
+            for n in self.live_node_ids()
+        }
+        return striped_placement(
+            racks, count, replication_factor, start=start, existing=existing or ()
+        )
 
     def check_partition_room(self, more: int) -> None:
         """Raise TopicError(POLICY_VIOLATION) unless ``more`` partitions fit under

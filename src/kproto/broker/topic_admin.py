@@ -329,7 +329,8 @@ async def create_partitions(
     """Grow each ``(topic, count, manual assignments)`` to ``count`` partitions
     (the assignments, when given: one broker id list per new partition, of the
     topic's replication factor, whose first live broker leads it; else the new
-    partitions get the topic's replication factor, placed round-robin), validated
+    partitions get the topic's replication factor, placed after the existing
+    ones as Kafka's ``StripedReplicaPlacer`` places them: racks first), validated
     first and applied per topic all or nothing, in bounded steps; metadata saved
     once. Returns ``(error_code, message)`` per request entry (Kafka's
     ``ReplicationControlManager.createPartitions``).
@@ -367,13 +368,11 @@ async def create_partitions(
                 )
                 placements[i] = [list(replicas) for replicas in assignments]
             else:
-                live = state.live_node_ids()
-                first = info.leaders[0] if info.leaders else -1
-                start = live.index(first) if first in live else 0
                 placements[i] = state.place_replicas(
-                    start + info.partitions,
+                    0,
                     count - info.partitions,
                     info.replication_factor,
+                    existing=[info.replicas_of(p) for p in range(info.partitions)],
                 )
         except TopicError as err:
             results[i] = (ErrorCode(err.error_code), str(err))

@@ -42,6 +42,10 @@ class TopicMetadata:
     internal: bool = False
     topic_config: TopicConfig = attrs.field(factory=TopicConfig)
     replicas: list[list[int]] = attrs.field(factory=list)
+    #: the partitions being reassigned: partition -> (adding replicas, removing
+    #: replicas), as Kafka's ``PartitionRegistration.addingReplicas`` /
+    #: ``removingReplicas`` (:mod:`kproto.broker.reassignments`)
+    reassigning: dict[int, tuple[list[int], list[int]]] = attrs.field(factory=dict)
     #: (the config it was built from, its fields but now_ms, the last policy)
     _produce: tuple[TopicConfig, dict[str, Any], LogPolicy] | None = attrs.field(
         default=None, init=False, repr=False, eq=False

@@ -11,7 +11,9 @@ atomically (through a rename) after every change::
                  "configs": {"cleanup.policy": "compact"}, "internal": false}]}
 
 (``replicas`` is absent from files written before replica assignments were kept:
-each partition's leader is then its one replica.)
+each partition's leader is then its one replica. ``reassigning``, present only
+while reassignments are in progress, maps a partition index to its adding and
+removing replicas: ``{"0": [[3], [1]]}``.)
 
 Log start offsets raised by DeleteRecords or retention are kept in
 ``<data_dir>/log-start-offset-checkpoint`` in Kafka's checkpoint format
@@ -91,6 +93,10 @@ def read_topics(data_dir: Path) -> SavedCluster | None:
             dict(entry["configs"]),
             bool(entry["internal"]),
             replicas=[list(r) for r in entry.get("replicas", ())],
+            reassigning={
+                int(p): (list(adding), list(removing))
+                for p, (adding, removing) in entry.get("reassigning", {}).items()
+            },
         )
         for entry in saved["topics"]
     ]
@@ -109,21 +115,23 @@ def write_topics(
     line, each encoded compactly (json's C encoder: tens of ms for 10,000 topics
     where an indented dump takes several times longer on the event loop)."""
     head = json.dumps({"cluster_id": cluster_id, "next_producer_id": next_producer_id})
-    lines = [
-        json.dumps(
-            {
-                "name": t.name,
-                "topic_id": str(t.topic_id),
-                "leaders": t.leaders,
-                "replicas": t.replicas,
-                "configs": t.configs,
-                "internal": t.internal,
-            }
-        )
-        for t in topics
-    ]
+    lines = [json.dumps(_topic_entry(t)) for t in topics]
     body = head[:-1] + ', "topics": [\n' + ",\n".join(lines) + "\n]}\n"
     write_atomic(data_dir / TOPICS_FILE, body)
+
+
+def _topic_entry(t: TopicMetadata) -> dict[str, object]:
+    entry: dict[str, object] = {
+        "name": t.name,
+        "topic_id": str(t.topic_id),
+        "leaders": t.leaders,
+        "replicas": t.replicas,
+        "configs": t.configs,
+        "internal": t.internal,
+    }
+    if t.reassigning:
+        entry["reassigning"] = {str(p): list(r) for p, r in t.reassigning.items()}
+    return entry
 
 
 def read_start_offsets(data_dir: Path) -> dict[tuple[str, int], int]:

@@ -34,7 +34,10 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
     and lists the aborted transactions of the fetched range, whose records the
     consumer drops (KIP-98); ``last_stable_offset`` is always reported. A
     ``last_fetched_epoch`` (v12+) whose epoch ends before the fetch offset in
-    this log is answered at once with ``diverging_epoch`` and no records.
+    this log is answered at once with ``diverging_epoch`` and no records. From
+    v11 a consumer's ``rack_id`` may have the leader answer a
+    ``preferred_read_replica`` (KIP-392), and a follower serves it
+    (:mod:`kproto.broker.read_replicas`).
 
     Fetch sessions (KIP-227) are resolved by the node's
     :class:`kproto.broker.fetch_session.FetchSessionCache`: a full fetch opens
@@ -55,10 +58,27 @@ async def fetch(ctx: RequestContext, request: Any) -> Any:
         max_wait_ms=request.max_wait_ms,
         committed=getattr(request, "isolation_level", READ_UNCOMMITTED)
         == READ_COMMITTED,
+        rack_id=_client_rack(ctx, request),
     )
     topics = await ctx.replicas.fetch_messages(plan.topics, params)
     answered = cache.finish(plan, plan.topics, topics)  # may open a session
     return fetch_response(ctx.api_version, ErrorCode.NONE, plan.session_id, answered)
+
+
+def _client_rack(ctx: RequestContext, request: Any) -> str | None:
+    """The client metadata's rack of a consumer's Fetch v11+ (``""``: none set;
+    KIP-392), after Kafka's ``KafkaApis.handleFetchRequest``; None for older
+    versions and for a broker's replication fetch (``replica_id`` >= 0), which
+    read from the leader only."""
+    if ctx.api_version < 11:
+        return None
+    replica_id = getattr(request, "replica_id", -1)
+    state = getattr(request, "replica_state", None)
+    if state is not None:
+        replica_id = max(replica_id, state.replica_id)
+    if replica_id >= 0:
+        return None
+    return request.rack_id or ""
 
 
 async def list_offsets(ctx: RequestContext, request: Any) -> Any:

@@ -6,10 +6,10 @@ dict per partition and converts it field by field; a Fetch answers every
 partition of every fetch, so its response classes are looked up once per version
 (:func:`layout`) and each ``PartitionData`` is made with one constructor call of
 the fields its version has. The tagged ``diverging_epoch`` (v12+) is set when a
-fetch's ``last_fetched_epoch`` diverges from the log; fields a broker without
-replicas never sets keep their defaults: ``preferred_read_replica`` -1 (v11+,
-KIP-392) and the tagged ``current_leader``, ``snapshot_id`` (v12+) and
-``node_endpoints`` (v16+). Source: ``FetchResponse.json`` (versions 4-18).
+fetch's ``last_fetched_epoch`` diverges from the log, ``preferred_read_replica``
+(v11+, KIP-392) when the leader sends a consumer to a follower; fields this
+broker never sets keep their defaults: the tagged ``current_leader``,
+``snapshot_id`` (v12+) and ``node_endpoints`` (v16+). Source: ``FetchResponse.json`` (versions 4-18).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def layout(version: int) -> FetchLayout:
         if has_start:
             extra["log_start_offset"] = a.log_start_offset
         if has_replica:
-            extra["preferred_read_replica"] = -1
+            extra["preferred_read_replica"] = a.preferred_read_replica
         if a.diverging_epoch is not None and diverging_cls is not None:
             epoch, end_offset = a.diverging_epoch
             extra["diverging_epoch"] = diverging_cls(epoch=epoch, end_offset=end_offset)

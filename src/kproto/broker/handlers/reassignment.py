@@ -13,15 +13,10 @@ data directory, so a live replica is always in sync. A preferred election moves
 the leadership to the first replica when it is live and not leading
 (ELECTION_NOT_NEEDED when it leads, PREFERRED_LEADER_NOT_AVAILABLE when its node
 is stopped); an unclean one is needed only by an offline partition, which it gives
-to a live replica (ELIGIBLE_LEADERS_NOT_AVAILABLE when none is live). A
-reassignment completes at once (nothing is copied): the partition's replicas
-become the target, led by the current leader if it stays, else by the target's
-first live replica (leader epoch bumped), so none is ever left in progress
-(ListPartitionReassignments is empty, cancelling one is
-NO_REASSIGNMENT_IN_PROGRESS). A target changing the replication factor is
-INVALID_REPLICATION_FACTOR when ``allow_replication_factor_change`` is false
-(KIP-860), one Kafka's ``validateManualPartitionAssignment`` refuses
-INVALID_REPLICA_ASSIGNMENT.
+to a live replica (ELIGIBLE_LEADERS_NOT_AVAILABLE when none is live).
+Reassignments are started, completed, cancelled and listed by
+:mod:`kproto.broker.reassignments` (one in progress while a replica it adds is on
+a stopped node).
 """
 
 from __future__ import annotations
@@ -31,7 +26,11 @@ from typing import Any
 from kproto.broker.errors import TopicError
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.leadership import set_leader
-from kproto.broker.topic_admin import check_replica_lists
+from kproto.broker.reassignments import (
+    cancel_reassignment,
+    change_reassignment,
+    ongoing_reassignments,
+)
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -145,41 +144,25 @@ def _election_needed(
 def _reassign(
     ctx: RequestContext, topic: str, partition: int, replicas: Any, allow_rf: bool
 ) -> tuple[ErrorCode, str | None]:
-    state = ctx.state
-    info = state.topics.get(topic)
-    if info is None or not 0 <= partition < info.partitions:
-        return (
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-            f"Unable to find partition {topic}-{partition}.",
-        )
-    if replicas is None:
-        return (
-            ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-            f"Unable to find an ongoing reassignment for {topic}-{partition}.",
-        )
-    target = list(replicas)
     try:
-        check_replica_lists(state, [target], first_partition=partition)
+        if replicas is None:
+            cancel_reassignment(ctx.state, topic, partition)
+        else:
+            change_reassignment(
+                ctx.state,
+                topic,
+                partition,
+                list(replicas),
+                allow_replication_factor_change=allow_rf,
+            )
     except TopicError as err:
         return ErrorCode(err.error_code), str(err)
-    current = info.replicas_of(partition)
-    if not allow_rf and len(target) != len(current):
-        return (
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"The replication factor is changed from {len(current)} to "
-            f"{len(target)}",
-        )
-    leader = info.leaders[partition]
-    while len(info.replicas) <= partition:
-        info.replicas.append(info.replicas_of(len(info.replicas)))
-    info.replicas[partition] = target
-    if leader not in target or leader not in state.nodes:
-        set_leader(state, topic, partition, next(n for n in target if n in state.nodes))
     return ErrorCode.NONE, None
 
 
 async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
-    """Give each partition the replicas named, at once (see the module docstring)."""
+    """Start (or cancel, null replicas) each partition's reassignment, each
+    answered on its own (:mod:`kproto.broker.reassignments`)."""
     allow_rf = getattr(request, "allow_replication_factor_change", True)
     responses = []
     moved = False
@@ -211,11 +194,33 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
 
 
 async def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
-    """No reassignment is ever in progress: an empty list."""
+    """The reassignments in progress: of every partition (``topics`` null), else
+    of the partitions named; unknown topics and partitions, and those not
+    reassigning, are left out."""
+    wanted = (
+        None
+        if request.topics is None
+        else [(t.name, list(t.partition_indexes)) for t in request.topics]
+    )
+    topics = [
+        {
+            "name": name,
+            "partitions": [
+                {
+                    "partition_index": o.partition_index,
+                    "replicas": o.replicas,
+                    "adding_replicas": o.adding_replicas,
+                    "removing_replicas": o.removing_replicas,
+                }
+                for o in ongoing
+            ],
+        }
+        for name, ongoing in ongoing_reassignments(ctx.state, wanted)
+    ]
     return respond(
         ctx,
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         error_message=None,
-        topics=[],
+        topics=topics,
     )
