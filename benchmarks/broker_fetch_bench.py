@@ -70,7 +70,7 @@ async def _measure(partitions: int, fetches: int, rounds: int) -> dict[str, floa
             for _ in range(BATCHES):
                 await plog.append(batch)
         dispatcher = cluster.servers[0].dispatcher
-        handler = dispatcher.route(ApiKey.FETCH, VERSION)
+        handler = dispatcher.handler_for(ApiKey.FETCH, VERSION)
         assert handler is not None
         topic_id = cluster.state.topics["bench"].topic_id
         header = RequestHeader(
