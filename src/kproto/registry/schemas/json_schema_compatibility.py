@@ -672,23 +672,40 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                     ctx.add("DEPENDENCY_SCHEMA_ADDED")
                 else:
                     _compare(ctx, do, du, (o.doc, u.doc))
-    with ctx.enter("additionalProperties"):
-        ao, au = _get(o, "additionalProperties"), _get(u, "additionalProperties")
-        permits_o, permits_u = ao is not False, au is not False
-        if permits_o != permits_u:
-            ctx.add(
-                "ADDITIONAL_PROPERTIES_ADDED"
-                if permits_u
-                else "ADDITIONAL_PROPERTIES_REMOVED"
-            )
-        elif not isinstance(ao, dict) and isinstance(au, dict):
-            ctx.add("ADDITIONAL_PROPERTIES_NARROWED")
-        elif isinstance(ao, dict) and not isinstance(au, dict):
-            ctx.add("ADDITIONAL_PROPERTIES_EXTENDED")
-        elif isinstance(ao, dict) and isinstance(au, dict):
-            _compare(ctx, ao, au, (o.doc, u.doc))
+    _compare_additional(
+        ctx,
+        "additionalProperties",
+        _get(o, "additionalProperties"),
+        _get(u, "additionalProperties"),
+        (o.doc, u.doc),
+    )
     _limits(ctx, o, u, "maxProperties", "MAX_PROPERTIES")
     _limits(ctx, o, u, "minProperties", "MIN_PROPERTIES")
+
+
+def _compare_additional(
+    ctx: _Context, keyword: str, ao: Any, au: Any, docs: tuple[Any, Any]
+) -> None:
+    """``additionalProperties`` or ``additionalItems`` (``keyword``; ``ao`` / ``au``
+    its value on each side, None when absent): ``false`` on one side only is
+    ``ADDITIONAL_{PROPERTIES,ITEMS}_ADDED`` / ``_REMOVED``; a schema on one side only
+    ``_NARROWED`` (the update's) / ``_EXTENDED`` (the original's); schemas on both
+    sides are compared (Confluent's ``ObjectSchemaDiff`` / ``ArraySchemaDiff``)."""
+    change = (
+        "ADDITIONAL_PROPERTIES"
+        if keyword == "additionalProperties"
+        else "ADDITIONAL_ITEMS"
+    )
+    with ctx.enter(keyword):
+        permits_o, permits_u = ao is not False, au is not False
+        if permits_o != permits_u:
+            ctx.add(f"{change}_ADDED" if permits_u else f"{change}_REMOVED")
+        elif not isinstance(ao, dict) and isinstance(au, dict):
+            ctx.add(f"{change}_NARROWED")
+        elif isinstance(ao, dict) and not isinstance(au, dict):
+            ctx.add(f"{change}_EXTENDED")
+        elif isinstance(ao, dict) and isinstance(au, dict):
+            _compare(ctx, ao, au, docs)
 
 
 def _items(s: _Schema) -> tuple[Any, list[Any], Any]:
@@ -755,18 +772,7 @@ def _compare_array(ctx: _Context, o: _Schema, u: _Schema) -> None:
                 _compare_covered(ctx, add_o, pos_u[index], (o.doc, u.doc), "ITEM_ADDED")
             else:
                 ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
-    with ctx.enter("additionalItems"):
-        permits_o, permits_u = add_o is not False, add_u is not False
-        if permits_o != permits_u:
-            ctx.add(
-                "ADDITIONAL_ITEMS_REMOVED" if permits_o else "ADDITIONAL_ITEMS_ADDED"
-            )
-        elif not isinstance(add_o, dict) and isinstance(add_u, dict):
-            ctx.add("ADDITIONAL_ITEMS_NARROWED")
-        elif isinstance(add_o, dict) and not isinstance(add_u, dict):
-            ctx.add("ADDITIONAL_ITEMS_EXTENDED")
-        elif isinstance(add_o, dict) and isinstance(add_u, dict):
-            _compare(ctx, add_o, add_u, (o.doc, u.doc))
+    _compare_additional(ctx, "additionalItems", add_o, add_u, (o.doc, u.doc))
     _limits(ctx, o, u, "maxItems", "MAX_ITEMS")
     _limits(ctx, o, u, "minItems", "MIN_ITEMS")
     uo, uu = _get(o, "uniqueItems") is True, _get(u, "uniqueItems") is True
