@@ -556,6 +556,24 @@ def _partial(s: _Schema, key: str) -> Any:
     return additional if isinstance(additional, dict) else None
 
 
+def _compare_partial(
+    ctx: _Context, o: _Schema, u: _Schema, key: str, value: Any, removed: bool
+) -> bool:
+    """A property ``key`` on one side only (``value``: the original's when
+    ``removed``, else the update's) compared with the other side's partially open
+    content model for it (a matching ``patternProperties`` or an
+    ``additionalProperties`` schema), as ``PROPERTY_REMOVED`` / ``PROPERTY_ADDED``;
+    False when that side has none."""
+    partial = _partial(u if removed else o, key)
+    if partial is None:
+        return False
+    if removed:
+        _compare_covered(ctx, value, partial, (o.doc, u.doc), "PROPERTY_REMOVED")
+    else:
+        _compare_covered(ctx, partial, value, (o.doc, u.doc), "PROPERTY_ADDED")
+    return True
+
+
 def _has_default(schema: Any) -> bool:
     return isinstance(schema, dict) and "default" in schema
 
@@ -592,22 +610,12 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                 if key not in props_u:
                     if _object_open(u):
                         ctx.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
-                    else:
-                        partial = _partial(u, key)
-                        if partial is not None:
-                            _compare_covered(
-                                ctx,
-                                props_o[key],
-                                partial,
-                                (o.doc, u.doc),
-                                "PROPERTY_REMOVED",
-                            )
-                        elif props_o[key] is False:
-                            ctx.add(
-                                "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL"
-                            )
-                        else:
-                            ctx.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+                    elif not _compare_partial(ctx, o, u, key, props_o[key], True):
+                        ctx.add(
+                            "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL"
+                            if props_o[key] is False
+                            else "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"
+                        )
                 elif key not in props_o:
                     if _object_open(o):
                         if _classify(props_u[key], u.doc).kind == "empty":
@@ -623,15 +631,7 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                         else:
                             ctx.add("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
                     else:
-                        partial = _partial(o, key)
-                        if partial is not None:
-                            _compare_covered(
-                                ctx,
-                                partial,
-                                props_u[key],
-                                (o.doc, u.doc),
-                                "PROPERTY_ADDED",
-                            )
+                        _compare_partial(ctx, o, u, key, props_u[key], False)
                         if key in req_u:
                             ctx.add(
                                 "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
