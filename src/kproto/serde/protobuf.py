@@ -33,8 +33,8 @@ from .registry_serde import (
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
-    guid_or_none,
     resolve_references,
+    schema_id_of,
 )
 from .wire import SchemaId
 
@@ -150,9 +150,7 @@ class ProtobufSerializer:
         if self._schema is None:
             self._schema = self._file_schema(self.msg_type.DESCRIPTOR.file, ctx)
         registered = self.subjects.writer(ctx, self.record_name, self._schema)
-        sid = SchemaId(
-            registered.schema_id, guid_or_none(registered.guid), self.indexes
-        )
+        sid = schema_id_of(registered, self.indexes)
         payload: bytes = value.SerializeToString()
         return self.config.schema_id_serializer(payload, ctx, sid)
 

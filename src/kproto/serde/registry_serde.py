@@ -50,7 +50,8 @@ __all__ = [
     "MAX_REFERENCE_DEPTH",
     "resolve_references",
     "ParsedSchemas",
-    "guid_or_none",
+    "given_schema",
+    "schema_id_of",
 ]
 
 MAX_REFERENCE_DEPTH = 32
@@ -354,11 +355,43 @@ class ParsedSchemas(Generic[T]):
         return parsed
 
 
-def guid_or_none(value: str | None) -> uuid.UUID | None:
-    """A registry's ``guid`` string as a UUID (None when absent or malformed)."""
-    if not value:
-        return None
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
+def given_schema(
+    client: SchemaRegistryClient | None,
+    schema: str | Schema,
+    schema_type: str,
+    parse: Callable[[Schema, Mapping[str, Schema]], T],
+    *,
+    deserializing: bool,
+) -> tuple[Schema, T]:
+    """The schema a serializer or deserializer is constructed with (text of
+    ``schema_type``, or a :class:`Schema` with references) and ``parse(schema,
+    named)`` of it, ``named`` being its references from ``client`` (none without
+    a registry).
+
+    Raises:
+        ValueError: ``parse`` refuses the schema.
+        SerializationError: a reference the registry lacks.
+    """
+    if not isinstance(schema, Schema):
+        schema = Schema(schema, schema_type)
+    named = (
+        dict(resolve_references(client, schema, None, deserializing=deserializing))
+        if client is not None
+        else {}
+    )
+    return schema, parse(schema, named)
+
+
+def schema_id_of(
+    registered: RegisteredSchema, message_indexes: tuple[int, ...] | None = None
+) -> SchemaId:
+    """What a record written with ``registered`` is framed with: its schema id and
+    GUID (a malformed or absent ``guid`` string: none), and for Protobuf the message
+    indexes."""
+    guid = None
+    if registered.guid:
+        try:
+            guid = uuid.UUID(registered.guid)
+        except ValueError:
+            pass
+    return SchemaId(registered.schema_id, guid, message_indexes)
