@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
+from attrs import AttrsInstance
 
 from kproto.registry.client import RegisteredSchema, Schema, SchemaRegistryClient
 from kproto.registry.errors import RegistryError
@@ -57,28 +58,60 @@ __all__ = [
 MAX_REFERENCE_DEPTH = 32
 
 T = TypeVar("T")
+C = TypeVar("C", bound=AttrsInstance)
 
 
-def _check_keys(conf: Mapping[str, Any], known: set[str], what: str) -> None:
-    unknown = sorted(set(conf) - known)
+#: The metadata key of a config field: the Confluent property name it is set by.
+_PROPERTY = "confluent.property"
+
+
+def _property(name: str, default: Any, converter: Callable[[Any], Any]) -> Any:
+    """A config field set by Confluent's property ``name``."""
+    return attrs.field(default=default, converter=converter, metadata={_PROPERTY: name})
+
+
+def _from_conf(cls: type[C], conf: Mapping[str, Any] | None, what: str) -> C:
+    """``cls`` from Confluent's property names (each field's ``_PROPERTY``).
+
+    Raises:
+        ValueError: an unknown key (naming it and the known ones).
+    """
+    names = {f.metadata[_PROPERTY]: f.name for f in attrs.fields(cls)}
+    conf = dict(conf or {})
+    unknown = sorted(set(conf) - set(names))
     if unknown:
         raise ValueError(
-            f"unknown {what} config: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            f"unknown {what} config: {', '.join(unknown)} (known: {', '.join(sorted(names))})"
         )
+    return cls(**{names[key]: value for key, value in conf.items()})
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _id_serializer(value: SchemaIdSerializer | None) -> SchemaIdSerializer:
+    return value or prefix_schema_id_serializer
+
+
+def _id_deserializer(value: SchemaIdDeserializer | None) -> SchemaIdDeserializer:
+    return value or dual_schema_id_deserializer
 
 
 @attrs.frozen
 class SerializerConfig:
     """A registry-backed serializer's config (see the module docs)."""
 
-    auto_register: bool = True
-    normalize: bool = False
-    use_schema_id: int | None = None
-    use_latest_version: bool = False
-    strategy: SubjectNameStrategy = attrs.field(
-        default=None, converter=subject_name_strategy
+    auto_register: bool = _property("auto.register.schemas", True, bool)
+    normalize: bool = _property("normalize.schemas", False, bool)
+    use_schema_id: int | None = _property("use.schema.id", None, _optional_int)
+    use_latest_version: bool = _property("use.latest.version", False, bool)
+    strategy: SubjectNameStrategy = _property(
+        "subject.name.strategy", None, subject_name_strategy
     )
-    schema_id_serializer: SchemaIdSerializer = prefix_schema_id_serializer
+    schema_id_serializer: SchemaIdSerializer = _property(
+        "schema.id.serializer", prefix_schema_id_serializer, _id_serializer
+    )
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None) -> SerializerConfig:
@@ -88,46 +121,25 @@ class SerializerConfig:
             ValueError: an unknown key, or ``use.latest.version`` with
                 ``auto.register.schemas`` (Confluent refuses the pair too).
         """
-        conf = dict(conf or {})
-        _check_keys(
-            conf,
-            {
-                "auto.register.schemas",
-                "normalize.schemas",
-                "use.schema.id",
-                "use.latest.version",
-                "subject.name.strategy",
-                "schema.id.serializer",
-            },
-            "serializer",
-        )
-        auto = bool(conf.get("auto.register.schemas", True))
-        latest = bool(conf.get("use.latest.version", False))
-        if auto and latest:
+        config = _from_conf(cls, conf, "serializer")
+        if config.auto_register and config.use_latest_version:
             raise ValueError(
                 "cannot enable both use.latest.version and auto.register.schemas"
             )
-        use_id = conf.get("use.schema.id")
-        return cls(
-            auto_register=auto,
-            normalize=bool(conf.get("normalize.schemas", False)),
-            use_schema_id=None if use_id is None else int(use_id),
-            use_latest_version=latest,
-            strategy=conf.get("subject.name.strategy"),
-            schema_id_serializer=conf.get("schema.id.serializer")
-            or prefix_schema_id_serializer,
-        )
+        return config
 
 
 @attrs.frozen
 class DeserializerConfig:
     """A registry-backed deserializer's config (see the module docs)."""
 
-    use_latest_version: bool = False
-    strategy: SubjectNameStrategy = attrs.field(
-        default=None, converter=subject_name_strategy
+    use_latest_version: bool = _property("use.latest.version", False, bool)
+    strategy: SubjectNameStrategy = _property(
+        "subject.name.strategy", None, subject_name_strategy
     )
-    schema_id_deserializer: SchemaIdDeserializer = dual_schema_id_deserializer
+    schema_id_deserializer: SchemaIdDeserializer = _property(
+        "schema.id.deserializer", dual_schema_id_deserializer, _id_deserializer
+    )
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any] | None) -> DeserializerConfig:
@@ -136,18 +148,7 @@ class DeserializerConfig:
         Raises:
             ValueError: an unknown key.
         """
-        conf = dict(conf or {})
-        _check_keys(
-            conf,
-            {"use.latest.version", "subject.name.strategy", "schema.id.deserializer"},
-            "deserializer",
-        )
-        return cls(
-            use_latest_version=bool(conf.get("use.latest.version", False)),
-            strategy=conf.get("subject.name.strategy"),
-            schema_id_deserializer=conf.get("schema.id.deserializer")
-            or dual_schema_id_deserializer,
-        )
+        return _from_conf(cls, conf, "deserializer")
 
 
 class SubjectSchemas:
