@@ -24,10 +24,9 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import attrs
-from attrs import AttrsInstance
 
 from kproto.registry.client import RegisteredSchema, Schema, SchemaRegistryClient
 from kproto.registry.errors import RegistryError
@@ -58,7 +57,6 @@ __all__ = [
 MAX_REFERENCE_DEPTH = 32
 
 T = TypeVar("T")
-C = TypeVar("C", bound=AttrsInstance)
 
 
 #: The metadata key of a config field: the Confluent property name it is set by.
@@ -68,22 +66,6 @@ _PROPERTY = "confluent.property"
 def _property(name: str, default: Any, converter: Callable[[Any], Any]) -> Any:
     """A config field set by Confluent's property ``name``."""
     return attrs.field(default=default, converter=converter, metadata={_PROPERTY: name})
-
-
-def _from_conf(cls: type[C], conf: Mapping[str, Any] | None, what: str) -> C:
-    """``cls`` from Confluent's property names (each field's ``_PROPERTY``).
-
-    Raises:
-        ValueError: an unknown key (naming it and the known ones).
-    """
-    names = {f.metadata[_PROPERTY]: f.name for f in attrs.fields(cls)}
-    conf = dict(conf or {})
-    unknown = sorted(set(conf) - set(names))
-    if unknown:
-        raise ValueError(
-            f"unknown {what} config: {', '.join(unknown)} (known: {', '.join(sorted(names))})"
-        )
-    return cls(**{names[key]: value for key, value in conf.items()})
 
 
 def _optional_int(value: Any) -> int | None:
@@ -99,29 +81,58 @@ def _id_deserializer(value: SchemaIdDeserializer | None) -> SchemaIdDeserializer
 
 
 @attrs.frozen
-class SerializerConfig:
-    """A registry-backed serializer's config (see the module docs)."""
+class _SchemaSerDeConfig:
+    """What the serializer and deserializer configs both hold (as Confluent's
+    ``AbstractKafkaSchemaSerDeConfig``), and reading a config from Confluent's
+    property names (each field's ``_PROPERTY``)."""
 
-    auto_register: bool = _property("auto.register.schemas", True, bool)
-    normalize: bool = _property("normalize.schemas", False, bool)
-    use_schema_id: int | None = _property("use.schema.id", None, _optional_int)
+    #: Names the config in the unknown-key error.
+    _role: ClassVar[str] = ""
+
     use_latest_version: bool = _property("use.latest.version", False, bool)
     strategy: SubjectNameStrategy = _property(
         "subject.name.strategy", None, subject_name_strategy
     )
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> Self:
+        """From Confluent's property names.
+
+        Raises:
+            ValueError: an unknown key (naming it and the known ones).
+        """
+        names = {f.metadata[_PROPERTY]: f.name for f in attrs.fields(cls)}
+        conf = dict(conf or {})
+        unknown = sorted(set(conf) - set(names))
+        if unknown:
+            raise ValueError(
+                f"unknown {cls._role} config: {', '.join(unknown)} (known: {', '.join(sorted(names))})"
+            )
+        return cls(**{names[key]: value for key, value in conf.items()})
+
+
+@attrs.frozen
+class SerializerConfig(_SchemaSerDeConfig):
+    """A registry-backed serializer's config (see the module docs)."""
+
+    _role: ClassVar[str] = "serializer"
+
+    auto_register: bool = _property("auto.register.schemas", True, bool)
+    normalize: bool = _property("normalize.schemas", False, bool)
+    use_schema_id: int | None = _property("use.schema.id", None, _optional_int)
     schema_id_serializer: SchemaIdSerializer = _property(
         "schema.id.serializer", prefix_schema_id_serializer, _id_serializer
     )
 
     @classmethod
-    def from_conf(cls, conf: Mapping[str, Any] | None) -> SerializerConfig:
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> Self:
         """From Confluent's property names.
 
         Raises:
             ValueError: an unknown key, or ``use.latest.version`` with
                 ``auto.register.schemas`` (Confluent refuses the pair too).
         """
-        config = _from_conf(cls, conf, "serializer")
+        config = super().from_conf(conf)
         if config.auto_register and config.use_latest_version:
             raise ValueError(
                 "cannot enable both use.latest.version and auto.register.schemas"
@@ -130,25 +141,14 @@ class SerializerConfig:
 
 
 @attrs.frozen
-class DeserializerConfig:
+class DeserializerConfig(_SchemaSerDeConfig):
     """A registry-backed deserializer's config (see the module docs)."""
 
-    use_latest_version: bool = _property("use.latest.version", False, bool)
-    strategy: SubjectNameStrategy = _property(
-        "subject.name.strategy", None, subject_name_strategy
-    )
+    _role: ClassVar[str] = "deserializer"
+
     schema_id_deserializer: SchemaIdDeserializer = _property(
         "schema.id.deserializer", dual_schema_id_deserializer, _id_deserializer
     )
-
-    @classmethod
-    def from_conf(cls, conf: Mapping[str, Any] | None) -> DeserializerConfig:
-        """From Confluent's property names.
-
-        Raises:
-            ValueError: an unknown key.
-        """
-        return _from_conf(cls, conf, "deserializer")
 
 
 class SubjectSchemas:
