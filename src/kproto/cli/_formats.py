@@ -187,15 +187,25 @@ class ValueReader:
         self.registry = registry
         self._deserializer: Any = None
         self._writers: Any = None
-        self._avro_writers: dict[int | str, Any] = {}
+        self._avro_writers: Any = None  # ParsedSchemas of fastavro's parsed form
         self._checked: set[int | str | None] = set()
         if fmt in REGISTRY_FORMATS:
             _needs_serde(fmt)
             assert registry is not None
             self._deserializer = _deserializer(fmt, registry)
-            from kproto.serde.registry_serde import DeserializerConfig, WriterSchemas
+            from kproto.serde.registry_serde import (
+                DeserializerConfig,
+                ParsedSchemas,
+                WriterSchemas,
+            )
 
             self._writers = WriterSchemas(registry, DeserializerConfig())
+            if fmt == "avro":
+                from kproto.serde.avro import parse_avro
+
+                self._avro_writers = ParsedSchemas(
+                    registry, parse_avro, deserializing=True
+                )
 
     def __call__(
         self,
@@ -250,19 +260,11 @@ class ValueReader:
         Confluent's ``AvroSchemaUtils.toJson`` prints it."""
         import fastavro
 
-        from kproto.serde.avro import parse_avro
-        from kproto.serde.registry_serde import resolve_references
-
         label = sid.label
-        assert label is not None and self.registry is not None
-        parsed = self._avro_writers.get(label)
-        if parsed is None:
-            schema = self._writers.fetch(sid, ctx).schema
-            named = dict(
-                resolve_references(self.registry, schema, ctx, deserializing=True)
-            )
-            parsed = parse_avro(schema, named)
-            self._avro_writers[label] = parsed
+        assert label is not None
+        parsed = self._avro_writers.get(
+            label, lambda: self._writers.fetch(sid, ctx).schema, ctx
+        )
         out = io.StringIO()
         fastavro.json_writer(out, parsed, [value])
         return json.loads(out.getvalue())
