@@ -412,25 +412,26 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--version", type=_version, default=None, help="N or latest")
     p.add_argument("--permanent", action="store_true", help="hard delete")
 
-    p = action(
-        "config",
-        "the global or a subject's compatibility level; --set or --delete it "
-        "(GET/PUT/DELETE /config[/S])",
-    )
-    p.add_argument("subject", metavar="SUBJECT", nargs="?", default=None)
-    p.add_argument("--set", type=str.upper, choices=_LEVELS, default=None)
-    p.add_argument("--delete", action="store_true")
-    p.add_argument(
+    def setting(
+        name: str, what: str, choices: Sequence[str]
+    ) -> argparse.ArgumentParser:
+        """``config`` or ``mode``: the global or a subject's ``what``, or set or
+        delete it."""
+        p = action(
+            name,
+            f"the global or a subject's {what}; --set or --delete it "
+            f"(GET/PUT/DELETE /{name}[/S])",
+        )
+        p.add_argument("subject", metavar="SUBJECT", nargs="?", default=None)
+        p.add_argument("--set", type=str.upper, choices=choices, default=None)
+        p.add_argument("--delete", action="store_true")
+        return p
+
+    setting("config", "compatibility level", _LEVELS).add_argument(
         "--default-to-global",
         action="store_true",
         help="a subject without its own level: the global one",
     )
-
-    p = action(
-        "mode",
-        "the global or a subject's mode; --set or --delete it (GET/PUT/DELETE /mode[/S])",
+    setting("mode", "mode", _MODES).add_argument(
+        "--force", action="store_true", help="IMPORT over existing schemas"
     )
-    p.add_argument("subject", metavar="SUBJECT", nargs="?", default=None)
-    p.add_argument("--set", type=str.upper, choices=_MODES, default=None)
-    p.add_argument("--force", action="store_true", help="IMPORT over existing schemas")
-    p.add_argument("--delete", action="store_true")
