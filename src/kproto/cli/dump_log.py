@@ -462,7 +462,8 @@ def record_json(b: BatchView, r: Record | None) -> dict[str, Any]:
 
 
 def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
-    """The path arguments and the four ``kafka-dump-log.sh`` decoder flags."""
+    """``kproto dump-log``'s arguments: the paths, the four ``kafka-dump-log.sh``
+    decoder flags, the typed keys and values, the output format and the checks."""
     parser.add_argument(
         "files",
         nargs="+",
@@ -498,6 +499,31 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
             "and print it as JSON",
         )
     add_registry_arguments(parser, required=False)
+    parser.add_argument(
+        "--format",
+        choices=("kafka", "kproto"),
+        default="kafka",
+        help="kafka (default): kafka-dump-log.sh --deep-iteration --print-data-log's "
+        "layout and field names; kproto: name=value pairs",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per record per line on stdout (with file, topic, "
+        "partition and every batch field); summary on stderr",
+    )
+    parser.add_argument(
+        "--no-crc-check",
+        action="store_true",
+        help="do not verify batch checksums (isvalid: unchecked)",
+    )
+    parser.add_argument(
+        "--fail-on-corrupt",
+        action="store_true",
+        help="exit 1 when a batch fails its checksum or does not decode, or a file "
+        "ends inside a batch (default: report them and exit 0)",
+    )
+    parser.set_defaults(func=cmd_dump_log)
 
 
 def expand_paths(names: list[str]) -> list[str]:

@@ -35,7 +35,7 @@ from kproto.cli._registry import (
     registry_errors,
 )
 
-__all__ = ["add_parsers", "cmd_schemas", "render_table", "schema_type_for"]
+__all__ = ["add_arguments", "cmd_schemas", "render_table", "schema_type_for"]
 
 _TYPES_BY_SUFFIX = {
     ".avsc": "AVRO",
@@ -311,15 +311,9 @@ _ACTIONS = {
 }
 
 
-def add_parsers(sub: Any) -> None:
-    """Register ``kproto schemas`` and its actions on ``sub``."""
-    schemas = sub.add_parser(
-        "schemas",
-        help="Schema Registry subjects, versions, schemas, compatibility, config, mode",
-        description="Schema Registry operations (REST API v1); JSON output, or a "
-        "table with --table.",
-    )
-    actions = schemas.add_subparsers(dest="action", required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``kproto schemas``' actions and their arguments."""
+    actions = parser.add_subparsers(dest="action", required=True)
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(
