@@ -21,7 +21,7 @@ from kproto.registry.client import Schema, SchemaRegistryClient
 
 from .avro_bounds import check_counts, zero_width_arrays
 from .context import FromDict, SerializationContext, ToDict
-from .errors import in_context
+from .errors import in_context, wrong_type
 from .registry_serde import (
     DeserializerConfig,
     ParsedSchemas,
@@ -129,12 +129,7 @@ class AvroSerializer:
             value = self.to_dict(value, ctx)
         if _is_bytes(parsed):
             if not isinstance(value, bytes | bytearray | memoryview):
-                raise in_context(
-                    f"Avro: bytes expected, got {type(value).__name__}",
-                    ctx,
-                    deserializing=False,
-                    schema_id=sid.label,
-                )
+                raise wrong_type("Avro", "bytes", value, ctx, schema_id=sid.label)
             return self.subjects.config.schema_id_serializer(bytes(value), ctx, sid)
         out = io.BytesIO()
         try:

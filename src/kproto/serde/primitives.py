@@ -18,7 +18,7 @@ import uuid
 from typing import Any, Generic, TypeVar
 
 from .context import SerializationContext
-from .errors import in_context
+from .errors import in_context, wrong_type
 
 __all__ = [
     "StringSerializer",
@@ -64,11 +64,7 @@ class StringSerializer:
         if value is None:
             return None
         if not isinstance(value, str):
-            raise in_context(
-                f"StringSerializer: str expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("StringSerializer", "str", value, ctx)
         try:
             return value.encode(self.encoding)
         except UnicodeEncodeError as err:
@@ -132,19 +128,11 @@ class _NumberSerializer(_FixedSize, Generic[N]):
         if value is None:
             return None
         if self.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise in_context(
-                f"{self.name}Serializer: int expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type(f"{self.name}Serializer", "int", value, ctx)
         if self.kind is float and (
             isinstance(value, bool) or not isinstance(value, int | float)
         ):
-            raise in_context(
-                f"{self.name}Serializer: float expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type(f"{self.name}Serializer", "float", value, ctx)
         try:
             return self._struct.pack(value)
         except (struct.error, OverflowError) as err:
@@ -295,11 +283,7 @@ class BooleanSerializer:
         if value is None:
             return None
         if not isinstance(value, bool):
-            raise in_context(
-                f"BooleanSerializer: bool expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("BooleanSerializer", "bool", value, ctx)
         return b"\x01" if value else b"\x00"
 
 
@@ -348,11 +332,7 @@ class UUIDSerializer:
         if value is None:
             return None
         if not isinstance(value, uuid.UUID):
-            raise in_context(
-                f"UUIDSerializer: uuid.UUID expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("UUIDSerializer", "uuid.UUID", value, ctx)
         return str(value).encode(self.encoding)
 
 
@@ -400,11 +380,7 @@ class ByteArraySerializer:
         if value is None:
             return None
         if not isinstance(value, bytes | bytearray | memoryview):
-            raise in_context(
-                f"ByteArraySerializer: bytes expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("ByteArraySerializer", "bytes", value, ctx)
         return bytes(value)
 
 
@@ -426,11 +402,7 @@ class VoidSerializer:
 
     def __call__(self, value: None, ctx: SerializationContext | None = None) -> None:
         if value is not None:
-            raise in_context(
-                f"VoidSerializer: None expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("VoidSerializer", "None", value, ctx)
         return None
 
 
