@@ -137,52 +137,29 @@ def _sequence_at(base_sequence: int, delta: int) -> int:
     return base_sequence + delta
 
 
-def _view(
-    data: bytes,
-    head: Any,
-    check_crc: bool,
-    *,
-    count: int | None,
-    compression: str,
-    records: Sequence[Record] = (),
-    error: str | None = None,
-) -> BatchView:
-    """The view of the batch at ``head.position``: its batch-level fields from
-    ``head`` (a :class:`~kproto.records.RecordBatch`, or the header
-    :func:`~kproto.records.segments.read_batch_head` reads: the same names)."""
-    return BatchView(
-        position=head.position,
-        base_offset=head.base_offset,
-        last_offset=head.base_offset + head.last_offset_delta,
-        count=count,
-        batch_length=head.batch_length,
-        partition_leader_epoch=head.partition_leader_epoch,
-        magic=head.magic,
-        crc=head.crc,
-        is_valid=batch_crc_valid(data, head.position) if check_crc else None,
-        attributes=head.attributes,
-        compression=compression,
-        timestamp_type=head.timestamp_type,
-        is_transactional=head.is_transactional,
-        is_control=head.is_control,
-        has_delete_horizon=head.has_delete_horizon,
-        base_timestamp=head.base_timestamp,
-        max_timestamp=head.max_timestamp,
-        producer_id=head.producer_id,
-        producer_epoch=head.producer_epoch,
-        base_sequence=head.base_sequence,
-        records=records,
-        error=error,
-    )
-
-
 def _from_batch(data: bytes, b: RecordBatch, check_crc: bool) -> BatchView:
-    return _view(
-        data,
-        b,
-        check_crc,
+    valid = batch_crc_valid(data, b.position) if check_crc else None
+    return BatchView(
+        position=b.position,
+        base_offset=b.base_offset,
+        last_offset=b.base_offset + b.last_offset_delta,
         count=len(b.records),
+        batch_length=b.batch_length,
+        partition_leader_epoch=b.partition_leader_epoch,
+        magic=b.magic,
+        crc=b.crc,
+        is_valid=valid,
+        attributes=b.attributes,
         compression=b.compression.label,
+        timestamp_type=b.timestamp_type,
+        is_transactional=b.is_transactional,
+        is_control=b.is_control,
+        has_delete_horizon=b.has_delete_horizon,
+        base_timestamp=b.base_timestamp,
+        max_timestamp=b.max_timestamp,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
         records=b.records,
     )
 
@@ -203,12 +180,27 @@ def _from_header(
     if found is None:
         return None  # no usable length or magic: the rest cannot be framed
     h, count = found
-    return _view(
-        data,
-        h,
-        check_crc,
+    return BatchView(
+        position=position,
+        base_offset=h.base_offset,
+        last_offset=h.base_offset + h.last_offset_delta,
         count=count,
+        batch_length=h.batch_length,
+        partition_leader_epoch=h.partition_leader_epoch,
+        magic=h.magic,
+        crc=h.crc,
+        is_valid=batch_crc_valid(data, position) if check_crc else None,
+        attributes=h.attributes,
         compression=_codec_label(h.attributes & 7),
+        timestamp_type=h.timestamp_type,
+        is_transactional=h.is_transactional,
+        is_control=h.is_control,
+        has_delete_horizon=h.has_delete_horizon,
+        base_timestamp=h.base_timestamp,
+        max_timestamp=h.max_timestamp,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
         error=error,
     )
 
