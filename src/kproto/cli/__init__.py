@@ -45,7 +45,7 @@ import attrs
 
 from kproto.cli import console, groups, schemas, topics
 from kproto.cli._common import CliError, error_line, read_input
-from kproto.cli.decode import add_decode_arguments, cmd_decode, parse_api_key
+from kproto.cli.decode import cmd_decode
 from kproto.cli.dump_log import add_dump_arguments, cmd_dump_log
 from kproto.exceptions import DecodeError
 from kproto.index import (
@@ -63,6 +63,17 @@ from kproto.meta import entity_info, wire_fields
 __all__ = ["CliError", "main", "build_parser", "read_input", "version_text"]
 
 
+def _api_key(text: str) -> int:
+    """An API key from a number (``3``) or a name (``METADATA``, ``Metadata``)."""
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text).upper().replace("-", "_")
+    for candidate in (text.upper(), snake):
+        if candidate in ApiKey.__members__:
+            return int(ApiKey[candidate])
+    raise argparse.ArgumentTypeError(f"unknown API {text!r}")
+
+
 # --------------------------------------------------------------------------- describe
 
 
@@ -71,7 +82,7 @@ def _resolve(name: str) -> list[tuple[str, type, range]]:
     base = re.sub(r"(Request|Response)$", "", name)
     wanted = {"Request": "request", "Response": "response"}.get(name[len(base) :])
     try:
-        key = parse_api_key(base)
+        key = _api_key(base)
     except argparse.ArgumentTypeError:
         key = None
     if key is not None:
@@ -176,84 +187,6 @@ def cmd_describe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return 0
 
 
-def _add_describe_arguments(desc: argparse.ArgumentParser) -> None:
-    desc.add_argument("name", metavar="NAME")
-    desc.add_argument("--version", type=int, default=None, help="default: the latest")
-    desc.set_defaults(func=cmd_describe)
-
-
-@attrs.frozen
-class _Command:
-    """A ``kproto`` subcommand: its name, its line in ``kproto --help``, the
-    description heading its own help, and what adds its arguments (and its
-    ``func``)."""
-
-    name: str
-    help: str
-    description: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-
-
-#: The subcommands kproto itself defines, in ``kproto --help``'s order (``broker``
-#: and ``spark`` follow: their packages add them).
-_COMMANDS: Final = (
-    _Command(
-        "dump-log",
-        "print the batches and records of Kafka log segments (files or dirs)",
-        "Decode every batch and record of Kafka .log segment files "
-        "(concatenated record batches / legacy message sets).",
-        add_dump_arguments,
-    ),
-    _Command(
-        "decode",
-        "decode one request/response frame to JSON",
-        "Decode one frame (int32 size prefix, header, body) read from "
-        "FILE ('-' for stdin) and print it as JSON.",
-        add_decode_arguments,
-    ),
-    _Command(
-        "describe",
-        "print a message's fields, types, versions and tags",
-        "NAME is an API (Metadata, METADATA, 3), one side of it "
-        "(MetadataRequest) or a data message (OffsetCommitValue, RequestHeader).",
-        _add_describe_arguments,
-    ),
-    _Command(
-        "topics",
-        "list, describe, create and delete topics (kafka-topics.sh)",
-        "kafka-topics.sh's --list, --describe, --create and --delete, "
-        "in its output layout.",
-        topics.add_arguments,
-    ),
-    _Command(
-        "groups",
-        "list and describe consumer groups (kafka-consumer-groups.sh)",
-        "kafka-consumer-groups.sh's --list and --describe, in its layout.",
-        groups.add_arguments,
-    ),
-    _Command(
-        "produce",
-        "send standard input's lines as records (kafka-console-producer.sh)",
-        "One record per line of standard input (see --property, "
-        "--key-separator, --json).",
-        console.add_produce_arguments,
-    ),
-    _Command(
-        "consume",
-        "print a topic's records (kafka-console-consumer.sh)",
-        "Print records of TOPIC, one a line (the value by default).",
-        console.add_consume_arguments,
-    ),
-    _Command(
-        "schemas",
-        "Schema Registry subjects, versions, schemas, compatibility, config, mode",
-        "Schema Registry operations (REST API v1); JSON output, or a "
-        "table with --table.",
-        schemas.add_arguments,
-    ),
-)
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -343,6 +276,118 @@ def build_parser() -> argparse.ArgumentParser:
     add_spark_parsers(sub)  # always listed; running it checks for the extra
     _finish(parser, set())
     return parser
+
+
+def _add_decode_arguments(dec: argparse.ArgumentParser) -> None:
+    """``kproto decode``'s arguments."""
+    dec.add_argument(
+        "--api-key",
+        type=_api_key,
+        default=None,
+        help="number or name; needed for responses (requests: from the header)",
+    )
+    dec.add_argument(
+        "--api-version",
+        type=int,
+        default=None,
+        help="needed for responses (requests: from the header)",
+    )
+    kind = dec.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--request", action="store_true")
+    kind.add_argument("--response", action="store_true")
+    dec.add_argument(
+        "--size-prefix",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="is there an int32 size first? auto (default): yes when it equals "
+        "the bytes after it, or (requests) when they do not start with a known "
+        "api_key/api_version",
+    )
+    dec.add_argument(
+        "--records",
+        action="store_true",
+        help="decode records fields into batches and records",
+    )
+    dec.add_argument("file", metavar="FILE")
+    dec.set_defaults(func=cmd_decode)
+
+
+def _add_describe_arguments(desc: argparse.ArgumentParser) -> None:
+    desc.add_argument("name", metavar="NAME")
+    desc.add_argument("--version", type=int, default=None, help="default: the latest")
+    desc.set_defaults(func=cmd_describe)
+
+
+@attrs.frozen
+class _Command:
+    """A ``kproto`` subcommand: its name, its line in ``kproto --help``, the
+    description heading its own help, and what adds its arguments (and its
+    ``func``)."""
+
+    name: str
+    help: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+
+
+#: The subcommands kproto itself defines, in ``kproto --help``'s order (``broker``
+#: and ``spark`` follow: their packages add them).
+_COMMANDS: Final = (
+    _Command(
+        "dump-log",
+        "print the batches and records of Kafka log segments (files or dirs)",
+        "Decode every batch and record of Kafka .log segment files "
+        "(concatenated record batches / legacy message sets).",
+        add_dump_arguments,
+    ),
+    _Command(
+        "decode",
+        "decode one request/response frame to JSON",
+        "Decode one frame (int32 size prefix, header, body) read from "
+        "FILE ('-' for stdin) and print it as JSON.",
+        _add_decode_arguments,
+    ),
+    _Command(
+        "describe",
+        "print a message's fields, types, versions and tags",
+        "NAME is an API (Metadata, METADATA, 3), one side of it "
+        "(MetadataRequest) or a data message (OffsetCommitValue, RequestHeader).",
+        _add_describe_arguments,
+    ),
+    _Command(
+        "topics",
+        "list, describe, create and delete topics (kafka-topics.sh)",
+        "kafka-topics.sh's --list, --describe, --create and --delete, "
+        "in its output layout.",
+        topics.add_arguments,
+    ),
+    _Command(
+        "groups",
+        "list and describe consumer groups (kafka-consumer-groups.sh)",
+        "kafka-consumer-groups.sh's --list and --describe, in its layout.",
+        groups.add_arguments,
+    ),
+    _Command(
+        "produce",
+        "send standard input's lines as records (kafka-console-producer.sh)",
+        "One record per line of standard input (see --property, "
+        "--key-separator, --json).",
+        console.add_produce_arguments,
+    ),
+    _Command(
+        "consume",
+        "print a topic's records (kafka-console-consumer.sh)",
+        "Print records of TOPIC, one a line (the value by default).",
+        console.add_consume_arguments,
+    ),
+    _Command(
+        "schemas",
+        "Schema Registry subjects, versions, schemas, compatibility, config, mode",
+        "Schema Registry operations (REST API v1); JSON output, or a "
+        "table with --table.",
+        schemas.add_arguments,
+    ),
+)
 
 
 #: What a user can cause: printed as one ``kproto: error:`` line, exit status 2.

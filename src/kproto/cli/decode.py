@@ -14,25 +14,18 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import re
 import struct
 from collections import Counter
 from typing import IO, Any
 
 from kproto.cli._common import CliError, read_input
 from kproto.cli.dump_log import BatchView, batch_json, iter_batches, record_json
-from kproto.index import ApiKey, request_type, response_type
+from kproto.index import request_type, response_type
 from kproto.json import to_json
 from kproto.meta import wire_fields
 from kproto.serial import DecodeError, entity_reader
 
-__all__ = [
-    "add_decode_arguments",
-    "cmd_decode",
-    "parse_api_key",
-    "records_json",
-    "split_size_prefix",
-]
+__all__ = ["cmd_decode", "split_size_prefix", "records_json"]
 
 _INT32 = struct.Struct(">i")
 _REQUEST_HEAD = struct.Struct(">hh")  # request_api_key, request_api_version
@@ -177,53 +170,3 @@ def cmd_decode(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     }
     print(json.dumps(result, indent=2), file=out)
     return 0
-
-
-def parse_api_key(text: str) -> int:
-    """An API key from a number (``3``) or a name (``METADATA``, ``Metadata``): an
-    argparse type.
-
-    Raises:
-        argparse.ArgumentTypeError: no API of that name.
-    """
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text).upper().replace("-", "_")
-    for candidate in (text.upper(), snake):
-        if candidate in ApiKey.__members__:
-            return int(ApiKey[candidate])
-    raise argparse.ArgumentTypeError(f"unknown API {text!r}")
-
-
-def add_decode_arguments(dec: argparse.ArgumentParser) -> None:
-    """``kproto decode``'s arguments."""
-    dec.add_argument(
-        "--api-key",
-        type=parse_api_key,
-        default=None,
-        help="number or name; needed for responses (requests: from the header)",
-    )
-    dec.add_argument(
-        "--api-version",
-        type=int,
-        default=None,
-        help="needed for responses (requests: from the header)",
-    )
-    kind = dec.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--request", action="store_true")
-    kind.add_argument("--response", action="store_true")
-    dec.add_argument(
-        "--size-prefix",
-        choices=("auto", "yes", "no"),
-        default="auto",
-        help="is there an int32 size first? auto (default): yes when it equals "
-        "the bytes after it, or (requests) when they do not start with a known "
-        "api_key/api_version",
-    )
-    dec.add_argument(
-        "--records",
-        action="store_true",
-        help="decode records fields into batches and records",
-    )
-    dec.add_argument("file", metavar="FILE")
-    dec.set_defaults(func=cmd_decode)
