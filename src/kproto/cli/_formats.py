@@ -39,12 +39,13 @@ import json
 import math
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kproto.cli._common import CliError
 from kproto.cli._registry import (
+    add_registry_arguments,
     one_line,
     registry_client,
     registry_error_text,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "add_typed_arguments",
     "REGISTRY_FORMATS",
     "RecordDecoder",
     "ValueReader",
@@ -84,6 +86,22 @@ _SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
 _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 _DOUBLE = struct.Struct(">d")
+
+
+def add_typed_arguments(
+    parser: argparse.ArgumentParser, option: str, help_text: Callable[[str], str]
+) -> Any:
+    """The "typed keys and values" options of consume, produce and dump-log:
+    ``--key-{option}`` and ``--value-{option}`` (one of :data:`FORMATS`, default
+    none; ``help_text(field)`` their help), then the Schema Registry's arguments.
+    Returns the argument group, for a command's further per-field options."""
+    group = parser.add_argument_group("typed keys and values")
+    for field in ("key", "value"):
+        group.add_argument(
+            f"--{field}-{option}", choices=FORMATS, default=None, help=help_text(field)
+        )
+    add_registry_arguments(parser, required=False)
+    return group
 
 
 class LineError(ValueError):

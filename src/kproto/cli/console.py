@@ -44,14 +44,14 @@ from kproto.cli._common import (
     positive_int,
 )
 from kproto.cli._formats import (
-    FORMATS,
     REGISTRY_FORMATS,
     LineError,
     ValueReader,
     ValueWriter,
+    add_typed_arguments,
     value_text,
 )
-from kproto.cli._registry import add_registry_arguments, registry_client
+from kproto.cli._registry import registry_client
 from kproto.client import EARLIEST, LATEST, Client
 from kproto.records import Compression, Record
 
@@ -613,40 +613,38 @@ def add_consume_arguments(cons: argparse.ArgumentParser) -> None:
 
 
 def _add_format_arguments(parser: argparse.ArgumentParser, producing: bool) -> None:
-    group = parser.add_argument_group("typed keys and values")
+    group = add_typed_arguments(
+        parser,
+        "format",
+        lambda field: f"the {field}'s format: Kafka's primitives or Confluent-framed "
+        "avro, protobuf, json (JSON Schema) with --schema-registry; "
+        + (
+            f"the {field} text is read as JSON (avro: Avro's JSON encoding)"
+            if producing
+            else f"the {field} is printed as JSON"
+        ),
+    )
+    if not producing:
+        return
     for field in ("key", "value"):
         group.add_argument(
-            f"--{field}-format",
-            choices=FORMATS,
+            f"--{field}-schema",
             default=None,
-            help=f"the {field}'s format: Kafka's primitives or Confluent-framed avro, "
-            f"protobuf, json (JSON Schema) with --schema-registry; "
-            + (
-                f"the {field} text is read as JSON (avro: Avro's JSON encoding)"
-                if producing
-                else f"the {field} is printed as JSON"
-            ),
+            metavar="FILE",
+            help=f"the {field} schema (.avsc, .proto, JSON Schema), registered "
+            f"under the subject <topic>-{field} when new",
         )
-        if producing:
-            group.add_argument(
-                f"--{field}-schema",
-                default=None,
-                metavar="FILE",
-                help=f"the {field} schema (.avsc, .proto, JSON Schema), registered "
-                f"under the subject <topic>-{field} when new",
-            )
-            group.add_argument(
-                f"--{field}-schema-id",
-                type=positive_int,
-                default=None,
-                metavar="N",
-                help=f"write the {field} with this registered schema "
-                f"(default without --{field}-schema: the subject's latest version)",
-            )
-            group.add_argument(
-                f"--{field}-message",
-                default=None,
-                metavar="NAME",
-                help="protobuf: the message type (default: the file's first)",
-            )
-    add_registry_arguments(parser, required=False)
+        group.add_argument(
+            f"--{field}-schema-id",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help=f"write the {field} with this registered schema "
+            f"(default without --{field}-schema: the subject's latest version)",
+        )
+        group.add_argument(
+            f"--{field}-message",
+            default=None,
+            metavar="NAME",
+            help="protobuf: the message type (default: the file's first)",
+        )

@@ -37,7 +37,7 @@ from typing import IO, Any
 import attrs
 
 from kproto.cli._common import CliError, read_input
-from kproto.cli._formats import FORMATS, RecordDecoder, record_decoder
+from kproto.cli._formats import RecordDecoder, add_typed_arguments, record_decoder
 from kproto.cli._log_decoders import (
     DECODER_FOR_TOPIC,
     DECODERS,
@@ -46,7 +46,6 @@ from kproto.cli._log_decoders import (
     decode_record,
     decoded_json,
 )
-from kproto.cli._registry import add_registry_arguments
 from kproto.records import (
     Compression,
     ControlRecordType,
@@ -488,17 +487,13 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print keys and values as UTF-8 text, internal topics included",
     )
-    typed = parser.add_argument_group("typed keys and values")
-    for field in ("key", "value"):
-        typed.add_argument(
-            f"--{field}-decoder",
-            choices=FORMATS,
-            default=None,
-            help=f"decode each {field} in this format (Confluent-framed avro, "
-            "protobuf, json by schema id with --schema-registry; Kafka's primitives) "
-            "and print it as JSON",
-        )
-    add_registry_arguments(parser, required=False)
+    add_typed_arguments(
+        parser,
+        "decoder",
+        lambda field: f"decode each {field} in this format (Confluent-framed avro, "
+        "protobuf, json by schema id with --schema-registry; Kafka's primitives) "
+        "and print it as JSON",
+    )
     parser.add_argument(
         "--format",
         choices=("kafka", "kproto"),
