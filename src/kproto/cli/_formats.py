@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from kproto.cli._common import CliError
 from kproto.cli._registry import (
     add_registry_arguments,
@@ -184,6 +186,7 @@ def _primitive_value(fmt: str, data: bytes, field: str) -> Any:
     raise AssertionError(fmt)
 
 
+@attrs.define(eq=False)
 class ValueReader:
     """Record keys or values of one format as JSON values, for ``consume`` and
     ``dump-log``: ``reader(data, topic, headers, partition, offset) -> (value,
@@ -197,16 +200,17 @@ class ValueReader:
             about this record.
     """
 
-    def __init__(
-        self, fmt: str, field: str, registry: SchemaRegistryClient | None
-    ) -> None:
-        self.fmt = fmt
-        self.field = field
-        self.registry = registry
-        self._deserializer: Any = None
-        self._writers: Any = None
-        self._avro_writers: Any = None  # ParsedSchemas of fastavro's parsed form
-        self._checked: set[int | str | None] = set()
+    fmt: str
+    field: str
+    registry: SchemaRegistryClient | None
+    _deserializer: Any = attrs.field(default=None, init=False)
+    _writers: Any = attrs.field(default=None, init=False)
+    #: the Avro writer schemas in fastavro's parsed form (serde's ParsedSchemas)
+    _avro_writers: Any = attrs.field(default=None, init=False)
+    _checked: set[int | str | None] = attrs.field(factory=set, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        fmt, registry = self.fmt, self.registry
         if fmt in REGISTRY_FORMATS:
             _needs_serde(fmt)
             assert registry is not None
@@ -634,25 +638,20 @@ def _all_messages(messages: list[Any]) -> Iterator[Any]:
 # --------------------------------------------------------------------------- dump-log
 
 
+@attrs.frozen
 class RecordDecoder:
     """``dump-log --key-decoder`` / ``--value-decoder``: the typed parts of the
     records of one partition's segments (``topic`` from the directory name, or
     None). A record that does not decode is printed with its error, and the dump
     goes on (as ``kafka-dump-log.sh``'s decoders)."""
 
-    def __init__(
-        self,
-        readers: dict[str, ValueReader],
-        topic: str | None = None,
-        partition: int | None = None,
-    ) -> None:
-        self.readers = readers
-        self.topic = topic
-        self.partition = partition
+    readers: dict[str, ValueReader]
+    topic: str | None = None
+    partition: int | None = None
 
     def for_file(self, topic: str | None, partition: int | None) -> RecordDecoder:
         """This decoder for the records of ``topic``-``partition``."""
-        return RecordDecoder(self.readers, topic, partition)
+        return attrs.evolve(self, topic=topic, partition=partition)
 
     def json(self, r: Any) -> dict[str, Any]:
         """``{"key": ..., "key_schema_id": ..., "value": ..., ...}`` for the typed
