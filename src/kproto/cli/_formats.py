@@ -401,7 +401,6 @@ class ValueWriter:
     ) -> None:
         self.fmt = fmt
         self.field = field
-        self.registry = registry
         self._serializer: Any = None
         self._avro_schema: Any = None
         self._message_class: Any = None
