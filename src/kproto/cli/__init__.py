@@ -38,8 +38,10 @@ import importlib.metadata
 import re
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
-from typing import IO, Any, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, Any, Final, NoReturn
+
+import attrs
 
 from kproto.cli import console, groups, schemas, topics
 from kproto.cli._common import CliError, error_line, read_input
@@ -261,45 +263,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    dump = sub.add_parser(
-        "dump-log",
-        help="print the batches and records of Kafka log segments (files or dirs)",
-        description="Decode every batch and record of Kafka .log segment files "
-        "(concatenated record batches / legacy message sets).",
-    )
-    add_dump_arguments(dump)
-    dump.add_argument(
-        "--format",
-        choices=("kafka", "kproto"),
-        default="kafka",
-        help="kafka (default): kafka-dump-log.sh --deep-iteration --print-data-log's "
-        "layout and field names; kproto: name=value pairs",
-    )
-    dump.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object per record per line on stdout (with file, topic, "
-        "partition and every batch field); summary on stderr",
-    )
-    dump.add_argument(
-        "--no-crc-check",
-        action="store_true",
-        help="do not verify batch checksums (isvalid: unchecked)",
-    )
-    dump.add_argument(
-        "--fail-on-corrupt",
-        action="store_true",
-        help="exit 1 when a batch fails its checksum or does not decode, or a file "
-        "ends inside a batch (default: report them and exit 0)",
-    )
-    dump.set_defaults(func=cmd_dump_log)
+    for command in _COMMANDS:
+        command.add_arguments(
+            sub.add_parser(
+                command.name, help=command.help, description=command.description
+            )
+        )
+    from kproto.broker.cli import add_parsers as add_broker_parsers
+    from kproto.spark.cli import add_parsers as add_spark_parsers
 
-    dec = sub.add_parser(
-        "decode",
-        help="decode one request/response frame to JSON",
-        description="Decode one frame (int32 size prefix, header, body) read from "
-        "FILE ('-' for stdin) and print it as JSON.",
-    )
+    add_broker_parsers(sub)
+    add_spark_parsers(sub)  # always listed; running it checks for the extra
+    _finish(parser, set())
+    return parser
+
+
+def _add_decode_arguments(dec: argparse.ArgumentParser) -> None:
+    """``kproto decode``'s arguments."""
     dec.add_argument(
         "--api-key",
         type=_api_key,
@@ -331,27 +311,83 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("file", metavar="FILE")
     dec.set_defaults(func=cmd_decode)
 
-    desc = sub.add_parser(
-        "describe",
-        help="print a message's fields, types, versions and tags",
-        description="NAME is an API (Metadata, METADATA, 3), one side of it "
-        "(MetadataRequest) or a data message (OffsetCommitValue, RequestHeader).",
-    )
+
+def _add_describe_arguments(desc: argparse.ArgumentParser) -> None:
     desc.add_argument("name", metavar="NAME")
     desc.add_argument("--version", type=int, default=None, help="default: the latest")
     desc.set_defaults(func=cmd_describe)
 
-    topics.add_parsers(sub)
-    groups.add_parsers(sub)
-    console.add_parsers(sub)
-    schemas.add_parsers(sub)
-    from kproto.broker.cli import add_parsers as add_broker_parsers
-    from kproto.spark.cli import add_parsers as add_spark_parsers
 
-    add_broker_parsers(sub)
-    add_spark_parsers(sub)  # always listed; running it checks for the extra
-    _finish(parser, set())
-    return parser
+@attrs.frozen
+class _Command:
+    """A ``kproto`` subcommand: its name, its line in ``kproto --help``, the
+    description heading its own help, and what adds its arguments (and its
+    ``func``)."""
+
+    name: str
+    help: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+
+
+#: The subcommands kproto itself defines, in ``kproto --help``'s order (``broker``
+#: and ``spark`` follow: their packages add them).
+_COMMANDS: Final = (
+    _Command(
+        "dump-log",
+        "print the batches and records of Kafka log segments (files or dirs)",
+        "Decode every batch and record of Kafka .log segment files "
+        "(concatenated record batches / legacy message sets).",
+        add_dump_arguments,
+    ),
+    _Command(
+        "decode",
+        "decode one request/response frame to JSON",
+        "Decode one frame (int32 size prefix, header, body) read from "
+        "FILE ('-' for stdin) and print it as JSON.",
+        _add_decode_arguments,
+    ),
+    _Command(
+        "describe",
+        "print a message's fields, types, versions and tags",
+        "NAME is an API (Metadata, METADATA, 3), one side of it "
+        "(MetadataRequest) or a data message (OffsetCommitValue, RequestHeader).",
+        _add_describe_arguments,
+    ),
+    _Command(
+        "topics",
+        "list, describe, create and delete topics (kafka-topics.sh)",
+        "kafka-topics.sh's --list, --describe, --create and --delete, "
+        "in its output layout.",
+        topics.add_arguments,
+    ),
+    _Command(
+        "groups",
+        "list and describe consumer groups (kafka-consumer-groups.sh)",
+        "kafka-consumer-groups.sh's --list and --describe, in its layout.",
+        groups.add_arguments,
+    ),
+    _Command(
+        "produce",
+        "send standard input's lines as records (kafka-console-producer.sh)",
+        "One record per line of standard input (see --property, "
+        "--key-separator, --json).",
+        console.add_produce_arguments,
+    ),
+    _Command(
+        "consume",
+        "print a topic's records (kafka-console-consumer.sh)",
+        "Print records of TOPIC, one a line (the value by default).",
+        console.add_consume_arguments,
+    ),
+    _Command(
+        "schemas",
+        "Schema Registry subjects, versions, schemas, compatibility, config, mode",
+        "Schema Registry operations (REST API v1); JSON output, or a "
+        "table with --table.",
+        schemas.add_arguments,
+    ),
+)
 
 
 #: What a user can cause: printed as one ``kproto: error:`` line, exit status 2.

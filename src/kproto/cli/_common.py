@@ -17,6 +17,7 @@ __all__ = [
     "add_client_arguments",
     "client_for",
     "error_line",
+    "name_values",
     "positive_int",
     "read_input",
 ]
@@ -53,6 +54,24 @@ def read_input(name: str) -> bytes:
         return Path(name).read_bytes()
     except OSError as exc:
         raise CliError(f"cannot read {name}: {exc.strerror or exc}") from None
+
+
+def name_values(values: list[str], option: str) -> list[tuple[str, str]]:
+    """``NAME=VALUE`` arguments of ``option`` (``--property``, ``--config``,
+    ``--header``) as ``(name, value)`` pairs in their order; the value is taken as
+    given (Kafka's tools do not unescape it) and may hold ``=``.
+
+    Raises:
+        CliError: an argument without ``=`` or without a name (naming ``option``
+            and the argument).
+    """
+    out = []
+    for text in values:
+        name, sep, value = text.partition("=")
+        if not sep or not name:
+            raise CliError(f"{option} {text!r}: expected name=value")
+        out.append((name, value))
+    return out
 
 
 # --------------------------------------------------------------------------- clients

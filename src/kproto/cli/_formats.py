@@ -39,12 +39,15 @@ import json
 import math
 import struct
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from kproto.cli._common import CliError
 from kproto.cli._registry import (
+    add_registry_arguments,
     one_line,
     registry_client,
     registry_error_text,
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMATS",
+    "add_typed_arguments",
     "REGISTRY_FORMATS",
     "RecordDecoder",
     "ValueReader",
@@ -84,6 +88,22 @@ _SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
 _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 _DOUBLE = struct.Struct(">d")
+
+
+def add_typed_arguments(
+    parser: argparse.ArgumentParser, option: str, help_text: Callable[[str], str]
+) -> Any:
+    """The "typed keys and values" options of consume, produce and dump-log:
+    ``--key-{option}`` and ``--value-{option}`` (one of :data:`FORMATS`, default
+    none; ``help_text(field)`` their help), then the Schema Registry's arguments.
+    Returns the argument group, for a command's further per-field options."""
+    group = parser.add_argument_group("typed keys and values")
+    for field in ("key", "value"):
+        group.add_argument(
+            f"--{field}-{option}", choices=FORMATS, default=None, help=help_text(field)
+        )
+    add_registry_arguments(parser, required=False)
+    return group
 
 
 class LineError(ValueError):
@@ -166,6 +186,7 @@ def _primitive_value(fmt: str, data: bytes, field: str) -> Any:
     raise AssertionError(fmt)
 
 
+@attrs.define(eq=False)
 class ValueReader:
     """Record keys or values of one format as JSON values, for ``consume`` and
     ``dump-log``: ``reader(data, topic, headers, partition, offset) -> (value,
@@ -179,23 +200,34 @@ class ValueReader:
             about this record.
     """
 
-    def __init__(
-        self, fmt: str, field: str, registry: SchemaRegistryClient | None
-    ) -> None:
-        self.fmt = fmt
-        self.field = field
-        self.registry = registry
-        self._deserializer: Any = None
-        self._writers: Any = None
-        self._avro_writers: dict[int | str, Any] = {}
-        self._checked: set[int | str | None] = set()
+    fmt: str
+    field: str
+    registry: SchemaRegistryClient | None
+    _deserializer: Any = attrs.field(default=None, init=False)
+    _writers: Any = attrs.field(default=None, init=False)
+    #: the Avro writer schemas in fastavro's parsed form (serde's ParsedSchemas)
+    _avro_writers: Any = attrs.field(default=None, init=False)
+    _checked: set[int | str | None] = attrs.field(factory=set, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        fmt, registry = self.fmt, self.registry
         if fmt in REGISTRY_FORMATS:
             _needs_serde(fmt)
             assert registry is not None
             self._deserializer = _deserializer(fmt, registry)
-            from kproto.serde.registry_serde import DeserializerConfig, WriterSchemas
+            from kproto.serde.registry_serde import (
+                DeserializerConfig,
+                ParsedSchemas,
+                WriterSchemas,
+            )
 
             self._writers = WriterSchemas(registry, DeserializerConfig())
+            if fmt == "avro":
+                from kproto.serde.avro import parse_avro
+
+                self._avro_writers = ParsedSchemas(
+                    registry, parse_avro, deserializing=True
+                )
 
     def __call__(
         self,
@@ -250,19 +282,11 @@ class ValueReader:
         Confluent's ``AvroSchemaUtils.toJson`` prints it."""
         import fastavro
 
-        from kproto.serde.avro import parse_avro
-        from kproto.serde.registry_serde import resolve_references
-
         label = sid.label
-        assert label is not None and self.registry is not None
-        parsed = self._avro_writers.get(label)
-        if parsed is None:
-            schema = self._writers.fetch(sid, ctx).schema
-            named = dict(
-                resolve_references(self.registry, schema, ctx, deserializing=True)
-            )
-            parsed = parse_avro(schema, named)
-            self._avro_writers[label] = parsed
+        assert label is not None
+        parsed = self._avro_writers.get(
+            label, lambda: self._writers.fetch(sid, ctx).schema, ctx
+        )
         out = io.StringIO()
         fastavro.json_writer(out, parsed, [value])
         return json.loads(out.getvalue())
@@ -377,7 +401,6 @@ class ValueWriter:
     ) -> None:
         self.fmt = fmt
         self.field = field
-        self.registry = registry
         self._serializer: Any = None
         self._avro_schema: Any = None
         self._message_class: Any = None
@@ -614,25 +637,20 @@ def _all_messages(messages: list[Any]) -> Iterator[Any]:
 # --------------------------------------------------------------------------- dump-log
 
 
+@attrs.frozen
 class RecordDecoder:
     """``dump-log --key-decoder`` / ``--value-decoder``: the typed parts of the
     records of one partition's segments (``topic`` from the directory name, or
     None). A record that does not decode is printed with its error, and the dump
     goes on (as ``kafka-dump-log.sh``'s decoders)."""
 
-    def __init__(
-        self,
-        readers: dict[str, ValueReader],
-        topic: str | None = None,
-        partition: int | None = None,
-    ) -> None:
-        self.readers = readers
-        self.topic = topic
-        self.partition = partition
+    readers: dict[str, ValueReader]
+    topic: str | None = None
+    partition: int | None = None
 
     def for_file(self, topic: str | None, partition: int | None) -> RecordDecoder:
         """This decoder for the records of ``topic``-``partition``."""
-        return RecordDecoder(self.readers, topic, partition)
+        return attrs.evolve(self, topic=topic, partition=partition)
 
     def json(self, r: Any) -> dict[str, Any]:
         """``{"key": ..., "key_schema_id": ..., "value": ..., ...}`` for the typed

@@ -36,29 +36,24 @@ def add_registry_arguments(parser: argparse.ArgumentParser, required: bool) -> N
     group.add_argument(
         "--schema-registry",
         required=required,
-        default=None,
         metavar="URL",
         help="the Schema Registry's URL (http:// or https://; a comma-separated list "
         "is tried in order)",
     )
     group.add_argument(
         "--registry-user",
-        default=None,
         metavar="USER:PASSWORD",
         help="HTTP Basic auth (basic.auth.user.info)",
     )
-    group.add_argument(
-        "--registry-ca", default=None, metavar="FILE", help="CA bundle (PEM)"
-    )
-    group.add_argument(
-        "--registry-cert",
-        default=None,
-        metavar="FILE",
-        help="client certificate (PEM; with its key unless --registry-key)",
-    )
-    group.add_argument(
-        "--registry-key", default=None, metavar="FILE", help="client key (PEM)"
-    )
+    for flag, what in (
+        ("--registry-ca", "CA bundle (PEM)"),
+        (
+            "--registry-cert",
+            "client certificate (PEM; with its key unless --registry-key)",
+        ),
+        ("--registry-key", "client key (PEM)"),
+    ):
+        group.add_argument(flag, metavar="FILE", help=what)
     group.add_argument(
         "--registry-timeout-ms",
         type=positive_int,

@@ -36,36 +36,38 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import IO, Any
 
-from kproto.cli._common import CliError, add_client_arguments, client_for, positive_int
+from kproto.cli._common import (
+    CliError,
+    add_client_arguments,
+    client_for,
+    name_values,
+    positive_int,
+)
 from kproto.cli._formats import (
-    FORMATS,
     REGISTRY_FORMATS,
     LineError,
     ValueReader,
     ValueWriter,
+    add_typed_arguments,
     value_text,
 )
-from kproto.cli._registry import add_registry_arguments, registry_client
+from kproto.cli._registry import registry_client
 from kproto.client import EARLIEST, LATEST, Client
 from kproto.records import Compression, Record
 
-__all__ = ["BadLine", "add_parsers", "format_record", "parse_line"]
+__all__ = [
+    "BadLine",
+    "add_consume_arguments",
+    "add_produce_arguments",
+    "format_record",
+    "parse_line",
+]
 
 _CODECS = {c.label: c for c in Compression}
 #: Records sent per Produce request when standard input is not a terminal.
 _BATCH = 500
 #: Fetch wait per partition while following (ms).
 _FOLLOW_WAIT_MS = 200
-
-
-def _properties(values: list[str]) -> dict[str, str]:
-    out = {}
-    for text in values:
-        name, sep, value = text.partition("=")
-        if not sep or not name:
-            raise CliError(f"--property {text!r}: expected name=value")
-        out[name] = value  # as given: Kafka does not unescape (bash: $'\t')
-    return out
 
 
 def _bytes(value: Any, where: str) -> bytes | None:
@@ -216,15 +218,12 @@ def _typed(
 def cmd_produce(args: argparse.Namespace) -> int:
     """``kproto produce``: standard input's lines to ``args.topic``; 1 when some
     typed line was not sent."""
-    props = _properties(args.property)
+    props = dict(name_values(args.property, "--property"))
     if args.key_separator is not None:
         props.update({"parse.key": "true", "key.separator": args.key_separator})
-    extra = []
-    for text in args.header:
-        name, sep, value = text.partition("=")
-        if not sep or not name:
-            raise CliError(f"--header {text!r}: expected NAME=VALUE")
-        extra.append((name, value.encode()))
+    extra: list[tuple[str, bytes | None]] = [
+        (name, value.encode()) for name, value in name_values(args.header, "--header")
+    ]
     batch = 1 if sys.stdin.isatty() else _BATCH
     key_writer, value_writer = _writers(args)
     typed = key_writer is not None or value_writer is not None
@@ -470,7 +469,7 @@ def _records(
 def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """``kproto consume``: print records of ``args.topic``; see the module doc."""
     out = out or sys.stdout
-    props = _properties(args.property)
+    props = dict(name_values(args.property, "--property"))
     if args.offset is not None and args.partition is None:
         raise CliError("--offset needs --partition (as kafka-console-consumer.sh)")
     if args.offset is not None and args.from_beginning:
@@ -540,14 +539,8 @@ def cmd_consume(args: argparse.Namespace, out: IO[str] | None = None) -> int:
     return 0
 
 
-def add_parsers(sub: Any) -> None:
-    """Register ``kproto produce`` and ``kproto consume`` on ``sub``."""
-    prod = sub.add_parser(
-        "produce",
-        help="send standard input's lines as records (kafka-console-producer.sh)",
-        description="One record per line of standard input (see --property, "
-        "--key-separator, --json).",
-    )
+def add_produce_arguments(prod: argparse.ArgumentParser) -> None:
+    """``kproto produce``'s arguments."""
     add_client_arguments(prod)
     prod.add_argument("topic", metavar="TOPIC")
     prod.add_argument(
@@ -579,11 +572,9 @@ def add_parsers(sub: Any) -> None:
     _add_format_arguments(prod, producing=True)
     prod.set_defaults(func=cmd_produce)
 
-    cons = sub.add_parser(
-        "consume",
-        help="print a topic's records (kafka-console-consumer.sh)",
-        description="Print records of TOPIC, one a line (the value by default).",
-    )
+
+def add_consume_arguments(cons: argparse.ArgumentParser) -> None:
+    """``kproto consume``'s arguments."""
     add_client_arguments(cons)
     cons.add_argument("topic", metavar="TOPIC")
     cons.add_argument("--from-beginning", action="store_true", help="default: the end")
@@ -622,40 +613,38 @@ def add_parsers(sub: Any) -> None:
 
 
 def _add_format_arguments(parser: argparse.ArgumentParser, producing: bool) -> None:
-    group = parser.add_argument_group("typed keys and values")
+    group = add_typed_arguments(
+        parser,
+        "format",
+        lambda field: f"the {field}'s format: Kafka's primitives or Confluent-framed "
+        "avro, protobuf, json (JSON Schema) with --schema-registry; "
+        + (
+            f"the {field} text is read as JSON (avro: Avro's JSON encoding)"
+            if producing
+            else f"the {field} is printed as JSON"
+        ),
+    )
+    if not producing:
+        return
     for field in ("key", "value"):
         group.add_argument(
-            f"--{field}-format",
-            choices=FORMATS,
+            f"--{field}-schema",
             default=None,
-            help=f"the {field}'s format: Kafka's primitives or Confluent-framed avro, "
-            f"protobuf, json (JSON Schema) with --schema-registry; "
-            + (
-                f"the {field} text is read as JSON (avro: Avro's JSON encoding)"
-                if producing
-                else f"the {field} is printed as JSON"
-            ),
+            metavar="FILE",
+            help=f"the {field} schema (.avsc, .proto, JSON Schema), registered "
+            f"under the subject <topic>-{field} when new",
         )
-        if producing:
-            group.add_argument(
-                f"--{field}-schema",
-                default=None,
-                metavar="FILE",
-                help=f"the {field} schema (.avsc, .proto, JSON Schema), registered "
-                f"under the subject <topic>-{field} when new",
-            )
-            group.add_argument(
-                f"--{field}-schema-id",
-                type=positive_int,
-                default=None,
-                metavar="N",
-                help=f"write the {field} with this registered schema "
-                f"(default without --{field}-schema: the subject's latest version)",
-            )
-            group.add_argument(
-                f"--{field}-message",
-                default=None,
-                metavar="NAME",
-                help="protobuf: the message type (default: the file's first)",
-            )
-    add_registry_arguments(parser, required=False)
+        group.add_argument(
+            f"--{field}-schema-id",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help=f"write the {field} with this registered schema "
+            f"(default without --{field}-schema: the subject's latest version)",
+        )
+        group.add_argument(
+            f"--{field}-message",
+            default=None,
+            metavar="NAME",
+            help="protobuf: the message type (default: the file's first)",
+        )

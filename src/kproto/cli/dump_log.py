@@ -37,7 +37,7 @@ from typing import IO, Any
 import attrs
 
 from kproto.cli._common import CliError, read_input
-from kproto.cli._formats import FORMATS, RecordDecoder, record_decoder
+from kproto.cli._formats import RecordDecoder, add_typed_arguments, record_decoder
 from kproto.cli._log_decoders import (
     DECODER_FOR_TOPIC,
     DECODERS,
@@ -46,7 +46,6 @@ from kproto.cli._log_decoders import (
     decode_record,
     decoded_json,
 )
-from kproto.cli._registry import add_registry_arguments
 from kproto.records import (
     Compression,
     ControlRecordType,
@@ -462,7 +461,8 @@ def record_json(b: BatchView, r: Record | None) -> dict[str, Any]:
 
 
 def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
-    """The path arguments and the four ``kafka-dump-log.sh`` decoder flags."""
+    """``kproto dump-log``'s arguments: the paths, the four ``kafka-dump-log.sh``
+    decoder flags, the typed keys and values, the output format and the checks."""
     parser.add_argument(
         "files",
         nargs="+",
@@ -487,17 +487,38 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print keys and values as UTF-8 text, internal topics included",
     )
-    typed = parser.add_argument_group("typed keys and values")
-    for field in ("key", "value"):
-        typed.add_argument(
-            f"--{field}-decoder",
-            choices=FORMATS,
-            default=None,
-            help=f"decode each {field} in this format (Confluent-framed avro, "
-            "protobuf, json by schema id with --schema-registry; Kafka's primitives) "
-            "and print it as JSON",
-        )
-    add_registry_arguments(parser, required=False)
+    add_typed_arguments(
+        parser,
+        "decoder",
+        lambda field: f"decode each {field} in this format (Confluent-framed avro, "
+        "protobuf, json by schema id with --schema-registry; Kafka's primitives) "
+        "and print it as JSON",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("kafka", "kproto"),
+        default="kafka",
+        help="kafka (default): kafka-dump-log.sh --deep-iteration --print-data-log's "
+        "layout and field names; kproto: name=value pairs",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per record per line on stdout (with file, topic, "
+        "partition and every batch field); summary on stderr",
+    )
+    parser.add_argument(
+        "--no-crc-check",
+        action="store_true",
+        help="do not verify batch checksums (isvalid: unchecked)",
+    )
+    parser.add_argument(
+        "--fail-on-corrupt",
+        action="store_true",
+        help="exit 1 when a batch fails its checksum or does not decode, or a file "
+        "ends inside a batch (default: report them and exit 0)",
+    )
+    parser.set_defaults(func=cmd_dump_log)
 
 
 def expand_paths(names: list[str]) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from kproto.cli._common import CliError, add_client_arguments, client_for
 from kproto.client import (
@@ -34,7 +33,7 @@ from kproto.client import (
 )
 from kproto.errors import ErrorCode
 
-__all__ = ["Row", "add_parsers", "offsets_table", "rows_of"]
+__all__ = ["Row", "add_arguments", "offsets_table", "rows_of"]
 
 _MISSING = "-"
 
@@ -199,14 +198,9 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any) -> None:
-    """Register ``kproto groups`` and its subcommands on ``sub``."""
-    top = sub.add_parser(
-        "groups",
-        help="list and describe consumer groups (kafka-consumer-groups.sh)",
-        description="kafka-consumer-groups.sh's --list and --describe, in its layout.",
-    )
-    verbs = top.add_subparsers(dest="groups_command", required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``kproto groups``' subcommands and their arguments."""
+    verbs = parser.add_subparsers(dest="groups_command", required=True)
 
     lst = verbs.add_parser("list", help="consumer group ids, sorted")
     add_client_arguments(lst)

@@ -35,7 +35,7 @@ from kproto.cli._registry import (
     registry_errors,
 )
 
-__all__ = ["add_parsers", "cmd_schemas", "render_table", "schema_type_for"]
+__all__ = ["add_arguments", "cmd_schemas", "render_table", "schema_type_for"]
 
 _TYPES_BY_SUFFIX = {
     ".avsc": "AVRO",
@@ -311,15 +311,9 @@ _ACTIONS = {
 }
 
 
-def add_parsers(sub: Any) -> None:
-    """Register ``kproto schemas`` and its actions on ``sub``."""
-    schemas = sub.add_parser(
-        "schemas",
-        help="Schema Registry subjects, versions, schemas, compatibility, config, mode",
-        description="Schema Registry operations (REST API v1); JSON output, or a "
-        "table with --table.",
-    )
-    actions = schemas.add_subparsers(dest="action", required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``kproto schemas``' actions and their arguments."""
+    actions = parser.add_subparsers(dest="action", required=True)
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
         parser: argparse.ArgumentParser = actions.add_parser(
@@ -412,25 +406,26 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--version", type=_version, default=None, help="N or latest")
     p.add_argument("--permanent", action="store_true", help="hard delete")
 
-    p = action(
-        "config",
-        "the global or a subject's compatibility level; --set or --delete it "
-        "(GET/PUT/DELETE /config[/S])",
-    )
-    p.add_argument("subject", metavar="SUBJECT", nargs="?", default=None)
-    p.add_argument("--set", type=str.upper, choices=_LEVELS, default=None)
-    p.add_argument("--delete", action="store_true")
-    p.add_argument(
+    def setting(
+        name: str, what: str, choices: Sequence[str]
+    ) -> argparse.ArgumentParser:
+        """``config`` or ``mode``: the global or a subject's ``what``, or set or
+        delete it."""
+        p = action(
+            name,
+            f"the global or a subject's {what}; --set or --delete it "
+            f"(GET/PUT/DELETE /{name}[/S])",
+        )
+        p.add_argument("subject", metavar="SUBJECT", nargs="?", default=None)
+        p.add_argument("--set", type=str.upper, choices=choices, default=None)
+        p.add_argument("--delete", action="store_true")
+        return p
+
+    setting("config", "compatibility level", _LEVELS).add_argument(
         "--default-to-global",
         action="store_true",
         help="a subject without its own level: the global one",
     )
-
-    p = action(
-        "mode",
-        "the global or a subject's mode; --set or --delete it (GET/PUT/DELETE /mode[/S])",
+    setting("mode", "mode", _MODES).add_argument(
+        "--force", action="store_true", help="IMPORT over existing schemas"
     )
-    p.add_argument("subject", metavar="SUBJECT", nargs="?", default=None)
-    p.add_argument("--set", type=str.upper, choices=_MODES, default=None)
-    p.add_argument("--force", action="store_true", help="IMPORT over existing schemas")
-    p.add_argument("--delete", action="store_true")

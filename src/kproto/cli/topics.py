@@ -15,14 +15,13 @@ without DescribeTopicPartitions. ``create`` prints ``Created topic NAME.``;
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from kproto.cli._common import CliError, add_client_arguments, client_for
+from kproto.cli._common import CliError, add_client_arguments, client_for, name_values
 from kproto.client import BrokerError, PartitionDescription, TopicDescription
 from kproto.errors import ErrorCode
 from kproto.json import kafka_uuid
 
-__all__ = ["add_parsers", "describe_lines"]
+__all__ = ["add_arguments", "describe_lines"]
 
 
 def _ids(nodes: tuple[int, ...]) -> str:
@@ -54,16 +53,6 @@ def _partition_line(topic: str, p: PartitionDescription) -> str:
         f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
         "\tElr: N/A\tLastKnownElr: N/A"
     )
-
-
-def _config_pairs(values: list[str]) -> dict[str, str]:
-    out = {}
-    for text in values:
-        name, sep, value = text.partition("=")
-        if not sep or not name:
-            raise CliError(f"--config {text!r}: expected name=value")
-        out[name] = value
-    return out
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -99,7 +88,7 @@ def cmd_create(args: argparse.Namespace) -> int:
             "--replication-factor: the replication factor must be between 1 and "
             "32767 inclusive"
         )
-    configs = _config_pairs(args.config)
+    configs = dict(name_values(args.config, "--config"))
     with client_for(args) as client:
         try:
             client.create_topics(
@@ -129,15 +118,9 @@ def cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any) -> None:
-    """Register ``kproto topics`` and its subcommands on ``sub``."""
-    top = sub.add_parser(
-        "topics",
-        help="list, describe, create and delete topics (kafka-topics.sh)",
-        description="kafka-topics.sh's --list, --describe, --create and --delete, "
-        "in its output layout.",
-    )
-    verbs = top.add_subparsers(dest="topics_command", required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``kproto topics``' subcommands and their arguments."""
+    verbs = parser.add_subparsers(dest="topics_command", required=True)
 
     lst = verbs.add_parser("list", help="topic names, one a line, sorted")
     add_client_arguments(lst)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Container
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from aiohttp import web
 
@@ -273,17 +273,23 @@ def _subject_or_global(request: web.Request) -> str | None:
 
 
 def _configured_subject(
-    request: web.Request,
-    configured: Container[str | None],
-    code: RegistryErrorCode,
-    setting: str,
+    request: web.Request, setting: Literal["compatibility", "mode"]
 ) -> str | None:
-    """The subject a GET /config or /mode names (None: the global setting).
+    """The subject a GET /config (``setting`` compatibility) or /mode names (None:
+    the global setting).
 
     Raises:
-        RegistryError: ``code`` (40408, 40409) for a subject without a subject-level
-            ``setting`` of its own, unless ``defaultToGlobal`` is set.
+        RegistryError: 40408 (compatibility) or 40409 (mode) for a subject without a
+            subject-level ``setting`` of its own, unless ``defaultToGlobal`` is set.
     """
+    state = _registry(request).state
+    configured: Container[str | None]
+    if setting == "compatibility":
+        configured = state.configs
+        code = RegistryErrorCode.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED
+    else:
+        configured = state.modes
+        code = RegistryErrorCode.SUBJECT_LEVEL_MODE_NOT_CONFIGURED
     subject = _subject_or_global(request)
     if (
         subject is not None
@@ -299,14 +305,9 @@ def _configured_subject(
 
 async def get_config(request: web.Request) -> web.Response:
     """GET /config and /config/{subject} (``defaultToGlobal``)."""
-    registry = _registry(request)
-    subject = _configured_subject(
-        request,
-        registry.state.configs,
-        RegistryErrorCode.SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED,
-        "compatibility",
-    )
-    return dump({"compatibilityLevel": registry.compatibility(subject).value})
+    subject = _configured_subject(request, "compatibility")
+    level = _registry(request).compatibility(subject)
+    return dump({"compatibilityLevel": level.value})
 
 
 async def put_config(request: web.Request) -> web.Response:
@@ -325,14 +326,8 @@ async def delete_config(request: web.Request) -> web.Response:
 
 async def get_mode(request: web.Request) -> web.Response:
     """GET /mode and /mode/{subject} (``defaultToGlobal``)."""
-    registry = _registry(request)
-    subject = _configured_subject(
-        request,
-        registry.state.modes,
-        RegistryErrorCode.SUBJECT_LEVEL_MODE_NOT_CONFIGURED,
-        "mode",
-    )
-    return dump({"mode": registry.mode(subject)})
+    subject = _configured_subject(request, "mode")
+    return dump({"mode": _registry(request).mode(subject)})
 
 
 async def put_mode(request: web.Request) -> web.Response:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 
+import attrs
 from aiohttp import web
 
 from kproto.broker.security import ListenerSecurity
@@ -28,32 +29,31 @@ __all__ = ["RegistryServer"]
 log = logging.getLogger("kproto.registry")
 
 
+@attrs.define(eq=False)
 class RegistryServer:
     """A schema registry served over HTTP(S) from the cluster's loop.
 
     Args:
         state: the cluster's state (its ``_schemas`` topic).
         security: the cluster's listener security (TLS context, SASL users).
-        host, port: where to listen (port 0: any free port).
+        host, port: where to listen (port 0: any free port; the bound port after
+            :meth:`start`).
         max_request_bytes: the largest request body (bytes; default 16 MiB).
     """
 
-    def __init__(
-        self,
-        state: ClusterState,
-        security: ListenerSecurity,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-    ) -> None:
-        self.state = state
-        self.security = security
-        self.host = host
-        self.port = port
-        self.max_request_bytes = max_request_bytes
-        self.registry = SchemaRegistry(SchemasTopic(state))
-        self._runner: web.AppRunner | None = None
+    state: ClusterState
+    security: ListenerSecurity
+    host: str = attrs.field(default="127.0.0.1", kw_only=True)
+    port: int = attrs.field(default=0, kw_only=True)
+    max_request_bytes: int = attrs.field(
+        default=DEFAULT_MAX_REQUEST_BYTES, kw_only=True
+    )
+    registry: SchemaRegistry = attrs.field(init=False)
+    _runner: web.AppRunner | None = attrs.field(default=None, init=False)
+
+    @registry.default
+    def _new_registry(self) -> SchemaRegistry:
+        return SchemaRegistry(SchemasTopic(self.state))
 
     @property
     def url(self) -> str:

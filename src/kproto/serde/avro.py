@@ -21,17 +21,16 @@ from kproto.registry.client import Schema, SchemaRegistryClient
 
 from .avro_bounds import check_counts, zero_width_arrays
 from .context import FromDict, SerializationContext, ToDict
-from .errors import in_context
+from .errors import in_context, wrong_type
 from .registry_serde import (
     DeserializerConfig,
     ParsedSchemas,
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
-    guid_or_none,
-    resolve_references,
+    given_schema,
+    schema_id_of,
 )
-from .wire import SchemaId
 
 __all__ = ["AvroSerializer", "AvroDeserializer", "parse_avro"]
 
@@ -96,20 +95,14 @@ class AvroSerializer:
         to_dict: ToDict | None = None,
         conf: Mapping[str, Any] | None = None,
     ) -> None:
-        self.schema = (
-            schema_str if isinstance(schema_str, Schema) else Schema(schema_str, "AVRO")
-        )
         self.client = schema_registry_client
         self.to_dict = to_dict
         self.subjects = SubjectSchemas(
             schema_registry_client, SerializerConfig.from_conf(conf)
         )
-        named = dict(
-            resolve_references(
-                schema_registry_client, self.schema, None, deserializing=False
-            )
+        self.schema, self.parsed = given_schema(
+            schema_registry_client, schema_str, "AVRO", parse_avro, deserializing=False
         )
-        self.parsed = parse_avro(self.schema, named)
         self.record_name = _record_name(self.parsed)
         self._parsed = ParsedSchemas(
             schema_registry_client, parse_avro, deserializing=False
@@ -131,17 +124,12 @@ class AvroSerializer:
             parsed = self._parsed.get(
                 registered.schema_id, lambda: registered.schema, ctx
             )
-        sid = SchemaId(registered.schema_id, guid_or_none(registered.guid))
+        sid = schema_id_of(registered)
         if self.to_dict is not None:
             value = self.to_dict(value, ctx)
         if _is_bytes(parsed):
             if not isinstance(value, bytes | bytearray | memoryview):
-                raise in_context(
-                    f"Avro: bytes expected, got {type(value).__name__}",
-                    ctx,
-                    deserializing=False,
-                    schema_id=sid.label,
-                )
+                raise wrong_type("Avro", "bytes", value, ctx, schema_id=sid.label)
             return self.subjects.config.schema_id_serializer(bytes(value), ctx, sid)
         out = io.BytesIO()
         try:
@@ -193,17 +181,13 @@ class AvroDeserializer:
         self.return_record_name = return_record_name
         self.reader: Any = None
         if schema_str is not None:
-            schema = (
-                schema_str
-                if isinstance(schema_str, Schema)
-                else Schema(schema_str, "AVRO")
+            _, self.reader = given_schema(
+                schema_registry_client,
+                schema_str,
+                "AVRO",
+                parse_avro,
+                deserializing=True,
             )
-            named = dict(
-                resolve_references(
-                    schema_registry_client, schema, None, deserializing=True
-                )
-            )
-            self.reader = parse_avro(schema, named)
         self._parsed = ParsedSchemas(
             schema_registry_client, parse_avro, deserializing=True
         )

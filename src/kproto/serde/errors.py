@@ -9,7 +9,7 @@ known, in its message and as attributes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .context import SerializationContext
@@ -21,6 +21,7 @@ __all__ = [
     "KeyDeserializationError",
     "ValueDeserializationError",
     "in_context",
+    "wrong_type",
 ]
 
 
@@ -100,5 +101,23 @@ def in_context(
         topic=ctx.topic,
         partition=getattr(ctx, "partition", None),
         offset=getattr(ctx, "offset", None),
+        schema_id=schema_id,
+    )
+
+
+def wrong_type(
+    who: str,
+    expected: str,
+    value: Any,
+    ctx: SerializationContext | None,
+    *,
+    schema_id: int | str | None = None,
+) -> SerializationError:
+    """The serializer error for a value of the wrong type: ``<who>: <expected>
+    expected, got <the value's type>`` (in :func:`in_context`'s class)."""
+    return in_context(
+        f"{who}: {expected} expected, got {type(value).__name__}",
+        ctx,
+        deserializing=False,
         schema_id=schema_id,
     )

@@ -24,8 +24,8 @@ from .registry_serde import (
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
-    guid_or_none,
-    resolve_references,
+    given_schema,
+    schema_id_of,
 )
 from .wire import SchemaId
 
@@ -114,18 +114,16 @@ class JSONSerializer:
     ) -> None:
         conf = dict(conf or {})
         self.validate = bool(conf.pop("validate", True))
-        self.schema = (
-            schema_str if isinstance(schema_str, Schema) else Schema(schema_str, "JSON")
-        )
         self.subjects = SubjectSchemas(
             schema_registry_client, SerializerConfig.from_conf(conf)
         )
-        named = dict(
-            resolve_references(
-                schema_registry_client, self.schema, None, deserializing=False
-            )
+        self.schema, self.validator = given_schema(
+            schema_registry_client,
+            schema_str,
+            "JSON",
+            json_validator,
+            deserializing=False,
         )
-        self.validator = json_validator(self.schema, named)
         self.record_name = _title(self.schema.schema_str)
         self.to_dict = to_dict
 
@@ -135,7 +133,7 @@ class JSONSerializer:
         if value is None:
             return None
         registered = self.subjects.writer(ctx, self.record_name, self.schema)
-        sid = SchemaId(registered.schema_id, guid_or_none(registered.guid))
+        sid = schema_id_of(registered)
         if self.to_dict is not None:
             value = self.to_dict(value, ctx)
         if self.validate:
@@ -197,21 +195,13 @@ class JSONDeserializer:
         )
         self.validator: Any = None
         if schema_str is not None:
-            schema = (
-                schema_str
-                if isinstance(schema_str, Schema)
-                else Schema(schema_str, "JSON")
+            _, self.validator = given_schema(
+                schema_registry_client,
+                schema_str,
+                "JSON",
+                json_validator,
+                deserializing=True,
             )
-            named = (
-                dict(
-                    resolve_references(
-                        schema_registry_client, schema, None, deserializing=True
-                    )
-                )
-                if schema_registry_client is not None
-                else {}
-            )
-            self.validator = json_validator(schema, named)
         self.from_dict = from_dict
         self._validators = (
             ParsedSchemas(schema_registry_client, json_validator, deserializing=True)
@@ -234,9 +224,7 @@ class JSONDeserializer:
         latest = self.writers.latest(ctx, None)
         if latest is None:
             return None
-        return self._writer_validator(
-            SchemaId(latest.schema_id, guid_or_none(latest.guid)), ctx
-        )
+        return self._writer_validator(schema_id_of(latest), ctx)
 
     def __call__(
         self, data: bytes | None, ctx: SerializationContext | None = None

@@ -15,10 +15,10 @@ from __future__ import annotations
 import codecs
 import struct
 import uuid
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .context import SerializationContext
-from .errors import in_context
+from .errors import in_context, wrong_type
 
 __all__ = [
     "StringSerializer",
@@ -43,6 +43,8 @@ __all__ = [
     "VoidDeserializer",
 ]
 
+N = TypeVar("N", int, float)
+
 
 class StringSerializer:
     """``str`` to bytes in ``encoding`` (Kafka's ``StringSerializer``; its
@@ -62,11 +64,7 @@ class StringSerializer:
         if value is None:
             return None
         if not isinstance(value, str):
-            raise in_context(
-                f"StringSerializer: str expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("StringSerializer", "str", value, ctx)
         try:
             return value.encode(self.encoding)
         except UnicodeEncodeError as err:
@@ -105,34 +103,36 @@ class StringDeserializer:
             ) from err
 
 
-class _Fixed:
-    """A fixed-size struct format: the shared body of the number serializers."""
+class _FixedSize:
+    """A fixed-size struct format (``fmt``, ``size`` bytes) of Kafka's number
+    serializers and deserializers."""
 
-    name = ""
     fmt = ""
     size = 0
-    kind: type = int
 
     def __init__(self) -> None:
         self._struct = struct.Struct(self.fmt)
 
-    def serialize(self, value: Any, ctx: SerializationContext | None) -> bytes | None:
+
+class _NumberSerializer(_FixedSize, Generic[N]):
+    """The body of Kafka's number serializers: ``name`` is the Java class's prefix
+    (``Integer``, ``Double``), ``kind`` (int or float) what a value must be (a bool
+    is neither)."""
+
+    name = ""
+    kind: type = int
+
+    def __call__(
+        self, value: N | None, ctx: SerializationContext | None = None
+    ) -> bytes | None:
         if value is None:
             return None
         if self.kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise in_context(
-                f"{self.name}Serializer: int expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type(f"{self.name}Serializer", "int", value, ctx)
         if self.kind is float and (
             isinstance(value, bool) or not isinstance(value, int | float)
         ):
-            raise in_context(
-                f"{self.name}Serializer: float expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type(f"{self.name}Serializer", "float", value, ctx)
         try:
             return self._struct.pack(value)
         except (struct.error, OverflowError) as err:
@@ -142,21 +142,30 @@ class _Fixed:
                 deserializing=False,
             ) from err
 
-    def deserialize(
-        self, data: bytes | None, ctx: SerializationContext | None, label: str
-    ) -> Any:
+
+class _NumberDeserializer(_FixedSize, Generic[N]):
+    """The body of Kafka's number deserializers: ``label`` is the class Kafka's
+    size message names (``IntegerDeserializer``; plain ``Deserializer`` for
+    ``FloatDeserializer`` and ``DoubleDeserializer``, as Kafka writes it)."""
+
+    label = ""
+
+    def __call__(
+        self, data: bytes | None, ctx: SerializationContext | None = None
+    ) -> N | None:
         if data is None:
             return None
         if len(data) != self.size:
             raise in_context(
-                f"Size of data received by {label} is not {self.size}",
+                f"Size of data received by {self.label} is not {self.size}",
                 ctx,
                 deserializing=True,
             )
-        return self._struct.unpack(data)[0]
+        value: N = self._struct.unpack(data)[0]
+        return value
 
 
-class ShortSerializer(_Fixed):
+class ShortSerializer(_NumberSerializer[int]):
     """``int`` to 2 bytes big-endian (Kafka's ``ShortSerializer``).
 
     Raises:
@@ -165,29 +174,18 @@ class ShortSerializer(_Fixed):
 
     name, fmt, size = "Short", ">h", 2
 
-    def __call__(
-        self, value: int | None, ctx: SerializationContext | None = None
-    ) -> bytes | None:
-        return self.serialize(value, ctx)
 
-
-class ShortDeserializer(_Fixed):
+class ShortDeserializer(_NumberDeserializer[int]):
     """2 bytes big-endian to ``int`` (Kafka's ``ShortDeserializer``).
 
     Raises:
         SerializationError: "Size of data received by ShortDeserializer is not 2".
     """
 
-    name, fmt, size = "Short", ">h", 2
-
-    def __call__(
-        self, data: bytes | None, ctx: SerializationContext | None = None
-    ) -> int | None:
-        value: int | None = self.deserialize(data, ctx, "ShortDeserializer")
-        return value
+    label, fmt, size = "ShortDeserializer", ">h", 2
 
 
-class IntegerSerializer(_Fixed):
+class IntegerSerializer(_NumberSerializer[int]):
     """``int`` to 4 bytes big-endian (Kafka's ``IntegerSerializer``; the same bytes as
     confluent-kafka's ``IntegerSerializer``).
 
@@ -197,29 +195,18 @@ class IntegerSerializer(_Fixed):
 
     name, fmt, size = "Integer", ">i", 4
 
-    def __call__(
-        self, value: int | None, ctx: SerializationContext | None = None
-    ) -> bytes | None:
-        return self.serialize(value, ctx)
 
-
-class IntegerDeserializer(_Fixed):
+class IntegerDeserializer(_NumberDeserializer[int]):
     """4 bytes big-endian to ``int`` (Kafka's ``IntegerDeserializer``).
 
     Raises:
         SerializationError: "Size of data received by IntegerDeserializer is not 4".
     """
 
-    name, fmt, size = "Integer", ">i", 4
-
-    def __call__(
-        self, data: bytes | None, ctx: SerializationContext | None = None
-    ) -> int | None:
-        value: int | None = self.deserialize(data, ctx, "IntegerDeserializer")
-        return value
+    label, fmt, size = "IntegerDeserializer", ">i", 4
 
 
-class LongSerializer(_Fixed):
+class LongSerializer(_NumberSerializer[int]):
     """``int`` to 8 bytes big-endian (Kafka's ``LongSerializer``).
 
     Raises:
@@ -228,29 +215,18 @@ class LongSerializer(_Fixed):
 
     name, fmt, size = "Long", ">q", 8
 
-    def __call__(
-        self, value: int | None, ctx: SerializationContext | None = None
-    ) -> bytes | None:
-        return self.serialize(value, ctx)
 
-
-class LongDeserializer(_Fixed):
+class LongDeserializer(_NumberDeserializer[int]):
     """8 bytes big-endian to ``int`` (Kafka's ``LongDeserializer``).
 
     Raises:
         SerializationError: "Size of data received by LongDeserializer is not 8".
     """
 
-    name, fmt, size = "Long", ">q", 8
-
-    def __call__(
-        self, data: bytes | None, ctx: SerializationContext | None = None
-    ) -> int | None:
-        value: int | None = self.deserialize(data, ctx, "LongDeserializer")
-        return value
+    label, fmt, size = "LongDeserializer", ">q", 8
 
 
-class FloatSerializer(_Fixed):
+class FloatSerializer(_NumberSerializer[float]):
     """``float`` to 4 bytes IEEE 754 big-endian (Kafka's ``FloatSerializer``; a
     Python float is rounded to single precision).
 
@@ -260,13 +236,8 @@ class FloatSerializer(_Fixed):
 
     name, fmt, size, kind = "Float", ">f", 4, float
 
-    def __call__(
-        self, value: float | None, ctx: SerializationContext | None = None
-    ) -> bytes | None:
-        return self.serialize(value, ctx)
 
-
-class FloatDeserializer(_Fixed):
+class FloatDeserializer(_NumberDeserializer[float]):
     """4 bytes IEEE 754 big-endian to ``float`` (Kafka's ``FloatDeserializer``).
 
     Raises:
@@ -274,16 +245,10 @@ class FloatDeserializer(_Fixed):
             (Kafka's text).
     """
 
-    name, fmt, size, kind = "Float", ">f", 4, float
-
-    def __call__(
-        self, data: bytes | None, ctx: SerializationContext | None = None
-    ) -> float | None:
-        value: float | None = self.deserialize(data, ctx, "Deserializer")
-        return value
+    label, fmt, size = "Deserializer", ">f", 4
 
 
-class DoubleSerializer(_Fixed):
+class DoubleSerializer(_NumberSerializer[float]):
     """``float`` to 8 bytes IEEE 754 big-endian (Kafka's ``DoubleSerializer``; the
     same bytes as confluent-kafka's ``DoubleSerializer``).
 
@@ -293,13 +258,8 @@ class DoubleSerializer(_Fixed):
 
     name, fmt, size, kind = "Double", ">d", 8, float
 
-    def __call__(
-        self, value: float | None, ctx: SerializationContext | None = None
-    ) -> bytes | None:
-        return self.serialize(value, ctx)
 
-
-class DoubleDeserializer(_Fixed):
+class DoubleDeserializer(_NumberDeserializer[float]):
     """8 bytes IEEE 754 big-endian to ``float`` (Kafka's ``DoubleDeserializer``).
 
     Raises:
@@ -307,13 +267,7 @@ class DoubleDeserializer(_Fixed):
             (Kafka's text).
     """
 
-    name, fmt, size, kind = "Double", ">d", 8, float
-
-    def __call__(
-        self, data: bytes | None, ctx: SerializationContext | None = None
-    ) -> float | None:
-        value: float | None = self.deserialize(data, ctx, "Deserializer")
-        return value
+    label, fmt, size = "Deserializer", ">d", 8
 
 
 class BooleanSerializer:
@@ -329,11 +283,7 @@ class BooleanSerializer:
         if value is None:
             return None
         if not isinstance(value, bool):
-            raise in_context(
-                f"BooleanSerializer: bool expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("BooleanSerializer", "bool", value, ctx)
         return b"\x01" if value else b"\x00"
 
 
@@ -382,11 +332,7 @@ class UUIDSerializer:
         if value is None:
             return None
         if not isinstance(value, uuid.UUID):
-            raise in_context(
-                f"UUIDSerializer: uuid.UUID expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("UUIDSerializer", "uuid.UUID", value, ctx)
         return str(value).encode(self.encoding)
 
 
@@ -434,11 +380,7 @@ class ByteArraySerializer:
         if value is None:
             return None
         if not isinstance(value, bytes | bytearray | memoryview):
-            raise in_context(
-                f"ByteArraySerializer: bytes expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("ByteArraySerializer", "bytes", value, ctx)
         return bytes(value)
 
 
@@ -460,11 +402,7 @@ class VoidSerializer:
 
     def __call__(self, value: None, ctx: SerializationContext | None = None) -> None:
         if value is not None:
-            raise in_context(
-                f"VoidSerializer: None expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("VoidSerializer", "None", value, ctx)
         return None
 
 

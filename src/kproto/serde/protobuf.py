@@ -27,14 +27,14 @@ from kproto.registry.client import Schema, SchemaReference, SchemaRegistryClient
 from kproto.registry.errors import RegistryError
 
 from .context import SerializationContext
-from .errors import in_context
+from .errors import in_context, wrong_type
 from .registry_serde import (
     DeserializerConfig,
     SerializerConfig,
     SubjectSchemas,
     WriterSchemas,
-    guid_or_none,
     resolve_references,
+    schema_id_of,
 )
 from .wire import SchemaId
 
@@ -142,17 +142,11 @@ class ProtobufSerializer:
         if value is None:
             return None
         if not isinstance(value, self.msg_type):
-            raise in_context(
-                f"Protobuf: {self.msg_type.__name__} expected, got {type(value).__name__}",
-                ctx,
-                deserializing=False,
-            )
+            raise wrong_type("Protobuf", self.msg_type.__name__, value, ctx)
         if self._schema is None:
             self._schema = self._file_schema(self.msg_type.DESCRIPTOR.file, ctx)
         registered = self.subjects.writer(ctx, self.record_name, self._schema)
-        sid = SchemaId(
-            registered.schema_id, guid_or_none(registered.guid), self.indexes
-        )
+        sid = schema_id_of(registered, self.indexes)
         payload: bytes = value.SerializeToString()
         return self.config.schema_id_serializer(payload, ctx, sid)
 

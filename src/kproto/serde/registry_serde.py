@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import attrs
 
@@ -50,7 +50,8 @@ __all__ = [
     "MAX_REFERENCE_DEPTH",
     "resolve_references",
     "ParsedSchemas",
-    "guid_or_none",
+    "given_schema",
+    "schema_id_of",
 ]
 
 MAX_REFERENCE_DEPTH = 32
@@ -58,95 +59,96 @@ MAX_REFERENCE_DEPTH = 32
 T = TypeVar("T")
 
 
-def _check_keys(conf: Mapping[str, Any], known: set[str], what: str) -> None:
-    unknown = sorted(set(conf) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown {what} config: {', '.join(unknown)} (known: {', '.join(sorted(known))})"
-        )
+#: The metadata key of a config field: the Confluent property name it is set by.
+_PROPERTY = "confluent.property"
+
+
+def _property(name: str, default: Any, converter: Callable[[Any], Any]) -> Any:
+    """A config field set by Confluent's property ``name``."""
+    return attrs.field(default=default, converter=converter, metadata={_PROPERTY: name})
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _id_serializer(value: SchemaIdSerializer | None) -> SchemaIdSerializer:
+    return value or prefix_schema_id_serializer
+
+
+def _id_deserializer(value: SchemaIdDeserializer | None) -> SchemaIdDeserializer:
+    return value or dual_schema_id_deserializer
 
 
 @attrs.frozen
-class SerializerConfig:
-    """A registry-backed serializer's config (see the module docs)."""
+class _SchemaSerDeConfig:
+    """What the serializer and deserializer configs both hold (as Confluent's
+    ``AbstractKafkaSchemaSerDeConfig``), and reading a config from Confluent's
+    property names (each field's ``_PROPERTY``)."""
 
-    auto_register: bool = True
-    normalize: bool = False
-    use_schema_id: int | None = None
-    use_latest_version: bool = False
-    strategy: SubjectNameStrategy = attrs.field(
-        default=None, converter=subject_name_strategy
+    #: Names the config in the unknown-key error.
+    _role: ClassVar[str] = ""
+
+    use_latest_version: bool = _property("use.latest.version", False, bool)
+    strategy: SubjectNameStrategy = _property(
+        "subject.name.strategy", None, subject_name_strategy
     )
-    schema_id_serializer: SchemaIdSerializer = prefix_schema_id_serializer
 
     @classmethod
-    def from_conf(cls, conf: Mapping[str, Any] | None) -> SerializerConfig:
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> Self:
+        """From Confluent's property names.
+
+        Raises:
+            ValueError: an unknown key (naming it and the known ones).
+        """
+        names = {f.metadata[_PROPERTY]: f.name for f in attrs.fields(cls)}
+        conf = dict(conf or {})
+        unknown = sorted(set(conf) - set(names))
+        if unknown:
+            raise ValueError(
+                f"unknown {cls._role} config: {', '.join(unknown)} (known: {', '.join(sorted(names))})"
+            )
+        return cls(**{names[key]: value for key, value in conf.items()})
+
+
+@attrs.frozen
+class SerializerConfig(_SchemaSerDeConfig):
+    """A registry-backed serializer's config (see the module docs)."""
+
+    _role: ClassVar[str] = "serializer"
+
+    auto_register: bool = _property("auto.register.schemas", True, bool)
+    normalize: bool = _property("normalize.schemas", False, bool)
+    use_schema_id: int | None = _property("use.schema.id", None, _optional_int)
+    schema_id_serializer: SchemaIdSerializer = _property(
+        "schema.id.serializer", prefix_schema_id_serializer, _id_serializer
+    )
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any] | None) -> Self:
         """From Confluent's property names.
 
         Raises:
             ValueError: an unknown key, or ``use.latest.version`` with
                 ``auto.register.schemas`` (Confluent refuses the pair too).
         """
-        conf = dict(conf or {})
-        _check_keys(
-            conf,
-            {
-                "auto.register.schemas",
-                "normalize.schemas",
-                "use.schema.id",
-                "use.latest.version",
-                "subject.name.strategy",
-                "schema.id.serializer",
-            },
-            "serializer",
-        )
-        auto = bool(conf.get("auto.register.schemas", True))
-        latest = bool(conf.get("use.latest.version", False))
-        if auto and latest:
+        config = super().from_conf(conf)
+        if config.auto_register and config.use_latest_version:
             raise ValueError(
                 "cannot enable both use.latest.version and auto.register.schemas"
             )
-        use_id = conf.get("use.schema.id")
-        return cls(
-            auto_register=auto,
-            normalize=bool(conf.get("normalize.schemas", False)),
-            use_schema_id=None if use_id is None else int(use_id),
-            use_latest_version=latest,
-            strategy=conf.get("subject.name.strategy"),
-            schema_id_serializer=conf.get("schema.id.serializer")
-            or prefix_schema_id_serializer,
-        )
+        return config
 
 
 @attrs.frozen
-class DeserializerConfig:
+class DeserializerConfig(_SchemaSerDeConfig):
     """A registry-backed deserializer's config (see the module docs)."""
 
-    use_latest_version: bool = False
-    strategy: SubjectNameStrategy = attrs.field(
-        default=None, converter=subject_name_strategy
+    _role: ClassVar[str] = "deserializer"
+
+    schema_id_deserializer: SchemaIdDeserializer = _property(
+        "schema.id.deserializer", dual_schema_id_deserializer, _id_deserializer
     )
-    schema_id_deserializer: SchemaIdDeserializer = dual_schema_id_deserializer
-
-    @classmethod
-    def from_conf(cls, conf: Mapping[str, Any] | None) -> DeserializerConfig:
-        """From Confluent's property names.
-
-        Raises:
-            ValueError: an unknown key.
-        """
-        conf = dict(conf or {})
-        _check_keys(
-            conf,
-            {"use.latest.version", "subject.name.strategy", "schema.id.deserializer"},
-            "deserializer",
-        )
-        return cls(
-            use_latest_version=bool(conf.get("use.latest.version", False)),
-            strategy=conf.get("subject.name.strategy"),
-            schema_id_deserializer=conf.get("schema.id.deserializer")
-            or dual_schema_id_deserializer,
-        )
 
 
 class SubjectSchemas:
@@ -354,11 +356,43 @@ class ParsedSchemas(Generic[T]):
         return parsed
 
 
-def guid_or_none(value: str | None) -> uuid.UUID | None:
-    """A registry's ``guid`` string as a UUID (None when absent or malformed)."""
-    if not value:
-        return None
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
+def given_schema(
+    client: SchemaRegistryClient | None,
+    schema: str | Schema,
+    schema_type: str,
+    parse: Callable[[Schema, Mapping[str, Schema]], T],
+    *,
+    deserializing: bool,
+) -> tuple[Schema, T]:
+    """The schema a serializer or deserializer is constructed with (text of
+    ``schema_type``, or a :class:`Schema` with references) and ``parse(schema,
+    named)`` of it, ``named`` being its references from ``client`` (none without
+    a registry).
+
+    Raises:
+        ValueError: ``parse`` refuses the schema.
+        SerializationError: a reference the registry lacks.
+    """
+    if not isinstance(schema, Schema):
+        schema = Schema(schema, schema_type)
+    named = (
+        dict(resolve_references(client, schema, None, deserializing=deserializing))
+        if client is not None
+        else {}
+    )
+    return schema, parse(schema, named)
+
+
+def schema_id_of(
+    registered: RegisteredSchema, message_indexes: tuple[int, ...] | None = None
+) -> SchemaId:
+    """What a record written with ``registered`` is framed with: its schema id and
+    GUID (a malformed or absent ``guid`` string: none), and for Protobuf the message
+    indexes."""
+    guid = None
+    if registered.guid:
+        try:
+            guid = uuid.UUID(registered.guid)
+        except ValueError:
+            pass
+    return SchemaId(registered.schema_id, guid, message_indexes)

@@ -27,6 +27,7 @@ from ._kafka_security import (
     KafkaSecurityError,
     parse_security,
 )
+from ._options import option_bool
 
 __all__ = [
     "KafkaOptions",
@@ -162,12 +163,7 @@ class KafkaOptions:
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = options.get(name.lower())
-    if raw is None:
-        return default
-    if raw.strip().lower() not in ("true", "false"):
-        raise KafkaOptionError(f"option {name!r} must be true or false, not {raw!r}")
-    return raw.strip().lower() == "true"
+    return option_bool(options, name, default, KafkaOptionError)
 
 
 def _positive(options: Mapping[str, str], name: str) -> int | None:

@@ -39,18 +39,7 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import (
-    BinaryType,
-    BooleanType,
-    ByteType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import IntegerType, StructField, StructType
 
 from kproto.client import (
     EARLIEST,
@@ -61,7 +50,11 @@ from kproto.client import (
 )
 from kproto.errors import ErrorCode
 from kproto.records import ArrowColumns
-from kproto.spark._columns import HEADERS_TYPE, arrow_columns_to_batch, record_key
+from kproto.spark._columns import (
+    SEGMENT_SCHEMA,
+    arrow_columns_to_batch,
+    record_key,
+)
 from kproto.spark._kafka_options import (
     KafkaOptions,
     OffsetRange,
@@ -90,29 +83,33 @@ __all__ = [
 
 KAFKA_FORMAT_NAME: Final = "kproto-kafka"
 
-#: Spark's Kafka source columns (``headers`` only with ``includeHeaders``).
+#: Spark's Kafka source columns (``headers`` only with ``includeHeaders``): the
+#: segment schema's columns of the same names, and Spark's ``timestampType`` (the
+#: segment schema's ``timestamp_type``). Each row is a segment row, selected by name.
 KAFKA_SCHEMA: Final = StructType(
     [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
+        *(
+            SEGMENT_SCHEMA[name]
+            for name in ("key", "value", "topic", "partition", "offset", "timestamp")
+        ),
         StructField("timestampType", IntegerType()),
     ]
 )
 
-#: kproto's batch columns (option ``includeBatchColumns``), as in ``read_log_segments``.
+#: kproto's batch columns (option ``includeBatchColumns``): ``read_log_segments``'
+#: batch columns but ``is_control`` (the source returns no control records).
 BATCH_FIELDS: Final = [
-    StructField("base_offset", LongType()),
-    StructField("partition_leader_epoch", IntegerType()),
-    StructField("magic", ByteType()),
-    StructField("compression", StringType()),
-    StructField("is_transactional", BooleanType()),
-    StructField("producer_id", LongType()),
-    StructField("producer_epoch", ShortType()),
-    StructField("base_sequence", IntegerType()),
+    SEGMENT_SCHEMA[name]
+    for name in (
+        "base_offset",
+        "partition_leader_epoch",
+        "magic",
+        "compression",
+        "is_transactional",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+    )
 ]
 
 #: Longest single Fetch wait (ms): a task never blocks longer on one request.
@@ -130,7 +127,7 @@ def kafka_schema(include_headers: bool, batch_columns: bool) -> StructType:
     (``array<struct<key:string,value:binary>>``) and the batch columns if asked."""
     fields = list(KAFKA_SCHEMA.fields)
     if include_headers:
-        fields.append(StructField("headers", HEADERS_TYPE))
+        fields.append(SEGMENT_SCHEMA["headers"])
     if batch_columns:
         fields.extend(BATCH_FIELDS)
     return StructType(fields)

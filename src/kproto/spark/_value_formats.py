@@ -48,6 +48,7 @@ from kproto.avro.arrow import to_arrow
 from kproto.registry.errors import RegistryError, RegistryErrorCode
 from kproto.serde.wire import decode_message_indexes
 from kproto.spark._json_format import json_arrow_type, json_value
+from kproto.spark._options import option_bool
 
 if TYPE_CHECKING:  # requests and protobuf are imported when a format needs them
     from kproto.registry.client import SchemaRegistryClient
@@ -205,12 +206,7 @@ def registry_client(conf: Mapping[str, Any]) -> SchemaRegistryClient:
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = options.get(name.lower())
-    if raw is None:
-        return default
-    if raw.strip().lower() not in ("true", "false"):
-        raise FormatOptionError(f"option {name!r} must be true or false, not {raw!r}")
-    return raw.strip().lower() == "true"
+    return option_bool(options, name, default, FormatOptionError)
 
 
 def parse_formats(

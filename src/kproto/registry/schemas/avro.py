@@ -67,81 +67,62 @@ _FIELD_RESERVED = frozenset(["default", "doc", "name", "order", "type", "aliases
 NO_DEFAULT = object()
 
 
+# The parsed schema's nodes: plain holders, compared by identity (``eq=False``) as
+# the compatibility check keys its memo by ``id()``.
+
+
+@attrs.define(eq=False)
 class Primitive:
-    __slots__ = ("type", "props")
-
-    def __init__(self, type_: str, props: dict[str, Any]) -> None:
-        self.type = type_
-        self.props = props
+    type: str
+    props: dict[str, Any]
 
 
+@attrs.define(eq=False)
 class Array:
-    __slots__ = ("type", "items", "props")
-
-    def __init__(self, items: Node, props: dict[str, Any]) -> None:
-        self.type = "array"
-        self.items = items
-        self.props = props
+    items: Node
+    props: dict[str, Any]
+    type: str = attrs.field(default="array", init=False)
 
 
+@attrs.define(eq=False)
 class Map:
-    __slots__ = ("type", "values", "props")
-
-    def __init__(self, values: Node, props: dict[str, Any]) -> None:
-        self.type = "map"
-        self.values = values
-        self.props = props
+    values: Node
+    props: dict[str, Any]
+    type: str = attrs.field(default="map", init=False)
 
 
+@attrs.define(eq=False)
 class UnionSchema:
-    __slots__ = ("type", "branches")
-
-    def __init__(self, branches: list[Node]) -> None:
-        self.type = "union"
-        self.branches = branches
+    branches: list[Node]
+    type: str = attrs.field(default="union", init=False)
 
 
+@attrs.define(eq=False)
 class Field:
-    __slots__ = ("name", "schema", "doc", "default", "order", "aliases", "props", "pos")
-
-    def __init__(self, name: str, pos: int) -> None:
-        self.name = name
-        self.pos = pos
-        self.schema: Node = Primitive("null", {})
-        self.doc: str | None = None
-        self.default: Any = NO_DEFAULT
-        self.order = "ascending"
-        self.aliases: list[str] = []
-        self.props: dict[str, Any] = {}
+    name: str
+    pos: int
+    schema: Node = attrs.field(factory=lambda: Primitive("null", {}))
+    doc: str | None = None
+    default: Any = NO_DEFAULT
+    order: str = "ascending"
+    aliases: list[str] = attrs.field(factory=list)
+    props: dict[str, Any] = attrs.field(factory=dict)
 
 
+@attrs.define(eq=False)
 class Named:
     """A record (or error), enum or fixed type."""
 
-    __slots__ = (
-        "type",
-        "name",
-        "namespace",
-        "doc",
-        "aliases",
-        "props",
-        "fields",
-        "symbols",
-        "enum_default",
-        "size",
-    )
-
-    def __init__(self, type_: str, name: str, namespace: str | None) -> None:
-        self.type = type_  # "record", "error", "enum", "fixed"
-        self.name = name
-        self.namespace = namespace
-        self.doc: str | None = None
-        self.aliases: list[str] = []  # full names
-        self.props: dict[str, Any] = {}
-        self.fields: list[Field] = []
-        self.symbols: list[str] = []
-        self.enum_default: str | None = None
-        self.size = 0
+    type: str  # "record", "error", "enum", "fixed"
+    name: str
+    namespace: str | None
+    doc: str | None = None
+    aliases: list[str] = attrs.field(factory=list)  # full names
+    props: dict[str, Any] = attrs.field(factory=dict)
+    fields: list[Field] = attrs.field(factory=list)
+    symbols: list[str] = attrs.field(factory=list)
+    enum_default: str | None = None
+    size: int = 0
 
     @property
     def fullname(self) -> str:

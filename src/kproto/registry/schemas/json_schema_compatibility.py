@@ -556,6 +556,24 @@ def _partial(s: _Schema, key: str) -> Any:
     return additional if isinstance(additional, dict) else None
 
 
+def _compare_partial(
+    ctx: _Context, o: _Schema, u: _Schema, key: str, value: Any, removed: bool
+) -> bool:
+    """A property ``key`` on one side only (``value``: the original's when
+    ``removed``, else the update's) compared with the other side's partially open
+    content model for it (a matching ``patternProperties`` or an
+    ``additionalProperties`` schema), as ``PROPERTY_REMOVED`` / ``PROPERTY_ADDED``;
+    False when that side has none."""
+    partial = _partial(u if removed else o, key)
+    if partial is None:
+        return False
+    if removed:
+        _compare_covered(ctx, value, partial, (o.doc, u.doc), "PROPERTY_REMOVED")
+    else:
+        _compare_covered(ctx, partial, value, (o.doc, u.doc), "PROPERTY_ADDED")
+    return True
+
+
 def _has_default(schema: Any) -> bool:
     return isinstance(schema, dict) and "default" in schema
 
@@ -592,22 +610,12 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                 if key not in props_u:
                     if _object_open(u):
                         ctx.add("PROPERTY_REMOVED_FROM_OPEN_CONTENT_MODEL")
-                    else:
-                        partial = _partial(u, key)
-                        if partial is not None:
-                            _compare_covered(
-                                ctx,
-                                props_o[key],
-                                partial,
-                                (o.doc, u.doc),
-                                "PROPERTY_REMOVED",
-                            )
-                        elif props_o[key] is False:
-                            ctx.add(
-                                "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL"
-                            )
-                        else:
-                            ctx.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL")
+                    elif not _compare_partial(ctx, o, u, key, props_o[key], True):
+                        ctx.add(
+                            "PROPERTY_WITH_FALSE_REMOVED_FROM_CLOSED_CONTENT_MODEL"
+                            if props_o[key] is False
+                            else "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"
+                        )
                 elif key not in props_o:
                     if _object_open(o):
                         if _classify(props_u[key], u.doc).kind == "empty":
@@ -623,15 +631,7 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                         else:
                             ctx.add("OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL")
                     else:
-                        partial = _partial(o, key)
-                        if partial is not None:
-                            _compare_covered(
-                                ctx,
-                                partial,
-                                props_u[key],
-                                (o.doc, u.doc),
-                                "PROPERTY_ADDED",
-                            )
+                        _compare_partial(ctx, o, u, key, props_u[key], False)
                         if key in req_u:
                             ctx.add(
                                 "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
@@ -672,23 +672,40 @@ def _compare_object(ctx: _Context, o: _Schema, u: _Schema) -> None:
                     ctx.add("DEPENDENCY_SCHEMA_ADDED")
                 else:
                     _compare(ctx, do, du, (o.doc, u.doc))
-    with ctx.enter("additionalProperties"):
-        ao, au = _get(o, "additionalProperties"), _get(u, "additionalProperties")
-        permits_o, permits_u = ao is not False, au is not False
-        if permits_o != permits_u:
-            ctx.add(
-                "ADDITIONAL_PROPERTIES_ADDED"
-                if permits_u
-                else "ADDITIONAL_PROPERTIES_REMOVED"
-            )
-        elif not isinstance(ao, dict) and isinstance(au, dict):
-            ctx.add("ADDITIONAL_PROPERTIES_NARROWED")
-        elif isinstance(ao, dict) and not isinstance(au, dict):
-            ctx.add("ADDITIONAL_PROPERTIES_EXTENDED")
-        elif isinstance(ao, dict) and isinstance(au, dict):
-            _compare(ctx, ao, au, (o.doc, u.doc))
+    _compare_additional(
+        ctx,
+        "additionalProperties",
+        _get(o, "additionalProperties"),
+        _get(u, "additionalProperties"),
+        (o.doc, u.doc),
+    )
     _limits(ctx, o, u, "maxProperties", "MAX_PROPERTIES")
     _limits(ctx, o, u, "minProperties", "MIN_PROPERTIES")
+
+
+def _compare_additional(
+    ctx: _Context, keyword: str, ao: Any, au: Any, docs: tuple[Any, Any]
+) -> None:
+    """``additionalProperties`` or ``additionalItems`` (``keyword``; ``ao`` / ``au``
+    its value on each side, None when absent): ``false`` on one side only is
+    ``ADDITIONAL_{PROPERTIES,ITEMS}_ADDED`` / ``_REMOVED``; a schema on one side only
+    ``_NARROWED`` (the update's) / ``_EXTENDED`` (the original's); schemas on both
+    sides are compared (Confluent's ``ObjectSchemaDiff`` / ``ArraySchemaDiff``)."""
+    change = (
+        "ADDITIONAL_PROPERTIES"
+        if keyword == "additionalProperties"
+        else "ADDITIONAL_ITEMS"
+    )
+    with ctx.enter(keyword):
+        permits_o, permits_u = ao is not False, au is not False
+        if permits_o != permits_u:
+            ctx.add(f"{change}_ADDED" if permits_u else f"{change}_REMOVED")
+        elif not isinstance(ao, dict) and isinstance(au, dict):
+            ctx.add(f"{change}_NARROWED")
+        elif isinstance(ao, dict) and not isinstance(au, dict):
+            ctx.add(f"{change}_EXTENDED")
+        elif isinstance(ao, dict) and isinstance(au, dict):
+            _compare(ctx, ao, au, docs)
 
 
 def _items(s: _Schema) -> tuple[Any, list[Any], Any]:
@@ -755,18 +772,7 @@ def _compare_array(ctx: _Context, o: _Schema, u: _Schema) -> None:
                 _compare_covered(ctx, add_o, pos_u[index], (o.doc, u.doc), "ITEM_ADDED")
             else:
                 ctx.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL")
-    with ctx.enter("additionalItems"):
-        permits_o, permits_u = add_o is not False, add_u is not False
-        if permits_o != permits_u:
-            ctx.add(
-                "ADDITIONAL_ITEMS_REMOVED" if permits_o else "ADDITIONAL_ITEMS_ADDED"
-            )
-        elif not isinstance(add_o, dict) and isinstance(add_u, dict):
-            ctx.add("ADDITIONAL_ITEMS_NARROWED")
-        elif isinstance(add_o, dict) and not isinstance(add_u, dict):
-            ctx.add("ADDITIONAL_ITEMS_EXTENDED")
-        elif isinstance(add_o, dict) and isinstance(add_u, dict):
-            _compare(ctx, add_o, add_u, (o.doc, u.doc))
+    _compare_additional(ctx, "additionalItems", add_o, add_u, (o.doc, u.doc))
     _limits(ctx, o, u, "maxItems", "MAX_ITEMS")
     _limits(ctx, o, u, "minItems", "MIN_ITEMS")
     uo, uu = _get(o, "uniqueItems") is True, _get(u, "uniqueItems") is True
