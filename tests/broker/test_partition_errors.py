@@ -31,10 +31,7 @@ def cluster() -> Iterator[Cluster]:
 
 
 def connect(cluster: Cluster) -> Connection:
-    server = cluster.servers[0]
-    conn = Connection(server.host, server.port, timeout_s=10)
-    conn.negotiate(caps={ApiKey.PRODUCE: 12, ApiKey.FETCH: 12})
-    return conn
+    return wire.connect(cluster, caps=wire.BY_NAME)
 
 
 def produce(conn: Connection, *partitions: int, topic: str = "t") -> dict[int, int]:

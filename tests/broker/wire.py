@@ -1,6 +1,6 @@
-"""Raw requests the broker tests send more than once: a Produce (and its answers per
-partition), a Fetch, a classic JoinGroup, a ConsumerGroupHeartbeat join, an
-OffsetCommit."""
+"""Raw requests the broker tests send more than once: a negotiated connection, a
+Produce (and its answers per partition), a Fetch, a classic JoinGroup, a
+ConsumerGroupHeartbeat join, an OffsetCommit."""
 
 from __future__ import annotations
 
@@ -11,6 +11,27 @@ from kproto.broker import Cluster
 from kproto.connection import Connection
 from kproto.index import ApiKey
 
+#: the last Produce and Fetch versions that name topics (v13 names them by id,
+#: KIP-516): ``caps`` for a connection that sends ``produce``/``fetch`` by name
+BY_NAME = {ApiKey.PRODUCE: 12, ApiKey.FETCH: 12}
+
+
+def connect(
+    cluster: Cluster,
+    node_id: int | None = None,
+    *,
+    caps: Mapping[ApiKey, int] | None = None,
+    timeout_s: float = 10,
+) -> Connection:
+    """A connection to node ``node_id`` (the first node without it), negotiated
+    with ``caps`` (highest version per API) and ``timeout_s`` (seconds) per request."""
+    info = cluster.state.nodes[
+        cluster.state.node_ids[0] if node_id is None else node_id
+    ]
+    conn = Connection(info.host, info.port, timeout_s=timeout_s)
+    conn.negotiate(caps=caps)
+    return conn
+
 
 def produce(
     conn: Connection,
@@ -18,8 +39,10 @@ def produce(
     batches: Mapping[int, bytes],
     *,
     cluster: Cluster | None = None,
+    acks: int = -1,
+    timeout_ms: int = 5000,
 ) -> Any:
-    """The ProduceResponse to one request (acks -1, timeout_ms 5000) carrying one
+    """The ProduceResponse to one request (``acks``, ``timeout_ms``) carrying one
     encoded record batch per partition of ``topic`` (``batches``: partition index
     to batch bytes).
 
@@ -31,7 +54,9 @@ def produce(
     entry["partition_data"] = [
         {"index": p, "records": batch} for p, batch in batches.items()
     ]
-    return conn.request(ApiKey.PRODUCE, acks=-1, timeout_ms=5000, topic_data=[entry])
+    return conn.request(
+        ApiKey.PRODUCE, acks=acks, timeout_ms=timeout_ms, topic_data=[entry]
+    )
 
 
 def _topic_entry(
