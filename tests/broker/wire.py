@@ -16,6 +16,11 @@ from kproto.index import ApiKey
 BY_NAME = {ApiKey.PRODUCE: 12, ApiKey.FETCH: 12}
 
 
+#: offset requests that name topics (OffsetCommit/OffsetFetch v10 name them by id)
+#: and JoinGroup before KIP-394's member-id round trip
+GROUP_CAPS = {ApiKey.JOIN_GROUP: 3, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+
+
 def connect(
     cluster: Cluster,
     node_id: int | None = None,

@@ -36,11 +36,16 @@ from kproto.broker.groups.streams_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import commit_offset, join_classic, join_consumer_group
+from tests.broker.wire import (
+    GROUP_CAPS,
+    commit_offset,
+    connect,
+    join_classic,
+    join_consumer_group,
+)
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
-CAPS = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9, ApiKey.JOIN_GROUP: 3}
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, STALE_TOPOLOGY = 1, 3, 0
 
 
@@ -54,9 +59,7 @@ def cluster() -> Iterator[Cluster]:
 
 @pytest.fixture
 def conn(cluster: Cluster) -> Iterator[Connection]:
-    info = cluster.state.nodes[1]
-    with Connection(info.host, info.port, timeout_s=20) as c:
-        c.negotiate(caps=CAPS)
+    with connect(cluster, caps=GROUP_CAPS, timeout_s=20) as c:
         yield c
 
 
@@ -322,22 +325,21 @@ def test_topology_description_update_and_describe(conn: Connection, fresh: Any) 
         ],
         "global_stores": [],
     }
-    update = conn.request(
-        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
-        group_id=app,
-        member_id="m1",
-        topology_epoch=2,
-        topology_description=description,
-    )
-    assert update.error_code == ErrorCode.INVALID_REQUEST
-    update = conn.request(
-        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
-        group_id=app,
-        member_id="m1",
-        topology_epoch=1,
-        topology_description=description,
-    )
-    assert update.error_code == 0
+
+    def update(topology_epoch: int) -> int:
+        return int(
+            conn.request(
+                ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+                group_id=app,
+                member_id="m1",
+                topology_epoch=topology_epoch,
+                topology_description=description,
+            ).error_code
+        )
+
+    # only the group's current topology epoch (1) may be described
+    assert update(2) == ErrorCode.INVALID_REQUEST
+    assert update(1) == ErrorCode.NONE
     (d,) = conn.request(
         ApiKey.STREAMS_GROUP_DESCRIBE,
         group_ids=[app],
@@ -385,9 +387,7 @@ def test_sticky_assign_keeps_tasks_and_balances() -> None:
 def test_group_and_offsets_recovered_after_restart(tmp_path: Path) -> None:
     with Cluster(nodes=1, data_dir=tmp_path) as c:
         c.create_topic("in", 2)
-        info = c.state.nodes[1]
-        with Connection(info.host, info.port, timeout_s=20) as conn:
-            conn.negotiate(caps=CAPS)
+        with connect(c, caps=GROUP_CAPS, timeout_s=20) as conn:
             a = join(conn, "app", "m1", topology("in", "app"))
             held = tasks(a)
             assert len(held) == 4
@@ -408,9 +408,7 @@ def test_group_and_offsets_recovered_after_restart(tmp_path: Path) -> None:
             assert (b.member_epoch, tasks(b)) == (2, set())
             assert hb(conn, "app", "m2", -1).error_code == 0  # epoch 3
     with Cluster(nodes=1, data_dir=tmp_path) as c:
-        info = c.state.nodes[1]
-        with Connection(info.host, info.port, timeout_s=20) as conn:
-            conn.negotiate(caps=CAPS)
+        with connect(c, caps=GROUP_CAPS, timeout_s=20) as conn:
             # the member, its epoch and tasks come back; no new group epoch
             back = hb(conn, "app", "m1", a.member_epoch, active_tasks=owned(*held))
             assert back.error_code == 0, back.error_message
