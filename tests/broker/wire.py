@@ -1,6 +1,7 @@
 """Raw requests the broker tests send more than once: a negotiated connection, a
 Produce (and its answers per partition), a Fetch, a classic JoinGroup, a
-ConsumerGroupHeartbeat join, an OffsetCommit."""
+ConsumerGroupHeartbeat or ShareGroupHeartbeat join, an OffsetCommit,
+IncrementalAlterConfigs and DescribeConfigs."""
 
 from __future__ import annotations
 
@@ -162,6 +163,42 @@ def commit_offset(
     return int(answer.topics[0].partitions[0].error_code)
 
 
+def heartbeat(
+    conn: Connection,
+    api_key: ApiKey,
+    group: str,
+    member_id: str,
+    member_epoch: int,
+    **fields: Any,
+) -> Any:
+    """The answer to the heartbeat ``api_key`` (ConsumerGroupHeartbeat of KIP-848,
+    ShareGroupHeartbeat of KIP-932, StreamsGroupHeartbeat of KIP-1071) of
+    ``member_id`` of ``group`` at ``member_epoch`` (0 joins, -1 leaves), with the
+    API's other ``fields``."""
+    return conn.request(
+        api_key,
+        group_id=group,
+        member_id=member_id,
+        member_epoch=member_epoch,
+        **fields,
+    )
+
+
+def join_group(
+    conn: Connection,
+    api_key: ApiKey,
+    group: str,
+    member_id: str,
+    topics: list[str] | None,
+    **fields: Any,
+) -> Any:
+    """The answer to the heartbeat ``api_key`` of ``member_id`` joining ``group``
+    (member epoch 0) subscribed to ``topics``, with the API's other ``fields``."""
+    return heartbeat(
+        conn, api_key, group, member_id, 0, subscribed_topic_names=topics, **fields
+    )
+
+
 def join_consumer_group(
     conn: Connection,
     group: str,
@@ -172,12 +209,62 @@ def join_consumer_group(
 ) -> Any:
     """The ConsumerGroupHeartbeatResponse (KIP-848) to ``member_id`` joining
     ``group`` (member epoch 0) subscribed to ``topics``, owning no partitions."""
-    return conn.request(
+    return join_group(
+        conn,
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member_id,
-        member_epoch=0,
+        group,
+        member_id,
+        topics,
         rebalance_timeout_ms=rebalance_timeout_ms,
-        subscribed_topic_names=topics,
         topic_partitions=[],
+    )
+
+
+def join_share_group(
+    conn: Connection, group: str, member_id: str, topics: list[str] | None
+) -> Any:
+    """The ShareGroupHeartbeatResponse (KIP-932) to ``member_id`` joining share
+    group ``group`` (member epoch 0) subscribed to ``topics``."""
+    return join_group(conn, ApiKey.SHARE_GROUP_HEARTBEAT, group, member_id, topics)
+
+
+def incremental_alter_configs(
+    conn: Connection,
+    resource_type: int,
+    name: str,
+    *ops: tuple[str, int, str | None],
+    validate_only: bool = False,
+) -> Any:
+    """The IncrementalAlterConfigs result of resource ``name`` of ``resource_type``
+    (2 topic, 4 broker, 16 client metrics, 32 group) for ``ops``: (config name,
+    operation 0 SET / 1 DELETE / 2 APPEND / 3 SUBTRACT, value)."""
+    answer = conn.request(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        resources=[
+            {
+                "resource_type": resource_type,
+                "resource_name": name,
+                "configs": [
+                    {"name": n, "config_operation": op, "value": v} for n, op, v in ops
+                ],
+            }
+        ],
+        validate_only=validate_only,
+    )
+    return answer.responses[0]
+
+
+def describe_configs(
+    conn: Connection, *resources: tuple[int, str], include_synonyms: bool = False
+) -> Any:
+    """The DescribeConfigsResponse for every config of ``resources``: (resource
+    type, as in :func:`incremental_alter_configs`; name) pairs."""
+    return conn.request(
+        ApiKey.DESCRIBE_CONFIGS,
+        resources=[
+            {"resource_type": t, "resource_name": n, "configuration_keys": None}
+            for t, n in resources
+        ],
+        include_synonyms=include_synonyms,
+        include_documentation=False,
     )

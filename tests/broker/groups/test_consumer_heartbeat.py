@@ -21,7 +21,7 @@ from kproto.broker.groups.consumer_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import GROUP_CAPS, commit_offset, connect
+from tests.broker.wire import GROUP_CAPS, commit_offset, connect, heartbeat
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -58,13 +58,8 @@ def fresh(cluster: Cluster) -> Callable[[int], tuple[str, str, uuid.UUID]]:
 
 
 def hb(conn: Connection, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    return conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        **fields,
-    )
+    api = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    return heartbeat(conn, api, group, member, epoch, **fields)
 
 
 def join(conn: Connection, group: str, member: str, **fields: Any) -> Any:

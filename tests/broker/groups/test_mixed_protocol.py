@@ -16,7 +16,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, data_type
 from kproto.serial import decode, encode
-from tests.broker.wire import join_classic
+from tests.broker.wire import heartbeat, join_classic
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -80,13 +80,8 @@ def hb(conn: Connection, group: str, member: str, epoch: int, **fields: Any) -> 
     if epoch == 0:
         fields.setdefault("rebalance_timeout_ms", 2000)
         fields.setdefault("topic_partitions", [])
-    return conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        **fields,
-    )
+    api = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    return heartbeat(conn, api, group, member, epoch, **fields)
 
 
 def parts(answer: Any) -> set[int]:

@@ -40,6 +40,7 @@ from tests.broker.wire import (
     GROUP_CAPS,
     commit_offset,
     connect,
+    heartbeat,
     join_classic,
     join_consumer_group,
 )
@@ -102,13 +103,9 @@ def topology(source: str, app: str, epoch: int = 1) -> dict[str, Any]:
 
 
 def hb(conn: Connection, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    return conn.request(
-        ApiKey.STREAMS_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        endpoint_information_epoch=0,
-        **fields,
+    api = ApiKey.STREAMS_GROUP_HEARTBEAT
+    return heartbeat(
+        conn, api, group, member, epoch, endpoint_information_epoch=0, **fields
     )
 
 
