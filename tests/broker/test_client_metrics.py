@@ -22,6 +22,7 @@ from kproto.index import ApiKey, request_type
 from kproto.records import Compression
 from kproto.records._codecs import compress
 from tests.broker.groups.fakes import ManualClock
+from tests.broker.wire import incremental_alter_configs
 from tests.eventually import eventually
 
 
@@ -250,20 +251,8 @@ def test_subscription_configs_are_validated_described_and_listed(
     assert listed["client_metrics"] == ["sub"]
     # APPEND on the LIST config, through IncrementalAlterConfigs
     with connect(cluster) as conn:
-        answer = conn.request(
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            resources=[
-                {
-                    "resource_type": 16,
-                    "resource_name": "sub",
-                    "configs": [
-                        {"name": "metrics", "config_operation": 2, "value": "b."}
-                    ],
-                }
-            ],
-            validate_only=False,
-        )
-        assert answer.responses[0].error_code == ErrorCode.NONE
+        answer = incremental_alter_configs(conn, 16, "sub", ("metrics", 2, "b."))
+        assert answer.error_code == ErrorCode.NONE
         v0 = conn.send(request_type(ApiKey.LIST_CONFIG_RESOURCES, 0)())
         assert [r.resource_name for r in v0.config_resources] == ["sub"]
     assert cluster.state.client_metrics.subscriptions["sub"].metrics == {"a.", "b."}

@@ -16,6 +16,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
+from tests.broker.wire import describe_configs, incremental_alter_configs
 
 NOT_REQUESTED = -(2**31)
 
@@ -219,39 +220,8 @@ def test_create_topics_with_manual_assignments(
     assert cluster.state.topics["manual"].partitions == 3
 
 
-def _incremental(
-    conn: Connection, resource_type: int, name: str, *ops: tuple[str, int, str | None]
-) -> Any:
-    answer = conn.request(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        resources=[
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configs": [
-                    {"name": n, "config_operation": op, "value": v} for n, op, v in ops
-                ],
-            }
-        ],
-        validate_only=False,
-    )
-    return answer.responses[0]
-
-
 def _describe(conn: Connection, resource_type: int, name: str) -> dict[str, Any]:
-    answer = conn.request(
-        ApiKey.DESCRIBE_CONFIGS,
-        resources=[
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configuration_keys": None,
-            }
-        ],
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    result = answer.results[0]
+    (result,) = describe_configs(conn, (resource_type, name)).results
     assert result.error_code == ErrorCode.NONE, result.error_message
     return {c.name: c for c in result.configs}
 
@@ -264,7 +234,7 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
     assert (
         "share.auto.offset.reset" in before and "streams.num.standby.replicas" in before
     )
-    ok = _incremental(
+    ok = incremental_alter_configs(
         conn,
         group,
         "cfg-group",
@@ -288,9 +258,9 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
         ("share.auto.offset.reset", 0, "middle"),
         ("consumer.heartbeat.interval.ms", 2, "1"),  # APPEND on an INT
     ):
-        refused = _incremental(conn, group, "cfg-group", bad)
+        refused = incremental_alter_configs(conn, group, "cfg-group", bad)
         assert refused.error_code == ErrorCode.INVALID_CONFIG, bad
-    deleted = _incremental(
+    deleted = incremental_alter_configs(
         conn, group, "cfg-group", ("consumer.session.timeout.ms", 1, None)
     )
     assert deleted.error_code == ErrorCode.NONE
@@ -303,19 +273,29 @@ def test_append_and_subtract_on_list_configs(
 ) -> None:
     cluster.create_topic("lists", 1)
     topic = 2
-    appended = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))
+    appended = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 2, "compact")
+    )
     assert appended.error_code == ErrorCode.NONE, appended.error_message
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "delete,compact"
-    again = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))
+    again = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 2, "compact")
+    )
     assert again.error_code == ErrorCode.NONE
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "delete,compact"
-    subtracted = _incremental(conn, topic, "lists", ("cleanup.policy", 3, "delete"))
+    subtracted = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 3, "delete")
+    )
     assert subtracted.error_code == ErrorCode.NONE
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "compact"
-    not_a_list = _incremental(conn, topic, "lists", ("retention.ms", 2, "5"))
+    not_a_list = incremental_alter_configs(
+        conn, topic, "lists", ("retention.ms", 2, "5")
+    )
     assert not_a_list.error_code == ErrorCode.INVALID_CONFIG
     assert "not LIST" in (not_a_list.error_message or "")
-    bad_item = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "shred"))
+    bad_item = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 2, "shred")
+    )
     assert bad_item.error_code == ErrorCode.INVALID_CONFIG
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "compact"
 
@@ -326,7 +306,9 @@ def test_group_configs_survive_a_restart(tmp_path: Any) -> None:
         conn = Connection(info.host, info.port, timeout_s=30)
         conn.negotiate()
         assert (
-            _incremental(conn, 32, "g", ("streams.num.standby.replicas", 0, "2"))
+            incremental_alter_configs(
+                conn, 32, "g", ("streams.num.standby.replicas", 0, "2")
+            )
         ).error_code == ErrorCode.NONE
         conn.close()
     time.sleep(0)
@@ -341,7 +323,7 @@ def test_group_configs_reach_the_consumer_group_coordinator(
     members are given (Kafka's per-group lookup in ``GroupMetadataManager``)."""
     cluster.create_topic("hb", 1)
     group = "hb-group"
-    altered = _incremental(
+    altered = incremental_alter_configs(
         conn, 32, group, ("consumer.heartbeat.interval.ms", 0, "7000")
     )
     assert altered.error_code == ErrorCode.NONE, altered.error_message
@@ -381,18 +363,8 @@ def test_validate_only_alterations_are_validated(
     cluster: Cluster, conn: Connection
 ) -> None:
     cluster.create_topic("vo", 1)
-    answer = conn.request(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        resources=[
-            {
-                "resource_type": 2,
-                "resource_name": "vo",
-                "configs": [
-                    {"name": "cleanup.policy", "config_operation": 2, "value": "shred"}
-                ],
-            }
-        ],
-        validate_only=True,
+    answer = incremental_alter_configs(
+        conn, 2, "vo", ("cleanup.policy", 2, "shred"), validate_only=True
     )
-    assert answer.responses[0].error_code == ErrorCode.INVALID_CONFIG
+    assert answer.error_code == ErrorCode.INVALID_CONFIG
     assert "cleanup.policy" not in cluster.state.topics["vo"].configs
