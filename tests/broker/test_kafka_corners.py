@@ -16,7 +16,15 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
-from tests.broker.wire import describe_configs, incremental_alter_configs
+from tests.broker.wire import (
+    commit_offset,
+    connect,
+    describe_configs,
+    heartbeat,
+    incremental_alter_configs,
+    join_classic,
+    join_consumer_group,
+)
 
 NOT_REQUESTED = -(2**31)
 
@@ -76,45 +84,27 @@ def test_authorized_operations_when_asked(cluster: Cluster, conn: Connection) ->
     assert not_asked.cluster_authorized_operations == NOT_REQUESTED
 
 
+def _coordinator(
+    cluster: Cluster, conn: Connection, group: str, caps: dict[ApiKey, int]
+) -> Connection:
+    """A connection to ``group``'s coordinator (FindCoordinator v3 on ``conn``),
+    negotiated with ``caps``."""
+    found = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
+    return connect(cluster, found.node_id, caps=caps, timeout_s=30)
+
+
 def test_admin_offset_commit_to_a_group_with_members(
     cluster: Cluster, conn: Connection
 ) -> None:
     cluster.create_topic("oc", 1)
     group = "corner-group"
-    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
-    info = cluster.state.nodes[coordinator.node_id]
-    gconn = Connection(info.host, info.port, timeout_s=30)
-    gconn.negotiate()
-    try:
-        joined = send(
-            gconn,
-            ApiKey.JOIN_GROUP,
-            3,
-            group_id=group,
-            session_timeout_ms=30000,
-            rebalance_timeout_ms=30000,
-            member_id="",
-            protocol_type="consumer",
-            protocols=[{"name": "range", "metadata": b""}],
-        )
+    # JoinGroup v3 gives a member id at once (KIP-394 came with v4)
+    caps = {ApiKey.JOIN_GROUP: 3, ApiKey.OFFSET_COMMIT: 8}
+    with _coordinator(cluster, conn, group, caps) as gconn:
+        joined = join_classic(gconn, group, timeout_ms=30000)
         assert joined.error_code == ErrorCode.NONE
-        commit = send(
-            gconn,
-            ApiKey.OFFSET_COMMIT,
-            8,
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=[
-                {
-                    "name": "oc",
-                    "partitions": [{"partition_index": 0, "committed_offset": 1}],
-                }
-            ],
-        )
-        assert commit.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
-    finally:
-        gconn.close()
+        # an admin's commit (no member, generation -1) to a group with members
+        assert commit_offset(gconn, group, "oc", 0, 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_delete_records_negative_offset(cluster: Cluster) -> None:
@@ -191,32 +181,29 @@ def test_create_topics_with_manual_assignments(
     errors = create_assigned(conn, {"manual": [[nodes[1]], [nodes[1]]]})
     assert errors["manual"] == ErrorCode.NONE
     assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1]]
-    grown = conn.request(
-        ApiKey.CREATE_PARTITIONS,
-        topics=[
-            {"name": "manual", "count": 3, "assignments": [{"broker_ids": [nodes[0]]}]}
-        ],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert grown.results[0].error_code == ErrorCode.NONE
+
+    def grow(count: int, *assignments: list[int]) -> int:
+        """The error code of growing "manual" to ``count`` partitions, the new
+        ones on ``assignments`` (one broker id list per new partition)."""
+        answer = conn.request(
+            ApiKey.CREATE_PARTITIONS,
+            topics=[
+                {
+                    "name": "manual",
+                    "count": count,
+                    "assignments": [{"broker_ids": ids} for ids in assignments],
+                }
+            ],
+            timeout_ms=5000,
+            validate_only=False,
+        )
+        return int(answer.results[0].error_code)
+
+    assert grow(3, [nodes[0]]) == ErrorCode.NONE
     assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1], nodes[0]]
-    bad = conn.request(
-        ApiKey.CREATE_PARTITIONS,
-        topics=[
-            {"name": "manual", "count": 5, "assignments": [{"broker_ids": [nodes[0]]}]}
-        ],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert bad.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    unknown = conn.request(
-        ApiKey.CREATE_PARTITIONS,
-        topics=[{"name": "manual", "count": 4, "assignments": [{"broker_ids": [42]}]}],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert unknown.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    # one assignment for two new partitions; an unknown broker
+    assert grow(5, [nodes[0]]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert grow(4, [42]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert cluster.state.topics["manual"].partitions == 3
 
 
@@ -327,36 +314,15 @@ def test_group_configs_reach_the_consumer_group_coordinator(
         conn, 32, group, ("consumer.heartbeat.interval.ms", 0, "7000")
     )
     assert altered.error_code == ErrorCode.NONE, altered.error_message
-    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
-    info = cluster.state.nodes[coordinator.node_id]
-    gconn = Connection(info.host, info.port, timeout_s=30)
-    gconn.negotiate()
-    try:
-        answer = send(
-            gconn,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            0,
-            group_id=group,
-            member_id="m-1",
-            member_epoch=0,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=["hb"],
-            server_assignor=None,
-            topic_partitions=[],
+    with _coordinator(cluster, conn, group, {ApiKey.CONSUMER_GROUP_HEARTBEAT: 0}) as c:
+        answer = join_consumer_group(
+            c, group, "m-1", ["hb"], rebalance_timeout_ms=30000
         )
         assert answer.error_code == ErrorCode.NONE, answer.error_message
         assert answer.heartbeat_interval_ms == 7000
-        left = send(
-            gconn,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            0,
-            group_id=group,
-            member_id=answer.member_id,
-            member_epoch=-1,
-        )
+        api = ApiKey.CONSUMER_GROUP_HEARTBEAT
+        left = heartbeat(c, api, group, answer.member_id, -1)
         assert left.error_code == ErrorCode.NONE
-    finally:
-        gconn.close()
 
 
 def test_validate_only_alterations_are_validated(

@@ -1,5 +1,6 @@
 """Raw requests the broker tests send more than once: a negotiated connection, a
-Produce (and its answers per partition), a Fetch, a classic JoinGroup, a
+Produce (and its answers per partition), a Fetch, a ListOffsets, an
+OffsetForLeaderEpoch, a classic JoinGroup, a
 ConsumerGroupHeartbeat or ShareGroupHeartbeat join, an OffsetCommit,
 IncrementalAlterConfigs and DescribeConfigs."""
 
@@ -110,26 +111,85 @@ def fetch(
     )
 
 
+def list_offsets(
+    conn: Connection,
+    topic: str,
+    timestamp: int = -1,
+    *,
+    partition: int = 0,
+    current_leader_epoch: int = -1,
+) -> Any:
+    """The ListOffsets answer (as a consumer: replica id -1, read uncommitted) for
+    ``partition`` of ``topic``: the offset for ``timestamp`` (ms, or -1 latest, -2
+    earliest, -3 max timestamp), fenced by ``current_leader_epoch`` (-1: none)."""
+    answer = conn.request(
+        ApiKey.LIST_OFFSETS,
+        replica_id=-1,
+        isolation_level=0,
+        topics=[
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": partition,
+                        "current_leader_epoch": current_leader_epoch,
+                        "timestamp": timestamp,
+                    }
+                ],
+            }
+        ],
+    )
+    return answer.topics[0].partitions[0]
+
+
+def offset_for_leader_epoch(
+    conn: Connection, topic: str, *partitions: tuple[int, int, int]
+) -> list[Any]:
+    """The OffsetForLeaderEpoch answers (as a consumer: replica id -1) of
+    ``topic``'s ``partitions``: (partition, leader epoch asked for, current leader
+    epoch or -1) each, in request order."""
+    answer = conn.request(
+        ApiKey.OFFSET_FOR_LEADER_EPOCH,
+        replica_id=-1,
+        topics=[
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": p, "leader_epoch": e, "current_leader_epoch": c}
+                    for p, e, c in partitions
+                ],
+            }
+        ],
+    )
+    return list(answer.topics[0].partitions)
+
+
 def partition_answers(response: Any) -> list[Any]:
     """Every partition's answer in a ProduceResponse, in response order."""
     return [p for t in response.responses for p in t.partition_responses]
 
 
 def join_classic(
-    conn: Connection, group: str, *, metadata: bytes = b"", timeout_ms: int = 6000
+    conn: Connection,
+    group: str,
+    *,
+    metadata: bytes = b"",
+    timeout_ms: int = 6000,
+    protocol_type: str = "consumer",
+    protocol: str = "range",
 ) -> Any:
     """The JoinGroupResponse to a new member (empty member id) joining ``group``
-    with the classic protocol: protocol type ``consumer``, one protocol ``range``
-    carrying ``metadata`` (the encoded subscription); ``timeout_ms`` is both the
-    session and the rebalance timeout (ms)."""
+    with the classic protocol: ``protocol_type``, one ``protocol`` carrying
+    ``metadata`` (for a consumer, the encoded subscription); ``timeout_ms`` is both
+    the session and the rebalance timeout (ms)."""
     return conn.request(
         ApiKey.JOIN_GROUP,
         group_id=group,
         session_timeout_ms=timeout_ms,
         rebalance_timeout_ms=timeout_ms,
         member_id="",
-        protocol_type="consumer",
-        protocols=[{"name": "range", "metadata": metadata}],
+        protocol_type=protocol_type,
+        protocols=[{"name": protocol, "metadata": metadata}],
     )
 
 
