@@ -35,5 +35,13 @@ def topic(cluster3: Cluster) -> Callable[..., str]:
     return make
 
 
+def one_node_with_t(partitions: int) -> Iterator[Cluster]:
+    """A one-node cluster holding topic "t" of ``partitions`` partitions, closed
+    when the generator is (the body of a fixture)."""
+    with Cluster(nodes=1) as c:
+        c.create_topic("t", partitions)
+        yield c
+
+
 def segment_files(data_dir: Path, topic: str) -> list[Path]:
     return sorted(data_dir.glob(f"{topic}-*/*.log"))

@@ -20,14 +20,13 @@ from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.schema.api_versions.v0 import ApiVersionsResponse
 from kproto.serial import entity_reader
+from tests.broker.conftest import one_node_with_t
 from tests.broker.wire import connect
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", 1)
-        yield c
+    yield from one_node_with_t(1)
 
 
 def test_narrowed_versions_are_advertised_and_enforced(cluster: Cluster) -> None:

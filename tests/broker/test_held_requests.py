@@ -19,14 +19,13 @@ from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
 from tests.broker import wire
+from tests.broker.conftest import one_node_with_t
 from tests.eventually import eventually
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", 1)
-        yield c
+    yield from one_node_with_t(1)
 
 
 @pytest.fixture

@@ -20,14 +20,13 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
 from tests.broker import wire
+from tests.broker.conftest import one_node_with_t
 from tests.eventually import eventually
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", 3)
-        yield c
+    yield from one_node_with_t(3)
 
 
 def connect(cluster: Cluster) -> Connection:
