@@ -1,10 +1,12 @@
-"""Shared fixtures of the broker tests: one 3-node cluster with a known data_dir."""
+"""Shared fixtures of the broker tests: one 3-node cluster with a known data_dir,
+and the body of a cluster fixture holding one topic."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,11 +37,13 @@ def topic(cluster3: Cluster) -> Callable[..., str]:
     return make
 
 
-def one_node_with_t(partitions: int) -> Iterator[Cluster]:
-    """A one-node cluster holding topic "t" of ``partitions`` partitions, closed
-    when the generator is (the body of a fixture)."""
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", partitions)
+def cluster_with_topic(
+    topic: str, partitions: int, **settings: Any
+) -> Iterator[Cluster]:
+    """A ``Cluster(**settings)`` holding ``topic`` of ``partitions`` partitions,
+    closed when the generator is: the body of a fixture (``yield from``)."""
+    with Cluster(**settings) as c:
+        c.create_topic(topic, partitions)
         yield c
 
 

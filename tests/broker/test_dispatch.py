@@ -20,13 +20,13 @@ from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.schema.api_versions.v0 import ApiVersionsResponse
 from kproto.serial import entity_reader
-from tests.broker.conftest import one_node_with_t
+from tests.broker.conftest import cluster_with_topic
 from tests.broker.wire import connect
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    yield from one_node_with_t(1)
+    yield from cluster_with_topic("t", 1, nodes=1)
 
 
 def test_narrowed_versions_are_advertised_and_enforced(cluster: Cluster) -> None:

@@ -19,13 +19,13 @@ from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
 from tests.broker import wire
-from tests.broker.conftest import one_node_with_t
+from tests.broker.conftest import cluster_with_topic
 from tests.eventually import eventually
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    yield from one_node_with_t(1)
+    yield from cluster_with_topic("t", 1, nodes=1)
 
 
 @pytest.fixture

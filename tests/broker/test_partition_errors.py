@@ -20,13 +20,13 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
 from tests.broker import wire
-from tests.broker.conftest import one_node_with_t
+from tests.broker.conftest import cluster_with_topic
 from tests.eventually import eventually
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    yield from one_node_with_t(3)
+    yield from cluster_with_topic("t", 3, nodes=1)
 
 
 def connect(cluster: Cluster) -> Connection:

@@ -18,13 +18,12 @@ from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.records import decode_records, encode_batch, encode_legacy
 from tests.broker import wire
+from tests.broker.conftest import cluster_with_topic
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=2) as c:
-        c.create_topic("p", 2)
-        yield c
+    yield from cluster_with_topic("p", 2, nodes=2)
 
 
 def connect(cluster: Cluster, node_id: int) -> Connection:

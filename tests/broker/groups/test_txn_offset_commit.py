@@ -20,6 +20,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from tests.broker import wire
+from tests.broker.conftest import cluster_with_topic
 
 pytestmark = pytest.mark.timeout(90)
 _ids = itertools.count()
@@ -28,9 +29,7 @@ TOPIC = "txoc"
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic(TOPIC, 2)
-        yield c
+    yield from cluster_with_topic(TOPIC, 2, nodes=1)
 
 
 @pytest.fixture

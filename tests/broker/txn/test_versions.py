@@ -15,6 +15,7 @@ from kproto.broker import Cluster
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
+from tests.broker.conftest import cluster_with_topic
 from tests.broker.txn.support import (
     call,
     call_coordinator,
@@ -31,9 +32,7 @@ _ids = itertools.count()
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=3) as c:
-        c.create_topic(TOPIC, 3)
-        yield c
+    yield from cluster_with_topic(TOPIC, 3, nodes=3)
 
 
 def served(cluster: Cluster, api: ApiKey) -> list[int]:
