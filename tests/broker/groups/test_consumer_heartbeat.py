@@ -40,12 +40,6 @@ def cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def conn(cluster: Cluster) -> Iterator[Connection]:
-    with connect(cluster, caps=GROUP_CAPS, timeout_s=20) as c:
-        yield c
-
-
-@pytest.fixture
 def fresh(cluster: Cluster) -> Callable[[int], tuple[str, str, uuid.UUID]]:
     """A new group id and a new topic of ``n`` partitions (name and id)."""
 

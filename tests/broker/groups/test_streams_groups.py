@@ -59,12 +59,6 @@ def cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def conn(cluster: Cluster) -> Iterator[Connection]:
-    with connect(cluster, caps=GROUP_CAPS, timeout_s=20) as c:
-        yield c
-
-
-@pytest.fixture
 def fresh(cluster: Cluster) -> Callable[[int], tuple[str, str]]:
     """A new application id and a new source topic of ``n`` partitions."""
 
