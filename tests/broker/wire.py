@@ -1,8 +1,8 @@
 """Raw requests the broker tests send more than once: a negotiated connection, a
 Produce (and its answers per partition), a Fetch, a ListOffsets, an
-OffsetForLeaderEpoch, a classic JoinGroup, a
-ConsumerGroupHeartbeat or ShareGroupHeartbeat join, an OffsetCommit,
-IncrementalAlterConfigs and DescribeConfigs."""
+OffsetForLeaderEpoch, a classic JoinGroup, a KIP-848 / KIP-932 / KIP-1071 group
+heartbeat (and join), an OffsetCommit, an IncrementalAlterConfigs and a
+DescribeConfigs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from kproto.index import ApiKey
 #: the last Produce and Fetch versions that name topics (v13 names them by id,
 #: KIP-516): ``caps`` for a connection that sends ``produce``/``fetch`` by name
 BY_NAME = {ApiKey.PRODUCE: 12, ApiKey.FETCH: 12}
-
 
 #: offset requests that name topics (OffsetCommit/OffsetFetch v10 name them by id)
 #: and JoinGroup before KIP-394's member-id round trip
@@ -55,7 +54,7 @@ def produce(
 
     With ``cluster`` the topic is named by its topic id (Produce v13+, KIP-516: what
     a plainly negotiated connection speaks); without, by name (the connection must
-    have been negotiated with ``caps={ApiKey.PRODUCE: 12}``).
+    have been negotiated with ``caps=BY_NAME``).
     """
     entry = _topic_entry(topic, "name", cluster)
     entry["partition_data"] = [
@@ -89,8 +88,7 @@ def fetch(
     ``partition_fields`` (``current_leader_epoch``) in every partition's entry.
 
     With ``cluster`` the topic is named by its topic id (Fetch v13+, KIP-516);
-    without, by name (the connection must be negotiated with
-    ``caps={ApiKey.FETCH: 12}``).
+    without, by name (the connection must be negotiated with ``caps=BY_NAME``).
     """
     entry = _topic_entry(topic, "topic", cluster)
     entry["partitions"] = [
