@@ -1,5 +1,5 @@
-"""Reading with a confluent-kafka ``Consumer`` in tests, waiting only through
-:func:`tests.eventually.eventually`."""
+"""Reading with a confluent-kafka ``Consumer`` (or a kafka-python one) in tests,
+waiting only through :func:`tests.eventually.eventually`."""
 
 from __future__ import annotations
 
@@ -69,3 +69,21 @@ def read_into(consumer: Any, seen: list[int], count: int, timeout_s: float) -> N
         return len(seen) >= count
 
     eventually(enough, timeout_s, interval_s=0, retry_on=(), message=lambda: f"{seen}")
+
+
+def read_values(consumer: Any, count: int, timeout_s: float = 30) -> list[bytes]:
+    """The values a kafka-python ``KafkaConsumer`` returns from ``poll`` until it
+    has returned ``count`` of them (or more, when one poll brings more).
+
+    Raises:
+        AssertionError: fewer within ``timeout_s`` seconds.
+    """
+    got: list[bytes] = []
+
+    def enough() -> bool:
+        for records in consumer.poll(500).values():
+            got.extend(r.value for r in records)
+        return len(got) >= count
+
+    eventually(enough, timeout_s, interval_s=0, retry_on=(), message=lambda: f"{got}")
+    return got

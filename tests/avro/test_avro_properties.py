@@ -25,6 +25,17 @@ def _dt(aware: bool, millis: bool) -> st.SearchStrategy[datetime.datetime]:
     return s.map(lambda d: d.replace(tzinfo=UTC)) if aware else s
 
 
+def _timestamps() -> dict[str, Gen]:
+    """The four timestamp logical types on a long: UTC (aware datetimes) or
+    ``local-`` (naive), in millis or micros."""
+    return {
+        name: ({"type": "long", "logicalType": name}, _dt(aware, unit == "millis"))
+        for aware, prefix in ((True, ""), (False, "local-"))
+        for unit in ("millis", "micros")
+        for name in [f"{prefix}timestamp-{unit}"]
+    }
+
+
 def _decimal(p: int, s: int) -> st.SearchStrategy[Decimal]:
     bound = 10**p - 1
     return st.integers(-bound, bound).map(lambda n: Decimal(n).scaleb(-s))
@@ -45,22 +56,7 @@ LEAVES: dict[str, Gen] = {
         st.builds(lambda t, us: t.replace(microsecond=us), st.times(), _ms),
     ),
     "time-micros": ({"type": "long", "logicalType": "time-micros"}, st.times()),
-    "timestamp-millis": (
-        {"type": "long", "logicalType": "timestamp-millis"},
-        _dt(True, True),
-    ),
-    "timestamp-micros": (
-        {"type": "long", "logicalType": "timestamp-micros"},
-        _dt(True, False),
-    ),
-    "local-timestamp-millis": (
-        {"type": "long", "logicalType": "local-timestamp-millis"},
-        _dt(False, True),
-    ),
-    "local-timestamp-micros": (
-        {"type": "long", "logicalType": "local-timestamp-micros"},
-        _dt(False, False),
-    ),
+    **_timestamps(),
     "uuid": ({"type": "string", "logicalType": "uuid"}, st.uuids().map(str)),
     "decimal": (
         {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 3},
@@ -112,17 +108,8 @@ def schemas(draw: st.DrawFn, depth: int = 0, names: list[int] | None = None) -> 
             symbols
         )
     if kind == "record":
-        fields = [
-            draw(schemas(depth + 1, names)) for _ in range(draw(st.integers(0, 4)))
-        ]
-        schema = {
-            "type": "record",
-            "name": name,
-            "fields": [{"name": f"f{i}", "type": s} for i, (s, _) in enumerate(fields)],
-        }
-        return schema, st.fixed_dictionaries(
-            {f"f{i}": v for i, (_, v) in enumerate(fields)}
-        )
+        count = draw(st.integers(0, 4))
+        return _record(name, [draw(schemas(depth + 1, names)) for _ in range(count)])
     if kind == "array":
         items, values = draw(schemas(depth + 1, names))
         return {"type": "array", "items": items}, st.lists(values, max_size=4)
@@ -154,7 +141,12 @@ def schemas(draw: st.DrawFn, depth: int = 0, names: list[int] | None = None) -> 
 def _record_branch(draw: st.DrawFn, depth: int, names: list[int]) -> Gen:
     names[0] += 1
     name = f"T{names[0]}"
-    fields = [draw(schemas(depth + 1, names)) for _ in range(draw(st.integers(1, 3)))]
+    count = draw(st.integers(1, 3))
+    return _record(name, [draw(schemas(depth + 1, names)) for _ in range(count)])
+
+
+def _record(name: str, fields: list[Gen]) -> Gen:
+    """A record ``name`` of ``fields`` (f0, f1, ...) and its values' strategy."""
     schema = {
         "type": "record",
         "name": name,

@@ -1,10 +1,12 @@
-"""Shared fixtures of the broker tests: one 3-node cluster with a known data_dir."""
+"""Shared fixtures of the broker tests: one 3-node cluster with a known data_dir,
+and the body of a cluster fixture holding one topic."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +35,16 @@ def topic(cluster3: Cluster) -> Callable[..., str]:
         return name
 
     return make
+
+
+def cluster_with_topic(
+    topic: str, partitions: int, **settings: Any
+) -> Iterator[Cluster]:
+    """A ``Cluster(**settings)`` holding ``topic`` of ``partitions`` partitions,
+    closed when the generator is: the body of a fixture (``yield from``)."""
+    with Cluster(**settings) as c:
+        c.create_topic(topic, partitions)
+        yield c
 
 
 def segment_files(data_dir: Path, topic: str) -> list[Path]:

@@ -88,21 +88,22 @@ def test_confluent_elect_leaders_not_needed(confluent: Any) -> None:
     assert error is not None and error.code() == ck.KafkaError.ELECTION_NOT_NEEDED
 
 
-def test_confluent_group_configs(cluster: Cluster, confluent: Any) -> None:
-    resource = admin.ConfigResource(
-        admin.ConfigResource.Type.GROUP,
-        "adm-group",
-        incremental_configs=[
-            admin.ConfigEntry(
-                "consumer.heartbeat.interval.ms",
-                "6000",
-                incremental_operation=admin.AlterConfigOpType.SET,
-            )
-        ],
-    )
-    futures = confluent.incremental_alter_configs([resource])
-    for future in futures.values():
+def _alter(
+    confluent: Any, kind: Any, name: str, config: str, value: str, operation: Any
+) -> None:
+    """One IncrementalAlterConfigs ``operation`` of ``config`` to ``value`` on
+    resource ``name`` of ``kind``, through confluent-kafka's AdminClient."""
+    entry = admin.ConfigEntry(config, value, incremental_operation=operation)
+    resource = admin.ConfigResource(kind, name, incremental_configs=[entry])
+    for future in confluent.incremental_alter_configs([resource]).values():
         future.result(10)
+
+
+def test_confluent_group_configs(cluster: Cluster, confluent: Any) -> None:
+    group, heartbeat = admin.ConfigResource.Type.GROUP, "consumer.heartbeat.interval.ms"
+    _alter(
+        confluent, group, "adm-group", heartbeat, "6000", admin.AlterConfigOpType.SET
+    )
     assert (
         cluster.state.group_config("adm-group", "consumer.heartbeat.interval.ms")
         == "6000"
@@ -117,19 +118,8 @@ def test_confluent_group_configs(cluster: Cluster, confluent: Any) -> None:
 
 def test_confluent_append_subtract(cluster: Cluster, confluent: Any) -> None:
     cluster.create_topic("adm-list", 1)
-    append = admin.ConfigResource(
-        admin.ConfigResource.Type.TOPIC,
-        "adm-list",
-        incremental_configs=[
-            admin.ConfigEntry(
-                "cleanup.policy",
-                "compact",
-                incremental_operation=admin.AlterConfigOpType.APPEND,
-            )
-        ],
-    )
-    for future in confluent.incremental_alter_configs([append]).values():
-        future.result(10)
+    topic, append = admin.ConfigResource.Type.TOPIC, admin.AlterConfigOpType.APPEND
+    _alter(confluent, topic, "adm-list", "cleanup.policy", "compact", append)
     assert (
         cluster.state.topics["adm-list"].configs["cleanup.policy"] == "delete,compact"
     )

@@ -21,23 +21,23 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.records import Compression
 from kproto.records._codecs import compress
+from tests.broker.groups.fakes import ManualClock
+from tests.broker.wire import incremental_alter_configs
 from tests.eventually import eventually
-
-
-class Clock:
-    """The cluster's clock, moved by the test (``ClusterState.now_ms``)."""
-
-    def __init__(self) -> None:
-        self.ms = 1_800_000_000_000
-
-    def __call__(self) -> int:
-        return self.ms
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
     with Cluster(nodes=1, data_dir=tmp_path / "data") as c:
         yield c
+
+
+@pytest.fixture
+def clock(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+    """The cluster's clock, moved by the test."""
+    clock = ManualClock()
+    monkeypatch.setattr(cluster.state, "now_ms", clock)
+    return clock
 
 
 @pytest.fixture
@@ -133,10 +133,8 @@ def test_a_client_no_subscription_matches_is_asked_for_nothing(
 
 
 def test_push_telemetry_follows_kafkas_rules(
-    cluster: Cluster, admin: KafkaAdminClient, monkeypatch: pytest.MonkeyPatch
+    cluster: Cluster, admin: KafkaAdminClient, clock: ManualClock
 ) -> None:
-    clock = Clock()
-    monkeypatch.setattr(cluster.state, "now_ms", clock)
     subscribe(admin, "all", metrics="*", interval_ms="1000")
     with connect(cluster, "raw-client") as conn:
         get = conn.request(
@@ -198,10 +196,8 @@ def test_push_telemetry_follows_kafkas_rules(
 
 
 def test_a_changed_subscription_changes_the_subscription_id(
-    cluster: Cluster, admin: KafkaAdminClient, monkeypatch: pytest.MonkeyPatch
+    cluster: Cluster, admin: KafkaAdminClient, clock: ManualClock
 ) -> None:
-    clock = Clock()
-    monkeypatch.setattr(cluster.state, "now_ms", clock)
     subscribe(admin, "s", metrics="a.", interval_ms="1000")
     with connect(cluster) as conn:
         first = conn.request(
@@ -255,20 +251,8 @@ def test_subscription_configs_are_validated_described_and_listed(
     assert listed["client_metrics"] == ["sub"]
     # APPEND on the LIST config, through IncrementalAlterConfigs
     with connect(cluster) as conn:
-        answer = conn.request(
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            resources=[
-                {
-                    "resource_type": 16,
-                    "resource_name": "sub",
-                    "configs": [
-                        {"name": "metrics", "config_operation": 2, "value": "b."}
-                    ],
-                }
-            ],
-            validate_only=False,
-        )
-        assert answer.responses[0].error_code == ErrorCode.NONE
+        answer = incremental_alter_configs(conn, 16, "sub", ("metrics", 2, "b."))
+        assert answer.error_code == ErrorCode.NONE
         v0 = conn.send(request_type(ApiKey.LIST_CONFIG_RESOURCES, 0)())
         assert [r.resource_name for r in v0.config_resources] == ["sub"]
     assert cluster.state.client_metrics.subscriptions["sub"].metrics == {"a.", "b."}

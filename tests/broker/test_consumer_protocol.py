@@ -102,125 +102,110 @@ class Members:
         for i, _ in self.live():
             self.close(i)
 
+    def __enter__(self) -> Members:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close_all()
+
 
 def test_members_share_partitions_as_they_join_and_leave() -> None:
     partitions = 6
     wanted = {("shared", p) for p in range(partitions)}
     batches = [[b"%d-%d" % (n, i) for i in range(60)] for n in range(3)]
-    members = Members()
-    with Cluster(nodes=3, **FAST) as cluster:  # coordinator and leaders spread
+    with (
+        Cluster(nodes=3, **FAST) as cluster,  # coordinator and leaders spread
+        Members() as members,
+    ):
         cluster.create_topic("shared", partitions)
-        try:
-            for _ in range(2):
-                members.add(consumer(cluster, "sharers", ["shared"]))
-            produce(cluster, "shared", batches[0], partitions)
-            members.poll_until(lambda: len(members.total()) >= 60)
-            members.poll_until(lambda: members.converged(wanted, [3, 3]))
-            assert all(members.got)  # both members consumed
-            # a third member joins: partitions move to it
+        for _ in range(2):
             members.add(consumer(cluster, "sharers", ["shared"]))
-            members.poll_until(lambda: members.converged(wanted, [2, 2, 2]))
-            produce(cluster, "shared", batches[1], partitions)
-            members.poll_until(lambda: len(members.total()) >= 120)
-            assert members.got[2]
-            # one leaves: its partitions go to the other two
-            members.close(0)
-            members.poll_until(lambda: members.converged(wanted, [3, 3]))
-            produce(cluster, "shared", batches[2], partitions)
-            members.poll_until(lambda: len(members.total()) >= 180)
-            time.sleep(0.5)
-            members.poll_until(lambda: True)
-            # every record exactly once across the members
-            assert sorted(members.total()) == sorted(v for b in batches for v in b)
-            group = cluster.groups.consumer.groups["sharers"]
-            assert group.state.value == "Stable"
-        finally:
-            members.close_all()
+        produce(cluster, "shared", batches[0], partitions)
+        members.poll_until(lambda: len(members.total()) >= 60)
+        members.poll_until(lambda: members.converged(wanted, [3, 3]))
+        assert all(members.got)  # both members consumed
+        # a third member joins: partitions move to it
+        members.add(consumer(cluster, "sharers", ["shared"]))
+        members.poll_until(lambda: members.converged(wanted, [2, 2, 2]))
+        produce(cluster, "shared", batches[1], partitions)
+        members.poll_until(lambda: len(members.total()) >= 120)
+        assert members.got[2]
+        # one leaves: its partitions go to the other two
+        members.close(0)
+        members.poll_until(lambda: members.converged(wanted, [3, 3]))
+        produce(cluster, "shared", batches[2], partitions)
+        members.poll_until(lambda: len(members.total()) >= 180)
+        time.sleep(0.5)
+        members.poll_until(lambda: True)
+        # every record exactly once across the members
+        assert sorted(members.total()) == sorted(v for b in batches for v in b)
+        group = cluster.groups.consumer.groups["sharers"]
+        assert group.state.value == "Stable"
 
 
 def test_regex_subscription_picks_up_a_new_topic() -> None:
-    members = Members()
-    with Cluster(**FAST) as cluster:
+    with Cluster(**FAST) as cluster, Members() as members:
         cluster.create_topic("topic-a", 2)
         cluster.create_topic("other", 1)
-        try:
-            members.add(consumer(cluster, "regex", ["^topic-.*"]))
-            produce(cluster, "topic-a", [b"a1", b"a2"], 2)
-            produce(cluster, "other", [b"x"], 1)
-            members.poll_until(lambda: len(members.total()) >= 2)
-            cluster.create_topic("topic-b", 1)
-            produce(cluster, "topic-b", [b"b1"], 1)
-            members.poll_until(lambda: len(members.total()) >= 3)
-            members.poll_until(
-                lambda: members.converged(
-                    {("topic-a", 0), ("topic-a", 1), ("topic-b", 0)}
-                )
-            )
-            assert sorted(members.total()) == [b"a1", b"a2", b"b1"]
-        finally:
-            members.close_all()
+        members.add(consumer(cluster, "regex", ["^topic-.*"]))
+        produce(cluster, "topic-a", [b"a1", b"a2"], 2)
+        produce(cluster, "other", [b"x"], 1)
+        members.poll_until(lambda: len(members.total()) >= 2)
+        cluster.create_topic("topic-b", 1)
+        produce(cluster, "topic-b", [b"b1"], 1)
+        members.poll_until(lambda: len(members.total()) >= 3)
+        members.poll_until(
+            lambda: members.converged({("topic-a", 0), ("topic-a", 1), ("topic-b", 0)})
+        )
+        assert sorted(members.total()) == [b"a1", b"a2", b"b1"]
 
 
 def test_commits_survive_a_restart(tmp_path: Path) -> None:
-    members = Members()
-    with Cluster(data_dir=tmp_path, **FAST) as cluster:
+    with Cluster(data_dir=tmp_path, **FAST) as cluster, Members() as members:
         cluster.create_topic("kept", 2)
         produce(cluster, "kept", [b"old%d" % i for i in range(10)], 2)
-        try:
-            members.add(consumer(cluster, "keepers", ["kept"]))
-            members.poll_until(lambda: len(members.total()) >= 10)
-        finally:
-            members.close_all()
-    again = Members()
-    with Cluster(data_dir=tmp_path, **FAST) as cluster:
+        members.add(consumer(cluster, "keepers", ["kept"]))
+        members.poll_until(lambda: len(members.total()) >= 10)
+    with Cluster(data_dir=tmp_path, **FAST) as cluster, Members() as again:
         produce(cluster, "kept", [b"new%d" % i for i in range(4)], 2)
-        try:
-            again.add(consumer(cluster, "keepers", ["kept"]))
-            again.poll_until(lambda: len(again.total()) >= 4)
-            time.sleep(1)
-            again.poll_until(lambda: True)
-            assert sorted(again.total()) == [b"new%d" % i for i in range(4)]
-            # the group came back from __consumer_offsets with its epoch
-            assert cluster.groups.consumer.groups["keepers"].group_epoch >= 2
-        finally:
-            again.close_all()
+        again.add(consumer(cluster, "keepers", ["kept"]))
+        again.poll_until(lambda: len(again.total()) >= 4)
+        time.sleep(1)
+        again.poll_until(lambda: True)
+        assert sorted(again.total()) == [b"new%d" % i for i in range(4)]
+        # the group came back from __consumer_offsets with its epoch
+        assert cluster.groups.consumer.groups["keepers"].group_epoch >= 2
 
 
 def test_admin_client_describes_lists_and_deletes_the_group() -> None:
     from confluent_kafka.admin import AdminClient
 
-    members = Members()
-    with Cluster(**FAST) as cluster:
+    with Cluster(**FAST) as cluster, Members() as members:
         cluster.create_topic("watched", 2)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        try:
-            members.add(consumer(cluster, "watchers", ["watched"]))
-            members.poll_until(
-                lambda: members.converged({("watched", 0), ("watched", 1)})
-            )
-            # ConsumerGroupDescribe (KIP-848) answers the group's type and assignor
-            described = admin.describe_consumer_groups(["watchers"])["watchers"]
-            group = described.result(10)
-            assert group.type == ck.ConsumerGroupType.CONSUMER
-            assert group.state == ck.ConsumerGroupState.STABLE
-            assert group.partition_assignor == "uniform"
-            (member,) = group.members
-            assigned = {
-                (tp.topic, tp.partition) for tp in member.assignment.topic_partitions
-            }
-            assert assigned == {("watched", 0), ("watched", 1)}
-            assert member.host == "/127.0.0.1"  # Kafka's InetAddress.toString()
-            listed = admin.list_consumer_groups().result(10).valid
-            assert ("watchers", ck.ConsumerGroupType.CONSUMER) in {
-                (g.group_id, g.type) for g in listed
-            }
-            busy = admin.delete_consumer_groups(["watchers"])["watchers"]
-            with pytest.raises(ck.KafkaException) as raised:
-                busy.result(10)
-            assert raised.value.args[0].code() == ck.KafkaError.NON_EMPTY_GROUP
-        finally:
-            members.close_all()
-        # empty now: deletable
+        members.add(consumer(cluster, "watchers", ["watched"]))
+        members.poll_until(lambda: members.converged({("watched", 0), ("watched", 1)}))
+        # ConsumerGroupDescribe (KIP-848) answers the group's type and assignor
+        described = admin.describe_consumer_groups(["watchers"])["watchers"]
+        group = described.result(10)
+        assert group.type == ck.ConsumerGroupType.CONSUMER
+        assert group.state == ck.ConsumerGroupState.STABLE
+        assert group.partition_assignor == "uniform"
+        (member,) = group.members
+        assigned = {
+            (tp.topic, tp.partition) for tp in member.assignment.topic_partitions
+        }
+        assert assigned == {("watched", 0), ("watched", 1)}
+        assert member.host == "/127.0.0.1"  # Kafka's InetAddress.toString()
+        listed = admin.list_consumer_groups().result(10).valid
+        assert ("watchers", ck.ConsumerGroupType.CONSUMER) in {
+            (g.group_id, g.type) for g in listed
+        }
+        busy = admin.delete_consumer_groups(["watchers"])["watchers"]
+        with pytest.raises(ck.KafkaException) as raised:
+            busy.result(10)
+        assert raised.value.args[0].code() == ck.KafkaError.NON_EMPTY_GROUP
+        members.close_all()  # empty now: deletable
         assert admin.delete_consumer_groups(["watchers"])["watchers"].result(10) is None
         assert "watchers" not in cluster.groups.consumer.groups
 
@@ -240,8 +225,7 @@ def test_member_host_as_kafka_reports_it(peer: str, reported: str) -> None:
 
 
 def test_an_empty_classic_group_is_upgraded_with_its_offsets() -> None:
-    members = Members()
-    with Cluster(**FAST) as cluster:
+    with Cluster(**FAST) as cluster, Members() as members:
         cluster.create_topic("moved", 1)
         produce(cluster, "moved", [b"c%d" % i for i in range(5)], 1)
         classic = ck.Consumer(
@@ -262,15 +246,12 @@ def test_an_empty_classic_group_is_upgraded_with_its_offsets() -> None:
             ("movers", "consumer", "Empty", "classic")
         ]
         produce(cluster, "moved", [b"n%d" % i for i in range(3)], 1)
-        try:
-            members.add(consumer(cluster, "movers", ["moved"]))
-            members.poll_until(lambda: len(members.total()) >= 3)
-            time.sleep(0.5)
-            members.poll_until(lambda: True)
-            # resumed from the classic group's commit: only the new records
-            assert members.total() == [b"n0", b"n1", b"n2"]
-            assert cluster.groups.list_groups() == [
-                ("movers", "consumer", "Stable", "consumer")
-            ]
-        finally:
-            members.close_all()
+        members.add(consumer(cluster, "movers", ["moved"]))
+        members.poll_until(lambda: len(members.total()) >= 3)
+        time.sleep(0.5)
+        members.poll_until(lambda: True)
+        # resumed from the classic group's commit: only the new records
+        assert members.total() == [b"n0", b"n1", b"n2"]
+        assert cluster.groups.list_groups() == [
+            ("movers", "consumer", "Stable", "consumer")
+        ]

@@ -14,27 +14,19 @@ from kafka import KafkaProducer
 
 from kproto.broker import Cluster
 from kproto.broker.dispatch import SERVED_APIS, ApiVersionTable
-from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.schema.api_versions.v0 import ApiVersionsResponse
 from kproto.serial import entity_reader
+from tests.broker.conftest import cluster_with_topic
+from tests.broker.wire import connect
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", 1)
-        yield c
-
-
-def connect(cluster: Cluster) -> Connection:
-    server = cluster.servers[0]
-    conn = Connection(server.host, server.port, timeout_s=10)
-    conn.negotiate()
-    return conn
+    yield from cluster_with_topic("t", 1, nodes=1)
 
 
 def test_narrowed_versions_are_advertised_and_enforced(cluster: Cluster) -> None:

@@ -44,6 +44,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.meta import build_entity
 from kproto.schema.produce.v9 import ProduceRequest
+from tests.broker.conftest import cluster_with_topic
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _ZSTD = 4
@@ -87,9 +88,7 @@ def empty_records(count: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1, max_connections_per_ip=40) as c:
-        c.create_topic("fair", 1)
-        yield c
+    yield from cluster_with_topic("fair", 1, nodes=1, max_connections_per_ip=40)
 
 
 def produce(conn: Connection, topic: str, records: bytes) -> tuple[int, int]:

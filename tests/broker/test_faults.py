@@ -308,23 +308,8 @@ def fetch_partition(
         conn, topic, (0,), partition_max_bytes=1000, current_leader_epoch=epoch
     )
     (partition,) = response.responses[0].partitions
-    listed = conn.request(
-        ApiKey.LIST_OFFSETS,
-        replica_id=-1,
-        topics=[
-            {
-                "name": topic,
-                "partitions": [
-                    {
-                        "partition_index": 0,
-                        "current_leader_epoch": epoch,
-                        "timestamp": -1,
-                    }
-                ],
-            }
-        ],
-    )
-    return partition.error_code, listed.topics[0].partitions[0].error_code
+    listed = wire.list_offsets(conn, topic, current_leader_epoch=epoch)
+    return partition.error_code, listed.error_code
 
 
 def test_move_leader_bumps_the_epoch_and_fences(cluster: Cluster) -> None:

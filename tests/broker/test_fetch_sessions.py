@@ -15,6 +15,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.records import decode_records, encode_batch
+from tests.consuming import read_values
 from tests.eventually import eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -45,14 +46,7 @@ def test_kafka_python_consumer_of_100_partitions_uses_sessions() -> None:
             auto_offset_reset="earliest",
             fetch_max_wait_ms=50,
         )
-        got: set[bytes] = set()
-
-        def all_polled() -> bool:
-            for records in consumer.poll(500).values():
-                got.update(r.value for r in records)
-            return len(got) >= 300
-
-        eventually(all_polled, 60, interval_s=0, retry_on=())
+        got = set(read_values(consumer, 300, timeout_s=60))
         for _ in range(4):  # incremental fetches with no news
             consumer.poll(200)
         consumer.close()

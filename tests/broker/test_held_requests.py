@@ -18,14 +18,14 @@ from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker import wire
+from tests.broker.conftest import cluster_with_topic
 from tests.eventually import eventually
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", 1)
-        yield c
+    yield from cluster_with_topic("t", 1, nodes=1)
 
 
 @pytest.fixture
@@ -35,26 +35,11 @@ def pool() -> Iterator[concurrent.futures.ThreadPoolExecutor]:
 
 
 def connect(cluster: Cluster) -> Connection:
-    server = cluster.servers[0]
-    conn = Connection(server.host, server.port, timeout_s=10)
-    conn.negotiate(caps={ApiKey.PRODUCE: 12, ApiKey.FETCH: 12})
-    return conn
+    return wire.connect(cluster, caps=wire.BY_NAME)
 
 
 def produce(conn: Connection, topic: str = "t", acks: int = -1) -> Any:
-    return conn.request(
-        ApiKey.PRODUCE,
-        acks=acks,
-        timeout_ms=5000,
-        topic_data=[
-            {
-                "name": topic,
-                "partition_data": [
-                    {"index": 0, "records": encode_batch([(b"k", b"v")])}
-                ],
-            }
-        ],
-    )
+    return wire.produce(conn, topic, {0: encode_batch([(b"k", b"v")])}, acks=acks)
 
 
 def error_of(response: Any) -> int:

@@ -16,6 +16,15 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
+from tests.broker.wire import (
+    commit_offset,
+    connect,
+    describe_configs,
+    heartbeat,
+    incremental_alter_configs,
+    join_classic,
+    join_consumer_group,
+)
 
 NOT_REQUESTED = -(2**31)
 
@@ -75,45 +84,27 @@ def test_authorized_operations_when_asked(cluster: Cluster, conn: Connection) ->
     assert not_asked.cluster_authorized_operations == NOT_REQUESTED
 
 
+def _coordinator(
+    cluster: Cluster, conn: Connection, group: str, caps: dict[ApiKey, int]
+) -> Connection:
+    """A connection to ``group``'s coordinator (FindCoordinator v3 on ``conn``),
+    negotiated with ``caps``."""
+    found = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
+    return connect(cluster, found.node_id, caps=caps, timeout_s=30)
+
+
 def test_admin_offset_commit_to_a_group_with_members(
     cluster: Cluster, conn: Connection
 ) -> None:
     cluster.create_topic("oc", 1)
     group = "corner-group"
-    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
-    info = cluster.state.nodes[coordinator.node_id]
-    gconn = Connection(info.host, info.port, timeout_s=30)
-    gconn.negotiate()
-    try:
-        joined = send(
-            gconn,
-            ApiKey.JOIN_GROUP,
-            3,
-            group_id=group,
-            session_timeout_ms=30000,
-            rebalance_timeout_ms=30000,
-            member_id="",
-            protocol_type="consumer",
-            protocols=[{"name": "range", "metadata": b""}],
-        )
+    # JoinGroup v3 gives a member id at once (KIP-394 came with v4)
+    caps = {ApiKey.JOIN_GROUP: 3, ApiKey.OFFSET_COMMIT: 8}
+    with _coordinator(cluster, conn, group, caps) as gconn:
+        joined = join_classic(gconn, group, timeout_ms=30000)
         assert joined.error_code == ErrorCode.NONE
-        commit = send(
-            gconn,
-            ApiKey.OFFSET_COMMIT,
-            8,
-            group_id=group,
-            generation_id_or_member_epoch=-1,
-            member_id="",
-            topics=[
-                {
-                    "name": "oc",
-                    "partitions": [{"partition_index": 0, "committed_offset": 1}],
-                }
-            ],
-        )
-        assert commit.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
-    finally:
-        gconn.close()
+        # an admin's commit (no member, generation -1) to a group with members
+        assert commit_offset(gconn, group, "oc", 0, 1) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_delete_records_negative_offset(cluster: Cluster) -> None:
@@ -190,68 +181,34 @@ def test_create_topics_with_manual_assignments(
     errors = create_assigned(conn, {"manual": [[nodes[1]], [nodes[1]]]})
     assert errors["manual"] == ErrorCode.NONE
     assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1]]
-    grown = conn.request(
-        ApiKey.CREATE_PARTITIONS,
-        topics=[
-            {"name": "manual", "count": 3, "assignments": [{"broker_ids": [nodes[0]]}]}
-        ],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert grown.results[0].error_code == ErrorCode.NONE
+
+    def grow(count: int, *assignments: list[int]) -> int:
+        """The error code of growing "manual" to ``count`` partitions, the new
+        ones on ``assignments`` (one broker id list per new partition)."""
+        answer = conn.request(
+            ApiKey.CREATE_PARTITIONS,
+            topics=[
+                {
+                    "name": "manual",
+                    "count": count,
+                    "assignments": [{"broker_ids": ids} for ids in assignments],
+                }
+            ],
+            timeout_ms=5000,
+            validate_only=False,
+        )
+        return int(answer.results[0].error_code)
+
+    assert grow(3, [nodes[0]]) == ErrorCode.NONE
     assert cluster.state.topics["manual"].leaders == [nodes[1], nodes[1], nodes[0]]
-    bad = conn.request(
-        ApiKey.CREATE_PARTITIONS,
-        topics=[
-            {"name": "manual", "count": 5, "assignments": [{"broker_ids": [nodes[0]]}]}
-        ],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert bad.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    unknown = conn.request(
-        ApiKey.CREATE_PARTITIONS,
-        topics=[{"name": "manual", "count": 4, "assignments": [{"broker_ids": [42]}]}],
-        timeout_ms=5000,
-        validate_only=False,
-    )
-    assert unknown.results[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    # one assignment for two new partitions; an unknown broker
+    assert grow(5, [nodes[0]]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert grow(4, [42]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert cluster.state.topics["manual"].partitions == 3
 
 
-def _incremental(
-    conn: Connection, resource_type: int, name: str, *ops: tuple[str, int, str | None]
-) -> Any:
-    answer = conn.request(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        resources=[
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configs": [
-                    {"name": n, "config_operation": op, "value": v} for n, op, v in ops
-                ],
-            }
-        ],
-        validate_only=False,
-    )
-    return answer.responses[0]
-
-
 def _describe(conn: Connection, resource_type: int, name: str) -> dict[str, Any]:
-    answer = conn.request(
-        ApiKey.DESCRIBE_CONFIGS,
-        resources=[
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configuration_keys": None,
-            }
-        ],
-        include_synonyms=False,
-        include_documentation=False,
-    )
-    result = answer.results[0]
+    (result,) = describe_configs(conn, (resource_type, name)).results
     assert result.error_code == ErrorCode.NONE, result.error_message
     return {c.name: c for c in result.configs}
 
@@ -264,7 +221,7 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
     assert (
         "share.auto.offset.reset" in before and "streams.num.standby.replicas" in before
     )
-    ok = _incremental(
+    ok = incremental_alter_configs(
         conn,
         group,
         "cfg-group",
@@ -288,9 +245,9 @@ def test_group_configs(cluster: Cluster, conn: Connection) -> None:
         ("share.auto.offset.reset", 0, "middle"),
         ("consumer.heartbeat.interval.ms", 2, "1"),  # APPEND on an INT
     ):
-        refused = _incremental(conn, group, "cfg-group", bad)
+        refused = incremental_alter_configs(conn, group, "cfg-group", bad)
         assert refused.error_code == ErrorCode.INVALID_CONFIG, bad
-    deleted = _incremental(
+    deleted = incremental_alter_configs(
         conn, group, "cfg-group", ("consumer.session.timeout.ms", 1, None)
     )
     assert deleted.error_code == ErrorCode.NONE
@@ -303,19 +260,29 @@ def test_append_and_subtract_on_list_configs(
 ) -> None:
     cluster.create_topic("lists", 1)
     topic = 2
-    appended = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))
+    appended = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 2, "compact")
+    )
     assert appended.error_code == ErrorCode.NONE, appended.error_message
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "delete,compact"
-    again = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "compact"))
+    again = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 2, "compact")
+    )
     assert again.error_code == ErrorCode.NONE
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "delete,compact"
-    subtracted = _incremental(conn, topic, "lists", ("cleanup.policy", 3, "delete"))
+    subtracted = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 3, "delete")
+    )
     assert subtracted.error_code == ErrorCode.NONE
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "compact"
-    not_a_list = _incremental(conn, topic, "lists", ("retention.ms", 2, "5"))
+    not_a_list = incremental_alter_configs(
+        conn, topic, "lists", ("retention.ms", 2, "5")
+    )
     assert not_a_list.error_code == ErrorCode.INVALID_CONFIG
     assert "not LIST" in (not_a_list.error_message or "")
-    bad_item = _incremental(conn, topic, "lists", ("cleanup.policy", 2, "shred"))
+    bad_item = incremental_alter_configs(
+        conn, topic, "lists", ("cleanup.policy", 2, "shred")
+    )
     assert bad_item.error_code == ErrorCode.INVALID_CONFIG
     assert cluster.state.topics["lists"].configs["cleanup.policy"] == "compact"
 
@@ -326,7 +293,9 @@ def test_group_configs_survive_a_restart(tmp_path: Any) -> None:
         conn = Connection(info.host, info.port, timeout_s=30)
         conn.negotiate()
         assert (
-            _incremental(conn, 32, "g", ("streams.num.standby.replicas", 0, "2"))
+            incremental_alter_configs(
+                conn, 32, "g", ("streams.num.standby.replicas", 0, "2")
+            )
         ).error_code == ErrorCode.NONE
         conn.close()
     time.sleep(0)
@@ -341,58 +310,27 @@ def test_group_configs_reach_the_consumer_group_coordinator(
     members are given (Kafka's per-group lookup in ``GroupMetadataManager``)."""
     cluster.create_topic("hb", 1)
     group = "hb-group"
-    altered = _incremental(
+    altered = incremental_alter_configs(
         conn, 32, group, ("consumer.heartbeat.interval.ms", 0, "7000")
     )
     assert altered.error_code == ErrorCode.NONE, altered.error_message
-    coordinator = send(conn, ApiKey.FIND_COORDINATOR, 3, key=group, key_type=0)
-    info = cluster.state.nodes[coordinator.node_id]
-    gconn = Connection(info.host, info.port, timeout_s=30)
-    gconn.negotiate()
-    try:
-        answer = send(
-            gconn,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            0,
-            group_id=group,
-            member_id="m-1",
-            member_epoch=0,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=["hb"],
-            server_assignor=None,
-            topic_partitions=[],
+    with _coordinator(cluster, conn, group, {ApiKey.CONSUMER_GROUP_HEARTBEAT: 0}) as c:
+        answer = join_consumer_group(
+            c, group, "m-1", ["hb"], rebalance_timeout_ms=30000
         )
         assert answer.error_code == ErrorCode.NONE, answer.error_message
         assert answer.heartbeat_interval_ms == 7000
-        left = send(
-            gconn,
-            ApiKey.CONSUMER_GROUP_HEARTBEAT,
-            0,
-            group_id=group,
-            member_id=answer.member_id,
-            member_epoch=-1,
-        )
+        api = ApiKey.CONSUMER_GROUP_HEARTBEAT
+        left = heartbeat(c, api, group, answer.member_id, -1)
         assert left.error_code == ErrorCode.NONE
-    finally:
-        gconn.close()
 
 
 def test_validate_only_alterations_are_validated(
     cluster: Cluster, conn: Connection
 ) -> None:
     cluster.create_topic("vo", 1)
-    answer = conn.request(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        resources=[
-            {
-                "resource_type": 2,
-                "resource_name": "vo",
-                "configs": [
-                    {"name": "cleanup.policy", "config_operation": 2, "value": "shred"}
-                ],
-            }
-        ],
-        validate_only=True,
+    answer = incremental_alter_configs(
+        conn, 2, "vo", ("cleanup.policy", 2, "shred"), validate_only=True
     )
-    assert answer.responses[0].error_code == ErrorCode.INVALID_CONFIG
+    assert answer.error_code == ErrorCode.INVALID_CONFIG
     assert "cleanup.policy" not in cluster.state.topics["vo"].configs

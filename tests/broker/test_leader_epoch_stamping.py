@@ -51,27 +51,10 @@ def end_offsets(
     """OffsetForLeaderEpoch (latest version) for ``epochs`` of ``topic``-0:
     ``(error_code, leader_epoch, end_offset)`` each."""
     with connect(cluster, topic) as conn:
-        answer = conn.request(
-            ApiKey.OFFSET_FOR_LEADER_EPOCH,
-            replica_id=-1,
-            topics=[
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "leader_epoch": e,
-                            "current_leader_epoch": current,
-                        }
-                        for e in epochs
-                    ],
-                }
-            ],
+        answers = wire.offset_for_leader_epoch(
+            conn, topic, *[(0, e, current) for e in epochs]
         )
-    return [
-        (p.error_code, p.leader_epoch, p.end_offset)
-        for p in answer.topics[0].partitions
-    ]
+    return [(p.error_code, p.leader_epoch, p.end_offset) for p in answers]
 
 
 def list_offsets(
@@ -82,24 +65,7 @@ def list_offsets(
     out = []
     with connect(cluster, topic) as conn:
         for ts in timestamps:
-            answer = conn.request(
-                ApiKey.LIST_OFFSETS,
-                replica_id=-1,
-                isolation_level=0,
-                topics=[
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {
-                                "partition_index": 0,
-                                "current_leader_epoch": -1,
-                                "timestamp": ts,
-                            }
-                        ],
-                    }
-                ],
-            )
-            p = answer.topics[0].partitions[0]
+            p = wire.list_offsets(conn, topic, ts)
             assert p.error_code == ErrorCode.NONE
             out.append((p.offset, p.leader_epoch))
     return out

@@ -20,21 +20,17 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
 from tests.broker import wire
+from tests.broker.conftest import cluster_with_topic
 from tests.eventually import eventually
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic("t", 3)
-        yield c
+    yield from cluster_with_topic("t", 3, nodes=1)
 
 
 def connect(cluster: Cluster) -> Connection:
-    server = cluster.servers[0]
-    conn = Connection(server.host, server.port, timeout_s=10)
-    conn.negotiate(caps={ApiKey.PRODUCE: 12, ApiKey.FETCH: 12})
-    return conn
+    return wire.connect(cluster, caps=wire.BY_NAME)
 
 
 def produce(conn: Connection, *partitions: int, topic: str = "t") -> dict[int, int]:
@@ -170,18 +166,9 @@ def test_partition_errors_for_one_api_leave_the_others(cluster: Cluster) -> None
     )
     conn = connect(cluster)
     assert produce(conn, 0) == {0: ErrorCode.NONE}  # Produce is not ListOffsets
-    listed = conn.request(
-        ApiKey.LIST_OFFSETS,
-        replica_id=-1,
-        topics=[{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-    )
-    assert listed.topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
-    again = conn.request(
-        ApiKey.LIST_OFFSETS,
-        replica_id=-1,
-        topics=[{"name": "t", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
-    )
-    assert again.topics[0].partitions[0].offset == 1
+    listed = wire.list_offsets(conn, "t")
+    assert listed.error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    assert wire.list_offsets(conn, "t").offset == 1
     conn.close()
     with pytest.raises(ValueError, match="METADATA names no partitions"):
         cluster.partition_push_request_errors(

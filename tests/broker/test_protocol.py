@@ -17,20 +17,17 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from kproto.records import decode_records, encode_batch, encode_legacy
+from tests.broker import wire
+from tests.broker.conftest import cluster_with_topic
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=2) as c:
-        c.create_topic("p", 2)
-        yield c
+    yield from cluster_with_topic("p", 2, nodes=2)
 
 
 def connect(cluster: Cluster, node_id: int) -> Connection:
-    info = cluster.state.nodes[node_id]
-    conn = Connection(info.host, info.port, timeout_s=30)
-    conn.negotiate()
-    return conn
+    return wire.connect(cluster, node_id, timeout_s=30)
 
 
 def produce(
@@ -41,18 +38,8 @@ def produce(
     records: bytes,
     acks: int = -1,
 ) -> object:
-    # Produce v13 names the topic by id (KIP-516)
-    topic_id = cluster.state.topics[topic].topic_id
-    return conn.request(
-        ApiKey.PRODUCE,
-        acks=acks,
-        timeout_ms=1000,
-        topic_data=[
-            {
-                "topic_id": topic_id,
-                "partition_data": [{"index": partition, "records": records}],
-            }
-        ],
+    return wire.produce(
+        conn, topic, {partition: records}, cluster=cluster, acks=acks, timeout_ms=1000
     )
 
 

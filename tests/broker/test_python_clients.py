@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from kproto.broker import Cluster
-from tests.eventually import eventually
+from tests.consuming import read_values
 
 kafka = pytest.importorskip("kafka")
 aiokafka = pytest.importorskip("aiokafka")
@@ -41,14 +41,7 @@ def test_kafka_python_producer_and_admin(kafka_cluster: Cluster) -> None:
     consumer = KafkaConsumer(bootstrap_servers=kafka_cluster.bootstrap_servers)
     consumer.assign([TopicPartition("kp", p) for p in range(3)])
     consumer.seek_to_beginning()
-    got: list[bytes] = []
-
-    def thirty() -> bool:
-        for records in consumer.poll(500).values():
-            got.extend(r.value for r in records)
-        return len(got) >= 30
-
-    eventually(thirty, 30, interval_s=0, retry_on=())
+    got = read_values(consumer, 30)
     consumer.close()
     assert sorted(got) == stored
     admin.delete_topics(["kp"])
@@ -133,14 +126,7 @@ def test_kafka_python_consumer_group_commits(kafka_cluster: Cluster) -> None:
         )
 
     consumer = group_member()
-    got: list[bytes] = []
-
-    def ten() -> bool:
-        for records in consumer.poll(500).values():
-            got.extend(r.value for r in records)
-        return len(got) >= 10
-
-    eventually(ten, 30, interval_s=0, retry_on=())
+    got = read_values(consumer, 10)
     consumer.commit()
     committed = {p: consumer.committed(TopicPartition("kg", p)) for p in range(2)}
     consumer.close()

@@ -23,6 +23,7 @@ from kproto.connection import Connection, KafkaConnectionError
 from kproto.index import ApiKey
 from kproto.negotiation import client_ssl_context
 from kproto.sasl import SaslConfig
+from tests.consuming import read_values
 from tests.eventually import eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -303,14 +304,7 @@ def test_kafka_python_and_aiokafka_scram(
         consumer = KafkaConsumer(
             "kp", group_id="kp-group", auto_offset_reset="earliest", **settings
         )
-        got: list[bytes] = []
-
-        def polled() -> bool:
-            for records in consumer.poll(500).values():
-                got.extend(r.value for r in records)
-            return bool(got)
-
-        eventually(polled, 30)
+        got = read_values(consumer, 1)
         consumer.close()
         assert got == [b"from-kafka-python"]
 

@@ -115,13 +115,19 @@ def test_plain_client_would_store_a_resend_twice(cluster: Cluster) -> None:
     assert [r.value for r in cluster.records(topic)] == [b"v", b"v"]
 
 
+def _first_record(client: Client, topic: str) -> tuple[Any, tuple[int, int]]:
+    """Produce b"a" to ``topic``-0 (the client gets its producer id); the client's
+    idempotence state and its (producer id, producer epoch) then."""
+    client.produce(topic, [(None, b"a")], partition=0)
+    idem = client.core.idempotence
+    assert idem is not None
+    return idem, (idem.producer_id, idem.producer_epoch)
+
+
 def test_out_of_order_sequence_raises_then_bumps(cluster: Cluster) -> None:
     topic = "idem-ooo"
     with Client(cluster.bootstrap_servers, enable_idempotence=True) as client:
-        client.produce(topic, [(None, b"a")], partition=0)
-        idem = client.core.idempotence
-        assert idem is not None
-        before = (idem.producer_id, idem.producer_epoch)
+        idem, before = _first_record(client, topic)
         idem.sequences[(topic, 0)] = 7  # a gap the broker refuses
         with pytest.raises(ProducerSequenceError) as info:
             client.produce(topic, [(None, b"lost")], partition=0)
@@ -141,10 +147,7 @@ def test_unknown_producer_id_bumps_and_resends(cluster: Cluster) -> None:
     resend is a second batch: the point is its header)."""
     topic = "idem-unknown"
     with Client(cluster.bootstrap_servers, enable_idempotence=True) as client:
-        client.produce(topic, [(None, b"a")], partition=0)
-        idem = client.core.idempotence
-        assert idem is not None
-        before = (idem.producer_id, idem.producer_epoch)
+        idem, before = _first_record(client, topic)
         op = produce_op(client.core, topic, [(None, b"b")], timeout_ms=30_000)
         run_faulty(client, op, ErrorCode.UNKNOWN_PRODUCER_ID)
         stored = batches(client, topic, 0)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any
 
+from kproto._closing import Closing
 from kproto.client.protocol import fit
 from kproto.connection import Connection
 from kproto.errors import KafkaProtocolError
@@ -35,7 +35,7 @@ MOCK_VERSION_CAPS: dict[int, int] = {
 }
 
 
-class MockCluster:
+class MockCluster(Closing):
     """librdkafka's mock cluster, run inside this process.
 
     The cluster lives as long as a ``confluent_kafka.Producer`` configured with
@@ -96,19 +96,8 @@ class MockCluster:
                 close()
             del producer
 
-    def __enter__(self) -> MockCluster:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class Brokers:
+class Brokers(Closing):
     """One negotiated :class:`Connection` per broker node id, opened on first use.
 
     Args:
@@ -160,17 +149,6 @@ class Brokers:
         for conn in self._conns.values():
             conn.close()
         self._conns.clear()
-
-    def __enter__(self) -> Brokers:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 # --------------------------------------------------------------------------- helpers

@@ -26,6 +26,7 @@ from kproto.spark._kafka_options import KafkaOptionError, OffsetRange, parse_opt
 from kproto.spark._kafka_sink import sink_settings
 from kproto.spark._kafka_source import DataLossError, kafka_schema, read_range
 from tests.broker.txn.support import transactional_producer
+from tests.spark.streams import read_stream
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -136,14 +137,12 @@ def test_streaming_restart_reads_each_record_once(
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def run() -> None:
-        stream = (
-            spark.readStream.format("kproto-kafka")
-            .option("kafka.bootstrap.servers", servers)
-            .option("subscribe", "events")
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "30")
-            .option("includeHeaders", "true")
-            .load()
+        stream = read_stream(
+            spark,
+            servers,
+            subscribe="events",
+            maxOffsetsPerTrigger="30",
+            includeHeaders="true",
         )
         query = (
             stream.writeStream.format("parquet")
@@ -305,15 +304,9 @@ def test_stream_copy_between_topics(
     ]
     cluster.create_topic("copy-dst", 1)
     register(spark)
-    stream = (
-        spark.readStream.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", servers)
-        .option("subscribePattern", "copy-src-.*")
-        .option("startingOffsets", "earliest")
-        .option("includeHeaders", "true")
-        .load()
-        .select("key", "value", "headers")
-    )
+    stream = read_stream(
+        spark, servers, subscribePattern="copy-src-.*", includeHeaders="true"
+    ).select("key", "value", "headers")
     query = (
         stream.writeStream.format("kproto-kafka")
         .option("kafka.bootstrap.servers", servers)

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from kproto.broker import Cluster
 from kproto.records import encode_batch
 from kproto.spark import KafkaDataSource, SegmentDataSource
+from tests.spark.streams import read_stream
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
@@ -97,6 +98,18 @@ def _reader(spark: SparkSession, cluster: Cluster, topic: str, **options: str) -
     for k, v in options.items():
         r = r.option(k, v)
     return r
+
+
+def _avro_stream(spark: SparkSession, cluster: Cluster, topic: str) -> Any:
+    """A stream of ``topic`` from its start, values read as Avro through the
+    cluster's schema registry."""
+    return read_stream(
+        spark,
+        cluster.bootstrap_servers,
+        subscribe=topic,
+        valueFormat="avro",
+        schemaRegistryUrl=cluster.schema_registry_url,
+    )
 
 
 def _write(df: Any, cluster: Cluster, topic: str, **options: str) -> None:
@@ -210,15 +223,8 @@ def test_streaming_available_now_reads_typed_rows_exactly_once(
     )
 
     def run() -> None:
-        stream = (
-            spark.readStream.format("kproto-kafka")
-            .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .option("valueFormat", "avro")
-            .option("schemaRegistryUrl", cluster.schema_registry_url)
-            .load()
-            .select("partition", "offset", "value.id", "value.symbol")
+        stream = _avro_stream(spark, cluster, topic).select(
+            "partition", "offset", "value.id", "value.symbol"
         )
         query = (
             stream.writeStream.format("parquet")
@@ -541,15 +547,8 @@ def test_write_stream_reencodes_avro_as_json(
         "type": "object",
         "properties": {"id": {"type": "integer"}, "symbol": {"type": "string"}},
     }
-    stream = (
-        spark.readStream.format("kproto-kafka")
-        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-        .option("subscribe", source)
-        .option("startingOffsets", "earliest")
-        .option("valueFormat", "avro")
-        .option("schemaRegistryUrl", cluster.schema_registry_url)
-        .load()
-        .select(F.struct("value.id", "value.symbol").alias("value"))
+    stream = _avro_stream(spark, cluster, source).select(
+        F.struct("value.id", "value.symbol").alias("value")
     )
     query = (
         stream.writeStream.format("kproto-kafka")

@@ -79,6 +79,17 @@ class FakeState:
                 self.logs[(name, p)] = FakeLog()
 
 
+class ManualClock:
+    """A broker clock (``ClusterState.now_ms``, ms) that moves only when the test
+    adds to ``ms``."""
+
+    def __init__(self) -> None:
+        self.ms = 1_800_000_000_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
 class _Handle:
     def __init__(self) -> None:
         self.cancelled = False

@@ -19,6 +19,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.broker.groups.records import GroupRecord, decode_record
 from kproto.records import decode_records
+from tests.broker.groups.support import MANUAL_COMMIT_MEMBER
 from tests.eventually import during, eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -277,11 +278,8 @@ def test_kafka_python_consumer_group_and_admin() -> None:
                 "kp",
                 bootstrap_servers=cluster.bootstrap_servers,
                 group_id="kp-group",
-                auto_offset_reset="earliest",
-                enable_auto_commit=False,
-                session_timeout_ms=6000,
-                heartbeat_interval_ms=200,
                 consumer_timeout_ms=2000,
+                **MANUAL_COMMIT_MEMBER,
             )
             got: list[int] = []
 
@@ -347,10 +345,7 @@ def test_aiokafka_consumer_group() -> None:
                     "aio",
                     bootstrap_servers=cluster.bootstrap_servers,
                     group_id="aio-group",
-                    auto_offset_reset="earliest",
-                    enable_auto_commit=False,
-                    session_timeout_ms=6000,
-                    heartbeat_interval_ms=200,
+                    **MANUAL_COMMIT_MEMBER,
                 )
                 await consumer.start()
                 got: list[int] = []

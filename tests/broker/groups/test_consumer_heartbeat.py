@@ -21,14 +21,12 @@ from kproto.broker.groups.consumer_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import commit_offset
+from tests.broker.wire import GROUP_CAPS, commit_offset, connect, heartbeat
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
 SESSION_MS = 1500
-# topic names in offset requests (v10 names topics by id); JoinGroup without KIP-394
-CAPS = {ApiKey.JOIN_GROUP: 3, ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +36,6 @@ def cluster() -> Iterator[Cluster]:
         consumer_heartbeat_interval_ms=100,
         consumer_session_timeout_ms=SESSION_MS,
     ) as c:
-        yield c
-
-
-@pytest.fixture
-def conn(cluster: Cluster) -> Iterator[Connection]:
-    info = cluster.state.nodes[1]
-    with Connection(info.host, info.port, timeout_s=20) as c:
-        c.negotiate(caps=CAPS)
         yield c
 
 
@@ -62,13 +52,8 @@ def fresh(cluster: Cluster) -> Callable[[int], tuple[str, str, uuid.UUID]]:
 
 
 def hb(conn: Connection, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    return conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        **fields,
-    )
+    api = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    return heartbeat(conn, api, group, member, epoch, **fields)
 
 
 def join(conn: Connection, group: str, member: str, **fields: Any) -> Any:
@@ -326,7 +311,9 @@ def test_groups_listed_with_their_type(conn: Connection, fresh: Any) -> None:
     assert missing.error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
-def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> None:
+def test_classic_and_consumer_group_conversion(
+    cluster: Cluster, conn: Connection, fresh: Any
+) -> None:
     group, topic, tid = fresh(1)
     assert commit_offset(conn, group, topic, 0, 3) == ErrorCode.NONE
     # an empty classic group (offsets only) is upgraded; its offsets carry over
@@ -350,9 +337,7 @@ def test_classic_and_consumer_group_conversion(conn: Connection, fresh: Any) -> 
     assert hb(conn, group, "m1", -1).error_code == 0
     # now empty: a classic join downgrades it; a consumer join cannot upgrade a
     # group whose member's subscription does not decode
-    other = Connection(conn.host, conn.port, timeout_s=20)
-    with other:
-        other.negotiate(caps=CAPS)
+    with connect(cluster, caps=GROUP_CAPS, timeout_s=20) as other:
         joined = other.request(ApiKey.JOIN_GROUP, **classic_join)
         assert joined.error_code == 0
         again = join(conn, group, "m2", subscribed_topic_names=[topic])

@@ -18,6 +18,7 @@ from kproto.broker.groups import GroupCoordinator
 from kproto.broker.groups.consumer_records import decode_consumer_record
 from kproto.broker.groups.records import GroupRecord, decode_record
 from kproto.records import decode_records
+from tests.broker.groups.support import MANUAL_COMMIT_MEMBER
 from tests.eventually import during, eventually
 
 ck = pytest.importorskip("confluent_kafka")
@@ -210,10 +211,7 @@ def test_kafka_python_member_in_an_upgraded_group_and_its_recovery(
             "orders",
             bootstrap_servers=cluster.bootstrap_servers,
             group_id="billing",
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
-            session_timeout_ms=6000,
-            heartbeat_interval_ms=200,
+            **MANUAL_COMMIT_MEMBER,
         )
 
         def k1_step() -> bool:

@@ -16,7 +16,7 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, data_type
 from kproto.serial import decode, encode
-from tests.broker.wire import join_classic
+from tests.broker.wire import heartbeat, join_classic
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -80,13 +80,13 @@ def hb(conn: Connection, group: str, member: str, epoch: int, **fields: Any) -> 
     if epoch == 0:
         fields.setdefault("rebalance_timeout_ms", 2000)
         fields.setdefault("topic_partitions", [])
-    return conn.request(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        **fields,
-    )
+    api = ApiKey.CONSUMER_GROUP_HEARTBEAT
+    return heartbeat(conn, api, group, member, epoch, **fields)
+
+
+def join(conn: Connection, group: str, member: str, topic: str) -> Any:
+    """A consumer-protocol member joining ``group`` subscribed to ``topic``."""
+    return hb(conn, group, member, 0, subscribed_topic_names=[topic])
 
 
 def parts(answer: Any) -> set[int]:
@@ -121,7 +121,7 @@ def fresh(cluster: Cluster, n: int = 4) -> tuple[str, str]:
 
 def test_classic_member_in_a_consumer_group(cluster: Cluster, conn: Connection) -> None:
     group, topic = fresh(cluster)
-    a = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
+    a = join(conn, group, "m1", topic)
     assert (a.error_code, parts(a)) == (0, {0, 1, 2, 3})
     tid = cluster.state.topics[topic].topic_id
     owned = [{"topic_id": tid, "partitions": [0, 1, 2, 3]}]
@@ -217,7 +217,7 @@ def test_upgrade_then_downgrade(cluster: Cluster, conn: Connection) -> None:
     )
     assert assignment(s.assignment) == {0, 1, 2, 3}
     # upgrade: the classic member keeps its partitions at its generation
-    a = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
+    a = join(conn, group, "m1", topic)
     assert a.error_code == ErrorCode.NONE
     upgraded = cluster.groups.consumer.groups[group]
     assert upgraded.members[member].member_epoch == j.generation_id
@@ -241,17 +241,9 @@ def test_upgrade_refused_for_another_protocol_type(
     cluster: Cluster, conn: Connection
 ) -> None:
     group, topic = fresh(cluster)
-    joined = conn.request(
-        ApiKey.JOIN_GROUP,
-        group_id=group,
-        session_timeout_ms=6000,
-        rebalance_timeout_ms=6000,
-        member_id="",
-        protocol_type="connect",
-        protocols=[{"name": "default", "metadata": b""}],
-    )
+    joined = join_classic(conn, group, protocol_type="connect", protocol="default")
     assert joined.error_code == ErrorCode.NONE
-    refused = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
+    refused = join(conn, group, "m1", topic)
     assert refused.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert "not 'consumer'" in refused.error_message
 
@@ -260,13 +252,13 @@ def test_policy_disabled_refuses_both_directions() -> None:
     with Cluster(nodes=1, consumer_migration_policy="disabled") as cluster:
         for conn in _connect(cluster):
             group, topic = fresh(cluster)
-            joined = hb(conn, group, "m1", 0, subscribed_topic_names=[topic])
+            joined = join(conn, group, "m1", topic)
             assert joined.error_code == ErrorCode.NONE
             refused = classic_join(conn, group, "", topic)
             assert refused.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
             other, topic2 = fresh(cluster)
             assert classic_join(conn, other, "", topic2).error_code == ErrorCode.NONE
-            up = hb(conn, other, "m2", 0, subscribed_topic_names=[topic2])
+            up = join(conn, other, "m2", topic2)
             assert up.error_code == ErrorCode.GROUP_ID_NOT_FOUND
             assert "group.consumer.migration.policy is disabled" in up.error_message
 
@@ -277,9 +269,7 @@ def test_policy_upgrade_keeps_a_consumer_group_of_classic_members() -> None:
             group, topic = fresh(c)
             j = classic_join(conn, group, "", topic)
             sync(conn, group, j.member_id, j.generation_id)
-            assert (
-                hb(conn, group, "m1", 0, subscribed_topic_names=[topic]).error_code == 0
-            )
+            assert join(conn, group, "m1", topic).error_code == 0
             assert hb(conn, group, "m1", -1).error_code == 0
             # no downgrade: the classic member stays in the consumer group
             assert set(c.groups.consumer.groups[group].members) == {j.member_id}
@@ -289,9 +279,9 @@ def test_classic_member_that_does_not_rejoin_is_fenced(
     cluster: Cluster, conn: Connection
 ) -> None:
     group, topic = fresh(cluster)
-    assert hb(conn, group, "m1", 0, subscribed_topic_names=[topic]).error_code == 0
+    assert join(conn, group, "m1", topic).error_code == 0
     j = classic_join(conn, group, "", topic, rebalance_ms=300)
-    assert hb(conn, group, "m2", 0, subscribed_topic_names=[topic]).error_code == 0
+    assert join(conn, group, "m2", topic).error_code == 0
     assert (
         beat(conn, group, j.member_id, j.generation_id)
         == ErrorCode.REBALANCE_IN_PROGRESS
@@ -314,7 +304,7 @@ def test_static_classic_member_restart_takes_its_place(cluster: Cluster) -> None
 
 def _static_restart(cluster: Cluster, conn: Connection) -> None:
     group, topic = fresh(cluster)
-    assert hb(conn, group, "m1", 0, subscribed_topic_names=[topic]).error_code == 0
+    assert join(conn, group, "m1", topic).error_code == 0
 
     def static_join(member: str) -> Any:
         return conn.request(

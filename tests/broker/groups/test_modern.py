@@ -18,7 +18,7 @@ from kproto.broker.groups.streams_group import StreamsGroupMember, StreamsMember
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import join_classic
+from tests.broker.wire import incremental_alter_configs, join_classic
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(60)
@@ -46,18 +46,8 @@ def _streams_join(conn: Connection, group: str, member: str, source: str) -> Any
 
 
 def _set_group_config(conn: Connection, group: str, name: str, value: str) -> None:
-    answer = conn.request(
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        resources=[
-            {
-                "resource_type": GROUP_RESOURCE,
-                "resource_name": group,
-                "configs": [{"name": name, "config_operation": 0, "value": value}],
-            }
-        ],
-        validate_only=False,
-    )
-    assert answer.responses[0].error_code == 0, answer.responses[0].error_message
+    result = incremental_alter_configs(conn, GROUP_RESOURCE, group, (name, 0, value))
+    assert result.error_code == 0, result.error_message
 
 
 def test_streams_group_heartbeat_interval_follows_the_group_config() -> None:

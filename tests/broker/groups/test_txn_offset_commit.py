@@ -20,6 +20,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from tests.broker import wire
+from tests.broker.conftest import cluster_with_topic
 
 pytestmark = pytest.mark.timeout(90)
 _ids = itertools.count()
@@ -28,17 +29,13 @@ TOPIC = "txoc"
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic(TOPIC, 2)
-        yield c
+    yield from cluster_with_topic(TOPIC, 2, nodes=1)
 
 
 @pytest.fixture
 def conn(cluster: Cluster) -> Iterator[Connection]:
-    info = cluster.state.nodes[1]
-    with Connection(info.host, info.port, timeout_s=20) as c:
-        # JoinGroup without KIP-394's extra round trip
-        c.negotiate(caps={ApiKey.JOIN_GROUP: 3})
+    # JoinGroup without KIP-394's extra round trip
+    with wire.connect(cluster, caps={ApiKey.JOIN_GROUP: 3}, timeout_s=20) as c:
         yield c
 
 
@@ -56,14 +53,19 @@ class Txn:
         )
         assert init.error_code == ErrorCode.NONE
         self.pid, self.epoch = init.producer_id, init.producer_epoch
-        added = conn.request(
-            ApiKey.ADD_OFFSETS_TO_TXN,
+        self.request(ApiKey.ADD_OFFSETS_TO_TXN, group_id=group)
+
+    def request(self, api_key: ApiKey, **fields: Any) -> None:
+        """``api_key`` with ``fields`` for this transaction (its id, producer id and
+        epoch), answered without error."""
+        answer = self.conn.request(
+            api_key,
             transactional_id=self.txn_id,
             producer_id=self.pid,
             producer_epoch=self.epoch,
-            group_id=group,
+            **fields,
         )
-        assert added.error_code == ErrorCode.NONE
+        assert answer.error_code == ErrorCode.NONE
 
     def commit_offset(
         self, offset: int, version: int, generation: int = -1, member: str = ""
@@ -100,14 +102,7 @@ class Txn:
         return int(answer.topics[0].partitions[0].error_code)
 
     def end(self, commit: bool = True) -> None:
-        answer = self.conn.request(
-            ApiKey.END_TXN,
-            transactional_id=self.txn_id,
-            producer_id=self.pid,
-            producer_epoch=self.epoch,
-            committed=commit,
-        )
-        assert answer.error_code == ErrorCode.NONE
+        self.request(ApiKey.END_TXN, committed=commit)
 
 
 def join_classic(conn: Connection, group: str) -> Any:

@@ -20,15 +20,14 @@ from kproto.broker.dispatch import build
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, request_type
+from tests.broker.conftest import cluster_with_topic
 
 TOPIC = "vt"
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=3) as c:
-        c.create_topic(TOPIC, 2)
-        yield c
+    yield from cluster_with_topic(TOPIC, 2, nodes=3)
 
 
 def connect(cluster: Cluster, node_id: int) -> Connection:

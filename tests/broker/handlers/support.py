@@ -10,14 +10,12 @@ from kproto.broker import Cluster
 from kproto.connection import Connection
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
+from tests.broker import wire
 
 
 def connect(cluster: Cluster, node_id: int) -> Connection:
-    """A negotiated connection to node ``node_id``."""
-    info = cluster.state.nodes[node_id]
-    conn = Connection(info.host, info.port, timeout_s=30)
-    conn.negotiate()
-    return conn
+    """A negotiated connection to node ``node_id`` (30 s per request)."""
+    return wire.connect(cluster, node_id, timeout_s=30)
 
 
 def send(conn: Connection, api_key: ApiKey, version: int, **fields: Any) -> Any:

@@ -15,7 +15,7 @@ import pytest
 from kproto.broker import Cluster
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
-from kproto.index import ApiKey
+from tests.broker.wire import describe_configs, incremental_alter_configs
 
 ck = pytest.importorskip("confluent_kafka")
 admin = pytest.importorskip("confluent_kafka.admin")
@@ -139,25 +139,9 @@ def _raw_alter(cluster: Cluster, name: str, value: str | None) -> Any:
     info = cluster.state.nodes[cluster.state.node_ids[0]]
     with Connection(info.host, info.port, timeout_s=30) as conn:
         conn.negotiate()
-        response = conn.request(
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            resources=[
-                {
-                    "resource_type": 4,
-                    "resource_name": "",
-                    "configs": [{"name": name, "config_operation": 0, "value": value}],
-                }
-            ],
-            validate_only=False,
-        )
-        described = conn.request(
-            ApiKey.DESCRIBE_CONFIGS,
-            resources=[
-                {"resource_type": 4, "resource_name": "", "configuration_keys": None}
-            ],
-            include_synonyms=True,
-        )
-    return response.responses[0], described.results[0]
+        result = incremental_alter_configs(conn, 4, "", (name, 0, value))
+        described = describe_configs(conn, (4, ""), include_synonyms=True)
+    return result, described.results[0]
 
 
 def test_cluster_wide_default_and_per_broker_layers(cluster: Cluster) -> None:

@@ -9,7 +9,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
 from tests.broker.handlers.support import connect, send
-from tests.broker.wire import produce
+from tests.broker.wire import offset_for_leader_epoch, produce
 
 
 def _leader_conn(cluster: Cluster, topic: str, partition: int) -> Connection:
@@ -92,21 +92,9 @@ def test_offset_for_leader_epoch(cluster: Cluster) -> None:
         cluster.create_topic(plain, 1)
         pc = _leader_conn(cluster, plain, 0)
         _produce(pc, cluster, plain, encode_batch([(None, b"x", (), 1)] * 3))
-        answer = pc.request(
-            ApiKey.OFFSET_FOR_LEADER_EPOCH,
-            replica_id=-1,
-            topics=[
-                {
-                    "topic": plain,
-                    "partitions": [
-                        {"partition": 0, "leader_epoch": 0, "current_leader_epoch": 0},
-                        {"partition": 0, "leader_epoch": 0, "current_leader_epoch": 3},
-                        {"partition": 7, "leader_epoch": 0, "current_leader_epoch": -1},
-                    ],
-                },
-            ],
+        first, newer, missing = offset_for_leader_epoch(
+            pc, plain, (0, 0, 0), (0, 0, 3), (7, 0, -1)
         )
-        first, newer, missing = answer.topics[0].partitions
         assert (first.error_code, first.leader_epoch, first.end_offset) == (
             ErrorCode.NONE,
             0,
@@ -125,19 +113,7 @@ def test_offset_for_leader_epoch_on_a_follower(cluster: Cluster) -> None:
     other = next(n for n in cluster.state.node_ids if n != leader)
     c = connect(cluster, other)
     try:
-        answer = c.request(
-            ApiKey.OFFSET_FOR_LEADER_EPOCH,
-            replica_id=-1,
-            topics=[
-                {
-                    "topic": "follower",
-                    "partitions": [{"partition": 0, "leader_epoch": 0}],
-                }
-            ],
-        )
-        assert (
-            answer.topics[0].partitions[0].error_code
-            == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        )
+        (answer,) = offset_for_leader_epoch(c, "follower", (0, 0, -1))
+        assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     finally:
         c.close()

@@ -1,9 +1,11 @@
 """What the share-group tests share: cluster settings, a producer, a share
-consumer, a bounded poll loop and the share-partition start offsets of a group."""
+consumer, a bounded poll loop, the share-partition start offsets of a group, and
+raw ShareFetch / ShareAcknowledge requests."""
 
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +39,24 @@ def produce(cluster: Cluster, topic: str, count: int, partitions: int = 1) -> No
     assert producer.flush(10) == 0
 
 
-def share_consumer(cluster: Cluster, group: str, *, explicit: bool = False) -> Any:
+def new_topic(cluster: Cluster, prefix: str, records: int, partitions: int = 1) -> str:
+    """A fresh topic of ``partitions`` partitions holding ``records`` records
+    (:func:`produce`); its name."""
+    topic = fresh(prefix)
+    cluster.create_topic(topic, partitions)
+    produce(cluster, topic, records, partitions)
+    return topic
+
+
+def share_consumer(
+    cluster: Cluster,
+    group: str,
+    *,
+    explicit: bool = False,
+    topics: list[str] | None = None,
+) -> Any:
+    """A confluent-kafka ``ShareConsumer`` of ``group`` (acknowledging explicitly
+    with ``explicit``), subscribed to ``topics`` if given."""
     config = {
         "bootstrap.servers": cluster.bootstrap_servers,
         "group.id": group,
@@ -45,7 +64,10 @@ def share_consumer(cluster: Cluster, group: str, *, explicit: bool = False) -> A
     }
     if explicit:
         config["share.acknowledgement.mode"] = "explicit"
-    return ck.ShareConsumer(config)
+    consumer = ck.ShareConsumer(config)
+    if topics is not None:
+        consumer.subscribe(topics)
+    return consumer
 
 
 def poll_until(
@@ -64,6 +86,11 @@ def poll_until(
 
     eventually(polled, seconds, interval_s=0, retry_on=())
     return got
+
+
+def deliveries(messages: list[Any]) -> list[tuple[int, int]]:
+    """Each message's offset and delivery count (KIP-932), in order."""
+    return [(m.offset(), m.delivery_count()) for m in messages]
 
 
 def poll_for(consumer: Any, seconds: float) -> list[Any]:
@@ -95,3 +122,52 @@ def start_offsets(cluster: Cluster, group: str, topic: str) -> dict[int, int]:
         if t.topic_name == topic
         for p in t.partitions
     }
+
+
+def share_topic(
+    topic_id: uuid.UUID, batches: list[dict[str, Any]], partition: int = 0
+) -> dict[str, Any]:
+    """A ShareFetch / ShareAcknowledge topic entry: ``partition`` of ``topic_id``
+    with its acknowledgement ``batches`` (first_offset, last_offset,
+    acknowledge_types)."""
+    return {
+        "topic_id": topic_id,
+        "partitions": [
+            {"partition_index": partition, "acknowledgement_batches": batches}
+        ],
+    }
+
+
+#: ShareFetch's limits where a test names none: no wait, up to 1 MiB and 100 records
+FETCH_LIMITS = {
+    "max_wait_ms": 0,
+    "min_bytes": 1,
+    "max_bytes": 1 << 20,
+    "max_records": 100,
+    "batch_size": 100,
+}
+
+
+def share_request(
+    conn: Connection,
+    api_key: ApiKey,
+    group: str,
+    member_id: str,
+    epoch: int,
+    topics: list[dict[str, Any]],
+    **fields: Any,
+) -> Any:
+    """The answer to a ShareFetch or ShareAcknowledge (``api_key``, KIP-932) of
+    ``member_id`` of ``group`` at share session ``epoch`` for ``topics`` (topic
+    entries, :func:`share_topic`); a ShareFetch's ``fields`` replace
+    :data:`FETCH_LIMITS`."""
+    if api_key == ApiKey.SHARE_FETCH:
+        fields = {**FETCH_LIMITS, **fields}
+    return conn.request(
+        api_key,
+        group_id=group,
+        member_id=member_id,
+        share_session_epoch=epoch,
+        topics=topics,
+        **fields,
+    )

@@ -19,8 +19,8 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker.share import support
 from tests.broker.share.support import (
-    SHARE_CONFIGS,
     ck,
     fresh,
     poll_for,
@@ -30,12 +30,6 @@ from tests.broker.share.support import (
 from tests.broker.wire import produce
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with Cluster(share_configs=SHARE_CONFIGS, request_log_size=5000) as c:
-        yield c
 
 
 @pytest.fixture
@@ -64,26 +58,10 @@ def share_fetch(
     **limits: Any,
 ) -> list[tuple[int, int, int]]:
     """One ShareFetch of partition 0; the acquired ranges (first, last, count)."""
-    fields = {
-        "max_bytes": 1 << 20,
-        "max_records": 500,
-        "batch_size": 500,
-        **limits,
-    }
-    answer = conn.request(
-        ApiKey.SHARE_FETCH,
-        group_id=group,
-        member_id=member,
-        share_session_epoch=epoch,
-        max_wait_ms=0,
-        min_bytes=1,
-        topics=[
-            {
-                "topic_id": topic_id,
-                "partitions": [{"partition_index": 0, "acknowledgement_batches": []}],
-            }
-        ],
-        **fields,
+    fields = {"max_records": 500, "batch_size": 500, **limits}
+    topics = [support.share_topic(topic_id, [])]
+    answer = support.share_request(
+        conn, ApiKey.SHARE_FETCH, group, member, epoch, topics, **fields
     )
     assert answer.error_code == ErrorCode.NONE
     (part,) = answer.responses[0].partitions

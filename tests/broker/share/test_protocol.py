@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +18,20 @@ from kproto.index import ApiKey
 from tests.broker.share.support import (
     DEADLINE_S,
     SHARE_CONFIGS,
+    deliveries,
     fresh,
+    new_topic,
     poll_until,
     produce,
     share_consumer,
+    share_request,
+    share_topic,
     start_offsets,
 )
+from tests.broker.wire import heartbeat, join_share_group
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with Cluster(share_configs=SHARE_CONFIGS) as c:
-        yield c
 
 
 # -- the protocol ---------------------------------------------------------------------
@@ -47,12 +45,9 @@ def test_heartbeat_assigns_every_partition_and_fences(cluster: Cluster) -> None:
     with Connection(info.host, info.port, timeout_s=10) as conn:
 
         def beat(member: str, epoch: int, topics: list[str] | None = None) -> Any:
-            return conn.request(
-                ApiKey.SHARE_GROUP_HEARTBEAT,
-                group_id=group,
-                member_id=member,
-                member_epoch=epoch,
-                subscribed_topic_names=topics,
+            api = ApiKey.SHARE_GROUP_HEARTBEAT
+            return heartbeat(
+                conn, api, group, member, epoch, subscribed_topic_names=topics
             )
 
         one = beat("m1", 0, [topic])
@@ -97,35 +92,19 @@ def test_heartbeat_assigns_every_partition_and_fences(cluster: Cluster) -> None:
 
 
 def test_share_session_rules(cluster: Cluster) -> None:
-    topic, group = fresh("ss"), fresh("g")
-    cluster.create_topic(topic, 1)
-    produce(cluster, topic, 3)
+    topic, group = new_topic(cluster, "ss", 3), fresh("g")
     topic_id = cluster.state.topics[topic].topic_id
     info = cluster.state.nodes[1]
     with Connection(info.host, info.port, timeout_s=10) as conn:
 
         def fetch(epoch: int, acks: list[dict[str, Any]] | None = None) -> Any:
-            return conn.request(
+            return share_request(
+                conn,
                 ApiKey.SHARE_FETCH,
-                group_id=group,
-                member_id="m",
-                share_session_epoch=epoch,
-                max_wait_ms=0,
-                min_bytes=1,
-                max_bytes=1 << 20,
-                max_records=100,
-                batch_size=100,
-                topics=[
-                    {
-                        "topic_id": topic_id,
-                        "partitions": [
-                            {
-                                "partition_index": 0,
-                                "acknowledgement_batches": acks or [],
-                            }
-                        ],
-                    }
-                ],
+                group,
+                "m",
+                epoch,
+                [share_topic(topic_id, acks or [])],
             )
 
         accept = [{"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]
@@ -144,27 +123,15 @@ def test_share_session_rules(cluster: Cluster) -> None:
         second = fetch(1, accept)
         (part,) = second.responses[0].partitions
         assert (part.acknowledge_error_code, list(part.acquired_records)) == (0, [])
-        ack = conn.request(
-            ApiKey.SHARE_ACKNOWLEDGE,
-            group_id=group,
-            member_id="m",
-            share_session_epoch=0,
-            topics=[],
-        )
+        ack = share_request(conn, ApiKey.SHARE_ACKNOWLEDGE, group, "m", 0, [])
         assert ack.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
-        again = conn.request(
+        again = share_request(
+            conn,
             ApiKey.SHARE_ACKNOWLEDGE,
-            group_id=group,
-            member_id="m",
-            share_session_epoch=2,
-            topics=[
-                {
-                    "topic_id": topic_id,
-                    "partitions": [
-                        {"partition_index": 0, "acknowledgement_batches": accept}
-                    ],
-                }
-            ],
+            group,
+            "m",
+            2,
+            [share_topic(topic_id, accept)],
         )
         # offset 0 was accepted already: no longer acquired
         assert (
@@ -184,18 +151,10 @@ def test_share_session_rules(cluster: Cluster) -> None:
 
 
 def test_share_group_offsets_admin(cluster: Cluster) -> None:
-    topic, group = fresh("adm"), fresh("g")
-    cluster.create_topic(topic, 2)
-    produce(cluster, topic, 10, partitions=2)
+    topic, group = new_topic(cluster, "adm", 10, 2), fresh("g")
     info = cluster.state.nodes[1]
     with Connection(info.host, info.port, timeout_s=10) as conn:
-        join = conn.request(
-            ApiKey.SHARE_GROUP_HEARTBEAT,
-            group_id=group,
-            member_id="m",
-            member_epoch=0,
-            subscribed_topic_names=[topic],
-        )
+        join = join_share_group(conn, group, "m", [topic])
         assert join.error_code == 0
         assert start_offsets(cluster, group, topic) == {0: 0, 1: 0}
         alter = {
@@ -257,13 +216,7 @@ def test_state_records_are_kafkas(cluster: Cluster) -> None:
     cluster.create_topic(topic, 1)
     info = cluster.state.nodes[1]
     with Connection(info.host, info.port, timeout_s=10) as conn:
-        conn.request(
-            ApiKey.SHARE_GROUP_HEARTBEAT,
-            group_id=group,
-            member_id="m",
-            member_epoch=0,
-            subscribed_topic_names=[topic],
-        )
+        join_share_group(conn, group, "m", [topic])
     time.sleep(0.2)
     topic_id = cluster.state.topics[topic].topic_id
     found = []
@@ -313,17 +266,16 @@ def test_share_session_limit() -> None:
         with Connection(info.host, info.port, timeout_s=10) as conn:
 
             def open_session(member: str) -> Any:
-                return conn.request(
+                return share_request(
+                    conn,
                     ApiKey.SHARE_FETCH,
-                    group_id="g",
-                    member_id=member,
-                    share_session_epoch=0,
-                    max_wait_ms=0,
-                    min_bytes=1,
+                    "g",
+                    member,
+                    0,
+                    [],
                     max_bytes=1024,
                     max_records=10,
                     batch_size=10,
-                    topics=[],
                 )
 
             assert open_session("a").error_code == 0
@@ -354,13 +306,7 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
         produce(cluster, "upd", 6)
         info = cluster.state.nodes[1]
         with Connection(info.host, info.port, timeout_s=10) as conn:
-            conn.request(
-                ApiKey.SHARE_GROUP_HEARTBEAT,
-                group_id="gu",
-                member_id="m",
-                member_epoch=0,
-                subscribed_topic_names=["upd"],
-            )
+            join_share_group(conn, "gu", "m", ["upd"])
         topic_id = cluster.state.topics["upd"].topic_id
         partition = state_partition_for("gu", topic_id, 0, 5)
         # the initial snapshot (SPSO 0) is written in the background: wait for it
@@ -408,15 +354,10 @@ def test_replay_applies_share_updates_after_the_snapshot(tmp_path: Path) -> None
         cluster._on_loop(append)
     with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:
         assert start_offsets(cluster, "gu", "upd") == {0: 3}  # 2 was acknowledged
-        consumer = share_consumer(cluster, "gu")
-        consumer.subscribe(["upd"])
+        consumer = share_consumer(cluster, "gu", topics=["upd"])
         try:
             got = poll_until(consumer, lambda got: len(got) >= 3)
-            assert [(m.offset(), m.delivery_count()) for m in got] == [
-                (3, 4),
-                (4, 1),
-                (5, 1),
-            ]
+            assert deliveries(got) == [(3, 4), (4, 1), (5, 1)]
             consumer.commit_sync(10)
         finally:
             consumer.close()
@@ -448,13 +389,7 @@ def test_a_classic_group_id_is_not_a_share_group(cluster: Cluster) -> None:
             ],
         )
         assert committed.topics[0].partitions[0].error_code == 0
-        answer = conn.request(
-            ApiKey.SHARE_GROUP_HEARTBEAT,
-            group_id=group,
-            member_id="m",
-            member_epoch=0,
-            subscribed_topic_names=[topic],
-        )
+        answer = join_share_group(conn, group, "m", [topic])
     assert answer.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert answer.error_message == f"Group {group} is not a share group."
 

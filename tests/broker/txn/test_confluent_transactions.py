@@ -8,6 +8,7 @@ import itertools
 import shutil
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -60,6 +61,18 @@ def consume_all(
     return got
 
 
+def committed_once(cluster: Cluster, prefix: str, value: bytes) -> tuple[str, Any]:
+    """A new topic of one partition holding one committed transaction of
+    ``value``: its name and the transactional producer."""
+    topic = _name(prefix)
+    cluster.create_topic(topic, 1)
+    p = producer(cluster, _name("app"))
+    p.begin_transaction()
+    p.produce(topic, value)
+    p.commit_transaction(20)
+    return topic, p
+
+
 def test_commit_and_abort_read_committed_and_uncommitted(cluster: Cluster) -> None:
     topic = _name("tx")
     cluster.create_topic(topic, 3)
@@ -101,12 +114,7 @@ def test_commit_and_abort_read_committed_and_uncommitted(cluster: Cluster) -> No
 
 
 def test_read_committed_stops_at_an_open_transaction(cluster: Cluster) -> None:
-    topic = _name("open")
-    cluster.create_topic(topic, 1)
-    p = producer(cluster, _name("app"))
-    p.begin_transaction()
-    p.produce(topic, b"done")
-    p.commit_transaction(20)
+    topic, p = committed_once(cluster, "open", b"done")
     p.begin_transaction()
     p.produce(topic, b"pending")
     p.flush(10)
@@ -238,12 +246,7 @@ def test_a_transaction_that_times_out_is_aborted(cluster: Cluster) -> None:
 
 
 def test_control_batches_have_valid_crcs(cluster: Cluster) -> None:
-    topic = _name("crc")
-    cluster.create_topic(topic, 1)
-    p = producer(cluster, _name("crc"))
-    p.begin_transaction()
-    p.produce(topic, b"v")
-    p.commit_transaction(20)
+    topic, _ = committed_once(cluster, "crc", b"v")
     data = b"".join(
         path.read_bytes() for path in sorted(cluster.data_dir.glob(f"{topic}-0/*.log"))
     )

@@ -28,24 +28,16 @@ from kproto.records import (
     encode_control_batch,
 )
 from kproto.serial import DecodeError
-from tests.broker.groups.fakes import ManualScheduler
+from tests.broker.groups.fakes import ManualClock, ManualScheduler
 
 S = TransactionState
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 @attrs.define
 class Harness:
     state: ClusterState
     txn: TransactionCoordinator
-    clock: Clock
+    clock: ManualClock
     scheduler: ManualScheduler
 
 
@@ -56,7 +48,7 @@ def h(tmp_path: Path) -> Harness:
 
 def _harness(data: Path) -> Harness:
     state = ClusterState(data, [1])
-    clock = Clock()
+    clock = ManualClock()
     state.now_ms = clock  # type: ignore[method-assign]
     state.load()
     if "t" not in state.topics:
@@ -91,10 +83,10 @@ def test_timeout_aborts_with_a_bumped_epoch(h: Harness) -> None:
     assert plog is not None
     plog.append_batches(_data(pid, 0))
     assert plog.last_stable_offset == 0
-    h.clock.now += 900
+    h.clock.ms += 900
     h.scheduler.advance(100)
     assert h.txn.transactions["slow"].state == S.ONGOING  # not yet
-    h.clock.now += 200
+    h.clock.ms += 200
     h.scheduler.advance(100)
     meta = h.txn.transactions["slow"]
     assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 1)
@@ -221,7 +213,7 @@ def test_fencing_at_the_last_epoch_does_not_overflow(h: Harness) -> None:
     _, pid, _ = h.txn.init_producer_id("old", 1000)
     h.txn.add_partitions("old", pid, 0, [("t", 1)])
     h.txn.transactions["old"].producer_epoch = 32767
-    h.clock.now += 2000
+    h.clock.ms += 2000
     assert h.txn.abort_timed_out() == ["old"]
     meta = h.txn.transactions["old"]
     assert (meta.state, meta.producer_epoch) == (S.COMPLETE_ABORT, 32767)

@@ -24,6 +24,20 @@ def _markers(cluster: Cluster, topic: str, partition: int) -> list[int]:
     ]
 
 
+def _assert_committed_then_aborted(
+    cluster: Cluster, topic: str, group: str, source: str, offset: int
+) -> None:
+    """``topic``-0 holds a committed then an aborted transaction, and the first
+    committed ``group``'s ``offset`` of ``source``-0 with it."""
+    assert _markers(cluster, topic, 0) == [
+        ControlRecordType.COMMIT,
+        ControlRecordType.ABORT,
+    ]
+    committed = cluster.groups.fetch_offsets(group, [(source, 0)])[(source, 0)]
+    assert committed is not None
+    assert committed.offset == offset
+
+
 def test_kafka_python_transactions(kafka_cluster: Cluster) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -49,13 +63,7 @@ def test_kafka_python_transactions(kafka_cluster: Cluster) -> None:
     producer.flush()
     producer.abort_transaction()
     producer.close()
-    assert _markers(kafka_cluster, "kpt", 0) == [
-        ControlRecordType.COMMIT,
-        ControlRecordType.ABORT,
-    ]
-    offsets = kafka_cluster.groups.fetch_offsets("kp-group", [("kpt-in", 0)])
-    assert offsets[("kpt-in", 0)] is not None
-    assert offsets[("kpt-in", 0)].offset == 7
+    _assert_committed_then_aborted(kafka_cluster, "kpt", "kp-group", "kpt-in", 7)
 
     def read(isolation: str, n: int) -> list[bytes]:
         consumer = KafkaConsumer(
@@ -138,13 +146,7 @@ def test_aiokafka_transactions(kafka_cluster: Cluster) -> None:
     committed, uncommitted = asyncio.run(run())
     assert committed == sorted(b"c%d" % i for i in range(6))
     assert uncommitted == sorted([b"c%d" % i for i in range(6)] + [b"aborted"])
-    assert _markers(kafka_cluster, "akt", 0) == [
-        ControlRecordType.COMMIT,
-        ControlRecordType.ABORT,
-    ]
-    offsets = kafka_cluster.groups.fetch_offsets("ak-group", [("akt-in", 0)])
-    assert offsets[("akt-in", 0)] is not None
-    assert offsets[("akt-in", 0)].offset == 3
+    _assert_committed_then_aborted(kafka_cluster, "akt", "ak-group", "akt-in", 3)
 
 
 def test_kafka_python_second_producer_fences_the_first(kafka_cluster: Cluster) -> None:
@@ -152,19 +154,21 @@ def test_kafka_python_second_producer_fences_the_first(kafka_cluster: Cluster) -
     from kafka.errors import KafkaError, ProducerFencedError
 
     kafka_cluster.create_topic("kpf", 1)
-    first = KafkaProducer(
-        bootstrap_servers=kafka_cluster.bootstrap_servers, transactional_id="same"
-    )
-    first.init_transactions()
-    first.begin_transaction()
-    first.send("kpf", b"zombie")
+
+    def in_transaction(value: bytes) -> KafkaProducer:
+        """A producer of transactional id "same" whose open transaction holds
+        ``value`` (InitProducerId bumps the epoch and fences the one before)."""
+        producer = KafkaProducer(
+            bootstrap_servers=kafka_cluster.bootstrap_servers, transactional_id="same"
+        )
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("kpf", value)
+        return producer
+
+    first = in_transaction(b"zombie")
     first.flush()
-    second = KafkaProducer(
-        bootstrap_servers=kafka_cluster.bootstrap_servers, transactional_id="same"
-    )
-    second.init_transactions()
-    second.begin_transaction()
-    second.send("kpf", b"new")
+    second = in_transaction(b"new")
     second.commit_transaction()
     try:
         future = first.send("kpf", b"zombie-2")

@@ -12,6 +12,7 @@ outcome.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -45,33 +46,32 @@ def _read_committed(cluster: Cluster, topic: str, expect: int) -> list[bytes]:
     return got
 
 
+def _open_transaction(
+    cluster: Cluster, txn_id: str, value: bytes, group: str, offset: int
+) -> Any:
+    """Transactional producer ``txn_id`` with an open transaction holding
+    ``value`` in "out" and ``group``'s offset ``offset`` of "in"-0."""
+    producer = _producer(cluster, txn_id)
+    producer.begin_transaction()
+    producer.produce("out", value)
+    member = ck.Consumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group}
+    )
+    producer.send_offsets_to_transaction(
+        [ck.TopicPartition("in", 0, offset)], member.consumer_group_metadata(), 20
+    )
+    return producer
+
+
 def test_restart_recovers_transactions(tmp_path: Path) -> None:
     data = tmp_path / "data"
     group = "etl"
     with Cluster(nodes=2, data_dir=data) as cluster:
         cluster.create_topic("out", 1)
         cluster.create_topic("in", 1)
-        done = _producer(cluster, "done")
-        done.begin_transaction()
-        done.produce("out", b"committed")
-        done.send_offsets_to_transaction(
-            [ck.TopicPartition("in", 0, 5)],
-            ck.Consumer(
-                {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group}
-            ).consumer_group_metadata(),
-            20,
-        )
+        done = _open_transaction(cluster, "done", b"committed", group, 5)
         done.commit_transaction(20)
-        left_open = _producer(cluster, "open")
-        left_open.begin_transaction()
-        left_open.produce("out", b"in-flight")
-        left_open.send_offsets_to_transaction(
-            [ck.TopicPartition("in", 0, 9)],
-            ck.Consumer(
-                {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "other"}
-            ).consumer_group_metadata(),
-            20,
-        )
+        left_open = _open_transaction(cluster, "open", b"in-flight", "other", 9)
         assert left_open.flush(10) == 0
 
         # a transaction whose PrepareCommit was written but not its markers (a

@@ -20,6 +20,7 @@ from kproto.errors import ErrorCode
 from kproto.framing import ConnectionClosedError
 from kproto.index import ApiKey
 from kproto.records import encode_batch
+from tests.broker.conftest import cluster_with_topic
 from tests.broker.txn.support import (
     call,
     call_coordinator,
@@ -35,16 +36,12 @@ _ids = itertools.count()
 
 @pytest.fixture(scope="module")
 def tv2() -> Iterator[Cluster]:
-    with Cluster(nodes=2, transaction_version=2) as c:
-        c.create_topic(TOPIC, 2)
-        yield c
+    yield from cluster_with_topic(TOPIC, 2, nodes=2, transaction_version=2)
 
 
 @pytest.fixture(scope="module")
 def tv1() -> Iterator[Cluster]:
-    with Cluster(nodes=1) as c:
-        c.create_topic(TOPIC, 2)
-        yield c
+    yield from cluster_with_topic(TOPIC, 2, nodes=1)
 
 
 def init(cluster: Cluster, txn_id: str) -> tuple[int, int]:

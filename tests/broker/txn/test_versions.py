@@ -15,6 +15,7 @@ from kproto.broker import Cluster
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions
 from kproto.records import encode_batch
+from tests.broker.conftest import cluster_with_topic
 from tests.broker.txn.support import (
     call,
     call_coordinator,
@@ -31,9 +32,7 @@ _ids = itertools.count()
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(nodes=3) as c:
-        c.create_topic(TOPIC, 3)
-        yield c
+    yield from cluster_with_topic(TOPIC, 3, nodes=3)
 
 
 def served(cluster: Cluster, api: ApiKey) -> list[int]:
@@ -441,19 +440,22 @@ def test_add_offsets_and_txn_offset_commit(
             cluster, txn_id, group, (pid, epoch), commit_version, topic, 42, "m"
         )
 
+    def add_offsets(producer_epoch: int) -> int:
+        answer = call_coordinator(
+            cluster,
+            txn_id,
+            ApiKey.ADD_OFFSETS_TO_TXN,
+            version,
+            transactional_id=txn_id,
+            producer_id=pid,
+            producer_epoch=producer_epoch,
+            group_id=group,
+        )
+        return int(answer.error_code)
+
     # KIP-890 part 1: the group's partition must be added first
     assert commit() == ErrorCode.INVALID_TXN_STATE
-    r = call_coordinator(
-        cluster,
-        txn_id,
-        ApiKey.ADD_OFFSETS_TO_TXN,
-        version,
-        transactional_id=txn_id,
-        producer_id=pid,
-        producer_epoch=epoch,
-        group_id=group,
-    )
-    assert r.error_code == ErrorCode.NONE
+    assert add_offsets(epoch) == ErrorCode.NONE
     assert commit() == ErrorCode.NONE
     assert (
         cluster.groups.fetch_offsets(group, [(TOPIC, 0)])[(TOPIC, 0)] is None
@@ -468,17 +470,7 @@ def test_add_offsets_and_txn_offset_commit(
         topics=[{"name": TOPIC, "partition_indexes": [0]}],
     )
     assert stable.topics[0].partitions[0].error_code == ErrorCode.UNSTABLE_OFFSET_COMMIT
-    wrong = call_coordinator(
-        cluster,
-        txn_id,
-        ApiKey.ADD_OFFSETS_TO_TXN,
-        version,
-        transactional_id=txn_id,
-        producer_id=pid,
-        producer_epoch=epoch + 1,
-        group_id=group,
-    )
-    assert wrong.error_code == (
+    assert add_offsets(epoch + 1) == (
         ErrorCode.PRODUCER_FENCED if version >= 2 else ErrorCode.INVALID_PRODUCER_EPOCH
     )
     assert end(cluster, txn_id, pid, epoch, True) == ErrorCode.NONE

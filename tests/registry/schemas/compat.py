@@ -58,3 +58,17 @@ def check_table_case(
     if expected:
         assert errors[-1] == f"{{validateFields: 'false', compatibility: '{level}'}}"
     return errors
+
+
+def table_test(
+    table: list[tuple[Any, ...]], parse: Callable[[Any], ParsedSchema]
+) -> Callable[..., None]:
+    """The test of a format's compatibility ``table``: each case checked by
+    :func:`check_table_case` with ``parse`` (a module assigns it to a ``test_``
+    name for pytest to collect)."""
+
+    @table_cases(table)
+    def test(old: Any, new: Any, level: str, expected: list[str]) -> None:
+        check_table_case(parse, old, new, level, expected)
+
+    return test

@@ -19,7 +19,7 @@ from kproto.registry.schemas import (
     parse_schema,
 )
 
-from .compat import check_table_case, error_types, table_cases
+from .compat import error_types, table_test
 
 
 def js(schema: Any, **kwargs: Any) -> Any:
@@ -614,11 +614,7 @@ TABLE = [
 ]
 
 
-@table_cases(TABLE)
-def test_compatibility_table(
-    old: Any, new: Any, level: str, expected: list[str]
-) -> None:
-    check_table_case(js, old, new, level, expected)
+test_compatibility_table = table_test(TABLE, js)
 
 
 def test_messages_are_confluents() -> None:

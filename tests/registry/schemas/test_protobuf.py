@@ -33,7 +33,7 @@ from kproto.registry.schemas import (
 )
 from kproto.registry.schemas.protobuf import ProtobufModel
 
-from .compat import check_table_case, error_types, table_cases
+from .compat import error_types, table_test
 
 
 def proto(text: str, **kwargs: Any) -> ParsedSchema:
@@ -750,11 +750,7 @@ TABLE = [
 ]
 
 
-@table_cases(TABLE)
-def test_compatibility_table(
-    old: str, new: str, level: str, expected: list[str]
-) -> None:
-    check_table_case(proto, old, new, level, expected)
+test_compatibility_table = table_test(TABLE, proto)
 
 
 def test_messages_are_confluents() -> None:

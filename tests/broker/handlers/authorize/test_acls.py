@@ -26,7 +26,7 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import build_entity
 from tests.broker.handlers.authorize.support import acl_cluster, plain
-from tests.broker.wire import join_consumer_group
+from tests.broker.wire import describe_configs, join_consumer_group
 from tests.eventually import eventually
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -327,21 +327,8 @@ def test_admin_apis_refused_per_resource(cluster: Cluster) -> None:
             client.commit_offsets("admins-only", {TopicPartition("alice-orders", 0): 0})
         assert refused.value.error_code == 30  # GROUP_AUTHORIZATION_FAILED
     with Connection("127.0.0.1", port, sasl=alice) as conn:
-        described = conn.request(
-            ApiKey.DESCRIBE_CONFIGS,
-            resources=[
-                {
-                    "resource_type": 2,
-                    "resource_name": "alice-orders",
-                    "configuration_keys": None,
-                },
-                {
-                    "resource_type": 2,
-                    "resource_name": "bob-orders",
-                    "configuration_keys": None,
-                },
-                {"resource_type": 4, "resource_name": "1", "configuration_keys": None},
-            ],
+        described = describe_configs(
+            conn, (2, "alice-orders"), (2, "bob-orders"), (4, "1")
         )
         codes = {r.resource_name: r.error_code for r in described.results}
         assert codes == {"alice-orders": 0, "bob-orders": 29, "1": 31}
@@ -525,32 +512,13 @@ def test_group_configs_need_group_acls(cluster: Cluster) -> None:
     port = cluster.servers[0].port
     alice = plain("alice")
     with Connection("127.0.0.1", port, sasl=alice) as conn:
-        answer = conn.request(
-            ApiKey.DESCRIBE_CONFIGS,
-            resources=[
-                {"resource_type": 32, "resource_name": n, "configuration_keys": None}
-                for n in ("alice-group", "bob-group")
-            ],
-            include_synonyms=False,
-            include_documentation=False,
-        )
+        answer = describe_configs(conn, (32, "alice-group"), (32, "bob-group"))
     codes = {r.resource_name: r.error_code for r in answer.results}
     # READ on alice-group does not imply DESCRIBE_CONFIGS
     assert codes == {"alice-group": 30, "bob-group": 30}  # GROUP_AUTHORIZATION_FAILED
     admin = plain("admin")
     with Connection("127.0.0.1", port, sasl=admin) as conn:
-        answer = conn.request(
-            ApiKey.DESCRIBE_CONFIGS,
-            resources=[
-                {
-                    "resource_type": 32,
-                    "resource_name": "bob-group",
-                    "configuration_keys": None,
-                }
-            ],
-            include_synonyms=False,
-            include_documentation=False,
-        )
+        answer = describe_configs(conn, (32, "bob-group"))
     assert answer.results[0].error_code == 0
 
 

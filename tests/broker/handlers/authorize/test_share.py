@@ -26,7 +26,13 @@ from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from tests.broker.handlers.authorize.support import acl_cluster, allow, plain
-from tests.broker.share.support import DEADLINE_S, SHARE_CONFIGS, ck
+from tests.broker.share.support import (
+    DEADLINE_S,
+    SHARE_CONFIGS,
+    ck,
+    share_request,
+)
+from tests.broker.wire import describe_configs, join_share_group
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -82,30 +88,20 @@ def connect(cluster: Cluster, user: str) -> Connection:
     return Connection(info.host, info.port, timeout_s=10, sasl=sasl)
 
 
-def beat(conn: Connection, group: str, member: str, topics: list[str]) -> Any:
-    return conn.request(
-        ApiKey.SHARE_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=0,
-        subscribed_topic_names=topics,
-    )
-
-
 def topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
     return cluster.state.topics[topic].topic_id
 
 
 def test_heartbeat_needs_group_read_and_topic_describe(cluster: Cluster) -> None:
     with connect(cluster, "alice") as conn:
-        joined = beat(conn, "alice-hb", "m1", [OPEN])
+        joined = join_share_group(conn, "alice-hb", "m1", [OPEN])
         assert joined.error_code == ErrorCode.NONE and joined.member_epoch == 1
         (tp,) = joined.assignment.topic_partitions
         assert tp.topic_id == topic_id(cluster, OPEN)
-        assert beat(conn, "bob-hb", "m1", [OPEN]).error_code == (
+        assert join_share_group(conn, "bob-hb", "m1", [OPEN]).error_code == (
             ErrorCode.GROUP_AUTHORIZATION_FAILED
         )
-        mixed = beat(conn, "alice-hb2", "m1", [OPEN, SECRET])
+        mixed = join_share_group(conn, "alice-hb2", "m1", [OPEN, SECRET])
         assert mixed.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert mixed.member_epoch == 0 and mixed.assignment is None
     with connect(cluster, "admin") as conn:  # nothing was created for alice-hb2
@@ -114,17 +110,14 @@ def test_heartbeat_needs_group_read_and_topic_describe(cluster: Cluster) -> None
 
 
 def _fetch(conn: Connection, group: str, epoch: int, topics: list[Any]) -> Any:
-    return conn.request(
+    return share_request(
+        conn,
         ApiKey.SHARE_FETCH,
-        group_id=group,
-        member_id="fetcher",
-        share_session_epoch=epoch,
+        group,
+        "fetcher",
+        epoch,
+        topics,
         max_wait_ms=200,
-        min_bytes=1,
-        max_bytes=1 << 20,
-        max_records=100,
-        batch_size=100,
-        topics=topics,
         forgotten_topics_data=[],
     )
 
@@ -163,12 +156,8 @@ def test_share_fetch_and_acknowledge_per_partition(cluster: Cluster) -> None:
             }
             for t in (OPEN, SECRET)
         ]
-        answer = conn.request(
-            ApiKey.SHARE_ACKNOWLEDGE,
-            group_id="alice-fetch",
-            member_id="fetcher",
-            share_session_epoch=1,
-            topics=acks,
+        answer = share_request(
+            conn, ApiKey.SHARE_ACKNOWLEDGE, "alice-fetch", "fetcher", 1, acks
         )
         assert answer.error_code == ErrorCode.NONE
         codes = {k: p.error_code for k, p in _partitions(answer, cluster).items()}
@@ -179,12 +168,8 @@ def test_share_fetch_and_acknowledge_per_partition(cluster: Cluster) -> None:
         again = _fetch(conn, "alice-fetch", 2, [])
         assert again.error_code == ErrorCode.NONE
         assert SECRET not in _partitions(again, cluster)
-        refused_ack = conn.request(
-            ApiKey.SHARE_ACKNOWLEDGE,
-            group_id="bob-fetch",
-            member_id="fetcher",
-            share_session_epoch=1,
-            topics=acks,
+        refused_ack = share_request(
+            conn, ApiKey.SHARE_ACKNOWLEDGE, "bob-fetch", "fetcher", 1, acks
         )
         assert refused_ack.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     with connect(cluster, "admin") as conn:  # the secret topic was never acquired
@@ -251,9 +236,15 @@ def test_share_session_topic_refused_once_its_acl_is_gone(cluster: Cluster) -> N
 
 def test_describe_shows_only_describable_groups_and_topics(cluster: Cluster) -> None:
     with connect(cluster, "alice") as conn:
-        assert beat(conn, "alice-desc", "m1", [OPEN]).error_code == ErrorCode.NONE
+        assert (
+            join_share_group(conn, "alice-desc", "m1", [OPEN]).error_code
+            == ErrorCode.NONE
+        )
     with connect(cluster, "admin") as conn:  # a group alice may describe, but not
-        assert beat(conn, "alice-mixed", "m1", [SECRET]).error_code == ErrorCode.NONE
+        assert (
+            join_share_group(conn, "alice-mixed", "m1", [SECRET]).error_code
+            == ErrorCode.NONE
+        )
     with connect(cluster, "alice") as conn:
         answer = conn.request(
             ApiKey.SHARE_GROUP_DESCRIBE,
@@ -370,23 +361,20 @@ def test_offset_apis(cluster: Cluster) -> None:
 
 def test_list_delete_and_configs_of_share_groups(cluster: Cluster) -> None:
     with connect(cluster, "admin") as conn:
-        assert beat(conn, "admins-share", "m1", [OPEN]).error_code == ErrorCode.NONE
+        assert (
+            join_share_group(conn, "admins-share", "m1", [OPEN]).error_code
+            == ErrorCode.NONE
+        )
     with connect(cluster, "alice") as conn:
-        assert beat(conn, "alice-g", "m1", [OPEN]).error_code == ErrorCode.NONE
+        assert (
+            join_share_group(conn, "alice-g", "m1", [OPEN]).error_code == ErrorCode.NONE
+        )
         listed = conn.request(ApiKey.LIST_GROUPS, states_filter=[], types_filter=[])
         names = {g.group_id for g in listed.groups}
         assert "alice-g" in names and "admins-share" not in names
         deleted = conn.request(ApiKey.DELETE_GROUPS, groups_names=["admins-share"])
         assert deleted.results[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
-        configs = conn.request(
-            ApiKey.DESCRIBE_CONFIGS,
-            resources=[
-                {"resource_type": 32, "resource_name": n, "configuration_keys": None}
-                for n in ("alice-g", "admins-share")
-            ],
-            include_synonyms=False,
-            include_documentation=False,
-        )
+        configs = describe_configs(conn, (32, "alice-g"), (32, "admins-share"))
         codes = {r.resource_name: r.error_code for r in configs.results}
         assert codes == {
             "alice-g": ErrorCode.NONE,

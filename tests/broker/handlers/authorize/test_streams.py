@@ -22,8 +22,9 @@ from kproto.broker.groups.streams_coordinator import Status
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from tests.broker.groups.test_streams_groups import join, topology
 from tests.broker.handlers.authorize.support import acl_cluster, allow, plain
-from tests.broker.handlers.test_streams_groups import CAPS, join, topology
+from tests.broker.wire import GROUP_CAPS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,7 +55,7 @@ def connect(cluster: Cluster, user: str) -> Connection:
     info = cluster.state.nodes[1]
     sasl = plain(user)
     conn = Connection(info.host, info.port, timeout_s=20, sasl=sasl)
-    conn.negotiate(caps=CAPS)
+    conn.negotiate(caps=GROUP_CAPS)
     return conn
 
 

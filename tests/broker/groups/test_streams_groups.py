@@ -36,11 +36,17 @@ from kproto.broker.groups.streams_records import (
 from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
-from tests.broker.wire import commit_offset, join_classic, join_consumer_group
+from tests.broker.wire import (
+    GROUP_CAPS,
+    commit_offset,
+    connect,
+    heartbeat,
+    join_classic,
+    join_consumer_group,
+)
 
 pytestmark = pytest.mark.timeout(60)
 _ids = itertools.count()
-CAPS = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9, ApiKey.JOIN_GROUP: 3}
 MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, STALE_TOPOLOGY = 1, 3, 0
 
 
@@ -49,14 +55,6 @@ def cluster() -> Iterator[Cluster]:
     with Cluster(
         nodes=1, streams_heartbeat_interval_ms=100, streams_session_timeout_ms=1500
     ) as c:
-        yield c
-
-
-@pytest.fixture
-def conn(cluster: Cluster) -> Iterator[Connection]:
-    info = cluster.state.nodes[1]
-    with Connection(info.host, info.port, timeout_s=20) as c:
-        c.negotiate(caps=CAPS)
         yield c
 
 
@@ -99,13 +97,9 @@ def topology(source: str, app: str, epoch: int = 1) -> dict[str, Any]:
 
 
 def hb(conn: Connection, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    return conn.request(
-        ApiKey.STREAMS_GROUP_HEARTBEAT,
-        group_id=group,
-        member_id=member,
-        member_epoch=epoch,
-        endpoint_information_epoch=0,
-        **fields,
+    api = ApiKey.STREAMS_GROUP_HEARTBEAT
+    return heartbeat(
+        conn, api, group, member, epoch, endpoint_information_epoch=0, **fields
     )
 
 
@@ -322,22 +316,21 @@ def test_topology_description_update_and_describe(conn: Connection, fresh: Any) 
         ],
         "global_stores": [],
     }
-    update = conn.request(
-        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
-        group_id=app,
-        member_id="m1",
-        topology_epoch=2,
-        topology_description=description,
-    )
-    assert update.error_code == ErrorCode.INVALID_REQUEST
-    update = conn.request(
-        ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
-        group_id=app,
-        member_id="m1",
-        topology_epoch=1,
-        topology_description=description,
-    )
-    assert update.error_code == 0
+
+    def update(topology_epoch: int) -> int:
+        return int(
+            conn.request(
+                ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE,
+                group_id=app,
+                member_id="m1",
+                topology_epoch=topology_epoch,
+                topology_description=description,
+            ).error_code
+        )
+
+    # only the group's current topology epoch (1) may be described
+    assert update(2) == ErrorCode.INVALID_REQUEST
+    assert update(1) == ErrorCode.NONE
     (d,) = conn.request(
         ApiKey.STREAMS_GROUP_DESCRIBE,
         group_ids=[app],
@@ -385,9 +378,7 @@ def test_sticky_assign_keeps_tasks_and_balances() -> None:
 def test_group_and_offsets_recovered_after_restart(tmp_path: Path) -> None:
     with Cluster(nodes=1, data_dir=tmp_path) as c:
         c.create_topic("in", 2)
-        info = c.state.nodes[1]
-        with Connection(info.host, info.port, timeout_s=20) as conn:
-            conn.negotiate(caps=CAPS)
+        with connect(c, caps=GROUP_CAPS, timeout_s=20) as conn:
             a = join(conn, "app", "m1", topology("in", "app"))
             held = tasks(a)
             assert len(held) == 4
@@ -408,9 +399,7 @@ def test_group_and_offsets_recovered_after_restart(tmp_path: Path) -> None:
             assert (b.member_epoch, tasks(b)) == (2, set())
             assert hb(conn, "app", "m2", -1).error_code == 0  # epoch 3
     with Cluster(nodes=1, data_dir=tmp_path) as c:
-        info = c.state.nodes[1]
-        with Connection(info.host, info.port, timeout_s=20) as conn:
-            conn.negotiate(caps=CAPS)
+        with connect(c, caps=GROUP_CAPS, timeout_s=20) as conn:
             # the member, its epoch and tasks come back; no new group epoch
             back = hb(conn, "app", "m1", a.member_epoch, active_tasks=owned(*held))
             assert back.error_code == 0, back.error_message

@@ -9,7 +9,6 @@ wait (:data:`~tests.broker.share.support.DEADLINE_S`), pytest's timeout as backs
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,16 @@ from tests.broker.share.support import (
     DEADLINE_S,
     SHARE_CONFIGS,
     ck,
+    deliveries,
     fresh,
+    new_topic,
     poll_for,
     poll_until,
     produce,
     share_consumer,
     start_offsets,
 )
+from tests.broker.wire import heartbeat
 from tests.eventually import eventually
 
 pytestmark = pytest.mark.timeout(120)
@@ -39,19 +41,11 @@ if not hasattr(ck, "ShareConsumer"):
     pytest.skip("this confluent-kafka has no ShareConsumer", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    with Cluster(share_configs=SHARE_CONFIGS) as c:
-        yield c
-
-
 # -- confluent-kafka's ShareConsumer --------------------------------------------------
 
 
 def test_two_share_consumers_get_every_record_once(cluster: Cluster) -> None:
-    topic, group = fresh("two"), fresh("g")
-    cluster.create_topic(topic, 2)
-    produce(cluster, topic, 60, partitions=2)
+    topic, group = new_topic(cluster, "two", 60, 2), fresh("g")
     a, b = share_consumer(cluster, group), share_consumer(cluster, group)
     a.subscribe([topic])
     b.subscribe([topic])
@@ -122,11 +116,8 @@ def test_two_share_consumers_share_one_partition(cluster: Cluster) -> None:
 
 
 def test_released_record_is_redelivered_and_rejected_never(cluster: Cluster) -> None:
-    topic, group = fresh("rel"), fresh("g")
-    cluster.create_topic(topic, 1)
-    produce(cluster, topic, 5)
-    consumer = share_consumer(cluster, group, explicit=True)
-    consumer.subscribe([topic])
+    topic, group = new_topic(cluster, "rel", 5), fresh("g")
+    consumer = share_consumer(cluster, group, explicit=True, topics=[topic])
     try:
         first = poll_until(consumer, lambda got: len(got) >= 5)
         assert [m.offset() for m in first] == [0, 1, 2, 3, 4]
@@ -151,11 +142,8 @@ def test_released_record_is_redelivered_and_rejected_never(cluster: Cluster) -> 
 
 
 def test_delivery_count_limit_archives_a_poison_record(cluster: Cluster) -> None:
-    topic, group = fresh("poison"), fresh("g")
-    cluster.create_topic(topic, 1)
-    produce(cluster, topic, 1)
-    consumer = share_consumer(cluster, group, explicit=True)
-    consumer.subscribe([topic])
+    topic, group = new_topic(cluster, "poison", 1), fresh("g")
+    consumer = share_consumer(cluster, group, explicit=True, topics=[topic])
     counts = []
     try:
 
@@ -182,8 +170,7 @@ def test_lock_timeout_makes_records_available_again() -> None:
         topic, group = "locks", "g"
         cluster.create_topic(topic, 1)
         produce(cluster, topic, 3)
-        holder = share_consumer(cluster, group, explicit=True)
-        holder.subscribe([topic])
+        holder = share_consumer(cluster, group, explicit=True, topics=[topic])
         other = share_consumer(cluster, group)
         try:
             held = poll_until(holder, lambda got: len(got) >= 3)
@@ -193,11 +180,7 @@ def test_lock_timeout_makes_records_available_again() -> None:
             # the holder never acknowledges: after the 1 s lock the records are
             # AVAILABLE again and the other member acquires them
             got = poll_until(other, lambda got: len(got) >= 3)
-            assert [(m.offset(), m.delivery_count()) for m in got] == [
-                (0, 2),
-                (1, 2),
-                (2, 2),
-            ]
+            assert deliveries(got) == [(0, 2), (1, 2), (2, 2)]
             assert time.monotonic() - started >= 0.5
         finally:
             other.close()
@@ -209,8 +192,7 @@ def test_restart_keeps_acknowledged_state(tmp_path: Path) -> None:
     with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:
         cluster.create_topic(topic, 1)
         produce(cluster, topic, 10)
-        consumer = share_consumer(cluster, group, explicit=True)
-        consumer.subscribe([topic])
+        consumer = share_consumer(cluster, group, explicit=True, topics=[topic])
         try:
             got = poll_until(consumer, lambda got: len(got) >= 10)
             assert len(got) == 10
@@ -224,18 +206,12 @@ def test_restart_keeps_acknowledged_state(tmp_path: Path) -> None:
             consumer.close()
     with Cluster(data_dir=tmp_path, share_configs=SHARE_CONFIGS) as cluster:
         assert start_offsets(cluster, group, topic) == {0: 6}
-        consumer = share_consumer(cluster, group)
-        consumer.subscribe([topic])
+        consumer = share_consumer(cluster, group, topics=[topic])
         try:
             again = poll_until(consumer, lambda got: len(got) >= 4)
             # locks are not persisted: the acquired records are available again,
             # with the delivery count they had
-            assert [(m.offset(), m.delivery_count()) for m in again] == [
-                (6, 2),
-                (7, 2),
-                (8, 2),
-                (9, 2),
-            ]
+            assert deliveries(again) == [(6, 2), (7, 2), (8, 2), (9, 2)]
             assert poll_for(consumer, 1.0) == []
         finally:
             consumer.close()
@@ -322,8 +298,7 @@ def test_member_session_timeout_and_three_nodes() -> None:
     with Cluster(nodes=3, share_configs=configs) as cluster:
         cluster.create_topic("spread", 3)
         produce(cluster, "spread", 30, partitions=3)
-        consumer = share_consumer(cluster, "g3")
-        consumer.subscribe(["spread"])
+        consumer = share_consumer(cluster, "g3", topics=["spread"])
         try:
             got = poll_until(consumer, lambda got: len(got) >= 30)
             assert sorted((m.partition(), m.offset()) for m in got) == sorted(
@@ -339,12 +314,10 @@ def test_member_session_timeout_and_three_nodes() -> None:
         with Connection(info.host, info.port, timeout_s=10) as conn:
 
             def beat(member: str, epoch: int) -> Any:
-                return conn.request(
-                    ApiKey.SHARE_GROUP_HEARTBEAT,
-                    group_id="ghost",
-                    member_id=member,
-                    member_epoch=epoch,
-                    subscribed_topic_names=["spread"] if epoch == 0 else None,
+                topics = ["spread"] if epoch == 0 else None
+                api = ApiKey.SHARE_GROUP_HEARTBEAT
+                return heartbeat(
+                    conn, api, "ghost", member, epoch, subscribed_topic_names=topics
                 )
 
             assert beat("quiet", 0).member_epoch == 1
