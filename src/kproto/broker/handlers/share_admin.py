@@ -14,27 +14,18 @@ from typing import Any
 from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.share import coordinator, group_error
-from kproto.broker.share import GROUP_PROPERTIES, RecordState, ShareCoordinator
+from kproto.broker.share import RecordState, ShareCoordinator
 from kproto.errors import ErrorCode
 from kproto.meta import ZERO_UUID
 
 __all__ = [
-    "GROUP",
     "delete_share_groups",
     "list_share_groups",
-    "alter_group_configs",
-    "group_configs",
     "share_group_describe",
     "describe_share_group_offsets",
     "alter_share_group_offsets",
     "delete_share_group_offsets",
 ]
-
-#: ``ConfigResource.Type.GROUP`` (KIP-848/KIP-932 group configs).
-GROUP = 32
-#: ``ConfigSource``: GROUP_CONFIG 8, DEFAULT_CONFIG 5; ``ConfigType`` STRING 2, INT 3.
-_GROUP_CONFIG, _DEFAULT = 8, 5
-_STRING, _INT = 2, 3
 
 
 async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
@@ -283,66 +274,6 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         error_message=message,
         responses=responses,
     )
-
-
-# -- group configs (DescribeConfigs / IncrementalAlterConfigs on GROUP resources) ---
-
-
-def group_configs(
-    ctx: RequestContext, group_id: str, keys: set[str] | None
-) -> tuple[ErrorCode, str | None, list[dict[str, Any]]]:
-    """The share configs of a group (DescribeConfigs ``configs`` entries): the
-    group's own values (source GROUP_CONFIG) or the cluster's (DEFAULT_CONFIG)."""
-    share = coordinator(ctx)
-    own = share.group_configs.get(group_id, {})
-    effective = share.config_for(group_id)
-    entries = []
-    for name, attribute in sorted(GROUP_PROPERTIES.items()):
-        if keys is not None and name not in keys:
-            continue
-        value = getattr(effective, attribute)
-        entries.append(
-            {
-                "name": name,
-                "value": str(value),
-                "read_only": False,
-                "is_default": name not in own,
-                "config_source": _GROUP_CONFIG if name in own else _DEFAULT,
-                "is_sensitive": False,
-                "synonyms": [],
-                "config_type": _STRING if isinstance(value, str) else _INT,
-                "documentation": None,
-            }
-        )
-    return ErrorCode.NONE, None, entries
-
-
-def alter_group_configs(
-    ctx: RequestContext, resource: Any, validate_only: bool
-) -> tuple[ErrorCode, str | None]:
-    """IncrementalAlterConfigs SET (0) and DELETE (1) of a group's share configs;
-    INVALID_CONFIG for another operation, an unknown name or a bad value."""
-    share = coordinator(ctx)
-    changes: dict[str, str | None] = {}
-    for c in resource.configs:
-        if c.config_operation not in (0, 1):
-            return (
-                ErrorCode.INVALID_CONFIG,
-                f"operation {c.config_operation} on {c.name} is not supported",
-            )
-        changes[c.name] = c.value if c.config_operation == 0 else None
-    group_id = resource.resource_name
-    try:
-        if validate_only:
-            merged = {**share.group_configs.get(group_id, {}), **changes}
-            share.config.with_properties(
-                {k: v for k, v in merged.items() if v is not None}, GROUP_PROPERTIES
-            )
-        else:
-            share.set_group_configs(group_id, changes)
-    except ValueError as exc:
-        return ErrorCode.INVALID_CONFIG, str(exc)
-    return ErrorCode.NONE, None
 
 
 # -- ListGroups and DeleteGroups (the classic handlers call these) ------------------
