@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kproto.broker.groups import GroupCoordinator
+from kproto.broker.groups import GroupCoordinator, JoinResult, SyncResult
 from kproto.broker.handlers import share_admin
 from kproto.broker.handlers.cluster_info import with_group_operations
-from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.context import RequestContext, respond, respond_with
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -107,15 +107,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != ErrorCode.NONE:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=error,
-            generation_id=-1,
-            leader="",
-            member_id=request.member_id,
-            members=[],
-        )
+        return respond_with(ctx, JoinResult(error, member_id=request.member_id))
     result = await coordinator.join_group(
         request.group_id,
         request.member_id,
@@ -128,16 +120,9 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
         client_host=ctx.member_host,
         require_known_member_id=ctx.api_version >= 4,
     )
-    return respond(
+    return respond_with(
         ctx,
-        throttle_time_ms=0,
-        error_code=result.error_code,
-        generation_id=result.generation_id,
-        protocol_type=result.protocol_type,
-        protocol_name=result.protocol_name,
-        leader=result.leader,
-        skip_assignment=result.skip_assignment,
-        member_id=result.member_id,
+        result,
         members=[
             {"member_id": m, "group_instance_id": i, "metadata": data}
             for m, i, data in result.members
@@ -150,7 +135,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != ErrorCode.NONE:
-        return respond(ctx, throttle_time_ms=0, error_code=error, assignment=b"")
+        return respond_with(ctx, SyncResult(error))
     result = await coordinator.sync_group(
         request.group_id,
         request.generation_id,
@@ -160,14 +145,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
         protocol_type=getattr(request, "protocol_type", None),
         protocol_name=getattr(request, "protocol_name", None),
     )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=result.error_code,
-        protocol_type=result.protocol_type,
-        protocol_name=result.protocol_name,
-        assignment=result.assignment,
-    )
+    return respond_with(ctx, result)
 
 
 async def heartbeat(ctx: RequestContext, request: Any) -> Any:
