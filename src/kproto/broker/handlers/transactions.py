@@ -40,6 +40,7 @@ __all__ = [
     "describe_transactions",
     "list_transactions",
     "describe_producers",
+    "no_transaction",
 ]
 
 
@@ -306,8 +307,11 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
-    empty: dict[str, Any] = {
+def no_transaction(txn_id: str, error: ErrorCode) -> dict[str, Any]:
+    """The DescribeTransactions entry of a transactional id answered ``error``
+    (no state, no producer: -1)."""
+    return {
+        "error_code": error,
         "transactional_id": txn_id,
         "transaction_state": "",
         "transaction_timeout_ms": 0,
@@ -316,6 +320,9 @@ def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
         "producer_epoch": -1,
         "topics": [],
     }
+
+
+def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
     error = (
         ctx.txn.check_coordinator(txn_id, ctx.node_id)
         if txn_id
@@ -327,7 +334,7 @@ def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
         if meta is None:
             error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
     if meta is None:
-        return {**empty, "error_code": error}
+        return no_transaction(txn_id, ErrorCode(error))
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(meta.partitions):
         by_topic.setdefault(topic, []).append(partition)

@@ -30,6 +30,7 @@ __all__ = [
     "all_described",
     "allowed",
     "call",
+    "coordinator_keys",
     "entries",
     "group_allowed",
     "refuse_whole",
@@ -152,6 +153,32 @@ async def entries(
     return attrs.evolve(response, **{out_field: getattr(response, out_field) + extra})
 
 
-def refuse_whole(ctx: RequestContext, code: ErrorCode, **fields: Any) -> Any:
+def refuse_whole(ctx: RequestContext, error_code: ErrorCode, **fields: Any) -> Any:
     """The answer of an API refused whole: its top-level ``error_code``."""
-    return respond(ctx, throttle_time_ms=0, error_code=code, **fields)
+    return respond(ctx, throttle_time_ms=0, error_code=error_code, **fields)
+
+
+async def coordinator_keys(
+    ctx: RequestContext,
+    handler: Handler,
+    request: Any,
+    permitted: Callable[[str], bool],
+    denied: ErrorCode,
+) -> Any:
+    """FindCoordinator: run ``handler`` on the keys ``permitted`` (v4+
+    ``coordinator_keys``; before v4 the one ``key``); answer each other key
+    ``denied`` with no coordinator (node -1)."""
+    missing: dict[str, Any] = {"node_id": -1, "host": "", "port": -1}
+    if not hasattr(request, "coordinator_keys"):
+        if permitted(request.key):
+            return await handler(ctx, request)
+        return refuse_whole(ctx, denied, **missing)
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "coordinator_keys",
+        permitted,
+        "coordinators",
+        lambda key: {"key": key, "error_code": denied, **missing},
+    )
