@@ -9,6 +9,7 @@ be altered or deleted only while the group has no members.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kproto.broker.handlers.cluster_info import with_group_operations
@@ -198,42 +199,25 @@ def _empty_group_error(
     return ErrorCode.NONE, None
 
 
-async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Set share partitions' start offsets (nothing in flight after); only for an
-    empty group (NON_EMPTY_GROUP otherwise); an offset outside the log's
-    [log start, log end] is OFFSET_OUT_OF_RANGE."""
+async def _change_offsets(
+    ctx: RequestContext,
+    request: Any,
+    change: Callable[[ShareCoordinator, Any], Awaitable[dict[str, Any]]],
+) -> Any:
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets: only for an empty group
+    (:func:`_empty_group_error`, the top-level error), each request topic
+    answered ``change(share, topic)`` (its ``partitions``, or its error)."""
     share = coordinator(ctx)
     error, message = _empty_group_error(ctx, share, request.group_id)
     responses = []
     if error == ErrorCode.NONE:
         for t in request.topics:
             info = ctx.state.topics.get(t.topic_name)
-            rows = []
-            for p in t.partitions:
-                plog = ctx.state.partition_log(t.topic_name, p.partition_index)
-                if plog is None:
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
-                    code = ErrorCode.OFFSET_OUT_OF_RANGE
-                else:
-                    code = await share.alter_offset(
-                        request.group_id,
-                        t.topic_name,
-                        p.partition_index,
-                        p.start_offset,
-                    )
-                rows.append(
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": code,
-                        "error_message": None,
-                    }
-                )
             responses.append(
                 {
                     "topic_name": t.topic_name,
                     "topic_id": info.topic_id if info else ZERO_UUID,
-                    "partitions": rows,
+                    **await change(share, t),
                 }
             )
     return respond(
@@ -243,37 +227,50 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         error_message=message,
         responses=responses,
     )
+
+
+async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
+    """Set share partitions' start offsets (nothing in flight after); only for an
+    empty group (NON_EMPTY_GROUP otherwise); an offset outside the log's
+    [log start, log end] is OFFSET_OUT_OF_RANGE."""
+
+    async def alter(share: ShareCoordinator, t: Any) -> dict[str, Any]:
+        rows = []
+        for p in t.partitions:
+            plog = ctx.state.partition_log(t.topic_name, p.partition_index)
+            if plog is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
+                code = ErrorCode.OFFSET_OUT_OF_RANGE
+            else:
+                code = await share.alter_offset(
+                    request.group_id, t.topic_name, p.partition_index, p.start_offset
+                )
+            rows.append(
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": code,
+                    "error_message": None,
+                }
+            )
+        return {"partitions": rows}
+
+    return await _change_offsets(ctx, request, alter)
 
 
 async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     """Delete the share partitions of the named topics (their state gets
     tombstones); only for an empty group."""
-    share = coordinator(ctx)
-    error, message = _empty_group_error(ctx, share, request.group_id)
-    responses = []
-    if error == ErrorCode.NONE:
-        for t in request.topics:
-            info = ctx.state.topics.get(t.topic_name)
-            code = (
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                if info is None
-                else await share.delete_offsets(request.group_id, t.topic_name)
-            )
-            responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else ZERO_UUID,
-                    "error_code": code,
-                    "error_message": None,
-                }
-            )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        responses=responses,
-    )
+
+    async def delete(share: ShareCoordinator, t: Any) -> dict[str, Any]:
+        code = (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if t.topic_name not in ctx.state.topics
+            else await share.delete_offsets(request.group_id, t.topic_name)
+        )
+        return {"error_code": code, "error_message": None}
+
+    return await _change_offsets(ctx, request, delete)
 
 
 # -- ListGroups and DeleteGroups (the classic handlers call these) ------------------
