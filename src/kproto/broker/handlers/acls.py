@@ -14,6 +14,7 @@ from typing import Any
 
 from kproto.broker.acl import AclBinding, AclFilter, AclStore, PatternType
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.refusals import error_response
 from kproto.errors import ErrorCode
 
 __all__ = ["create_acls", "delete_acls", "describe_acls"]
@@ -24,6 +25,11 @@ _DISABLED = "No Authorizer is configured on the broker"
 def _store(ctx: RequestContext) -> AclStore | None:
     store: AclStore | None = ctx.security.acls
     return store
+
+
+def _disabled(ctx: RequestContext, request: Any) -> Any:
+    """SECURITY_DISABLED in the response's top level or in each entry."""
+    return error_response(ctx, request, ErrorCode.SECURITY_DISABLED, _DISABLED)
 
 
 def _pattern(entry: Any, name: str) -> int:
@@ -55,13 +61,10 @@ def _described(b: AclBinding) -> dict[str, Any]:
 async def create_acls(ctx: RequestContext, request: Any) -> Any:
     """Store each binding; INVALID_REQUEST (with the reason) for one Kafka refuses."""
     store = _store(ctx)
+    if store is None:
+        return _disabled(ctx, request)
     results = []
     for c in request.creations:
-        if store is None:
-            results.append(
-                {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": _DISABLED}
-            )
-            continue
         binding = AclBinding(
             resource_type=c.resource_type,
             resource_name=c.resource_name,
@@ -87,13 +90,7 @@ async def describe_acls(ctx: RequestContext, request: Any) -> Any:
     """The bindings the filter matches, grouped by resource pattern."""
     store = _store(ctx)
     if store is None:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=ErrorCode.SECURITY_DISABLED,
-            error_message=_DISABLED,
-            resources=[],
-        )
+        return _disabled(ctx, request)
     acl_filter = _filter(request)
     grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = defaultdict(list)
     for b in store:
@@ -120,17 +117,10 @@ async def describe_acls(ctx: RequestContext, request: Any) -> Any:
 async def delete_acls(ctx: RequestContext, request: Any) -> Any:
     """Remove what each filter matches; answer the removed bindings per filter."""
     store = _store(ctx)
+    if store is None:
+        return _disabled(ctx, request)
     results = []
     for f in request.filters:
-        if store is None:
-            results.append(
-                {
-                    "error_code": ErrorCode.SECURITY_DISABLED,
-                    "error_message": _DISABLED,
-                    "matching_acls": [],
-                }
-            )
-            continue
         gone = store.remove(_filter(f))
         results.append(
             {
