@@ -17,7 +17,12 @@ from kproto.broker.handlers.cluster_info import (
     group_describe_error,
     with_group_operations,
 )
-from kproto.broker.handlers.context import RequestContext, respond, respond_with
+from kproto.broker.handlers.context import (
+    RequestContext,
+    request_fields,
+    respond,
+    respond_with,
+)
 from kproto.errors import ErrorCode
 
 __all__ = ["consumer_group_describe", "consumer_group_heartbeat"]
@@ -44,15 +49,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     owned = request.topic_partitions
     result = await coordinator.consumer.heartbeat(
         HeartbeatRequest(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            member_epoch=request.member_epoch,
-            instance_id=request.instance_id,
-            rack_id=request.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topic_names=request.subscribed_topic_names,
-            subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
-            server_assignor=request.server_assignor,
+            **request_fields(request, HeartbeatRequest),
             owned=None if owned is None else assignment_from(owned),
             client_id=ctx.client_id or "",
             client_host=ctx.member_host,

@@ -30,6 +30,7 @@ __all__ = [
     "Handler",
     "build",
     "client_host_string",
+    "request_fields",
     "respond",
     "respond_with",
 ]
@@ -124,3 +125,15 @@ def respond_with(ctx: RequestContext, result: Any, **fields: Any) -> Any:
     names the response's version lacks are dropped."""
     values = {"throttle_time_ms": 0, **attrs.asdict(result, recurse=False), **fields}
     return respond(ctx, **values)
+
+
+def request_fields(request: Any, cls: type) -> dict[str, Any]:
+    """The fields of ``request`` (an entity) that the attrs class ``cls`` has too,
+    by name: what a coordinator's request class (e.g.
+    :class:`kproto.broker.groups.consumer_coordinator.HeartbeatRequest`) takes from
+    the wire request; those the request's version lacks keep ``cls``'s defaults."""
+    return {
+        f.name: getattr(request, f.name)
+        for f in attrs.fields(cls)
+        if hasattr(request, f.name)
+    }

@@ -3,8 +3,8 @@ generates: StreamsGroupHeartbeat (88, v0-v1), StreamsGroupDescribe (89, v0-v1) a
 StreamsGroupTopologyDescriptionUpdate (93, v0).
 
 The state machine is :class:`kproto.broker.groups.streams_coordinator.StreamsGroups`
-(``ctx.groups.streams``); offsets are committed and fetched with the classic
-OffsetCommit/OffsetFetch handlers, validated against member epochs there.
+(``ctx.groups.streams``); offsets go through the classic handlers, as a consumer
+group's (:mod:`.consumer_groups`).
 """
 
 from __future__ import annotations
