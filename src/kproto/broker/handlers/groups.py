@@ -22,6 +22,7 @@ from kproto.broker.groups import GroupCoordinator, JoinResult, SyncResult
 from kproto.broker.handlers import share_admin
 from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond, respond_with
+from kproto.broker.handlers.partitions import topic_ids
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -202,10 +203,6 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
 # -- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------------
 
 
-def _topic_names(ctx: RequestContext) -> dict[Any, str]:
-    return {info.topic_id: name for name, info in ctx.state.topics.items()}
-
-
 #: What one partition commits: ``(offset, leader epoch, metadata, commit
 #: timestamp ms)``, -1 where the request version lacks it.
 Commit = tuple[int, int, str | None, int]
@@ -217,7 +214,7 @@ def requested_offsets(
     """An OffsetCommit's or TxnOffsetCommit's topic names (one per request topic;
     ``None`` for a topic id no topic has, with ``by_id``) and the offsets it
     commits by ``(topic, partition)``."""
-    ids = _topic_names(ctx) if by_id else {}
+    ids = topic_ids(ctx) if by_id else {}
     names = [ids.get(t.topic_id) if by_id else t.name for t in request.topics]
     offsets = {
         (name, p.partition_index): (
@@ -313,7 +310,7 @@ def _fetch_group(
     """One group of an OffsetFetch answer: ``topics`` and ``error_code``."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(group_id, ctx.node_id)
-    names = _topic_names(ctx) if by_id else {}
+    names = topic_ids(ctx) if by_id else {}
     ids = {name: topic_id for topic_id, name in names.items()}
     asked: list[tuple[str, int]] | None = None
     unknown: list[tuple[Any, list[int]]] = []

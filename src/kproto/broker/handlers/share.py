@@ -23,6 +23,7 @@ import uuid
 from typing import Any
 
 from kproto.broker.handlers.context import RequestContext, respond, respond_with
+from kproto.broker.handlers.partitions import topic_ids
 from kproto.broker.share import HeartbeatResult, ShareCoordinator
 from kproto.errors import ErrorCode
 
@@ -56,10 +57,6 @@ def group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | No
     if classic or group_id in ctx.groups.consumer.groups:
         return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
     return ErrorCode.NONE, None
-
-
-def _topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
-    return {info.topic_id: name for name, info in ctx.state.topics.items()}
 
 
 # -- ShareGroupHeartbeat -----------------------------------------------------------
@@ -152,7 +149,7 @@ def _requested(
 ) -> list[tuple[uuid.UUID, str | None, int, list[tuple[int, int, list[int]]]]]:
     """``(topic id, topic name or None if unknown, partition, acknowledgements)``
     of every partition a request names."""
-    names = _topic_ids(ctx)
+    names = topic_ids(ctx)
     return [
         (
             t.topic_id,
@@ -262,7 +259,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     group_id, member_id = request.group_id, request.member_id
     ack_errors = await _acknowledge_all(share, ctx, request, partitions)
     results: dict[tuple[uuid.UUID, int], dict[str, Any]] = {}
-    names = _topic_ids(ctx)
+    names = topic_ids(ctx)
     for topic_id, name, partition, _acks in partitions:
         results[(topic_id, partition)] = {
             "partition_index": partition,

@@ -9,7 +9,6 @@ the request (or on the authorized part of it) and merges in the refusals.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -35,7 +34,6 @@ __all__ = [
     "group_allowed",
     "refuse_whole",
     "split",
-    "topic_ids",
 ]
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -69,11 +67,6 @@ def group_allowed(ctx: RequestContext, op: AclOperation) -> Callable[[Any], bool
         return allowed(ctx, op, ResourceType.GROUP, group)
 
     return check
-
-
-def topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
-    """Every topic's name by its id."""
-    return {info.topic_id: name for name, info in ctx.state.topics.items()}
 
 
 def all_described(ctx: RequestContext, names: Iterable[str]) -> bool:

@@ -41,13 +41,13 @@ from kproto.broker.handlers.authorize.common import (
     allowed,
     call,
     refuse_whole,
-    topic_ids,
 )
 from kproto.broker.handlers.authorize.groups import (
     describe_groups_and_topics,
     heartbeat_check,
 )
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
+from kproto.broker.handlers.partitions import topic_ids
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import ZERO_UUID

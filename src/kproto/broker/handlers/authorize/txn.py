@@ -43,6 +43,7 @@ from kproto.broker.handlers.authorize.common import (
     refuse_whole,
 )
 from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.handlers.partitions import topic_ids
 from kproto.broker.handlers.transactions import no_transaction
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -144,7 +145,7 @@ async def _txn_offset_commit(
     elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
     by_id = ctx.api_version >= 6
-    ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
+    ids = topic_ids(ctx)
 
     def name_of(t: Any) -> str | None:
         return ids.get(t.topic_id) if by_id else t.name
