@@ -75,7 +75,6 @@ class ConfigResourceType(enum.IntEnum):
     GROUP = 32
 
 
-_DEFAULT, _GROUP_CONFIG = ConfigSource.DEFAULT_CONFIG, ConfigSource.GROUP_CONFIG
 # AlterConfigOp.OpType: SET 0, DELETE 1, APPEND 2, SUBTRACT 3.
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 
@@ -108,6 +107,13 @@ def _entry(
     }
 
 
+def _group_chain(name: str, value: str, own: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A group config's ``value``: the group's own (GROUP_CONFIG) when ``own`` sets
+    ``name``, else the default."""
+    source = ConfigSource.GROUP_CONFIG if name in own else ConfigSource.DEFAULT_CONFIG
+    return [_synonym(name, value, source)]
+
+
 def _group_entries(
     ctx: RequestContext, group_id: str, keys: set[str] | None
 ) -> list[dict[str, Any]]:
@@ -117,13 +123,7 @@ def _group_entries(
     entries = [
         _entry(
             name,
-            [
-                _synonym(
-                    name,
-                    explicit.get(name, default),
-                    _GROUP_CONFIG if name in explicit else _DEFAULT,
-                )
-            ],
+            _group_chain(name, explicit.get(name, default), explicit),
             GROUP_CONFIGS[name].type,
             GROUP_CONFIGS[name].documentation,
         )
@@ -136,11 +136,10 @@ def _group_entries(
         for name, attribute in GROUP_PROPERTIES.items():
             if keys is None or name in keys:
                 value = getattr(effective, attribute)
-                source = _GROUP_CONFIG if name in own else _DEFAULT
                 config_type = (
                     ConfigType.STRING if isinstance(value, str) else ConfigType.INT
                 )
-                chain = [_synonym(name, str(value), source)]
+                chain = _group_chain(name, str(value), own)
                 entries.append(_entry(name, chain, config_type, None))
     return sorted(entries, key=lambda e: str(e["name"]))
 
