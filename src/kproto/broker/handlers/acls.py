@@ -9,11 +9,21 @@ DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (checked by
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from kproto.broker.acl import AclBinding, AclFilter, AclStore, PatternType
-from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.context import (
+    Handler,
+    RequestContext,
+    request_fields,
+    respond,
+)
+from kproto.broker.handlers.refusals import error_response
 from kproto.errors import ErrorCode
 
 __all__ = ["create_acls", "delete_acls", "describe_acls"]
@@ -21,9 +31,23 @@ __all__ = ["create_acls", "delete_acls", "describe_acls"]
 _DISABLED = "No Authorizer is configured on the broker"
 
 
-def _store(ctx: RequestContext) -> AclStore | None:
-    store: AclStore | None = ctx.security.acls
-    return store
+#: An ACL API served with the cluster's store: ``(ctx, request, store) -> response``.
+_AclApi = Callable[[RequestContext, Any, AclStore], Any]
+
+
+def _with_authorizer(api: _AclApi) -> Handler:
+    """The handler of an ACL API: ``api`` with the cluster's ACL store; without an
+    authorizer, SECURITY_DISABLED in the response's top level or in each entry
+    (Kafka's answer when no authorizer is configured)."""
+
+    @functools.wraps(api)
+    async def handler(ctx: RequestContext, request: Any) -> Any:
+        store: AclStore | None = ctx.security.acls
+        if store is None:
+            return error_response(ctx, request, ErrorCode.SECURITY_DISABLED, _DISABLED)
+        return api(ctx, request, store)
+
+    return handler
 
 
 def _pattern(entry: Any, name: str) -> int:
@@ -52,48 +76,28 @@ def _described(b: AclBinding) -> dict[str, Any]:
     }
 
 
-async def create_acls(ctx: RequestContext, request: Any) -> Any:
+def _create(store: AclStore, creation: Any) -> dict[str, Any]:
+    binding = AclBinding(
+        **request_fields(creation, AclBinding),
+        pattern_type=_pattern(creation, "resource_pattern_type"),
+    )
+    problem = binding.check()
+    if problem is None:
+        store.add(binding)
+    error = ErrorCode.INVALID_REQUEST if problem else ErrorCode.NONE
+    return {"error_code": error, "error_message": problem}
+
+
+@_with_authorizer
+def create_acls(ctx: RequestContext, request: Any, store: AclStore) -> Any:
     """Store each binding; INVALID_REQUEST (with the reason) for one Kafka refuses."""
-    store = _store(ctx)
-    results = []
-    for c in request.creations:
-        if store is None:
-            results.append(
-                {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": _DISABLED}
-            )
-            continue
-        binding = AclBinding(
-            resource_type=c.resource_type,
-            resource_name=c.resource_name,
-            pattern_type=_pattern(c, "resource_pattern_type"),
-            principal=c.principal,
-            host=c.host,
-            operation=c.operation,
-            permission_type=c.permission_type,
-        )
-        problem = binding.check()
-        if problem is None:
-            store.add(binding)
-        results.append(
-            {
-                "error_code": ErrorCode.INVALID_REQUEST if problem else ErrorCode.NONE,
-                "error_message": problem,
-            }
-        )
+    results = [_create(store, c) for c in request.creations]
     return respond(ctx, throttle_time_ms=0, results=results)
 
 
-async def describe_acls(ctx: RequestContext, request: Any) -> Any:
+@_with_authorizer
+def describe_acls(ctx: RequestContext, request: Any, store: AclStore) -> Any:
     """The bindings the filter matches, grouped by resource pattern."""
-    store = _store(ctx)
-    if store is None:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=ErrorCode.SECURITY_DISABLED,
-            error_message=_DISABLED,
-            resources=[],
-        )
     acl_filter = _filter(request)
     grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = defaultdict(list)
     for b in store:
@@ -117,36 +121,20 @@ async def describe_acls(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-async def delete_acls(ctx: RequestContext, request: Any) -> Any:
+def _delete(store: AclStore, acl_filter: Any) -> dict[str, Any]:
+    gone = store.remove(_filter(acl_filter))
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "matching_acls": [
+            {"error_code": ErrorCode.NONE, "error_message": None, **attrs.asdict(b)}
+            for b in gone
+        ],
+    }
+
+
+@_with_authorizer
+def delete_acls(ctx: RequestContext, request: Any, store: AclStore) -> Any:
     """Remove what each filter matches; answer the removed bindings per filter."""
-    store = _store(ctx)
-    results = []
-    for f in request.filters:
-        if store is None:
-            results.append(
-                {
-                    "error_code": ErrorCode.SECURITY_DISABLED,
-                    "error_message": _DISABLED,
-                    "matching_acls": [],
-                }
-            )
-            continue
-        gone = store.remove(_filter(f))
-        results.append(
-            {
-                "error_code": ErrorCode.NONE,
-                "error_message": None,
-                "matching_acls": [
-                    {
-                        "error_code": ErrorCode.NONE,
-                        "error_message": None,
-                        "resource_type": b.resource_type,
-                        "resource_name": b.resource_name,
-                        "pattern_type": b.pattern_type,
-                        **_described(b),
-                    }
-                    for b in gone
-                ],
-            }
-        )
+    results = [_delete(store, f) for f in request.filters]
     return respond(ctx, throttle_time_ms=0, filter_results=results)

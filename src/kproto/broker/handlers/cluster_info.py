@@ -34,6 +34,7 @@ __all__ = [
     "topic_metadata",
     "operations",
     "with_group_operations",
+    "group_describe_error",
 ]
 
 #: Lowest versions served where it is not 0: Produce and Fetch before v3/v4 carry
@@ -161,6 +162,24 @@ def with_group_operations(
                     ctx, ResourceType.GROUP, group["group_id"], True
                 )
     return groups
+
+
+def group_describe_error(
+    ctx: RequestContext, group_id: str, kind: str, found: bool, elsewhere: bool
+) -> tuple[ErrorCode, str | None]:
+    """The error and message of one group of a ``kind`` (``consumer``,
+    ``streams``) describe API: the coordinator check's (NOT_COORDINATOR, ...), else
+    GROUP_ID_NOT_FOUND unless the group was ``found``: ``Group X is not a <kind>
+    group.`` when a group of another type has the id (``elsewhere``), else ``Group
+    X not found.`` (Kafka's ``GroupCoordinatorShard`` wording)."""
+    error = ErrorCode(ctx.groups.check_coordinator(group_id, ctx.node_id))
+    if error != ErrorCode.NONE:
+        return error, error.name
+    if found:
+        return ErrorCode.NONE, None
+    if elsewhere:
+        return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a {kind} group."
+    return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
 
 
 def _brokers(state: ClusterState) -> list[dict[str, Any]]:

@@ -1,9 +1,10 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, groups
-(KIP-848 group configs, :mod:`kproto.broker.group_config`), client metrics
-subscriptions (KIP-714, :mod:`kproto.broker.client_metrics`) and brokers (a node id,
-or ``""`` for the cluster-wide default: Kafka's dynamically updatable broker
-configs, :mod:`kproto.broker.broker_config`, after Kafka's ``DynamicBrokerConfig``
-and ``ConfigHelper``: sources DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+(KIP-848 group configs, :mod:`kproto.broker.group_config`, and the KIP-932
+``share.*`` ones, which the share coordinator holds), client metrics subscriptions
+(KIP-714, :mod:`kproto.broker.client_metrics`) and brokers (a node id, or ``""``
+for the cluster-wide default: Kafka's dynamically updatable broker configs,
+:mod:`kproto.broker.broker_config`, after Kafka's ``DynamicBrokerConfig`` and
+``ConfigHelper``: sources DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, with synonyms).
 
 Sources: ``DescribeConfigsRequest/Response.json`` (synonyms since v1, KIP-226;
@@ -15,7 +16,8 @@ types and documentation since v3, KIP-569), ``AlterConfigsRequest/Response.json`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import enum
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -43,7 +45,8 @@ from kproto.broker.group_config import (
     validate_group_configs,
 )
 from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.handlers.share_admin import alter_group_configs, group_configs
+from kproto.broker.handlers.share import coordinator
+from kproto.broker.share import GROUP_PROPERTIES
 from kproto.broker.state import ClusterState, TopicMetadata
 from kproto.broker.topic_config import (
     TOPIC_CONFIGS,
@@ -53,34 +56,92 @@ from kproto.broker.topic_config import (
 )
 from kproto.errors import ErrorCode
 
-__all__ = ["describe_configs", "alter_configs", "incremental_alter_configs"]
+__all__ = [
+    "ConfigResourceType",
+    "describe_configs",
+    "alter_configs",
+    "incremental_alter_configs",
+]
 
-# ConfigResource.Type: TOPIC 2, BROKER 4, CLIENT_METRICS 16, GROUP 32.
-_TOPIC, _BROKER, _CLIENT_METRICS, _GROUP = 2, 4, 16, 32
-_DEFAULT, _GROUP_CONFIG = ConfigSource.DEFAULT_CONFIG, ConfigSource.GROUP_CONFIG
+
+class ConfigResourceType(enum.IntEnum):
+    """A config resource's ``resource_type`` (Kafka's ``ConfigResource.Type``)."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
+
 # AlterConfigOp.OpType: SET 0, DELETE 1, APPEND 2, SUBTRACT 3.
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
+
+
+def _synonym(name: str, value: str, source: ConfigSource) -> dict[str, Any]:
+    return {"name": name, "value": value, "source": source}
+
+
+def _entry(
+    name: str,
+    chain: list[dict[str, Any]],
+    config_type: ConfigType,
+    documentation: str | None,
+    *,
+    read_only: bool = False,
+    synonyms: bool = False,
+) -> dict[str, Any]:
+    """A DescribeConfigs entry whose value is the first of ``chain`` (the
+    synonyms, listed when ``synonyms``)."""
+    return {
+        "name": name,
+        "value": chain[0]["value"],
+        "read_only": read_only,
+        "is_default": chain[0]["source"] == ConfigSource.DEFAULT_CONFIG,
+        "config_source": chain[0]["source"],
+        "is_sensitive": False,
+        "synonyms": chain if synonyms else [],
+        "config_type": config_type,
+        "documentation": documentation,
+    }
+
+
+def _group_chain(name: str, value: str, own: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A group config's ``value``: the group's own (GROUP_CONFIG) when ``own`` sets
+    ``name``, else the default."""
+    source = ConfigSource.GROUP_CONFIG if name in own else ConfigSource.DEFAULT_CONFIG
+    return [_synonym(name, value, source)]
 
 
 def _group_entries(
     ctx: RequestContext, group_id: str, keys: set[str] | None
 ) -> list[dict[str, Any]]:
+    """A group's configs: its own (GROUP_CONFIG) or the default, and with a share
+    coordinator the ``share.*`` ones it holds (the group's own, or the cluster's)."""
     explicit = ctx.state.dynamic.group_configs.get(group_id, {})
-    return [
-        {
-            "name": name,
-            "value": explicit.get(name, default),
-            "read_only": False,
-            "is_default": name not in explicit,
-            "config_source": _GROUP_CONFIG if name in explicit else _DEFAULT,
-            "is_sensitive": False,
-            "synonyms": [],
-            "config_type": GROUP_CONFIGS[name].type,
-            "documentation": GROUP_CONFIGS[name].documentation,
-        }
-        for name, default in sorted(GROUP_CONFIG_DEFAULTS.items())
+    entries = [
+        _entry(
+            name,
+            _group_chain(name, explicit.get(name, default), explicit),
+            GROUP_CONFIGS[name].type,
+            GROUP_CONFIGS[name].documentation,
+        )
+        for name, default in GROUP_CONFIG_DEFAULTS.items()
         if keys is None or name in keys
     ]
+    if ctx.share is not None:
+        own = ctx.share.group_configs.get(group_id, {})
+        effective = ctx.share.config_for(group_id)
+        for name, attribute in GROUP_PROPERTIES.items():
+            if keys is None or name in keys:
+                value = getattr(effective, attribute)
+                config_type = (
+                    ConfigType.STRING if isinstance(value, str) else ConfigType.INT
+                )
+                chain = _group_chain(name, str(value), own)
+                entries.append(_entry(name, chain, config_type, None))
+    return sorted(entries, key=lambda e: str(e["name"]))
 
 
 def _client_metrics_entries(
@@ -88,19 +149,19 @@ def _client_metrics_entries(
 ) -> list[dict[str, Any]]:
     """A subscription's explicitly set configs (Kafka describes only those, with
     source CLIENT_METRICS_CONFIG; an unknown name has none)."""
+    if not name:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            "Client metrics subscription name must not be empty",
+        )
     explicit = ctx.state.dynamic.client_metrics.get(name, {})
     return [
-        {
-            "name": key,
-            "value": value,
-            "read_only": False,
-            "is_default": False,
-            "config_source": ConfigSource.CLIENT_METRICS_CONFIG,
-            "is_sensitive": False,
-            "synonyms": [],
-            "config_type": CLIENT_METRICS_CONFIGS[key].type,
-            "documentation": CLIENT_METRICS_CONFIGS[key].documentation,
-        }
+        _entry(
+            key,
+            [_synonym(key, value, ConfigSource.CLIENT_METRICS_CONFIG)],
+            CLIENT_METRICS_CONFIGS[key].type,
+            CLIENT_METRICS_CONFIGS[key].documentation,
+        )
         for key, value in sorted(explicit.items())
         if keys is None or key in keys
     ]
@@ -108,13 +169,18 @@ def _client_metrics_entries(
 
 def _topic_entries(
     state: ClusterState,
-    info: TopicMetadata,
+    name: str,
     keys: set[str] | None,
     synonyms: bool,
 ) -> list[dict[str, Any]]:
     """A topic's DescribeConfigs entries: the value in effect, where it comes from
     (the topic, a broker property, the default) and with ``synonyms`` the chain
-    (Kafka's ``ConfigHelper.createTopicConfigEntry``)."""
+    (Kafka's ``ConfigHelper.createTopicConfigEntry``).
+
+    Raises:
+        TopicError: UNKNOWN_TOPIC_OR_PARTITION.
+    """
+    info = _topic(state, name)
     broker_names = topic_synonyms()
     layers = state.layers()
     entries = []
@@ -140,45 +206,46 @@ def _topic_entries(
                 for value, source in layers.chain(broker_name)
             ]
         entries.append(
-            _entry(name, chain, False, definition.type, definition.documentation)
-            | {"synonyms": chain if synonyms else []}
+            _entry(
+                name,
+                chain,
+                definition.type,
+                definition.documentation,
+                synonyms=synonyms,
+            )
         )
     return entries
 
 
-def _synonym(name: str, value: str, source: ConfigSource) -> dict[str, Any]:
-    return {"name": name, "value": value, "source": source}
-
-
-def _entry(
-    name: str,
-    chain: list[dict[str, Any]],
-    read_only: bool,
-    config_type: ConfigType,
-    documentation: str,
-) -> dict[str, Any]:
-    """A DescribeConfigs entry whose value is the first of ``chain``."""
-    return {
-        "name": name,
-        "value": chain[0]["value"],
-        "read_only": read_only,
-        "is_default": chain[0]["source"] == ConfigSource.DEFAULT_CONFIG,
-        "config_source": chain[0]["source"],
-        "is_sensitive": False,
-        "synonyms": chain,
-        "config_type": config_type,
-        "documentation": documentation,
-    }
+def _topic(state: ClusterState, name: str) -> TopicMetadata:
+    """Raises: TopicError UNKNOWN_TOPIC_OR_PARTITION."""
+    info = state.topics.get(name)
+    if info is None:
+        raise TopicError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}"
+        )
+    return info
 
 
 def _broker_entries(
-    state: ClusterState, node_id: int | None, keys: set[str] | None, synonyms: bool
+    ctx: RequestContext, name: str, keys: set[str] | None, synonyms: bool
 ) -> list[dict[str, Any]]:
     """A broker's DescribeConfigs entries (Kafka's ``ConfigHelper.
-    createBrokerConfigEntries``): every property of node ``node_id``, read-only
-    unless Kafka updates it at run time; for ``None`` (the ``""`` resource) only
-    the cluster-wide dynamic defaults."""
-    layers = state.layers(node_id)
+    createBrokerConfigEntries``): every property of this node (``name`` its id: a
+    broker answers for itself), read-only unless Kafka updates it at run time; for
+    ``""`` only the cluster-wide dynamic defaults.
+
+    Raises:
+        TopicError: INVALID_REQUEST (``name`` not this node's id).
+    """
+    node_id = _broker_id(name)
+    if node_id is not None and node_id != ctx.node_id:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.node_id} or empty string, but "
+            f"received {name}",
+        )
+    layers = ctx.state.layers(node_id)
     entries = []
     for name in sorted(BROKER_CONFIGS):
         if keys is not None and name not in keys:
@@ -197,84 +264,83 @@ def _broker_entries(
             _entry(
                 name,
                 chain,
-                d.dynamic is Dynamic.READ_ONLY,
                 d.definition.type,
                 d.definition.documentation,
+                read_only=d.dynamic is Dynamic.READ_ONLY,
+                synonyms=synonyms,
             )
-            | {"synonyms": chain if synonyms else []}
         )
     return entries
 
 
-def _check_broker(ctx: RequestContext, name: str) -> tuple[ErrorCode, str | None]:
-    """A BROKER resource's name: ``""`` (the cluster-wide default) or the id of
-    the node asked (Kafka's ``ConfigHelper``: a broker answers for itself)."""
+def _broker_id(name: str) -> int | None:
+    """A BROKER resource's node id (``None`` for ``""``, every broker).
+
+    Raises:
+        TopicError: INVALID_REQUEST (not an integer).
+    """
     if name == "":
-        return ErrorCode.NONE, None
+        return None
     try:
-        broker_id = int(name)
+        return int(name)
     except ValueError:
-        return (
+        raise TopicError(
             ErrorCode.INVALID_REQUEST,
             f"Broker id must be an integer, but it is: {name}",
-        )
-    if broker_id != ctx.node_id:
-        return (
-            ErrorCode.INVALID_REQUEST,
-            f"Unexpected broker id, expected {ctx.node_id} or empty string, but "
-            f"received {name}",
-        )
-    return ErrorCode.NONE, None
+        ) from None
+
+
+def _unsupported(resource_type: int) -> TopicError:
+    return TopicError(
+        ErrorCode.INVALID_REQUEST, f"resource type {resource_type} is not supported"
+    )
+
+
+def _per_resource(
+    request: Any, answer: Callable[[Any], dict[str, Any] | None]
+) -> list[dict[str, Any]]:
+    """The response entry of each of the request's ``resources``: its type and
+    name with ``answer(resource)``'s fields, or the error (``error_code``,
+    ``error_message``) of the :class:`TopicError` ``answer`` raised."""
+    results = []
+    for r in request.resources:
+        result = {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "resource_type": r.resource_type,
+            "resource_name": r.resource_name,
+        }
+        try:
+            result.update(answer(r) or {})
+        except TopicError as err:
+            result.update(error_code=err.error_code, error_message=str(err))
+        results.append(result)
+    return results
+
+
+def _described(ctx: RequestContext, r: Any, synonyms: bool) -> dict[str, Any]:
+    """The ``configs`` entries of one DescribeConfigs resource.
+
+    Raises:
+        TopicError: the resource's error.
+    """
+    keys = None if r.configuration_keys is None else set(r.configuration_keys)
+    if r.resource_type == ConfigResourceType.TOPIC:
+        configs = _topic_entries(ctx.state, r.resource_name, keys, synonyms)
+    elif r.resource_type == ConfigResourceType.GROUP and r.resource_name:
+        configs = _group_entries(ctx, r.resource_name, keys)
+    elif r.resource_type == ConfigResourceType.CLIENT_METRICS:
+        configs = _client_metrics_entries(ctx, r.resource_name, keys)
+    elif r.resource_type == ConfigResourceType.BROKER:
+        configs = _broker_entries(ctx, r.resource_name, keys, synonyms)
+    else:
+        raise _unsupported(r.resource_type)
+    return {"configs": configs}
 
 
 async def describe_configs(ctx: RequestContext, request: Any) -> Any:
-    state = ctx.state
     synonyms = bool(getattr(request, "include_synonyms", False))
-    results = []
-    for r in request.resources:
-        error, message, entries = ErrorCode.NONE, None, []
-        keys = None if r.configuration_keys is None else set(r.configuration_keys)
-        if r.resource_type == _TOPIC:
-            info = state.topics.get(r.resource_name)
-            if info is None:
-                error, message = (
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"unknown topic {r.resource_name!r}",
-                )
-            else:
-                entries = _topic_entries(state, info, keys, synonyms)
-        elif r.resource_type == _GROUP and r.resource_name:
-            entries = _group_entries(ctx, r.resource_name, keys)
-            if ctx.share is not None:  # the share.* configs: the share coordinator's
-                error, message, shared = group_configs(ctx, r.resource_name, keys)
-                entries = sorted(entries + shared, key=lambda e: str(e["name"]))
-        elif r.resource_type == _CLIENT_METRICS:
-            if r.resource_name:
-                entries = _client_metrics_entries(ctx, r.resource_name, keys)
-            else:
-                error, message = (
-                    ErrorCode.INVALID_REQUEST,
-                    "Client metrics subscription name must not be empty",
-                )
-        elif r.resource_type == _BROKER:
-            error, message = _check_broker(ctx, r.resource_name)
-            if not error:
-                node = int(r.resource_name) if r.resource_name else None
-                entries = _broker_entries(state, node, keys, synonyms)
-        else:
-            error, message = (
-                ErrorCode.INVALID_REQUEST,
-                f"resource type {r.resource_type} is not supported",
-            )
-        results.append(
-            {
-                "error_code": error,
-                "error_message": message,
-                "resource_type": r.resource_type,
-                "resource_name": r.resource_name,
-                "configs": entries,
-            }
-        )
+    results = _per_resource(request, lambda r: _described(ctx, r, synonyms))
     return respond(ctx, throttle_time_ms=0, results=results)
 
 
@@ -295,63 +361,68 @@ class _TopicDefaults(Mapping[str, str]):
         return len(TOPIC_CONFIGS)
 
 
+def _applied(
+    current: Mapping[str, str], changes: Mapping[str, str | None], replace: bool
+) -> dict[str, str]:
+    """The configs after ``changes`` (``None``: delete) on ``current`` (on nothing
+    when ``replace``, AlterConfigs' whole-set semantics)."""
+    new = {} if replace else dict(current)
+    for key, value in changes.items():
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+    return new
+
+
+def _stored(store: dict[str, dict[str, str]], name: str, new: dict[str, str]) -> None:
+    """Keep ``new`` as ``name``'s configs in ``store`` (none left: no entry)."""
+    if new:
+        store[name] = new
+    else:
+        store.pop(name, None)
+
+
 def _alter(
     ctx: RequestContext, request: Any, changes_of: Any, replace: bool
 ) -> list[dict[str, Any]]:
-    responses = []
-    for r in request.resources:
-        error, message = ErrorCode.NONE, None
-        if r.resource_type in (_GROUP, _CLIENT_METRICS):
-            alter = _alter_group if r.resource_type == _GROUP else _alter_client_metrics
-            try:
-                error, message = alter(
-                    ctx, r, changes_of, replace, request.validate_only
-                )
-            except TopicError as err:
-                error, message = err.error_code, str(err)
-        elif r.resource_type == _BROKER:
-            try:
-                _alter_broker(ctx, r, changes_of, replace, request.validate_only)
-            except TopicError as err:
-                error, message = err.error_code, str(err)
-        elif r.resource_type != _TOPIC:
-            error, message = (
-                ErrorCode.INVALID_REQUEST,
-                f"resource type {r.resource_type} is not supported",
-            )
-        else:
-            try:
-                info = ctx.state.topics.get(r.resource_name)
-                changes = changes_of(
-                    r,
-                    TOPIC_CONFIGS,
-                    info.configs if info else {},
-                    _TopicDefaults(ctx.state, info),
-                )
-                if request.validate_only:
-                    if info is None:
-                        raise TopicError(
-                            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                            f"unknown topic {r.resource_name!r}",
-                        )
-                    merged = {} if replace else dict(info.configs)
-                    merged.update(changes)
-                    ctx.state.topic_config(
-                        {k: v for k, v in merged.items() if v is not None}
-                    )
-                else:
-                    ctx.state.set_configs(r.resource_name, changes, replace=replace)
-            except TopicError as err:
-                error, message = err.error_code, str(err)
-        responses.append(
-            {
-                "error_code": error,
-                "error_message": message,
-                "resource_type": r.resource_type,
-                "resource_name": r.resource_name,
-            }
-        )
-    return responses
+    alters = {
+        ConfigResourceType.TOPIC: _alter_topic,
+        ConfigResourceType.BROKER: _alter_broker,
+        ConfigResourceType.GROUP: _alter_group,
+        ConfigResourceType.CLIENT_METRICS: _alter_client_metrics,
+    }
+
+    def alter(r: Any) -> None:
+        how = alters.get(r.resource_type)
+        if how is None:
+            raise _unsupported(r.resource_type)
+        how(ctx, r, changes_of, replace, request.validate_only)
+
+    return _per_resource(request, alter)
+
+
+def _alter_topic(
+    ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
+) -> None:
+    """Apply ``r``'s changes to a topic's configs (:meth:`ClusterState.set_configs`),
+    or with ``validate_only`` only check the result.
+
+    Raises:
+        TopicError: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG, INVALID_REQUEST.
+    """
+    info = ctx.state.topics.get(r.resource_name)
+    changes = changes_of(
+        r,
+        TOPIC_CONFIGS,
+        info.configs if info else {},
+        _TopicDefaults(ctx.state, info),
+    )
+    if validate_only:
+        info = _topic(ctx.state, r.resource_name)
+        ctx.state.topic_config(_applied(info.configs, changes, replace))
+    else:
+        ctx.state.set_configs(r.resource_name, changes, replace=replace)
 
 
 #: Broker property -> its definition (for APPEND and SUBTRACT on LIST configs).
@@ -373,39 +444,22 @@ def _alter_broker(
     """
     state = ctx.state
     name = r.resource_name
-    if name != "":
-        try:
-            node_id = int(name)
-        except ValueError:
-            raise TopicError(
-                ErrorCode.INVALID_REQUEST,
-                f"Broker id must be an integer, but it is: {name}",
-            ) from None
-        if node_id not in state.node_ids:
-            raise TopicError(
-                ErrorCode.INVALID_REQUEST, f"Broker {node_id} is not a known broker"
-            )
+    node_id = _broker_id(name)
+    if node_id is not None and node_id not in state.node_ids:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST, f"Broker {node_id} is not a known broker"
+        )
     store = state.dynamic.broker_configs
     current = store.get(name, {})
-    layers = state.layers(None if name == "" else int(name))
-    effective = layers.effective()
+    effective = state.layers(node_id).effective()
     in_effect = {n: effective.string(n) for n in BROKER_CONFIGS}
     changes = changes_of(r, _BROKER_DEFINITIONS, current, in_effect)
     try:
-        check_dynamic(changes, per_broker=name != "")
+        check_dynamic(changes, per_broker=node_id is not None)
     except BrokerConfigError as exc:
         raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    new = {} if replace else dict(current)
-    for key, value in changes.items():
-        if value is None:
-            new.pop(key, None)
-        else:
-            new[key] = value
     stored = dict(store)
-    if new:
-        stored[name] = new
-    else:
-        stored.pop(name, None)
+    _stored(stored, name, _applied(current, changes, replace))
     controller = BrokerConfigLayers(
         state.static_config,
         stored.get("", {}),
@@ -427,12 +481,12 @@ def _alter_broker(
 
 def _alter_group(
     ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
-) -> tuple[ErrorCode, str | None]:
+) -> None:
     """Apply ``r``'s changes to a group's configs (Kafka's ``GroupConfig.validate``
     on the result), unless ``validate_only``: the ``share.*`` ones through the share
-    coordinator (:func:`~kproto.broker.handlers.share_admin.alter_group_configs`,
-    incremental only), the others to :attr:`ClusterState.dynamic`. Returns the share
-    coordinator's refusal, if any (nothing is then changed).
+    coordinator (:func:`_alter_share_group`, incremental only), the others to
+    :attr:`ClusterState.dynamic`. Nothing is changed when the share coordinator
+    refuses.
 
     Raises:
         TopicError: INVALID_REQUEST (no group name), INVALID_CONFIG.
@@ -446,12 +500,7 @@ def _alter_group(
     store = ctx.state.dynamic
     current = store.group_configs.get(r.resource_name, {})
     changes = changes_of(r, GROUP_CONFIGS, current, GROUP_CONFIG_DEFAULTS)
-    new = {} if replace else dict(current)
-    for key, value in changes.items():
-        if value is None:
-            new.pop(key, None)
-        else:
-            new[key] = value
+    new = _applied(current, changes, replace)
     validate_group_configs(new, ctx.state.config.group_config_bounds)
     if shared:
         if replace or ctx.share is None:
@@ -460,24 +509,45 @@ def _alter_group(
                 "share group configs are set with IncrementalAlterConfigs "
                 "(and need the share coordinator)",
             )
-        error, message = alter_group_configs(
-            ctx, attrs.evolve(r, configs=shared), validate_only
-        )
-        if error != ErrorCode.NONE:
-            return error, message
+        _alter_share_group(ctx, r.resource_name, shared, validate_only)
     if validate_only or new == current:
-        return ErrorCode.NONE, None
-    if new:
-        store.group_configs[r.resource_name] = new
-    else:
-        store.group_configs.pop(r.resource_name, None)
+        return
+    _stored(store.group_configs, r.resource_name, new)
     store.save()
-    return ErrorCode.NONE, None
+
+
+def _alter_share_group(
+    ctx: RequestContext, group_id: str, configs: list[Any], validate_only: bool
+) -> None:
+    """IncrementalAlterConfigs SET and DELETE of a group's ``share.*`` configs
+    (:meth:`kproto.broker.share.ShareCoordinator.set_group_configs`).
+
+    Raises:
+        TopicError: INVALID_CONFIG (another operation, an unknown name, a bad
+            value).
+    """
+    share = coordinator(ctx)
+    changes: dict[str, str | None] = {}
+    for c in configs:
+        if c.config_operation not in (_SET, _DELETE):
+            raise TopicError(
+                ErrorCode.INVALID_CONFIG,
+                f"operation {c.config_operation} on {c.name} is not supported",
+            )
+        changes[c.name] = c.value if c.config_operation == _SET else None
+    try:
+        if validate_only:
+            merged = _applied(share.group_configs.get(group_id, {}), changes, False)
+            share.config.with_properties(merged, GROUP_PROPERTIES)
+        else:
+            share.set_group_configs(group_id, changes)
+    except ValueError as exc:
+        raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
 def _alter_client_metrics(
     ctx: RequestContext, r: Any, changes_of: Any, replace: bool, validate_only: bool
-) -> tuple[ErrorCode, str | None]:
+) -> None:
     """Apply ``r``'s changes to a client metrics subscription (validated as Kafka's
     ``ClientMetricsConfigs.validate`` on the result; no configs left removes it).
 
@@ -491,23 +561,14 @@ def _alter_client_metrics(
     changes = changes_of(
         r, CLIENT_METRICS_CONFIGS, current, CLIENT_METRICS_CONFIG_DEFAULTS
     )
-    new = {} if replace else dict(current)
-    for key, value in changes.items():
-        if value is None:
-            new.pop(key, None)
-        else:
-            new[key] = value
+    new = _applied(current, changes, replace)
     if new:
         Subscription.parse(r.resource_name, new)
     if validate_only or new == current:
-        return ErrorCode.NONE, None
+        return
     ctx.state.client_metrics.set_subscription(r.resource_name, new)
-    if new:
-        store.client_metrics[r.resource_name] = new
-    else:
-        store.client_metrics.pop(r.resource_name, None)
+    _stored(store.client_metrics, r.resource_name, new)
     store.save()
-    return ErrorCode.NONE, None
 
 
 def _replace_changes(resource: Any, *_: Any) -> dict[str, str | None]:

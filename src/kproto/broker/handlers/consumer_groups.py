@@ -11,10 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from kproto.broker.groups.assignors import Assignment
-from kproto.broker.groups.consumer_coordinator import HeartbeatRequest
+from kproto.broker.groups.consumer_coordinator import HeartbeatRequest, HeartbeatResult
 from kproto.broker.groups.consumer_records import assignment_from
-from kproto.broker.handlers.cluster_info import with_group_operations
-from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.cluster_info import (
+    group_describe_error,
+    with_group_operations,
+)
+from kproto.broker.handlers.context import (
+    RequestContext,
+    request_fields,
+    respond,
+    respond_with,
+)
 from kproto.errors import ErrorCode
 
 __all__ = ["consumer_group_describe", "consumer_group_heartbeat"]
@@ -37,42 +45,20 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     coordinator = ctx.groups
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != ErrorCode.NONE:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=error,
-            error_message=ErrorCode(error).name,
-            member_id=None,
-            member_epoch=-1,
-            heartbeat_interval_ms=0,
-            assignment=None,
-        )
+        return respond_with(ctx, HeartbeatResult(error, ErrorCode(error).name))
     owned = request.topic_partitions
     result = await coordinator.consumer.heartbeat(
         HeartbeatRequest(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            member_epoch=request.member_epoch,
-            instance_id=request.instance_id,
-            rack_id=request.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topic_names=request.subscribed_topic_names,
-            subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
-            server_assignor=request.server_assignor,
+            **request_fields(request, HeartbeatRequest),
             owned=None if owned is None else assignment_from(owned),
             client_id=ctx.client_id or "",
             client_host=ctx.member_host,
             api_version=ctx.api_version,
         )
     )
-    return respond(
+    return respond_with(
         ctx,
-        throttle_time_ms=0,
-        error_code=result.error_code,
-        error_message=result.error_message,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        result,
         assignment=(
             None
             if result.assignment is None
@@ -92,22 +78,12 @@ def _named(assignment: Assignment, names: dict[Any, str]) -> dict[str, Any]:
 
 def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     coordinator = ctx.groups
-    error = coordinator.check_coordinator(group_id, ctx.node_id)
-    base = {"group_id": group_id}
-    if error != ErrorCode.NONE:
-        return {**base, "error_code": error, "error_message": ErrorCode(error).name}
     group = coordinator.consumer.groups.get(group_id)
-    if group is None:
-        message = (
-            f"Group {group_id} is not a consumer group."
-            if group_id in coordinator.groups
-            else f"Group {group_id} not found."
-        )
-        return {
-            **base,
-            "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-            "error_message": message,
-        }
+    found, elsewhere = group is not None, group_id in coordinator.groups
+    error, message = group_describe_error(ctx, group_id, "consumer", found, elsewhere)
+    base = {"group_id": group_id, "error_code": error, "error_message": message}
+    if group is None or error != ErrorCode.NONE:
+        return base
     names = coordinator.consumer.topic_names()
     members = [
         {
@@ -127,8 +103,6 @@ def _describe(ctx: RequestContext, group_id: str) -> dict[str, Any]:
     ]
     return {
         **base,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
         "group_state": group.state.value,
         "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,

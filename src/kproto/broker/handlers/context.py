@@ -1,5 +1,5 @@
 """What every handler is given and how it answers: :class:`RequestContext`,
-:data:`Handler`, :func:`respond`.
+:data:`Handler`, :func:`respond`, :func:`respond_with`.
 
 A handler is ``async def handler(ctx: RequestContext, request) -> response | None``:
 it receives the decoded request entity and returns the response entity of the
@@ -25,7 +25,15 @@ from kproto.broker.txn import TransactionCoordinator
 from kproto.index import ApiKey, response_type
 from kproto.meta import build_entity
 
-__all__ = ["RequestContext", "Handler", "build", "client_host_string", "respond"]
+__all__ = [
+    "RequestContext",
+    "Handler",
+    "build",
+    "client_host_string",
+    "request_fields",
+    "respond",
+    "respond_with",
+]
 
 
 def client_host_string(address: str) -> str:
@@ -107,3 +115,25 @@ def respond(ctx: RequestContext, **fields: Any) -> Any:
     """The response entity of the request's api_key and version, built from
     ``fields`` with :func:`build` (fields the version lacks are dropped)."""
     return build(response_type(ctx.header.request_api_key, ctx.api_version), fields)
+
+
+def respond_with(ctx: RequestContext, result: Any, **fields: Any) -> Any:
+    """The response built from the fields of ``result``, an attrs instance whose
+    fields are named as the response's (a coordinator's ``*Result``, e.g.
+    :class:`kproto.broker.groups.group.JoinResult`), and ``fields``, which add to
+    or replace them; ``throttle_time_ms`` 0 unless given. As with :func:`respond`,
+    names the response's version lacks are dropped."""
+    values = {"throttle_time_ms": 0, **attrs.asdict(result, recurse=False), **fields}
+    return respond(ctx, **values)
+
+
+def request_fields(request: Any, cls: type) -> dict[str, Any]:
+    """The fields of ``request`` (an entity) that the attrs class ``cls`` has too,
+    by name: what a coordinator's request class (e.g.
+    :class:`kproto.broker.groups.consumer_coordinator.HeartbeatRequest`) takes from
+    the wire request; those the request's version lacks keep ``cls``'s defaults."""
+    return {
+        f.name: getattr(request, f.name)
+        for f in attrs.fields(cls)
+        if hasattr(request, f.name)
+    }

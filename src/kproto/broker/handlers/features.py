@@ -10,8 +10,8 @@ downgrade unless the upgrade type allows it, ``metadata.version`` never
 downgraded) and the request is applied all or nothing; a refusal is
 INVALID_UPDATE_VERSION for the whole request.
 
-The ranges are what this broker supports (:data:`SUPPORTED_FEATURES`); the
-finalized levels start at :data:`DEFAULT_FINALIZED_FEATURES` and are stored by
+The ranges are what this broker supports (:data:`FEATURES`); the finalized
+levels start at each feature's ``default_level`` and are stored by
 :class:`kproto.broker.dynamic_config.DynamicConfigs`. Finalizing a level records it
 and reports it to clients; ``transaction.version`` 2 also switches on KIP-890
 part 2's transaction rules (:mod:`kproto.broker.txn`), the other levels switch
@@ -23,36 +23,43 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.state import ClusterState
 from kproto.errors import ErrorCode
 
 __all__ = [
-    "SUPPORTED_FEATURES",
-    "DEFAULT_FINALIZED_FEATURES",
+    "FEATURES",
+    "Feature",
     "finalized_features",
     "api_versions_feature_fields",
     "update_features",
 ]
 
-#: ``feature -> (min level, max level)`` this broker supports (``metadata.version``
-#: 7 is 3.3-IV3, the lowest KRaft level Kafka 4 accepts; 25 is 4.0-IV3).
-SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
-    "metadata.version": (7, 25),
-    "kraft.version": (0, 0),
-    "transaction.version": (0, 2),
-    "group.version": (0, 1),
-    "share.version": (0, 1),
-    "streams.version": (0, 0),
-    "eligible.leader.replicas.version": (0, 0),
-}
 
-#: The finalized levels of a new cluster (``group.version`` 1 and ``share.version``
-#: 1: the KIP-848 consumer group protocol and share groups are served).
-DEFAULT_FINALIZED_FEATURES: Mapping[str, int] = {
-    "metadata.version": 25,
-    "group.version": 1,
-    "share.version": 1,
+@attrs.frozen
+class Feature:
+    """A feature this broker supports: the levels ``min_version`` to
+    ``max_version``, and the level a new cluster finalizes (0: not enabled)."""
+
+    min_version: int
+    max_version: int
+    default_level: int = 0
+
+
+#: Every feature this broker supports (``metadata.version`` 7 is 3.3-IV3, the
+#: lowest KRaft level Kafka 4 accepts; 25 is 4.0-IV3). A new cluster finalizes
+#: ``metadata.version`` 25, and ``group.version`` 1 and ``share.version`` 1: the
+#: KIP-848 consumer group protocol and share groups are served.
+FEATURES: Mapping[str, Feature] = {
+    "metadata.version": Feature(7, 25, default_level=25),
+    "kraft.version": Feature(0, 0),
+    "transaction.version": Feature(0, 2),
+    "group.version": Feature(0, 1, default_level=1),
+    "share.version": Feature(0, 1, default_level=1),
+    "streams.version": Feature(0, 0),
+    "eligible.leader.replicas.version": Feature(0, 0),
 }
 
 # FeatureUpdate.UpgradeType: UPGRADE 1, SAFE_DOWNGRADE 2, UNSAFE_DOWNGRADE 3.
@@ -61,7 +68,8 @@ _UPGRADE, _SAFE_DOWNGRADE, _UNSAFE_DOWNGRADE = 1, 2, 3
 
 def finalized_features(state: ClusterState) -> dict[str, int]:
     """The finalized level of each enabled feature (level 0: not listed)."""
-    levels = {**DEFAULT_FINALIZED_FEATURES, **state.dynamic.features}
+    defaults = {name: f.default_level for name, f in FEATURES.items()}
+    levels = {**defaults, **state.dynamic.features}
     return {name: level for name, level in sorted(levels.items()) if level > 0}
 
 
@@ -69,8 +77,8 @@ def api_versions_feature_fields(state: ClusterState) -> dict[str, Any]:
     """ApiVersions v3+'s tagged feature fields (ignored by older versions)."""
     return {
         "supported_features": [
-            {"name": name, "min_version": low, "max_version": high}
-            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+            {"name": name, "min_version": f.min_version, "max_version": f.max_version}
+            for name, f in sorted(FEATURES.items())
         ],
         "finalized_features_epoch": state.dynamic.features_epoch,
         "finalized_features": [
@@ -86,10 +94,10 @@ def _check(name: str, level: int, upgrade_type: int, current: int) -> str | None
         return "The controller does not support the given upgrade type."
     if level < 0:
         return "A feature version cannot be less than 0."
-    supported = SUPPORTED_FEATURES.get(name)
+    supported = FEATURES.get(name)
     if supported is None:
         return "The controller does not support the given feature."
-    low, high = supported
+    low, high = supported.min_version, supported.max_version
     if (level != 0 and not low <= level <= high) or (level == 0 and low > 0):
         return f"The controller only supports versions {low}-{high}."
     if level < current:

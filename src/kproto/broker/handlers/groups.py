@@ -15,12 +15,14 @@ versions carry a member's error at the top level).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from kproto.broker.groups import GroupCoordinator
+from kproto.broker.groups import GroupCoordinator, JoinResult, SyncResult
 from kproto.broker.handlers import share_admin
 from kproto.broker.handlers.cluster_info import with_group_operations
-from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.context import RequestContext, respond, respond_with
+from kproto.broker.handlers.partitions import topic_ids
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -29,6 +31,10 @@ __all__ = [
     "sync_group",
     "heartbeat",
     "leave_group",
+    "Commit",
+    "commit",
+    "committed_topics",
+    "requested_offsets",
     "offset_commit",
     "offset_fetch",
     "offset_delete",
@@ -107,15 +113,7 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != ErrorCode.NONE:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=error,
-            generation_id=-1,
-            leader="",
-            member_id=request.member_id,
-            members=[],
-        )
+        return respond_with(ctx, JoinResult(error, member_id=request.member_id))
     result = await coordinator.join_group(
         request.group_id,
         request.member_id,
@@ -128,16 +126,9 @@ async def join_group(ctx: RequestContext, request: Any) -> Any:
         client_host=ctx.member_host,
         require_known_member_id=ctx.api_version >= 4,
     )
-    return respond(
+    return respond_with(
         ctx,
-        throttle_time_ms=0,
-        error_code=result.error_code,
-        generation_id=result.generation_id,
-        protocol_type=result.protocol_type,
-        protocol_name=result.protocol_name,
-        leader=result.leader,
-        skip_assignment=result.skip_assignment,
-        member_id=result.member_id,
+        result,
         members=[
             {"member_id": m, "group_instance_id": i, "metadata": data}
             for m, i, data in result.members
@@ -150,7 +141,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     if error != ErrorCode.NONE:
-        return respond(ctx, throttle_time_ms=0, error_code=error, assignment=b"")
+        return respond_with(ctx, SyncResult(error))
     result = await coordinator.sync_group(
         request.group_id,
         request.generation_id,
@@ -160,14 +151,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> Any:
         protocol_type=getattr(request, "protocol_type", None),
         protocol_name=getattr(request, "protocol_name", None),
     )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=result.error_code,
-        protocol_type=result.protocol_type,
-        protocol_name=result.protocol_name,
-        assignment=result.assignment,
-    )
+    return respond_with(ctx, result)
 
 
 async def heartbeat(ctx: RequestContext, request: Any) -> Any:
@@ -219,8 +203,79 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
 # -- OffsetCommit, OffsetFetch, OffsetDelete -------------------------------------
 
 
-def _topic_names(ctx: RequestContext) -> dict[Any, str]:
-    return {info.topic_id: name for name, info in ctx.state.topics.items()}
+#: What one partition commits: ``(offset, leader epoch, metadata, commit
+#: timestamp ms)``, -1 where the request version lacks it.
+Commit = tuple[int, int, str | None, int]
+
+
+def requested_offsets(
+    ctx: RequestContext, request: Any, by_id: bool
+) -> tuple[list[str | None], dict[tuple[str, int], Commit]]:
+    """An OffsetCommit's or TxnOffsetCommit's topic names (one per request topic;
+    ``None`` for a topic id no topic has, with ``by_id``) and the offsets it
+    commits by ``(topic, partition)``."""
+    ids = topic_ids(ctx) if by_id else {}
+    names = [ids.get(t.topic_id) if by_id else t.name for t in request.topics]
+    offsets = {
+        (name, p.partition_index): (
+            p.committed_offset,
+            getattr(p, "committed_leader_epoch", -1),
+            p.committed_metadata,
+            getattr(p, "commit_timestamp", -1),
+        )
+        for name, t in zip(names, request.topics, strict=True)
+        if name is not None
+        for p in t.partitions
+    }
+    return names, offsets
+
+
+async def commit(
+    ctx: RequestContext,
+    request: Any,
+    offsets: dict[tuple[str, int], Commit],
+    **how: Any,
+) -> dict[tuple[str, int], int]:
+    """Commit ``offsets`` for an OffsetCommit or TxnOffsetCommit (its group,
+    generation or member epoch, member and instance id; ``how``: the
+    coordinator's ``retention_ms`` or ``producer``): each partition's error."""
+    return await ctx.groups.commit_offsets(
+        request.group_id,
+        getattr(request, "generation_id_or_member_epoch", -1),
+        getattr(request, "member_id", ""),
+        getattr(request, "group_instance_id", None),
+        offsets,
+        **how,
+    )
+
+
+def committed_topics(
+    request: Any,
+    names: list[str | None],
+    results: Mapping[tuple[str, int], int],
+    missing: int,
+) -> list[dict[str, Any]]:
+    """The ``topics`` of an OffsetCommit or TxnOffsetCommit response: each
+    partition's result (``missing`` when ``results`` has none), UNKNOWN_TOPIC_ID
+    for a topic id no topic has (``names`` from :func:`requested_offsets`)."""
+    return [
+        {
+            "name": name,
+            "topic_id": getattr(t, "topic_id", None),
+            "partitions": [
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": (
+                        ErrorCode.UNKNOWN_TOPIC_ID
+                        if name is None
+                        else results.get((name, p.partition_index), missing)
+                    ),
+                }
+                for p in t.partitions
+            ],
+        }
+        for name, t in zip(names, request.topics, strict=True)
+    ]
 
 
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
@@ -228,60 +283,20 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     commit without membership; v9+ is needed by KIP-848 members (UNSUPPORTED_VERSION
     below); v10 names topics by id (UNKNOWN_TOPIC_ID if unknown)."""
     coordinator = _coordinator(ctx)
-    by_id = ctx.api_version >= 10
-    names = _topic_names(ctx) if by_id else {}
-    offsets: dict[tuple[str, int], tuple[int, int, str | None, int]] = {}
-    unknown_ids: set[Any] = set()
-    for topic in request.topics:
-        name = names.get(topic.topic_id) if by_id else topic.name
-        if name is None:
-            unknown_ids.add(topic.topic_id)
-            continue
-        for p in topic.partitions:
-            offsets[(name, p.partition_index)] = (
-                p.committed_offset,
-                getattr(p, "committed_leader_epoch", -1),
-                p.committed_metadata,
-                getattr(p, "commit_timestamp", -1),
-            )
+    names, offsets = requested_offsets(ctx, request, ctx.api_version >= 10)
     error = coordinator.check_coordinator(request.group_id, ctx.node_id)
     member_id = getattr(request, "member_id", "")
     if error == ErrorCode.NONE and ctx.api_version < 9:
         # KIP-848 members commit with v9+ (their member epoch), as Kafka requires
         if coordinator.consumer.is_member(request.group_id, member_id):
             error = ErrorCode.UNSUPPORTED_VERSION
+    results: Mapping[tuple[str, int], int]
     if error != ErrorCode.NONE:
         results = dict.fromkeys(offsets, error)
     else:
-        results = await coordinator.commit_offsets(
-            request.group_id,
-            getattr(request, "generation_id_or_member_epoch", -1),
-            getattr(request, "member_id", ""),
-            getattr(request, "group_instance_id", None),
-            offsets,
-            retention_ms=getattr(request, "retention_time_ms", -1),
-        )
-    topics = []
-    for topic in request.topics:
-        name = names.get(topic.topic_id) if by_id else topic.name
-        partitions = [
-            {
-                "partition_index": p.partition_index,
-                "error_code": (
-                    ErrorCode.UNKNOWN_TOPIC_ID
-                    if name is None
-                    else results.get((name, p.partition_index), error)
-                ),
-            }
-            for p in topic.partitions
-        ]
-        topics.append(
-            {
-                "name": topic.name if not by_id else None,
-                "topic_id": getattr(topic, "topic_id", None),
-                "partitions": partitions,
-            }
-        )
+        retention_ms = getattr(request, "retention_time_ms", -1)
+        results = await commit(ctx, request, offsets, retention_ms=retention_ms)
+    topics = committed_topics(request, names, results, error)
     return respond(ctx, throttle_time_ms=0, topics=topics)
 
 
@@ -295,7 +310,7 @@ def _fetch_group(
     """One group of an OffsetFetch answer: ``topics`` and ``error_code``."""
     coordinator = _coordinator(ctx)
     error = coordinator.check_coordinator(group_id, ctx.node_id)
-    names = _topic_names(ctx) if by_id else {}
+    names = topic_ids(ctx) if by_id else {}
     ids = {name: topic_id for topic_id, name in names.items()}
     asked: list[tuple[str, int]] | None = None
     unknown: list[tuple[Any, list[int]]] = []

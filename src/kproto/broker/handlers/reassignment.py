@@ -21,6 +21,7 @@ a stopped node).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kproto.broker.errors import TopicError
@@ -89,12 +90,37 @@ def _election(
     return ErrorCode.NONE, None
 
 
+def _each_partition(
+    ctx: RequestContext,
+    asked: Iterable[tuple[str, Iterable[tuple[int, Any]]]],
+    change: Callable[[RequestContext, str, int, Any], tuple[ErrorCode, str | None]],
+    fields: tuple[str, str, str],
+) -> list[dict[str, Any]]:
+    """``change(ctx, topic, partition, argument)`` on each asked ``(partition,
+    argument)`` of each asked topic, in order, and the topics saved once if any
+    partition changed (NONE). The results are the response's topics: ``fields``
+    names their topic name, their partitions and a partition's index field."""
+    topic_field, partitions_field, index_field = fields
+    out = []
+    changed = False
+    for topic, partitions in asked:
+        results = []
+        for partition, argument in partitions:
+            error, message = change(ctx, topic, partition, argument)
+            changed = changed or error == ErrorCode.NONE
+            results.append(
+                {index_field: partition, "error_code": error, "error_message": message}
+            )
+        out.append({topic_field: topic, partitions_field: results})
+    if changed:
+        ctx.state.save_topics()
+    return out
+
+
 async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     """Answer each partition's election; with ``topic_partitions`` null, only the
     partitions whose election was needed are listed (none here), as Kafka."""
     kind = getattr(request, "election_type", _PREFERRED)
-    results: list[dict[str, Any]] = []
-    elected = False
     asked = (
         [(t.topic, list(t.partitions)) for t in request.topic_partitions]
         if request.topic_partitions is not None
@@ -111,17 +137,12 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
             if wanted:
                 needed.append((name, wanted))
         asked = needed
-    for topic, partitions in asked:
-        partition_results = []
-        for p in partitions:
-            error, message = _election(ctx, topic, p, kind)
-            elected = elected or error == ErrorCode.NONE
-            partition_results.append(
-                {"partition_id": p, "error_code": error, "error_message": message}
-            )
-        results.append({"topic": topic, "partition_result": partition_results})
-    if elected:
-        ctx.state.save_topics()
+    results = _each_partition(
+        ctx,
+        [(topic, [(p, kind) for p in partitions]) for topic, partitions in asked],
+        _election,
+        ("topic", "partition_result", "partition_id"),
+    )
     return respond(
         ctx,
         throttle_time_ms=0,
@@ -164,25 +185,19 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
     """Start (or cancel, null replicas) each partition's reassignment, each
     answered on its own (:mod:`kproto.broker.reassignments`)."""
     allow_rf = getattr(request, "allow_replication_factor_change", True)
-    responses = []
-    moved = False
-    for t in request.topics:
-        partitions = []
-        for p in t.partitions:
-            error, message = _reassign(
-                ctx, t.name, p.partition_index, p.replicas, allow_rf
-            )
-            moved = moved or (error == ErrorCode.NONE)
-            partitions.append(
-                {
-                    "partition_index": p.partition_index,
-                    "error_code": error,
-                    "error_message": message,
-                }
-            )
-        responses.append({"name": t.name, "partitions": partitions})
-    if moved:
-        ctx.state.save_topics()
+
+    def reassign(
+        ctx: RequestContext, topic: str, partition: int, replicas: Any
+    ) -> tuple[ErrorCode, str | None]:
+        return _reassign(ctx, topic, partition, replicas, allow_rf)
+
+    asked = [
+        (t.name, [(p.partition_index, p.replicas) for p in t.partitions])
+        for t in request.topics
+    ]
+    responses = _each_partition(
+        ctx, asked, reassign, ("name", "partitions", "partition_index")
+    )
     return respond(
         ctx,
         throttle_time_ms=0,

@@ -35,6 +35,7 @@ from kproto.index import ApiKey, api_versions, response_type
 from kproto.meta import wire_fields
 
 __all__ = [
+    "Each",
     "MIRRORS",
     "TOPIC_SHAPES",
     "TopicShape",
@@ -48,93 +49,60 @@ __all__ = [
 log = logging.getLogger("kproto.broker")
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class TopicShape:
     """Where a topic-keyed request and its response keep topics and partitions,
-    and what a refused partition carries besides its ``error_code``."""
+    and what a refused partition carries besides its ``error_code``; by default
+    as most topic-keyed APIs name them (``topics``, ``partitions``,
+    ``partition_index``, ``name``)."""
 
-    topics: str  # request: the topics field
-    partitions: str  # request topic: the partitions field
-    index: str  # request partition: the partition index field
-    out_topics: str  # response: the topics field
-    out_partitions: str  # response topic: the partitions field
-    out_index: str  # response partition: the partition index field
+    topics: str = "topics"  # request: the topics field
+    partitions: str = "partitions"  # request topic: the partitions field
+    index: str = "partition_index"  # request partition: the partition index field
+    out_topics: str = "topics"  # response: the topics field
+    out_partitions: str = "partitions"  # response topic: the partitions field
+    out_index: str = "partition_index"  # response partition: its index field
     #: what a refused partition carries besides its index and error (-1 offsets)
     defaults: Mapping[str, Any] = attrs.field(factory=dict)
     name: str = "name"  # request topic: the name field
     out_name: str = "name"  # response topic: the name field
 
 
+def _unknown(*offsets: str, **fields: Any) -> dict[str, Any]:
+    """A refused partition's ``offsets`` (and timestamps, epochs): unknown, -1;
+    and ``fields``."""
+    return {**dict.fromkeys(offsets, -1), **fields}
+
+
 #: The topic-keyed APIs (``ProduceResponse.json``, ``FetchResponse.json``, ...).
 TOPIC_SHAPES: Final[Mapping[ApiKey, TopicShape]] = MappingProxyType(
     {
         ApiKey.PRODUCE: TopicShape(
-            "topic_data",
-            "partition_data",
-            "index",
-            "responses",
-            "partition_responses",
-            "index",
-            {"base_offset": -1, "log_append_time_ms": -1, "log_start_offset": -1},
+            topics="topic_data",
+            partitions="partition_data",
+            index="index",
+            out_topics="responses",
+            out_partitions="partition_responses",
+            out_index="index",
+            defaults=_unknown("base_offset", "log_append_time_ms", "log_start_offset"),
         ),
         ApiKey.FETCH: TopicShape(
-            "topics",
-            "partitions",
-            "partition",
-            "responses",
-            "partitions",
-            "partition_index",
-            {
-                "high_watermark": -1,
-                "last_stable_offset": -1,
-                "log_start_offset": -1,
-                "records": b"",
-            },
+            index="partition",
+            out_topics="responses",
+            defaults=_unknown(
+                "high_watermark", "last_stable_offset", "log_start_offset", records=b""
+            ),
             name="topic",
             out_name="topic",
         ),
-        ApiKey.LIST_OFFSETS: TopicShape(
-            "topics",
-            "partitions",
-            "partition_index",
-            "topics",
-            "partitions",
-            "partition_index",
-            {"timestamp": -1, "offset": -1},
-        ),
-        ApiKey.DELETE_RECORDS: TopicShape(
-            "topics",
-            "partitions",
-            "partition_index",
-            "topics",
-            "partitions",
-            "partition_index",
-            {"low_watermark": -1},
-        ),
-        ApiKey.OFFSET_COMMIT: TopicShape(
-            "topics",
-            "partitions",
-            "partition_index",
-            "topics",
-            "partitions",
-            "partition_index",
-        ),
-        ApiKey.TXN_OFFSET_COMMIT: TopicShape(
-            "topics",
-            "partitions",
-            "partition_index",
-            "topics",
-            "partitions",
-            "partition_index",
-        ),
+        ApiKey.LIST_OFFSETS: TopicShape(defaults=_unknown("timestamp", "offset")),
+        ApiKey.DELETE_RECORDS: TopicShape(defaults=_unknown("low_watermark")),
+        ApiKey.OFFSET_COMMIT: TopicShape(),
+        ApiKey.TXN_OFFSET_COMMIT: TopicShape(),
         ApiKey.OFFSET_FOR_LEADER_EPOCH: TopicShape(
-            "topics",
-            "partitions",
-            "partition",
-            "topics",
-            "partitions",
-            "partition",
-            {"leader_epoch": -1, "end_offset": -1},
+            index="partition",
+            out_index="partition",
+            defaults=_unknown("leader_epoch", "end_offset"),
             name="topic",
             out_name="topic",
         ),
@@ -174,8 +142,68 @@ def refused_topics(
 
 
 #: How the entries of one API's response mirror its request: ``(request, error,
-#: message) -> response fields``.
-Mirror = Callable[[Any, ErrorCode, str | None], dict[str, Any]]
+#: message) -> response fields`` (``None``: this mirror does not fit the request's
+#: version).
+Mirror = Callable[[Any, ErrorCode, str | None], dict[str, Any] | None]
+
+
+@attrs.frozen
+class Each:
+    """A mirror: response entries ``out``, one per entry of the request's first
+    field of ``sources`` its version has (none when that field is null). Each
+    entry copies the request entry's ``copied`` fields (an entry that is not a
+    struct, a name or a partition index, is itself their value), carries the error
+    in ``error_field`` (``None``: no error there) and, with ``message``, in
+    ``error_message``, ``fields`` as given, and the fields of the ``nested``
+    mirrors of the request entry. ``None`` when the version has none of
+    ``sources``."""
+
+    out: str
+    sources: tuple[str, ...]
+    copied: tuple[str, ...] = ()
+    error_field: str | None = "error_code"
+    message: bool = False
+    fields: Mapping[str, Any] = attrs.field(factory=dict)
+    nested: tuple[Each, ...] = ()
+
+    def __call__(
+        self, request: Any, error: ErrorCode, message: str | None
+    ) -> dict[str, Any] | None:
+        for source in self.sources:
+            if hasattr(request, source):
+                entries = getattr(request, source) or ()
+                return {self.out: [self._entry(e, error, message) for e in entries]}
+        return None
+
+    def _entry(self, entry: Any, error: ErrorCode, message: str | None) -> Any:
+        plain = not attrs.has(type(entry))
+        out = {f: entry if plain else getattr(entry, f, None) for f in self.copied}
+        if self.error_field is not None:
+            out[self.error_field] = error
+        if self.message:
+            out["error_message"] = message
+        out.update(self.fields)
+        for mirror in self.nested:
+            out.update(mirror(entry, error, message) or {})
+        return out
+
+
+def _first(*mirrors: Mirror) -> Mirror:
+    """The first of ``mirrors`` that fits the request's version."""
+
+    def mirror(request: Any, error: ErrorCode, message: str | None) -> Any:
+        for m in mirrors:
+            fields = m(request, error, message)
+            if fields is not None:
+                return fields
+        return None
+
+    return mirror
+
+
+def _fields(**fields: Any) -> Mirror:
+    """Top-level fields besides the error (no coordinator, no producer: -1)."""
+    return lambda request, error, message: fields
 
 
 def _topic_keyed(api_key: ApiKey, **top: Any) -> Mirror:
@@ -184,168 +212,6 @@ def _topic_keyed(api_key: ApiKey, **top: Any) -> Mirror:
     def mirror(request: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
         topics = refused_topics(shape, getattr(request, shape.topics), error)
         return {shape.out_topics: topics, **top}
-
-    return mirror
-
-
-def _offset_fetch(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    def topics(entries: Any) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": getattr(t, "name", ""),
-                "topic_id": getattr(t, "topic_id", None),
-                "partitions": [
-                    {"partition_index": p, "error_code": error, "committed_offset": -1}
-                    for p in t.partition_indexes or ()
-                ],
-            }
-            for t in entries or ()
-        ]
-
-    groups = getattr(request, "groups", None)
-    if groups:  # v8+: one entry per group
-        return {
-            "groups": [
-                {
-                    "group_id": g.group_id,
-                    "error_code": error,
-                    "topics": topics(g.topics),
-                }
-                for g in groups
-            ]
-        }
-    return {"topics": topics(request.topics)}
-
-
-def _find_coordinator(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    missing = {
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-        "error_code": error,
-        "error_message": message,
-    }
-    keys = getattr(request, "coordinator_keys", None)
-    if keys:  # v4+: batched
-        return {"coordinators": [{"key": k, **missing} for k in keys]}
-    return missing
-
-
-def _metadata(request: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {
-        "topics": [
-            {
-                "name": t.name,
-                "topic_id": getattr(t, "topic_id", None),
-                "error_code": error,
-            }
-            for t in request.topics or ()
-        ]
-    }
-
-
-def _by_name(out_field: str, key: str, *in_fields: str) -> Mirror:
-    """Entries ``{key: name, error_code}`` for each entry of the first of
-    ``in_fields`` the request has (strings, or structs with a ``key`` field)."""
-
-    def mirror(request: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
-        entries: Any = ()
-        for field in in_fields:
-            entries = getattr(request, field, None)
-            if entries is not None:
-                break
-        return {
-            out_field: [
-                {
-                    key: e if isinstance(e, str) else getattr(e, key),
-                    "error_code": error,
-                    "error_message": message,
-                }
-                for e in entries or ()
-            ]
-        }
-
-    return mirror
-
-
-def _configs(out_field: str) -> Mirror:
-    def mirror(request: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
-        return {
-            out_field: [
-                {
-                    "error_code": error,
-                    "error_message": message,
-                    "resource_type": r.resource_type,
-                    "resource_name": r.resource_name,
-                }
-                for r in request.resources or ()
-            ]
-        }
-
-    return mirror
-
-
-def _add_partitions_to_txn(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    def topics(entries: Any) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": t.name,
-                "results_by_partition": [
-                    {"partition_index": p, "partition_error_code": error}
-                    for p in t.partitions or ()
-                ],
-            }
-            for t in entries or ()
-        ]
-
-    transactions = getattr(request, "transactions", None)
-    if transactions is not None:  # v4+: batched by transactional id
-        return {
-            "results_by_transaction": [
-                {
-                    "transactional_id": t.transactional_id,
-                    "topic_results": topics(t.topics),
-                }
-                for t in transactions
-            ]
-        }
-    return {"results_by_topic_v3_and_below": topics(request.v3_and_below_topics)}
-
-
-def _describe_producers(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    return {
-        "topics": [
-            {
-                "name": t.name,
-                "partitions": [
-                    {
-                        "partition_index": p,
-                        "error_code": error,
-                        "error_message": message,
-                    }
-                    for p in t.partition_indexes or ()
-                ],
-            }
-            for t in request.topics or ()
-        ]
-    }
-
-
-def _each(out_field: str, in_field: str, **extra: Any) -> Mirror:
-    """One ``{error_code, error_message}`` entry per entry of the request's
-    ``in_field`` (CreateAcls results, DeleteAcls filter results)."""
-
-    def mirror(request: Any, error: ErrorCode, message: str | None) -> dict[str, Any]:
-        entry = {"error_code": error, "error_message": message, **extra}
-        return {out_field: [entry for _ in getattr(request, in_field) or ()]}
 
     return mirror
 
@@ -359,53 +225,39 @@ def _alter_scram(request: Any, error: ErrorCode, message: str | None) -> dict[st
     }
 
 
-def _alter_client_quotas(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    return {
-        "entries": [
-            {
-                "error_code": error,
-                "error_message": message,
-                "entity": [
-                    {"entity_type": e.entity_type, "entity_name": e.entity_name}
-                    for e in entry.entity
-                ],
-            }
-            for entry in request.entries or ()
-        ]
-    }
+def _named(out: str, source: str, key: str = "name") -> Each:
+    """Entries ``{key, error_code, error_message}``, one per named entry."""
+    return Each(out, (source,), (key,), message=True)
 
 
-def _init_producer_id(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    return {"producer_id": -1, "producer_epoch": -1}
+def _configs(out: str) -> Each:
+    return Each(out, ("resources",), ("resource_type", "resource_name"), message=True)
 
 
-def _describe_share_group_offsets(
-    request: Any, error: ErrorCode, message: str | None
-) -> dict[str, Any]:
-    return {
-        "groups": [
-            {
-                "group_id": g.group_id,
-                "error_code": error,
-                "error_message": message,
-                "topics": [
-                    {
-                        "topic_name": t.topic_name,
-                        "partitions": [
-                            {"partition_index": p, "error_code": error}
-                            for p in t.partitions or ()
-                        ],
-                    }
-                    for t in g.topics or ()
-                ],
-            }
-            for g in request.groups or ()
-        ]
-    }
+def _topics(out: str, source: str, copied: tuple[str, ...], partitions: Each) -> Each:
+    """Topic entries without an error of their own, each with its ``partitions``
+    entries."""
+    return Each(out, (source,), copied, error_field=None, nested=(partitions,))
+
+
+def _indexes(**how: Any) -> Each:
+    """Partition entries, one per index of the request topic's
+    ``partition_indexes``."""
+    return Each("partitions", ("partition_indexes",), ("partition_index",), **how)
+
+
+_NO_COORDINATOR = {"node_id": -1, "host": "", "port": -1}
+#: OffsetFetch's topics (before v8 the request's, from v8 each group's).
+_OFFSET_FETCH_TOPICS = _topics(
+    "topics", "topics", ("name", "topic_id"), _indexes(fields={"committed_offset": -1})
+)
+#: AddPartitionsToTxn's partitions, their error in ``partition_error_code``.
+_TXN_PARTITIONS = Each(
+    "results_by_partition",
+    ("partitions",),
+    ("partition_index",),
+    error_field="partition_error_code",
+)
 
 
 #: The APIs whose errors sit in entries mirroring the request's (the others carry
@@ -417,32 +269,84 @@ MIRRORS: Final[Mapping[ApiKey, Mirror]] = MappingProxyType(
         ApiKey.FETCH: _topic_keyed(ApiKey.FETCH, session_id=0),
         ApiKey.LIST_OFFSETS: _topic_keyed(ApiKey.LIST_OFFSETS),
         ApiKey.OFFSET_FOR_LEADER_EPOCH: _topic_keyed(ApiKey.OFFSET_FOR_LEADER_EPOCH),
-        ApiKey.METADATA: _metadata,
+        ApiKey.METADATA: Each("topics", ("topics",), ("name", "topic_id")),
         ApiKey.OFFSET_COMMIT: _topic_keyed(ApiKey.OFFSET_COMMIT),
-        ApiKey.OFFSET_FETCH: _offset_fetch,
-        ApiKey.FIND_COORDINATOR: _find_coordinator,
+        ApiKey.OFFSET_FETCH: _first(  # v8+: each group's topics
+            Each("groups", ("groups",), ("group_id",), nested=(_OFFSET_FETCH_TOPICS,)),
+            _OFFSET_FETCH_TOPICS,
+        ),
+        ApiKey.FIND_COORDINATOR: _first(  # v4+: batched keys
+            Each(
+                "coordinators",
+                ("coordinator_keys",),
+                ("key",),
+                message=True,
+                fields=_NO_COORDINATOR,
+            ),
+            _fields(**_NO_COORDINATOR),
+        ),
         ApiKey.DELETE_RECORDS: _topic_keyed(ApiKey.DELETE_RECORDS),
-        ApiKey.CREATE_TOPICS: _by_name("topics", "name", "topics"),
-        ApiKey.DELETE_TOPICS: _by_name("responses", "name", "topic_names", "topics"),
-        ApiKey.CREATE_PARTITIONS: _by_name("results", "name", "topics"),
+        ApiKey.CREATE_TOPICS: _named("topics", "topics"),
+        ApiKey.DELETE_TOPICS: Each(  # v6: topics (by name or id)
+            "responses", ("topic_names", "topics"), ("name",), message=True
+        ),
+        ApiKey.CREATE_PARTITIONS: _named("results", "topics"),
         ApiKey.DESCRIBE_CONFIGS: _configs("results"),
         ApiKey.ALTER_CONFIGS: _configs("responses"),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: _configs("responses"),
-        ApiKey.DESCRIBE_GROUPS: _by_name("groups", "group_id", "groups"),
-        ApiKey.DELETE_GROUPS: _by_name("results", "group_id", "groups_names"),
+        ApiKey.DESCRIBE_GROUPS: _named("groups", "groups", "group_id"),
+        ApiKey.DELETE_GROUPS: _named("results", "groups_names", "group_id"),
         ApiKey.TXN_OFFSET_COMMIT: _topic_keyed(ApiKey.TXN_OFFSET_COMMIT),
-        ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-        ApiKey.CREATE_ACLS: _each("results", "creations"),
-        ApiKey.DELETE_ACLS: _each("filter_results", "filters", matching_acls=[]),
+        ApiKey.INIT_PRODUCER_ID: _fields(producer_id=-1, producer_epoch=-1),
+        ApiKey.CREATE_ACLS: Each("results", ("creations",), message=True),
+        ApiKey.DELETE_ACLS: Each(
+            "filter_results", ("filters",), message=True, fields={"matching_acls": []}
+        ),
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
-        ApiKey.ALTER_CLIENT_QUOTAS: _alter_client_quotas,
-        ApiKey.CONSUMER_GROUP_DESCRIBE: _by_name("groups", "group_id", "group_ids"),
-        ApiKey.SHARE_GROUP_DESCRIBE: _by_name("groups", "group_id", "group_ids"),
-        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_share_group_offsets,
-        ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
-        ApiKey.DESCRIBE_PRODUCERS: _describe_producers,
-        ApiKey.DESCRIBE_TRANSACTIONS: _by_name(
-            "transaction_states", "transactional_id", "transactional_ids"
+        ApiKey.ALTER_CLIENT_QUOTAS: Each(
+            "entries",
+            ("entries",),
+            message=True,
+            nested=(Each("entity", ("entity",), ("entity_type", "entity_name"), None),),
+        ),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: _named("groups", "group_ids", "group_id"),
+        ApiKey.SHARE_GROUP_DESCRIBE: _named("groups", "group_ids", "group_id"),
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: Each(
+            "groups",
+            ("groups",),
+            ("group_id",),
+            message=True,
+            nested=(
+                _topics(
+                    "topics",
+                    "topics",
+                    ("topic_name",),
+                    Each("partitions", ("partitions",), ("partition_index",)),
+                ),
+            ),
+        ),
+        ApiKey.ADD_PARTITIONS_TO_TXN: _first(  # v4+: batched by transactional id
+            Each(
+                "results_by_transaction",
+                ("transactions",),
+                ("transactional_id",),
+                error_field=None,
+                nested=(
+                    _topics("topic_results", "topics", ("name",), _TXN_PARTITIONS),
+                ),
+            ),
+            _topics(
+                "results_by_topic_v3_and_below",
+                "v3_and_below_topics",
+                ("name",),
+                _TXN_PARTITIONS,
+            ),
+        ),
+        ApiKey.DESCRIBE_PRODUCERS: _topics(
+            "topics", "topics", ("name",), _indexes(message=True)
+        ),
+        ApiKey.DESCRIBE_TRANSACTIONS: _named(
+            "transaction_states", "transactional_ids", "transactional_id"
         ),
     }
 )
@@ -486,7 +390,7 @@ def error_response(
         "throttle_time_ms": 0,
     }
     if mirror is not None:
-        fields.update(mirror(request, error, message))
+        fields.update(mirror(request, error, message) or {})
     if api_key == ApiKey.METADATA:
         state = ctx.state
         fields.update(

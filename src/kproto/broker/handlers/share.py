@@ -22,8 +22,9 @@ import asyncio
 import uuid
 from typing import Any
 
-from kproto.broker.handlers.context import RequestContext, respond
-from kproto.broker.share import ShareCoordinator
+from kproto.broker.handlers.context import RequestContext, respond, respond_with
+from kproto.broker.handlers.partitions import topic_ids
+from kproto.broker.share import HeartbeatResult, ShareCoordinator
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -58,10 +59,6 @@ def group_error(ctx: RequestContext, group_id: str) -> tuple[ErrorCode, str | No
     return ErrorCode.NONE, None
 
 
-def _topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
-    return {info.topic_id: name for name, info in ctx.state.topics.items()}
-
-
 # -- ShareGroupHeartbeat -----------------------------------------------------------
 
 
@@ -73,16 +70,8 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     interval = share.config_for(request.group_id).heartbeat_interval_ms
     error, message = group_error(ctx, request.group_id)
     if error != ErrorCode.NONE:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=error,
-            error_message=message,
-            member_id=None,
-            member_epoch=-1,
-            heartbeat_interval_ms=interval,
-            assignment=None,
-        )
+        result = HeartbeatResult(error, message)
+        return respond_with(ctx, result, heartbeat_interval_ms=interval)
     result = share.heartbeat(
         request.group_id,
         request.member_id,
@@ -102,15 +91,8 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
                 if t in topics
             ]
         }
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=result.error_code,
-        error_message=result.error_message,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=interval,
-        assignment=assignment,
+    return respond_with(
+        ctx, result, heartbeat_interval_ms=interval, assignment=assignment
     )
 
 
@@ -167,7 +149,7 @@ def _requested(
 ) -> list[tuple[uuid.UUID, str | None, int, list[tuple[int, int, list[int]]]]]:
     """``(topic id, topic name or None if unknown, partition, acknowledgements)``
     of every partition a request names."""
-    names = _topic_ids(ctx)
+    names = topic_ids(ctx)
     return [
         (
             t.topic_id,
@@ -222,6 +204,28 @@ def _current_leader(
     return {"leader_id": -1 if leader is None else leader, "leader_epoch": 0}
 
 
+def _answer(
+    ctx: RequestContext,
+    lock_ms: int,
+    error: ErrorCode,
+    message: str | None,
+    responses: Any = (),
+    endpoints: Any = (),
+) -> Any:
+    """A ShareFetch or ShareAcknowledge response: ``lock_ms`` the group's record
+    lock duration (``acquisition_lock_timeout_ms``), ``responses`` its topics,
+    ``endpoints`` the leaders a client must move to."""
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        acquisition_lock_timeout_ms=lock_ms,
+        responses=list(responses),
+        node_endpoints=list(endpoints),
+    )
+
+
 async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     """Apply piggybacked acknowledgements, then acquire records for the member from
     every partition of its share session, waiting up to ``max_wait_ms`` (ms) for
@@ -241,32 +245,21 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
     lock_ms = share.config_for(request.group_id or "").record_lock_duration_ms
     partitions = _requested(ctx, request)
 
-    def answer(
-        error: ErrorCode, message: str | None, responses: Any = (), endpoints: Any = ()
-    ) -> Any:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=error,
-            error_message=message,
-            acquisition_lock_timeout_ms=lock_ms,
-            responses=list(responses),
-            node_endpoints=list(endpoints),
-        )
-
     epoch = request.share_session_epoch
     if epoch == 0 and any(acks for *_, acks in partitions):
-        return answer(
+        return _answer(
+            ctx,
+            lock_ms,
             ErrorCode.INVALID_REQUEST,
             "Acknowledge data present in the initial ShareFetch.",
         )
     error, message = _session_error(share, ctx, request, fetch=True)
     if error != ErrorCode.NONE:
-        return answer(error, message)
+        return _answer(ctx, lock_ms, error, message)
     group_id, member_id = request.group_id, request.member_id
     ack_errors = await _acknowledge_all(share, ctx, request, partitions)
     results: dict[tuple[uuid.UUID, int], dict[str, Any]] = {}
-    names = _topic_ids(ctx)
+    names = topic_ids(ctx)
     for topic_id, name, partition, _acks in partitions:
         results[(topic_id, partition)] = {
             "partition_index": partition,
@@ -282,7 +275,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
         }
     if epoch == -1:
         share.close_session(ctx.node_id, group_id, member_id)
-        return answer(ErrorCode.NONE, None, _by_topic(results))
+        return _answer(ctx, lock_ms, ErrorCode.NONE, None, _by_topic(results))
     session = share.session(ctx.node_id, group_id, member_id)
     assert session is not None  # opened or checked by _session_error
     for _topic_id, name, partition, _acks in partitions:
@@ -399,8 +392,13 @@ async def share_fetch(ctx: RequestContext, request: Any) -> Any:
                 await wake.wait()
         except TimeoutError:
             continue  # one last pass; left <= 0 then ends the loop
-    return answer(
-        ErrorCode.NONE, None, _by_topic(results), _node_endpoints(ctx, leaders)
+    return _answer(
+        ctx,
+        lock_ms,
+        ErrorCode.NONE,
+        None,
+        _by_topic(results),
+        _node_endpoints(ctx, leaders),
     )
 
 
@@ -422,15 +420,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
     lock_ms = share.config_for(request.group_id or "").record_lock_duration_ms
     error, message = _session_error(share, ctx, request, fetch=False)
     if error != ErrorCode.NONE:
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=error,
-            error_message=message,
-            acquisition_lock_timeout_ms=lock_ms,
-            responses=[],
-            node_endpoints=[],
-        )
+        return _answer(ctx, lock_ms, error, message)
     partitions = _requested(ctx, request)
     ack_errors = await _acknowledge_all(share, ctx, request, partitions)
     if request.share_session_epoch == -1:
@@ -443,12 +433,4 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> Any:
         }
         for topic_id, name, partition, _acks in partitions
     }
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        error_message=None,
-        acquisition_lock_timeout_ms=lock_ms,
-        responses=_by_topic(results),
-        node_endpoints=[],
-    )
+    return _answer(ctx, lock_ms, ErrorCode.NONE, None, _by_topic(results))

@@ -9,32 +9,24 @@ be altered or deleted only while the group has no members.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kproto.broker.handlers.cluster_info import with_group_operations
 from kproto.broker.handlers.context import RequestContext, respond
 from kproto.broker.handlers.share import coordinator, group_error
-from kproto.broker.share import GROUP_PROPERTIES, RecordState, ShareCoordinator
+from kproto.broker.share import RecordState, ShareCoordinator
 from kproto.errors import ErrorCode
 from kproto.meta import ZERO_UUID
 
 __all__ = [
-    "GROUP",
     "delete_share_groups",
     "list_share_groups",
-    "alter_group_configs",
-    "group_configs",
     "share_group_describe",
     "describe_share_group_offsets",
     "alter_share_group_offsets",
     "delete_share_group_offsets",
 ]
-
-#: ``ConfigResource.Type.GROUP`` (KIP-848/KIP-932 group configs).
-GROUP = 32
-#: ``ConfigSource``: GROUP_CONFIG 8, DEFAULT_CONFIG 5; ``ConfigType`` STRING 2, INT 3.
-_GROUP_CONFIG, _DEFAULT = 8, 5
-_STRING, _INT = 2, 3
 
 
 async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
@@ -207,42 +199,25 @@ def _empty_group_error(
     return ErrorCode.NONE, None
 
 
-async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
-    """Set share partitions' start offsets (nothing in flight after); only for an
-    empty group (NON_EMPTY_GROUP otherwise); an offset outside the log's
-    [log start, log end] is OFFSET_OUT_OF_RANGE."""
+async def _change_offsets(
+    ctx: RequestContext,
+    request: Any,
+    change: Callable[[ShareCoordinator, Any], Awaitable[dict[str, Any]]],
+) -> Any:
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets: only for an empty group
+    (:func:`_empty_group_error`, the top-level error), each request topic
+    answered ``change(share, topic)`` (its ``partitions``, or its error)."""
     share = coordinator(ctx)
     error, message = _empty_group_error(ctx, share, request.group_id)
     responses = []
     if error == ErrorCode.NONE:
         for t in request.topics:
             info = ctx.state.topics.get(t.topic_name)
-            rows = []
-            for p in t.partitions:
-                plog = ctx.state.partition_log(t.topic_name, p.partition_index)
-                if plog is None:
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
-                    code = ErrorCode.OFFSET_OUT_OF_RANGE
-                else:
-                    code = await share.alter_offset(
-                        request.group_id,
-                        t.topic_name,
-                        p.partition_index,
-                        p.start_offset,
-                    )
-                rows.append(
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": code,
-                        "error_message": None,
-                    }
-                )
             responses.append(
                 {
                     "topic_name": t.topic_name,
                     "topic_id": info.topic_id if info else ZERO_UUID,
-                    "partitions": rows,
+                    **await change(share, t),
                 }
             )
     return respond(
@@ -252,97 +227,50 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         error_message=message,
         responses=responses,
     )
+
+
+async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
+    """Set share partitions' start offsets (nothing in flight after); only for an
+    empty group (NON_EMPTY_GROUP otherwise); an offset outside the log's
+    [log start, log end] is OFFSET_OUT_OF_RANGE."""
+
+    async def alter(share: ShareCoordinator, t: Any) -> dict[str, Any]:
+        rows = []
+        for p in t.partitions:
+            plog = ctx.state.partition_log(t.topic_name, p.partition_index)
+            if plog is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not plog.log_start_offset <= p.start_offset <= plog.high_watermark:
+                code = ErrorCode.OFFSET_OUT_OF_RANGE
+            else:
+                code = await share.alter_offset(
+                    request.group_id, t.topic_name, p.partition_index, p.start_offset
+                )
+            rows.append(
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": code,
+                    "error_message": None,
+                }
+            )
+        return {"partitions": rows}
+
+    return await _change_offsets(ctx, request, alter)
 
 
 async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     """Delete the share partitions of the named topics (their state gets
     tombstones); only for an empty group."""
-    share = coordinator(ctx)
-    error, message = _empty_group_error(ctx, share, request.group_id)
-    responses = []
-    if error == ErrorCode.NONE:
-        for t in request.topics:
-            info = ctx.state.topics.get(t.topic_name)
-            code = (
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                if info is None
-                else await share.delete_offsets(request.group_id, t.topic_name)
-            )
-            responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else ZERO_UUID,
-                    "error_code": code,
-                    "error_message": None,
-                }
-            )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=error,
-        error_message=message,
-        responses=responses,
-    )
 
-
-# -- group configs (DescribeConfigs / IncrementalAlterConfigs on GROUP resources) ---
-
-
-def group_configs(
-    ctx: RequestContext, group_id: str, keys: set[str] | None
-) -> tuple[ErrorCode, str | None, list[dict[str, Any]]]:
-    """The share configs of a group (DescribeConfigs ``configs`` entries): the
-    group's own values (source GROUP_CONFIG) or the cluster's (DEFAULT_CONFIG)."""
-    share = coordinator(ctx)
-    own = share.group_configs.get(group_id, {})
-    effective = share.config_for(group_id)
-    entries = []
-    for name, attribute in sorted(GROUP_PROPERTIES.items()):
-        if keys is not None and name not in keys:
-            continue
-        value = getattr(effective, attribute)
-        entries.append(
-            {
-                "name": name,
-                "value": str(value),
-                "read_only": False,
-                "is_default": name not in own,
-                "config_source": _GROUP_CONFIG if name in own else _DEFAULT,
-                "is_sensitive": False,
-                "synonyms": [],
-                "config_type": _STRING if isinstance(value, str) else _INT,
-                "documentation": None,
-            }
+    async def delete(share: ShareCoordinator, t: Any) -> dict[str, Any]:
+        code = (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if t.topic_name not in ctx.state.topics
+            else await share.delete_offsets(request.group_id, t.topic_name)
         )
-    return ErrorCode.NONE, None, entries
+        return {"error_code": code, "error_message": None}
 
-
-def alter_group_configs(
-    ctx: RequestContext, resource: Any, validate_only: bool
-) -> tuple[ErrorCode, str | None]:
-    """IncrementalAlterConfigs SET (0) and DELETE (1) of a group's share configs;
-    INVALID_CONFIG for another operation, an unknown name or a bad value."""
-    share = coordinator(ctx)
-    changes: dict[str, str | None] = {}
-    for c in resource.configs:
-        if c.config_operation not in (0, 1):
-            return (
-                ErrorCode.INVALID_CONFIG,
-                f"operation {c.config_operation} on {c.name} is not supported",
-            )
-        changes[c.name] = c.value if c.config_operation == 0 else None
-    group_id = resource.resource_name
-    try:
-        if validate_only:
-            merged = {**share.group_configs.get(group_id, {}), **changes}
-            share.config.with_properties(
-                {k: v for k, v in merged.items() if v is not None}, GROUP_PROPERTIES
-            )
-        else:
-            share.set_group_configs(group_id, changes)
-    except ValueError as exc:
-        return ErrorCode.INVALID_CONFIG, str(exc)
-    return ErrorCode.NONE, None
+    return await _change_offsets(ctx, request, delete)
 
 
 # -- ListGroups and DeleteGroups (the classic handlers call these) ------------------

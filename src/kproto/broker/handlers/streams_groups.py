@@ -3,8 +3,8 @@ generates: StreamsGroupHeartbeat (88, v0-v1), StreamsGroupDescribe (89, v0-v1) a
 StreamsGroupTopologyDescriptionUpdate (93, v0).
 
 The state machine is :class:`kproto.broker.groups.streams_coordinator.StreamsGroups`
-(``ctx.groups.streams``); offsets are committed and fetched with the classic
-OffsetCommit/OffsetFetch handlers, validated against member epochs there.
+(``ctx.groups.streams``); offsets go through the classic handlers, as a consumer
+group's (:mod:`.consumer_groups`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ import attrs
 from kproto.broker.groups.streams_coordinator import (
     ACCEPTABLE_RECOVERY_LAG,
     TASK_OFFSET_INTERVAL_MS,
+    StreamsHeartbeatResult,
 )
 from kproto.broker.groups.streams_group import StreamsGroup, TaskSet
-from kproto.broker.handlers.cluster_info import with_group_operations
-from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.cluster_info import (
+    group_describe_error,
+    with_group_operations,
+)
+from kproto.broker.handlers.context import RequestContext, respond, respond_with
 from kproto.errors import ErrorCode
 
 __all__ = [
@@ -57,29 +61,19 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         "partitions_by_user_endpoint": None,
     }
     if error != ErrorCode.NONE:
-        return respond(
-            ctx,
-            **common,
-            error_code=error,
-            error_message=ErrorCode(error).name,
-            member_id=request.member_id,
-            member_epoch=-1,
-            heartbeat_interval_ms=0,
-            status=None,
+        refused = StreamsHeartbeatResult(
+            error, ErrorCode(error).name, request.member_id
         )
+        return respond_with(ctx, refused, **common, status=None)
     result = await coordinator.streams.heartbeat(
         request, ctx.client_id or "", ctx.member_host
     )
     group = coordinator.streams.groups.get(request.group_id)
     sent = result.active is not None
-    return respond(
+    return respond_with(
         ctx,
+        result,
         **common,
-        error_code=result.error_code,
-        error_message=result.error_message,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
         status=[{"status_code": c, "status_detail": d} for c, d in result.status],
         active_tasks=_tasks(result.active) if result.active is not None else None,
         standby_tasks=[] if sent else None,
@@ -108,25 +102,15 @@ def _describe(
     ctx: RequestContext, group_id: str, with_description: bool
 ) -> dict[str, Any]:
     coordinator = ctx.groups
-    error = coordinator.check_coordinator(group_id, ctx.node_id)
-    base = {"group_id": group_id}
-    if error != ErrorCode.NONE:
-        return {**base, "error_code": error, "error_message": ErrorCode(error).name}
     group = coordinator.streams.groups.get(group_id)
-    if group is None:
-        exists = (
-            group_id in coordinator.groups or group_id in coordinator.consumer.groups
-        )
-        message = (
-            f"Group {group_id} is not a streams group."
-            if exists
-            else f"Group {group_id} not found."
-        )
-        return {
-            **base,
-            "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-            "error_message": message,
-        }
+    found = group is not None
+    elsewhere = (
+        group_id in coordinator.groups or group_id in coordinator.consumer.groups
+    )
+    error, message = group_describe_error(ctx, group_id, "streams", found, elsewhere)
+    base = {"group_id": group_id, "error_code": error, "error_message": message}
+    if group is None or error != ErrorCode.NONE:
+        return base
     members = [
         {
             "member_id": m.member_id,
@@ -165,8 +149,6 @@ def _describe(
         status = _NOT_STORED if description is None else _AVAILABLE
     return {
         **base,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
         "group_state": group.state.value,
         "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,

@@ -11,24 +11,19 @@ resource's type); Kafka's ``KafkaApis.handleGetTelemetrySubscriptionsRequest``,
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from typing import Any
 
+from kproto.broker.handlers.configs import ConfigResourceType
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.refusals import error_response
 from kproto.errors import ErrorCode
 
 __all__ = [
     "get_telemetry_subscriptions",
     "push_telemetry",
     "list_config_resources",
-    "CLIENT_METRICS",
 ]
-
-#: ``ConfigResource.Type`` codes (Kafka's ``ConfigResource.Type``).
-TOPIC: Final = 2
-BROKER: Final = 4
-BROKER_LOGGER: Final = 8
-CLIENT_METRICS: Final = 16
-GROUP: Final = 32
 
 
 async def get_telemetry_subscriptions(ctx: RequestContext, request: Any) -> Any:
@@ -55,35 +50,25 @@ async def list_config_resources(ctx: RequestContext, request: Any) -> Any:
     """The config resources of the given types (v0: client metrics only; v1 with no
     types: every type this broker describes). A type it does not describe is
     UNSUPPORTED_VERSION, as Kafka answers."""
+    state = ctx.state
+    names: dict[ConfigResourceType, Callable[[], Iterable[str]]] = {
+        ConfigResourceType.TOPIC: lambda: sorted(state.topics),
+        ConfigResourceType.BROKER: lambda: (str(n) for n in state.node_ids),
+        ConfigResourceType.CLIENT_METRICS: state.client_metrics.subscription_names,
+        ConfigResourceType.GROUP: lambda: sorted(state.dynamic.group_configs),
+    }
     supported = (
-        (CLIENT_METRICS,)
-        if ctx.api_version == 0
-        else (TOPIC, BROKER, CLIENT_METRICS, GROUP)
+        (ConfigResourceType.CLIENT_METRICS,) if ctx.api_version == 0 else tuple(names)
     )
     wanted = tuple(getattr(request, "resource_types", ()) or supported)
     if any(t not in supported for t in wanted):
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=ErrorCode.UNSUPPORTED_VERSION,
-            config_resources=[],
-        )
-    state = ctx.state
-    found: list[dict[str, Any]] = []
-
-    def add(names: Any, resource_type: int) -> None:
-        found.extend(
-            {"resource_name": n, "resource_type": resource_type} for n in names
-        )
-
-    if TOPIC in wanted:
-        add(sorted(state.topics), TOPIC)
-    if BROKER in wanted:
-        add((str(node) for node in state.node_ids), BROKER)
-    if CLIENT_METRICS in wanted:
-        add(state.client_metrics.subscription_names(), CLIENT_METRICS)
-    if GROUP in wanted:
-        add(sorted(state.dynamic.group_configs), GROUP)
+        return error_response(ctx, request, ErrorCode.UNSUPPORTED_VERSION)
+    found = [
+        {"resource_name": name, "resource_type": resource_type}
+        for resource_type, listed in names.items()
+        if resource_type in wanted
+        for name in listed()
+    ]
     return respond(
         ctx, throttle_time_ms=0, error_code=ErrorCode.NONE, config_resources=found
     )

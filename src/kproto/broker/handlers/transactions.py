@@ -24,10 +24,12 @@ EndTxn < v2), as Kafka's ``KafkaApis`` does.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kproto.broker.groups import OFFSETS_TOPIC
 from kproto.broker.handlers.context import RequestContext, respond
+from kproto.broker.handlers.groups import commit, committed_topics, requested_offsets
 from kproto.broker.txn import TransactionMetadata
 from kproto.errors import ErrorCode
 
@@ -40,6 +42,7 @@ __all__ = [
     "describe_transactions",
     "list_transactions",
     "describe_producers",
+    "no_transaction",
 ]
 
 
@@ -58,6 +61,28 @@ def _fenced(ctx: RequestContext, api: str, error: ErrorCode) -> ErrorCode:
     return error
 
 
+def _with_producer(
+    ctx: RequestContext, api: str, error: int, producer_id: int, producer_epoch: int
+) -> Any:
+    """InitProducerId's and EndTxn's answer: ``error`` (:func:`_fenced`) and the
+    producer id and epoch to go on with (-1 on error)."""
+    return respond(
+        ctx,
+        throttle_time_ms=0,
+        error_code=_fenced(ctx, api, ErrorCode(error)),
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+    )
+
+
+def _coordinator_error(ctx: RequestContext, txn_id: str | None) -> ErrorCode:
+    """NONE when this node coordinates ``txn_id``, else its error
+    (NOT_COORDINATOR, ...); INVALID_REQUEST for an empty or null id."""
+    if not txn_id:
+        return ErrorCode.INVALID_REQUEST
+    return ErrorCode(ctx.txn.check_coordinator(txn_id, ctx.node_id))
+
+
 async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     """A new producer id at epoch 0 for an idempotent producer (no
     ``transactional_id``; Kafka's ``ProducerIdManager``); for a transactional one,
@@ -68,13 +93,7 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
     if txn_id is None:
         producer_id = state.next_producer_id
         state.next_producer_id += 1
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=ErrorCode.NONE,
-            producer_id=producer_id,
-            producer_epoch=0,
-        )
+        return _with_producer(ctx, "InitProducerId", ErrorCode.NONE, producer_id, 0)
     error = ctx.txn.check_coordinator(txn_id, ctx.node_id) if txn_id else ErrorCode.NONE
     producer_id = producer_epoch = -1
     if error == ErrorCode.NONE:
@@ -84,13 +103,7 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> Any:
         error, producer_id, producer_epoch = ctx.txn.init_producer_id(
             txn_id, request.transaction_timeout_ms, expected
         )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=_fenced(ctx, "InitProducerId", error),
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-    )
+    return _with_producer(ctx, "InitProducerId", error, producer_id, producer_epoch)
 
 
 def _partition_results(
@@ -117,11 +130,7 @@ def _add(
     verify_only: bool,
 ) -> dict[tuple[str, int], ErrorCode]:
     asked = [(t.name, p) for t in topics for p in t.partitions]
-    error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id)
-        if txn_id
-        else ErrorCode.INVALID_REQUEST
-    )
+    error = _coordinator_error(ctx, txn_id)
     if error != ErrorCode.NONE:
         return dict.fromkeys(asked, error)
     if verify_only:
@@ -187,11 +196,7 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
 async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
     """Add the group's ``__consumer_offsets`` partition to the transaction."""
     txn_id = request.transactional_id
-    error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id)
-        if txn_id
-        else ErrorCode.INVALID_REQUEST
-    )
+    error = _coordinator_error(ctx, txn_id)
     if error == ErrorCode.NONE:
         error = ctx.txn.add_offsets(
             txn_id, request.producer_id, request.producer_epoch, request.group_id
@@ -206,11 +211,7 @@ async def end_txn(ctx: RequestContext, request: Any) -> Any:
     v5+ at transaction version 2 bumps the epoch and answers the producer id and
     epoch to go on with (``producer_id``, ``producer_epoch``; -1 on error)."""
     txn_id = request.transactional_id
-    error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id)
-        if txn_id
-        else ErrorCode.INVALID_REQUEST
-    )
+    error = _coordinator_error(ctx, txn_id)
     producer_id = producer_epoch = -1
     if error == ErrorCode.NONE:
         error = ctx.txn.end_txn(
@@ -222,13 +223,7 @@ async def end_txn(ctx: RequestContext, request: Any) -> Any:
         )
         if error == ErrorCode.NONE:
             producer_id, producer_epoch = ctx.txn.producer_of(txn_id)
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=_fenced(ctx, "EndTxn", error),
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-    )
+    return _with_producer(ctx, "EndTxn", error, producer_id, producer_epoch)
 
 
 async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
@@ -241,20 +236,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     INVALID_PRODUCER_EPOCH; v5+ at transaction version 2 adds the group's
     partition to the transaction instead (KIP-890 part 2)."""
     groups = ctx.groups
-    by_id = ctx.api_version >= 6
-    ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
-    names = [ids.get(t.topic_id) if by_id else t.name for t in request.topics]
-    offsets: dict[tuple[str, int], tuple[int, int, str | None, int]] = {
-        (name, p.partition_index): (
-            p.committed_offset,
-            getattr(p, "committed_leader_epoch", -1),
-            p.committed_metadata,
-            -1,
-        )
-        for name, t in zip(names, request.topics, strict=True)
-        if name is not None
-        for p in t.partitions
-    }
+    names, offsets = requested_offsets(ctx, request, ctx.api_version >= 6)
     error = groups.check_coordinator(request.group_id, ctx.node_id)
     if error == ErrorCode.NONE:
         # KIP-890 part 1: the group's partition must be in the transaction
@@ -269,45 +251,23 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         )
         if error == ErrorCode.PRODUCER_FENCED:
             error = ErrorCode.INVALID_PRODUCER_EPOCH
+    results: Mapping[tuple[str, int], int]
     if error != ErrorCode.NONE:
         results = dict.fromkeys(offsets, error)
     elif not offsets:
         results = {}
     else:
-        results = await groups.commit_offsets(
-            request.group_id,
-            getattr(request, "generation_id_or_member_epoch", -1),
-            getattr(request, "member_id", ""),
-            getattr(request, "group_instance_id", None),
-            offsets,
-            producer=(request.producer_id, request.producer_epoch),
-        )
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        topics=[
-            {
-                "name": name,
-                "topic_id": getattr(t, "topic_id", None),
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": (
-                            ErrorCode.UNKNOWN_TOPIC_ID
-                            if name is None
-                            else results[(name, p.partition_index)]
-                        ),
-                    }
-                    for p in t.partitions
-                ],
-            }
-            for name, t in zip(names, request.topics, strict=True)
-        ],
-    )
+        producer = (request.producer_id, request.producer_epoch)
+        results = await commit(ctx, request, offsets, producer=producer)
+    topics = committed_topics(request, names, results, error)
+    return respond(ctx, throttle_time_ms=0, topics=topics)
 
 
-def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
-    empty: dict[str, Any] = {
+def no_transaction(txn_id: str, error: ErrorCode) -> dict[str, Any]:
+    """The DescribeTransactions entry of a transactional id answered ``error``
+    (no state, no producer: -1)."""
+    return {
+        "error_code": error,
         "transactional_id": txn_id,
         "transaction_state": "",
         "transaction_timeout_ms": 0,
@@ -316,18 +276,17 @@ def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
         "producer_epoch": -1,
         "topics": [],
     }
-    error = (
-        ctx.txn.check_coordinator(txn_id, ctx.node_id)
-        if txn_id
-        else ErrorCode.INVALID_REQUEST
-    )
+
+
+def _described(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
+    error = _coordinator_error(ctx, txn_id)
     meta: TransactionMetadata | None = None
     if error == ErrorCode.NONE:
         meta = ctx.txn.describe(txn_id)
         if meta is None:
             error = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
     if meta is None:
-        return {**empty, "error_code": error}
+        return no_transaction(txn_id, ErrorCode(error))
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(meta.partitions):
         by_topic.setdefault(topic, []).append(partition)

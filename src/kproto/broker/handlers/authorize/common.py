@@ -9,7 +9,6 @@ the request (or on the authorized part of it) and merges in the refusals.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -30,11 +29,11 @@ __all__ = [
     "all_described",
     "allowed",
     "call",
+    "coordinator_keys",
     "entries",
     "group_allowed",
     "refuse_whole",
     "split",
-    "topic_ids",
 ]
 
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -68,11 +67,6 @@ def group_allowed(ctx: RequestContext, op: AclOperation) -> Callable[[Any], bool
         return allowed(ctx, op, ResourceType.GROUP, group)
 
     return check
-
-
-def topic_ids(ctx: RequestContext) -> dict[uuid.UUID, str]:
-    """Every topic's name by its id."""
-    return {info.topic_id: name for name, info in ctx.state.topics.items()}
 
 
 def all_described(ctx: RequestContext, names: Iterable[str]) -> bool:
@@ -152,6 +146,32 @@ async def entries(
     return attrs.evolve(response, **{out_field: getattr(response, out_field) + extra})
 
 
-def refuse_whole(ctx: RequestContext, code: ErrorCode, **fields: Any) -> Any:
+def refuse_whole(ctx: RequestContext, error_code: ErrorCode, **fields: Any) -> Any:
     """The answer of an API refused whole: its top-level ``error_code``."""
-    return respond(ctx, throttle_time_ms=0, error_code=code, **fields)
+    return respond(ctx, throttle_time_ms=0, error_code=error_code, **fields)
+
+
+async def coordinator_keys(
+    ctx: RequestContext,
+    handler: Handler,
+    request: Any,
+    permitted: Callable[[str], bool],
+    denied: ErrorCode,
+) -> Any:
+    """FindCoordinator: run ``handler`` on the keys ``permitted`` (v4+
+    ``coordinator_keys``; before v4 the one ``key``); answer each other key
+    ``denied`` with no coordinator (node -1)."""
+    missing: dict[str, Any] = {"node_id": -1, "host": "", "port": -1}
+    if not hasattr(request, "coordinator_keys"):
+        if permitted(request.key):
+            return await handler(ctx, request)
+        return refuse_whole(ctx, denied, **missing)
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "coordinator_keys",
+        permitted,
+        "coordinators",
+        lambda key: {"key": key, "error_code": denied, **missing},
+    )

@@ -18,6 +18,7 @@ from kproto.broker.handlers.authorize.common import (
     all_described,
     allowed,
     call,
+    coordinator_keys,
     entries,
     group_allowed,
     refuse_whole,
@@ -27,7 +28,12 @@ from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
-__all__ = ["GROUP_CHECKS", "describe_groups_and_topics", "heartbeat_check"]
+__all__ = [
+    "GROUP_CHECKS",
+    "describe_groups_and_topics",
+    "group_read",
+    "heartbeat_check",
+]
 
 _Op = AclOperation
 
@@ -44,29 +50,39 @@ async def _list_groups(ctx: RequestContext, handler: Handler, request: Any) -> A
     )
 
 
-async def _describe_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    return await entries(
-        ctx,
-        handler,
-        request,
-        "groups",
-        group_allowed(ctx, _Op.DESCRIBE),
-        "groups",
-        lambda g: {"group_id": g, "error_code": GROUP_DENIED},
-    )
+def _per_group(field: str, op: AclOperation, out_field: str) -> Check:
+    """Group ``op`` on each group of ``request.<field>`` (ids, or entries with a
+    ``group_id``); each other one GROUP_AUTHORIZATION_FAILED in
+    ``response.<out_field>``."""
+
+    async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+        permitted = group_allowed(ctx, op)
+        return await entries(
+            ctx, handler, request, field, permitted, out_field, _group_denied
+        )
+
+    return check
 
 
-async def _delete_groups(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    """Group DELETE, for every group type (share and streams groups too)."""
-    return await entries(
-        ctx,
-        handler,
-        request,
-        "groups_names",
-        group_allowed(ctx, _Op.DELETE),
-        "results",
-        lambda g: {"group_id": g, "error_code": GROUP_DENIED},
-    )
+def _group_denied(group_id: str) -> dict[str, Any]:
+    return {"group_id": group_id, "error_code": GROUP_DENIED}
+
+
+def _whole_group(op: AclOperation) -> Check:
+    """Group ``op`` on ``request.group_id``; else the whole answer
+    GROUP_AUTHORIZATION_FAILED."""
+
+    async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+        if allowed(ctx, op, ResourceType.GROUP, request.group_id):
+            return await handler(ctx, request)
+        return refuse_whole(ctx, GROUP_DENIED)
+
+    return check
+
+
+#: Group READ on the request's group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+#: StreamsGroupTopologyDescriptionUpdate).
+group_read = _whole_group(_Op.READ)
 
 
 async def _offset_fetch(ctx: RequestContext, handler: Handler, request: Any) -> Any:
@@ -92,25 +108,8 @@ async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any)
         return await TXN_CHECKS[ApiKey.FIND_COORDINATOR](ctx, handler, request)
     if request.key_type != 0:
         return await handler(ctx, request)
-    if not hasattr(request, "coordinator_keys"):
-        if allowed(ctx, _Op.DESCRIBE, ResourceType.GROUP, request.key):
-            return await handler(ctx, request)
-        return refuse_whole(ctx, GROUP_DENIED, node_id=-1, host="", port=-1)
-    return await entries(
-        ctx,
-        handler,
-        request,
-        "coordinator_keys",
-        group_allowed(ctx, _Op.DESCRIBE),
-        "coordinators",
-        lambda k: {
-            "key": k,
-            "node_id": -1,
-            "host": "",
-            "port": -1,
-            "error_code": GROUP_DENIED,
-        },
-    )
+    permitted = group_allowed(ctx, _Op.DESCRIBE)
+    return await coordinator_keys(ctx, handler, request, permitted, GROUP_DENIED)
 
 
 def heartbeat_check(topics_of: Callable[[Any], Iterable[str] | None]) -> Check:
@@ -129,18 +128,6 @@ def heartbeat_check(topics_of: Callable[[Any], Iterable[str] | None]) -> Check:
     return check
 
 
-async def _group_read(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    if allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id):
-        return await handler(ctx, request)
-    return refuse_whole(ctx, GROUP_DENIED)
-
-
-async def _offset_delete(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    if allowed(ctx, _Op.DELETE, ResourceType.GROUP, request.group_id):
-        return await handler(ctx, request)
-    return refuse_whole(ctx, GROUP_DENIED)
-
-
 def describe_groups_and_topics(
     topics_of: Callable[[Any], Iterable[str]], message: str
 ) -> Check:
@@ -151,16 +138,10 @@ def describe_groups_and_topics(
     else (``authorized_operations``, when asked, are the principal's: the
     handler's :func:`~kproto.broker.handlers.cluster_info.operations`)."""
 
+    describe = _per_group("group_ids", _Op.DESCRIBE, "groups")
+
     async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-        response = await entries(
-            ctx,
-            handler,
-            request,
-            "group_ids",
-            group_allowed(ctx, _Op.DESCRIBE),
-            "groups",
-            lambda g: {"group_id": g, "error_code": GROUP_DENIED},
-        )
+        response = await describe(ctx, handler, request)
         groups = []
         for g in response.groups:
             if g.error_code == ErrorCode.NONE:
@@ -194,13 +175,14 @@ GROUP_CHECKS: dict[int, Check] = {
     ApiKey.FIND_COORDINATOR: _find_coordinator,
     ApiKey.OFFSET_FETCH: _offset_fetch,
     ApiKey.LIST_GROUPS: _list_groups,
-    ApiKey.DESCRIBE_GROUPS: _describe_groups,
-    ApiKey.DELETE_GROUPS: _delete_groups,
-    ApiKey.JOIN_GROUP: _group_read,
-    ApiKey.SYNC_GROUP: _group_read,
-    ApiKey.HEARTBEAT: _group_read,
-    ApiKey.LEAVE_GROUP: _group_read,
-    ApiKey.OFFSET_DELETE: _offset_delete,
+    ApiKey.DESCRIBE_GROUPS: _per_group("groups", _Op.DESCRIBE, "groups"),
+    # DeleteGroups: every group type (share and streams groups too)
+    ApiKey.DELETE_GROUPS: _per_group("groups_names", _Op.DELETE, "results"),
+    ApiKey.JOIN_GROUP: group_read,
+    ApiKey.SYNC_GROUP: group_read,
+    ApiKey.HEARTBEAT: group_read,
+    ApiKey.LEAVE_GROUP: group_read,
+    ApiKey.OFFSET_DELETE: _whole_group(_Op.DELETE),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: heartbeat_check(
         lambda r: r.subscribed_topic_names
     ),

@@ -28,7 +28,7 @@ share session that it may no longer read is dropped from the session when refuse
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -41,13 +41,13 @@ from kproto.broker.handlers.authorize.common import (
     allowed,
     call,
     refuse_whole,
-    topic_ids,
 )
 from kproto.broker.handlers.authorize.groups import (
     describe_groups_and_topics,
     heartbeat_check,
 )
 from kproto.broker.handlers.context import Handler, RequestContext, build, respond
+from kproto.broker.handlers.partitions import topic_ids
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, request_type
 from kproto.meta import ZERO_UUID
@@ -209,43 +209,44 @@ async def _describe_offsets(ctx: RequestContext, handler: Handler, request: Any)
     return attrs.evolve(response, groups=tuple(groups))
 
 
-async def _alter_offsets(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    """AlterShareGroupOffsets: group READ (top-level GROUP_AUTHORIZATION_FAILED),
-    then topic READ (each partition TOPIC_AUTHORIZATION_FAILED)."""
-    if not allowed(ctx, _Op.READ, ResourceType.GROUP, request.group_id):
-        return refuse_whole(ctx, GROUP_DENIED, responses=[])
-    kept = [t for t in request.topics if _readable(ctx, t.topic_name)]
-    denied = [
-        {
-            "topic_name": t.topic_name,
-            "topic_id": _topic_id(ctx, t.topic_name),
-            "partitions": [
-                {"partition_index": p.partition_index, "error_code": TOPIC_DENIED}
-                for p in t.partitions
-            ],
-        }
-        for t in request.topics
-        if not _readable(ctx, t.topic_name)
-    ]
-    return await _merge(ctx, handler, request, kept, denied)
+def _offsets_check(
+    op: AclOperation, refusal: Callable[[RequestContext, Any], dict[str, Any]]
+) -> Check:
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets: group ``op`` (else the
+    top-level GROUP_AUTHORIZATION_FAILED), then topic READ: each request topic the
+    principal may not read answered ``refusal(ctx, topic)``."""
+
+    async def check(ctx: RequestContext, handler: Handler, request: Any) -> Any:
+        if not allowed(ctx, op, ResourceType.GROUP, request.group_id):
+            return refuse_whole(ctx, GROUP_DENIED, responses=[])
+        readable = [_readable(ctx, t.topic_name) for t in request.topics]
+        pairs = list(zip(request.topics, readable, strict=True))
+        kept = [t for t, ok in pairs if ok]
+        denied = [refusal(ctx, t) for t, ok in pairs if not ok]
+        return await _merge(ctx, handler, request, kept, denied)
+
+    return check
 
 
-async def _delete_offsets(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    """DeleteShareGroupOffsets: group DELETE (top-level GROUP_AUTHORIZATION_FAILED),
-    then topic READ (the topic TOPIC_AUTHORIZATION_FAILED)."""
-    if not allowed(ctx, _Op.DELETE, ResourceType.GROUP, request.group_id):
-        return refuse_whole(ctx, GROUP_DENIED, responses=[])
-    kept = [t for t in request.topics if _readable(ctx, t.topic_name)]
-    denied = [
-        {
-            "topic_name": t.topic_name,
-            "topic_id": _topic_id(ctx, t.topic_name),
-            "error_code": TOPIC_DENIED,
-        }
-        for t in request.topics
-        if not _readable(ctx, t.topic_name)
-    ]
-    return await _merge(ctx, handler, request, kept, denied)
+def _partitions_denied(ctx: RequestContext, topic: Any) -> dict[str, Any]:
+    """AlterShareGroupOffsets: each partition TOPIC_AUTHORIZATION_FAILED."""
+    return {
+        "topic_name": topic.topic_name,
+        "topic_id": _topic_id(ctx, topic.topic_name),
+        "partitions": [
+            {"partition_index": p.partition_index, "error_code": TOPIC_DENIED}
+            for p in topic.partitions
+        ],
+    }
+
+
+def _topic_denied(ctx: RequestContext, topic: Any) -> dict[str, Any]:
+    """DeleteShareGroupOffsets: the topic TOPIC_AUTHORIZATION_FAILED."""
+    return {
+        "topic_name": topic.topic_name,
+        "topic_id": _topic_id(ctx, topic.topic_name),
+        "error_code": TOPIC_DENIED,
+    }
 
 
 async def _merge(
@@ -283,6 +284,6 @@ SHARE_CHECKS: dict[int, Check] = {
     ApiKey.SHARE_FETCH: _share_session_api,
     ApiKey.SHARE_ACKNOWLEDGE: _share_session_api,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: _describe_offsets,
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _alter_offsets,
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _delete_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: _offsets_check(_Op.READ, _partitions_denied),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: _offsets_check(_Op.DELETE, _topic_denied),
 }

@@ -26,8 +26,8 @@ from typing import Any
 from kproto.broker.acl import AclOperation, ResourceType
 from kproto.broker.handlers.authorize.common import CLUSTER, Check, allowed
 from kproto.broker.handlers.authorize.groups import (
-    GROUP_CHECKS,
     describe_groups_and_topics,
+    group_read,
     heartbeat_check,
 )
 from kproto.broker.handlers.context import Handler, RequestContext
@@ -94,5 +94,5 @@ STREAMS_CHECKS: dict[int, Check] = {
         "The described group uses topics that the client is not authorized to "
         "describe.",
     ),
-    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: GROUP_CHECKS[ApiKey.HEARTBEAT],
+    ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE: group_read,
 }

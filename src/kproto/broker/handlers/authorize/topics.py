@@ -22,6 +22,7 @@ from kproto.broker.handlers.authorize.common import (
     split,
 )
 from kproto.broker.handlers.authorize.txn import transactional_produce_denied
+from kproto.broker.handlers.configs import ConfigResourceType
 from kproto.broker.handlers.context import Handler, RequestContext, respond
 from kproto.broker.handlers.partitions import topic_name
 from kproto.errors import ErrorCode
@@ -170,10 +171,6 @@ async def _create_partitions(
     )
 
 
-#: Kafka's ``ConfigResource.Type`` codes of a topic and of a group.
-_CONFIG_TOPIC, _CONFIG_GROUP = 2, 32
-
-
 async def _configs(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     """DescribeConfigs (DESCRIBE_CONFIGS), AlterConfigs and IncrementalAlterConfigs
     (ALTER_CONFIGS): on the topic, the group (consumer and share groups' configs,
@@ -182,14 +179,17 @@ async def _configs(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     op = _Op.DESCRIBE_CONFIGS if describe else _Op.ALTER_CONFIGS
 
     def permitted(r: Any) -> bool:
-        if r.resource_type == _CONFIG_TOPIC:
+        if r.resource_type == ConfigResourceType.TOPIC:
             return allowed(ctx, op, ResourceType.TOPIC, r.resource_name)
-        if r.resource_type == _CONFIG_GROUP:
+        if r.resource_type == ConfigResourceType.GROUP:
             return allowed(ctx, op, ResourceType.GROUP, r.resource_name)
         return allowed(ctx, op, ResourceType.CLUSTER, CLUSTER)
 
     def refusal(r: Any) -> dict[str, Any]:
-        code = {_CONFIG_TOPIC: TOPIC_DENIED, _CONFIG_GROUP: GROUP_DENIED}
+        code = {
+            ConfigResourceType.TOPIC: TOPIC_DENIED,
+            ConfigResourceType.GROUP: GROUP_DENIED,
+        }
         return {
             "error_code": code.get(r.resource_type, CLUSTER_DENIED),
             "error_message": None,

@@ -35,19 +35,28 @@ import attrs
 
 from kproto.broker.acl import AclOperation, ResourceType
 from kproto.broker.handlers.authorize.common import CLUSTER as _CLUSTER
-from kproto.broker.handlers.authorize.common import allowed, call
+from kproto.broker.handlers.authorize.common import (
+    allowed,
+    call,
+    coordinator_keys,
+    entries,
+    refuse_whole,
+)
 from kproto.broker.handlers.context import Handler, RequestContext, respond
+from kproto.broker.handlers.partitions import topic_ids
+from kproto.broker.handlers.transactions import no_transaction
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 
 __all__ = ["TXN_CHECKS", "transactional_produce_denied"]
 
 _TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-_call, _ok = call, allowed
 
 
 def _txn_ok(ctx: RequestContext, txn_id: str | None, op: AclOperation) -> bool:
-    return txn_id is not None and _ok(ctx, op, ResourceType.TRANSACTIONAL_ID, txn_id)
+    return txn_id is not None and allowed(
+        ctx, op, ResourceType.TRANSACTIONAL_ID, txn_id
+    )
 
 
 def transactional_produce_denied(ctx: RequestContext, request: Any) -> bool:
@@ -57,33 +66,10 @@ def transactional_produce_denied(ctx: RequestContext, request: Any) -> bool:
 
 
 async def _find_coordinator(ctx: RequestContext, handler: Handler, request: Any) -> Any:
-    if not hasattr(request, "coordinator_keys"):
-        if _txn_ok(ctx, request.key, AclOperation.DESCRIBE):
-            return await handler(ctx, request)
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=_TXN_DENIED,
-            error_message=None,
-            node_id=-1,
-            host="",
-            port=-1,
-        )
-    keys = list(request.coordinator_keys)
-    allowed = [k for k in keys if _txn_ok(ctx, k, AclOperation.DESCRIBE)]
-    found = []
-    if allowed:
-        response = await _call(
-            handler, ctx, attrs.evolve(request, coordinator_keys=tuple(allowed))
-        )
-        found = list(response.coordinators)
-    refused = [
-        {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": _TXN_DENIED}
-        for k in keys
-        if k not in allowed
-    ]
-    extra = respond(ctx, coordinators=refused).coordinators
-    return respond(ctx, throttle_time_ms=0, coordinators=found + list(extra))
+    def permitted(txn_id: str) -> bool:
+        return _txn_ok(ctx, txn_id, AclOperation.DESCRIBE)
+
+    return await coordinator_keys(ctx, handler, request, permitted, _TXN_DENIED)
 
 
 async def _txn_write(ctx: RequestContext, handler: Handler, request: Any) -> Any:
@@ -92,31 +78,22 @@ async def _txn_write(ctx: RequestContext, handler: Handler, request: Any) -> Any
     response version has them."""
     if _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
         return await handler(ctx, request)
-    return respond(
-        ctx,
-        throttle_time_ms=0,
-        error_code=_TXN_DENIED,
-        producer_id=-1,
-        producer_epoch=-1,
-    )
+    return refuse_whole(ctx, _TXN_DENIED, producer_id=-1, producer_epoch=-1)
 
 
 async def _add_partitions(ctx: RequestContext, handler: Handler, request: Any) -> Any:
     if ctx.api_version >= 4:
-        if _ok(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, _CLUSTER):
+        if allowed(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, _CLUSTER):
             return await handler(ctx, request)
-        return respond(
-            ctx,
-            throttle_time_ms=0,
-            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            results_by_transaction=[],
+        return refuse_whole(
+            ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results_by_transaction=[]
         )
     topics = request.v3_and_below_topics
     if _txn_ok(ctx, request.v3_and_below_transactional_id, AclOperation.WRITE):
         denied = {
             t.name
             for t in topics
-            if not _ok(ctx, AclOperation.WRITE, ResourceType.TOPIC, t.name)
+            if not allowed(ctx, AclOperation.WRITE, ResourceType.TOPIC, t.name)
         }
         if not denied:
             return await handler(ctx, request)
@@ -152,11 +129,11 @@ async def _add_offsets(ctx: RequestContext, handler: Handler, request: Any) -> A
     error = ErrorCode.NONE
     if not _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
         error = _TXN_DENIED
-    elif not _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+    elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     if error == ErrorCode.NONE:
         return await handler(ctx, request)
-    return respond(ctx, throttle_time_ms=0, error_code=error)
+    return refuse_whole(ctx, error)
 
 
 async def _txn_offset_commit(
@@ -165,79 +142,58 @@ async def _txn_offset_commit(
     whole = ErrorCode.NONE
     if not _txn_ok(ctx, request.transactional_id, AclOperation.WRITE):
         whole = _TXN_DENIED
-    elif not _ok(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+    elif not allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
         whole = ErrorCode.GROUP_AUTHORIZATION_FAILED
     by_id = ctx.api_version >= 6
-    ids = {info.topic_id: name for name, info in ctx.state.topics.items()}
+    ids = topic_ids(ctx)
 
     def name_of(t: Any) -> str | None:
         return ids.get(t.topic_id) if by_id else t.name
 
     def readable(t: Any) -> bool:
         name = name_of(t)
-        return name is None or _ok(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+        return whole == ErrorCode.NONE and (
+            name is None or allowed(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+        )
 
-    if whole == ErrorCode.NONE and all(readable(t) for t in request.topics):
-        return await handler(ctx, request)
-    allowed = tuple(
-        t for t in request.topics if whole == ErrorCode.NONE and readable(t)
-    )
-    answered: list[Any] = []
-    if allowed:
-        response = await _call(handler, ctx, attrs.evolve(request, topics=allowed))
-        answered = list(response.topics)
-    refused = [
-        {
+    def refusal(t: Any) -> dict[str, Any]:
+        error = whole or ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return {
             "name": name_of(t),
             "topic_id": getattr(t, "topic_id", None),
             "partitions": [
-                {
-                    "partition_index": p.partition_index,
-                    "error_code": whole or ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                }
+                {"partition_index": p.partition_index, "error_code": error}
                 for p in t.partitions
             ],
         }
-        for t in request.topics
-        if t not in allowed
-    ]
-    extra = respond(ctx, topics=refused).topics
-    return respond(ctx, throttle_time_ms=0, topics=answered + list(extra))
+
+    return await entries(ctx, handler, request, "topics", readable, "topics", refusal)
 
 
 async def _describe_transactions(
     ctx: RequestContext, handler: Handler, request: Any
 ) -> Any:
-    ids = list(request.transactional_ids)
-    allowed = [t for t in ids if _txn_ok(ctx, t, AclOperation.DESCRIBE)]
-    states: list[Any] = []
-    if allowed:
-        response = await _call(
-            handler, ctx, attrs.evolve(request, transactional_ids=tuple(allowed))
-        )
-        states = list(response.transaction_states)
-    refused = [
-        {
-            "error_code": _TXN_DENIED,
-            "transactional_id": t,
-            "transaction_state": "",
-            "transaction_timeout_ms": 0,
-            "transaction_start_time_ms": -1,
-            "producer_id": -1,
-            "producer_epoch": -1,
-            "topics": [],
-        }
-        for t in ids
-        if t not in allowed
-    ]
-    extra = respond(ctx, transaction_states=refused).transaction_states
-    return respond(ctx, throttle_time_ms=0, transaction_states=states + list(extra))
+    def permitted(txn_id: str) -> bool:
+        return _txn_ok(ctx, txn_id, AclOperation.DESCRIBE)
+
+    def refusal(txn_id: str) -> dict[str, Any]:
+        return no_transaction(txn_id, _TXN_DENIED)
+
+    return await entries(
+        ctx,
+        handler,
+        request,
+        "transactional_ids",
+        permitted,
+        "transaction_states",
+        refusal,
+    )
 
 
 async def _list_transactions(
     ctx: RequestContext, handler: Handler, request: Any
 ) -> Any:
-    response = await _call(handler, ctx, request)
+    response = await call(handler, ctx, request)
     kept = tuple(
         s
         for s in response.transaction_states
@@ -250,18 +206,10 @@ async def _describe_producers(
     ctx: RequestContext, handler: Handler, request: Any
 ) -> Any:
     def readable(t: Any) -> bool:
-        return _ok(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
+        return allowed(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
 
-    if all(readable(t) for t in request.topics):
-        return await handler(ctx, request)
-    allowed = tuple(t for t in request.topics if readable(t))
-    answered: list[Any] = []
-    if allowed:
-        answered = list(
-            (await _call(handler, ctx, attrs.evolve(request, topics=allowed))).topics
-        )
-    refused = [
-        {
+    def refusal(t: Any) -> dict[str, Any]:
+        return {
             "name": t.name,
             "partitions": [
                 {
@@ -273,11 +221,8 @@ async def _describe_producers(
                 for p in t.partition_indexes
             ],
         }
-        for t in request.topics
-        if t not in allowed
-    ]
-    extra = respond(ctx, topics=refused).topics
-    return respond(ctx, throttle_time_ms=0, topics=answered + list(extra))
+
+    return await entries(ctx, handler, request, "topics", readable, "topics", refusal)
 
 
 #: The check of each transaction API (FindCoordinator and InitProducerId only when
