@@ -52,23 +52,10 @@ def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         IndexError: the buffer ends inside the varint.
         VarintError: more than 5 bytes, or a value above 2**32 - 1.
     """
-    result = buf[pos]
-    if result < 0x80:
-        return result, pos + 1
-    result &= 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result > 0xFFFFFFFF:
-                raise VarintError("varint larger than 32 bits", too_long=False)
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise VarintError("varint longer than 5 bytes", too_long=True)
+    first = buf[pos]
+    if first < 0x80:
+        return first, pos + 1
+    return _read_multibyte(buf, pos, 32, "varint")
 
 
 def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -78,10 +65,19 @@ def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         IndexError: the buffer ends inside the varlong.
         VarintError: more than 10 bytes, or a value above 2**64 - 1.
     """
-    result = buf[pos]
-    if result < 0x80:
-        return result, pos + 1
-    result &= 0x7F
+    first = buf[pos]
+    if first < 0x80:
+        return first, pos + 1
+    return _read_multibyte(buf, pos, 64, "varlong")
+
+
+def _read_multibyte(
+    buf: bytes | memoryview, pos: int, bits: int, name: str
+) -> tuple[int, int]:
+    """The rest of :func:`read_uvarint` (``bits`` 32) or :func:`read_uvarlong`
+    (``bits`` 64) once ``buf[pos]`` has the continuation bit: at most
+    ``ceil(bits / 7)`` bytes (5 or 10) and a value below ``2**bits``."""
+    result = buf[pos] & 0x7F
     shift = 7
     pos += 1
     while True:
@@ -89,12 +85,14 @@ def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            if result > 0xFFFFFFFFFFFFFFFF:
-                raise VarintError("varlong larger than 64 bits", too_long=False)
+            if result >> bits:
+                raise VarintError(f"{name} larger than {bits} bits", too_long=False)
             return result, pos
         shift += 7
-        if shift > 63:
-            raise VarintError("varlong longer than 10 bytes", too_long=True)
+        if shift >= bits:
+            raise VarintError(
+                f"{name} longer than {bits // 7 + 1} bytes", too_long=True
+            )
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
