@@ -117,12 +117,8 @@ seq_items(RecordSequence *s)
 static PyObject *
 v2_lazy(PyObject *self, PyObject *args)
 {
-    if (record_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
-        return NULL;
-    }
     LoopArgs a;
-    if (loop_args(args, &a) < 0)
+    if (record_loop_args(args, &a) < 0)
         return NULL;
     /* Bad exactly where v2_records would raise it, before any record is built. */
     const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
@@ -216,34 +212,39 @@ as_tuple(PyObject *o, int *failed)
     return PyTuple_Check(o) ? o : NULL;
 }
 
+/* Both operands of a binary operation as tuples (borrowed): 1 when both are, 0
+ * when one is neither a tuple nor a RecordSequence (NotImplemented), -1 on error. */
+static int
+as_tuples(PyObject *x, PyObject *y, PyObject **a, PyObject **b)
+{
+    int failed;
+    *a = as_tuple(x, &failed);
+    if (failed)
+        return -1;
+    *b = as_tuple(y, &failed);
+    if (failed)
+        return -1;
+    return *a != NULL && *b != NULL;
+}
+
 static PyObject *
 seq_concat(PyObject *left, PyObject *right)
 {
-    int failed;
-    PyObject *a = as_tuple(left, &failed);
-    if (failed)
+    PyObject *a, *b;
+    int both = as_tuples(left, right, &a, &b);
+    if (both < 0)
         return NULL;
-    PyObject *b = as_tuple(right, &failed);
-    if (failed)
-        return NULL;
-    if (a == NULL || b == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    return PySequence_Concat(a, b);
+    return both ? PySequence_Concat(a, b) : Py_NewRef(Py_NotImplemented);
 }
 
 static PyObject *
 seq_richcompare(PyObject *self, PyObject *other, int op)
 {
-    int failed;
-    PyObject *a = as_tuple(self, &failed);
-    if (failed)
+    PyObject *a, *b;
+    int both = as_tuples(self, other, &a, &b);
+    if (both < 0)
         return NULL;
-    PyObject *b = as_tuple(other, &failed);
-    if (failed)
-        return NULL;
-    if (a == NULL || b == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    return PyObject_RichCompare(a, b, op);
+    return both ? PyObject_RichCompare(a, b, op) : Py_NewRef(Py_NotImplemented);
 }
 
 static Py_hash_t

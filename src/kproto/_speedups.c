@@ -751,15 +751,22 @@ error:
     return NULL;
 }
 
-static PyObject *
-v2_records(PyObject *self, PyObject *args)
+/* loop_args for the loops that build Record objects: they need setup() first. */
+static int
+record_loop_args(PyObject *args, LoopArgs *a)
 {
     if (record_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
-        return NULL;
+        return -1;
     }
+    return loop_args(args, a);
+}
+
+static PyObject *
+v2_records(PyObject *self, PyObject *args)
+{
     LoopArgs a;
-    if (loop_args(args, &a) < 0)
+    if (record_loop_args(args, &a) < 0)
         return NULL;
     return records_tuple(&a);
 }
@@ -867,6 +874,27 @@ zz_encode(int64_t v)
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
+/* The size of a record's varint-length-prefixed field of n bytes (n < 0: null). */
+static inline uint64_t
+varbytes_len(Py_ssize_t n)
+{
+    return n < 0 ? 1 : uvar_len(zz_encode(n)) + (uint64_t)n;
+}
+
+/* A record's key, value, header name or header value: its length as a zigzag
+ * varint, then its n bytes at p; n < 0 writes null (-1, one byte). */
+static inline void
+put_varbytes(Out *o, const char *p, Py_ssize_t n)
+{
+    if (n < 0) {
+        o->buf[o->len++] = 1;
+        return;
+    }
+    put_uvar(o, zz_encode(n));
+    memcpy(o->buf + o->len, p, (size_t)n);
+    o->len += n;
+}
+
 /* One header (name, value) as (utf8, len, value bytes or NULL). 0 ok, 1 not the
  * plain shape (the caller falls back to Python), -1 error. */
 static int
@@ -929,8 +957,7 @@ v2_encode_records(PyObject *self, PyObject *args)
         Py_ssize_t klen = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
         Py_ssize_t vlen = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
         uint64_t body = 1 + uvar_len(ts_u) + uvar_len(off_u);
-        body += klen < 0 ? 1 : uvar_len(zz_encode(klen)) + (uint64_t)klen;
-        body += vlen < 0 ? 1 : uvar_len(zz_encode(vlen)) + (uint64_t)vlen;
+        body += varbytes_len(klen) + varbytes_len(vlen);
         body += uvar_len(zz_encode(hn));
         for (Py_ssize_t j = 0; j < hn; j++) {
             const char *name;
@@ -938,10 +965,8 @@ v2_encode_records(PyObject *self, PyObject *args)
             PyObject *hv;
             if (header_parts(hitems[j], &name, &name_len, &hv) != 0)
                 goto fallback;
-            body += uvar_len(zz_encode(name_len)) + (uint64_t)name_len;
-            body += hv == NULL ? 1
-                               : uvar_len(zz_encode(PyBytes_GET_SIZE(hv))) +
-                                     (uint64_t)PyBytes_GET_SIZE(hv);
+            body += varbytes_len(name_len);
+            body += varbytes_len(hv == NULL ? -1 : PyBytes_GET_SIZE(hv));
         }
         if (body > (uint64_t)INT32_MAX) {
             goto fallback; /* Python raises the size error */
@@ -952,37 +977,19 @@ v2_encode_records(PyObject *self, PyObject *args)
         o.buf[o.len++] = 0; /* attributes */
         put_uvar(&o, ts_u);
         put_uvar(&o, off_u);
-        if (klen < 0)
-            o.buf[o.len++] = 1;
-        else {
-            put_uvar(&o, zz_encode(klen));
-            memcpy(o.buf + o.len, PyBytes_AS_STRING(key), (size_t)klen);
-            o.len += klen;
-        }
-        if (vlen < 0)
-            o.buf[o.len++] = 1;
-        else {
-            put_uvar(&o, zz_encode(vlen));
-            memcpy(o.buf + o.len, PyBytes_AS_STRING(value), (size_t)vlen);
-            o.len += vlen;
-        }
+        put_varbytes(&o, klen < 0 ? NULL : PyBytes_AS_STRING(key), klen);
+        put_varbytes(&o, vlen < 0 ? NULL : PyBytes_AS_STRING(value), vlen);
         put_uvar(&o, zz_encode(hn));
         for (Py_ssize_t j = 0; j < hn; j++) {
             const char *name;
             Py_ssize_t name_len;
             PyObject *hv;
             header_parts(hitems[j], &name, &name_len, &hv); /* checked above */
-            put_uvar(&o, zz_encode(name_len));
-            memcpy(o.buf + o.len, name, (size_t)name_len);
-            o.len += name_len;
+            put_varbytes(&o, name, name_len);
             if (hv == NULL)
-                o.buf[o.len++] = 1;
-            else {
-                Py_ssize_t hl = PyBytes_GET_SIZE(hv);
-                put_uvar(&o, zz_encode(hl));
-                memcpy(o.buf + o.len, PyBytes_AS_STRING(hv), (size_t)hl);
-                o.len += hl;
-            }
+                put_varbytes(&o, NULL, -1);
+            else
+                put_varbytes(&o, PyBytes_AS_STRING(hv), PyBytes_GET_SIZE(hv));
         }
     }
     PyObject *result = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
