@@ -12,8 +12,8 @@ made-up responses, no broker needed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -27,6 +27,7 @@ from .results import AbortedTransaction, BrokerError, ClientError, FetchResult
 
 __all__ = [
     "ANY_NODE",
+    "Steps",
     "Backoff",
     "Call",
     "WaitingOp",
@@ -99,6 +100,38 @@ Op = Generator[Call, Any, T]
 #: An operation that may also yield :class:`Backoff` waits (the drivers'
 #: ``run`` accepts both).
 WaitingOp = Generator[Call | Backoff, Any, T]
+
+
+class Steps(Generic[T]):
+    """A :data:`WaitingOp` as its driver sees it: iterate for its calls and
+    backoffs, :meth:`answer` each (the response; None after a backoff or for a
+    Call with acks=0), then read :attr:`result`. A context manager that closes the
+    operation (also when the driver fails)."""
+
+    def __init__(self, op: WaitingOp[T]) -> None:
+        self._op = op
+        self._answer: Any = None
+        self.result: T
+
+    def __enter__(self) -> Steps[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._op.close()
+
+    def __iter__(self) -> Iterator[Call | Backoff]:
+        try:
+            step = next(self._op)
+            while True:
+                self._answer = None
+                yield step
+                step = self._op.send(self._answer)
+        except StopIteration as stop:
+            self.result = stop.value
+
+    def answer(self, response: Any) -> None:
+        """The response to the step just yielded."""
+        self._answer = response
 
 
 def call_version(call: Call, negotiated: int) -> int:

@@ -31,7 +31,7 @@ finding the coordinator again, a bounded number of times.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -39,11 +39,14 @@ import attrs
 from kproto import __version__
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.records import Compression, RecordInput
 
 from .protocol import ANY_NODE, COORDINATOR_CODES, Backoff, Call, WaitingOp
-from .results import BrokerError, ClientError, TopicPartition
+from .results import BrokerError, ClientError, ProducedRecord, TopicPartition
 
 if TYPE_CHECKING:
+    from kproto.serde import Serializer
+
     from .core import ClientCore
 
 __all__ = [
@@ -512,6 +515,37 @@ class TransactionManager:
         if isinstance(err, BrokerError) and err.error_code in _FENCED_CODES:
             return self._fail(self._classify(err))
         return self._fail(TransactionAbortableError(f"send failed: {err}"))
+
+    def send(
+        self,
+        topic: str,
+        records: Sequence[RecordInput],
+        *,
+        partition: int | None = None,
+        compression: Compression = Compression.NONE,
+        timeout_ms: int = 30_000,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
+    ) -> WaitingOp[list[ProducedRecord]]:
+        """Produce ``records`` inside the open transaction (``acks=-1``); the
+        arguments and result as :meth:`kproto.client.Client.produce`. A
+        read_committed consumer sees them once the transaction commits.
+
+        Raises:
+            TransactionStateError: no transaction is open.
+            TransactionAbortableError: the send failed: abort the transaction.
+            ProducerFencedError: fenced.
+        """
+        return self.core.produce(
+            topic,
+            records,
+            partition=partition,
+            acks=-1,
+            compression=compression,
+            timeout_ms=timeout_ms,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
+        )
 
     def send_offsets_to_transaction(
         self,
