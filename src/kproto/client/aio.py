@@ -7,7 +7,6 @@ import contextlib
 import functools
 from collections.abc import (
     AsyncIterator,
-    Awaitable,
     Callable,
     Iterator,
 )
@@ -18,32 +17,17 @@ from kproto.aio import AsyncConnection
 from kproto.connection import KafkaConnectionError
 from kproto.records import Record
 
-from . import admin, describe
 from .core import ClientCore
 from .driver import ClientDriver, ConnectAttempts, TransactionalDriver
 from .protocol import Backoff, Op, Steps, WaitingOp
 from .transactions import (
     TransactionFatalError,
-    TransactionManager,
 )
 
 __all__ = ["AsyncClient", "AsyncTransactionalProducer"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def _awaited(
-    op: Callable[Concatenate[ClientCore, P], WaitingOp[T]],
-) -> Callable[Concatenate[AsyncClient, P], Awaitable[T]]:
-    """The :class:`AsyncClient` method of an operation: as
-    :class:`kproto.client.Client`'s, awaited."""
-
-    @functools.wraps(op)
-    async def method(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self.run(op(self.core, *args, **kwargs))
-
-    return method
 
 
 def _awaited_pages(
@@ -58,21 +42,6 @@ def _awaited_pages(
         for page in pages(self.core, *args, **kwargs):
             for record in await self.run(page):
                 yield record
-
-    return method
-
-
-def _awaited_in_transaction(
-    op: Callable[Concatenate[TransactionManager, P], WaitingOp[T]],
-) -> Callable[Concatenate[AsyncTransactionalProducer, P], Awaitable[T]]:
-    """The :class:`AsyncTransactionalProducer` method of a
-    :class:`~kproto.client.transactions.TransactionManager` operation, awaited."""
-
-    @functools.wraps(op)
-    async def method(
-        self: AsyncTransactionalProducer, /, *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        return await self.client.run(op(self.manager, *args, **kwargs))
 
     return method
 
@@ -121,18 +90,7 @@ class AsyncClient(ClientDriver[AsyncConnection], AsyncClosing):
         await conn.close()
         self._forget(conn)
 
-    produce = _awaited(ClientCore.produce)
-    fetch = _awaited(ClientCore.fetch)
     iter_records = _awaited_pages(ClientCore.pages)
-    list_offsets = _awaited(ClientCore.list_offsets)
-    create_topics = _awaited(admin.create_topics)
-    delete_topics = _awaited(admin.delete_topics)
-    commit_offsets = _awaited(admin.commit_offsets)
-    fetch_offsets = _awaited(admin.fetch_offsets)
-    describe_topics = _awaited(describe.describe_topics)
-    describe_configs = _awaited(describe.describe_configs)
-    list_groups = _awaited(describe.list_groups)
-    describe_groups = _awaited(describe.describe_groups)
 
     async def close(self) -> None:
         """Close every connection. Idempotent."""
@@ -148,13 +106,9 @@ class AsyncTransactionalProducer(TransactionalDriver[AsyncClient], AsyncClosing)
 
     client_type = AsyncClient
 
-    init_transactions = _awaited_in_transaction(TransactionManager.init_transactions)
-    send = _awaited_in_transaction(TransactionManager.send)
-    send_offsets_to_transaction = _awaited_in_transaction(
-        TransactionManager.send_offsets_to_transaction
-    )
-    commit_transaction = _awaited_in_transaction(TransactionManager.commit_transaction)
-    abort_transaction = _awaited_in_transaction(TransactionManager.abort_transaction)
+    async def run(self, op: WaitingOp[T]) -> T:
+        """Drive ``op`` on :attr:`client`."""
+        return await self.client.run(op)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncTransactionalProducer]:

@@ -7,23 +7,35 @@ only opens connections and moves the requests and responses of an operation.
 
 from __future__ import annotations
 
+import functools
 import ssl
-from collections.abc import Mapping
-from typing import Any, Generic, Protocol, TypedDict, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import (
+    Any,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    overload,
+)
 
 from kproto.connection import KafkaConnectionError
 from kproto.index import request_type
 from kproto.meta import build_entity
 from kproto.sasl import SaslConfig
 
+from . import admin, describe
 from .core import ClientCore
-from .protocol import Call, call_version, fit
+from .protocol import Call, WaitingOp, call_version, fit
 from .transactions import TransactionManager
 
 __all__ = [
     "ClientDriver",
     "ConnectAttempts",
     "ConnectionSettings",
+    "Operation",
     "TransactionalDriver",
 ]
 
@@ -33,11 +45,67 @@ class _Negotiated(Protocol):
 
 
 ConnT = TypeVar("ConnT", bound=_Negotiated)
+P = ParamSpec("P")
+S = TypeVar("S")
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class _Blocking(Protocol):
+    def run(self, op: WaitingOp[U], /) -> U: ...
+
+
+class _Awaiting(Protocol):
+    def run(self, op: WaitingOp[U], /) -> Awaitable[U]: ...
+
+
+class Operation(Generic[S, P, T]):
+    """A driver's method for the sans-IO operation ``op`` of its attribute
+    ``subject`` (its :class:`ClientCore` ``core``, or a producer's
+    :class:`~kproto.client.transactions.TransactionManager` ``manager``): the
+    same arguments and docstring, run with the driver's ``run`` (blocking: the
+    result; asyncio: an awaitable of it)."""
+
+    def __init__(
+        self, op: Callable[Concatenate[S, P], WaitingOp[T]], subject: str = "core"
+    ) -> None:
+        self.op = op
+        self.subject = subject
+        self.__doc__ = op.__doc__
+
+    @overload
+    def __get__(self, driver: None, owner: type) -> Operation[S, P, T]: ...
+    @overload
+    def __get__(self, driver: _Blocking, owner: type) -> Callable[P, T]: ...
+    @overload
+    def __get__(self, driver: _Awaiting, owner: type) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, driver: Any, owner: type) -> Any:
+        if driver is None:
+            return self
+        op, subject = self.op, getattr(driver, self.subject)
+
+        @functools.wraps(op)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return driver.run(op(subject, *args, **kwargs))
+
+        return method
 
 
 class ClientDriver(Generic[ConnT]):
     """The state of a client over connections of type ``ConnT``; the arguments
     are :class:`kproto.client.Client`'s."""
+
+    produce = Operation(ClientCore.produce)
+    fetch = Operation(ClientCore.fetch)
+    list_offsets = Operation(ClientCore.list_offsets)
+    create_topics = Operation(admin.create_topics)
+    delete_topics = Operation(admin.delete_topics)
+    commit_offsets = Operation(admin.commit_offsets)
+    fetch_offsets = Operation(admin.fetch_offsets)
+    describe_topics = Operation(describe.describe_topics)
+    describe_configs = Operation(describe.describe_configs)
+    list_groups = Operation(describe.list_groups)
+    describe_groups = Operation(describe.describe_groups)
 
     def __init__(
         self,
@@ -138,6 +206,14 @@ class TransactionalDriver(Generic[DriverT]):
 
     #: the client class the producer sends with (set by each producer class)
     client_type: type[DriverT]
+
+    init_transactions = Operation(TransactionManager.init_transactions, "manager")
+    send = Operation(TransactionManager.send, "manager")
+    send_offsets_to_transaction = Operation(
+        TransactionManager.send_offsets_to_transaction, "manager"
+    )
+    commit_transaction = Operation(TransactionManager.commit_transaction, "manager")
+    abort_transaction = Operation(TransactionManager.abort_transaction, "manager")
 
     def __init__(
         self,

@@ -11,7 +11,6 @@ from kproto._closing import Closing
 from kproto.connection import Connection, KafkaConnectionError
 from kproto.records import Record
 
-from . import admin, describe
 from .core import DEFAULT_FETCH_MAX_BYTES, EARLIEST, LATEST, ClientCore
 from .driver import ClientDriver, ConnectAttempts
 from .protocol import Backoff, Op, Steps, WaitingOp
@@ -22,24 +21,11 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def _blocking(
-    op: Callable[Concatenate[ClientCore, P], WaitingOp[T]],
-) -> Callable[Concatenate[Client, P], T]:
-    """The :class:`Client` method of an operation (a :class:`ClientCore` method or
-    one of :mod:`~kproto.client.admin` / :mod:`~kproto.client.describe`): the same
-    arguments and docstring, run on the client's core with :meth:`Client.run`."""
-
-    @functools.wraps(op)
-    def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self.run(op(self.core, *args, **kwargs))
-
-    return method
-
-
 def _blocking_pages(
     pages: Callable[Concatenate[ClientCore, P], Iterator[Op[list[Record]]]],
 ) -> Callable[Concatenate[Client, P], Iterator[Record]]:
-    """As :func:`_blocking` for :meth:`ClientCore.pages`: an iterator of records."""
+    """The :class:`Client` method of :meth:`ClientCore.pages`: an iterator of
+    records (the :class:`~kproto.client.driver.Operation` of a paging operation)."""
 
     @functools.wraps(pages)
     def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[Record]:
@@ -154,18 +140,7 @@ class Client(ClientDriver[Connection], Closing):
 
     # ------------------------------------------------------------------ API
 
-    produce = _blocking(ClientCore.produce)
-    fetch = _blocking(ClientCore.fetch)
     iter_records = _blocking_pages(ClientCore.pages)
-    list_offsets = _blocking(ClientCore.list_offsets)
-    create_topics = _blocking(admin.create_topics)
-    delete_topics = _blocking(admin.delete_topics)
-    commit_offsets = _blocking(admin.commit_offsets)
-    fetch_offsets = _blocking(admin.fetch_offsets)
-    describe_topics = _blocking(describe.describe_topics)
-    describe_configs = _blocking(describe.describe_configs)
-    list_groups = _blocking(describe.list_groups)
-    describe_groups = _blocking(describe.describe_groups)
 
     # ------------------------------------------------------------------ lifetime
 

@@ -4,10 +4,9 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 from kproto._closing import Closing
 
@@ -17,27 +16,12 @@ from .sync import Client
 from .transactions import (
     ProducerFencedError,
     TransactionFatalError,
-    TransactionManager,
 )
 
 __all__ = ["TransactionalProducer"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def _in_transaction(
-    op: Callable[Concatenate[TransactionManager, P], WaitingOp[T]],
-) -> Callable[Concatenate[TransactionalProducer, P], T]:
-    """The :class:`TransactionalProducer` method of a
-    :class:`~kproto.client.transactions.TransactionManager` operation: the same
-    arguments and docstring, run on the producer's client."""
-
-    @functools.wraps(op)
-    def method(self: TransactionalProducer, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self.client.run(op(self.manager, *args, **kwargs))
-
-    return method
 
 
 class TransactionalProducer(TransactionalDriver[Client], Closing):
@@ -75,13 +59,9 @@ class TransactionalProducer(TransactionalDriver[Client], Closing):
 
     client_type = Client
 
-    init_transactions = _in_transaction(TransactionManager.init_transactions)
-    send = _in_transaction(TransactionManager.send)
-    send_offsets_to_transaction = _in_transaction(
-        TransactionManager.send_offsets_to_transaction
-    )
-    commit_transaction = _in_transaction(TransactionManager.commit_transaction)
-    abort_transaction = _in_transaction(TransactionManager.abort_transaction)
+    def run(self, op: WaitingOp[T]) -> T:
+        """Drive ``op`` on :attr:`client`."""
+        return self.client.run(op)
 
     @contextmanager
     def transaction(self) -> Iterator[TransactionalProducer]:
