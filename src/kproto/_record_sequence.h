@@ -27,27 +27,8 @@ check_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end)
     if (header_count(d, &p, rec_end, &count) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (blob_span(d, &p, rec_end, 0, &s, &n) < 0)
+        if (blob_span(d, &p, rec_end, 0, &s, &n) < 0 || check_header_name(d + s, n) < 0)
             return -1;
-        Py_ssize_t j = 0;
-        for (uint64_t w; j + 8 <= n; j += 8) { /* ASCII, 8 bytes at a time */
-            memcpy(&w, d + s + j, 8);
-            if (w & 0x8080808080808080ULL)
-                break;
-        }
-        while (j < n && d[s + j] < 0x80)
-            j++;
-        if (j < n) { /* not ASCII: decode to test, as header_name would */
-            PyObject *name = PyUnicode_DecodeUTF8((const char *)d + s, n, NULL);
-            if (name == NULL) {
-                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                    PyErr_Clear();
-                    fail_bad();
-                }
-                return -1;
-            }
-            Py_DECREF(name);
-        }
         if (blob_span(d, &p, rec_end, 1, &s, &n) < 0)
             return -1;
     }

@@ -581,6 +581,34 @@ done:
     return result;
 }
 
+/* The n bytes of a header name at d are UTF-8 (as header_name, which decodes
+ * them, requires): 0, or -1 with Bad set. ASCII is checked 8 bytes at a time;
+ * anything else is decoded to test it. */
+static int
+check_header_name(const unsigned char *d, Py_ssize_t n)
+{
+    Py_ssize_t j = 0;
+    for (uint64_t w; j + 8 <= n; j += 8) {
+        memcpy(&w, d + j, 8);
+        if (w & 0x8080808080808080ULL)
+            break;
+    }
+    while (j < n && d[j] < 0x80)
+        j++;
+    if (j == n)
+        return 0;
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)d, n, NULL);
+    if (name == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            fail_bad();
+        }
+        return -1;
+    }
+    Py_DECREF(name);
+    return 0;
+}
+
 /* A key/value/header blob at d[*pos] skipped (no object built), with the checks of
  * read_blob (blob_span); *is_null set for length -1. Header names (is_name) must be
  * UTF-8. */
@@ -593,26 +621,7 @@ skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_n
     *is_null = r == 1;
     if (r != 0)
         return r < 0 ? -1 : 0;
-    if (is_name) {
-        int ascii = 1;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (d[p + i] & 0x80) {
-                ascii = 0;
-                break;
-            }
-        if (!ascii) {
-            PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, n, NULL);
-            if (s == NULL) {
-                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                    PyErr_Clear();
-                    fail_bad();
-                }
-                return -1;
-            }
-            Py_DECREF(s);
-        }
-    }
-    return 0;
+    return is_name ? check_header_name(d + p, n) : 0;
 }
 
 /* v2_scan(data, pos, end, count, base_offset, base_ts): walk the records as
