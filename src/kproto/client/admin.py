@@ -18,7 +18,14 @@ from kproto.index import ApiKey
 from kproto.meta import ZERO_UUID
 
 from .core import ClientCore
-from .protocol import ANY_NODE, COORDINATOR_CODES, Call, Op, check_code
+from .protocol import (
+    ANY_NODE,
+    COORDINATOR_CODES,
+    Call,
+    Op,
+    check_code,
+    offsets_by_topic,
+)
 from .results import BrokerError, TopicPartition
 
 __all__ = [
@@ -249,11 +256,7 @@ def commit_offsets(
             UNKNOWN_MEMBER_ID if the group has active members).
     """
     infos = yield from _topics_of(core, (tp.topic for tp in offsets))
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    for tp, offset in sorted(
-        offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
-    ):
-        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+    by_topic = offsets_by_topic(offsets)
 
     def build(v: int) -> dict[str, Any]:
         return {

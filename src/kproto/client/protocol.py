@@ -23,10 +23,17 @@ from kproto.records import ControlRecordType, Record, decode_batches
 from kproto.records.segments import next_frame
 
 from .aborted import AbortedFilter
-from .results import AbortedTransaction, BrokerError, ClientError, FetchResult
+from .results import (
+    AbortedTransaction,
+    BrokerError,
+    ClientError,
+    FetchResult,
+    TopicPartition,
+)
 
 __all__ = [
     "ANY_NODE",
+    "offsets_by_topic",
     "Steps",
     "Backoff",
     "Call",
@@ -132,6 +139,19 @@ class Steps(Generic[T]):
     def answer(self, response: Any) -> None:
         """The response to the step just yielded."""
         self._answer = response
+
+
+def offsets_by_topic(
+    offsets: Mapping[TopicPartition, int],
+) -> dict[str, list[tuple[int, int]]]:
+    """``{topic: [(partition, offset)]}`` of ``offsets``, topics and partitions in
+    order: the shape OffsetCommit and TxnOffsetCommit send."""
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for tp, offset in sorted(
+        offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
+    ):
+        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+    return by_topic
 
 
 def call_version(call: Call, negotiated: int) -> int:

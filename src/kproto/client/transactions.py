@@ -41,7 +41,14 @@ from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.records import Compression, RecordInput
 
-from .protocol import ANY_NODE, COORDINATOR_CODES, Backoff, Call, WaitingOp
+from .protocol import (
+    ANY_NODE,
+    COORDINATOR_CODES,
+    Backoff,
+    Call,
+    WaitingOp,
+    offsets_by_topic,
+)
 from .results import BrokerError, ClientError, ProducedRecord, TopicPartition
 
 if TYPE_CHECKING:
@@ -590,11 +597,7 @@ class TransactionManager:
                 )
                 self._groups.add(group)
                 self._started = True
-            by_topic: dict[str, list[tuple[int, int]]] = {}
-            for tp, offset in sorted(
-                offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
-            ):
-                by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+            by_topic = offsets_by_topic(offsets)
 
             def build_commit(v: int) -> dict[str, Any]:
                 return {
