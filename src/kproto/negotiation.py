@@ -158,8 +158,9 @@ class ApiVersionsNegotiation:
 
     A shell loops: while :attr:`request` is not ``None``, reconnect if
     :attr:`reconnect` says so, send :attr:`request`, and hand the outcome to
-    :meth:`receive` (a :class:`kproto.framing.ResponseFrame`) or :meth:`fail` (the
-    connection error). Then :attr:`response` and :attr:`version` hold the answer.
+    :meth:`receive` (a :class:`kproto.framing.ResponseFrame`) or :meth:`fail` (any
+    :class:`~kproto.framing.KafkaConnectionError`: it re-raises those that are no
+    reason to fall back). Then :attr:`response` and :attr:`version` hold the answer.
     At most three requests are sent: v3, a retry at the version the broker's
     UNSUPPORTED_VERSION answer lists, and v0.
 
@@ -177,8 +178,10 @@ class ApiVersionsNegotiation:
         self.version = version
         self.request = api_versions_request(version)
 
-    def receive(self, frame: ResponseFrame) -> None:
-        """Take the decoded answer to :attr:`request`."""
+    def receive(self, frame: ResponseFrame | None) -> None:
+        """Take the decoded answer to :attr:`request` (None: there was none, which
+        cannot happen: ApiVersions is always answered)."""
+        assert frame is not None
         response = frame.response
         self.reconnect = False
         if response.error_code == 0 and not frame.api_versions_fallback:
