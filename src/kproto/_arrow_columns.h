@@ -66,14 +66,8 @@ typedef struct {
 static int
 abuf_grow(ABuf *b, Py_ssize_t n)
 {
-    if (n > PY_SSIZE_T_MAX / 2 - b->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    Py_ssize_t cap = b->cap < 64 ? 64 : b->cap;
-    while (cap < b->len + n)
-        cap *= 2;
-    if (PyByteArray_Resize(b->ba, cap) < 0)
+    Py_ssize_t cap = grown_capacity(b->len, b->cap, n, 64);
+    if (cap < 0 || PyByteArray_Resize(b->ba, cap) < 0)
         return -1;
     b->p = PyByteArray_AS_STRING(b->ba);
     b->cap = cap;

@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_grow.h"
+
 /* Column kinds and op codes: kproto/avro/_plan.py. */
 enum { K_NULL, K_BOOL, K_I32, K_I64, K_F32, K_F64, K_BIN, K_DEC, K_STRUCT, K_LIST };
 enum {
@@ -298,20 +300,10 @@ typedef struct {
 static int
 buf_grow(Buf *b, Py_ssize_t n)
 {
-    if (n > PY_SSIZE_T_MAX / 4 - b->len) {
-        PyErr_NoMemory();
+    char *p = grow_block(b->p, b->len, &b->cap, n, 64);
+    if (p == NULL)
         return OOM;
-    }
-    Py_ssize_t cap = b->cap < 64 ? 64 : b->cap;
-    while (cap < b->len + n)
-        cap *= 2;
-    char *p = PyMem_Realloc(b->p, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return OOM;
-    }
     b->p = p;
-    b->cap = cap;
     return 0;
 }
 

@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_grow.h"
+
 /* State set by setup(): Record's type, its slot offsets and the Bad exception. */
 static PyTypeObject *record_type = NULL;
 static PyObject *bad_exc = NULL;
@@ -837,22 +839,12 @@ typedef struct {
 static int
 out_reserve(Out *o, Py_ssize_t n)
 {
-    if (n > PY_SSIZE_T_MAX - o->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (o->len + n <= o->cap)
+    if (n <= o->cap - o->len)
         return 0;
-    Py_ssize_t cap = o->cap ? o->cap : 4096;
-    while (cap < o->len + n)
-        cap = cap > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : cap * 2;
-    char *b = PyMem_Realloc(o->buf, (size_t)cap);
-    if (b == NULL) {
-        PyErr_NoMemory();
+    char *b = grow_block(o->buf, o->len, &o->cap, n, 4096);
+    if (b == NULL)
         return -1;
-    }
     o->buf = b;
-    o->cap = cap;
     return 0;
 }
 
