@@ -297,20 +297,17 @@ typedef struct {
     Py_ssize_t epos;
 } Ctx;
 
-static int
-buf_grow(Buf *b, Py_ssize_t n)
+/* Room for n more bytes in b: 0, or OOM. */
+static inline int
+need(Buf *b, Py_ssize_t n)
 {
+    if (b->len + n <= b->cap)
+        return 0;
     char *p = grow_block(b->p, b->len, &b->cap, n, 64);
     if (p == NULL)
         return OOM;
     b->p = p;
     return 0;
-}
-
-static inline int
-need(Buf *b, Py_ssize_t n)
-{
-    return b->len + n <= b->cap ? 0 : buf_grow(b, n);
 }
 
 static inline int
