@@ -1090,15 +1090,9 @@ PyInit__avro(void)
     POW10[0] = 1;
     for (int i = 1; i < 39; i++)
         POW10[i] = POW10[i - 1] * 10;
-    if (PyType_Ready(&ProgramType) < 0)
-        return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
-        return NULL;
-    Py_INCREF(&ProgramType);
-    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0) {
-        Py_DECREF(&ProgramType);
-        Py_DECREF(m);
+    if (m == NULL || PyModule_AddType(m, &ProgramType) < 0) { /* readies it */
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

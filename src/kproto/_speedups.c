@@ -1078,23 +1078,12 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     empty_tuple = PyTuple_New(0);
-    if (empty_tuple == NULL || PyType_Ready(&ArrowBuilderType) < 0)
-        return NULL;
-    if (PyType_Ready(&RecordSequenceType) < 0 || PyType_Ready(&RecordIteratorType) < 0)
+    if (empty_tuple == NULL || PyType_Ready(&RecordIteratorType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
-        return NULL;
-    Py_INCREF(&ArrowBuilderType);
-    if (PyModule_AddObject(m, "ArrowBuilder", (PyObject *)&ArrowBuilderType) < 0) {
-        Py_DECREF(&ArrowBuilderType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&RecordSequenceType);
-    if (PyModule_AddObject(m, "RecordSequence", (PyObject *)&RecordSequenceType) < 0) {
-        Py_DECREF(&RecordSequenceType);
-        Py_DECREF(m);
+    if (m == NULL || PyModule_AddType(m, &ArrowBuilderType) < 0 ||
+        PyModule_AddType(m, &RecordSequenceType) < 0) { /* each readied there */
+        Py_XDECREF(m);
         return NULL;
     }
     return m;
