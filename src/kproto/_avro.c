@@ -495,36 +495,28 @@ utf8_ok(const uint8_t *s, Py_ssize_t n)
             i++;
             continue;
         }
-        if (c < 0xC2)
+        /* The sequence's length and the range of its second byte (Unicode's
+         * table 3-7: no overlong forms, surrogates or code points past U+10FFFF). */
+        int len = 2;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c < 0xC2 || c > 0xF4)
             return 0;
-        if (c < 0xE0) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-            continue;
+        if (c >= 0xF0) {
+            len = 4;
+            lo = c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xF4 ? 0x8F : 0xBF;
         }
-        if (c < 0xF0) {
-            if (i + 2 >= n)
-                return 0;
-            uint8_t c1 = s[i + 1];
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
-                (c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
-                return 0;
-            i += 3;
-            continue;
+        else if (c >= 0xE0) {
+            len = 3;
+            lo = c == 0xE0 ? 0xA0 : 0x80;
+            hi = c == 0xED ? 0x9F : 0xBF;
         }
-        if (c < 0xF5) {
-            if (i + 3 >= n)
+        if (len > n - i || s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (int k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
                 return 0;
-            uint8_t c1 = s[i + 1];
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
-                (s[i + 3] & 0xC0) != 0x80 || (c == 0xF0 && c1 < 0x90) ||
-                (c == 0xF4 && c1 >= 0x90))
-                return 0;
-            i += 4;
-            continue;
-        }
-        return 0;
+        i += len;
     }
     return 1;
 }
