@@ -243,24 +243,24 @@ class RequestDecodeError(FrameError):
     Attributes:
         api_key, api_version, correlation_id: from the header's first 8 bytes, or
             ``None`` when the frame is too short to hold them.
-        cause: the :class:`kproto.serial.DecodeError` or ``LookupError`` behind it.
+        cause: the :class:`kproto.serial.DecodeError` or ``LookupError`` it was
+            raised from.
     """
 
     api_key: int | None
     api_version: int | None
     correlation_id: int | None
 
-    def __init__(
-        self,
-        message: str,
-        head: RequestHeaderInfo | None = None,
-        cause: Exception | None = None,
-    ) -> None:
+    def __init__(self, message: str, head: RequestHeaderInfo | None = None) -> None:
         super().__init__(message)
         self.api_key, self.api_version, self.correlation_id = (
             (None, None, None) if head is None else head
         )
-        self.cause = cause
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The error it was raised from (``__cause__``)."""
+        return self.__cause__
 
 
 class UnsupportedRequestError(RequestDecodeError):
@@ -320,7 +320,7 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
         request_cls: Any = request_type(head.api_key, head.api_version)
     except LookupError as err:
         raise UnsupportedRequestError(
-            f"unsupported request {_where(head)}: {err}", head, err
+            f"unsupported request {_where(head)}: {err}", head
         ) from err
     stream = io.BytesIO(frame)
     try:
@@ -328,7 +328,7 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
         request = entity_reader(request_cls)(stream)
     except DecodeError as err:
         raise RequestDecodeError(
-            f"cannot decode request {_where(head)}: {err}", head, err
+            f"cannot decode request {_where(head)}: {err}", head
         ) from err
     return RequestFrame(header, request, bytes(frame[stream.tell() :]))
 
