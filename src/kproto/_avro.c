@@ -89,6 +89,15 @@ node_free(Node *n)
     PyMem_Free(n);
 }
 
+/* A zeroed PyMem block of n (at least one) items of `size` bytes; NULL with
+ * MemoryError set when it cannot be had. */
+static void *
+new_items(Py_ssize_t n, size_t size)
+{
+    void *p = PyMem_Calloc(n > 0 ? (size_t)n : 1, size);
+    return p != NULL ? p : PyErr_NoMemory();
+}
+
 static Node *
 node_compile(PyObject *t, Py_ssize_t ncols, int depth)
 {
@@ -107,20 +116,17 @@ node_compile(PyObject *t, Py_ssize_t ncols, int depth)
         PyErr_SetString(PyExc_ValueError, "bad op");
         return NULL;
     }
-    Node *n = PyMem_Calloc(1, sizeof(Node));
-    if (n == NULL) {
-        PyErr_NoMemory();
+    Node *n = new_items(1, sizeof(Node));
+    if (n == NULL)
         return NULL;
-    }
     n->code = code;
     n->col = col;
     n->a = a;
     n->b = b;
     Py_ssize_t nk = PyTuple_GET_SIZE(kids);
-    n->kids = PyMem_Calloc(nk ? nk : 1, sizeof(Node *));
+    n->kids = new_items(nk, sizeof(Node *));
     if (n->kids == NULL) {
         PyMem_Free(n);
-        PyErr_NoMemory();
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nk; i++) {
@@ -156,12 +162,9 @@ node_compile(PyObject *t, Py_ssize_t ncols, int depth)
             goto error;
         }
         n->ntable = PyTuple_GET_SIZE(extra);
-        n->sym = PyMem_Calloc(n->ntable ? n->ntable : 1, sizeof(char *));
-        n->symlen = PyMem_Calloc(n->ntable ? n->ntable : 1, sizeof(Py_ssize_t));
-        if (n->sym == NULL || n->symlen == NULL) {
-            PyErr_NoMemory();
+        if ((n->sym = new_items(n->ntable, sizeof(char *))) == NULL ||
+            (n->symlen = new_items(n->ntable, sizeof(Py_ssize_t))) == NULL)
             goto error;
-        }
         for (Py_ssize_t i = 0; i < n->ntable; i++) {
             PyObject *s = PyTuple_GET_ITEM(extra, i);
             if (s == Py_None)
@@ -216,11 +219,9 @@ Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(root);
     p->keep = root;
     p->ncols = PyTuple_GET_SIZE(cols);
-    p->cols = PyMem_Calloc(p->ncols ? p->ncols : 1, sizeof(ColDesc));
-    if (p->cols == NULL) {
-        PyErr_NoMemory();
+    p->cols = new_items(p->ncols, sizeof(ColDesc));
+    if (p->cols == NULL)
         goto error;
-    }
     for (Py_ssize_t i = 0; i < p->ncols; i++) {
         PyObject *kids;
         int kind;
@@ -230,11 +231,9 @@ Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         ColDesc *c = &p->cols[i];
         c->kind = kind;
         c->nkids = PyTuple_GET_SIZE(kids);
-        c->kids = PyMem_Calloc(c->nkids ? c->nkids : 1, sizeof(int));
-        if (c->kids == NULL) {
-            PyErr_NoMemory();
+        c->kids = new_items(c->nkids, sizeof(int));
+        if (c->kids == NULL)
             goto error;
-        }
         if (kind < K_NULL || kind > K_LIST || (kind == K_LIST && c->nkids != 1) ||
             (kind != K_LIST && kind != K_STRUCT && c->nkids != 0)) {
             PyErr_SetString(PyExc_ValueError, "bad column");
@@ -944,11 +943,9 @@ avro_decode(PyObject *self, PyObject *args)
         goto done;
     }
     Py_ssize_t ncols = first->ncols;
-    outs = PyMem_Calloc((size_t)ncols, sizeof(Out));
-    if (outs == NULL) {
-        PyErr_NoMemory();
+    outs = new_items(ncols, sizeof(Out));
+    if (outs == NULL)
         goto done;
-    }
     for (Py_ssize_t i = 0; i < ncols; i++) {
         outs[i].kind = first->cols[i].kind;
         outs[i].nkids = first->cols[i].nkids;
