@@ -799,19 +799,18 @@ run(Ctx *x, const Node *op, Py_ssize_t *pos)
 
 /* ---- decode() ---------------------------------------------------------- */
 
+/* The bytes of b when `wanted`, else None: a new reference, or NULL on error. */
+static PyObject *
+bytes_or_none(const Buf *b, int wanted)
+{
+    return wanted ? PyBytes_FromStringAndSize(b->p, b->len) : Py_NewRef(Py_None);
+}
+
 static PyObject *
 finish_out(Out *o)
 {
-    Py_ssize_t n = o->n, nulls;
-    PyObject *validity, *b1 = Py_None, *b2 = Py_None;
-    Py_INCREF(Py_None);
-    Py_INCREF(Py_None);
-    if (o->kind == K_NULL) {
-        nulls = n;
-        validity = Py_None;
-        Py_INCREF(Py_None);
-    }
-    else {
+    Py_ssize_t n = o->n, nulls = n;
+    if (o->kind != K_NULL) {
         Py_ssize_t set = 0, i = 0;
         for (; i + 8 <= o->valid.len; i += 8) {
             uint64_t w;
@@ -821,37 +820,19 @@ finish_out(Out *o)
         for (; i < o->valid.len; i++)
             set += __builtin_popcount((unsigned char)o->valid.p[i]);
         nulls = n - set;
-        if (nulls == 0) {
-            validity = Py_None;
-            Py_INCREF(Py_None);
-        }
-        else if ((validity = PyBytes_FromStringAndSize(o->valid.p, o->valid.len)) == NULL)
-            goto error;
     }
-    if (o->kind != K_NULL && o->kind != K_STRUCT) {
-        Py_DECREF(b1);
-        if ((b1 = PyBytes_FromStringAndSize(o->b1.p, o->b1.len)) == NULL) {
-            b1 = Py_None;
-            Py_INCREF(Py_None);
-            Py_DECREF(validity);
-            goto error;
-        }
+    /* no validity buffer when nothing is valid (K_NULL) or nothing is null */
+    PyObject *validity = bytes_or_none(&o->valid, o->kind != K_NULL && nulls != 0);
+    PyObject *b1 = validity == NULL
+                       ? NULL
+                       : bytes_or_none(&o->b1, o->kind != K_NULL && o->kind != K_STRUCT);
+    PyObject *b2 = b1 == NULL ? NULL : bytes_or_none(&o->b2, o->kind == K_BIN);
+    if (b2 == NULL) {
+        Py_XDECREF(validity);
+        Py_XDECREF(b1);
+        return NULL;
     }
-    if (o->kind == K_BIN) {
-        Py_DECREF(b2);
-        if ((b2 = PyBytes_FromStringAndSize(o->b2.p, o->b2.len)) == NULL) {
-            b2 = Py_None;
-            Py_INCREF(Py_None);
-            Py_DECREF(validity);
-            goto error;
-        }
-    }
-    PyObject *out = Py_BuildValue("nnNNN", n, nulls, validity, b1, b2);
-    return out;
-error:
-    Py_DECREF(b1);
-    Py_DECREF(b2);
-    return NULL;
+    return Py_BuildValue("nnNNN", n, nulls, validity, b1, b2);
 }
 
 static Program *
