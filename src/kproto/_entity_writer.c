@@ -122,12 +122,10 @@ put_fixed(Out *o, int kind, PyObject *v)
     }
 }
 
-/* string: UTF-8, int16 or compact length. */
+/* string (not None: see put_value): UTF-8, int16 or compact length. */
 static int
 put_string(Out *o, const Op *op, PyObject *v)
 {
-    if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1) : -1;
     if (!PyUnicode_CheckExact(v))
         return -1;
     Py_ssize_t n;
@@ -137,12 +135,10 @@ put_string(Out *o, const Op *op, PyObject *v)
     return put(o, s, n);
 }
 
-/* bytes and records: int32 or compact length. */
+/* bytes and records (not None): int32 or compact length. */
 static int
 put_bytes(Out *o, const Op *op, PyObject *v)
 {
-    if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1) : -1;
     if (PyBytes_CheckExact(v)) {
         Py_ssize_t n = PyBytes_GET_SIZE(v);
         if (put_length(o, op, n) < 0)
@@ -165,12 +161,10 @@ static int put_entity(Out *o, const Prog *p, PyObject *obj);
 
 static int put_value(Out *o, const Op *op, PyObject *v);
 
-/* array: int32 or compact count, then the elements. */
+/* array (not None): int32 or compact count, then the elements. */
 static int
 put_array(Out *o, const Op *op, PyObject *v)
 {
-    if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1) : -1;
     if (PyTuple_CheckExact(v)) {
         Py_ssize_t n = PyTuple_GET_SIZE(v);
         if (put_length(o, op, n) < 0)
@@ -201,6 +195,8 @@ put_array(Out *o, const Op *op, PyObject *v)
 static int
 put_value(Out *o, const Op *op, PyObject *v)
 {
+    if (v == Py_None && count_size[op->kind]) /* a null string, bytes or array */
+        return op->nullable ? put_length(o, op, -1) : -1;
     switch (op->kind) {
     case K_STRING:
         return put_string(o, op, v);
