@@ -102,10 +102,9 @@ v2_lazy(PyObject *self, PyObject *args)
     if (record_loop_args(args, &a) < 0)
         return NULL;
     /* Bad exactly where v2_records would raise it, before any record is built. */
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
     Py_ssize_t p = a.pos;
     for (Py_ssize_t i = 0; i < a.count; i++)
-        if (check_record(d, &p, a.end) < 0)
+        if (check_record(a.d, &p, a.end) < 0)
             return NULL;
     if (p != a.end) {
         fail_bad();

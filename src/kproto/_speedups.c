@@ -496,6 +496,7 @@ error:
 
 typedef struct {
     PyObject *data;
+    const unsigned char *d; /* data's bytes */
     Py_ssize_t pos, end, count;
     long long base_offset, base_ts;
 } LoopArgs;
@@ -515,6 +516,7 @@ loop_args(PyObject *args, LoopArgs *a)
     if (a->pos < 0 || a->end < a->pos || a->end > PyBytes_GET_SIZE(a->data) ||
         a->count < 0 || a->count > (a->end - a->pos) / MIN_RECORD_BYTES)
         return fail_bad();
+    a->d = (const unsigned char *)PyBytes_AS_STRING(a->data);
     return 0;
 }
 
@@ -552,7 +554,7 @@ v2_columns(PyObject *self, PyObject *args)
     LoopArgs a;
     if (loop_args(args, &a) < 0)
         return NULL;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    const unsigned char *d = a.d;
     PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
     NameCache cache = {{NULL}};
@@ -735,7 +737,7 @@ make_record(Fields *f)
 static PyObject *
 records_tuple(const LoopArgs *a)
 {
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a->data);
+    const unsigned char *d = a->d;
     NameCache cache = {{NULL}};
     PyObject *out = PyTuple_New(a->count);
     if (out == NULL)
