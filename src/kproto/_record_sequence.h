@@ -11,16 +11,9 @@
 static int
 check_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end)
 {
-    Py_ssize_t p = *pos, s, n, count;
-    uint64_t v;
-    if (read_uvar(d, &p, end, 5, &v) < 0)
-        return fail_bad();
-    int64_t length = zigzag(v);
-    if (length <= 0 || length > (int64_t)(end - p))
-        return fail_bad();
-    Py_ssize_t rec_end = p + (Py_ssize_t)length;
-    p += 1; /* attributes */
-    if (read_uvar(d, &p, rec_end, 10, &v) < 0 || read_uvar(d, &p, rec_end, 5, &v) < 0)
+    Py_ssize_t p = *pos, rec_end, s, n, count;
+    int64_t ts_delta, off_delta;
+    if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
         return fail_bad();
     if (blob_span(d, &p, rec_end, 1, &s, &n) < 0 || blob_span(d, &p, rec_end, 1, &s, &n) < 0)
         return -1;

@@ -438,26 +438,45 @@ fields_clear(Fields *f)
     Py_CLEAR(f->headers);
 }
 
+/* The head of one record at d[*pos] in a batch ending at `end`: its length
+ * (positive, inside the batch), attributes (int8, unused), timestamp delta and
+ * offset delta; *rec_end is where the record ends. -1 (nothing set, no exception)
+ * when malformed. Shared by read_record, check_record, v2_scan and
+ * ArrowBuilder.add_v2. */
+static inline int
+record_head(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
+            Py_ssize_t *rec_end, int64_t *ts_delta, int64_t *off_delta)
+{
+    Py_ssize_t p = *pos;
+    uint64_t v;
+    if (read_uvar(d, &p, end, 5, &v) < 0)
+        return -1;
+    int64_t length = zigzag(v);
+    if (length <= 0 || length > (int64_t)(end - p))
+        return -1;
+    Py_ssize_t stop = p + (Py_ssize_t)length;
+    p += 1; /* attributes */
+    if (read_uvar(d, &p, stop, 10, &v) < 0)
+        return -1;
+    *ts_delta = zigzag(v);
+    if (read_uvar(d, &p, stop, 5, &v) < 0)
+        return -1;
+    *off_delta = zigzag(v);
+    *rec_end = stop;
+    *pos = p;
+    return 0;
+}
+
 static int
 read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
             int64_t base_offset, int64_t base_ts, int headers_as_list, NameCache *cache,
             Fields *f)
 {
-    Py_ssize_t p = *pos;
-    uint64_t v;
+    Py_ssize_t p = *pos, rec_end;
+    int64_t ts_delta, off_delta;
     memset(f, 0, sizeof(*f));
-    /* length: positive, inside the batch */
-    if (read_uvar(d, &p, end, 5, &v) < 0)
+    if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
         return fail_bad();
-    int64_t length = zigzag(v);
-    if (length <= 0 || length > (int64_t)(end - p))
-        return fail_bad();
-    Py_ssize_t rec_end = p + (Py_ssize_t)length;
-    /* attributes (int8, unused), then timestamp delta */
-    p += 1;
-    if (read_uvar(d, &p, rec_end, 10, &v) < 0)
-        return fail_bad();
-    int64_t ts_delta = zigzag(v);
     if (cache->timestamp != NULL && cache->timestamp_delta == ts_delta) {
         Py_INCREF(cache->timestamp);
         f->timestamp = cache->timestamp;
@@ -469,12 +488,7 @@ read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
         Py_XSETREF(cache->timestamp, f->timestamp);
         cache->timestamp_delta = ts_delta;
     }
-    /* offset delta */
-    if (read_uvar(d, &p, rec_end, 5, &v) < 0) {
-        fail_bad();
-        goto error;
-    }
-    if ((f->offset = add_int(base_offset, zigzag(v))) == NULL)
+    if ((f->offset = add_int(base_offset, off_delta)) == NULL)
         goto error;
     /* key, then value: a null value is only the one byte 0x01 (-1) */
     if ((f->key = read_blob(d, &p, rec_end)) == NULL)
@@ -517,34 +531,6 @@ loop_args(PyObject *args, LoopArgs *a)
         a->count < 0 || a->count > (a->end - a->pos) / MIN_RECORD_BYTES)
         return fail_bad();
     a->d = (const unsigned char *)PyBytes_AS_STRING(a->data);
-    return 0;
-}
-
-/* The head of one record at d[*pos] in a batch ending at `end`: its length
- * (positive, inside the batch), attributes (int8, unused), timestamp delta and
- * offset delta; *rec_end is where the record ends. -1 (nothing set, no exception)
- * when malformed. Shared by v2_scan and ArrowBuilder.add_v2. */
-static inline int
-record_head(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
-            Py_ssize_t *rec_end, int64_t *ts_delta, int64_t *off_delta)
-{
-    Py_ssize_t p = *pos;
-    uint64_t v;
-    if (read_uvar(d, &p, end, 5, &v) < 0)
-        return -1;
-    int64_t length = zigzag(v);
-    if (length <= 0 || length > (int64_t)(end - p))
-        return -1;
-    Py_ssize_t stop = p + (Py_ssize_t)length;
-    p += 1; /* attributes */
-    if (read_uvar(d, &p, stop, 10, &v) < 0)
-        return -1;
-    *ts_delta = zigzag(v);
-    if (read_uvar(d, &p, stop, 5, &v) < 0)
-        return -1;
-    *off_delta = zigzag(v);
-    *rec_end = stop;
-    *pos = p;
     return 0;
 }
 
