@@ -93,7 +93,17 @@ class Operation(Generic[S, P, T]):
 
 class ClientDriver(Generic[ConnT]):
     """The state of a client over connections of type ``ConnT``; the arguments
-    are :class:`kproto.client.Client`'s."""
+    are :class:`kproto.client.Client`'s.
+
+    Its operations are :class:`Operation` attributes, documented where they are
+    defined (sans-IO) and run by the client's ``run`` (blocking, or awaited by
+    :class:`kproto.client.AsyncClient`): ``produce``, ``fetch``, ``list_offsets``
+    (:class:`~kproto.client.core.ClientCore`), ``create_topics``,
+    ``delete_topics``, ``commit_offsets``, ``fetch_offsets``
+    (:mod:`kproto.client.admin`), ``describe_topics``, ``describe_configs``,
+    ``list_groups``, ``describe_groups`` (:mod:`kproto.client.describe`);
+    ``iter_records`` pages through ``ClientCore.pages``.
+    """
 
     produce = Operation(ClientCore.produce)
     fetch = Operation(ClientCore.fetch)
@@ -202,7 +212,13 @@ class TransactionalDriver(Generic[DriverT]):
     """What :class:`kproto.client.TransactionalProducer` and
     :class:`kproto.client.AsyncTransactionalProducer` share: an idempotent client
     of type :attr:`client_type` and the transaction state machine on its core
-    (the arguments are :class:`~kproto.client.TransactionalProducer`'s)."""
+    (the arguments are :class:`~kproto.client.TransactionalProducer`'s).
+
+    ``init_transactions``, ``send``, ``send_offsets_to_transaction``,
+    ``commit_transaction`` and ``abort_transaction`` are
+    :class:`~kproto.client.transactions.TransactionManager`'s operations, run by
+    the producer's ``run`` (:class:`Operation`).
+    """
 
     #: the client class the producer sends with (set by each producer class)
     client_type: type[DriverT]

@@ -49,6 +49,11 @@ class Client(ClientDriver[Connection], Closing):
     NOT_CONTROLLER; NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE), once, after
     refreshing the metadata or coordinator. Everything else is raised.
 
+    The methods (``produce``, ``fetch``, ``iter_records``, ``list_offsets``, topic
+    and offset admin, ``describe_*``) are the sans-IO operations listed on
+    :class:`~kproto.client.driver.ClientDriver`, with their arguments and
+    docstrings, run here blocking.
+
     Sources: the request/response definitions of Kafka's ``clients/src/main/
     resources/common/message`` JSON (Produce v0-13, Fetch v0-18 with topic ids from
     v13 (KIP-516), ListOffsets, Metadata, FindCoordinator, OffsetCommit/OffsetFetch,
