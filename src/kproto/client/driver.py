@@ -8,6 +8,7 @@ only opens connections and moves the requests and responses of an operation.
 from __future__ import annotations
 
 import functools
+import inspect
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from typing import (
@@ -72,6 +73,12 @@ class Operation(Generic[S, P, T]):
         self.op = op
         self.subject = subject
         self.__doc__ = op.__doc__
+        # the method's: without the subject, returning the operation's result
+        signature = inspect.signature(op)
+        self.signature = signature.replace(
+            parameters=list(signature.parameters.values())[1:],
+            return_annotation=inspect.Signature.empty,
+        )
 
     @overload
     def __get__(self, driver: None, owner: type) -> Operation[S, P, T]: ...
@@ -88,6 +95,7 @@ class Operation(Generic[S, P, T]):
         def method(*args: Any, **kwargs: Any) -> Any:
             return driver.run(op(subject, *args, **kwargs))
 
+        method.__signature__ = self.signature  # type: ignore[attr-defined]
         return method
 
 
