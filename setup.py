@@ -56,6 +56,7 @@ setup(
                 "src/kproto/_entity_desc.h",
                 "src/kproto/_entity_out.h",
                 "src/kproto/_entity_wrapper.h",
+                "src/kproto/_grow.h",
                 "src/kproto/_record_sequence.h",
             ],
             extra_compile_args=["-O2"] if os.name != "nt" else [],

@@ -66,14 +66,8 @@ typedef struct {
 static int
 abuf_grow(ABuf *b, Py_ssize_t n)
 {
-    if (n > PY_SSIZE_T_MAX / 2 - b->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    Py_ssize_t cap = b->cap < 64 ? 64 : b->cap;
-    while (cap < b->len + n)
-        cap *= 2;
-    if (PyByteArray_Resize(b->ba, cap) < 0)
+    Py_ssize_t cap = grown_capacity(b->len, b->cap, n, 64);
+    if (cap < 0 || PyByteArray_Resize(b->ba, cap) < 0)
         return -1;
     b->p = PyByteArray_AS_STRING(b->ba);
     b->cap = cap;
@@ -213,11 +207,15 @@ check_utf8(const unsigned char *d, Py_ssize_t n)
     return 0;
 }
 
+/* The end of an add: None, or (the add rolled back to `s`) OverflowError for an
+ * offset or timestamp outside int64 (ovf_int) or a column past int32 (ovf_data). */
 static PyObject *
-arrow_overflow(ArrowBuilder *b, const ASaved *s, const char *why)
+arrow_finish(ArrowBuilder *b, const ASaved *s, int ovf_int, int ovf_data)
 {
+    if (!ovf_int && !ovf_data)
+        Py_RETURN_NONE;
     arrow_restore(b, s);
-    PyErr_SetString(PyExc_OverflowError, why);
+    PyErr_SetString(PyExc_OverflowError, ovf_int ? OVF_INT64 : OVF_DATA);
     return NULL;
 }
 
@@ -289,22 +287,15 @@ ArrowBuilder_add_v2(ArrowBuilder *b, PyObject *args)
                 goto bad;
             b->headers++;
         }
-        if (b->headers > INT32_MAX) {
+        if (b->headers > INT32_MAX)
             ovf_data = 1;
-            put_i32(&b->buf[B_HEADER_OFF], 0);
-        }
-        else
-            put_i32(&b->buf[B_HEADER_OFF], (int32_t)b->headers);
+        put_i32(&b->buf[B_HEADER_OFF], (int32_t)(ovf_data ? 0 : b->headers));
         if (p != rec_end)
             goto bad;
     }
     if (p != end)
         goto bad;
-    if (ovf_int)
-        return arrow_overflow(b, &saved, OVF_INT64);
-    if (ovf_data)
-        return arrow_overflow(b, &saved, OVF_DATA);
-    Py_RETURN_NONE;
+    return arrow_finish(b, &saved, ovf_int, ovf_data);
 bad:
     arrow_restore(b, &saved);
     fail_bad();
@@ -420,11 +411,7 @@ ArrowBuilder_add_lists(ArrowBuilder *b, PyObject *args)
             ovf_data = 1;
         put_i32(&b->buf[B_HEADER_OFF], (int32_t)(ovf_data ? 0 : b->headers));
     }
-    if (ovf_int)
-        return arrow_overflow(b, &saved, OVF_INT64);
-    if (ovf_data)
-        return arrow_overflow(b, &saved, OVF_DATA);
-    Py_RETURN_NONE;
+    return arrow_finish(b, &saved, ovf_int, ovf_data);
 error:
     arrow_restore(b, &saved);
     return NULL;

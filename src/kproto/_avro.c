@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_grow.h"
+
 /* Column kinds and op codes: kproto/avro/_plan.py. */
 enum { K_NULL, K_BOOL, K_I32, K_I64, K_F32, K_F64, K_BIN, K_DEC, K_STRUCT, K_LIST };
 enum {
@@ -87,6 +89,15 @@ node_free(Node *n)
     PyMem_Free(n);
 }
 
+/* A zeroed PyMem block of n (at least one) items of `size` bytes; NULL with
+ * MemoryError set when it cannot be had. */
+static void *
+new_items(Py_ssize_t n, size_t size)
+{
+    void *p = PyMem_Calloc(n > 0 ? (size_t)n : 1, size);
+    return p != NULL ? p : PyErr_NoMemory();
+}
+
 static Node *
 node_compile(PyObject *t, Py_ssize_t ncols, int depth)
 {
@@ -105,20 +116,17 @@ node_compile(PyObject *t, Py_ssize_t ncols, int depth)
         PyErr_SetString(PyExc_ValueError, "bad op");
         return NULL;
     }
-    Node *n = PyMem_Calloc(1, sizeof(Node));
-    if (n == NULL) {
-        PyErr_NoMemory();
+    Node *n = new_items(1, sizeof(Node));
+    if (n == NULL)
         return NULL;
-    }
     n->code = code;
     n->col = col;
     n->a = a;
     n->b = b;
     Py_ssize_t nk = PyTuple_GET_SIZE(kids);
-    n->kids = PyMem_Calloc(nk ? nk : 1, sizeof(Node *));
+    n->kids = new_items(nk, sizeof(Node *));
     if (n->kids == NULL) {
         PyMem_Free(n);
-        PyErr_NoMemory();
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nk; i++) {
@@ -154,12 +162,9 @@ node_compile(PyObject *t, Py_ssize_t ncols, int depth)
             goto error;
         }
         n->ntable = PyTuple_GET_SIZE(extra);
-        n->sym = PyMem_Calloc(n->ntable ? n->ntable : 1, sizeof(char *));
-        n->symlen = PyMem_Calloc(n->ntable ? n->ntable : 1, sizeof(Py_ssize_t));
-        if (n->sym == NULL || n->symlen == NULL) {
-            PyErr_NoMemory();
+        if ((n->sym = new_items(n->ntable, sizeof(char *))) == NULL ||
+            (n->symlen = new_items(n->ntable, sizeof(Py_ssize_t))) == NULL)
             goto error;
-        }
         for (Py_ssize_t i = 0; i < n->ntable; i++) {
             PyObject *s = PyTuple_GET_ITEM(extra, i);
             if (s == Py_None)
@@ -214,11 +219,9 @@ Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(root);
     p->keep = root;
     p->ncols = PyTuple_GET_SIZE(cols);
-    p->cols = PyMem_Calloc(p->ncols ? p->ncols : 1, sizeof(ColDesc));
-    if (p->cols == NULL) {
-        PyErr_NoMemory();
+    p->cols = new_items(p->ncols, sizeof(ColDesc));
+    if (p->cols == NULL)
         goto error;
-    }
     for (Py_ssize_t i = 0; i < p->ncols; i++) {
         PyObject *kids;
         int kind;
@@ -228,11 +231,9 @@ Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         ColDesc *c = &p->cols[i];
         c->kind = kind;
         c->nkids = PyTuple_GET_SIZE(kids);
-        c->kids = PyMem_Calloc(c->nkids ? c->nkids : 1, sizeof(int));
-        if (c->kids == NULL) {
-            PyErr_NoMemory();
+        c->kids = new_items(c->nkids, sizeof(int));
+        if (c->kids == NULL)
             goto error;
-        }
         if (kind < K_NULL || kind > K_LIST || (kind == K_LIST && c->nkids != 1) ||
             (kind != K_LIST && kind != K_STRUCT && c->nkids != 0)) {
             PyErr_SetString(PyExc_ValueError, "bad column");
@@ -295,30 +296,17 @@ typedef struct {
     Py_ssize_t epos;
 } Ctx;
 
-static int
-buf_grow(Buf *b, Py_ssize_t n)
-{
-    if (n > PY_SSIZE_T_MAX / 4 - b->len) {
-        PyErr_NoMemory();
-        return OOM;
-    }
-    Py_ssize_t cap = b->cap < 64 ? 64 : b->cap;
-    while (cap < b->len + n)
-        cap *= 2;
-    char *p = PyMem_Realloc(b->p, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return OOM;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
+/* Room for n more bytes in b: 0, or OOM. */
 static inline int
 need(Buf *b, Py_ssize_t n)
 {
-    return b->len + n <= b->cap ? 0 : buf_grow(b, n);
+    if (b->len + n <= b->cap)
+        return 0;
+    char *p = grow_block(b->p, b->len, &b->cap, n, 64);
+    if (p == NULL)
+        return OOM;
+    b->p = p;
+    return 0;
 }
 
 static inline int
@@ -506,36 +494,28 @@ utf8_ok(const uint8_t *s, Py_ssize_t n)
             i++;
             continue;
         }
-        if (c < 0xC2)
+        /* The sequence's length and the range of its second byte (Unicode's
+         * table 3-7: no overlong forms, surrogates or code points past U+10FFFF). */
+        int len = 2;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c < 0xC2 || c > 0xF4)
             return 0;
-        if (c < 0xE0) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-            continue;
+        if (c >= 0xF0) {
+            len = 4;
+            lo = c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xF4 ? 0x8F : 0xBF;
         }
-        if (c < 0xF0) {
-            if (i + 2 >= n)
-                return 0;
-            uint8_t c1 = s[i + 1];
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
-                (c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
-                return 0;
-            i += 3;
-            continue;
+        else if (c >= 0xE0) {
+            len = 3;
+            lo = c == 0xE0 ? 0xA0 : 0x80;
+            hi = c == 0xED ? 0x9F : 0xBF;
         }
-        if (c < 0xF5) {
-            if (i + 3 >= n)
+        if (len > n - i || s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (int k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
                 return 0;
-            uint8_t c1 = s[i + 1];
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
-                (s[i + 3] & 0xC0) != 0x80 || (c == 0xF0 && c1 < 0x90) ||
-                (c == 0xF4 && c1 >= 0x90))
-                return 0;
-            i += 4;
-            continue;
-        }
-        return 0;
+        i += len;
     }
     return 1;
 }
@@ -819,19 +799,18 @@ run(Ctx *x, const Node *op, Py_ssize_t *pos)
 
 /* ---- decode() ---------------------------------------------------------- */
 
+/* The bytes of b when `wanted`, else None: a new reference, or NULL on error. */
+static PyObject *
+bytes_or_none(const Buf *b, int wanted)
+{
+    return wanted ? PyBytes_FromStringAndSize(b->p, b->len) : Py_NewRef(Py_None);
+}
+
 static PyObject *
 finish_out(Out *o)
 {
-    Py_ssize_t n = o->n, nulls;
-    PyObject *validity, *b1 = Py_None, *b2 = Py_None;
-    Py_INCREF(Py_None);
-    Py_INCREF(Py_None);
-    if (o->kind == K_NULL) {
-        nulls = n;
-        validity = Py_None;
-        Py_INCREF(Py_None);
-    }
-    else {
+    Py_ssize_t n = o->n, nulls = n;
+    if (o->kind != K_NULL) {
         Py_ssize_t set = 0, i = 0;
         for (; i + 8 <= o->valid.len; i += 8) {
             uint64_t w;
@@ -841,37 +820,19 @@ finish_out(Out *o)
         for (; i < o->valid.len; i++)
             set += __builtin_popcount((unsigned char)o->valid.p[i]);
         nulls = n - set;
-        if (nulls == 0) {
-            validity = Py_None;
-            Py_INCREF(Py_None);
-        }
-        else if ((validity = PyBytes_FromStringAndSize(o->valid.p, o->valid.len)) == NULL)
-            goto error;
     }
-    if (o->kind != K_NULL && o->kind != K_STRUCT) {
-        Py_DECREF(b1);
-        if ((b1 = PyBytes_FromStringAndSize(o->b1.p, o->b1.len)) == NULL) {
-            b1 = Py_None;
-            Py_INCREF(Py_None);
-            Py_DECREF(validity);
-            goto error;
-        }
+    /* no validity buffer when nothing is valid (K_NULL) or nothing is null */
+    PyObject *validity = bytes_or_none(&o->valid, o->kind != K_NULL && nulls != 0);
+    PyObject *b1 = validity == NULL
+                       ? NULL
+                       : bytes_or_none(&o->b1, o->kind != K_NULL && o->kind != K_STRUCT);
+    PyObject *b2 = b1 == NULL ? NULL : bytes_or_none(&o->b2, o->kind == K_BIN);
+    if (b2 == NULL) {
+        Py_XDECREF(validity);
+        Py_XDECREF(b1);
+        return NULL;
     }
-    if (o->kind == K_BIN) {
-        Py_DECREF(b2);
-        if ((b2 = PyBytes_FromStringAndSize(o->b2.p, o->b2.len)) == NULL) {
-            b2 = Py_None;
-            Py_INCREF(Py_None);
-            Py_DECREF(validity);
-            goto error;
-        }
-    }
-    PyObject *out = Py_BuildValue("nnNNN", n, nulls, validity, b1, b2);
-    return out;
-error:
-    Py_DECREF(b1);
-    Py_DECREF(b2);
-    return NULL;
+    return Py_BuildValue("nnNNN", n, nulls, validity, b1, b2);
 }
 
 static Program *
@@ -963,11 +924,9 @@ avro_decode(PyObject *self, PyObject *args)
         goto done;
     }
     Py_ssize_t ncols = first->ncols;
-    outs = PyMem_Calloc((size_t)ncols, sizeof(Out));
-    if (outs == NULL) {
-        PyErr_NoMemory();
+    outs = new_items(ncols, sizeof(Out));
+    if (outs == NULL)
         goto done;
-    }
     for (Py_ssize_t i = 0; i < ncols; i++) {
         outs[i].kind = first->cols[i].kind;
         outs[i].nkids = first->cols[i].nkids;
@@ -1101,15 +1060,9 @@ PyInit__avro(void)
     POW10[0] = 1;
     for (int i = 1; i < 39; i++)
         POW10[i] = POW10[i - 1] * 10;
-    if (PyType_Ready(&ProgramType) < 0)
-        return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
-        return NULL;
-    Py_INCREF(&ProgramType);
-    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0) {
-        Py_DECREF(&ProgramType);
-        Py_DECREF(m);
+    if (m == NULL || PyModule_AddType(m, &ProgramType) < 0) { /* readies it */
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

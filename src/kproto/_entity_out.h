@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_grow.h"
+
 typedef struct {
     unsigned char *data; /* stack, or a PyMem block once it outgrows it */
     Py_ssize_t len, cap;
@@ -21,28 +23,13 @@ typedef struct {
 static int
 out_grow(Out *o, Py_ssize_t n)
 {
-    if (n > PY_SSIZE_T_MAX / 2 - o->len) {
-        PyErr_NoMemory();
+    int on_stack = o->data == o->stack;
+    unsigned char *d = grow_block(on_stack ? NULL : o->data, o->len, &o->cap, n, 512);
+    if (d == NULL)
         return -1;
-    }
-    Py_ssize_t cap = o->cap * 2;
-    if (cap < o->len + n)
-        cap = o->len + n;
-    unsigned char *d;
-    if (o->data == o->stack) {
-        d = PyMem_Malloc(cap);
-        if (d != NULL)
-            memcpy(d, o->data, o->len);
-    }
-    else {
-        d = PyMem_Realloc(o->data, cap);
-    }
-    if (d == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (on_stack)
+        memcpy(d, o->stack, o->len);
     o->data = d;
-    o->cap = cap;
     return 0;
 }
 

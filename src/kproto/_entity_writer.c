@@ -122,41 +122,36 @@ put_fixed(Out *o, int kind, PyObject *v)
     }
 }
 
-/* string: UTF-8, int16 or compact length. */
+/* The n bytes at p after their length (the op's int16/int32 or compact form). */
+static inline int
+put_counted(Out *o, const Op *op, const void *p, Py_ssize_t n)
+{
+    return put_length(o, op, n) < 0 ? -1 : put(o, p, n);
+}
+
+/* string (not None: see put_value): UTF-8, int16 or compact length. */
 static int
 put_string(Out *o, const Op *op, PyObject *v)
 {
-    if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1) : -1;
     if (!PyUnicode_CheckExact(v))
         return -1;
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(v, &n);
-    if (s == NULL || put_length(o, op, n) < 0)
-        return -1;
-    return put(o, s, n);
+    return s == NULL ? -1 : put_counted(o, op, s, n);
 }
 
-/* bytes and records: int32 or compact length. */
+/* bytes and records (not None): int32 or compact length. */
 static int
 put_bytes(Out *o, const Op *op, PyObject *v)
 {
-    if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1) : -1;
-    if (PyBytes_CheckExact(v)) {
-        Py_ssize_t n = PyBytes_GET_SIZE(v);
-        if (put_length(o, op, n) < 0)
-            return -1;
-        return put(o, PyBytes_AS_STRING(v), n);
-    }
+    if (PyBytes_CheckExact(v))
+        return put_counted(o, op, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
     if (!PyByteArray_CheckExact(v) && !PyMemoryView_Check(v))
         return -1;
     Py_buffer view;
     if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0)
         return -1;
-    int r = put_length(o, op, view.len);
-    if (r == 0)
-        r = put(o, view.buf, view.len);
+    int r = put_counted(o, op, view.buf, view.len);
     PyBuffer_Release(&view);
     return r;
 }
@@ -165,12 +160,10 @@ static int put_entity(Out *o, const Prog *p, PyObject *obj);
 
 static int put_value(Out *o, const Op *op, PyObject *v);
 
-/* array: int32 or compact count, then the elements. */
+/* array (not None): int32 or compact count, then the elements. */
 static int
 put_array(Out *o, const Op *op, PyObject *v)
 {
-    if (v == Py_None)
-        return op->nullable ? put_length(o, op, -1) : -1;
     if (PyTuple_CheckExact(v)) {
         Py_ssize_t n = PyTuple_GET_SIZE(v);
         if (put_length(o, op, n) < 0)
@@ -201,6 +194,8 @@ put_array(Out *o, const Op *op, PyObject *v)
 static int
 put_value(Out *o, const Op *op, PyObject *v)
 {
+    if (v == Py_None && count_size[op->kind]) /* a null string, bytes or array */
+        return op->nullable ? put_length(o, op, -1) : -1;
     switch (op->kind) {
     case K_STRING:
         return put_string(o, op, v);

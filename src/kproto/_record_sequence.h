@@ -11,43 +11,17 @@
 static int
 check_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end)
 {
-    Py_ssize_t p = *pos, s, n, count;
-    uint64_t v;
-    if (read_uvar(d, &p, end, 5, &v) < 0)
-        return fail_bad();
-    int64_t length = zigzag(v);
-    if (length <= 0 || length > (int64_t)(end - p))
-        return fail_bad();
-    Py_ssize_t rec_end = p + (Py_ssize_t)length;
-    p += 1; /* attributes */
-    if (read_uvar(d, &p, rec_end, 10, &v) < 0 || read_uvar(d, &p, rec_end, 5, &v) < 0)
+    Py_ssize_t p = *pos, rec_end, s, n, count;
+    int64_t ts_delta, off_delta;
+    if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
         return fail_bad();
     if (blob_span(d, &p, rec_end, 1, &s, &n) < 0 || blob_span(d, &p, rec_end, 1, &s, &n) < 0)
         return -1;
     if (header_count(d, &p, rec_end, &count) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (blob_span(d, &p, rec_end, 0, &s, &n) < 0)
+        if (blob_span(d, &p, rec_end, 0, &s, &n) < 0 || check_header_name(d + s, n) < 0)
             return -1;
-        Py_ssize_t j = 0;
-        for (uint64_t w; j + 8 <= n; j += 8) { /* ASCII, 8 bytes at a time */
-            memcpy(&w, d + s + j, 8);
-            if (w & 0x8080808080808080ULL)
-                break;
-        }
-        while (j < n && d[s + j] < 0x80)
-            j++;
-        if (j < n) { /* not ASCII: decode to test, as header_name would */
-            PyObject *name = PyUnicode_DecodeUTF8((const char *)d + s, n, NULL);
-            if (name == NULL) {
-                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                    PyErr_Clear();
-                    fail_bad();
-                }
-                return -1;
-            }
-            Py_DECREF(name);
-        }
         if (blob_span(d, &p, rec_end, 1, &s, &n) < 0)
             return -1;
     }
@@ -117,18 +91,13 @@ seq_items(RecordSequence *s)
 static PyObject *
 v2_lazy(PyObject *self, PyObject *args)
 {
-    if (record_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
-        return NULL;
-    }
     LoopArgs a;
-    if (loop_args(args, &a) < 0)
+    if (record_loop_args(args, &a) < 0)
         return NULL;
     /* Bad exactly where v2_records would raise it, before any record is built. */
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
     Py_ssize_t p = a.pos;
     for (Py_ssize_t i = 0; i < a.count; i++)
-        if (check_record(d, &p, a.end) < 0)
+        if (check_record(a.d, &p, a.end) < 0)
             return NULL;
     if (p != a.end) {
         fail_bad();
@@ -216,34 +185,39 @@ as_tuple(PyObject *o, int *failed)
     return PyTuple_Check(o) ? o : NULL;
 }
 
+/* Both operands of a binary operation as tuples (borrowed): 1 when both are, 0
+ * when one is neither a tuple nor a RecordSequence (NotImplemented), -1 on error. */
+static int
+as_tuples(PyObject *x, PyObject *y, PyObject **a, PyObject **b)
+{
+    int failed;
+    *a = as_tuple(x, &failed);
+    if (failed)
+        return -1;
+    *b = as_tuple(y, &failed);
+    if (failed)
+        return -1;
+    return *a != NULL && *b != NULL;
+}
+
 static PyObject *
 seq_concat(PyObject *left, PyObject *right)
 {
-    int failed;
-    PyObject *a = as_tuple(left, &failed);
-    if (failed)
+    PyObject *a, *b;
+    int both = as_tuples(left, right, &a, &b);
+    if (both < 0)
         return NULL;
-    PyObject *b = as_tuple(right, &failed);
-    if (failed)
-        return NULL;
-    if (a == NULL || b == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    return PySequence_Concat(a, b);
+    return both ? PySequence_Concat(a, b) : Py_NewRef(Py_NotImplemented);
 }
 
 static PyObject *
 seq_richcompare(PyObject *self, PyObject *other, int op)
 {
-    int failed;
-    PyObject *a = as_tuple(self, &failed);
-    if (failed)
+    PyObject *a, *b;
+    int both = as_tuples(self, other, &a, &b);
+    if (both < 0)
         return NULL;
-    PyObject *b = as_tuple(other, &failed);
-    if (failed)
-        return NULL;
-    if (a == NULL || b == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    return PyObject_RichCompare(a, b, op);
+    return both ? PyObject_RichCompare(a, b, op) : Py_NewRef(Py_NotImplemented);
 }
 
 static Py_hash_t

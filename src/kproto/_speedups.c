@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_grow.h"
+
 /* State set by setup(): Record's type, its slot offsets and the Bad exception. */
 static PyTypeObject *record_type = NULL;
 static PyObject *bad_exc = NULL;
@@ -436,90 +438,11 @@ fields_clear(Fields *f)
     Py_CLEAR(f->headers);
 }
 
-static int
-read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
-            int64_t base_offset, int64_t base_ts, int headers_as_list, NameCache *cache,
-            Fields *f)
-{
-    Py_ssize_t p = *pos;
-    uint64_t v;
-    memset(f, 0, sizeof(*f));
-    /* length: positive, inside the batch */
-    if (read_uvar(d, &p, end, 5, &v) < 0)
-        return fail_bad();
-    int64_t length = zigzag(v);
-    if (length <= 0 || length > (int64_t)(end - p))
-        return fail_bad();
-    Py_ssize_t rec_end = p + (Py_ssize_t)length;
-    /* attributes (int8, unused), then timestamp delta */
-    p += 1;
-    if (read_uvar(d, &p, rec_end, 10, &v) < 0)
-        return fail_bad();
-    int64_t ts_delta = zigzag(v);
-    if (cache->timestamp != NULL && cache->timestamp_delta == ts_delta) {
-        Py_INCREF(cache->timestamp);
-        f->timestamp = cache->timestamp;
-    }
-    else {
-        if ((f->timestamp = add_int(base_ts, ts_delta)) == NULL)
-            goto error;
-        Py_INCREF(f->timestamp);
-        Py_XSETREF(cache->timestamp, f->timestamp);
-        cache->timestamp_delta = ts_delta;
-    }
-    /* offset delta */
-    if (read_uvar(d, &p, rec_end, 5, &v) < 0) {
-        fail_bad();
-        goto error;
-    }
-    if ((f->offset = add_int(base_offset, zigzag(v))) == NULL)
-        goto error;
-    /* key, then value: a null value is only the one byte 0x01 (-1) */
-    if ((f->key = read_blob(d, &p, rec_end)) == NULL)
-        goto error;
-    if ((f->value = read_blob(d, &p, rec_end)) == NULL)
-        goto error;
-    if ((f->headers = read_headers(d, &p, rec_end, headers_as_list, cache)) == NULL)
-        goto error;
-    if (p != rec_end) {
-        fail_bad();
-        goto error;
-    }
-    *pos = p;
-    return 0;
-error:
-    fields_clear(f);
-    return -1;
-}
-
-typedef struct {
-    PyObject *data;
-    Py_ssize_t pos, end, count;
-    long long base_offset, base_ts;
-} LoopArgs;
-
-/* Parse (data, pos, end, count, base_offset, base_ts) and check what the Python
- * loop would reject before any record: the bounds, and a count that cannot fit. */
-static int
-loop_args(PyObject *args, LoopArgs *a)
-{
-    if (!PyArg_ParseTuple(args, "SnnnLL", &a->data, &a->pos, &a->end, &a->count,
-                          &a->base_offset, &a->base_ts))
-        return -1;
-    if (!PyBytes_CheckExact(a->data)) { /* slices of a subclass are not bytes */
-        PyErr_SetString(PyExc_TypeError, "data must be bytes");
-        return -1;
-    }
-    if (a->pos < 0 || a->end < a->pos || a->end > PyBytes_GET_SIZE(a->data) ||
-        a->count < 0 || a->count > (a->end - a->pos) / MIN_RECORD_BYTES)
-        return fail_bad();
-    return 0;
-}
-
 /* The head of one record at d[*pos] in a batch ending at `end`: its length
  * (positive, inside the batch), attributes (int8, unused), timestamp delta and
  * offset delta; *rec_end is where the record ends. -1 (nothing set, no exception)
- * when malformed. Shared by v2_scan and ArrowBuilder.add_v2. */
+ * when malformed. Shared by read_record, check_record, v2_scan and
+ * ArrowBuilder.add_v2. */
 static inline int
 record_head(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
             Py_ssize_t *rec_end, int64_t *ts_delta, int64_t *off_delta)
@@ -544,13 +467,80 @@ record_head(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
     return 0;
 }
 
+static int
+read_record(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t end,
+            int64_t base_offset, int64_t base_ts, int headers_as_list, NameCache *cache,
+            Fields *f)
+{
+    Py_ssize_t p = *pos, rec_end;
+    int64_t ts_delta, off_delta;
+    memset(f, 0, sizeof(*f));
+    if (record_head(d, &p, end, &rec_end, &ts_delta, &off_delta) < 0)
+        return fail_bad();
+    if (cache->timestamp != NULL && cache->timestamp_delta == ts_delta) {
+        Py_INCREF(cache->timestamp);
+        f->timestamp = cache->timestamp;
+    }
+    else {
+        if ((f->timestamp = add_int(base_ts, ts_delta)) == NULL)
+            goto error;
+        Py_INCREF(f->timestamp);
+        Py_XSETREF(cache->timestamp, f->timestamp);
+        cache->timestamp_delta = ts_delta;
+    }
+    if ((f->offset = add_int(base_offset, off_delta)) == NULL)
+        goto error;
+    /* key, then value: a null value is only the one byte 0x01 (-1) */
+    if ((f->key = read_blob(d, &p, rec_end)) == NULL)
+        goto error;
+    if ((f->value = read_blob(d, &p, rec_end)) == NULL)
+        goto error;
+    if ((f->headers = read_headers(d, &p, rec_end, headers_as_list, cache)) == NULL)
+        goto error;
+    if (p != rec_end) {
+        fail_bad();
+        goto error;
+    }
+    *pos = p;
+    return 0;
+error:
+    fields_clear(f);
+    return -1;
+}
+
+typedef struct {
+    PyObject *data;
+    const unsigned char *d; /* data's bytes */
+    Py_ssize_t pos, end, count;
+    long long base_offset, base_ts;
+} LoopArgs;
+
+/* Parse (data, pos, end, count, base_offset, base_ts) and check what the Python
+ * loop would reject before any record: the bounds, and a count that cannot fit. */
+static int
+loop_args(PyObject *args, LoopArgs *a)
+{
+    if (!PyArg_ParseTuple(args, "SnnnLL", &a->data, &a->pos, &a->end, &a->count,
+                          &a->base_offset, &a->base_ts))
+        return -1;
+    if (!PyBytes_CheckExact(a->data)) { /* slices of a subclass are not bytes */
+        PyErr_SetString(PyExc_TypeError, "data must be bytes");
+        return -1;
+    }
+    if (a->pos < 0 || a->end < a->pos || a->end > PyBytes_GET_SIZE(a->data) ||
+        a->count < 0 || a->count > (a->end - a->pos) / MIN_RECORD_BYTES)
+        return fail_bad();
+    a->d = (const unsigned char *)PyBytes_AS_STRING(a->data);
+    return 0;
+}
+
 static PyObject *
 v2_columns(PyObject *self, PyObject *args)
 {
     LoopArgs a;
     if (loop_args(args, &a) < 0)
         return NULL;
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a.data);
+    const unsigned char *d = a.d;
     PyObject *cols[5] = {NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
     NameCache cache = {{NULL}};
@@ -581,6 +571,34 @@ done:
     return result;
 }
 
+/* The n bytes of a header name at d are UTF-8 (as header_name, which decodes
+ * them, requires): 0, or -1 with Bad set. ASCII is checked 8 bytes at a time;
+ * anything else is decoded to test it. */
+static int
+check_header_name(const unsigned char *d, Py_ssize_t n)
+{
+    Py_ssize_t j = 0;
+    for (uint64_t w; j + 8 <= n; j += 8) {
+        memcpy(&w, d + j, 8);
+        if (w & 0x8080808080808080ULL)
+            break;
+    }
+    while (j < n && d[j] < 0x80)
+        j++;
+    if (j == n)
+        return 0;
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)d, n, NULL);
+    if (name == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear();
+            fail_bad();
+        }
+        return -1;
+    }
+    Py_DECREF(name);
+    return 0;
+}
+
 /* A key/value/header blob at d[*pos] skipped (no object built), with the checks of
  * read_blob (blob_span); *is_null set for length -1. Header names (is_name) must be
  * UTF-8. */
@@ -593,26 +611,7 @@ skip_blob(const unsigned char *d, Py_ssize_t *pos, Py_ssize_t limit, int allow_n
     *is_null = r == 1;
     if (r != 0)
         return r < 0 ? -1 : 0;
-    if (is_name) {
-        int ascii = 1;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (d[p + i] & 0x80) {
-                ascii = 0;
-                break;
-            }
-        if (!ascii) {
-            PyObject *s = PyUnicode_DecodeUTF8((const char *)d + p, n, NULL);
-            if (s == NULL) {
-                if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
-                    PyErr_Clear();
-                    fail_bad();
-                }
-                return -1;
-            }
-            Py_DECREF(s);
-        }
-    }
-    return 0;
+    return is_name ? check_header_name(d + p, n) : 0;
 }
 
 /* v2_scan(data, pos, end, count, base_offset, base_ts): walk the records as
@@ -724,7 +723,7 @@ make_record(Fields *f)
 static PyObject *
 records_tuple(const LoopArgs *a)
 {
-    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(a->data);
+    const unsigned char *d = a->d;
     NameCache cache = {{NULL}};
     PyObject *out = PyTuple_New(a->count);
     if (out == NULL)
@@ -751,15 +750,22 @@ error:
     return NULL;
 }
 
-static PyObject *
-v2_records(PyObject *self, PyObject *args)
+/* loop_args for the loops that build Record objects: they need setup() first. */
+static int
+record_loop_args(PyObject *args, LoopArgs *a)
 {
     if (record_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "kproto._speedups.setup() not called");
-        return NULL;
+        return -1;
     }
+    return loop_args(args, a);
+}
+
+static PyObject *
+v2_records(PyObject *self, PyObject *args)
+{
     LoopArgs a;
-    if (loop_args(args, &a) < 0)
+    if (record_loop_args(args, &a) < 0)
         return NULL;
     return records_tuple(&a);
 }
@@ -821,22 +827,12 @@ typedef struct {
 static int
 out_reserve(Out *o, Py_ssize_t n)
 {
-    if (n > PY_SSIZE_T_MAX - o->len) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (o->len + n <= o->cap)
+    if (n <= o->cap - o->len)
         return 0;
-    Py_ssize_t cap = o->cap ? o->cap : 4096;
-    while (cap < o->len + n)
-        cap = cap > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : cap * 2;
-    char *b = PyMem_Realloc(o->buf, (size_t)cap);
-    if (b == NULL) {
-        PyErr_NoMemory();
+    char *b = grow_block(o->buf, o->len, &o->cap, n, 4096);
+    if (b == NULL)
         return -1;
-    }
     o->buf = b;
-    o->cap = cap;
     return 0;
 }
 
@@ -865,6 +861,27 @@ static inline uint64_t
 zz_encode(int64_t v)
 {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* The size of a record's varint-length-prefixed field of n bytes (n < 0: null). */
+static inline uint64_t
+varbytes_len(Py_ssize_t n)
+{
+    return n < 0 ? 1 : uvar_len(zz_encode(n)) + (uint64_t)n;
+}
+
+/* A record's key, value, header name or header value: its length as a zigzag
+ * varint, then its n bytes at p; n < 0 writes null (-1, one byte). */
+static inline void
+put_varbytes(Out *o, const char *p, Py_ssize_t n)
+{
+    if (n < 0) {
+        o->buf[o->len++] = 1;
+        return;
+    }
+    put_uvar(o, zz_encode(n));
+    memcpy(o->buf + o->len, p, (size_t)n);
+    o->len += n;
 }
 
 /* One header (name, value) as (utf8, len, value bytes or NULL). 0 ok, 1 not the
@@ -929,8 +946,7 @@ v2_encode_records(PyObject *self, PyObject *args)
         Py_ssize_t klen = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
         Py_ssize_t vlen = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
         uint64_t body = 1 + uvar_len(ts_u) + uvar_len(off_u);
-        body += klen < 0 ? 1 : uvar_len(zz_encode(klen)) + (uint64_t)klen;
-        body += vlen < 0 ? 1 : uvar_len(zz_encode(vlen)) + (uint64_t)vlen;
+        body += varbytes_len(klen) + varbytes_len(vlen);
         body += uvar_len(zz_encode(hn));
         for (Py_ssize_t j = 0; j < hn; j++) {
             const char *name;
@@ -938,10 +954,8 @@ v2_encode_records(PyObject *self, PyObject *args)
             PyObject *hv;
             if (header_parts(hitems[j], &name, &name_len, &hv) != 0)
                 goto fallback;
-            body += uvar_len(zz_encode(name_len)) + (uint64_t)name_len;
-            body += hv == NULL ? 1
-                               : uvar_len(zz_encode(PyBytes_GET_SIZE(hv))) +
-                                     (uint64_t)PyBytes_GET_SIZE(hv);
+            body += varbytes_len(name_len);
+            body += varbytes_len(hv == NULL ? -1 : PyBytes_GET_SIZE(hv));
         }
         if (body > (uint64_t)INT32_MAX) {
             goto fallback; /* Python raises the size error */
@@ -952,37 +966,19 @@ v2_encode_records(PyObject *self, PyObject *args)
         o.buf[o.len++] = 0; /* attributes */
         put_uvar(&o, ts_u);
         put_uvar(&o, off_u);
-        if (klen < 0)
-            o.buf[o.len++] = 1;
-        else {
-            put_uvar(&o, zz_encode(klen));
-            memcpy(o.buf + o.len, PyBytes_AS_STRING(key), (size_t)klen);
-            o.len += klen;
-        }
-        if (vlen < 0)
-            o.buf[o.len++] = 1;
-        else {
-            put_uvar(&o, zz_encode(vlen));
-            memcpy(o.buf + o.len, PyBytes_AS_STRING(value), (size_t)vlen);
-            o.len += vlen;
-        }
+        put_varbytes(&o, klen < 0 ? NULL : PyBytes_AS_STRING(key), klen);
+        put_varbytes(&o, vlen < 0 ? NULL : PyBytes_AS_STRING(value), vlen);
         put_uvar(&o, zz_encode(hn));
         for (Py_ssize_t j = 0; j < hn; j++) {
             const char *name;
             Py_ssize_t name_len;
             PyObject *hv;
             header_parts(hitems[j], &name, &name_len, &hv); /* checked above */
-            put_uvar(&o, zz_encode(name_len));
-            memcpy(o.buf + o.len, name, (size_t)name_len);
-            o.len += name_len;
+            put_varbytes(&o, name, name_len);
             if (hv == NULL)
-                o.buf[o.len++] = 1;
-            else {
-                Py_ssize_t hl = PyBytes_GET_SIZE(hv);
-                put_uvar(&o, zz_encode(hl));
-                memcpy(o.buf + o.len, PyBytes_AS_STRING(hv), (size_t)hl);
-                o.len += hl;
-            }
+                put_varbytes(&o, NULL, -1);
+            else
+                put_varbytes(&o, PyBytes_AS_STRING(hv), PyBytes_GET_SIZE(hv));
         }
     }
     PyObject *result = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
@@ -1070,23 +1066,12 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     empty_tuple = PyTuple_New(0);
-    if (empty_tuple == NULL || PyType_Ready(&ArrowBuilderType) < 0)
-        return NULL;
-    if (PyType_Ready(&RecordSequenceType) < 0 || PyType_Ready(&RecordIteratorType) < 0)
+    if (empty_tuple == NULL || PyType_Ready(&RecordIteratorType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL)
-        return NULL;
-    Py_INCREF(&ArrowBuilderType);
-    if (PyModule_AddObject(m, "ArrowBuilder", (PyObject *)&ArrowBuilderType) < 0) {
-        Py_DECREF(&ArrowBuilderType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&RecordSequenceType);
-    if (PyModule_AddObject(m, "RecordSequence", (PyObject *)&RecordSequenceType) < 0) {
-        Py_DECREF(&RecordSequenceType);
-        Py_DECREF(m);
+    if (m == NULL || PyModule_AddType(m, &ArrowBuilderType) < 0 ||
+        PyModule_AddType(m, &RecordSequenceType) < 0) { /* each readied there */
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

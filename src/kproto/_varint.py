@@ -18,6 +18,7 @@ rest.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 __all__ = [
@@ -45,56 +46,44 @@ class VarintError(Exception):
         self.too_long = too_long
 
 
-def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """An unsigned varint (at most 5 bytes, 32 bits) at ``buf[pos]``.
+def _unsigned_reader(
+    bits: int, name: str
+) -> Callable[[bytes | memoryview, int], tuple[int, int]]:
+    """The reader of an unsigned ``name`` of ``bits`` bits (32: a varint of at most
+    5 bytes; 64: a varlong of at most 10)."""
+    too_long = f"{name} longer than {bits // 7 + 1} bytes"
+    too_large = f"{name} larger than {bits} bits"
 
-    Raises:
-        IndexError: the buffer ends inside the varint.
-        VarintError: more than 5 bytes, or a value above 2**32 - 1.
-    """
-    result = buf[pos]
-    if result < 0x80:
-        return result, pos + 1
-    result &= 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
+    def read(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+        result = buf[pos]
+        if result < 0x80:
+            return result, pos + 1
+        result &= 0x7F
+        shift = 7
         pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result > 0xFFFFFFFF:
-                raise VarintError("varint larger than 32 bits", too_long=False)
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise VarintError("varint longer than 5 bytes", too_long=True)
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                if result >> bits:
+                    raise VarintError(too_large, too_long=False)
+                return result, pos
+            shift += 7
+            if shift >= bits:
+                raise VarintError(too_long, too_long=True)
+
+    read.__name__ = read.__qualname__ = f"read_u{name}"
+    read.__doc__ = f"An unsigned {name} of at most {bits} bits (see the module doc)."
+    return read
 
 
-def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """An unsigned varlong (at most 10 bytes, 64 bits) at ``buf[pos]``.
-
-    Raises:
-        IndexError: the buffer ends inside the varlong.
-        VarintError: more than 10 bytes, or a value above 2**64 - 1.
-    """
-    result = buf[pos]
-    if result < 0x80:
-        return result, pos + 1
-    result &= 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            if result > 0xFFFFFFFFFFFFFFFF:
-                raise VarintError("varlong larger than 64 bits", too_long=False)
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise VarintError("varlong longer than 10 bytes", too_long=True)
+#: An unsigned varint (at most 5 bytes, 32 bits) at ``buf[pos]``: ``(value, new
+#: position)``; IndexError when the buffer ends inside it, VarintError for more than
+#: 5 bytes or a value above 2**32 - 1.
+read_uvarint: Final = _unsigned_reader(32, "varint")
+#: An unsigned varlong (at most 10 bytes, 64 bits), as :data:`read_uvarint`.
+read_uvarlong: Final = _unsigned_reader(64, "varlong")
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

@@ -33,7 +33,7 @@ from kproto.frame_reader import FrameReader
 from kproto.framing import (
     DEFAULT_MAX_FRAME_BYTES,
     ConnectionClosedError,
-    ResponseDecodeError,
+    KafkaConnectionError,
     ResponseFrame,
     decode_response,
     encode_request,
@@ -255,11 +255,9 @@ class AsyncConnection(NegotiationState, AsyncClosing):
                 await self.connect()
             try:
                 frame = await self.send_frame(negotiation.request, warn_leftover=False)
-            except (ResponseDecodeError, ConnectionClosedError) as err:
-                negotiation.fail(err)
-            else:
-                assert frame is not None  # ApiVersions is always answered
                 negotiation.receive(frame)
+            except KafkaConnectionError as err:
+                negotiation.fail(err)
         versions = self._store(negotiation, caps, allow_unstable)
         if self.sasl is not None and not self.authenticated:
             await self.authenticate()

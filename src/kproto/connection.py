@@ -235,11 +235,9 @@ class Connection(NegotiationState, Closing):
                 self._connect()
             try:
                 frame = self.send_frame(negotiation.request, warn_leftover=False)
-            except (ResponseDecodeError, ConnectionClosedError) as err:
-                negotiation.fail(err)
-            else:
-                assert frame is not None  # ApiVersions is always answered
                 negotiation.receive(frame)
+            except KafkaConnectionError as err:
+                negotiation.fail(err)
         versions = self._store(negotiation, caps, allow_unstable)
         if self.sasl is not None and not self.authenticated:
             self.authenticate()

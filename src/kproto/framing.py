@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import logging
 import struct
-from typing import Any, Final, NamedTuple, Self, TypeVar, cast
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import attrs
 
@@ -243,37 +243,24 @@ class RequestDecodeError(FrameError):
     Attributes:
         api_key, api_version, correlation_id: from the header's first 8 bytes, or
             ``None`` when the frame is too short to hold them.
-        cause: the :class:`kproto.serial.DecodeError` or ``LookupError`` behind it.
+        cause: the :class:`kproto.serial.DecodeError` or ``LookupError`` it was
+            raised from.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        api_key: int | None = None,
-        api_version: int | None = None,
-        correlation_id: int | None = None,
-        cause: Exception | None = None,
-    ) -> None:
-        self.api_key = api_key
-        self.api_version = api_version
-        self.correlation_id = correlation_id
-        self.cause = cause
-        super().__init__(message)
+    api_key: int | None
+    api_version: int | None
+    correlation_id: int | None
 
-    @classmethod
-    def at(
-        cls, head: RequestHeaderInfo, message: str, cause: Exception | None = None
-    ) -> Self:
-        """The error ``message`` about the request whose header begins with ``head``
-        (its api_key, api_version and correlation_id set)."""
-        return cls(
-            message,
-            api_key=head.api_key,
-            api_version=head.api_version,
-            correlation_id=head.correlation_id,
-            cause=cause,
+    def __init__(self, message: str, head: RequestHeaderInfo | None = None) -> None:
+        super().__init__(message)
+        self.api_key, self.api_version, self.correlation_id = (
+            (None, None, None) if head is None else head
         )
+
+    @property
+    def cause(self) -> BaseException | None:
+        """The error it was raised from (``__cause__``)."""
+        return self.__cause__
 
 
 class UnsupportedRequestError(RequestDecodeError):
@@ -332,16 +319,16 @@ def decode_request_frame(frame: bytes | bytearray | memoryview) -> RequestFrame:
     try:
         request_cls: Any = request_type(head.api_key, head.api_version)
     except LookupError as err:
-        raise UnsupportedRequestError.at(
-            head, f"unsupported request {_where(head)}: {err}", err
+        raise UnsupportedRequestError(
+            f"unsupported request {_where(head)}: {err}", head
         ) from err
     stream = io.BytesIO(frame)
     try:
         header = entity_reader(request_cls.__header_schema__)(stream)
         request = entity_reader(request_cls)(stream)
     except DecodeError as err:
-        raise RequestDecodeError.at(
-            head, f"cannot decode request {_where(head)}: {err}", err
+        raise RequestDecodeError(
+            f"cannot decode request {_where(head)}: {err}", head
         ) from err
     return RequestFrame(header, request, bytes(frame[stream.tell() :]))
 
@@ -370,10 +357,10 @@ def decode_request(frame: bytes | bytearray | memoryview) -> tuple[Any, Any]:
         head = RequestHeaderInfo(
             header.request_api_key, header.request_api_version, header.correlation_id
         )
-        raise RequestDecodeError.at(
-            head,
+        raise RequestDecodeError(
             f"request {_where(head)}: {len(trailing)} bytes left over after "
             f"{type(request).__name__} at byte offset {at}",
+            head,
         )
     return header, request
 

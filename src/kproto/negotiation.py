@@ -29,6 +29,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, TypeVar
 
+import attrs
+
 from kproto.errors import ErrorCode, KafkaProtocolError
 from kproto.frame_reader import FrameReader
 from kproto.framing import (
@@ -158,8 +160,9 @@ class ApiVersionsNegotiation:
 
     A shell loops: while :attr:`request` is not ``None``, reconnect if
     :attr:`reconnect` says so, send :attr:`request`, and hand the outcome to
-    :meth:`receive` (a :class:`kproto.framing.ResponseFrame`) or :meth:`fail` (the
-    connection error). Then :attr:`response` and :attr:`version` hold the answer.
+    :meth:`receive` (a :class:`kproto.framing.ResponseFrame`) or :meth:`fail` (any
+    :class:`~kproto.framing.KafkaConnectionError`: it re-raises those that are no
+    reason to fall back). Then :attr:`response` and :attr:`version` hold the answer.
     At most three requests are sent: v3, a retry at the version the broker's
     UNSUPPORTED_VERSION answer lists, and v0.
 
@@ -177,8 +180,10 @@ class ApiVersionsNegotiation:
         self.version = version
         self.request = api_versions_request(version)
 
-    def receive(self, frame: ResponseFrame) -> None:
-        """Take the decoded answer to :attr:`request`."""
+    def receive(self, frame: ResponseFrame | None) -> None:
+        """Take the decoded answer to :attr:`request` (None: there was none, which
+        cannot happen: ApiVersions is always answered)."""
+        assert frame is not None
         response = frame.response
         self.reconnect = False
         if response.error_code == 0 and not frame.api_versions_fallback:
@@ -314,6 +319,7 @@ class PendingRequest(NamedTuple):
     expects_response: bool
 
 
+@attrs.define(eq=False, slots=False)
 class NegotiationState:
     """Settings, correlation ids and negotiated versions of one broker connection:
     the core the blocking and asyncio connections share (no I/O here).
@@ -343,28 +349,19 @@ class NegotiationState:
         api_versions_response: the decoded ApiVersionsResponse.
     """
 
-    def __init__(
-        self,
-        host: str,
-        port: int,
-        *,
-        client_id: str | None = "kproto",
-        ssl_context: ssl.SSLContext | None = None,
-        sasl: SaslConfig | None = None,
-        timeout_s: float = 30.0,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.client_id = client_id
-        self.ssl_context = ssl_context
-        self.sasl = sasl
+    host: str
+    port: int
+    client_id: str | None = attrs.field(default="kproto", kw_only=True)
+    ssl_context: ssl.SSLContext | None = attrs.field(default=None, kw_only=True)
+    sasl: SaslConfig | None = attrs.field(default=None, kw_only=True)
+    timeout_s: float = attrs.field(default=30.0, kw_only=True)
+    max_frame_bytes: int = attrs.field(default=DEFAULT_MAX_FRAME_BYTES, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
         #: after SASL: the broker's session lifetime (ms; 0: none), KIP-368
         self.session_lifetime_ms = 0
         self._authenticated = False
         self._reauth_at: float | None = None
-        self.timeout_s = timeout_s
-        self.max_frame_bytes = max_frame_bytes
         self.broker_api_versions: dict[int, tuple[int, int]] | None = None
         self.versions: dict[int, int] = {}
         self.api_versions_version: int | None = None

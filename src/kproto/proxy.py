@@ -74,7 +74,7 @@ import inspect
 import logging
 import ssl
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
 import attrs
@@ -215,6 +215,37 @@ def _check_same_class(old: Any, new: Any) -> Any:
 class _Pending(NamedTuple):
     api_key: int
     api_version: int
+
+
+@attrs.define
+class _Link:
+    """One proxied connection: its two ends and the requests it awaits answers to."""
+
+    client: tuple[str, int]
+    upstream: tuple[str, int]
+    #: ``{correlation_id: the request}`` of requests forwarded and not yet answered
+    pending: dict[int, _Pending] = attrs.Factory(dict)
+
+    def event(
+        self,
+        direction: str,
+        api_key: int,
+        api_version: int,
+        correlation_id: int,
+        received: bytes,
+        sent: bytes,
+    ) -> FrameEvent:
+        """The :class:`FrameEvent` of a frame forwarded on this link."""
+        return FrameEvent(
+            direction,
+            api_key,
+            api_version,
+            correlation_id,
+            received,
+            sent,
+            self.client,
+            self.upstream,
+        )
 
 
 class Proxy:
@@ -362,18 +393,13 @@ class Proxy:
                 self._open_upstream(upstream), self.connect_timeout_s
             )
             up_writer = up
-            pending: dict[int, _Pending] = {}
-            link = (client, upstream)
+            link = _Link(client, upstream)
             pumps = [
                 asyncio.ensure_future(
-                    self._pump(
-                        client_reader, up_writer, self._on_request, pending, link
-                    )
+                    self._pump(client_reader, up_writer, self._on_request, link)
                 ),
                 asyncio.ensure_future(
-                    self._pump(
-                        up_reader, client_writer, self._on_response, pending, link
-                    )
+                    self._pump(up_reader, client_writer, self._on_response, link)
                 ),
             ]
             try:
@@ -426,28 +452,21 @@ class Proxy:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        handle: Callable[..., Any],
-        pending: dict[int, _Pending],
-        link: tuple[tuple[str, int], tuple[str, int]],
+        handle: Callable[[bytes, _Link], Awaitable[FrameEvent]],
+        link: _Link,
     ) -> None:
         frames = FrameReader(max_frame_bytes=self.max_frame_bytes)
         while data := await reader.read(READ_CHUNK_BYTES):
             frames.feed(data)
             for payload in frames:
-                event: FrameEvent = await handle(payload, pending, *link)
+                event = await handle(payload, link)
                 writer.write(SIZE_PREFIX.pack(len(event.sent)) + event.sent)
                 if self.on_frame is not None:
                     self.on_frame(event)
             await writer.drain()
         frames.eof()
 
-    async def _on_request(
-        self,
-        payload: bytes,
-        pending: dict[int, _Pending],
-        client: tuple[str, int],
-        upstream: tuple[str, int],
-    ) -> FrameEvent:
+    async def _on_request(self, payload: bytes, link: _Link) -> FrameEvent:
         head = peek_request_header(payload)
         api_key, api_version = head.api_key, head.api_version
         hook = self.request_hooks.get(api_key)
@@ -466,40 +485,20 @@ class Proxy:
                         request = new
                 answered = expects_response(request)
         if answered:
-            pending[head.correlation_id] = _Pending(api_key, api_version)
-        return FrameEvent(
-            "request",
-            api_key,
-            api_version,
-            head.correlation_id,
-            payload,
-            sent,
-            client,
-            upstream,
+            link.pending[head.correlation_id] = _Pending(api_key, api_version)
+        return link.event(
+            "request", api_key, api_version, head.correlation_id, payload, sent
         )
 
-    async def _on_response(
-        self,
-        payload: bytes,
-        pending: dict[int, _Pending],
-        client: tuple[str, int],
-        upstream: tuple[str, int],
-    ) -> FrameEvent:
+    async def _on_response(self, payload: bytes, link: _Link) -> FrameEvent:
         (correlation_id,) = _CORRELATION_ID.unpack_from(payload)
-        request = pending.pop(correlation_id, None)
+        request = link.pending.pop(correlation_id, None)
         sent = payload
         if request is not None:
             sent = await self._change_response(payload, request)
         api_key, api_version = request if request is not None else (-1, -1)
-        return FrameEvent(
-            "response",
-            api_key,
-            api_version,
-            correlation_id,
-            payload,
-            sent,
-            client,
-            upstream,
+        return link.event(
+            "response", api_key, api_version, correlation_id, payload, sent
         )
 
     async def _change_response(self, payload: bytes, request: _Pending) -> bytes:

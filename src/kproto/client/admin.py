@@ -18,7 +18,14 @@ from kproto.index import ApiKey
 from kproto.meta import ZERO_UUID
 
 from .core import ClientCore
-from .protocol import ANY_NODE, COORDINATOR_CODES, Call, Op, check_code
+from .protocol import (
+    ANY_NODE,
+    COORDINATOR_CODES,
+    Call,
+    Op,
+    check_code,
+    offsets_by_topic,
+)
 from .results import BrokerError, TopicPartition
 
 __all__ = [
@@ -114,20 +121,27 @@ def create_topics(
     core: ClientCore,
     names: Sequence[str],
     *,
-    num_partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str | None],
-    timeout_ms: int,
-    validate_only: bool,
+    num_partitions: int = -1,
+    replication_factor: int = -1,
+    configs: Mapping[str, str | None] | None = None,
+    timeout_ms: int = 30_000,
+    validate_only: bool = False,
 ) -> Op[None]:
-    """CreateTopics to the controller; see :meth:`kproto.client.Client.create_topics`."""
+    """CreateTopics, sent to the controller. -1 partitions/replication means the
+    broker's defaults (CreateTopics v4+, KIP-464).
+
+    Raises:
+        BrokerError: the first topic that failed (TOPIC_ALREADY_EXISTS, ...),
+            the others in its notes.
+    """
+    config_entries = [{"name": k, "value": v} for k, v in (configs or {}).items()]
 
     def build(v: int) -> dict[str, Any]:
         entry = {
             "num_partitions": num_partitions,
             "replication_factor": replication_factor,
             "assignments": [],
-            "configs": [{"name": k, "value": val} for k, val in configs.items()],
+            "configs": config_entries,
         }
         return {
             "topics": [{"name": n, **entry} for n in names],
@@ -142,9 +156,13 @@ def create_topics(
 
 
 def delete_topics(
-    core: ClientCore, names: Sequence[str], *, timeout_ms: int
+    core: ClientCore, names: Sequence[str], *, timeout_ms: int = 30_000
 ) -> Op[None]:
-    """DeleteTopics to the controller; see :meth:`kproto.client.Client.delete_topics`."""
+    """DeleteTopics, sent to the controller.
+
+    Raises:
+        BrokerError: the first topic that failed, the others in its notes.
+    """
 
     def build(v: int) -> dict[str, Any]:
         return {
@@ -228,15 +246,17 @@ def commit_offsets(
     group_id: str,
     offsets: Mapping[TopicPartition, int],
     *,
-    metadata: str | None,
+    metadata: str | None = "",
 ) -> Op[None]:
-    """OffsetCommit outside the group; see :meth:`kproto.client.Client.commit_offsets`."""
+    """Commit ``{TopicPartition: next offset to read}`` for ``group_id`` without
+    joining it (OffsetCommit to the coordinator from FindCoordinator).
+
+    Raises:
+        BrokerError: the first partition that failed (e.g.
+            UNKNOWN_MEMBER_ID if the group has active members).
+    """
     infos = yield from _topics_of(core, (tp.topic for tp in offsets))
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    for tp, offset in sorted(
-        offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
-    ):
-        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+    by_topic = offsets_by_topic(offsets)
 
     def build(v: int) -> dict[str, Any]:
         return {
@@ -273,9 +293,9 @@ def commit_offsets(
 def fetch_offsets(
     core: ClientCore, group_id: str, partitions: Sequence[TopicPartition] | None
 ) -> Op[dict[TopicPartition, int]]:
-    """OffsetFetch outside the group; see :meth:`kproto.client.Client.fetch_offsets`.
-    ``partitions`` None asks for every committed offset of the group (null topics,
-    OffsetFetch v2+)."""
+    """OffsetFetch outside the group, to the group's coordinator: the committed
+    offsets of ``group_id`` (-1 where none). ``partitions`` None asks for every
+    committed offset of the group (null topics, OffsetFetch v2+)."""
     topics: list[dict[str, Any]] | None
     if partitions is None:
         yield from core.refresh(None)  # names for the topic ids of OffsetFetch v10+

@@ -14,13 +14,13 @@ its transaction.)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
 from kproto.meta import ZERO_UUID
-from kproto.records import Compression, RecordInput, encode_batch
+from kproto.records import Compression, Record, RecordInput, encode_batch
 
 from .idempotence import (
     IDEMPOTENT_ATTEMPTS,
@@ -35,6 +35,7 @@ from .protocol import (
     REFRESH_CODES,
     Call,
     Op,
+    Pager,
     WaitingOp,
     check_code,
     interpret_fetch,
@@ -49,13 +50,17 @@ from .results import (
 )
 
 if TYPE_CHECKING:
+    from kproto.serde import Deserializer, Serializer
+
     from .transactions import TransactionManager
 
-__all__ = ["EARLIEST", "LATEST", "ClientCore"]
+__all__ = ["DEFAULT_FETCH_MAX_BYTES", "EARLIEST", "LATEST", "ClientCore"]
 
 #: ListOffsets timestamps (Kafka's ``ListOffsetsRequest.EARLIEST_TIMESTAMP`` etc.).
 EARLIEST = -2
 LATEST = -1
+#: Fetch's default ``max_bytes`` (1 MiB), for the response and the partition.
+DEFAULT_FETCH_MAX_BYTES = 1 << 20
 
 
 class ClientCore:
@@ -207,13 +212,43 @@ class ClientCore:
         topic: str,
         records: Sequence[RecordInput],
         *,
-        partition: int | None,
-        acks: int,
-        compression: Compression,
-        timeout_ms: int,
+        partition: int | None = None,
+        acks: int = -1,
+        compression: Compression = Compression.NONE,
+        timeout_ms: int = 30_000,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
     ) -> WaitingOp[list[ProducedRecord]]:
-        """One batch per partition, one Produce request per leader; see
-        :meth:`kproto.client.Client.produce`."""
+        """Produce ``records`` to ``topic``: one record batch (magic 2) per partition,
+        one Produce request per partition leader.
+
+        Args:
+            records: ``(key, value[, headers[, timestamp_ms]])`` tuples (or
+                :class:`kproto.records.Record`); keys/values bytes or None, headers
+                ``(str, bytes | None)`` pairs, timestamp ms (default: now).
+            partition: send every record there; default: Java's default
+                partitioner (murmur2 of the key; one sticky random partition for
+                null keys per call).
+            acks: -1 (all in-sync replicas), 1 (leader) or 0 (no answer).
+            compression: the batches' codec.
+            timeout_ms: the broker's wait for acks (Produce ``timeout_ms``).
+            key_serializer / value_serializer: turn each key / value into bytes
+                (a :mod:`kproto.serde` serializer, or any ``(value, ctx) ->
+                bytes | None``), before partitioning.
+
+        Returns:
+            one :class:`ProducedRecord` per record, in order (offset -1 with acks=0).
+
+        Raises:
+            kproto.serde.SerializationError: a key or value the serializer refused
+                (``KeySerializationError`` / ``ValueSerializationError``).
+        """
+        if key_serializer is not None or value_serializer is not None:
+            from kproto.serde.records import serialize_records
+
+            records = serialize_records(
+                topic, records, key_serializer, value_serializer
+            )
         if not records:
             return []
         if acks not in (-1, 0, 1):
@@ -390,13 +425,64 @@ class ClientCore:
         partition: int,
         offset: int,
         *,
-        max_bytes: int,
-        max_wait_ms: int,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        max_wait_ms: int = 0,
         isolation_level: int = 0,
         decode: bool = True,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> Op[FetchResult]:
-        """One Fetch of one partition from its leader; see
-        :meth:`kproto.client.Client.fetch`."""
+        """One Fetch of ``topic``/``partition`` from ``offset``.
+
+        Records below ``offset`` (Fetch returns whole batches) and control records
+        are dropped; an incomplete last batch is left for the next fetch, from
+        :attr:`FetchResult.next_offset`. Uses the topic id from Metadata for Fetch
+        v13+.
+
+        Args:
+            max_bytes: the response and partition byte limit (the broker still
+                returns a first batch larger than this, Fetch v3+).
+            max_wait_ms: how long the broker may wait for data (0: answer now).
+            isolation_level: Fetch's ``isolation_level`` (v4+, KIP-98): 0
+                read_uncommitted, 1 read_committed (the broker stops at the last
+                stable offset and drops the records of aborted transactions, as
+                Java's ``CompletedFetch``; ``raw`` keeps them, with
+                :attr:`FetchResult.aborted_transactions` to filter by).
+            decode: False: read only the batch headers (``records`` empty,
+                ``next_offset`` and ``raw`` as usual), for callers that decode
+                ``raw`` themselves (e.g. into columns).
+            key_deserializer / value_deserializer: turn each record's key / value
+                bytes into a value (a :mod:`kproto.serde` deserializer, or any
+                ``(data, ctx) -> value``); the records then carry those values.
+
+        Raises:
+            BrokerError: OFFSET_OUT_OF_RANGE and other partition errors.
+            kproto.serde.SerializationError: bytes the deserializer refused
+                (``KeyDeserializationError`` / ``ValueDeserializationError``, naming
+                topic, partition and offset).
+        """
+        result = yield from self._fetch(
+            topic, partition, offset, max_bytes, max_wait_ms, isolation_level, decode
+        )
+        if key_deserializer is None and value_deserializer is None:
+            return result
+        from kproto.serde.records import deserialize_result
+
+        return deserialize_result(
+            result, topic, partition, key_deserializer, value_deserializer
+        )
+
+    def _fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        max_wait_ms: int,
+        isolation_level: int,
+        decode: bool,
+    ) -> Op[FetchResult]:
+        """:meth:`fetch` without the deserializers."""
         where = f"Fetch {topic}-{partition}@{offset}"
         for attempt in range(2):
             node = yield from self.leader(topic, partition)
@@ -447,15 +533,65 @@ class ClientCore:
             )
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def pages(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        *,
+        follow: bool = False,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        max_wait_ms: int = 500,
+        isolation_level: int = 0,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
+    ) -> Iterator[Op[list[Record]]]:
+        """Yield the records of a partition from ``offset`` on, fetching page by page.
+
+        Without ``follow`` it stops at the high watermark of the first fetch
+        (records at or past it are not yielded); with ``follow`` it keeps fetching
+        (each Fetch waits up to ``max_wait_ms`` for new data) until the caller stops.
+        ``isolation_level`` 1 (read_committed) yields committed records only and
+        stops at the last stable offset of the first fetch instead.
+
+        ``key_deserializer`` / ``value_deserializer`` as :meth:`fetch`'s.
+
+        Raises:
+            ClientError: without ``follow``, a fetch below the end returned nothing
+                (instead of looping).
+            BrokerError: as :meth:`fetch` (e.g. OFFSET_OUT_OF_RANGE).
+            kproto.serde.SerializationError: as :meth:`fetch`.
+        """
+        pager = Pager(offset, follow=follow, isolation_level=isolation_level)
+        while not pager.done:
+            result = self.fetch(
+                topic,
+                partition,
+                pager.offset,
+                max_bytes=max_bytes,
+                max_wait_ms=max_wait_ms if follow else 0,
+                isolation_level=isolation_level,
+                key_deserializer=key_deserializer,
+                value_deserializer=value_deserializer,
+            )
+            yield _take(pager, result, f"{topic}-{partition}")
+
     def list_offsets(
         self,
         topic: str,
-        partitions: Iterable[int] | None,
-        timestamp: int,
+        partitions: Iterable[int] | None = None,
+        timestamp: int = LATEST,
         isolation_level: int = 0,
     ) -> Op[dict[int, ListedOffset]]:
-        """ListOffsets to each partition's leader; see
-        :meth:`kproto.client.Client.list_offsets`."""
+        """ListOffsets: per partition (default: all), the offset for ``timestamp``:
+        :data:`LATEST` (-1, the high watermark), :data:`EARLIEST` (-2, the log
+        start) or a time in ms (the first record at or after it).
+        ``isolation_level`` 1 (read_committed, v2+) makes LATEST the last stable
+        offset.
+
+        Returns:
+            ``{partition: ListedOffset(offset, timestamp)}``.
+        """
         info = yield from self.topic(topic)
         pending = sorted(info.leaders if partitions is None else set(partitions))
         out: dict[int, ListedOffset] = {}
@@ -509,3 +645,9 @@ def _retriable(code: int) -> bool:
         return ErrorCode(code).retriable
     except ValueError:
         return False
+
+
+def _take(pager: Pager, page: Op[FetchResult], where: str) -> Op[list[Record]]:
+    """``page``'s records for :meth:`ClientCore.pages`, through ``pager``."""
+    result = yield from page
+    return pager.take(result, where)

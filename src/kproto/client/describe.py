@@ -52,7 +52,7 @@ _INT16: Final = struct.Struct(">h")
 
 
 def describe_topics(
-    core: ClientCore, names: Sequence[str] | None
+    core: ClientCore, names: Sequence[str] | None = None
 ) -> Op[list[TopicDescription]]:
     """Metadata for ``names`` (None: every topic), sorted by name.
 

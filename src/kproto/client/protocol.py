@@ -12,8 +12,8 @@ made-up responses, no broker needed).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -23,10 +23,18 @@ from kproto.records import ControlRecordType, Record, decode_batches
 from kproto.records.segments import next_frame
 
 from .aborted import AbortedFilter
-from .results import AbortedTransaction, BrokerError, ClientError, FetchResult
+from .results import (
+    AbortedTransaction,
+    BrokerError,
+    ClientError,
+    FetchResult,
+    TopicPartition,
+)
 
 __all__ = [
     "ANY_NODE",
+    "offsets_by_topic",
+    "Steps",
     "Backoff",
     "Call",
     "WaitingOp",
@@ -99,6 +107,51 @@ Op = Generator[Call, Any, T]
 #: An operation that may also yield :class:`Backoff` waits (the drivers'
 #: ``run`` accepts both).
 WaitingOp = Generator[Call | Backoff, Any, T]
+
+
+class Steps(Generic[T]):
+    """A :data:`WaitingOp` as its driver sees it: iterate for its calls and
+    backoffs, :meth:`answer` each (the response; None after a backoff or for a
+    Call with acks=0), then read :attr:`result`. A context manager that closes the
+    operation (also when the driver fails)."""
+
+    def __init__(self, op: WaitingOp[T]) -> None:
+        self._op = op
+        self._answer: Any = None
+        self.result: T
+
+    def __enter__(self) -> Steps[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._op.close()
+
+    def __iter__(self) -> Iterator[Call | Backoff]:
+        try:
+            step = next(self._op)
+            while True:
+                self._answer = None
+                yield step
+                step = self._op.send(self._answer)
+        except StopIteration as stop:
+            self.result = stop.value
+
+    def answer(self, response: Any) -> None:
+        """The response to the step just yielded."""
+        self._answer = response
+
+
+def offsets_by_topic(
+    offsets: Mapping[TopicPartition, int],
+) -> dict[str, list[tuple[int, int]]]:
+    """``{topic: [(partition, offset)]}`` of ``offsets``, topics and partitions in
+    order: the shape OffsetCommit and TxnOffsetCommit send."""
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for tp, offset in sorted(
+        offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
+    ):
+        by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+    return by_topic
 
 
 def call_version(call: Call, negotiated: int) -> int:

@@ -31,7 +31,7 @@ finding the coordinator again, a bounded number of times.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -39,11 +39,21 @@ import attrs
 from kproto import __version__
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
+from kproto.records import Compression, RecordInput
 
-from .protocol import ANY_NODE, COORDINATOR_CODES, Backoff, Call, WaitingOp
-from .results import BrokerError, ClientError, TopicPartition
+from .protocol import (
+    ANY_NODE,
+    COORDINATOR_CODES,
+    Backoff,
+    Call,
+    WaitingOp,
+    offsets_by_topic,
+)
+from .results import BrokerError, ClientError, ProducedRecord, TopicPartition
 
 if TYPE_CHECKING:
+    from kproto.serde import Serializer
+
     from .core import ClientCore
 
 __all__ = [
@@ -158,6 +168,17 @@ class ConsumerGroupMetadata:
 _S = TransactionState
 
 
+def _non_empty(manager: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value:
+        raise ClientError(f"{attribute.name} must be a non-empty string")
+
+
+def _positive(manager: Any, attribute: attrs.Attribute[int], value: int) -> None:
+    if value <= 0:
+        raise ClientError(f"{attribute.name} must be > 0, got {value}")
+
+
+@attrs.define(eq=False, slots=False)
 class TransactionManager:
     """One ``transactional.id``'s producer state (Java's ``TransactionManager``).
 
@@ -182,33 +203,22 @@ class TransactionManager:
         partitions: the partitions of the open transaction (at TV2: those sent to).
     """
 
-    def __init__(
-        self,
-        core: ClientCore,
-        transactional_id: str,
-        *,
-        transaction_timeout_ms: int = 60_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1_000,
-        max_retries: int = 20,
-    ) -> None:
-        if not transactional_id:
-            raise ClientError("transactional_id must be a non-empty string")
-        if transaction_timeout_ms <= 0:
-            raise ClientError(
-                f"transaction_timeout_ms must be > 0, got {transaction_timeout_ms}"
-            )
-        if core.idempotence is None:
+    core: ClientCore
+    transactional_id: str = attrs.field(validator=_non_empty)
+    transaction_timeout_ms: int = attrs.field(
+        default=60_000, kw_only=True, validator=_positive
+    )
+    retry_backoff_ms: int = attrs.field(default=100, kw_only=True)
+    retry_backoff_max_ms: int = attrs.field(default=1_000, kw_only=True)
+    max_retries: int = attrs.field(default=20, kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        idempotence = self.core.idempotence
+        if idempotence is None:
             from .idempotence import Idempotence
 
-            core.idempotence = Idempotence()
-        self.core = core
-        self.idempotence = core.idempotence
-        self.transactional_id = transactional_id
-        self.transaction_timeout_ms = transaction_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = retry_backoff_max_ms
-        self.max_retries = max_retries
+            idempotence = self.core.idempotence = Idempotence()
+        self.idempotence = idempotence
         self.state = _S.UNINITIALIZED
         self.transaction_version = 1
         self.partitions: set[tuple[str, int]] = set()
@@ -220,7 +230,7 @@ class TransactionManager:
         #: a send failed with its fate unknown: bump the epoch after the abort (TV1)
         self._bump_after_abort = False
         self._error: TransactionError | None = None
-        core.transaction = self
+        self.core.transaction = self
 
     # ---------------------------------------------------------------- properties
 
@@ -513,6 +523,37 @@ class TransactionManager:
             return self._fail(self._classify(err))
         return self._fail(TransactionAbortableError(f"send failed: {err}"))
 
+    def send(
+        self,
+        topic: str,
+        records: Sequence[RecordInput],
+        *,
+        partition: int | None = None,
+        compression: Compression = Compression.NONE,
+        timeout_ms: int = 30_000,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
+    ) -> WaitingOp[list[ProducedRecord]]:
+        """Produce ``records`` inside the open transaction (``acks=-1``); the
+        arguments and result as :meth:`kproto.client.Client.produce`. A
+        read_committed consumer sees them once the transaction commits.
+
+        Raises:
+            TransactionStateError: no transaction is open.
+            TransactionAbortableError: the send failed: abort the transaction.
+            ProducerFencedError: fenced.
+        """
+        return self.core.produce(
+            topic,
+            records,
+            partition=partition,
+            acks=-1,
+            compression=compression,
+            timeout_ms=timeout_ms,
+            key_serializer=key_serializer,
+            value_serializer=value_serializer,
+        )
+
     def send_offsets_to_transaction(
         self,
         offsets: Mapping[TopicPartition, int],
@@ -556,11 +597,7 @@ class TransactionManager:
                 )
                 self._groups.add(group)
                 self._started = True
-            by_topic: dict[str, list[tuple[int, int]]] = {}
-            for tp, offset in sorted(
-                offsets.items(), key=lambda kv: (kv[0].topic, kv[0].partition)
-            ):
-                by_topic.setdefault(tp.topic, []).append((tp.partition, offset))
+            by_topic = offsets_by_topic(offsets)
 
             def build_commit(v: int) -> dict[str, Any]:
                 return {

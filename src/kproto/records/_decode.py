@@ -22,7 +22,13 @@ from kproto.exceptions import DecodeError
 from ._header import MAGIC_AT, BatchHead, batch_path
 from ._legacy import decode_legacy
 from ._types import COLUMN_NAMES, Record, RecordBatch, _RecordBatchSlots
-from ._v2_batch import add_to_arrow, decode_v2, decode_v2_arrow, make_records
+from ._v2_batch import (
+    add_to_arrow,
+    decode_v2,
+    decode_v2_arrow,
+    make_records,
+    open_v2,
+)
 from .segments import next_frame
 
 __all__ = [
@@ -98,14 +104,12 @@ class _Scan:
                         path=batch_path(pos, f.base_offset) + field,
                         offset=f.problem_at,
                     )
-                if builder is not None and f.magic == 2:
-                    yield decode_v2_arrow(
-                        data, mv, pos, end, check_crc, limit, max_records, builder
-                    )
-                elif f.magic == 2:
-                    yield decode_v2(
-                        data, mv, pos, end, check_crc, limit, max_records, want_records
-                    )
+                if f.magic == 2:
+                    batch = open_v2(data, mv, pos, end, check_crc, limit, max_records)
+                    if builder is not None:
+                        yield decode_v2_arrow(batch, builder)
+                    else:
+                        yield decode_v2(batch, want_records)
                 else:
                     head, cols = decode_legacy(
                         data, pos, end, check_crc, limit, max_records

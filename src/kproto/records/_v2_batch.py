@@ -8,7 +8,7 @@ control records (transaction markers and KRaft control types) follow
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import crc32c as _crc32c_module
 
@@ -35,7 +35,14 @@ from ._types import ControlRecord, ControlRecordType, Record, _RecordSlots
 from ._v2_checked import v2_records_checked
 from ._v2_loop import Bad, Columns
 
-__all__ = ["add_to_arrow", "decode_v2", "decode_v2_arrow", "make_records"]
+__all__ = [
+    "OpenedV2",
+    "add_to_arrow",
+    "decode_v2",
+    "decode_v2_arrow",
+    "make_records",
+    "open_v2",
+]
 
 _crc32c = _crc32c_module.crc32c
 _INT16 = struct.Struct(">h")
@@ -44,29 +51,31 @@ _SPECIAL = ATTR_LOG_APPEND_TIME | ATTR_CONTROL
 _new = object.__new__
 
 
-def decode_v2(
-    data: bytes,
-    mv: memoryview,
-    pos: int,
-    end: int,
-    check_crc: bool,
-    max_bytes: int,
-    max_records: int,
-    want_records: bool,
-) -> tuple[BatchHead, Any]:
-    """Decode the magic 2 batch ``data[pos:end]`` (``mv`` is a view of ``data``).
+class OpenedV2(NamedTuple):
+    """A magic 2 batch whose header :func:`open_v2` checked: its ``position`` in
+    the input, its ``header``, and its records region ``buf[start:end]`` (``buf``
+    the decompressed records, ``where`` then " (in decompressed data)", or the
+    input itself)."""
+
+    position: int
+    header: V2Header
+    buf: bytes
+    start: int
+    end: int
+    where: str
+
+
+def decode_v2(batch: OpenedV2, want_records: bool) -> tuple[BatchHead, Any]:
+    """Decode the records of a batch :func:`open_v2` opened.
 
     Returns its :class:`BatchHead` and its records: a tuple of
     :class:`~kproto.records.Record` if ``want_records``, else columns.
 
     Raises:
-        DecodeError: CRC mismatch, unknown codec, more than ``max_records`` records
-            declared, records decompressing to more than ``max_bytes``, malformed
-            records (named by :func:`~kproto.records._v2_checked.v2_records_checked`).
+        DecodeError: malformed records (named by
+            :func:`~kproto.records._v2_checked.v2_records_checked`).
     """
-    h, buf, rpos, rend, where = _open_v2(
-        data, mv, pos, end, check_crc, max_bytes, max_records
-    )
+    pos, h, buf, rpos, rend, where = batch
     attributes = h.attributes
     count = h.records_count
     special = attributes & _SPECIAL
@@ -101,16 +110,7 @@ def decode_v2(
     return v2_head(pos, h), payload
 
 
-def decode_v2_arrow(
-    data: bytes,
-    mv: memoryview,
-    pos: int,
-    end: int,
-    check_crc: bool,
-    max_bytes: int,
-    max_records: int,
-    builder: Any,
-) -> tuple[BatchHead, int]:
+def decode_v2_arrow(batch: OpenedV2, builder: Any) -> tuple[BatchHead, int]:
     """As :func:`decode_v2`, appending the records to the Arrow ``builder``
     (:mod:`kproto.records._arrow`) instead; returns the head and the record count.
 
@@ -119,9 +119,7 @@ def decode_v2_arrow(
             int64 and a column past Arrow's int32 offsets (the builder's
             OverflowError).
     """
-    h, buf, rpos, rend, where = _open_v2(
-        data, mv, pos, end, check_crc, max_bytes, max_records
-    )
+    pos, h, buf, rpos, rend, where = batch
     attributes = h.attributes
     count = h.records_count
     base_offset = h.base_offset
@@ -160,7 +158,7 @@ def add_to_arrow(
         ) from None
 
 
-def _open_v2(
+def open_v2(
     data: bytes,
     mv: memoryview,
     pos: int,
@@ -168,10 +166,10 @@ def _open_v2(
     check_crc: bool,
     max_bytes: int,
     max_records: int,
-) -> tuple[V2Header, bytes, int, int, str]:
-    """The checked header of the magic 2 batch ``data[pos:end]`` and its records
-    region: ``(header, buf, start, end, where)``, ``buf`` the decompressed records
-    (positions 0..len, ``where`` " (in decompressed data)") or ``data`` itself.
+) -> OpenedV2:
+    """The magic 2 batch ``data[pos:end]`` (``mv`` a view of ``data``) with its
+    header checked and its records decompressed, for :func:`decode_v2` or
+    :func:`decode_v2_arrow`.
 
     Raises:
         DecodeError: CRC mismatch, unknown codec, more than ``max_records`` records
@@ -218,8 +216,8 @@ def _open_v2(
             raise DecodeError(
                 reason, path=batch_path(pos, h.base_offset) + ".records", offset=start
             ) from None
-        return h, buf, 0, len(buf), " (in decompressed data)"
-    return h, data, start, end, ""
+        return OpenedV2(pos, h, buf, 0, len(buf), " (in decompressed data)")
+    return OpenedV2(pos, h, data, start, end, "")
 
 
 def _control_records(

@@ -111,6 +111,17 @@ def _dec_count(
         g.emit(ind + 1, "raise _Malformed('null in a non-nullable field')")
 
 
+def _dec_null_branch(g: Gen, ind: int, w: Wire, n: str, target: str) -> int:
+    """For a nullable ``w``, emit ``target = None`` when the length ``n`` is -1 and
+    open the ``else:`` for the value; returns the indent of the value's code."""
+    if not w.nullable:
+        return ind
+    g.emit(ind, f"if {n} < 0:")
+    g.emit(ind + 1, f"{target} = None")
+    g.emit(ind, "else:")
+    return ind + 1
+
+
 def _dec_value(g: Gen, ind: int, w: Wire, target: str, peek: str | None = None) -> None:
     """Emit code that reads one value of ``w`` into local ``target``.
 
@@ -132,12 +143,7 @@ def _dec_value(g: Gen, ind: int, w: Wire, target: str, peek: str | None = None) 
             return
         n = g.var(f"{target}_len")
         _dec_count(g, ind, w, n, "int16" if t == "string" else "int32", peek)
-        body = ind
-        if w.nullable:
-            g.emit(ind, f"if {n} < 0:")
-            g.emit(ind + 1, f"{target} = None")
-            g.emit(ind, "else:")
-            body = ind + 1
+        body = _dec_null_branch(g, ind, w, n, target)
         if t == "string":
             g.emit(body, f"{target} = _str(buf[pos:pos + {n}], 'utf-8')")
         else:
@@ -188,12 +194,7 @@ def _dec_value(g: Gen, ind: int, w: Wire, target: str, peek: str | None = None) 
         g.emit(ind, "else:")
         slow = ind + 1
     _dec_count(g, slow, w, n, "int32", peek)
-    body = slow
-    if w.nullable:
-        g.emit(slow, f"if {n} < 0:")
-        g.emit(slow + 1, f"{target} = None")
-        g.emit(slow, "else:")
-        body = slow + 1
+    body = _dec_null_branch(g, slow, w, n, target)
     if el.kind == "primitive" and el.type in INT_ARRAY:
         fmt, size = FIXED_FORMATS[el.type], FIXED_SIZES[el.type]
         g.emit(body, f"{target} = _array_struct({fmt!r}, {n}).unpack_from(buf, pos)")

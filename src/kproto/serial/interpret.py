@@ -153,12 +153,18 @@ def _length(src: Source, w: Wire, path: str, classic: str) -> int | None:
         if not w.nullable:
             raise DecodeError("null in a non-nullable field", path=path, offset=start)
         return None
+    _check_left(src, "length", n, path, start)
+    return n
+
+
+def _check_left(src: Source, what: str, n: int, path: str, offset: int) -> None:
+    """Raise DecodeError if ``n`` (a length, or a count of items of at least one
+    byte each) claims more than the bytes left in ``src`` (when it knows them)."""
     left = src.remaining()
     if left is not None and n > left:
         raise DecodeError(
-            f"length {n} exceeds the {left} bytes left", path=path, offset=start
+            f"{what} {n} exceeds the {left} bytes left", path=path, offset=offset
         )
-    return n
 
 
 def _read_primitive(src: Source, w: Wire, t: str, path: str) -> Any:
@@ -250,13 +256,9 @@ def read_entity(cls: type, src: Source, path: str = "") -> Any:
         unknown = []
         count_at = src.pos
         count = _uvarint(src, f"{path}.<tagged fields>")
-        left = src.remaining()
-        if left is not None and count > left:
-            raise DecodeError(
-                f"{count} tagged fields claimed, {left} bytes left",
-                path=f"{path}.<tagged fields>",
-                offset=count_at,
-            )
+        _check_left(
+            src, "tagged field count", count, f"{path}.<tagged fields>", count_at
+        )
         last = -1
         for _ in range(count):
             tag_at = src.pos
@@ -269,13 +271,7 @@ def read_entity(cls: type, src: Source, path: str = "") -> Any:
                 )
             last = tag
             size = _uvarint(src, f"{path}.<tag {tag}>")
-            left = src.remaining()
-            if left is not None and size > left:
-                raise DecodeError(
-                    f"tagged field size {size} exceeds the {left} bytes left",
-                    path=f"{path}.<tag {tag}>",
-                    offset=tag_at,
-                )
+            _check_left(src, "tagged field size", size, f"{path}.<tag {tag}>", tag_at)
             if tag in tagged:
                 name, w = tagged[tag]
                 start = src.pos

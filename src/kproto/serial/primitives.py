@@ -9,6 +9,7 @@ memoryview) and a position and return ``(value, new position)``; writers return 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Final
 
 from kproto import _varint
@@ -75,31 +76,31 @@ class Short(Malformed):
         self.need = need
 
 
-def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``
-    (through :mod:`kproto._varint`, the one home of varint reading).
+def _malformed_on_varint_error(
+    read: Callable[[bytes | memoryview, int], tuple[int, int]],
+) -> Callable[[bytes | memoryview, int], tuple[int, int]]:
+    """``read`` (one of :mod:`kproto._varint`'s readers, the one home of varint
+    reading) with its :class:`~kproto._varint.VarintError` raised as
+    :class:`Malformed`."""
 
-    Raises:
-        Malformed: more than 5 bytes, or a value over 32 bits.
-        IndexError: the input ends inside the varint.
-    """
-    try:
-        return _varint.read_uvarint(buf, pos)
-    except _varint.VarintError as err:
-        raise Malformed(f"unsigned {err}") from None
+    def checked(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+        try:
+            return read(buf, pos)
+        except _varint.VarintError as err:
+            raise Malformed(f"unsigned {err}") from None
+
+    checked.__name__ = checked.__qualname__ = read.__name__
+    checked.__doc__ = read.__doc__
+    return checked
 
 
-def read_uvarlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """An unsigned varlong of at most 10 bytes (64 bits).
-
-    Raises:
-        Malformed: more than 10 bytes, or a value over 64 bits.
-        IndexError: the input ends inside the varlong.
-    """
-    try:
-        return _varint.read_uvarlong(buf, pos)
-    except _varint.VarintError as err:
-        raise Malformed(f"unsigned {err}") from None
+#: An unsigned varint of at most 5 bytes (32 bits), as Kafka's ``readUnsignedVarint``:
+#: Malformed for more than 5 bytes or a value over 32 bits, IndexError when the input
+#: ends inside it.
+read_uvarint: Final = _malformed_on_varint_error(_varint.read_uvarint)
+#: An unsigned varlong of at most 10 bytes (64 bits), as ``readUnsignedVarlong``:
+#: Malformed and IndexError likewise.
+read_uvarlong: Final = _malformed_on_varint_error(_varint.read_uvarlong)
 
 
 def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
