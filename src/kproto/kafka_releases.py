@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 from kproto.index import ApiKey
 
@@ -51,7 +51,178 @@ __all__ = [
 
 #: A release and its changes from the release before it in the same list:
 #: ``{api_key: (min_version, max_version)}``, ``None`` for an API it dropped.
-_Step = tuple[str, Mapping[ApiKey, "tuple[int, int] | None"]]
+_Changes = Mapping[ApiKey, "tuple[int, int] | None"]
+_Step = tuple[str, _Changes]
+
+
+class _Release3x(NamedTuple):
+    """A 3.x release's changes from the release before it: those the KRaft and
+    the ZooKeeper-mode broker both made (the client APIs), and those each made
+    alone (KRaft: the APIs its early access lacked; ZooKeeper mode: the
+    inter-broker APIs, and what KRaft served later)."""
+
+    name: str
+    both: _Changes
+    kraft: _Changes = {}
+    zookeeper: _Changes = {}
+
+
+_RELEASES_3X: Final[tuple[_Release3x, ...]] = (
+    _Release3x(
+        "3.0",
+        both={
+            ApiKey.LIST_OFFSETS: (0, 7),
+            ApiKey.OFFSET_FETCH: (0, 8),
+            ApiKey.FIND_COORDINATOR: (0, 4),
+            ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+            ApiKey.LIST_TRANSACTIONS: (0, 0),
+        },
+        kraft={
+            ApiKey.INIT_PRODUCER_ID: (0, 4),
+            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+            ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+            ApiKey.END_TXN: (0, 3),
+            ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+            ApiKey.DESCRIBE_ACLS: (0, 2),
+            ApiKey.CREATE_ACLS: (0, 2),
+            ApiKey.DELETE_ACLS: (0, 2),
+            ApiKey.ALTER_CONFIGS: (0, 2),
+            ApiKey.CREATE_PARTITIONS: (0, 3),
+            ApiKey.ELECT_LEADERS: (0, 2),
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+            ApiKey.DESCRIBE_QUORUM: None,
+            ApiKey.UPDATE_FEATURES: (0, 0),
+        },
+        zookeeper={
+            ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+        },
+    ),
+    _Release3x(
+        "3.1",
+        both={
+            ApiKey.FETCH: (0, 13),
+            ApiKey.METADATA: (0, 12),
+        },
+    ),
+    _Release3x(
+        "3.2",
+        both={
+            ApiKey.JOIN_GROUP: (0, 9),
+            ApiKey.LEAVE_GROUP: (0, 5),
+            ApiKey.DESCRIBE_LOG_DIRS: (0, 3),
+        },
+        kraft={
+            ApiKey.ENVELOPE: None,
+        },
+        zookeeper={
+            ApiKey.LEADER_AND_ISR: (0, 6),
+            ApiKey.ALTER_PARTITION: (0, 1),
+        },
+    ),
+    _Release3x(
+        "3.3",
+        both={
+            ApiKey.DESCRIBE_ACLS: (0, 3),
+            ApiKey.CREATE_ACLS: (0, 3),
+            ApiKey.DELETE_ACLS: (0, 3),
+            ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
+            ApiKey.UPDATE_FEATURES: (0, 1),
+        },
+        kraft={
+            ApiKey.DESCRIBE_QUORUM: (0, 1),
+            ApiKey.UNREGISTER_BROKER: (0, 0),
+        },
+        zookeeper={
+            ApiKey.CREATE_DELEGATION_TOKEN: (0, 3),
+            ApiKey.DESCRIBE_DELEGATION_TOKEN: (0, 3),
+            ApiKey.ALTER_PARTITION: (0, 2),
+        },
+    ),
+    _Release3x(
+        "3.4",
+        both={},
+        zookeeper={
+            ApiKey.LEADER_AND_ISR: (0, 7),
+            ApiKey.STOP_REPLICA: (0, 4),
+            ApiKey.UPDATE_METADATA: (0, 8),
+            ApiKey.ENVELOPE: (0, 0),
+        },
+    ),
+    _Release3x(
+        "3.5",
+        both={
+            ApiKey.FETCH: (0, 15),
+            ApiKey.LIST_OFFSETS: (0, 8),
+        },
+        kraft={
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+        },
+        zookeeper={
+            ApiKey.ALTER_PARTITION: (0, 3),
+        },
+    ),
+    _Release3x(
+        "3.6",
+        both={
+            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
+        },
+        kraft={
+            ApiKey.CREATE_DELEGATION_TOKEN: (0, 3),
+            ApiKey.RENEW_DELEGATION_TOKEN: (0, 2),
+            ApiKey.EXPIRE_DELEGATION_TOKEN: (0, 2),
+            ApiKey.DESCRIBE_DELEGATION_TOKEN: (0, 3),
+        },
+    ),
+    _Release3x(
+        "3.7",
+        both={
+            ApiKey.PRODUCE: (0, 10),
+            ApiKey.FETCH: (0, 16),
+            ApiKey.OFFSET_COMMIT: (0, 9),
+            ApiKey.OFFSET_FETCH: (0, 9),
+            ApiKey.DESCRIBE_CLUSTER: (0, 1),
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
+        },
+        kraft={
+            ApiKey.LIST_CONFIG_RESOURCES: (0, 0),
+        },
+    ),
+    _Release3x(
+        "3.8",
+        both={
+            ApiKey.PRODUCE: (0, 11),
+            ApiKey.FIND_COORDINATOR: (0, 5),
+            ApiKey.LIST_GROUPS: (0, 5),
+            ApiKey.INIT_PRODUCER_ID: (0, 5),
+            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+            ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+            ApiKey.END_TXN: (0, 4),
+            ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+            ApiKey.LIST_TRANSACTIONS: (0, 1),
+            ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
+        },
+        kraft={
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+        },
+    ),
+    _Release3x(
+        "3.9",
+        both={
+            ApiKey.FETCH: (0, 17),
+            ApiKey.LIST_OFFSETS: (0, 9),
+            ApiKey.FIND_COORDINATOR: (0, 6),
+            ApiKey.API_VERSIONS: (0, 4),
+        },
+        kraft={
+            ApiKey.DESCRIBE_QUORUM: (0, 2),
+            ApiKey.ADD_RAFT_VOTER: (0, 0),
+            ApiKey.REMOVE_RAFT_VOTER: (0, 0),
+        },
+    ),
+)
 
 _KRAFT: Final[tuple[_Step, ...]] = (
     (
@@ -91,120 +262,7 @@ _KRAFT: Final[tuple[_Step, ...]] = (
             ApiKey.DESCRIBE_PRODUCERS: (0, 0),
         },
     ),
-    (
-        "3.0",
-        {
-            ApiKey.LIST_OFFSETS: (0, 7),
-            ApiKey.OFFSET_FETCH: (0, 8),
-            ApiKey.FIND_COORDINATOR: (0, 4),
-            ApiKey.INIT_PRODUCER_ID: (0, 4),
-            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
-            ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
-            ApiKey.END_TXN: (0, 3),
-            ApiKey.TXN_OFFSET_COMMIT: (0, 3),
-            ApiKey.DESCRIBE_ACLS: (0, 2),
-            ApiKey.CREATE_ACLS: (0, 2),
-            ApiKey.DELETE_ACLS: (0, 2),
-            ApiKey.ALTER_CONFIGS: (0, 2),
-            ApiKey.CREATE_PARTITIONS: (0, 3),
-            ApiKey.ELECT_LEADERS: (0, 2),
-            ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
-            ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
-            ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
-            ApiKey.DESCRIBE_QUORUM: None,
-            ApiKey.UPDATE_FEATURES: (0, 0),
-            ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
-            ApiKey.LIST_TRANSACTIONS: (0, 0),
-        },
-    ),
-    (
-        "3.1",
-        {
-            ApiKey.FETCH: (0, 13),
-            ApiKey.METADATA: (0, 12),
-        },
-    ),
-    (
-        "3.2",
-        {
-            ApiKey.JOIN_GROUP: (0, 9),
-            ApiKey.LEAVE_GROUP: (0, 5),
-            ApiKey.DESCRIBE_LOG_DIRS: (0, 3),
-            ApiKey.ENVELOPE: None,
-        },
-    ),
-    (
-        "3.3",
-        {
-            ApiKey.DESCRIBE_ACLS: (0, 3),
-            ApiKey.CREATE_ACLS: (0, 3),
-            ApiKey.DELETE_ACLS: (0, 3),
-            ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
-            ApiKey.DESCRIBE_QUORUM: (0, 1),
-            ApiKey.UPDATE_FEATURES: (0, 1),
-            ApiKey.UNREGISTER_BROKER: (0, 0),
-        },
-    ),
-    ("3.4", {}),
-    (
-        "3.5",
-        {
-            ApiKey.FETCH: (0, 15),
-            ApiKey.LIST_OFFSETS: (0, 8),
-            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
-            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-        },
-    ),
-    (
-        "3.6",
-        {
-            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
-            ApiKey.CREATE_DELEGATION_TOKEN: (0, 3),
-            ApiKey.RENEW_DELEGATION_TOKEN: (0, 2),
-            ApiKey.EXPIRE_DELEGATION_TOKEN: (0, 2),
-            ApiKey.DESCRIBE_DELEGATION_TOKEN: (0, 3),
-        },
-    ),
-    (
-        "3.7",
-        {
-            ApiKey.PRODUCE: (0, 10),
-            ApiKey.FETCH: (0, 16),
-            ApiKey.OFFSET_COMMIT: (0, 9),
-            ApiKey.OFFSET_FETCH: (0, 9),
-            ApiKey.DESCRIBE_CLUSTER: (0, 1),
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
-            ApiKey.LIST_CONFIG_RESOURCES: (0, 0),
-        },
-    ),
-    (
-        "3.8",
-        {
-            ApiKey.PRODUCE: (0, 11),
-            ApiKey.FIND_COORDINATOR: (0, 5),
-            ApiKey.LIST_GROUPS: (0, 5),
-            ApiKey.INIT_PRODUCER_ID: (0, 5),
-            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
-            ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-            ApiKey.END_TXN: (0, 4),
-            ApiKey.TXN_OFFSET_COMMIT: (0, 4),
-            ApiKey.LIST_TRANSACTIONS: (0, 1),
-            ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
-            ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
-        },
-    ),
-    (
-        "3.9",
-        {
-            ApiKey.FETCH: (0, 17),
-            ApiKey.LIST_OFFSETS: (0, 9),
-            ApiKey.FIND_COORDINATOR: (0, 6),
-            ApiKey.API_VERSIONS: (0, 4),
-            ApiKey.DESCRIBE_QUORUM: (0, 2),
-            ApiKey.ADD_RAFT_VOTER: (0, 0),
-            ApiKey.REMOVE_RAFT_VOTER: (0, 0),
-        },
-    ),
+    *((r.name, {**r.both, **r.kraft}) for r in _RELEASES_3X),
     (
         "4.0",
         {
@@ -477,105 +535,7 @@ _ZOOKEEPER: Final[tuple[_Step, ...]] = (
             ApiKey.DESCRIBE_PRODUCERS: (0, 0),
         },
     ),
-    (
-        "3.0",
-        {
-            ApiKey.LIST_OFFSETS: (0, 7),
-            ApiKey.OFFSET_FETCH: (0, 8),
-            ApiKey.FIND_COORDINATOR: (0, 4),
-            ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
-            ApiKey.LIST_TRANSACTIONS: (0, 0),
-            ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
-        },
-    ),
-    (
-        "3.1",
-        {
-            ApiKey.FETCH: (0, 13),
-            ApiKey.METADATA: (0, 12),
-        },
-    ),
-    (
-        "3.2",
-        {
-            ApiKey.LEADER_AND_ISR: (0, 6),
-            ApiKey.JOIN_GROUP: (0, 9),
-            ApiKey.LEAVE_GROUP: (0, 5),
-            ApiKey.DESCRIBE_LOG_DIRS: (0, 3),
-            ApiKey.ALTER_PARTITION: (0, 1),
-        },
-    ),
-    (
-        "3.3",
-        {
-            ApiKey.DESCRIBE_ACLS: (0, 3),
-            ApiKey.CREATE_ACLS: (0, 3),
-            ApiKey.DELETE_ACLS: (0, 3),
-            ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
-            ApiKey.CREATE_DELEGATION_TOKEN: (0, 3),
-            ApiKey.DESCRIBE_DELEGATION_TOKEN: (0, 3),
-            ApiKey.ALTER_PARTITION: (0, 2),
-            ApiKey.UPDATE_FEATURES: (0, 1),
-        },
-    ),
-    (
-        "3.4",
-        {
-            ApiKey.LEADER_AND_ISR: (0, 7),
-            ApiKey.STOP_REPLICA: (0, 4),
-            ApiKey.UPDATE_METADATA: (0, 8),
-            ApiKey.ENVELOPE: (0, 0),
-        },
-    ),
-    (
-        "3.5",
-        {
-            ApiKey.FETCH: (0, 15),
-            ApiKey.LIST_OFFSETS: (0, 8),
-            ApiKey.ALTER_PARTITION: (0, 3),
-        },
-    ),
-    (
-        "3.6",
-        {
-            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 4),
-        },
-    ),
-    (
-        "3.7",
-        {
-            ApiKey.PRODUCE: (0, 10),
-            ApiKey.FETCH: (0, 16),
-            ApiKey.OFFSET_COMMIT: (0, 9),
-            ApiKey.OFFSET_FETCH: (0, 9),
-            ApiKey.DESCRIBE_CLUSTER: (0, 1),
-            ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
-        },
-    ),
-    (
-        "3.8",
-        {
-            ApiKey.PRODUCE: (0, 11),
-            ApiKey.FIND_COORDINATOR: (0, 5),
-            ApiKey.LIST_GROUPS: (0, 5),
-            ApiKey.INIT_PRODUCER_ID: (0, 5),
-            ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
-            ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
-            ApiKey.END_TXN: (0, 4),
-            ApiKey.TXN_OFFSET_COMMIT: (0, 4),
-            ApiKey.LIST_TRANSACTIONS: (0, 1),
-            ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
-        },
-    ),
-    (
-        "3.9",
-        {
-            ApiKey.FETCH: (0, 17),
-            ApiKey.LIST_OFFSETS: (0, 9),
-            ApiKey.FIND_COORDINATOR: (0, 6),
-            ApiKey.API_VERSIONS: (0, 4),
-        },
-    ),
+    *((r.name, {**r.both, **r.zookeeper}) for r in _RELEASES_3X),
 )
 
 

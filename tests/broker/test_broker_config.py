@@ -148,8 +148,8 @@ def test_keyword_arguments_and_config_are_one_configuration(tmp_path: Path) -> N
         },
     )
     assert old.config == new.config
-    assert old.state.num_partitions == new.state.num_partitions == 3
-    assert new.state.segment_bytes == 600 and new.security.acls is not None
+    assert old.state.config.num_partitions == new.state.config.num_partitions == 3
+    assert new.state.config.log_segment_bytes == 600 and new.security.acls is not None
     with pytest.raises(BrokerConfigError, match="num_partitions=") as err:
         Cluster(num_partitions=2, config={"num.partitions": 3})
     assert err.value.key == "num.partitions"

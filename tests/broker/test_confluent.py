@@ -149,7 +149,9 @@ def test_admin_client(cluster3: Cluster) -> None:
     configs = a.describe_configs([res])[res].result(10)
     assert configs["retention.ms"].value == "5000"
     assert configs["cleanup.policy"].value == "delete"
-    assert configs["segment.bytes"].value == str(cluster3.state.segment_bytes)
+    assert configs["segment.bytes"].value == str(
+        cluster3.state.config.log_segment_bytes
+    )
     change = admin.ConfigResource(
         "topic",
         "adm",

@@ -63,8 +63,8 @@ def test_three_nodes(kafka_cluster: Any, kafka_cluster_factory: Any) -> None:
     """The guide's marker example (the plugin runs in this suite too)."""
     orders = kafka_cluster.create_topic("orders")  # 6 partitions over 3 leaders
     assert orders.partitions == 6 and set(orders.leaders) == {1, 2, 3}
-    assert kafka_cluster.state.auto_create_topics is False
+    assert kafka_cluster.state.config.auto_create_topics_enable is False
     other = kafka_cluster_factory(configs={"log.segment.bytes": 1 << 20})
-    assert other.state.segment_bytes == 1 << 20
+    assert other.state.config.log_segment_bytes == 1 << 20
     assert len(other.servers) == 1
     assert other.bootstrap_servers != kafka_cluster.bootstrap_servers

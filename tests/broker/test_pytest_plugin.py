@@ -39,23 +39,23 @@ def brokers(cluster):
 def test_marker(kafka_cluster):
     assert brokers(kafka_cluster) == [1, 2, 3]
     state = kafka_cluster.state
-    assert state.auto_create_topics is False
-    assert state.num_partitions == 4  # the module's marker, merged
-    assert state.segment_bytes == 1048576
+    assert state.config.auto_create_topics_enable is False
+    assert state.config.num_partitions == 4  # the module's marker, merged
+    assert state.config.log_segment_bytes == 1048576
 
 
 def test_module_marker_only(kafka_cluster):
     assert brokers(kafka_cluster) == [1]
-    assert kafka_cluster.state.num_partitions == 4
-    assert kafka_cluster.state.auto_create_topics is True
+    assert kafka_cluster.state.config.num_partitions == 4
+    assert kafka_cluster.state.config.auto_create_topics_enable is True
 
 
 def test_factory(kafka_cluster, kafka_cluster_factory):
     two = kafka_cluster_factory(nodes=2)
     closed = kafka_cluster_factory(configs={"auto.create.topics.enable": "false"})
     assert brokers(two) == [1, 2]
-    assert closed.state.auto_create_topics is False
-    assert closed.state.num_partitions == 1  # the marker is the fixture's only
+    assert closed.state.config.auto_create_topics_enable is False
+    assert closed.state.config.num_partitions == 1  # the marker is the fixture's only
     assert len({kafka_cluster.bootstrap_servers, two.bootstrap_servers,
                 closed.bootstrap_servers}) == 3
     MADE.extend([two, closed])

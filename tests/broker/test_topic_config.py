@@ -235,7 +235,7 @@ def test_alter_reparses_and_the_log_follows(cluster: Cluster) -> None:
     )
     assert info.topic_config.segment_size == 4096
     assert cluster.state.partition_log("typed", 0).segment_bytes == 4096  # type: ignore[union-attr]
-    assert info.config("segment.bytes") == str(cluster.state.segment_bytes)
+    assert info.config("segment.bytes") == str(cluster.state.config.log_segment_bytes)
     with pytest.raises(TopicError) as err:
         cluster.alter_topic_configs("typed", {"retention.ms": "soon"})
     assert err.value.error_code == ErrorCode.INVALID_CONFIG

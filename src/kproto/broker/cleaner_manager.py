@@ -67,6 +67,7 @@ class CleanerStats:
     removed: int = 0
 
 
+@attrs.define(eq=False)
 class LogCleaner:
     """Cleans the cluster's compacted logs in the background.
 
@@ -77,22 +78,15 @@ class LogCleaner:
         max_map_entries: keys one pass maps (Kafka's dedupe buffer).
     """
 
-    def __init__(
-        self,
-        state: ClusterState,
-        *,
-        backoff_ms: int = 15_000,
-        max_map_entries: int = DEFAULT_MAX_MAP_ENTRIES,
-    ) -> None:
-        self.state = state
-        self.backoff_ms = backoff_ms
-        self.max_map_entries = max_map_entries
-        #: (topic, partition) -> first dirty offset (the checkpoint)
-        self.checkpoints: dict[tuple[str, int], int] = {}
-        #: (topic, partition) -> latest delete horizon written (ms)
-        self.horizons: dict[tuple[str, int], int] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
+    state: ClusterState
+    backoff_ms: int = attrs.field(default=15_000, kw_only=True)
+    max_map_entries: int = attrs.field(default=DEFAULT_MAX_MAP_ENTRIES, kw_only=True)
+    #: (topic, partition) -> first dirty offset (the checkpoint)
+    checkpoints: dict[tuple[str, int], int] = attrs.field(init=False, factory=dict)
+    #: (topic, partition) -> latest delete horizon written (ms)
+    horizons: dict[tuple[str, int], int] = attrs.field(init=False, factory=dict)
+    _task: asyncio.Task[None] | None = attrs.field(init=False, default=None)
+    _lock: asyncio.Lock = attrs.field(init=False, factory=asyncio.Lock)
 
     # --------------------------------------------------------------- lifecycle
 

@@ -232,6 +232,7 @@ def warm_codecs(
     return len(pairs)
 
 
+@attrs.define(eq=False, slots=False)
 class Dispatcher:
     """Runs the requests one node receives through :data:`HANDLERS`.
 
@@ -250,36 +251,31 @@ class Dispatcher:
             served, unchangeable).
     """
 
-    def __init__(
-        self,
-        state: ClusterState,
-        groups: GroupCoordinator,
-        node_id: int,
-        *,
-        txn: TransactionCoordinator,
-        request_log: RequestLog | None = None,
-        log_requests: bool = False,
-        faults: FaultInjector | None = None,
-        security: ListenerSecurity | None = None,
-        share: ShareCoordinator | None = None,
-        api_versions: ApiVersionTable | None = None,
-    ) -> None:
-        self.faults = faults
-        self.api_versions = api_versions or ApiVersionTable()
-        self.share = share
-        self.security = security or ListenerSecurity()
-        self.state = state
-        self.groups = groups
-        self.txn = txn
-        self.node_id = node_id
-        self.request_log = request_log
-        self.log_requests = log_requests
-        #: this node's incremental fetch sessions (KIP-227)
-        self.fetch_sessions = FetchSessionCache()
-        #: the partitions this node leads; a batch validated off the event loop
-        #: gives up the request's turn meanwhile
-        self.replicas = ReplicaManager(
-            state, node_id, verify_transaction=txn.in_transaction, wait=off_turn
+    state: ClusterState
+    groups: GroupCoordinator
+    node_id: int
+    txn: TransactionCoordinator = attrs.field(kw_only=True)
+    request_log: RequestLog | None = attrs.field(default=None, kw_only=True)
+    log_requests: bool = attrs.field(default=False, kw_only=True)
+    faults: FaultInjector | None = attrs.field(default=None, kw_only=True)
+    security: ListenerSecurity = attrs.field(factory=ListenerSecurity, kw_only=True)
+    share: ShareCoordinator | None = attrs.field(default=None, kw_only=True)
+    api_versions: ApiVersionTable = attrs.field(factory=ApiVersionTable, kw_only=True)
+    #: this node's incremental fetch sessions (KIP-227)
+    fetch_sessions: FetchSessionCache = attrs.field(
+        init=False, factory=FetchSessionCache
+    )
+    #: the partitions this node leads; a batch validated off the event loop
+    #: gives up the request's turn meanwhile
+    replicas: ReplicaManager = attrs.field(init=False)
+
+    @replicas.default
+    def _replicas(self) -> ReplicaManager:
+        return ReplicaManager(
+            self.state,
+            self.node_id,
+            verify_transaction=self.txn.in_transaction,
+            wait=off_turn,
         )
 
     def handler_for(self, api_key: int, api_version: int) -> Handler | None:

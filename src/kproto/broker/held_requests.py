@@ -64,6 +64,7 @@ class _Parked:
     timer: asyncio.TimerHandle | None = None
 
 
+@attrs.define(eq=False)
 class Hold:
     """Parks requests of ``api_key`` until the test decides (from
     :meth:`kproto.broker.Cluster.hold`).
@@ -81,38 +82,44 @@ class Hold:
         ValueError: ``count`` < 1 or ``timeout_ms`` <= 0.
     """
 
-    def __init__(
-        self,
-        api_key: ApiKey,
-        on_loop: OnLoop,
-        *,
-        node_id: int | None = None,
-        count: int | None = None,
-        timeout_ms: int = 10_000,
-        match: Callable[[RequestContext, Any], bool] | None = None,
-    ) -> None:
+    api_key: ApiKey = attrs.field(converter=ApiKey)
+    _on_loop: OnLoop
+    node_id: int | None = attrs.field(default=None, kw_only=True)
+    count: int | None = attrs.field(default=None, kw_only=True)
+    timeout_ms: int = attrs.field(default=10_000, kw_only=True)
+    _match: Callable[[RequestContext, Any], bool] | None = attrs.field(
+        default=None, kw_only=True
+    )
+    _parked: collections.deque[_Parked] = attrs.field(
+        init=False, factory=collections.deque
+    )
+    _taken: int = attrs.field(init=False, default=0)
+    _stopped: bool = attrs.field(init=False, default=False)
+    # notified (loop thread) whenever a request is parked, for wait()
+    _arrived: threading.Condition = attrs.field(init=False, factory=threading.Condition)
+    #: what a request parked ``timeout_ms`` gets: REQUEST_TIMED_OUT where the API's
+    #: error response can be built, else the connection closes
+    _on_timeout: Outcome = attrs.field(init=False)
+
+    @count.validator
+    def _check_count(self, _: object, count: int | None) -> None:
         if count is not None and count < 1:
             raise ValueError(
                 f"count must be >= 1 (or None: every request), got {count}"
             )
+
+    @timeout_ms.validator
+    def _check_timeout(self, _: object, timeout_ms: int) -> None:
         if timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be > 0, got {timeout_ms}")
-        self.api_key = ApiKey(api_key)
-        self.node_id = node_id
-        self.count = count
-        self.timeout_ms = timeout_ms
-        self._match = match
-        self._on_loop = on_loop
-        self._parked: collections.deque[_Parked] = collections.deque()
-        self._taken = 0
-        self._stopped = False
-        # notified (loop thread) whenever a request is parked, for wait()
-        self._arrived = threading.Condition()
+
+    @_on_timeout.default
+    def _timeout_outcome(self) -> Outcome:
         try:
             check_error_response(self.api_key)
-            self._on_timeout: Outcome = ErrorCode.REQUEST_TIMED_OUT
         except ValueError:
-            self._on_timeout = "disconnect"
+            return "disconnect"
+        return ErrorCode.REQUEST_TIMED_OUT
 
     # ------------------------------------------------------------ loop side
 

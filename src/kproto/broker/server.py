@@ -39,6 +39,7 @@ from kproto.broker.connection_limits import (
     WAITING_APIS,
     ClientTurns,
     ConnectionQuotas,
+    Pass,
     RequestQueue,
     admit,
     admit_now,
@@ -284,9 +285,7 @@ class NodeServer:
                 if challenge is None:
                     self._log_close(client_host, auth.reason)
                     return
-                conn.write(SIZE_PREFIX.pack(len(challenge)) + challenge)
-                held.close()
-                await conn.drain()
+                await _answer(conn, held, SIZE_PREFIX.pack(len(challenge)) + challenge)
                 continue
             try:
                 # bytes left over after the body are ignored, as Kafka's broker
@@ -297,13 +296,13 @@ class NodeServer:
                     err.api_key == ApiKey.API_VERSIONS
                     and err.correlation_id is not None
                 ):
-                    conn.write(
+                    await _answer(
+                        conn,
+                        held,
                         unsupported_api_versions_frame(
                             err.correlation_id, self.dispatcher.api_versions.served
-                        )
+                        ),
                     )
-                    held.close()
-                    await conn.drain()
                     continue
                 self._log_close(client_host, err)
                 return
@@ -317,13 +316,13 @@ class NodeServer:
                 if header.request_api_key == ApiKey.API_VERSIONS:
                     # newer than advertised (an emulated release): Kafka answers
                     # UNSUPPORTED_VERSION with its list (KIP-511)
-                    conn.write(
+                    await _answer(
+                        conn,
+                        held,
                         unsupported_api_versions_frame(
                             header.correlation_id, self.dispatcher.api_versions.served
-                        )
+                        ),
                     )
-                    held.close()
-                    await conn.drain()
                     continue
                 # an API or version this broker does not serve: Kafka's
                 # SocketServer closes the connection likewise
@@ -390,6 +389,16 @@ class NodeServer:
             if throttle_ms:
                 # KIP-219: answered at once, then muted for the throttle time
                 await asyncio.sleep(throttle_ms / 1000)
+
+
+async def _answer(conn: FrameConnection, held: Pass, frame: bytes) -> None:
+    """Answer a request the connection loop handles itself (a SASL token after
+    SaslHandshake v0, ApiVersions' UNSUPPORTED_VERSION): write ``frame`` (size
+    prefix included), give the request's turn and queue slot up, and wait until
+    the socket takes it."""
+    conn.write(frame)
+    held.close()
+    await conn.drain()
 
 
 #: Below this many bytes a response body is copied behind its header and written

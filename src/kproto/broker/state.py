@@ -151,30 +151,11 @@ class ClusterState:
     # ------------------------------------------------- broker configuration
 
     @property
-    def auto_create_topics(self) -> bool:
-        """Metadata requests create unknown topics (``auto.create.topics.enable``)."""
-        return self.config.auto_create_topics_enable
-
-    @property
-    def num_partitions(self) -> int:
-        """Partitions of an auto-created topic (``num.partitions``)."""
-        return self.config.num_partitions
-
-    @property
     def offsets_partitions(self) -> int:
-        """Partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``)."""
+        """Partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``;
+        the option :class:`~kproto.broker.groups.GroupCoordinator` reads from the
+        state it is given, a fake one included)."""
         return self.config.offsets_topic_num_partitions
-
-    @property
-    def segment_bytes(self) -> int:
-        """Default segment size of topics' logs (``log.segment.bytes``)."""
-        return self.config.log_segment_bytes
-
-    @property
-    def max_partitions(self) -> int:
-        """Partitions the cluster may hold in all; creating more is answered
-        POLICY_VIOLATION (``kproto.max.partitions``)."""
-        return self.config.kproto_max_partitions
 
     def layers(self, node_id: int | None = None) -> BrokerConfigLayers:
         """The broker configuration's layers (static, the dynamic cluster-wide
@@ -311,7 +292,7 @@ class ClusterState:
                 ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
             )
         count = (
-            self.num_partitions
+            self.config.num_partitions
             if partitions is None or partitions == -1
             else partitions
         )
@@ -371,13 +352,14 @@ class ClusterState:
 
     def check_partition_room(self, more: int) -> None:
         """Raise TopicError(POLICY_VIOLATION) unless ``more`` partitions fit under
-        ``max_partitions``."""
+        ``kproto.max.partitions``."""
         have = self.partition_count()
-        if have + more > self.max_partitions:
+        limit = self.config.kproto_max_partitions
+        if have + more > limit:
             raise TopicError(
                 ErrorCode.POLICY_VIOLATION,
                 f"the cluster holds {have} partitions; {more} more would exceed its "
-                f"limit of {self.max_partitions} (Cluster(max_partitions=...))",
+                f"limit of {limit} (Cluster(max_partitions=...))",
             )
 
     def begin_topic(self, info: TopicMetadata) -> None:

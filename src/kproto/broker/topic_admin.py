@@ -249,7 +249,7 @@ async def create_topics(
     ``ReplicationControlManager.createTopic``).
     """
     outcomes = [TopicOutcome(t.name) for t in topics]
-    total = sum(_requested_partitions(t, state.num_partitions) for t in topics)
+    total = sum(_requested_partitions(t, state.config.num_partitions) for t in topics)
     if total > MAX_PARTITIONS_PER_REQUEST:
         for outcome in outcomes:
             outcome.error_code, outcome.message = ErrorCode.POLICY_VIOLATION, _TOO_MANY

@@ -5,12 +5,15 @@ topics, and the answer to a version advertised but not served."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import attrs
+import pytest
 
+from kproto.broker import Cluster
 from kproto.broker.dispatch import SERVED_APIS
 from kproto.broker.handlers import RequestContext
 from kproto.broker.handlers.refusals import (
@@ -21,9 +24,11 @@ from kproto.broker.handlers.refusals import (
     unsupported_version,
 )
 from kproto.broker.state import ClusterState
+from kproto.connection import Connection
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey, api_versions, request_type, response_type
 from kproto.serial import decode, encode
+from tests.broker.handlers.support import send
 from tests.strategies import sample_entity
 
 
@@ -172,3 +177,30 @@ def test_unsupported_version_answers_every_partition(tmp_path: Path) -> None:
         assert codes == {ErrorCode.UNSUPPORTED_VERSION}
         no_acks = attrs.evolve(request, acks=0)
         assert asyncio.run(unsupported_version(ctx, no_acks)) is None
+
+
+@pytest.mark.parametrize("version", api_versions(ApiKey.OFFSET_FETCH)[8:])
+def test_injected_error_on_batched_offset_fetch_answers_each_group(
+    cluster: Cluster, conn: Connection, version: int
+) -> None:
+    # v8+ batches groups: the error is each group's, and an empty batch answers
+    # an empty list (not the single-group shape of v0-v7)
+    error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    cluster.inject_errors(ApiKey.OFFSET_FETCH, [error, error])
+    r = send(conn, ApiKey.OFFSET_FETCH, version, groups=[], require_stable=False)
+    assert r.groups == ()
+    topic = {"name": "fetched", "topic_id": uuid.UUID(int=7)}  # v10: by id
+    asked = [
+        {"group_id": "fetch-a", "topics": [{**topic, "partition_indexes": [0, 1]}]},
+        {"group_id": "fetch-b", "topics": None},
+    ]
+    r = send(conn, ApiKey.OFFSET_FETCH, version, groups=asked, require_stable=False)
+    assert [(g.group_id, g.error_code) for g in r.groups] == [
+        ("fetch-a", error),
+        ("fetch-b", error),
+    ]
+    (answer,) = r.groups[0].topics
+    assert [
+        (p.partition_index, p.error_code, p.committed_offset) for p in answer.partitions
+    ] == [(0, error, -1), (1, error, -1)]
+    assert r.groups[1].topics == ()

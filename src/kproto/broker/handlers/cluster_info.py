@@ -256,8 +256,12 @@ async def metadata(ctx: RequestContext, request: Any) -> Any:
     for name in names:
         error = ErrorCode.NONE
         if name not in state.topics:
-            if state.auto_create_topics and allow and budget >= state.num_partitions:
-                budget -= state.num_partitions
+            if (
+                state.config.auto_create_topics_enable
+                and allow
+                and budget >= state.config.num_partitions
+            ):
+                budget -= state.config.num_partitions
                 try:
                     state.create_topic(name, save=False)
                 except TopicError as err:

@@ -133,10 +133,9 @@ def _add(
     error = _coordinator_error(ctx, txn_id)
     if error != ErrorCode.NONE:
         return dict.fromkeys(asked, error)
-    if verify_only:
-        results = ctx.txn.verify_partitions(txn_id, producer_id, epoch, asked)
-    else:
-        results = ctx.txn.add_partitions(txn_id, producer_id, epoch, asked)
+    results = ctx.txn.add_partitions(
+        txn_id, producer_id, epoch, asked, verify_only=verify_only
+    )
     return {tp: _fenced(ctx, "AddPartitionsToTxn", e) for tp, e in results.items()}
 
 

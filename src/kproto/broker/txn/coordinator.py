@@ -297,6 +297,8 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[tuple[str, int]],
+        *,
+        verify_only: bool = False,
     ) -> dict[tuple[str, int], ErrorCode]:
         """Add ``partitions`` to the producer's transaction, starting one if none is
         open (Kafka's ``handleAddPartitionsToTransaction``); an error per partition.
@@ -305,6 +307,10 @@ class TransactionCoordinator:
         CONCURRENT_TRANSACTIONS; UNKNOWN_TOPIC_OR_PARTITION for a partition that
         does not exist, and then OPERATION_NOT_ATTEMPTED for the others, as
         Kafka's ``KafkaApis`` does.
+
+        With ``verify_only`` (AddPartitionsToTxn v4+, KIP-890 part 1) nothing is
+        added: NONE for each partition in the producer's open transaction,
+        INVALID_TXN_STATE for the others; the producer errors above for all.
         """
         asked = list(dict.fromkeys(partitions))
         error, meta = self._check_producer(
@@ -312,6 +318,15 @@ class TransactionCoordinator:
         )
         if meta is None:
             return dict.fromkeys(asked, error)
+        if verify_only:
+            return {
+                tp: (
+                    ErrorCode.NONE
+                    if meta.state == S.ONGOING and tp in meta.partitions
+                    else ErrorCode.INVALID_TXN_STATE
+                )
+                for tp in asked
+            }
         unknown = [
             tp
             for tp in asked
@@ -335,31 +350,6 @@ class TransactionCoordinator:
         if error:
             return dict.fromkeys(asked, error)
         return dict.fromkeys(asked, ErrorCode.NONE)
-
-    def verify_partitions(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: Iterable[tuple[str, int]],
-    ) -> dict[tuple[str, int], ErrorCode]:
-        """AddPartitionsToTxn v4+ ``verify_only`` (KIP-890 part 1): NONE for each
-        partition in the producer's open transaction, INVALID_TXN_STATE for the
-        others; the producer errors of :meth:`add_partitions` for all."""
-        asked = list(dict.fromkeys(partitions))
-        error, meta = self._check_producer(
-            transactional_id, producer_id, producer_epoch
-        )
-        if meta is None:
-            return dict.fromkeys(asked, error)
-        return {
-            tp: (
-                ErrorCode.NONE
-                if meta.state == S.ONGOING and tp in meta.partitions
-                else ErrorCode.INVALID_TXN_STATE
-            )
-            for tp in asked
-        }
 
     def add_offsets(
         self,
@@ -393,13 +383,14 @@ class TransactionCoordinator:
         transaction version 2, Kafka's ``AddPartitionsToTxnManager`` operation
         ``addPartition``) the partition is added instead, starting a transaction
         if none is open: the errors of :meth:`add_partitions`."""
-        if add and self.transaction_version >= 2:
-            return self.add_partitions(
-                transactional_id, producer_id, producer_epoch, [(topic, partition)]
-            )[(topic, partition)]
-        return self.verify_partitions(
-            transactional_id, producer_id, producer_epoch, [(topic, partition)]
-        )[(topic, partition)]
+        tp = (topic, partition)
+        return self.add_partitions(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            [tp],
+            verify_only=not (add and self.transaction_version >= 2),
+        )[tp]
 
     # -- EndTxn ----------------------------------------------------------------------
 
