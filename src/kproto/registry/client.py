@@ -171,6 +171,25 @@ class _Lru(Generic[K, V]):
         self.data.clear()
 
 
+@attrs.frozen
+class _Retries:
+    """When a request is sent again (Confluent's ``max.retries``,
+    ``retries.wait.ms``, ``retries.max.wait.ms``): after a 5xx answer or a
+    connection error, at most ``max_retries`` times, waiting ``sleep(backoff_s(n))``
+    before retry ``n``."""
+
+    max_retries: int
+    wait_ms: int
+    max_wait_ms: int
+    sleep: Callable[[float], None]
+
+    def backoff_s(self, attempt: int) -> float:
+        """Seconds before retry ``attempt`` (from 0): a random wait in ``[0,
+        min(max_wait_ms, wait_ms * 2**attempt)]`` ms (Confluent's full jitter)."""
+        ceiling = min(self.max_wait_ms, self.wait_ms * (1 << min(attempt, 30)))
+        return random.uniform(0, ceiling) / 1000.0
+
+
 class SchemaRegistryClient:
     """A blocking Schema Registry client over one :class:`requests.Session`.
 
@@ -234,11 +253,10 @@ class SchemaRegistryClient:
         if client_cert is not None:
             self.session.cert = client_cert
         self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.retries_wait_ms = retries_wait_ms
-        self.retries_max_wait_ms = retries_max_wait_ms
+        self.retries = _Retries(
+            max_retries, retries_wait_ms, retries_max_wait_ms, sleep
+        )
         self.latest_ttl_s = latest_ttl_s
-        self._sleep = sleep
         self._by_id: _Lru[tuple[int, str | None], Schema] = _Lru(cache_capacity)
         self._by_guid: _Lru[tuple[str, str | None], RegisteredSchema] = _Lru(
             cache_capacity
@@ -342,21 +360,15 @@ class SchemaRegistryClient:
                     verify=self.verify,
                 )
             except (requests.ConnectionError, requests.Timeout) as err:
-                if attempt >= self.max_retries:
+                if attempt >= self.retries.max_retries:
                     raise RegistryConnectionError(
                         f"{method} {url}/{path}: no answer after {attempt + 1} tries: {err}"
                     ) from err
             else:
-                if response.status_code < 500 or attempt >= self.max_retries:
+                if response.status_code < 500 or attempt >= self.retries.max_retries:
                     return _answer(response)
-            self._sleep(self._backoff_s(attempt))
+            self.retries.sleep(self.retries.backoff_s(attempt))
             attempt += 1
-
-    def _backoff_s(self, attempt: int) -> float:
-        ceiling = min(
-            self.retries_max_wait_ms, self.retries_wait_ms * (1 << min(attempt, 30))
-        )
-        return random.uniform(0, ceiling) / 1000.0
 
     def close(self) -> None:
         """Close the HTTP session."""
