@@ -94,7 +94,7 @@ def message_class(
     """
     from kproto.registry.schemas.protobuf import parse_protobuf
 
-    model: Any = parse_protobuf(text, (), dependencies).model
+    model = parse_protobuf(text, dependencies)
     pool = descriptor_pool.DescriptorPool()
     added: set[str] = set()
 
