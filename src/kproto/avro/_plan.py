@@ -146,12 +146,14 @@ _PRIMITIVE_COLUMNS: Final = {
     "fixed": (BIN, "binary"),
     "enum": (BIN, "utf8"),
 }
-_LOGICAL_COLUMNS: Final = {
-    "date": (I32, "date32"),
-    "timestamp-millis": (I64, "timestamp"),
-    "timestamp-micros": (I64, "timestamp"),
-    "local-timestamp-millis": (I64, "local_timestamp"),
-    "local-timestamp-micros": (I64, "local_timestamp"),
+#: The Arrow type of a logical type's column; its kind is its base type's (the
+#: schema parser keeps a logical type only on its valid base: date on int, ...).
+_LOGICAL_ARROW: Final = {
+    "date": "date32",
+    "timestamp-millis": "timestamp",
+    "timestamp-micros": "timestamp",
+    "local-timestamp-millis": "local_timestamp",
+    "local-timestamp-micros": "local_timestamp",
 }
 
 
@@ -166,11 +168,10 @@ class _Columns:
         self.n += 1
         if s.logical == "decimal":
             return Column(index, DEC, "decimal", precision=s.precision, scale=s.scale)
-        if s.logical in _LOGICAL_COLUMNS:
-            kind, arrow = _LOGICAL_COLUMNS[s.logical]
-            return Column(index, kind, arrow)
         if s.kind in _PRIMITIVE_COLUMNS:
             kind, arrow = _PRIMITIVE_COLUMNS[s.kind]
+            if s.logical in _LOGICAL_ARROW:
+                arrow = _LOGICAL_ARROW[s.logical]
             return Column(index, kind, arrow)
         if s.kind == "record":
             kids = []

@@ -54,6 +54,7 @@ from kproto.records import (
     TimestampType,
     decode_batches,
 )
+from kproto.records._header import BatchHead
 from kproto.records.segments import (
     batch_crc_valid,
     parse_topic_partition,
@@ -81,50 +82,54 @@ _INT32_MAX = 2**31 - 1
 
 @attrs.frozen
 class BatchView:
-    """One batch as printed: decoded fields plus what the dump found out about it.
+    """One batch as printed: its header fields (``head``) plus what the dump found
+    out about it.
 
-    ``is_valid`` is the checksum verdict (``None`` when not checked); ``error`` says
-    why the records did not decode (then ``records`` is empty and the other fields
-    come from the raw header).
+    ``head`` is the decoded :class:`~kproto.records.RecordBatch`, or for a batch whose
+    records did not decode the :class:`~kproto.records._header.BatchHead` read from
+    its raw header (with the codec id as stored, 5-7 included). ``count`` is the
+    records decoded (the header's count when they did not decode; ``None`` for a
+    legacy message); ``is_valid`` is the checksum verdict (``None`` when not
+    checked); ``error`` says why the records did not decode (then ``records`` is
+    empty).
     """
 
-    position: int
-    base_offset: int
-    last_offset: int
+    head: RecordBatch | BatchHead
     count: int | None
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
     is_valid: bool | None
-    attributes: int
-    compression: str
-    timestamp_type: TimestampType
-    is_transactional: bool
-    is_control: bool
-    has_delete_horizon: bool
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
     records: Sequence[Record] = ()
     error: str | None = None
 
     @property
+    def compression(self) -> str:
+        """The codec's label (``none|gzip|snappy|lz4|zstd``, ``unknown(N)`` for an id
+        Kafka does not define)."""
+        codec = self.head.attributes & 7
+        try:
+            return Compression(codec).label
+        except ValueError:
+            return f"unknown({codec})"
+
+    @property
+    def last_offset(self) -> int:
+        return self.head.base_offset + self.head.last_offset_delta
+
+    @property
     def size(self) -> int:
         """Bytes of the batch on disk (``sizeInBytes``: length field + 12)."""
-        return self.batch_length + 12
+        return self.head.batch_length + 12
 
     @property
     def last_sequence(self) -> int:
         """``DefaultRecordBatch.lastSequence``: -1 without a producer sequence."""
-        return _sequence_at(self.base_sequence, self.last_offset - self.base_offset)
+        h = self.head
+        return _sequence_at(h.base_sequence, h.last_offset_delta)
 
     @property
     def delete_horizon_ms(self) -> int | None:
         """The KIP-534 delete horizon (the base timestamp when the flag is set)."""
-        return self.base_timestamp if self.has_delete_horizon else None
+        h = self.head
+        return h.base_timestamp if h.has_delete_horizon else None
 
 
 def _sequence_at(base_sequence: int, delta: int) -> int:
@@ -136,40 +141,6 @@ def _sequence_at(base_sequence: int, delta: int) -> int:
     return base_sequence + delta
 
 
-def _from_batch(data: bytes, b: RecordBatch, check_crc: bool) -> BatchView:
-    valid = batch_crc_valid(data, b.position) if check_crc else None
-    return BatchView(
-        position=b.position,
-        base_offset=b.base_offset,
-        last_offset=b.base_offset + b.last_offset_delta,
-        count=len(b.records),
-        batch_length=b.batch_length,
-        partition_leader_epoch=b.partition_leader_epoch,
-        magic=b.magic,
-        crc=b.crc,
-        is_valid=valid,
-        attributes=b.attributes,
-        compression=b.compression.label,
-        timestamp_type=b.timestamp_type,
-        is_transactional=b.is_transactional,
-        is_control=b.is_control,
-        has_delete_horizon=b.has_delete_horizon,
-        base_timestamp=b.base_timestamp,
-        max_timestamp=b.max_timestamp,
-        producer_id=b.producer_id,
-        producer_epoch=b.producer_epoch,
-        base_sequence=b.base_sequence,
-        records=b.records,
-    )
-
-
-def _codec_label(codec: int) -> str:
-    try:
-        return Compression(codec).label
-    except ValueError:
-        return f"unknown({codec})"
-
-
 def _from_header(
     data: bytes, position: int, error: str, check_crc: bool
 ) -> BatchView | None:
@@ -178,30 +149,9 @@ def _from_header(
     found = read_batch_head(data, position)
     if found is None:
         return None  # no usable length or magic: the rest cannot be framed
-    h, count = found
-    return BatchView(
-        position=position,
-        base_offset=h.base_offset,
-        last_offset=h.base_offset + h.last_offset_delta,
-        count=count,
-        batch_length=h.batch_length,
-        partition_leader_epoch=h.partition_leader_epoch,
-        magic=h.magic,
-        crc=h.crc,
-        is_valid=batch_crc_valid(data, position) if check_crc else None,
-        attributes=h.attributes,
-        compression=_codec_label(h.attributes & 7),
-        timestamp_type=h.timestamp_type,
-        is_transactional=h.is_transactional,
-        is_control=h.is_control,
-        has_delete_horizon=h.has_delete_horizon,
-        base_timestamp=h.base_timestamp,
-        max_timestamp=h.max_timestamp,
-        producer_id=h.producer_id,
-        producer_epoch=h.producer_epoch,
-        base_sequence=h.base_sequence,
-        error=error,
-    )
+    head, count = found
+    valid = batch_crc_valid(data, position) if check_crc else None
+    return BatchView(head, count, valid, error=error)
 
 
 def iter_batches(
@@ -236,7 +186,8 @@ def iter_batches(
 
     for batch in it:
         yield from corrupt_so_far()
-        view = _from_batch(data, batch, check_crc)
+        valid = batch_crc_valid(data, batch.position) if check_crc else None
+        view = BatchView(batch, len(batch.records), valid, batch.records)
         totals["batches"] += 1
         totals["records"] += len(view.records)
         if view.is_valid is False:
@@ -256,26 +207,27 @@ def _bool(value: bool | None) -> str:
 
 def kafka_batch_line(b: BatchView) -> str:
     """``DumpLogSegments.printBatchLevel``; ``position`` is the byte position."""
-    if b.magic >= 2:
+    h = b.head
+    if h.magic >= 2:
         count = "null" if b.count is None else str(b.count)
         horizon = b.delete_horizon_ms
-        head = (
-            f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {count}"
-            f" baseSequence: {b.base_sequence} lastSequence: {b.last_sequence}"
-            f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch}"
-            f" partitionLeaderEpoch: {b.partition_leader_epoch}"
-            f" isTransactional: {_bool(b.is_transactional)}"
-            f" isControl: {_bool(b.is_control)}"
+        line = (
+            f"baseOffset: {h.base_offset} lastOffset: {b.last_offset} count: {count}"
+            f" baseSequence: {h.base_sequence} lastSequence: {b.last_sequence}"
+            f" producerId: {h.producer_id} producerEpoch: {h.producer_epoch}"
+            f" partitionLeaderEpoch: {h.partition_leader_epoch}"
+            f" isTransactional: {_bool(h.is_transactional)}"
+            f" isControl: {_bool(h.is_control)}"
             " deleteHorizonMs: "
             + ("OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]")
         )
     else:
-        head = f"offset: {b.last_offset}"
+        line = f"offset: {b.last_offset}"
     return (
-        f"{head} position: {b.position}"
-        f" {_TIMESTAMP_NAMES[b.timestamp_type]}: {b.max_timestamp}"
-        f" size: {b.size} magic: {b.magic} compresscodec: {b.compression}"
-        f" crc: {b.crc} isvalid: {_bool(b.is_valid)}"
+        f"{line} position: {h.position}"
+        f" {_TIMESTAMP_NAMES[h.timestamp_type]}: {h.max_timestamp}"
+        f" size: {b.size} magic: {h.magic} compresscodec: {b.compression}"
+        f" crc: {h.crc} isvalid: {_bool(b.is_valid)}"
     )
 
 
@@ -291,19 +243,20 @@ def kafka_record_line(
     text, or what ``decoder`` (one of :data:`~kproto.cli._log_decoders.DECODERS`,
     or the typed key/value formats' :class:`~kproto.cli._formats.RecordDecoder`)
     prints for them."""
+    h = b.head
     parts = [
-        f"| offset: {r.offset} {_TIMESTAMP_NAMES[b.timestamp_type]}: {r.timestamp}"
+        f"| offset: {r.offset} {_TIMESTAMP_NAMES[h.timestamp_type]}: {r.timestamp}"
         f" keySize: {-1 if r.key is None else len(r.key)}"
         f" valueSize: {-1 if r.value is None else len(r.value)}"
     ]
-    if b.magic >= 2:
-        sequence = _sequence_at(b.base_sequence, r.offset - b.base_offset)
+    if h.magic >= 2:
+        sequence = _sequence_at(h.base_sequence, r.offset - h.base_offset)
         keys = ",".join(name for name, _ in r.headers)
         parts.append(f" sequence: {sequence} headerKeys: [{keys}]")
     else:
         parts.append(f" isValid: {_bool(b.is_valid)}")
         if b.compression == "none":  # one message: its checksum is the batch's
-            parts.append(f" crc: {b.crc}")
+            parts.append(f" crc: {h.crc}")
     if r.control is not None:
         ctype = r.control.type
         if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
@@ -317,7 +270,7 @@ def kafka_record_line(
                 name = getattr(ctype, "name", "UNKNOWN")
                 text = f" controlType: {name}({int(ctype)})"
             parts.append(text)
-    elif not b.is_control:
+    elif not h.is_control:
         key, payload = _contents(r, decoder)
         if key is not None:
             parts.append(f" key: {key}")
@@ -352,19 +305,20 @@ def _text(data: bytes | None) -> str:
 
 def kproto_batch_line(b: BatchView) -> str:
     """kproto's own layout (``--format kproto``): snake_case ``name=value``."""
+    h = b.head
     parts = [
-        f"batch base_offset={b.base_offset} last_offset={b.last_offset} "
+        f"batch base_offset={h.base_offset} last_offset={b.last_offset} "
         f"count={b.count}",
-        f"position={b.position} size={b.size} magic={b.magic}",
-        f"compression={b.compression} timestamp_type={b.timestamp_type.name}",
-        f"crc={b.crc} valid={_bool(b.is_valid)}",
+        f"position={h.position} size={b.size} magic={h.magic}",
+        f"compression={b.compression} timestamp_type={h.timestamp_type.name}",
+        f"crc={h.crc} valid={_bool(b.is_valid)}",
     ]
-    if b.magic == 2:
+    if h.magic == 2:
         parts.append(
-            f"producer_id={b.producer_id} producer_epoch={b.producer_epoch} "
-            f"base_sequence={b.base_sequence} leader_epoch={b.partition_leader_epoch} "
-            f"transactional={_bool(b.is_transactional)} "
-            f"control={_bool(b.is_control)}"
+            f"producer_id={h.producer_id} producer_epoch={h.producer_epoch} "
+            f"base_sequence={h.base_sequence} leader_epoch={h.partition_leader_epoch} "
+            f"transactional={_bool(h.is_transactional)} "
+            f"control={_bool(h.is_control)}"
         )
     return " ".join(parts)
 
@@ -399,28 +353,29 @@ def batch_json(b: BatchView) -> dict[str, Any]:
     """Every field of a batch, snake_case, as JSON values (``compression`` as
     ``none|gzip|snappy|lz4|zstd``, ``timestamp_type`` as ``CREATE_TIME|
     LOG_APPEND_TIME|NO_TIMESTAMP``, ``is_valid`` null when not checked)."""
+    h = b.head
     return {
-        "position": b.position,
-        "base_offset": b.base_offset,
+        "position": h.position,
+        "base_offset": h.base_offset,
         "last_offset": b.last_offset,
         "count": b.count,
-        "batch_length": b.batch_length,
+        "batch_length": h.batch_length,
         "size": b.size,
-        "partition_leader_epoch": b.partition_leader_epoch,
-        "magic": b.magic,
-        "crc": b.crc,
+        "partition_leader_epoch": h.partition_leader_epoch,
+        "magic": h.magic,
+        "crc": h.crc,
         "is_valid": b.is_valid,
-        "attributes": b.attributes,
+        "attributes": h.attributes,
         "compression": b.compression,
-        "timestamp_type": b.timestamp_type.name,
-        "is_transactional": b.is_transactional,
-        "is_control": b.is_control,
+        "timestamp_type": h.timestamp_type.name,
+        "is_transactional": h.is_transactional,
+        "is_control": h.is_control,
         "delete_horizon_ms": b.delete_horizon_ms,
-        "base_timestamp": b.base_timestamp,
-        "max_timestamp": b.max_timestamp,
-        "producer_id": b.producer_id,
-        "producer_epoch": b.producer_epoch,
-        "base_sequence": b.base_sequence,
+        "base_timestamp": h.base_timestamp,
+        "max_timestamp": h.max_timestamp,
+        "producer_id": h.producer_id,
+        "producer_epoch": h.producer_epoch,
+        "base_sequence": h.base_sequence,
         "last_sequence": b.last_sequence,
         "error": b.error,
     }
@@ -439,8 +394,8 @@ def record_json(b: BatchView, r: Record | None) -> dict[str, Any]:
             None
             if r is None
             else (
-                _sequence_at(b.base_sequence, r.offset - b.base_offset)
-                if b.magic >= 2
+                _sequence_at(b.head.base_sequence, r.offset - b.head.base_offset)
+                if b.head.magic >= 2
                 else -1
             )
         ),
@@ -584,23 +539,23 @@ def _dump_file(
         codecs[b.compression] += 1
         if b.error is not None:
             print(
-                f"{name}: corrupt batch at position {b.position} "
-                f"(base offset {b.base_offset}): {b.error}",
+                f"{name}: corrupt batch at position {b.head.position} "
+                f"(base offset {b.head.base_offset}): {b.error}",
                 file=err,
             )
         elif b.is_valid is False:
             print(
-                f"{name}: batch at position {b.position} (base offset "
-                f"{b.base_offset}) fails its checksum (stored crc {b.crc})",
+                f"{name}: batch at position {b.head.position} (base offset "
+                f"{b.head.base_offset}) fails its checksum (stored crc {b.head.crc})",
                 file=err,
             )
         if fmt == "json":
             for r in b.records or (None,):
                 row = {**record_json(b, r), **where}
                 if isinstance(decoder, RecordDecoder):
-                    if r is not None and not b.is_control:
+                    if r is not None and not b.head.is_control:
                         row["decoded"] = decoder.json(r)
-                elif decoder is not None and r is not None and not b.is_control:
+                elif decoder is not None and r is not None and not b.head.is_control:
                     row["decoded"] = decoded_json(decoder, r)
                 print(json.dumps(row, separators=(",", ":")), file=out)
             continue
@@ -610,7 +565,7 @@ def _dump_file(
             line = (
                 kafka_record_line(b, r, decoder)
                 if kafka
-                else kproto_record_line(r, None if b.is_control else decoder)
+                else kproto_record_line(r, None if b.head.is_control else decoder)
             )
             print(line, file=out)
         if b.error is not None:

@@ -171,6 +171,25 @@ class _Lru(Generic[K, V]):
         self.data.clear()
 
 
+@attrs.frozen
+class _Retries:
+    """When a request is sent again (Confluent's ``max.retries``,
+    ``retries.wait.ms``, ``retries.max.wait.ms``): after a 5xx answer or a
+    connection error, at most ``max_retries`` times, waiting ``sleep(backoff_s(n))``
+    before retry ``n``."""
+
+    max_retries: int
+    wait_ms: int
+    max_wait_ms: int
+    sleep: Callable[[float], None]
+
+    def backoff_s(self, attempt: int) -> float:
+        """Seconds before retry ``attempt`` (from 0): a random wait in ``[0,
+        min(max_wait_ms, wait_ms * 2**attempt)]`` ms (Confluent's full jitter)."""
+        ceiling = min(self.max_wait_ms, self.wait_ms * (1 << min(attempt, 30)))
+        return random.uniform(0, ceiling) / 1000.0
+
+
 class SchemaRegistryClient:
     """A blocking Schema Registry client over one :class:`requests.Session`.
 
@@ -234,11 +253,10 @@ class SchemaRegistryClient:
         if client_cert is not None:
             self.session.cert = client_cert
         self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.retries_wait_ms = retries_wait_ms
-        self.retries_max_wait_ms = retries_max_wait_ms
+        self.retries = _Retries(
+            max_retries, retries_wait_ms, retries_max_wait_ms, sleep
+        )
         self.latest_ttl_s = latest_ttl_s
-        self._sleep = sleep
         self._by_id: _Lru[tuple[int, str | None], Schema] = _Lru(cache_capacity)
         self._by_guid: _Lru[tuple[str, str | None], RegisteredSchema] = _Lru(
             cache_capacity
@@ -317,14 +335,16 @@ class SchemaRegistryClient:
         body: object = None,
     ) -> Any:
         """Send one request (retrying 5xx and connection errors) and return the
-        decoded JSON answer. ``path`` is relative to the base URL, already quoted.
+        decoded JSON answer. ``path`` is relative to the base URL, already quoted;
+        ``params`` the query, its None, False and "" values left out (the registry's
+        defaults), True written ``true``.
 
         Raises:
             RegistryError: a 4xx/5xx answer (its ``error_code``; the HTTP status
                 when the body has none), or an answer that is not JSON (50001).
             RegistryConnectionError: no answer after the retries.
         """
-        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        query = {k: _param(v) for k, v in (params or {}).items() if _given(v)}
         headers = {"Content-Type": CONTENT_TYPE} if body is not None else None
         attempt = 0
         while True:
@@ -340,21 +360,15 @@ class SchemaRegistryClient:
                     verify=self.verify,
                 )
             except (requests.ConnectionError, requests.Timeout) as err:
-                if attempt >= self.max_retries:
+                if attempt >= self.retries.max_retries:
                     raise RegistryConnectionError(
                         f"{method} {url}/{path}: no answer after {attempt + 1} tries: {err}"
                     ) from err
             else:
-                if response.status_code < 500 or attempt >= self.max_retries:
+                if response.status_code < 500 or attempt >= self.retries.max_retries:
                     return _answer(response)
-            self._sleep(self._backoff_s(attempt))
+            self.retries.sleep(self.retries.backoff_s(attempt))
             attempt += 1
-
-    def _backoff_s(self, attempt: int) -> float:
-        ceiling = min(
-            self.retries_max_wait_ms, self.retries_wait_ms * (1 << min(attempt, 30))
-        )
-        return random.uniform(0, ceiling) / 1000.0
 
     def close(self) -> None:
         """Close the HTTP session."""
@@ -390,7 +404,7 @@ class SchemaRegistryClient:
         body = self.request(
             "POST",
             f"subjects/{_q(subject)}/versions",
-            params={"normalize": normalize or None},
+            params={"normalize": normalize},
             body=schema.to_json(),
         )
         registered = RegisteredSchema(
@@ -417,7 +431,7 @@ class SchemaRegistryClient:
         body = self.request(
             "POST",
             f"subjects/{_q(subject)}",
-            params={"normalize": normalize or None, "deleted": deleted or None},
+            params={"normalize": normalize, "deleted": deleted},
             body=schema.to_json(),
         )
         found = RegisteredSchema.from_json(body)
@@ -448,7 +462,7 @@ class SchemaRegistryClient:
         body = self.request(
             "GET",
             f"schemas/ids/{int(schema_id)}",
-            params={"subject": subject, "format": fmt or None},
+            params={"subject": subject, "format": fmt},
         )
         schema = Schema.from_json(body)
         self._by_id.put((schema_id, fmt), schema)
@@ -465,9 +479,7 @@ class SchemaRegistryClient:
         cached = self._by_guid.get((guid, fmt))
         if cached is not None:
             return cached
-        body = self.request(
-            "GET", f"schemas/guids/{_q(guid)}", params={"format": fmt or None}
-        )
+        body = self.request("GET", f"schemas/guids/{_q(guid)}", params={"format": fmt})
         registered = RegisteredSchema(
             _opt_int(body, "id") or -1, Schema.from_json(body), guid=guid
         )
@@ -483,9 +495,7 @@ class SchemaRegistryClient:
     ) -> list[str]:
         """The subjects a schema id is registered under (``GET /schemas/ids/{id}/subjects``)."""
         body = self.request(
-            "GET",
-            f"schemas/ids/{int(schema_id)}/subjects",
-            params={"deleted": deleted or None},
+            "GET", f"schemas/ids/{int(schema_id)}/subjects", params={"deleted": deleted}
         )
         return [str(s) for s in body]
 
@@ -495,9 +505,7 @@ class SchemaRegistryClient:
         """``(subject, version)`` pairs holding a schema id
         (``GET /schemas/ids/{id}/versions``)."""
         body = self.request(
-            "GET",
-            f"schemas/ids/{int(schema_id)}/versions",
-            params={"deleted": deleted or None},
+            "GET", f"schemas/ids/{int(schema_id)}/versions", params={"deleted": deleted}
         )
         return [(str(item["subject"]), int(item["version"])) for item in body]
 
@@ -516,8 +524,8 @@ class SchemaRegistryClient:
             "subjects",
             params={
                 "subjectPrefix": prefix,
-                "deleted": deleted or None,
-                "deletedOnly": deleted_only or None,
+                "deleted": deleted,
+                "deletedOnly": deleted_only,
             },
         )
         return [str(s) for s in body]
@@ -529,9 +537,7 @@ class SchemaRegistryClient:
             RegistryError: 40401 subject not found.
         """
         body = self.request(
-            "GET",
-            f"subjects/{_q(subject)}/versions",
-            params={"deleted": deleted or None},
+            "GET", f"subjects/{_q(subject)}/versions", params={"deleted": deleted}
         )
         return [int(v) for v in body]
 
@@ -558,7 +564,7 @@ class SchemaRegistryClient:
         body = self.request(
             "GET",
             f"subjects/{_q(subject)}/versions/{int(version)}",
-            params={"deleted": deleted or None, "format": fmt or None},
+            params={"deleted": deleted, "format": fmt},
         )
         registered = RegisteredSchema.from_json(body)
         self._versions.put(key, registered)
@@ -578,9 +584,7 @@ class SchemaRegistryClient:
         if cached is not None and (ttl is None or now - cached[0] < ttl):
             return cached[1]
         body = self.request(
-            "GET",
-            f"subjects/{_q(subject)}/versions/latest",
-            params={"format": fmt or None},
+            "GET", f"subjects/{_q(subject)}/versions/latest", params={"format": fmt}
         )
         registered = RegisteredSchema.from_json(body)
         if ttl is None or ttl > 0:
@@ -606,7 +610,7 @@ class SchemaRegistryClient:
                 referenced.
         """
         body = self.request(
-            "DELETE", f"subjects/{_q(subject)}", params={"permanent": permanent or None}
+            "DELETE", f"subjects/{_q(subject)}", params={"permanent": permanent}
         )
         self._forget(subject)
         return [int(v) for v in body]
@@ -622,7 +626,7 @@ class SchemaRegistryClient:
         body = self.request(
             "DELETE",
             f"subjects/{_q(subject)}/versions/{version}",
-            params={"permanent": permanent or None},
+            params={"permanent": permanent},
         )
         self._forget(subject)
         return int(body)
@@ -650,7 +654,7 @@ class SchemaRegistryClient:
         if version is not None:
             path += f"/{version}"
         body = self.request(
-            "POST", path, params={"verbose": verbose or None}, body=schema.to_json()
+            "POST", path, params={"verbose": verbose}, body=schema.to_json()
         )
         if not isinstance(body, dict) or "is_compatible" not in body:
             raise RegistryError(50001, f"unexpected compatibility answer: {body!r}")
@@ -672,9 +676,7 @@ class SchemaRegistryClient:
                 ``default_to_global``).
         """
         path = "config" if subject is None else f"config/{_q(subject)}"
-        body = self.request(
-            "GET", path, params={"defaultToGlobal": default_to_global or None}
-        )
+        body = self.request("GET", path, params={"defaultToGlobal": default_to_global})
         return dict(body)
 
     def get_compatibility(self, subject: str | None = None) -> str:
@@ -720,9 +722,7 @@ class SchemaRegistryClient:
             RegistryError: 42204 invalid mode, 42205 not permitted.
         """
         path = "mode" if subject is None else f"mode/{_q(subject)}"
-        body = self.request(
-            "PUT", path, params={"force": force or None}, body={"mode": mode}
-        )
+        body = self.request("PUT", path, params={"force": force}, body={"mode": mode})
         return str(body["mode"])
 
     def delete_mode(self, subject: str) -> str:
@@ -750,6 +750,13 @@ class SchemaRegistryClient:
 
 def _q(part: str) -> str:
     return quote(part, safe="")
+
+
+def _given(value: Any) -> bool:
+    """Whether a query parameter is sent: None, False and "" are the registry's
+    defaults (its flags are false unless given, its ``format`` the stored form), so
+    they are left out."""
+    return value is not None and value is not False and value != ""
 
 
 def _param(value: Any) -> str:

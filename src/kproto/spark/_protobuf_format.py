@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from google.protobuf import descriptor_pool, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 __all__ = [
@@ -94,20 +94,8 @@ def message_class(
     """
     from kproto.registry.schemas.protobuf import parse_protobuf
 
-    model: Any = parse_protobuf(text, (), dependencies).model
-    pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(name: str) -> None:
-        if name in added or name not in model.files:
-            return
-        added.add(name)
-        for dep in model.files[name].dependency:
-            add(dep)
-        pool.Add(model.files[name])
-
-    for name in model.files:
-        add(name)
+    model = parse_protobuf(text, dependencies)
+    pool = model.descriptor_pool()
     names = model.record_names()
     if message_name is None:
         if len(names) != 1:

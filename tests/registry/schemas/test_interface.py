@@ -198,3 +198,20 @@ def test_already_registered_schemas_load_as_confluent_loads_them() -> None:
     assert parse_schema("JSON", odd_json, new=False).canonical == odd_json
     with pytest.raises(InvalidSchemaError):
         parse_schema("PROTOBUF", "message {", new=False)
+
+
+@pytest.mark.parametrize(
+    ("schema_type", "text"),
+    [
+        ("AVRO", '{"type": "string"}'),
+        ("JSON", '{"type": "string"}'),
+        ("PROTOBUF", 'syntax = "proto3";\nmessage M {}\n'),
+    ],
+)
+def test_a_reference_missing_from_resolved_is_invalid(
+    schema_type: str, text: str
+) -> None:
+    ref = SchemaReference("other", "other-value", 1)
+    with pytest.raises(InvalidSchemaError, match="reference 'other' is not resolved"):
+        parse_schema(schema_type, text, [ref], {})
+    assert parse_schema(schema_type, text, [ref], {"other": text}).references == (ref,)

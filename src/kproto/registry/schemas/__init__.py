@@ -16,13 +16,14 @@ The interface follows Confluent Schema Registry's ``ParsedSchema`` and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kproto.registry.schemas import _types
 from kproto.registry.schemas._types import *  # noqa: F403 (the names of _types.__all__)
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
     ParsedSchema,
+    SchemaModel,
     SchemaReference,
     SchemaType,
 )
@@ -45,7 +46,8 @@ __all__ = [
 ]
 __all__ += _types.__all__
 
-_PARSERS = {
+#: Each format's ``parse(text, resolved, *, new) -> SchemaModel``.
+_PARSERS: dict[SchemaType, Callable[..., SchemaModel]] = {
     SchemaType.AVRO: parse_avro,
     SchemaType.JSON: parse_json_schema,
     SchemaType.PROTOBUF: parse_protobuf,
@@ -64,7 +66,8 @@ def parse_schema(
     ``"PROTOBUF"``; the registry's default for an absent ``schemaType`` is AVRO).
 
     ``references`` are the schema's references as registered; ``resolved`` maps the name
-    of every reference reachable from ``schema`` (transitively) to its schema text.
+    of every reference reachable from ``schema`` (transitively) to its schema text (a
+    reference missing from it makes the schema invalid).
     PROTOBUF input may be ``.proto`` text or the base64 of a serialized
     ``FileDescriptorProto``. ``new=False`` is for a schema already registered (read back
     from ``_schemas``), as Confluent's ``isNew``: Avro field defaults are not validated
@@ -78,8 +81,15 @@ def parse_schema(
         raise InvalidSchemaError(f"Unknown schema type: {schema_type!r}") from None
     if not isinstance(schema, str):
         raise InvalidSchemaError("The schema must be a string")
+    references = tuple(references)
+    for ref in references:
+        if ref.name not in resolved:
+            raise InvalidSchemaError(
+                f"Invalid {kind.value} schema: reference {ref.name!r} is not resolved"
+            )
     try:
-        return _PARSERS[kind](schema, tuple(references), dict(resolved), new=new)
+        model = _PARSERS[kind](schema, dict(resolved), new=new)
+        return ParsedSchema(kind, model.text(), references, model)
     except InvalidSchemaError:
         raise
     except RecursionError:

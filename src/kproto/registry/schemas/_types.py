@@ -91,7 +91,10 @@ class InvalidSchemaError(ValueError):
 class SchemaModel(Protocol):
     """What a format module keeps for one parsed schema (private to the package)."""
 
-    def normalized(self) -> ParsedSchema: ...
+    def text(self, normalize: bool = False) -> str:
+        """The canonical text (Confluent's ``canonicalString()``), or with
+        ``normalize`` the normalized one."""
+        ...
 
     def record_names(self) -> tuple[str, ...]: ...
 
@@ -116,7 +119,12 @@ class ParsedSchema:
     def normalize(self) -> ParsedSchema:
         """The normalized form (the registry's ``?normalize=true``): equivalent schemas
         written differently normalize to the same canonical text. Idempotent."""
-        return self.model.normalized()
+        return ParsedSchema(
+            self.schema_type,
+            self.model.text(normalize=True),
+            sorted_references(self.references),
+            self.model,
+        )
 
     def record_names(self) -> tuple[str, ...]:
         """Fully qualified top-level record names, for RecordNameStrategy: the Avro

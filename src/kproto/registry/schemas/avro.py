@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -25,10 +25,6 @@ import attrs
 from kproto.registry.schemas import _json_text
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
-    ParsedSchema,
-    SchemaReference,
-    SchemaType,
-    sorted_references,
 )
 
 __all__ = ["parse_avro", "AvroModel"]
@@ -559,19 +555,9 @@ class AvroModel:
 
     root: Node
     external: frozenset[str]
-    references: tuple[SchemaReference, ...]
-    resolved: Mapping[str, str]
 
     def text(self, normalize: bool = False) -> str:
         return _dumps(_Printer(set(self.external), normalize).node(self.root, None))
-
-    def normalized(self) -> ParsedSchema:
-        return ParsedSchema(
-            SchemaType.AVRO,
-            self.text(normalize=True),
-            sorted_references(self.references),
-            self,
-        )
 
     def record_names(self) -> tuple[str, ...]:
         # Confluent's AvroSchema.name(): a record's full name, else none.
@@ -599,13 +585,7 @@ def _load_json(text: str, what: str) -> Any:
         ) from None
 
 
-def parse_avro(
-    text: str,
-    references: Sequence[SchemaReference] = (),
-    resolved: Mapping[str, str] = {},
-    *,
-    new: bool = True,
-) -> ParsedSchema:
+def parse_avro(text: str, resolved: Mapping[str, str], *, new: bool) -> AvroModel:
     """Parse an Avro schema (JSON text) and the schemas its references name.
 
     ``resolved`` maps each reachable reference's name (a full type name) to its schema
@@ -635,11 +615,6 @@ def parse_avro(
             progressed = True
         if not progressed:
             raise InvalidSchemaError("; ".join(errors))
-    for ref in references:
-        if ref.name not in names and ref.name not in resolved:
-            raise InvalidSchemaError(
-                f"Invalid Avro schema: reference {ref.name!r} is not resolved"
-            )
     # Every type the references define prints by name. (Confluent's
     # Schema.toString(referencedSchemas) knows only each reference's own type and writes
     # a type nested in one out in full, which then cannot be parsed again beside it.)
@@ -647,5 +622,4 @@ def parse_avro(
     root = _Parser(names, validate_defaults=new).parse(
         _load_json(text, "the schema"), None, 0
     )
-    model = AvroModel(root, external, tuple(references), dict(resolved))
-    return ParsedSchema(SchemaType.AVRO, model.text(), tuple(references), model)
+    return AvroModel(root, external)

@@ -13,7 +13,7 @@ references.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -24,10 +24,6 @@ import jsonschema.validators
 from kproto.registry.schemas import _json_text
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
-    ParsedSchema,
-    SchemaReference,
-    SchemaType,
-    sorted_references,
 )
 
 __all__ = ["parse_json_schema", "JsonSchemaModel"]
@@ -195,15 +191,9 @@ class JsonSchemaModel:
 
     schema: Any
     documents: Documents
-    references: tuple[SchemaReference, ...]
 
-    def normalized(self) -> ParsedSchema:
-        return ParsedSchema(
-            SchemaType.JSON,
-            dumps(_sorted(self.schema)),
-            sorted_references(self.references),
-            self,
-        )
+    def text(self, normalize: bool = False) -> str:
+        return dumps(_sorted(self.schema) if normalize else self.schema)
 
     def record_names(self) -> tuple[str, ...]:
         if isinstance(self.schema, dict) and isinstance(self.schema.get("title"), str):
@@ -215,12 +205,8 @@ class JsonSchemaModel:
 
 
 def parse_json_schema(
-    text: str,
-    references: Sequence[SchemaReference] = (),
-    resolved: Mapping[str, str] = {},
-    *,
-    new: bool = True,
-) -> ParsedSchema:
+    text: str, resolved: Mapping[str, str], *, new: bool
+) -> JsonSchemaModel:
     """Parse a JSON Schema and the schemas its references name (``resolved``: reference
     name -> schema text). Every ``$ref`` to another document must name a reference (or a
     referenced schema's ``$id``). ``new=False`` (a schema already registered) skips the
@@ -241,5 +227,4 @@ def parse_json_schema(
                 raise InvalidSchemaError(
                     f"Invalid JSON schema: $ref {ref!r} does not resolve"
                 )
-    model = JsonSchemaModel(schema, documents, tuple(references))
-    return ParsedSchema(SchemaType.JSON, dumps(schema), tuple(references), model)
+    return JsonSchemaModel(schema, documents)

@@ -41,10 +41,6 @@ from google.protobuf.message import DecodeError
 
 from kproto.registry.schemas._types import (
     InvalidSchemaError,
-    ParsedSchema,
-    SchemaReference,
-    SchemaType,
-    sorted_references,
 )
 from kproto.registry.schemas.protobuf_text import print_proto
 
@@ -404,7 +400,6 @@ class ProtobufModel:
 
     file: descriptor_pb2.FileDescriptorProto
     files: Mapping[str, descriptor_pb2.FileDescriptorProto]
-    references: tuple[SchemaReference, ...]
 
     def descriptor_pool(self) -> descriptor_pool.DescriptorPool:
         """A new ``DescriptorPool`` holding ``file`` and its imports, dependencies first
@@ -424,13 +419,8 @@ class ProtobufModel:
         add(self.file.name)
         return pool
 
-    def normalized(self) -> ParsedSchema:
-        return ParsedSchema(
-            SchemaType.PROTOBUF,
-            print_proto(self.file, True),
-            sorted_references(self.references),
-            self,
-        )
+    def text(self, normalize: bool = False) -> str:
+        return print_proto(self.file, normalize)
 
     def record_names(self) -> tuple[str, ...]:
         prefix = self.file.package + "." if self.file.package else ""
@@ -445,12 +435,8 @@ class ProtobufModel:
 
 
 def parse_protobuf(
-    text: str,
-    references: Sequence[SchemaReference] = (),
-    resolved: Mapping[str, str] = {},
-    *,
-    new: bool = True,
-) -> ParsedSchema:
+    text: str, resolved: Mapping[str, str], *, new: bool = True
+) -> ProtobufModel:
     """Parse a Protobuf schema: ``.proto`` text or the base64 of a serialized
     ``FileDescriptorProto``. ``resolved`` maps each import path reachable from it (the
     references' names) to its schema text, in either form. Descriptors are checked by a
@@ -475,7 +461,4 @@ def parse_protobuf(
         compiled = compile_proto(name, source, dependencies)
         files = {f.name: f for f in compiled.file}
         main = files[name]
-    model = ProtobufModel(main, files, tuple(references))
-    return ParsedSchema(
-        SchemaType.PROTOBUF, print_proto(main), tuple(references), model
-    )
+    return ProtobufModel(main, files)
