@@ -526,6 +526,23 @@ class BrokerConfig:
         at_least(0),
         kafka_default="3000",
     ).field()
+    group_min_session_timeout_ms: int = _B(
+        "group.min.session.timeout.ms",
+        _T.INT,
+        "10",
+        "The smallest session timeout in ms a classic group member may ask "
+        "for (JoinGroup answers INVALID_SESSION_TIMEOUT below it).",
+        at_least(0),
+        kafka_default="6000",
+    ).field()
+    group_max_session_timeout_ms: int = _B(
+        "group.max.session.timeout.ms",
+        _T.INT,
+        "1800000",
+        "The largest session timeout in ms a classic group member may ask "
+        "for (JoinGroup answers INVALID_SESSION_TIMEOUT above it).",
+        at_least(0),
+    ).field()
     group_consumer_session_timeout_ms: int = _B(
         "group.consumer.session.timeout.ms",
         _T.INT,

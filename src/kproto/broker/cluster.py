@@ -309,7 +309,10 @@ class Cluster(FaultControls, ClusterControls, Closing):
         #: The group coordinator (consumer groups and committed offsets).
         self.groups = GroupCoordinator(
             self.state,
+            offsets_partitions=cfg.offsets_topic_num_partitions,
             initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
+            min_session_timeout_ms=cfg.group_min_session_timeout_ms,
+            max_session_timeout_ms=cfg.group_max_session_timeout_ms,
             consumer_session_timeout_ms=cfg.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms=cfg.group_consumer_heartbeat_interval_ms,
             consumer_assignors=cfg.group_consumer_assignors,

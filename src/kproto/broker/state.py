@@ -150,13 +150,6 @@ class ClusterState:
 
     # ------------------------------------------------- broker configuration
 
-    @property
-    def offsets_partitions(self) -> int:
-        """Partitions of ``__consumer_offsets`` (``offsets.topic.num.partitions``;
-        the option :class:`~kproto.broker.groups.GroupCoordinator` reads from the
-        state it is given, a fake one included)."""
-        return self.config.offsets_topic_num_partitions
-
     def layers(self, node_id: int | None = None) -> BrokerConfigLayers:
         """The broker configuration's layers (static, the dynamic cluster-wide
         default, ``node_id``'s dynamic configs; default node: the controller,

@@ -108,15 +108,11 @@ class GroupCoordinator:
         streams_session_timeout_ms: int = 45_000,
         streams_heartbeat_interval_ms: int = 5_000,
     ) -> None:
-        def option(value: int | None, name: str, default: int) -> int:
-            if value is not None:
-                return value
-            found = getattr(state, name, None)
-            return found if isinstance(found, int) else default
-
         self.state = state
-        self.offsets_partitions = option(
-            offsets_partitions, "offsets_partitions", DEFAULT_OFFSETS_PARTITIONS
+        self.offsets_partitions = (
+            DEFAULT_OFFSETS_PARTITIONS
+            if offsets_partitions is None
+            else offsets_partitions
         )
         #: the ``__consumer_offsets`` writer
         self.runtime = CoordinatorRuntime(state, OFFSETS_TOPIC, self.offsets_partitions)
@@ -130,20 +126,20 @@ class GroupCoordinator:
             self.scheduler,
             self.now_ms,
             self._persist_group,
-            initial_rebalance_delay_ms=option(
-                initial_rebalance_delay_ms,
-                "group_initial_rebalance_delay_ms",
-                DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+            initial_rebalance_delay_ms=(
+                DEFAULT_INITIAL_REBALANCE_DELAY_MS
+                if initial_rebalance_delay_ms is None
+                else initial_rebalance_delay_ms
             ),
-            min_session_timeout_ms=option(
-                min_session_timeout_ms,
-                "group_min_session_timeout_ms",
-                DEFAULT_MIN_SESSION_TIMEOUT_MS,
+            min_session_timeout_ms=(
+                DEFAULT_MIN_SESSION_TIMEOUT_MS
+                if min_session_timeout_ms is None
+                else min_session_timeout_ms
             ),
-            max_session_timeout_ms=option(
-                max_session_timeout_ms,
-                "group_max_session_timeout_ms",
-                DEFAULT_MAX_SESSION_TIMEOUT_MS,
+            max_session_timeout_ms=(
+                DEFAULT_MAX_SESSION_TIMEOUT_MS
+                if max_session_timeout_ms is None
+                else max_session_timeout_ms
             ),
         )
         #: KIP-848 consumer groups (:mod:`.consumer_coordinator`).
