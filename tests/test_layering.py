@@ -1,7 +1,8 @@
 """What the import-linter contracts (``[tool.importlinter]`` in pyproject.toml, run by
-``make lint``) cannot say: generated code imports only an allow-list, and Spark and
-its engines are imported only inside functions. Every other layering rule lives in
-those contracts."""
+``make lint``) cannot say: generated code imports only an allow-list, Spark and its
+engines are imported only inside functions, and no two modules of ``src/kproto``
+import each other through any chain (its ``acyclic_siblings`` contract compares
+packages, not modules). Every other layering rule lives in those contracts."""
 
 from __future__ import annotations
 
@@ -60,3 +61,61 @@ def test_spark_is_imported_only_lazily_by_entry_points() -> None:
                 assert (
                     path.name in ("cli.py", "demo.py") or path.parent.name == "cli"
                 ) and not top_level, f"{path} imports {module}"
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's
+    algorithm, iterative: the graph has about 2,000 modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for succ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(edges[succ]))))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_module_imports_itself_through_a_chain() -> None:
+    """Every import counts, those under ``TYPE_CHECKING`` and inside functions too
+    (grimp, import-linter's graph)."""
+    import grimp
+
+    graph = grimp.build_graph("kproto")
+    edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    assert _cycles(edges) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert _cycles(edges) == [["a", "b", "c"]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kproto.errors import ErrorCode
 from kproto.index import ApiKey
@@ -52,15 +52,36 @@ from .results import (
 if TYPE_CHECKING:
     from kproto.serde import Deserializer, Serializer
 
-    from .transactions import TransactionManager
-
-__all__ = ["DEFAULT_FETCH_MAX_BYTES", "EARLIEST", "LATEST", "ClientCore"]
+__all__ = [
+    "DEFAULT_FETCH_MAX_BYTES",
+    "EARLIEST",
+    "LATEST",
+    "ClientCore",
+    "ProduceTransaction",
+]
 
 #: ListOffsets timestamps (Kafka's ``ListOffsetsRequest.EARLIEST_TIMESTAMP`` etc.).
 EARLIEST = -2
 LATEST = -1
 #: Fetch's default ``max_bytes`` (1 MiB), for the response and the partition.
 DEFAULT_FETCH_MAX_BYTES = 1 << 20
+
+
+class ProduceTransaction(Protocol):
+    """What :meth:`ClientCore.produce` asks of the transaction it sends in:
+    :class:`kproto.client.transactions.TransactionManager` is the one there is."""
+
+    transactional_id: str
+
+    @property
+    def produce_max_version(self) -> int | None:
+        """The highest Produce version to send (None: any)."""
+
+    def add_partitions(self, topic: str, partitions: Iterable[int]) -> WaitingOp[None]:
+        """Add ``topic``'s ``partitions`` to the transaction before a send."""
+
+    def produce_failed(self, err: Exception) -> Exception:
+        """The error to raise for a send of the transaction that failed with ``err``."""
 
 
 class ClientCore:
@@ -94,7 +115,7 @@ class ClientCore:
         #: the transactional producer's state machine, set by
         #: :class:`kproto.client.transactions.TransactionManager` (None: not
         #: transactional); :meth:`produce` then sends inside its transaction
-        self.transaction: TransactionManager | None = None
+        self.transaction: ProduceTransaction | None = None
 
     def addresses(self, node: int) -> list[tuple[str, int]]:
         """Where to send a call for ``node``: its address, or for :data:`ANY_NODE`
