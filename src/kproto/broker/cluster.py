@@ -10,9 +10,9 @@ import ssl
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kproto._closing import Closing
 from kproto.broker.broker_config import (
@@ -25,7 +25,6 @@ from kproto.broker.broker_config import (
 from kproto.broker.cleaner_manager import CleanerStats, LogCleaner
 from kproto.broker.client_metrics import PushedMetrics
 from kproto.broker.cluster_controls import ClusterControls
-from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.connection_limits import ConnectionQuotas
 from kproto.broker.dispatch import ApiVersionTable, Dispatcher
 from kproto.broker.faults import FaultInjector
@@ -58,7 +57,7 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class Cluster(FaultControls, ClusterControls, Closing):
+class Cluster(ClusterControls, Closing):
     """An in-process Kafka cluster: ``nodes`` brokers, each an asyncio server on
     127.0.0.1, sharing one data directory laid out as Kafka's
     (``<data_dir>/<topic>-<partition>/<base offset>.log``).
@@ -528,23 +527,6 @@ class Cluster(FaultControls, ClusterControls, Closing):
         self._thread.join()
         self._thread = None
 
-    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the cluster's loop from any thread."""
-        loop = self._loop
-        if loop is None:
-            coro.close()
-            raise RuntimeError("the cluster is not running")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            coro.close()
-            raise RuntimeError(
-                "call the async_* method from the cluster's own event loop"
-            )
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
     # --------------------------------------------------------------- looking in
 
     @property
@@ -682,20 +664,6 @@ class Cluster(FaultControls, ClusterControls, Closing):
             common_name
         )
         return result
-
-    def _on_loop(self, func: Callable[[], T]) -> T:
-        """Run ``func`` on the cluster's loop thread (directly when the cluster
-        runs on the caller's loop, through the background thread otherwise)."""
-        if self._thread is None or threading.current_thread() is self._thread:
-            # ``async with`` mode, or already on the loop (e.g. inside a request hook)
-            if self._loop is None:
-                raise RuntimeError("the cluster is not running")
-            return func()
-
-        async def call() -> T:
-            return func()
-
-        return self._call(call())
 
     def create_topic(
         self,

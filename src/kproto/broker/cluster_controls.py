@@ -15,17 +15,16 @@ Named after librdkafka's mock cluster (``rd_kafka_mock_broker_set_rack``,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Final, TypeVar
 
 import attrs
 
-from kproto.broker.groups import GroupCoordinator
+from kproto.broker.cluster_faults import FaultControls
 from kproto.broker.introspect import RequestLog, RequestRecord
 from kproto.broker.leadership import move_off, set_leader
 from kproto.broker.server import NodeServer
 from kproto.broker.share import ShareCoordinator
-from kproto.broker.state import ClusterState
 from kproto.broker.topic_metadata import TopicMetadata
 from kproto.broker.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 
@@ -37,33 +36,16 @@ T = TypeVar("T")
 TELEMETRY_SUBSCRIPTION: Final = "kproto-test-controls"
 
 
-class ClusterControls:
-    """What a test can shape on a running cluster (mixed into ``Cluster``)."""
+class ClusterControls(FaultControls):
+    """What a test can shape on a running cluster: a base of
+    :class:`kproto.broker.Cluster`, which sets the attributes declared here and in
+    :class:`~kproto.broker.cluster_faults.FaultControls`."""
 
-    servers: list[NodeServer]
-    state: ClusterState
     txn: TransactionCoordinator
-    groups: GroupCoordinator
     share: ShareCoordinator
     #: builds a node's server: ``(node_id, port)``
     _node_server: Callable[[int, int], NodeServer]
     requests: RequestLog
-
-    if TYPE_CHECKING:  # provided by Cluster and FaultControls
-
-        def _on_loop(self, func: Callable[[], T]) -> T: ...
-
-        def _server(self, node: int) -> NodeServer: ...
-
-        def _call(self, coro: Coroutine[Any, Any, T]) -> T: ...
-
-        async def async_stop_node(
-            self, node: int, *, move_leaders: bool = True
-        ) -> None: ...
-
-        def move_leader(self, topic: str, partition: int, node: int) -> int: ...
-
-        def move_coordinator(self, group_id: str, node: int) -> int: ...
 
     # ------------------------------------------------------------------ nodes
 

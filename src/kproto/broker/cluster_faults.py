@@ -11,9 +11,10 @@ Modelled on librdkafka's mock cluster (``rdkafka_mock.h``) and franz-go kfake's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
+from kproto.broker.cluster_loop import ClusterLoop
 from kproto.broker.dispatch import ApiVersionTable
 from kproto.broker.faults import (
     PASS,
@@ -39,20 +40,17 @@ log = logging.getLogger("kproto.broker")
 T = TypeVar("T")
 
 
-class FaultControls:
-    """What a test can break on a running cluster (mixed into ``Cluster``)."""
+class FaultControls(ClusterLoop):
+    """What a test can break on a running cluster: a base of
+    :class:`kproto.broker.Cluster` (through
+    :class:`~kproto.broker.cluster_controls.ClusterControls`), which sets the
+    attributes declared here."""
 
     servers: list[NodeServer]
     state: ClusterState
     groups: GroupCoordinator
     faults: FaultInjector
     api_versions: ApiVersionTable
-
-    if TYPE_CHECKING:  # provided by Cluster
-
-        def _on_loop(self, func: Callable[[], T]) -> T: ...
-
-        def _call(self, coro: Coroutine[Any, Any, T]) -> T: ...
 
     def _server(self, node: int) -> NodeServer:
         for server in self.servers:
