@@ -28,28 +28,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_SRC = Path(__file__).resolve().parents[1] / "src"
-if str(_SRC) not in sys.path:  # src layout, maybe not installed
-    sys.path.insert(0, str(_SRC))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(_SRC)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+from benchmarks._spark_harness import (
+    CONSUMER_CONFIG,
+    ParquetColumns,
+    PeakWorkerRss,
+    spark_session,
+    tree_cpu,
 )
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-import psutil  # type: ignore[import-untyped]  # noqa: E402
-
-from benchmarks.avro_bench import SCHEMA, make_values  # noqa: E402
+from benchmarks.avro_bench import SCHEMA, make_values
 
 TOPIC = "trades"
 # The broker and its registry, in a process of their own (their CPU is left out).
@@ -62,54 +57,6 @@ with Cluster(nodes=1, schema_registry=True, num_partitions={parts}) as c:
     print(c.bootstrap_servers, c.schema_registry_url, flush=True)
     done.wait()
 """
-
-
-def _cpu(excluded: set[int]) -> float:
-    """CPU seconds of this process tree, leaving out ``excluded`` pids."""
-    me = psutil.Process()
-    total = 0.0
-    for p in [me] + me.children(recursive=True):
-        if p.pid in excluded:
-            continue
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
-
-
-class PeakWorkerRss:
-    """Samples the RSS of this tree's Python workers (``pyspark.daemon`` and its
-    forks; with ``own``, of this process) every 50 ms; ``peak`` is the largest of
-    one worker, bytes."""
-
-    def __init__(self, own: bool = False) -> None:
-        self.own = own
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> PeakWorkerRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        me = psutil.Process()
-        while not self._stop.wait(0.05):
-            if self.own:
-                self.peak = max(self.peak, me.memory_info().rss)
-                continue
-            for p in me.children(recursive=True):
-                try:
-                    if "pyspark.daemon" in " ".join(p.cmdline()):
-                        self.peak = max(self.peak, p.memory_info().rss)
-                except psutil.Error:
-                    continue
 
 
 def produce(bootstrap: str, registry: str, n: int, partitions: int) -> None:
@@ -163,7 +110,6 @@ def job_spark(spark: Any, bootstrap: str, registry: str, fmt: str, out: Path) ->
 def job_consumer(bootstrap: str, registry: str, n: int, parts: int, out: Path) -> int:
     import confluent_kafka as ck
     import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer
 
@@ -181,44 +127,30 @@ def job_consumer(bootstrap: str, registry: str, n: int, parts: int, out: Path) -
     )
     consumer = ck.DeserializingConsumer(
         {
+            **CONSUMER_CONFIG,
             "bootstrap.servers": bootstrap,
-            "group.id": "bench",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 8 << 20,
-            "max.partition.fetch.bytes": 8 << 20,
-            "log_level": 2,
             "value.deserializer": AvroDeserializer(
                 SchemaRegistryClient({"url": registry})
             ),
         }
     )
     consumer.assign([ck.TopicPartition(TOPIC, p, 0) for p in range(parts)])
-    out.mkdir(parents=True, exist_ok=True)
-    writer = pq.ParquetWriter(str(out / "part-0.parquet"), schema)
-    cols: list[list[Any]] = [[] for _ in schema]
+    parquet = ParquetColumns(schema, out)
+    values, topics, partitions, offsets = parquet.cols
     got = 0
     deadline = time.monotonic() + 600
-
-    def flush() -> None:
-        arrays = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]
-        writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
-        for c in cols:
-            c.clear()
-
+    # DeserializingConsumer has no consume(): one poll per message
     while got < n and time.monotonic() < deadline:
         msg = consumer.poll(1.0)
         if msg is None or msg.error() is not None:
             continue
-        cols[0].append(msg.value())
-        cols[1].append(msg.topic())
-        cols[2].append(msg.partition())
-        cols[3].append(msg.offset())
+        values.append(msg.value())
+        topics.append(msg.topic())
+        partitions.append(msg.partition())
+        offsets.append(msg.offset())
         got += 1
-        if len(cols[0]) >= 100_000:
-            flush()
-    if cols[0]:
-        flush()
-    writer.close()
+        parquet.write_if_full()
+    parquet.close()
     consumer.close()
     return got
 
@@ -246,20 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{parts} partitions, produced in {time.perf_counter() - t:.1f} s",
             flush=True,
         )
-        from pyspark.sql import SparkSession
-
         from kproto.spark import KafkaDataSource
 
-        spark = (
-            SparkSession.builder.master(args.master)
-            .appName("kproto typed source bench")
-            .config("spark.driver.memory", "2g")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session(args.master, "kproto typed source bench")
         spark.dataSource.register(KafkaDataSource)
         job_spark(spark, bootstrap, registry, "avro", work / "warm")  # workers up
 
@@ -280,11 +201,11 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         for name, fn in jobs.items():
-            cpu0, t0 = _cpu({broker.pid}), time.perf_counter()
+            cpu0, t0 = tree_cpu({broker.pid}), time.perf_counter()
             with PeakWorkerRss(own=name == "consumer") as rss:
                 records = fn()
             wall = time.perf_counter() - t0
-            cpu = _cpu({broker.pid}) - cpu0
+            cpu = tree_cpu({broker.pid}) - cpu0
             mb = sum(p.stat().st_size for p in (work / name).rglob("*.parquet")) / 1e6
             if records < 0:
                 records = int(spark.read.parquet(str(work / name)).count())

@@ -34,22 +34,15 @@ import random
 import shutil
 import statistics
 import struct
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-_SRC = Path(__file__).resolve().parents[1] / "src"
-if str(_SRC) not in sys.path:  # src layout, maybe not installed
-    sys.path.insert(0, str(_SRC))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(_SRC)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-)
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
 import psutil  # type: ignore[import-untyped]  # noqa: E402
+
+from benchmarks._spark_harness import tree_cpu
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 WORDS = [
@@ -123,19 +116,6 @@ def generate(root: Path, size_mb: float, files: int) -> tuple[int, int]:
 # --- measurement ---------------------------------------------------------------------
 
 
-def _tree_cpu() -> float:
-    """CPU seconds (user+system, including reaped children) of this process tree."""
-    me = psutil.Process()
-    total = 0.0
-    for p in [me] + me.children(recursive=True):
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
-
-
 def _cpu_groups() -> dict[str, float]:
     """CPU seconds per group of this process tree: the JVM's threads by name
     (``jvm: Executor task launch worker``, ``jvm: GC Thread``, ``jvm: C2
@@ -177,7 +157,7 @@ def measure(
     """(wall s, CPU s, records) of one job. ``in_process``: count this process only
     (a job without Spark; idle Python workers that Spark retires meanwhile would
     otherwise take their earlier CPU time out of the tree total)."""
-    cpu = time.process_time if in_process else _tree_cpu
+    cpu = time.process_time if in_process else tree_cpu
     cpu0, t0 = cpu(), time.perf_counter()
     records = fn()
     return time.perf_counter() - t0, cpu() - cpu0, records

@@ -23,7 +23,6 @@ Not a test: nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -33,37 +32,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_SRC = Path(__file__).resolve().parents[1] / "src"
-if str(_SRC) not in sys.path:  # src layout, maybe not installed
-    sys.path.insert(0, str(_SRC))
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(_SRC)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+from benchmarks._spark_harness import (
+    CONSUMER_CONFIG,
+    ParquetColumns,
+    process_cpu,
+    spark_session,
+    tree_cpu,
 )
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-import psutil  # type: ignore[import-untyped]  # noqa: E402
 
 TOPIC = "bench"
-
-
-def _cpu(pids_excluded: set[int]) -> float:
-    """CPU seconds of this process tree, leaving out ``pids_excluded``."""
-    me = psutil.Process()
-    total = 0.0
-    for p in [me] + me.children(recursive=True):
-        if p.pid in pids_excluded:
-            continue
-        try:
-            t = p.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
-
-
-def _proc_cpu(pid: int) -> float:
-    t = psutil.Process(pid).cpu_times()
-    return float(t.user + t.system)
 
 
 def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
@@ -108,7 +85,6 @@ def job_source(spark: Any, bootstrap: str, out: Path) -> int:
 def job_consumer(bootstrap: str, n: int, partitions: int, out: Path) -> int:
     import confluent_kafka as ck
     import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     schema = pa.schema(
         [
@@ -121,49 +97,34 @@ def job_consumer(bootstrap: str, n: int, partitions: int, out: Path) -> int:
             ("timestampType", pa.int32()),
         ]
     )
-    consumer = ck.Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 8 << 20,
-            "max.partition.fetch.bytes": 8 << 20,
-            "log_level": 2,
-        }
-    )
+    consumer = ck.Consumer({**CONSUMER_CONFIG, "bootstrap.servers": bootstrap})
     consumer.assign([ck.TopicPartition(TOPIC, p, 0) for p in range(partitions)])
-    out.mkdir(parents=True, exist_ok=True)
-    writer = pq.ParquetWriter(str(out / "part-0.parquet"), schema)
-    cols: list[list[Any]] = [[] for _ in schema]
+
+    def arrays(cols: list[list[Any]]) -> list[Any]:
+        out = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]
+        ms = pa.array(cols[5], pa.int64())  # librdkafka gives ms since the epoch
+        out[5] = pa.compute.multiply(ms, 1000).cast(schema.field(5).type)
+        return out
+
+    parquet = ParquetColumns(schema, out, arrays)
+    keys, values, topics, parts, offsets, stamps, stamp_types = parquet.cols
     got = 0
     deadline = time.monotonic() + 600
-
-    def flush() -> None:
-        ts = pa.array(cols[5], pa.int64())
-        arrays = [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)]
-        arrays[5] = pa.compute.multiply(ts, 1000).cast(schema.field(5).type)
-        writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
-        for c in cols:
-            c.clear()
-
     while got < n and time.monotonic() < deadline:
         for msg in consumer.consume(10000, 1.0):
             if msg.error() is not None:
                 continue
             ts_type, ts = msg.timestamp()
-            cols[0].append(msg.key())
-            cols[1].append(msg.value())
-            cols[2].append(msg.topic())
-            cols[3].append(msg.partition())
-            cols[4].append(msg.offset())
-            cols[5].append(ts)
-            cols[6].append(ts_type - 1)  # librdkafka: 1 create time, 2 log append
+            keys.append(msg.key())
+            values.append(msg.value())
+            topics.append(msg.topic())
+            parts.append(msg.partition())
+            offsets.append(msg.offset())
+            stamps.append(ts)
+            stamp_types.append(ts_type - 1)  # librdkafka: 1 create time, 2 log append
             got += 1
-        if len(cols[0]) >= 100_000:
-            flush()
-    if cols[0]:
-        flush()
-    writer.close()
+        parquet.write_if_full()
+    parquet.close()
     consumer.close()
     return got
 
@@ -202,18 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         produce(bootstrap, "warm", 1000, 1)
 
-        from pyspark.sql import SparkSession
-
-        spark = (
-            SparkSession.builder.master(args.master)
-            .appName("kproto live source bench")
-            .config("spark.driver.memory", "2g")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = spark_session(args.master, "kproto live source bench")
         from kproto.spark import read_kafka
 
         read_kafka(spark, bootstrap, "warm").write.mode("overwrite").parquet(
@@ -231,10 +181,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, fn in jobs.items():
             excluded = {broker.pid}
-            cpu0, b0, t0 = _cpu(excluded), _proc_cpu(broker.pid), time.perf_counter()
+            cpu0, b0, t0 = (
+                tree_cpu(excluded),
+                process_cpu(broker.pid),
+                time.perf_counter(),
+            )
             records = fn()
             wall = time.perf_counter() - t0
-            cpu, bcpu = _cpu(excluded) - cpu0, _proc_cpu(broker.pid) - b0
+            cpu, bcpu = tree_cpu(excluded) - cpu0, process_cpu(broker.pid) - b0
             mb = sum(p.stat().st_size for p in (work / name).rglob("*.parquet")) / 1e6
             if records < 0:
                 records = int(spark.read.parquet(str(work / name)).count())
