@@ -10,6 +10,7 @@ interpreter, so import it before kproto and pyspark.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import threading
@@ -94,6 +95,16 @@ class PeakWorkerRss:
                         self.peak = max(self.peak, p.memory_info().rss)
                 except psutil.Error:
                     continue
+
+
+def live_topic_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of the benchmarks over a live topic: ``--records`` (1,000,000),
+    ``--partitions`` (4) and ``--master`` (Spark's, ``local[*]``)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--master", default="local[*]")
+    return ap
 
 
 def spark_session(master: str, app_name: str) -> Any:

@@ -26,7 +26,6 @@ sampled every 50 ms. Not a test: nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -41,6 +40,7 @@ from benchmarks._spark_harness import (
     CONSUMER_CONFIG,
     ParquetColumns,
     PeakWorkerRss,
+    live_topic_arguments,
     spark_session,
     tree_cpu,
 )
@@ -156,11 +156,7 @@ def job_consumer(bootstrap: str, registry: str, n: int, parts: int, out: Path) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--master", default="local[*]")
-    args = ap.parse_args(argv)
+    args = live_topic_arguments(__doc__.splitlines()[0]).parse_args(argv)
     n, parts = args.records, args.partitions
     work = Path(tempfile.mkdtemp(prefix="kproto-avro-bench-"))
     broker = subprocess.Popen(

@@ -22,7 +22,6 @@ Not a test: nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from typing import Any
 from benchmarks._spark_harness import (
     CONSUMER_CONFIG,
     ParquetColumns,
+    live_topic_arguments,
     process_cpu,
     spark_session,
     tree_cpu,
@@ -130,11 +130,7 @@ def job_consumer(bootstrap: str, n: int, partitions: int, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--master", default="local[*]")
-    args = ap.parse_args(argv)
+    args = live_topic_arguments(__doc__.splitlines()[0]).parse_args(argv)
     n, parts = args.records, args.partitions
     work = Path(tempfile.mkdtemp(prefix="kproto-live-bench-"))
     broker = subprocess.Popen(
